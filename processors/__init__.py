@@ -1,0 +1,1 @@
+"""kgflow processors and the framework they share."""

@@ -1,0 +1,122 @@
+"""Request/response over the bus: correlation ids, timeouts, streaming."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel
+
+from processors.base.bus import Bus, Consumer, Producer
+from schemas.base import Response
+
+ResT = TypeVar("ResT", bound=Response)
+
+
+class RequestTimeout(RuntimeError):
+    """No (complete) response arrived within the timeout."""
+
+
+class RemoteError(RuntimeError):
+    """The service answered with an error response."""
+
+    def __init__(self, type_: str, message: str) -> None:
+        super().__init__(f"{type_}: {message}")
+        self.type = type_
+        self.message = message
+
+
+class RequestResponseClient(Generic[ResT]):
+    """Sends requests to a service topic and matches responses by the `id` property.
+
+    Every client reads the whole response topic (a non-durable reader) and keeps only
+    the responses to its own requests, so several clients can share one topic.
+    """
+
+    def __init__(
+        self,
+        bus: Bus,
+        request_topic: str,
+        response_topic: str,
+        response_model: type[ResT],
+        timeout_s: float = 60.0,
+    ) -> None:
+        self._bus = bus
+        self._request_topic = request_topic
+        self._response_topic = response_topic
+        self._model = response_model
+        self.timeout_s = timeout_s
+        self._pending: dict[str, asyncio.Queue[ResT]] = {}
+        self._producer: Producer | None = None
+        self._reader: Consumer | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        """Open the producer and the response reader (idempotent)."""
+        async with self._lock:
+            if self._task is not None:
+                return
+            self._reader = await self._bus.reader(self._response_topic)
+            self._producer = await self._bus.producer(self._request_topic)
+            self._task = asyncio.create_task(self._dispatch(), name=f"responses:{self._response_topic}")
+
+    async def stop(self) -> None:
+        """Stop reading responses; pending requests fail with a timeout."""
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._reader:
+            await self._reader.close()
+
+    async def _dispatch(self) -> None:
+        assert self._reader is not None
+        while True:
+            msg = await self._reader.receive()
+            queue = self._pending.get(msg.properties.get("id", ""))
+            if queue is None:
+                continue
+            try:
+                queue.put_nowait(self._model.model_validate_json(msg.data))
+            except Exception as e:  # a response we cannot parse is still an answer
+                err = self._model.model_validate({"error": {"type": "bad-response", "message": str(e)}})
+                queue.put_nowait(err)
+
+    async def stream(self, request: BaseModel, timeout_s: float | None = None) -> AsyncIterator[ResT]:
+        """Send `request`; yield each response until `end_of_stream`. Errors are raised."""
+        await self.start()
+        assert self._producer is not None
+        rid = str(uuid.uuid4())
+        queue: asyncio.Queue[ResT] = asyncio.Queue()
+        self._pending[rid] = queue
+        deadline = asyncio.get_running_loop().time() + (timeout_s or self.timeout_s)
+        try:
+            await self._producer.send(request.model_dump_json(by_alias=False).encode(), {"id": rid})
+            while True:
+                remaining = deadline - asyncio.get_running_loop().time()
+                try:
+                    res = await asyncio.wait_for(queue.get(), max(remaining, 0.001))
+                except TimeoutError:
+                    raise RequestTimeout(
+                        f"no response from {self._request_topic} within {timeout_s or self.timeout_s}s"
+                    ) from None
+                if res.error is not None:
+                    raise RemoteError(res.error.type, res.error.message)
+                yield res
+                if res.end_of_stream:
+                    return
+        finally:
+            self._pending.pop(rid, None)
+
+    async def request(self, request: BaseModel, timeout_s: float | None = None) -> ResT:
+        """Send `request` and return its (last) response."""
+        last: ResT | None = None
+        async for res in self.stream(request, timeout_s):
+            last = res
+        assert last is not None
+        return last

@@ -1,0 +1,138 @@
+"""The flow registry (config service): blueprints and flows, persisted, pushed on change."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from pathlib import Path
+
+from processors.base.bus import Bus, Consumer
+from processors.base.errors import BadRequest
+from processors.base.processor import error_response, parse_request
+from schemas.flows import Blueprint, ConfigState, Flow, FlowRequest, FlowResponse
+from schemas.topics import CONFIG_PUSH, CONFIG_REQUEST, CONFIG_RESPONSE
+
+log = logging.getLogger(__name__)
+
+
+class FlowRegistry:
+    """Pure state: blueprints and running flows, optionally persisted to a JSON file."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self.state = ConfigState()
+        if path and path.exists():
+            self.state = ConfigState.model_validate_json(path.read_text())
+
+    def _save(self) -> None:
+        self.state.version += 1
+        if self.path:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(self.state.model_dump_json(indent=1))
+            tmp.replace(self.path)
+
+    def handle(self, req: FlowRequest) -> tuple[FlowResponse, bool]:
+        """Apply one operation; returns the response and whether the config changed."""
+        st = self.state
+        op = req.operation
+        if op == "get-config":
+            return FlowResponse(config=st), False
+        if op == "list-blueprints":
+            return FlowResponse(blueprint_names=sorted(st.blueprints)), False
+        if op == "list-flows":
+            return FlowResponse(flow_ids=sorted(st.flows)), False
+        if op == "put-blueprint":
+            if req.blueprint is None:
+                raise BadRequest("put-blueprint needs `blueprint`")
+            st.blueprints[req.blueprint.name] = req.blueprint
+            self._save()
+            return FlowResponse(), True
+        name = req.blueprint_name
+        if op in ("get-blueprint", "delete-blueprint"):
+            if not name or name not in st.blueprints:
+                raise BadRequest(f"unknown blueprint {name!r}")
+            if op == "get-blueprint":
+                return FlowResponse(blueprint=st.blueprints[name]), False
+            users = [f.id for f in st.flows.values() if f.blueprint == name]
+            if users:
+                raise BadRequest(f"blueprint {name!r} is used by running flows {users}")
+            del st.blueprints[name]
+            self._save()
+            return FlowResponse(), True
+        fid = req.flow_id
+        if not fid:
+            raise BadRequest(f"{op} needs `flow_id`")
+        if op == "start-flow":
+            if not name or name not in st.blueprints:
+                raise BadRequest(f"unknown blueprint {name!r}")
+            if fid in st.flows:
+                raise BadRequest(f"flow {fid!r} is already running")
+            st.flows[fid] = Flow(
+                id=fid, blueprint=name, description=req.description or "", parameters=req.parameters or {}
+            )
+            self._save()
+            return FlowResponse(flow=st.flows[fid]), True
+        if fid not in st.flows:
+            raise BadRequest(f"unknown flow {fid!r}")
+        if op == "get-flow":
+            return FlowResponse(flow=st.flows[fid]), False
+        del st.flows[fid]  # stop-flow
+        self._save()
+        return FlowResponse(), True
+
+
+class ConfigService:
+    """Serves FlowRequests on the config topic and pushes the whole config on every change."""
+
+    name = "config"
+
+    def __init__(self, bus: Bus, registry: FlowRegistry) -> None:
+        self.bus = bus
+        self.registry = registry
+        self._consumer: Consumer | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Start serving; pushes the current config once so late watchers converge."""
+        self._responses = await self.bus.producer(CONFIG_RESPONSE)
+        self._push = await self.bus.producer(CONFIG_PUSH)
+        self._consumer = await self.bus.consumer(CONFIG_REQUEST, "config")
+        self._task = asyncio.create_task(self._serve(), name="config-service")
+        await self._push.send(self.registry.state.model_dump_json().encode(), {})
+
+    async def stop(self) -> None:
+        """Stop serving."""
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._consumer:
+            await self._consumer.close()
+
+    async def _serve(self) -> None:
+        assert self._consumer is not None
+        while True:
+            msg = await self._consumer.receive()
+            rid = msg.properties.get("id", "")
+            changed = False
+            try:
+                res, changed = self.registry.handle(parse_request(FlowRequest, msg.data))
+            except Exception as e:
+                res = error_response(FlowResponse, e)
+                log.info("flow request refused: %s", e)
+            await self._responses.send(res.model_dump_json().encode(), {"id": rid})
+            if changed:
+                await self._push.send(self.registry.state.model_dump_json().encode(), {})
+            await self._consumer.ack(msg)
+
+
+def load_blueprint(path: Path) -> Blueprint:
+    """Read a YAML (or JSON) blueprint file."""
+    import yaml
+
+    text = path.read_text()
+    data = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else json.loads(text)
+    return Blueprint.model_validate(data)

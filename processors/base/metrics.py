@@ -1,0 +1,32 @@
+"""Prometheus metrics shared by every processor (one registry per process)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram, start_http_server
+
+REQUESTS = Counter("kgflow_requests_total", "Requests handled", ["processor", "flow", "service", "outcome"])
+LATENCY = Histogram(
+    "kgflow_request_seconds",
+    "Request handling time",
+    ["processor", "service"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+)
+STAGE = Histogram(
+    "kgflow_stage_seconds",
+    "Time per retrieval stage",
+    ["processor", "stage"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+STORE_ROUND_TRIPS = Counter("kgflow_store_round_trips_total", "Store round trips", ["processor"])
+ROWS_READ = Counter("kgflow_store_rows_read_total", "Rows read from stores", ["processor"])
+CACHE = Counter("kgflow_label_cache_total", "Label cache lookups", ["result"])
+TOKENS = Counter("kgflow_llm_tokens_total", "Language-model tokens", ["model", "direction"])
+
+_started: set[int] = set()
+
+
+def serve_metrics(port: int | None) -> None:
+    """Expose /metrics on `port` (once per port; None or 0 disables it)."""
+    if port and port not in _started:
+        start_http_server(port, addr="127.0.0.1")
+        _started.add(port)

@@ -1,0 +1,1 @@
+"""Implementations of the `kgflow` subcommands."""

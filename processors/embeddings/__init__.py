@@ -1,0 +1,1 @@
+"""Embeddings: texts to vectors (local MiniLM on onnxruntime, or an OpenAI-compatible endpoint)."""

@@ -1,0 +1,1 @@
+"""Graph embeddings: entity search by vector plus lexical label matches."""

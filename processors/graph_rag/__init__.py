@@ -1,0 +1,1 @@
+"""GraphRAG: seed entities, relevance-guided batched traversal, batched labels, answer."""

@@ -1,0 +1,174 @@
+"""GraphRag: one long-lived instance per flow; a query is a lightweight call on it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from processors.base.errors import QueryTimeout
+from processors.base.metrics import ROWS_READ, STAGE, STORE_ROUND_TRIPS
+from processors.graph_rag.sources import GraphSources, Scope
+from processors.graph_rag.traversal import TraversalLimits, batched_traversal
+from schemas.graph_rag import GraphRagRequest, GraphRagStats, SeedEntity
+from schemas.terms import LabelledTriple
+
+SYSTEM_PROMPT = (
+    "You answer questions using only the knowledge-graph facts given. "
+    "Each fact is 'subject | relation | object'. Answer briefly; if the facts do not "
+    "contain the answer, say so."
+)
+NO_MODEL_PREFIX = "No language model is configured; the most relevant retrieved facts are:"
+
+
+class GraphRagSettings(BaseModel):
+    """GraphRAG limits (flow parameters; a request may override the first six)."""
+
+    entity_limit: int = Field(default=50, ge=1)
+    triple_limit: int = Field(default=30, ge=1)
+    max_subgraph_size: int = Field(default=150, ge=1)
+    max_path_length: int = Field(default=2, ge=1)
+    edge_limit: int = Field(default=25, ge=1)
+    traversal: Literal["relevance", "bfs"] = "relevance"
+    candidates_per_entity: int = Field(default=200, ge=1)  # rows read per frontier entity, at most
+    max_frontier: int = Field(default=500, ge=1)  # entities per neighbour round trip, at most
+    timeout_s: float = Field(default=60.0, gt=0)
+    answer_facts: int = Field(default=10, ge=1)  # facts listed in a retrieval-only answer
+
+
+@dataclass
+class Retrieval:
+    """Everything retrieved for one question."""
+
+    seeds: list[SeedEntity]
+    triples: list[LabelledTriple]
+    stats: GraphRagStats
+    started: float = field(default_factory=time.perf_counter)
+
+
+class GraphRag:
+    """Seeds → batched traversal → batched labels → answer. Holds no per-request state."""
+
+    def __init__(self, sources: GraphSources, settings: GraphRagSettings, processor: str = "graph-rag") -> None:
+        self.sources = sources
+        self.settings = settings
+        self.processor = processor
+
+    def _limits(self, req: GraphRagRequest) -> tuple[GraphRagSettings, TraversalLimits]:
+        overrides = {
+            k: v
+            for k, v in req.model_dump(
+                include={
+                    "entity_limit",
+                    "triple_limit",
+                    "max_subgraph_size",
+                    "max_path_length",
+                    "edge_limit",
+                    "traversal",
+                    "timeout_s",
+                }
+            ).items()
+            if v is not None
+        }
+        s = self.settings.model_copy(update=overrides)
+        return s, TraversalLimits(
+            s.max_path_length,
+            s.max_subgraph_size,
+            s.triple_limit,
+            s.edge_limit,
+            s.candidates_per_entity,
+            s.max_frontier,
+            s.traversal,
+        )
+
+    def _stage(self, stats: GraphRagStats, name: str, started: float) -> None:
+        ms = (time.perf_counter() - started) * 1000
+        stats.stage_ms[name] = round(ms, 3)
+        STAGE.labels(self.processor, name.split("_")[0]).observe(ms / 1000)
+
+    async def retrieve(self, req: GraphRagRequest) -> Retrieval:
+        """Retrieve the labelled subgraph for `req.query` within the overall timeout."""
+        s, _ = self._limits(req)
+        try:
+            async with asyncio.timeout(s.timeout_s):
+                return await self._retrieve(req)
+        except TimeoutError:
+            raise QueryTimeout(f"graph retrieval exceeded {s.timeout_s}s; partial results discarded") from None
+
+    async def _retrieve(self, req: GraphRagRequest) -> Retrieval:
+        s, limits = self._limits(req)
+        scope = Scope(req.user, req.collection)
+        stats = GraphRagStats()
+        began = t = time.perf_counter()
+        vector = await self.sources.embed(req.query)
+        self._stage(stats, "embed", t)
+        t = time.perf_counter()
+        seeds = await self.sources.entities(scope, vector, req.query, s.entity_limit)
+        stats.store_round_trips += 1
+        self._stage(stats, "seeds", t)
+        # Entities the question names are the anchors; similar-sounding ones only when none is named.
+        anchors = [e.id for e in seeds if e.lexical] or [e.id for e in seeds]
+        sub = await batched_traversal(self.sources, scope, anchors, limits, vector)
+        for i, ms in enumerate(sub.hop_ms, 1):
+            STAGE.labels(self.processor, "hop").observe(ms / 1000)
+            stats.stage_ms[f"hop_{i}"] = round(ms, 3)
+        stats.store_round_trips += sub.round_trips
+        stats.rows_read = sub.rows_read
+        stats.levels = len(sub.hop_ms)
+        t = time.perf_counter()
+        iris = {e.id for e in seeds}
+        for tr in sub.triples:
+            iris.update((tr.s.value, tr.p.value))
+            if tr.o.is_iri:
+                iris.add(tr.o.value)
+        labels = await self.sources.labels(scope, sorted(iris)) if iris else None
+        if labels:
+            stats.store_round_trips += labels.store_round_trips
+            stats.label_cache_hits, stats.label_cache_misses = labels.cache_hits, labels.cache_misses
+        self._stage(stats, "labels", t)
+        names = labels.labels if labels else {}
+        for e in seeds:
+            e.label = e.label or names.get(e.id)
+        triples = [
+            LabelledTriple(
+                s=names.get(tr.s.value, tr.s.value),
+                p=names.get(tr.p.value, tr.p.value),
+                o=names.get(tr.o.value, tr.o.value) if tr.o.is_iri else tr.o.value,
+                s_id=tr.s.value,
+                p_id=tr.p.value,
+                o_id=tr.o.value,
+                score=sc,
+            )
+            for tr, sc in zip(sub.triples, sub.scores, strict=True)
+        ]
+        stats.elapsed_ms = round((time.perf_counter() - began) * 1000, 3)
+        STORE_ROUND_TRIPS.labels(self.processor).inc(stats.store_round_trips)
+        ROWS_READ.labels(self.processor).inc(stats.rows_read)
+        return Retrieval(seeds, triples, stats, began)
+
+    def facts_text(self, triples: list[LabelledTriple], limit: int | None = None) -> str:
+        """Facts as 'subject | relation | object' lines, most relevant first."""
+        ranked = sorted(triples, key=lambda t: -(t.score if t.score is not None else 0.0))
+        return "\n".join(f"{t.s} | {t.p} | {t.o}" for t in ranked[:limit])
+
+    async def answer(self, req: GraphRagRequest, found: Retrieval) -> AsyncIterator[tuple[str, dict[str, object]]]:
+        """Yield answer pieces; the last carries usage (`model`, `in_token`, `out_token`)."""
+        limit = self.settings.answer_facts
+        if req.no_llm:
+            yield f"{NO_MODEL_PREFIX}\n{self.facts_text(found.triples, limit)}", {"final": True}
+            return
+        prompt = f"Facts:\n{self.facts_text(found.triples)}\n\nQuestion: {req.query}\nAnswer:"
+        t = time.perf_counter()
+        async for ch in self.sources.complete(SYSTEM_PROMPT, prompt, req.streaming):
+            if ch.final:
+                self._stage(found.stats, "llm", t)
+                if ch.extra.get("configured") is False:
+                    yield f"{NO_MODEL_PREFIX}\n{self.facts_text(found.triples, limit)}", {"final": True}
+                    return
+                yield ch.text, {"final": True, "model": ch.model, "in_token": ch.in_token, "out_token": ch.out_token}
+                return
+            yield ch.text, {"final": False}

@@ -1,0 +1,137 @@
+"""Graph-rag processor: binds a long-lived GraphRag per flow to the bus."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Sequence
+
+from processors.base.client import RequestResponseClient
+from processors.base.processor import ClientSpec, FlowContext, FlowProcessor, ServiceSpec
+from processors.base.settings import flow_params
+from processors.graph_rag.rag import GraphRag, GraphRagSettings
+from processors.graph_rag.sources import LabelBatch, NeighbourBatch, Scope
+from processors.text_completion.backend import CompletionChunk
+from schemas.embeddings import EmbeddingsRequest, EmbeddingsResponse
+from schemas.graph_embeddings import GraphEmbeddingsRequest, GraphEmbeddingsResponse
+from schemas.graph_rag import GraphRagRequest, GraphRagResponse, SeedEntity
+from schemas.labels import LabelRequest, LabelResponse
+from schemas.terms import Triple
+from schemas.text_completion import TextCompletionRequest, TextCompletionResponse
+from schemas.triples import NeighboursQuery, TriplesResponse
+
+
+class BusSources:
+    """GraphSources over the flow's request/response clients."""
+
+    def __init__(self, flow: FlowContext) -> None:
+        self._c: dict[str, RequestResponseClient] = flow.clients  # type: ignore[type-arg]
+
+    async def embed(self, text: str) -> list[float]:
+        res = await self._c["embeddings"].request(EmbeddingsRequest(texts=[text]))
+        return res.vectors[0]
+
+    async def entities(self, scope: Scope, vector: list[float], text: str, limit: int) -> list[SeedEntity]:
+        res = await self._c["graph-embeddings"].request(
+            GraphEmbeddingsRequest(user=scope.user, collection=scope.collection, vector=vector, text=text, limit=limit)
+        )
+        return [SeedEntity(id=m.entity.value, label=m.label, score=m.score, lexical=m.lexical) for m in res.entities]
+
+    async def neighbours(
+        self,
+        scope: Scope,
+        entities: Sequence[str],
+        limit_per_entity: int,
+        query_vector: list[float] | None,
+        edge_limit: int | None,
+    ) -> NeighbourBatch:
+        res = await self._c["triples"].request(
+            NeighboursQuery(
+                user=scope.user,
+                collection=scope.collection,
+                entities=list(entities),
+                limit_per_entity=limit_per_entity,
+                query_vector=query_vector,
+                edge_limit=edge_limit,
+            )
+        )
+        return NeighbourBatch(
+            [Triple(s=t.s, p=t.p, o=t.o) for t in res.triples], [t.score for t in res.triples], res.rows_read
+        )
+
+    async def labels(self, scope: Scope, iris: Sequence[str]) -> LabelBatch:
+        res = await self._c["label-resolver"].request(
+            LabelRequest(user=scope.user, collection=scope.collection, iris=list(iris))
+        )
+        return LabelBatch(res.labels, res.cache_hits, res.cache_misses, res.store_round_trips)
+
+    async def complete(self, system: str, prompt: str, streaming: bool) -> AsyncIterator[CompletionChunk]:
+        req = TextCompletionRequest(system=system, prompt=prompt, streaming=streaming)
+        async for res in self._c["text-completion"].stream(req):
+            if res.end_of_stream:
+                yield CompletionChunk(
+                    res.response,
+                    final=True,
+                    model=res.model or "",
+                    in_token=res.in_token or 0,
+                    out_token=res.out_token or 0,
+                    extra={"configured": res.configured},
+                )
+            else:
+                yield CompletionChunk(res.response)
+
+
+class GraphRagProcessor(FlowProcessor):
+    """Serves `graph-rag`: streams explain + answer chunks, or answers once."""
+
+    name = "graph-rag"
+
+    def services(self) -> list[ServiceSpec]:
+        return [ServiceSpec("graph-rag", GraphRagRequest, GraphRagResponse, self.query)]
+
+    def calls(self) -> list[ClientSpec]:
+        return [
+            ClientSpec("embeddings", "embeddings", EmbeddingsResponse),
+            ClientSpec("graph-embeddings", "graph-embeddings", GraphEmbeddingsResponse),
+            ClientSpec("triples", "triples", TriplesResponse),
+            ClientSpec("label-resolver", "label-resolver", LabelResponse),
+            ClientSpec("text-completion", "text-completion", TextCompletionResponse),
+        ]
+
+    async def on_flow_start(self, flow: FlowContext) -> None:
+        flow.state = GraphRag(BusSources(flow), flow_params(GraphRagSettings, flow.parameters), self.name)
+
+    async def query(self, req: GraphRagRequest, flow: FlowContext) -> AsyncIterator[GraphRagResponse]:
+        """Retrieve, then answer (streamed when `req.streaming`)."""
+        rag: GraphRag = flow.state
+        found = await rag.retrieve(req)
+        sources = sorted({t.s_id for t in found.triples} | {t.o_id for t in found.triples if t.o_id})
+        if req.streaming:
+            yield GraphRagResponse(
+                message_type="explain",
+                entities=found.seeds,
+                triples=found.triples,
+                end_of_stream=False,
+                end_of_session=False,
+            )
+        text: list[str] = []
+        async for piece, meta in rag.answer(req, found):
+            if not meta["final"]:
+                text.append(piece)
+                if req.streaming and piece:
+                    yield GraphRagResponse(
+                        message_type="chunk", response=piece, end_of_stream=False, end_of_session=False
+                    )
+                continue
+            found.stats.elapsed_ms = round((time.perf_counter() - found.started) * 1000, 3)
+            full = "".join(text) + piece
+            yield GraphRagResponse(
+                response=piece if req.streaming else full,
+                message_type="chunk" if req.streaming else "answer",
+                entities=found.seeds,
+                triples=found.triples,
+                sources=sources,
+                stats=found.stats,
+                model=meta.get("model"),
+                in_token=meta.get("in_token"),
+                out_token=meta.get("out_token"),  # type: ignore[arg-type]
+            )

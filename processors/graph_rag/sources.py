@@ -1,0 +1,69 @@
+"""What GraphRAG needs from the rest of the system, as a protocol (bus-free)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from processors.text_completion.backend import CompletionChunk
+from schemas.graph_rag import SeedEntity
+from schemas.terms import Triple
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The tenant scope every store call carries."""
+
+    user: str
+    collection: str
+
+
+@dataclass
+class NeighbourBatch:
+    """One level's edges with their relevance scores."""
+
+    triples: list[Triple]
+    scores: list[float | None]
+    rows_read: int
+
+
+@dataclass
+class LabelBatch:
+    """Resolved labels and what resolving them cost."""
+
+    labels: dict[str, str]
+    cache_hits: int = 0
+    cache_misses: int = 0
+    store_round_trips: int = 1
+
+
+class GraphSources(Protocol):
+    """Embedding, entity search, neighbours, labels and the language model."""
+
+    async def embed(self, text: str) -> list[float]:
+        """Vector of `text`."""
+        ...
+
+    async def entities(self, scope: Scope, vector: list[float], text: str, limit: int) -> list[SeedEntity]:
+        """Entities near `vector` plus entities the text names (one store round trip)."""
+        ...
+
+    async def neighbours(
+        self,
+        scope: Scope,
+        entities: Sequence[str],
+        limit_per_entity: int,
+        query_vector: list[float] | None,
+        edge_limit: int | None,
+    ) -> NeighbourBatch:
+        """Edges of a whole frontier (one store round trip)."""
+        ...
+
+    async def labels(self, scope: Scope, iris: Sequence[str]) -> LabelBatch:
+        """Labels of `iris` (at most one store round trip)."""
+        ...
+
+    def complete(self, system: str, prompt: str, streaming: bool) -> AsyncIterator[CompletionChunk]:
+        """The answer, streamed; a single final chunk with `extra['configured']=False` if no model."""
+        ...

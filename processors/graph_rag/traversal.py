@@ -1,0 +1,102 @@
+"""Batched graph traversal: one neighbour round trip per level for the whole frontier.
+
+`relevance` (default) keeps the `edge_limit` edges per level that best match the
+question (scored by the store from label embeddings); `bfs` keeps edges in store
+order up to `triple_limit` per entity. Both stop at `max_path_length` levels or
+`max_subgraph_size` triples and never revisit an entity.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from processors.graph_rag.sources import GraphSources, Scope
+from schemas.terms import Triple
+
+
+@dataclass
+class TraversalLimits:
+    """Limits of one traversal."""
+
+    max_path_length: int
+    max_subgraph_size: int
+    triple_limit: int
+    edge_limit: int
+    candidates_per_entity: int
+    max_frontier: int
+    mode: Literal["relevance", "bfs"]
+
+
+@dataclass
+class Subgraph:
+    """Triples found, with the level and score of each, and what it cost."""
+
+    triples: list[Triple] = field(default_factory=list)
+    levels: list[int] = field(default_factory=list)
+    scores: list[float | None] = field(default_factory=list)
+    round_trips: int = 0
+    rows_read: int = 0
+    hop_ms: list[float] = field(default_factory=list)
+
+
+def _far_end(t: Triple, near: set[str]) -> str | None:
+    """The IRI end of `t` that is not on the frontier (None for literals)."""
+    if t.s.value in near:
+        return t.o.value if t.o.is_iri else None
+    return t.s.value
+
+
+async def batched_traversal(
+    sources: GraphSources,
+    scope: Scope,
+    seeds: Sequence[str],
+    limits: TraversalLimits,
+    query_vector: list[float] | None,
+) -> Subgraph:
+    """Expand from `seeds` level by level; see the module docstring."""
+    out = Subgraph()
+    seen: set[tuple[str, str, str, bool]] = set()
+    visited: set[str] = set(seeds)
+    frontier = list(dict.fromkeys(seeds))[: limits.max_frontier]
+    relevance = limits.mode == "relevance" and query_vector is not None
+    for level in range(1, limits.max_path_length + 1):
+        if not frontier or len(out.triples) >= limits.max_subgraph_size:
+            break
+        started = time.perf_counter()
+        room = limits.max_subgraph_size - len(out.triples)
+        # Edges back to the previous level come again; ask for enough to still fill edge_limit.
+        want = min(limits.edge_limit, room) + len(frontier) if relevance else None
+        batch = await sources.neighbours(
+            scope,
+            frontier,
+            limits.candidates_per_entity if relevance else limits.triple_limit,
+            query_vector if relevance else None,
+            want,
+        )
+        out.round_trips += 1
+        out.rows_read += batch.rows_read
+        near = set(frontier)
+        added = 0
+        budget = min(limits.edge_limit, room) if relevance else room
+        next_frontier: dict[str, None] = {}
+        for t, score in zip(batch.triples, batch.scores, strict=True):
+            key = (t.s.value, t.p.value, t.o.value, t.o.is_iri)
+            if key in seen:
+                continue
+            if added >= budget:
+                break
+            seen.add(key)
+            out.triples.append(t)
+            out.levels.append(level)
+            out.scores.append(score)
+            added += 1
+            far = _far_end(t, near)
+            if far is not None and far not in visited:
+                visited.add(far)
+                next_frontier[far] = None
+        out.hop_ms.append((time.perf_counter() - started) * 1000)
+        frontier = list(next_frontier)[: limits.max_frontier]
+    return out

@@ -1,0 +1,1 @@
+"""Label resolver: batched rdfs:label lookup behind a shared TTL + LRU cache."""

@@ -1,0 +1,1 @@
+"""Store backends behind one protocol: triples (+labels) and the entity index (vectors + label search)."""

@@ -1,0 +1,59 @@
+"""Run SQLite work off the event loop: a few threads, one connection each (WAL)."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+class SqlitePool:
+    """Thread-local connections to one database file; writes are serialized."""
+
+    def __init__(self, path: Path, schema: str, threads: int = 4) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._conns: list[sqlite3.Connection] = []
+        self._write_lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"sqlite-{path.stem}")
+        conn = self._conn()
+        with self._write_lock:
+            conn.executescript(schema)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA cache_size=-65536")
+            self._local.conn = conn
+            self._conns.append(conn)
+        return conn
+
+    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn(conn)` in a worker thread."""
+        return await asyncio.get_running_loop().run_in_executor(self._pool, lambda: fn(self._conn()))
+
+    async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn(conn)` in a worker thread inside one transaction, one writer at a time."""
+
+        def txn() -> T:
+            conn = self._conn()
+            with self._write_lock, conn:
+                return fn(conn)
+
+        return await asyncio.get_running_loop().run_in_executor(self._pool, txn)
+
+    async def close(self) -> None:
+        """Close every connection."""
+        self._pool.shutdown(wait=True)
+        for c in self._conns:
+            c.close()

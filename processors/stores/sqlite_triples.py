@@ -1,0 +1,143 @@
+"""Embedded triple store: one SQLite file (WAL; spo/pos/osp indexes; user/collection columns)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+from processors.stores.edge_scoring import best, edge_scores
+from processors.stores.protocol import Direction, EntityIndex, NeighbourResult
+from processors.stores.sqlite_pool import SqlitePool
+from schemas.terms import RDFS_LABEL, Term, Triple
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS triples (
+    user TEXT NOT NULL, collection TEXT NOT NULL,
+    s TEXT NOT NULL, p TEXT NOT NULL, o TEXT NOT NULL,
+    o_lit INTEGER NOT NULL DEFAULT 0, o_dt TEXT NOT NULL DEFAULT '', o_lang TEXT NOT NULL DEFAULT ''
+);
+CREATE UNIQUE INDEX IF NOT EXISTS spo ON triples(user, collection, s, p, o, o_lit, o_dt, o_lang);
+CREATE INDEX IF NOT EXISTS pos ON triples(user, collection, p, o);
+CREATE INDEX IF NOT EXISTS osp ON triples(user, collection, o, s);
+CREATE TABLE IF NOT EXISTS labels (
+    user TEXT NOT NULL, collection TEXT NOT NULL, iri TEXT NOT NULL, label TEXT NOT NULL,
+    PRIMARY KEY (user, collection, iri)
+) WITHOUT ROWID;
+"""
+
+_COLS = "s, p, o, o_lit, o_dt, o_lang"
+
+
+def _row_triple(r: Sequence[str | int]) -> Triple:
+    s, p, o, lit, dt, lang = r
+    obj = Term.literal(str(o), str(dt) or None, str(lang) or None) if lit else Term.iri(str(o))
+    return Triple(s=Term.iri(str(s)), p=Term.iri(str(p)), o=obj)
+
+
+def _obj_cols(t: Term) -> tuple[str, int, str, str]:
+    return (t.value, 0 if t.is_iri else 1, t.datatype or "", t.language or "")
+
+
+class SqliteTripleStore:
+    """TripleStore on SQLite. With an entity index, neighbour queries can score edges."""
+
+    def __init__(self, path: Path, entity_index: EntityIndex | None = None) -> None:
+        self.db = SqlitePool(path, SCHEMA)
+        self.entity_index = entity_index
+
+    async def add_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> int:
+        rows = [(user, collection, t.s.value, t.p.value, *_obj_cols(t.o)) for t in triples]
+        labels = [
+            (user, collection, t.s.value, t.o.value) for t in triples if t.p.value == RDFS_LABEL and not t.o.is_iri
+        ]
+
+        def write(conn: sqlite3.Connection) -> int:
+            before = conn.total_changes
+            conn.executemany(f"INSERT OR IGNORE INTO triples(user, collection, {_COLS}) VALUES (?,?,?,?,?,?,?,?)", rows)
+            conn.executemany("INSERT OR REPLACE INTO labels VALUES (?,?,?,?)", labels)
+            return conn.total_changes - before
+
+        return await self.db.write(write)
+
+    async def pattern(
+        self, user: str, collection: str, s: Term | None, p: Term | None, o: Term | None, limit: int
+    ) -> list[Triple]:
+        where, args = ["user = ?", "collection = ?"], [user, collection]
+        if s is not None:
+            where.append("s = ?")
+            args.append(s.value)
+        if p is not None:
+            where.append("p = ?")
+            args.append(p.value)
+        if o is not None:
+            where.append("o = ? AND o_lit = ? AND o_dt = ? AND o_lang = ?")
+            args.extend(_obj_cols(o))
+        sql = f"SELECT {_COLS} FROM triples WHERE {' AND '.join(where)} LIMIT ?"
+        rows = await self.db.read(lambda c: c.execute(sql, (*args, limit)).fetchall())
+        return [_row_triple(r) for r in rows]
+
+    async def neighbours(
+        self,
+        user: str,
+        collection: str,
+        entities: Sequence[str],
+        limit_per_entity: int,
+        direction: Direction = "both",
+        query_vector: Sequence[float] | None = None,
+        edge_limit: int | None = None,
+    ) -> NeighbourResult:
+        # One statement for the whole frontier; the correlated LIMIT caps rows read per entity.
+        parts = []
+        if direction in ("both", "out"):
+            parts.append(
+                f"SELECT {_COLS}, f.value FROM json_each(?1) f JOIN triples t ON t.rowid IN ("
+                " SELECT rowid FROM triples WHERE user = ?2 AND collection = ?3 AND s = f.value"
+                " AND p != ?5 LIMIT ?4)"
+            )
+        if direction in ("both", "in"):
+            parts.append(
+                f"SELECT {_COLS}, f.value FROM json_each(?1) f JOIN triples t ON t.rowid IN ("
+                " SELECT rowid FROM triples WHERE user = ?2 AND collection = ?3 AND o = f.value"
+                " AND o_lit = 0 AND p != ?5 LIMIT ?4)"
+            )
+        sql = " UNION ALL ".join(parts)
+        args = (json.dumps(list(entities)), user, collection, limit_per_entity, RDFS_LABEL)
+        rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
+        seen: set[tuple[str | int, ...]] = set()
+        triples: list[Triple] = []
+        far: list[str] = []
+        for r in rows:
+            key = tuple(r[:6])
+            if key in seen:
+                continue
+            seen.add(key)
+            triples.append(_row_triple(r[:6]))
+            far.append(str(r[2]) if r[0] == r[6] else str(r[0]))
+        if query_vector is None or self.entity_index is None:
+            return NeighbourResult(triples, [None] * len(triples), len(rows))
+        keys = {t.p.value for t in triples} | set(far)
+        vecs = await self.entity_index.vectors(user, collection, list(keys))
+        scores = edge_scores(query_vector, [(t.p.value, f) for t, f in zip(triples, far, strict=True)], vecs)
+        keep = best(scores, edge_limit or len(triples))
+        return NeighbourResult([triples[i] for i in keep], [scores[i] for i in keep], len(rows))
+
+    async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
+        sql = (
+            "SELECT l.iri, l.label FROM json_each(?) f JOIN labels l"
+            " ON l.user = ? AND l.collection = ? AND l.iri = f.value"
+        )
+        args = (json.dumps(list(iris)), user, collection)
+        rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
+        return {str(i): str(label) for i, label in rows}
+
+    async def delete_collection(self, user: str, collection: str) -> None:
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM triples WHERE user = ? AND collection = ?", (user, collection))
+            conn.execute("DELETE FROM labels WHERE user = ? AND collection = ?", (user, collection))
+
+        await self.db.write(write)
+
+    async def close(self) -> None:
+        await self.db.close()

@@ -1,0 +1,50 @@
+"""Lexical matching of question text against entity labels (pure functions)."""
+
+from __future__ import annotations
+
+import re
+
+_NON_WORD = re.compile(r"[^0-9a-z\u00c0-\uffff]+")
+STOPWORDS = frozenset(
+    "a an and are as at be by for from has have he her his i in is it its of on or s she that the "
+    "their them they this to was were what when where which who whom whose why with name names "
+    "does did do how many much".split()
+)
+
+
+def normalize(text: str) -> str:
+    """Lower-case words separated by single spaces (snake_case and punctuation split)."""
+    return " ".join(_NON_WORD.split(text.lower().replace("_", " "))).strip()
+
+
+def content_tokens(text: str, max_tokens: int = 32) -> list[str]:
+    """Distinct non-stopword tokens of `text`, in order."""
+    seen: dict[str, None] = {}
+    for tok in normalize(text).split():
+        if tok not in STOPWORDS and len(seen) < max_tokens:
+            seen.setdefault(tok, None)
+    return list(seen)
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 MATCH expression: any content token, each quoted so it is data, not syntax."""
+    toks = content_tokens(text)
+    if not toks:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in toks)
+
+
+def label_match_score(label: str, question: str) -> float:
+    """1.0 when the whole label occurs in the question as a phrase; otherwise the share of
+    the label's content tokens found in the question, scaled below 1 (0 when none)."""
+    lab, q = normalize(label), normalize(question)
+    if not lab:
+        return 0.0
+    ltoks = [t for t in lab.split() if t not in STOPWORDS]
+    if not ltoks:
+        return 0.0  # a label of stopwords only ("the", "of") names nothing
+    if f" {lab} " in f" {q} ":
+        return 1.0
+    qtoks = set(q.split())
+    share = sum(t in qtoks for t in ltoks) / len(ltoks)
+    return 0.8 * share

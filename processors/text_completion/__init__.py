@@ -1,0 +1,1 @@
+"""Text completion: language-model backends (none, OpenAI-compatible, local llama.cpp)."""

@@ -1,0 +1,1 @@
+"""Triples query service: patterns, batched neighbours, batched labels."""

@@ -1,0 +1,36 @@
+"""Message envelope shared by every request and response."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+
+class Error(BaseModel):
+    """A failure carried in a response: never silence, never a crash."""
+
+    type: str
+    message: str
+
+
+class Message(BaseModel):
+    """Base of every wire message: carries the schema version."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    schema_version: int = SCHEMA_VERSION
+
+
+class Response(Message):
+    """Base of every response: `error` is set on failure."""
+
+    error: Error | None = None
+    end_of_stream: bool = True
+
+
+class ScopedRequest(Message):
+    """A retrieval request: the tenant scope is mandatory."""
+
+    user: str = Field(min_length=1, max_length=256)
+    collection: str = Field(min_length=1, max_length=256)

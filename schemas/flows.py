@@ -1,0 +1,87 @@
+"""Flow management: blueprints, flows and the config pushed to processors."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from schemas.base import Message, Response
+
+
+class ProcessorBinding(BaseModel):
+    """One processor's role in a blueprint: its parameters (the topics follow from the flow id)."""
+
+    parameters: dict[str, Any] = {}
+
+
+class Blueprint(BaseModel):
+    """A flow template: which processors serve it and their parameter defaults."""
+
+    name: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    processors: dict[str, ProcessorBinding]
+    parameters: dict[str, Any] = {}
+
+
+class Flow(BaseModel):
+    """A running flow: a blueprint instance with its id and parameter overrides."""
+
+    id: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.-]+$")
+    blueprint: str
+    description: str = ""
+    parameters: dict[str, Any] = {}
+
+    def processor_parameters(self, blueprint: Blueprint, processor: str) -> dict[str, Any]:
+        """Blueprint defaults, then the processor's own, then the flow's overrides."""
+        merged = dict(blueprint.parameters)
+        merged.update(blueprint.processors[processor].parameters)
+        merged.update(self.parameters)
+        return merged
+
+
+class ConfigState(BaseModel):
+    """Everything processors need to know: pushed whole on every change."""
+
+    version: int = 0
+    blueprints: dict[str, Blueprint] = {}
+    flows: dict[str, Flow] = {}
+
+
+class FlowRequest(Message):
+    """A flow-management operation (TrustGraph's operation names)."""
+
+    operation: Literal[
+        "put-blueprint",
+        "get-blueprint",
+        "list-blueprints",
+        "delete-blueprint",
+        "start-flow",
+        "stop-flow",
+        "list-flows",
+        "get-flow",
+        "get-config",
+    ]
+    blueprint_name: str | None = None
+    blueprint: Blueprint | None = None
+    flow_id: str | None = None
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+
+
+class FlowResponse(Response):
+    """Result of a flow operation."""
+
+    blueprint_names: list[str] | None = None
+    blueprint: Blueprint | None = None
+    flow_ids: list[str] | None = None
+    flow: Flow | None = None
+    config: ConfigState | None = None
+
+
+class GraphChanged(Message):
+    """Notice that triples of a collection were written or deleted (cache invalidation)."""
+
+    user: str
+    collection: str
+    iris: list[str] | None = None  # None: the whole collection changed

@@ -1,0 +1,31 @@
+"""Entity search: nearest entities by vector, plus lexical label matches."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from schemas.base import Response, ScopedRequest
+from schemas.terms import Term
+
+
+class GraphEmbeddingsRequest(ScopedRequest):
+    """Find entities near `vector`; with `text`, also entities whose label the text names."""
+
+    vector: list[float] = Field(min_length=1)
+    limit: int = Field(default=20, ge=1, le=1000)
+    text: str | None = Field(default=None, max_length=8192)
+
+
+class EntityMatch(BaseModel):
+    """An entity and its similarity score (1.0 for an exact label match)."""
+
+    entity: Term
+    score: float
+    label: str | None = None
+    lexical: bool = False
+
+
+class GraphEmbeddingsResponse(Response):
+    """Matches, best first."""
+
+    entities: list[EntityMatch] = []

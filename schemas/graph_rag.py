@@ -1,0 +1,61 @@
+"""GraphRAG: a question in, an answer grounded in retrieved triples out."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from schemas.base import Response, ScopedRequest
+from schemas.terms import LabelledTriple
+
+
+class GraphRagRequest(ScopedRequest):
+    """A question and the retrieval limits (gateway names in kebab-case)."""
+
+    query: str = Field(min_length=1, max_length=8192)
+    entity_limit: int | None = Field(default=None, ge=1, le=1000)
+    triple_limit: int | None = Field(default=None, ge=1, le=10000)
+    max_subgraph_size: int | None = Field(default=None, ge=1, le=100000)
+    max_path_length: int | None = Field(default=None, ge=1, le=8)
+    edge_limit: int | None = Field(default=None, ge=1, le=10000)
+    traversal: Literal["relevance", "bfs"] | None = None
+    streaming: bool = False
+    no_llm: bool = False
+    timeout_s: float | None = Field(default=None, gt=0, le=3600)
+
+
+class SeedEntity(BaseModel):
+    """A seed entity and why it was chosen."""
+
+    id: str
+    label: str | None = None
+    score: float
+    lexical: bool = False
+
+
+class GraphRagStats(BaseModel):
+    """What one query cost."""
+
+    store_round_trips: int = 0
+    rows_read: int = 0
+    elapsed_ms: float = 0.0
+    stage_ms: dict[str, float] = {}
+    label_cache_hits: int = 0
+    label_cache_misses: int = 0
+    levels: int = 0
+
+
+class GraphRagResponse(Response):
+    """Answer text (or a streamed piece of it), the evidence, and the cost."""
+
+    response: str = ""
+    message_type: Literal["chunk", "explain", "answer"] = "answer"
+    end_of_session: bool = True
+    entities: list[SeedEntity] = []
+    triples: list[LabelledTriple] = []
+    sources: list[str] = []
+    stats: GraphRagStats | None = None
+    model: str | None = None
+    in_token: int | None = None
+    out_token: int | None = None

@@ -1,0 +1,64 @@
+"""Triples service: pattern queries, batched neighbours, batched labels."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, RootModel
+
+from schemas.base import Response, ScopedRequest
+from schemas.terms import Term, Triple
+
+MAX_BATCH = 5000
+
+
+class PatternQuery(ScopedRequest):
+    """Triples matching a pattern; unset positions are wildcards."""
+
+    operation: Literal["pattern"] = "pattern"
+    s: Term | None = None
+    p: Term | None = None
+    o: Term | None = None
+    limit: int = Field(default=10000, ge=1, le=100000)
+
+
+class NeighboursQuery(ScopedRequest):
+    """Edges touching any of `entities`, both directions, in one store round trip.
+
+    With `query_vector`, the store scores each candidate edge against the question
+    (from label embeddings stored at load time) and keeps the best `edge_limit`.
+    """
+
+    operation: Literal["neighbours"] = "neighbours"
+    entities: list[str] = Field(min_length=1, max_length=MAX_BATCH)
+    limit_per_entity: int = Field(default=30, ge=1, le=10000)
+    direction: Literal["both", "out", "in"] = "both"
+    query_vector: list[float] | None = None
+    edge_limit: int | None = Field(default=None, ge=1, le=100000)
+
+
+class LabelsQuery(ScopedRequest):
+    """`rdfs:label` of each IRI, in one round trip."""
+
+    operation: Literal["labels"] = "labels"
+    iris: list[str] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class TriplesRequest(RootModel):
+    """Any triples-service request, told apart by `operation`."""
+
+    root: Annotated[PatternQuery | NeighboursQuery | LabelsQuery, Field(discriminator="operation")]
+
+
+class ScoredTriple(Triple):
+    """A triple with the relevance score the store gave it (if any)."""
+
+    score: float | None = None
+
+
+class TriplesResponse(Response):
+    """Triples for pattern/neighbour queries; labels for label queries."""
+
+    triples: list[ScoredTriple] = []
+    labels: dict[str, str] = {}
+    rows_read: int = 0
