@@ -28,7 +28,7 @@ Environment variables (defaults in brackets):
     KGFLOW_PULSAR_HTTP_PORT       Pulsar admin/REST [8080]
     KGFLOW_PULSAR_BOOKIE_PORT     in-process bookie [3181]
     KGFLOW_PULSAR_NAMESPACES      comma-separated tenant/namespace list created once
-                                  Pulsar is ready; empty = none [kgflow/flow]
+                                  Pulsar is ready; empty = none [kgflow/flow,kgflow/config,kgflow/notify]
     KGFLOW_CASSANDRA_PORT         CQL native transport [9042]
     KGFLOW_CASSANDRA_STORAGE_PORT inter-node storage port [7000]
     KGFLOW_NEO4J_BOLT_PORT        Bolt [7687]
@@ -564,7 +564,7 @@ gcWaitTime=60000
 
     def after_ready(self):
         base = f"http://{HOST}:{self.ports()['http']}/admin/v2"
-        names = [n.strip() for n in os.environ.get("KGFLOW_PULSAR_NAMESPACES", "kgflow/flow").split(",") if n.strip()]
+        names = [n.strip() for n in os.environ.get("KGFLOW_PULSAR_NAMESPACES", "kgflow/flow,kgflow/config,kgflow/notify").split(",") if n.strip()]
         for ns in names:
             tenant = ns.split("/")[0]
             http_put_json(f"{base}/tenants/{tenant}", {"allowedClusters": ["standalone"], "adminRoles": []})

@@ -1,0 +1,48 @@
+# kgflow: `make demo` (set up + answer a question on the embedded default), `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export KGFLOW_HOME ?= .kgflow
+
+.PHONY: demo test unit bench lint servers-up servers-down servers-status clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# Reinstall when the project's dependencies change.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[test,distributed]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/kgflow load triples examples/sample.tsv --collection demo
+	$(BIN)/kgflow query graph-rag "Where was marie_curie's husband born?" --collection demo
+
+test: $(STAMP)
+	bash deploy/local-llm.sh $(VENV)
+	$(BIN)/ruff check schemas processors tests bench
+	$(BIN)/python -m pytest -q -ra
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -q tests/unit
+
+bench: $(STAMP)
+	$(BIN)/python -m bench.run
+
+lint: $(STAMP)
+	$(BIN)/ruff check schemas processors tests bench
+	$(BIN)/ruff format --check schemas processors tests bench
+
+servers-up:
+	$(PYTHON) deploy/servers.py start
+
+servers-down:
+	$(PYTHON) deploy/servers.py stop
+
+servers-status:
+	$(PYTHON) deploy/servers.py status
+
+clean:
+	rm -rf $(VENV) .kgflow

@@ -1,0 +1,61 @@
+"""Shared fixtures: the real servers (started once per test session) and fresh homes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVERS_PY = ROOT / "deploy" / "servers.py"
+DATASETS = ROOT.parent / "shared" / "datasets" / "pathquestion"
+
+
+@dataclass(frozen=True)
+class Servers:
+    """Endpoints of the real servers."""
+
+    pulsar_url: str
+    cassandra_host: str
+    cassandra_port: int
+    neo4j_url: str
+
+
+def _servers(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SERVERS_PY), *args],
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="session")
+def servers() -> Iterator[Servers]:
+    """Pulsar, Cassandra and Neo4j, started by deploy/servers.py unless already running;
+    stopped at the end only if this session started them."""
+    already = _servers("status").returncode == 0
+    if not already:
+        started = _servers("start")
+        if started.returncode != 0:
+            pytest.fail(f"deploy/servers.py start failed:\n{started.stdout[-6000:]}")
+    yield Servers(
+        pulsar_url=f"pulsar://127.0.0.1:{os.environ.get('KGFLOW_PULSAR_PORT', '6650')}",
+        cassandra_host="127.0.0.1",
+        cassandra_port=int(os.environ.get("KGFLOW_CASSANDRA_PORT", "9042")),
+        neo4j_url=f"bolt://127.0.0.1:{os.environ.get('KGFLOW_NEO4J_BOLT_PORT', '7687')}",
+    )
+    if not already:
+        _servers("stop")
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A fresh embedded data directory."""
+    return tmp_path / "kgflow-home"
