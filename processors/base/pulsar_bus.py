@@ -8,6 +8,7 @@ while the processor is busy). Sends use the client's async send with a callback.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from typing import Any
 
@@ -62,14 +63,16 @@ class PulsarBus(Bus):
         return cons
 
     async def close(self) -> None:
-        for c in self._closables:
-            await c.close()
+        closables, self._closables = self._closables, []
+        for c in closables:
+            await c.close()  # idempotent: some were closed by their owners already
         await asyncio.to_thread(self._client.close)
 
 
 class _PulsarProducer(Producer):
     def __init__(self, producer: Any) -> None:
         self._p = producer
+        self._closed = False
 
     async def send(self, data: bytes, properties: dict[str, str]) -> None:
         loop = asyncio.get_running_loop()
@@ -90,7 +93,11 @@ class _PulsarProducer(Producer):
         await done
 
     async def close(self) -> None:
-        await asyncio.to_thread(self._p.close)
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(Exception):  # the client may be closed already
+            await asyncio.to_thread(self._p.close)
 
 
 class _PulsarConsumer(Consumer):
@@ -136,17 +143,15 @@ class _PulsarConsumer(Consumer):
             self._c.negative_acknowledge(msg.handle)
 
     async def close(self) -> None:
+        if self._stop.is_set():
+            return
         self._stop.set()
         await asyncio.to_thread(self._thread.join, 2.0)
-        try:
+        with contextlib.suppress(Exception):  # already closed
             await asyncio.to_thread(self._c.close)
-        except Exception:
-            pass  # already closed
 
 
 def _quiet_logger() -> Any:
-    import logging
-
-    log = logging.getLogger("pulsar")
-    log.setLevel(logging.WARNING)
-    return log
+    # The C++ client's own console logger: a Python logger would be called from the client's
+    # threads (taking the GIL) and, at interpreter exit, falls back to printing DEBUG lines.
+    return pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn)
