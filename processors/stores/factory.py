@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from processors.base.settings import StoreSettings
 from processors.stores.protocol import EntityIndex, TripleStore
@@ -22,13 +23,49 @@ class Stores:
             await self.entities.close()
 
 
+class _Connections:
+    """One Cassandra session / Neo4j driver per process, shared by the triple store and the index."""
+
+    def __init__(self, settings: StoreSettings) -> None:
+        self.settings = settings
+        self._cassandra: Any = None
+        self._neo4j: Any = None
+
+    def cassandra(self) -> Any:
+        """The shared Cassandra connection (connects lazily on first query)."""
+        if self._cassandra is None:
+            from processors.stores.cassandra_schema import CassandraConnection
+
+            s = self.settings
+            self._cassandra = CassandraConnection(s.cassandra_hosts, s.cassandra_port, s.cassandra_keyspace)
+        return self._cassandra
+
+    def neo4j(self) -> Any:
+        """The shared Neo4j driver holder (opens lazily in the event loop of the first query)."""
+        if self._neo4j is None:
+            from processors.stores.neo4j_schema import Neo4jConnection
+
+            s = self.settings
+            self._neo4j = Neo4jConnection(s.neo4j_url, s.neo4j_user, s.neo4j_password)
+        return self._neo4j
+
+
 def open_stores(settings: StoreSettings) -> Stores:
     """Open the backends named by `settings` (embedded SQLite + local index by default)."""
     entities: EntityIndex
+    conns = _Connections(settings)
     if settings.vectors_backend == "local":
         from processors.stores.local_index import LocalEntityIndex
 
         entities = LocalEntityIndex(settings.home / "vectors.db")
+    elif settings.vectors_backend == "cassandra":
+        from processors.stores.cassandra_store import CassandraEntityIndex
+
+        entities = CassandraEntityIndex(conns.cassandra())
+    elif settings.vectors_backend == "neo4j":
+        from processors.stores.neo4j_store import Neo4jEntityIndex
+
+        entities = Neo4jEntityIndex(conns.neo4j())
     else:
         raise ValueError(f"vectors backend {settings.vectors_backend!r} is not available in this build")
     triples: TripleStore
@@ -36,6 +73,14 @@ def open_stores(settings: StoreSettings) -> Stores:
         from processors.stores.sqlite_triples import SqliteTripleStore
 
         triples = SqliteTripleStore(settings.home / "graph.db", entities)
+    elif settings.triples_backend == "cassandra":
+        from processors.stores.cassandra_store import CassandraTripleStore
+
+        triples = CassandraTripleStore(conns.cassandra(), entities)
+    elif settings.triples_backend == "neo4j":
+        from processors.stores.neo4j_store import Neo4jTripleStore
+
+        triples = Neo4jTripleStore(conns.neo4j(), entities)
     else:
         raise ValueError(f"triples backend {settings.triples_backend!r} is not available in this build")
     return Stores(triples, entities)

@@ -1,0 +1,220 @@
+"""Cassandra schema, prepared statements and an asyncio bridge for `cassandra-driver`.
+
+Every statement below is a constant prepared once per connection; values travel only as bound
+parameters. The keyspace name (configuration, not request data) is the one identifier that has
+to appear in DDL text: it is checked against a strict pattern by `cql_identifier` first.
+
+Tables (all partitioned by user + collection + something, so no query needs ALLOW FILTERING):
+
+* ``triples_out  ((user, collection, s), lbl, p, o, o_lit, o_dt, o_lang)``: out-edges of an entity.
+  ``lbl`` is true for rdfs:label edges, so a neighbour query excludes them with ``lbl = false``
+  before its LIMIT.
+* ``triples_in   ((user, collection, o, o_lit, o_dt, o_lang), lbl, p, s)``: in-edges of an object.
+* ``triples_pred ((user, collection, p), s, o, o_lit, o_dt, o_lang)``: edges by predicate.
+* ``predicates   ((user, collection), p)``: the predicates of a collection (small; used to scan
+  or delete a collection).
+* ``labels       ((user, collection, iri), label)``: rdfs:label of each IRI.
+* ``entity_vectors ((user, collection, kind), iri, label, vec vector<float, 384>)`` with an SAI
+  cosine index on ``vec``; ANN queries restrict the partition (tenant + kind).
+* ``entity_tokens ((user, collection, tok), iri, label)``: lexical label search.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+VECTOR_DIM = 384
+CONCURRENCY = 128  # in-flight requests per logical call
+
+_IDENT = re.compile(r"[a-z_][a-z0-9_]{0,47}")
+
+TABLES = (
+    "CREATE TABLE IF NOT EXISTS triples_out (user text, collection text, s text, lbl boolean, p text, o text,"
+    " o_lit boolean, o_dt text, o_lang text, PRIMARY KEY ((user, collection, s), lbl, p, o, o_lit, o_dt, o_lang))",
+    "CREATE TABLE IF NOT EXISTS triples_in (user text, collection text, o text, o_lit boolean, o_dt text,"
+    " o_lang text, lbl boolean, p text, s text, PRIMARY KEY ((user, collection, o, o_lit, o_dt, o_lang), lbl, p, s))",
+    "CREATE TABLE IF NOT EXISTS triples_pred (user text, collection text, p text, s text, o text, o_lit boolean,"
+    " o_dt text, o_lang text, PRIMARY KEY ((user, collection, p), s, o, o_lit, o_dt, o_lang))",
+    "CREATE TABLE IF NOT EXISTS predicates (user text, collection text, p text, PRIMARY KEY ((user, collection), p))",
+    "CREATE TABLE IF NOT EXISTS labels (user text, collection text, iri text, label text,"
+    " PRIMARY KEY ((user, collection, iri)))",
+    "CREATE TABLE IF NOT EXISTS entity_vectors (user text, collection text, kind text, iri text, label text,"
+    " vec vector<float, 384>, PRIMARY KEY ((user, collection, kind), iri))",
+    "CREATE CUSTOM INDEX IF NOT EXISTS entity_vectors_vec ON entity_vectors (vec) USING 'StorageAttachedIndex'"
+    " WITH OPTIONS = {'similarity_function': 'cosine'}",
+    "CREATE TABLE IF NOT EXISTS entity_tokens (user text, collection text, tok text, iri text, label text,"
+    " PRIMARY KEY ((user, collection, tok), iri))",
+)
+
+_OUT_COLS = "INSERT INTO triples_out (user, collection, s, lbl, p, o, o_lit, o_dt, o_lang)"
+_IN_COLS = "INSERT INTO triples_in (user, collection, o, o_lit, o_dt, o_lang, lbl, p, s)"
+_OUT_KEY = "WHERE user = ? AND collection = ? AND s = ?"
+_IN_KEY = "WHERE user = ? AND collection = ? AND o = ? AND o_lit = ? AND o_dt = ? AND o_lang = ?"
+_OUT_SEL = "SELECT s, p, o, o_lit, o_dt, o_lang FROM triples_out "
+_IN_SEL = "SELECT s, p, o, o_lit, o_dt, o_lang FROM triples_in "
+
+STATEMENTS: dict[str, str] = {
+    "ins_out": _OUT_COLS + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    "ins_in": _IN_COLS + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    "ins_pred": "INSERT INTO triples_pred (user, collection, p, s, o, o_lit, o_dt, o_lang)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    "ins_predicate": "INSERT INTO predicates (user, collection, p) VALUES (?, ?, ?)",
+    "ins_label": "INSERT INTO labels (user, collection, iri, label) VALUES (?, ?, ?, ?)",
+    # pattern / neighbours
+    "out_s": _OUT_SEL + _OUT_KEY + " LIMIT ?",
+    "out_s_all": _OUT_SEL + _OUT_KEY,
+    "out_sp": _OUT_SEL + _OUT_KEY + " AND lbl = ? AND p = ? LIMIT ?",
+    "out_spo": _OUT_SEL + _OUT_KEY + " AND lbl = ? AND p = ? AND o = ? AND o_lit = ? AND o_dt = ? AND o_lang = ?",
+    "out_edges": _OUT_SEL + _OUT_KEY + " AND lbl = false LIMIT ?",
+    "in_o": _IN_SEL + _IN_KEY + " LIMIT ?",
+    "in_po": _IN_SEL + _IN_KEY + " AND lbl = ? AND p = ? LIMIT ?",
+    "in_edges": _IN_SEL + _IN_KEY + " AND lbl = false LIMIT ?",
+    "pred_p": "SELECT s, p, o, o_lit, o_dt, o_lang FROM triples_pred WHERE user = ? AND collection = ? AND p = ?"
+    " LIMIT ?",
+    "pred_all": "SELECT s, p, o, o_lit, o_dt, o_lang FROM triples_pred WHERE user = ? AND collection = ? AND p = ?",
+    "predicates": "SELECT p FROM predicates WHERE user = ? AND collection = ?",
+    "label": "SELECT iri, label FROM labels WHERE user = ? AND collection = ? AND iri = ?",
+    # collection deletion
+    "del_out": "DELETE FROM triples_out WHERE user = ? AND collection = ? AND s = ?",
+    "del_in": "DELETE FROM triples_in " + _IN_KEY,
+    "del_pred": "DELETE FROM triples_pred WHERE user = ? AND collection = ? AND p = ?",
+    "del_predicates": "DELETE FROM predicates WHERE user = ? AND collection = ?",
+    "del_label": "DELETE FROM labels WHERE user = ? AND collection = ? AND iri = ?",
+    # entity index
+    "ins_vec": "INSERT INTO entity_vectors (user, collection, kind, iri, label, vec) VALUES (?, ?, ?, ?, ?, ?)",
+    "ins_token": "INSERT INTO entity_tokens (user, collection, tok, iri, label) VALUES (?, ?, ?, ?, ?)",
+    "del_token": "DELETE FROM entity_tokens WHERE user = ? AND collection = ? AND tok = ? AND iri = ?",
+    "vec_labels": "SELECT iri, label FROM entity_vectors WHERE user = ? AND collection = ? AND kind = ? AND iri IN ?",
+    "vec_get": "SELECT iri, vec FROM entity_vectors WHERE user = ? AND collection = ? AND kind IN ? AND iri IN ?",
+    "vec_ann": "SELECT iri, label, vec FROM entity_vectors WHERE user = ? AND collection = ? AND kind = ?"
+    " ORDER BY vec ANN OF ? LIMIT ?",
+    "vec_all_labels": "SELECT iri, label FROM entity_vectors WHERE user = ? AND collection = ? AND kind = ?",
+    "token": "SELECT iri, label FROM entity_tokens WHERE user = ? AND collection = ? AND tok = ? LIMIT ?",
+    "del_vec_kind": "DELETE FROM entity_vectors WHERE user = ? AND collection = ? AND kind = ?",
+    "del_token_part": "DELETE FROM entity_tokens WHERE user = ? AND collection = ? AND tok = ?",
+}
+
+
+def cql_identifier(name: str) -> str:
+    """`name` if it is a safe unquoted CQL identifier (lower-case letters, digits, _), else ValueError."""
+    if not _IDENT.fullmatch(name):
+        raise ValueError(f"invalid Cassandra keyspace name {name!r}: use [a-z_][a-z0-9_]* (max 48 chars)")
+    return name
+
+
+class CassandraConnection:
+    """One cluster session with the kgflow schema and prepared statements, shared by both stores.
+
+    Connecting (blocking in the driver) runs in a worker thread on first use. Queries are sent
+    with `execute_async`; their callbacks resolve asyncio futures with `call_soon_threadsafe`, so
+    the event loop never blocks and one connection serves any loop. Reference counted: the last
+    `release` shuts the cluster down.
+    """
+
+    def __init__(self, hosts: Sequence[str] | str, port: int = 9042, keyspace: str = "kgflow") -> None:
+        self.hosts = [h.strip() for h in hosts.split(",")] if isinstance(hosts, str) else list(hosts)
+        self.port = port
+        self.keyspace = cql_identifier(keyspace)
+        self._lock = threading.Lock()
+        self._cluster: Any = None
+        self._session: Any = None
+        self._prepared: dict[str, Any] = {}
+        self._refs = 0
+
+    def acquire(self) -> CassandraConnection:
+        """Count one more user of this connection."""
+        with self._lock:
+            self._refs += 1
+        return self
+
+    def connect(self) -> None:
+        """Connect, create keyspace/tables/index if missing, prepare statements (blocking; idempotent)."""
+        with self._lock:
+            if self._session is not None:
+                return
+            from cassandra.cluster import Cluster
+
+            cluster = Cluster(self.hosts, port=self.port, protocol_version=5)
+            try:
+                session = cluster.connect()
+                ks = cql_identifier(self.keyspace)
+                session.execute(
+                    "CREATE KEYSPACE IF NOT EXISTS " + ks + " WITH replication = "
+                    "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+                )
+                session.set_keyspace(ks)
+                for ddl in TABLES:
+                    session.execute(ddl, timeout=120)
+                self._prepared = {name: session.prepare(cql) for name, cql in STATEMENTS.items()}
+            except Exception:
+                cluster.shutdown()
+                raise
+            self._cluster, self._session = cluster, session
+
+    async def ready(self) -> None:
+        """Connect in a worker thread unless already connected."""
+        if self._session is None:
+            await asyncio.to_thread(self.connect)
+
+    def _start(self, name: str, params: Sequence[Any], page_all: bool) -> asyncio.Future[list[Any]]:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[list[Any]] = loop.create_future()
+        rows: list[Any] = []
+        rf = self._session.execute_async(self._prepared[name], params)
+
+        def settle(result: list[Any] | None, exc: BaseException | None) -> None:
+            if fut.done():
+                return
+            if exc is not None:
+                fut.set_exception(exc)
+            else:
+                fut.set_result(result or [])
+
+        def ok(page: Any) -> None:
+            try:
+                rows.extend(page or ())
+                if page_all and rf.has_more_pages:
+                    rf.start_fetching_next_page()  # the same callbacks fire for the next page
+                    return
+            except Exception as exc:  # never let an error vanish in the driver's thread
+                loop.call_soon_threadsafe(settle, None, exc)
+                return
+            loop.call_soon_threadsafe(settle, rows, None)
+
+        def err(exc: BaseException) -> None:
+            loop.call_soon_threadsafe(settle, None, exc)
+
+        rf.add_callbacks(ok, err)
+        return fut
+
+    async def run(self, name: str, params: Sequence[Any], page_all: bool = False) -> list[Any]:
+        """Execute one prepared statement by name; all pages when `page_all`."""
+        await self.ready()
+        return await self._start(name, params, page_all)
+
+    async def run_many(self, calls: Sequence[tuple[str, Sequence[Any]]], page_all: bool = False) -> list[list[Any]]:
+        """Execute many prepared statements concurrently (one logical round trip); results in order."""
+        if not calls:
+            return []
+        await self.ready()
+        gate = asyncio.Semaphore(CONCURRENCY)
+
+        async def one(name: str, params: Sequence[Any]) -> list[Any]:
+            async with gate:
+                return await self._start(name, params, page_all)
+
+        return list(await asyncio.gather(*(one(n, p) for n, p in calls)))
+
+    async def release(self) -> None:
+        """Drop one user; shut the cluster down (in a thread) when none remain."""
+        with self._lock:
+            self._refs -= 1
+            cluster = self._cluster if self._refs <= 0 else None
+            if cluster is not None:
+                self._cluster = self._session = None
+        if cluster is not None:
+            await asyncio.to_thread(cluster.shutdown)

@@ -1,0 +1,243 @@
+"""TripleStore and EntityIndex on Apache Cassandra 5 (schema: see cassandra_schema.py).
+
+A batched call (a neighbour frontier, a set of labels, a question's tokens) is one logical
+round trip: one prepared query per partition, all in flight at once, gathered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from processors.stores.cassandra_schema import CassandraConnection
+from processors.stores.edge_scoring import best, edge_scores
+from processors.stores.protocol import Direction, EntityHit, EntityIndex, NeighbourResult
+from processors.stores.text_match import content_tokens, label_match_score
+from schemas.terms import RDFS_LABEL, Term, Triple
+
+LEXICAL_CANDIDATES = 200
+IN_CHUNK = 100  # keys per IN (...) list
+
+_ObjKey = tuple[str, bool, str, str]
+
+
+def _obj(t: Term) -> _ObjKey:
+    return (t.value, not t.is_iri, t.datatype or "", t.language or "")
+
+
+def _triple(r: Any) -> Triple:
+    obj = Term.literal(r.o, r.o_dt or None, r.o_lang or None) if r.o_lit else Term.iri(r.o)
+    return Triple(s=Term.iri(r.s), p=Term.iri(r.p), o=obj)
+
+
+def _key(r: Any) -> tuple[str, str, str, bool, str, str]:
+    return (r.s, r.p, r.o, bool(r.o_lit), r.o_dt, r.o_lang)
+
+
+def _chunks(items: Sequence[str]) -> list[list[str]]:
+    return [list(items[i : i + IN_CHUNK]) for i in range(0, len(items), IN_CHUNK)]
+
+
+class CassandraTripleStore:
+    """TripleStore on Cassandra. With an entity index, neighbour queries can score edges."""
+
+    def __init__(self, conn: CassandraConnection, entity_index: EntityIndex | None = None) -> None:
+        self.conn = conn.acquire()
+        self.entity_index = entity_index
+
+    async def add_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> int:
+        """Write each distinct triple to the out/in/predicate tables; returns how many were written."""
+        uniq = list(dict.fromkeys((t.s.value, t.p.value, _obj(t.o)) for t in triples))
+        calls: list[tuple[str, Sequence[Any]]] = []
+        for s, p, (o, lit, dt, lang) in uniq:
+            lbl = p == RDFS_LABEL
+            calls.append(("ins_out", (user, collection, s, lbl, p, o, lit, dt, lang)))
+            calls.append(("ins_in", (user, collection, o, lit, dt, lang, lbl, p, s)))
+            calls.append(("ins_pred", (user, collection, p, s, o, lit, dt, lang)))
+        for p in dict.fromkeys(p for _, p, _ in uniq):
+            calls.append(("ins_predicate", (user, collection, p)))
+        # Last label of an IRI in the batch wins (as in the SQLite store's INSERT OR REPLACE).
+        labels: dict[str, str] = {}
+        for t in triples:
+            if t.p.value == RDFS_LABEL and not t.o.is_iri:
+                labels[t.s.value] = t.o.value
+        calls.extend(("ins_label", (user, collection, iri, label)) for iri, label in labels.items())
+        await self.conn.run_many(calls)
+        return len(uniq)
+
+    async def pattern(
+        self, user: str, collection: str, s: Term | None, p: Term | None, o: Term | None, limit: int
+    ) -> list[Triple]:
+        """Triples matching a pattern, each shape served by the table whose key it binds."""
+        if limit <= 0:
+            return []
+        uc = (user, collection)
+        if s is not None and p is not None and o is not None:
+            rows = await self.conn.run("out_spo", (*uc, s.value, p.value == RDFS_LABEL, p.value, *_obj(o)))
+        elif s is not None and p is not None:
+            rows = await self.conn.run("out_sp", (*uc, s.value, p.value == RDFS_LABEL, p.value, limit))
+        elif s is not None and o is not None:  # an entity's out-edges, filtered by object here
+            want = _obj(o)
+            rows = [r for r in await self.conn.run("out_s_all", (*uc, s.value), page_all=True) if _obj_row(r) == want]
+        elif s is not None:
+            rows = await self.conn.run("out_s", (*uc, s.value, limit))
+        elif o is not None and p is not None:
+            rows = await self.conn.run("in_po", (*uc, *_obj(o), p.value == RDFS_LABEL, p.value, limit))
+        elif o is not None:
+            rows = await self.conn.run("in_o", (*uc, *_obj(o), limit))
+        elif p is not None:
+            rows = await self.conn.run("pred_p", (*uc, p.value, limit))
+        else:
+            preds = await self.conn.run("predicates", uc, page_all=True)
+            pages = await self.conn.run_many([("pred_p", (*uc, r.p, limit)) for r in preds])
+            rows = [r for page in pages for r in page]
+        return [_triple(r) for r in rows[:limit]]
+
+    async def neighbours(
+        self,
+        user: str,
+        collection: str,
+        entities: Sequence[str],
+        limit_per_entity: int,
+        direction: Direction = "both",
+        query_vector: Sequence[float] | None = None,
+        edge_limit: int | None = None,
+    ) -> NeighbourResult:
+        """Edges of the frontier: one LIMITed query per entity partition and direction, all concurrent."""
+        frontier = list(dict.fromkeys(entities))
+        if not frontier or limit_per_entity <= 0:
+            return NeighbourResult([], [], 0)
+        calls: list[tuple[str, Sequence[Any]]] = []
+        if direction in ("both", "out"):
+            calls += [("out_edges", (user, collection, e, limit_per_entity)) for e in frontier]
+        if direction in ("both", "in"):
+            calls += [("in_edges", (user, collection, e, False, "", "", limit_per_entity)) for e in frontier]
+        pages = await self.conn.run_many(calls)
+        rows = [(r, call[1][2]) for call, page in zip(calls, pages, strict=True) for r in page]
+        seen: set[tuple[str, str, str, bool, str, str]] = set()
+        triples: list[Triple] = []
+        far: list[str] = []
+        via: list[str] = []  # the frontier entity each edge was found from
+        for r, entity in rows:
+            key = _key(r)
+            if key in seen:
+                continue
+            seen.add(key)
+            triples.append(_triple(r))
+            far.append(r.o if r.s == entity else r.s)
+            via.append(entity)
+        if query_vector is None or self.entity_index is None:
+            return NeighbourResult(triples, [None] * len(triples), len(rows))
+        keys = {t.p.value for t in triples} | set(far)
+        vecs = await self.entity_index.vectors(user, collection, list(keys))
+        scores = edge_scores(query_vector, [(t.p.value, f) for t, f in zip(triples, far, strict=True)], vecs)
+        keep = best(scores, edge_limit or len(triples), via)
+        return NeighbourResult([triples[i] for i in keep], [scores[i] for i in keep], len(rows))
+
+    async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
+        """Labels of many IRIs: one single-partition query each, concurrently."""
+        pages = await self.conn.run_many([("label", (user, collection, i)) for i in dict.fromkeys(iris)])
+        return {r.iri: r.label for page in pages for r in page}
+
+    async def delete_collection(self, user: str, collection: str) -> None:
+        """Find every partition of the collection through its predicates, then delete them."""
+        uc = (user, collection)
+        preds = [r.p for r in await self.conn.run("predicates", uc, page_all=True)]
+        pages = await self.conn.run_many([("pred_all", (*uc, p)) for p in preds], page_all=True)
+        rows = [r for page in pages for r in page]
+        calls: list[tuple[str, Sequence[Any]]] = [("del_out", (*uc, s)) for s in {r.s for r in rows}]
+        calls += [("del_in", (*uc, *o)) for o in {_obj_row(r) for r in rows}]
+        calls += [("del_label", (*uc, s)) for s in {r.s for r in rows if r.p == RDFS_LABEL}]
+        calls += [("del_pred", (*uc, p)) for p in preds]
+        await self.conn.run_many(calls)
+        await self.conn.run("del_predicates", uc)
+
+    async def close(self) -> None:
+        """Release the shared connection."""
+        await self.conn.release()
+
+
+def _obj_row(r: Any) -> _ObjKey:
+    return (r.o, bool(r.o_lit), r.o_dt, r.o_lang)
+
+
+class CassandraEntityIndex:
+    """EntityIndex on Cassandra: SAI vector ANN within the tenant partition plus a token table."""
+
+    def __init__(self, conn: CassandraConnection) -> None:
+        self.conn = conn.acquire()
+
+    async def upsert(
+        self,
+        user: str,
+        collection: str,
+        items: Sequence[tuple[str, str, Sequence[float]]],
+        kind: Literal["entity", "predicate"] = "entity",
+    ) -> None:
+        """Store vectors; for entities also (re)index the label's content tokens."""
+        latest = {iri: (label, [float(x) for x in np.asarray(v, dtype=np.float32)]) for iri, label, v in items}
+        calls: list[tuple[str, Sequence[Any]]] = []
+        if kind == "entity":
+            olds = await self.conn.run_many(
+                [("vec_labels", (user, collection, kind, c)) for c in _chunks(list(latest))]
+            )
+            for r in (r for page in olds for r in page):
+                stale = set(content_tokens(r.label)) - set(content_tokens(latest[r.iri][0]))
+                calls += [("del_token", (user, collection, tok, r.iri)) for tok in stale]
+            for iri, (label, _) in latest.items():
+                calls += [("ins_token", (user, collection, tok, iri, label)) for tok in content_tokens(label)]
+        calls += [("ins_vec", (user, collection, kind, iri, lab, vec)) for iri, (lab, vec) in latest.items()]
+        await self.conn.run_many(calls)
+
+    async def search(
+        self, user: str, collection: str, vector: Sequence[float] | None, text: str | None, limit: int
+    ) -> list[EntityHit]:
+        """ANN hits and whole-label lexical hits, ranked like LocalEntityIndex.search."""
+        if limit <= 0:
+            return []
+        hits: dict[str, EntityHit] = {}
+        toks = content_tokens(text) if text else []
+        calls: list[tuple[str, Sequence[Any]]] = [
+            ("token", (user, collection, tok, LEXICAL_CANDIDATES)) for tok in toks
+        ]
+        q = np.asarray(vector, dtype=np.float32) if vector is not None else None
+        qnorm = float(np.linalg.norm(q)) if q is not None else 0.0
+        if q is not None and qnorm > 0:  # Cassandra rejects zero vectors for cosine
+            calls.append(("vec_ann", (user, collection, "entity", [float(x) for x in q], limit)))
+        pages = await self.conn.run_many(calls)
+        for page in pages[: len(toks)]:
+            for r in page:
+                if r.iri not in hits and label_match_score(r.label, text or "") >= 1.0:
+                    hits[r.iri] = EntityHit(r.iri, r.label, label_match_score(r.label, text or ""), lexical=True)
+        if len(pages) > len(toks) and pages[-1]:
+            ann = pages[-1]
+            m = np.asarray([r.vec for r in ann], dtype=np.float32)
+            norms = np.linalg.norm(m, axis=1, keepdims=True)
+            sims = (m / np.where(norms == 0, 1, norms)) @ (q / qnorm)  # type: ignore[operator]
+            for i in np.argsort(-sims, kind="stable"):
+                r = ann[i]
+                if r.iri not in hits:
+                    hits[r.iri] = EntityHit(r.iri, r.label, float(sims[i]))
+        ranked = sorted(hits.values(), key=lambda h: (not h.lexical, -len(h.label) if h.lexical else 0, -h.score))
+        return ranked[:limit]
+
+    async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
+        """Stored vectors (entities or predicates), IN-lists of keys queried concurrently."""
+        kinds = ["entity", "predicate"]
+        calls = [("vec_get", (user, collection, kinds, c)) for c in _chunks(list(dict.fromkeys(iris)))]
+        pages = await self.conn.run_many(calls)
+        return {r.iri: list(r.vec) for page in pages for r in page}
+
+    async def delete_collection(self, user: str, collection: str) -> None:
+        """Delete the collection's token partitions (from its labels) and both vector partitions."""
+        rows = await self.conn.run("vec_all_labels", (user, collection, "entity"), page_all=True)
+        toks = {tok for r in rows for tok in content_tokens(r.label)}
+        calls: list[tuple[str, Sequence[Any]]] = [("del_token_part", (user, collection, t)) for t in toks]
+        calls += [("del_vec_kind", (user, collection, k)) for k in ("entity", "predicate")]
+        await self.conn.run_many(calls)
+
+    async def close(self) -> None:
+        """Release the shared connection."""
+        await self.conn.release()

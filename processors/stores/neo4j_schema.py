@@ -1,0 +1,142 @@
+"""Neo4j graph model, schema and a shared async driver for the Neo4j stores.
+
+Model (every node and relationship carries `user` and `collection`):
+
+* ``(:KgEntity {key, user, collection, uri, label?, index_label?, search_text?, embedding?})``:
+  an IRI of one tenant. `label` comes from rdfs:label triples (TripleStore.labels);
+  `index_label`, `search_text` (normalized label, full-text indexed) and `embedding` from
+  EntityIndex.upsert.
+* ``(:KgLiteral {key, user, collection, value, datatype, language})``: a literal object.
+* ``(:KgPredicate {key, user, collection, uri, label, embedding})``: a predicate's label vector.
+* ``(:KgEntity)-[:KG_EDGE {p, user, collection}]->(:KgEntity|:KgLiteral)``: a triple.
+
+`key` is the JSON array [user, collection, iri] (literals: [user, collection, value, datatype,
+language]) under a uniqueness constraint, so a lookup by key is an index seek and can never
+cross tenants. All Cypher is constant text; values are always parameters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from typing import Any
+
+VECTOR_INDEX = "kg_entity_embedding"
+FULLTEXT_INDEX = "kg_entity_text"
+
+SCHEMA = (
+    "CREATE CONSTRAINT kg_entity_key IF NOT EXISTS FOR (n:KgEntity) REQUIRE n.key IS UNIQUE",
+    "CREATE CONSTRAINT kg_literal_key IF NOT EXISTS FOR (n:KgLiteral) REQUIRE n.key IS UNIQUE",
+    "CREATE CONSTRAINT kg_predicate_key IF NOT EXISTS FOR (n:KgPredicate) REQUIRE n.key IS UNIQUE",
+    "CREATE INDEX kg_entity_scope IF NOT EXISTS FOR (n:KgEntity) ON (n.user, n.collection)",
+    "CREATE INDEX kg_literal_scope IF NOT EXISTS FOR (n:KgLiteral) ON (n.user, n.collection)",
+    "CREATE INDEX kg_predicate_scope IF NOT EXISTS FOR (n:KgPredicate) ON (n.user, n.collection)",
+    "CREATE INDEX kg_edge_scope_p IF NOT EXISTS FOR ()-[r:KG_EDGE]-() ON (r.user, r.collection, r.p)",
+    "CREATE VECTOR INDEX kg_entity_embedding IF NOT EXISTS FOR (n:KgEntity) ON n.embedding OPTIONS "
+    "{indexConfig: {`vector.dimensions`: 384, `vector.similarity_function`: 'cosine'}}",
+    "CREATE FULLTEXT INDEX kg_entity_text IF NOT EXISTS FOR (n:KgEntity) ON EACH [n.search_text]",
+)
+AWAIT_INDEXES = "CALL db.awaitIndexes(300)"
+
+# Lucene treats these as syntax; inside a quoted phrase only \ and " need escaping, but every
+# special character is escaped so a token can never become an operator, field or wildcard.
+_LUCENE_SPECIAL = set('+-&|!(){}[]^"~*?:\\/')
+
+
+def entity_key(user: str, collection: str, iri: str) -> str:
+    """The unique key of an IRI node of one tenant."""
+    return json.dumps([user, collection, iri], ensure_ascii=False)
+
+
+def literal_key(user: str, collection: str, value: str, datatype: str, language: str) -> str:
+    """The unique key of a literal node of one tenant."""
+    return json.dumps([user, collection, value, datatype, language], ensure_ascii=False)
+
+
+def lucene_phrase(token: str) -> str:
+    """`token` as a quoted Lucene phrase with every special character escaped (data, not syntax)."""
+    return '"' + "".join("\\" + ch if ch in _LUCENE_SPECIAL else ch for ch in token) + '"'
+
+
+class Neo4jConnection:
+    """An async Neo4j driver plus one-time schema setup, shared by the triple store and the index.
+
+    Reference counted: the last `release` closes the driver. Create it inside the event loop
+    that uses it (the async driver's connections belong to one loop).
+    """
+
+    def __init__(self, url: str, user: str = "neo4j", password: str = "", database: str = "neo4j") -> None:
+        self.url = url
+        self.auth = (user, password) if password else None
+        self.database = database
+        self._driver: Any = None
+        self._ready = False
+        self._lock: asyncio.Lock | None = None
+        self._refs = 0
+
+    def acquire(self) -> Neo4jConnection:
+        """Count one more user of this connection."""
+        self._refs += 1
+        return self
+
+    async def ready(self) -> None:
+        """Open the driver and create constraints and indexes (idempotent), waiting until online."""
+        if self._ready:
+            return
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._ready:
+                return
+            from neo4j import AsyncGraphDatabase
+            from neo4j.exceptions import ClientError
+
+            if self._driver is None:
+                self._driver = AsyncGraphDatabase.driver(self.url, auth=self.auth)
+            async with self._driver.session(database=self.database) as session:
+                for ddl in SCHEMA:
+                    try:
+                        await (await session.run(ddl)).consume()
+                    except ClientError as exc:  # a concurrent process created an equivalent rule
+                        if "EquivalentSchemaRuleAlreadyExists" not in (exc.code or ""):
+                            raise
+                await (await session.run(AWAIT_INDEXES)).consume()
+            self._ready = True
+
+    async def read(self, cypher: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Run one read query in a managed (retried) transaction; records as dicts."""
+        await self.ready()
+
+        async def work(tx: Any) -> list[dict[str, Any]]:
+            return await (await tx.run(cypher, params)).data()
+
+        async with self._driver.session(database=self.database) as session:
+            return await session.execute_read(work)
+
+    async def write(self, queries: list[tuple[str, Mapping[str, Any]]]) -> int:
+        """Run write queries in ONE managed transaction; returns relationships created."""
+        await self.ready()
+
+        async def work(tx: Any) -> int:
+            created = 0
+            for cypher, params in queries:
+                summary = await (await tx.run(cypher, params)).consume()
+                created += summary.counters.relationships_created
+            return created
+
+        async with self._driver.session(database=self.database) as session:
+            return await session.execute_write(work)
+
+    async def autocommit(self, cypher: str, params: Mapping[str, Any]) -> None:
+        """Run one auto-commit query (needed for CALL { ... } IN TRANSACTIONS)."""
+        await self.ready()
+        async with self._driver.session(database=self.database) as session:
+            await (await session.run(cypher, params)).consume()
+
+    async def release(self) -> None:
+        """Drop one user; close the driver when none remain."""
+        self._refs -= 1
+        if self._refs <= 0 and self._driver is not None:
+            driver, self._driver, self._ready = self._driver, None, False
+            await driver.close()

@@ -1,0 +1,320 @@
+"""TripleStore and EntityIndex on Neo4j 5 (model and schema: see neo4j_schema.py).
+
+Every call is one Cypher query (or one write transaction): a BFS level is a single
+`UNWIND $keys` query with a per-entity LIMIT inside `CALL { ... }`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from processors.stores.edge_scoring import best, edge_scores
+from processors.stores.neo4j_schema import (
+    Neo4jConnection,
+    entity_key,
+    literal_key,
+    lucene_phrase,
+)
+from processors.stores.protocol import Direction, EntityHit, EntityIndex, NeighbourResult
+from processors.stores.text_match import content_tokens, label_match_score, normalize
+from schemas.terms import RDFS_LABEL, Term, Triple
+
+LEXICAL_CANDIDATES = 200
+ANN_OVERFETCH = 10  # index candidates per wanted hit before falling back to an exact tenant scan
+ANN_MAX_K = 10_000
+
+_ROW = "coalesce(o.uri, o.value) AS o, o:KgLiteral AS lit, o.datatype AS dt, o.language AS lang"
+_SCOPE_EDGE = " r.user = $user AND r.collection = $collection"
+
+ADD_IRI_EDGES = (
+    "UNWIND $rows AS row "
+    "MERGE (s:KgEntity {key: row.sk}) ON CREATE SET s.user = $user, s.collection = $collection, s.uri = row.s "
+    "MERGE (o:KgEntity {key: row.ok}) ON CREATE SET o.user = $user, o.collection = $collection, o.uri = row.o "
+    "MERGE (s)-[r:KG_EDGE {p: row.p}]->(o) ON CREATE SET r.user = $user, r.collection = $collection"
+)
+ADD_LITERAL_EDGES = (
+    "UNWIND $rows AS row "
+    "MERGE (s:KgEntity {key: row.sk}) ON CREATE SET s.user = $user, s.collection = $collection, s.uri = row.s "
+    "MERGE (o:KgLiteral {key: row.ok}) ON CREATE SET o.user = $user, o.collection = $collection, "
+    "o.value = row.o, o.datatype = row.dt, o.language = row.lang "
+    "MERGE (s)-[r:KG_EDGE {p: row.p}]->(o) ON CREATE SET r.user = $user, r.collection = $collection"
+)
+SET_LABELS = "UNWIND $rows AS row MATCH (s:KgEntity {key: row.sk}) SET s.label = row.label"
+
+PATTERN_MATCH = {
+    "s": "MATCH (s:KgEntity {key: $sk})-[r:KG_EDGE]->(o) WHERE",
+    "o_iri": "MATCH (s:KgEntity)-[r:KG_EDGE]->(o:KgEntity {key: $ok}) WHERE",
+    "o_lit": "MATCH (s:KgEntity)-[r:KG_EDGE]->(o:KgLiteral {key: $ok}) WHERE",
+    "p": "MATCH (s:KgEntity)-[r:KG_EDGE]->(o) WHERE",
+    "all": "MATCH (s:KgEntity {user: $user, collection: $collection})-[r:KG_EDGE]->(o) WHERE",
+}
+PATTERN_RETURN = " RETURN s.uri AS s, r.p AS p, " + _ROW + " LIMIT $limit"
+
+_NB_OUT = (
+    "MATCH (n)-[r:KG_EDGE]->(o) WHERE r.p <> $label RETURN 0 AS dir, n.uri AS s, r.p AS p, " + _ROW + " LIMIT $lim"
+)
+_NB_IN = (
+    "MATCH (s:KgEntity)-[r:KG_EDGE]->(n) WHERE r.p <> $label "
+    "RETURN 1 AS dir, s.uri AS s, r.p AS p, n.uri AS o, false AS lit, '' AS dt, '' AS lang LIMIT $lim"
+)
+_NB_HEAD = (
+    "UNWIND range(0, size($keys) - 1) AS i WITH i, $keys[i] AS k "
+    "MATCH (n:KgEntity {key: k}) WHERE n.user = $user AND n.collection = $collection CALL (n) { "
+)
+_NB_TAIL = " } RETURN i, dir, s, p, o, lit, dt, lang"
+NEIGHBOURS = {
+    "out": _NB_HEAD + _NB_OUT + _NB_TAIL,
+    "in": _NB_HEAD + _NB_IN + _NB_TAIL,
+    "both": _NB_HEAD + _NB_OUT + " UNION ALL " + _NB_IN + _NB_TAIL,
+}
+LABELS = (
+    "UNWIND $keys AS k MATCH (n:KgEntity {key: k}) "
+    "WHERE n.user = $user AND n.collection = $collection AND n.label IS NOT NULL RETURN n.uri AS iri, n.label AS label"
+)
+_BATCHED = " } IN TRANSACTIONS OF 5000 ROWS"
+DELETE_TRIPLES = (
+    "MATCH (:KgEntity {user: $user, collection: $collection})-[r:KG_EDGE]->() CALL (r) { DELETE r" + _BATCHED,
+    "MATCH (n:KgLiteral {user: $user, collection: $collection}) CALL (n) { DETACH DELETE n" + _BATCHED,
+    "MATCH (n:KgEntity {user: $user, collection: $collection}) CALL (n) { REMOVE n.label "
+    "WITH n WHERE n.embedding IS NULL DETACH DELETE n" + _BATCHED,
+)
+
+UPSERT = {
+    "entity": "UNWIND $rows AS row MERGE (n:KgEntity {key: row.key}) "
+    "ON CREATE SET n.user = $user, n.collection = $collection, n.uri = row.iri "
+    "SET n.index_label = row.label, n.search_text = row.text, n.embedding = row.vec",
+    "predicate": "UNWIND $rows AS row MERGE (n:KgPredicate {key: row.key}) "
+    "ON CREATE SET n.user = $user, n.collection = $collection, n.uri = row.iri "
+    "SET n.label = row.label, n.embedding = row.vec",
+}
+ANN = (
+    "CALL db.index.vector.queryNodes('kg_entity_embedding', $k, $vec) YIELD node "
+    "WITH count(*) AS total, collect(CASE WHEN node.user = $user AND node.collection = $collection "
+    "THEN {iri: node.uri, label: node.index_label, vec: node.embedding} END) AS hits RETURN total, hits"
+)
+EXACT = (
+    "MATCH (n:KgEntity {user: $user, collection: $collection}) WHERE n.embedding IS NOT NULL "
+    "WITH n, vector.similarity.cosine(n.embedding, $vec) AS sim ORDER BY sim DESC LIMIT $limit "
+    "RETURN n.uri AS iri, n.index_label AS label, n.embedding AS vec"
+)
+FULLTEXT = (
+    "CALL db.index.fulltext.queryNodes('kg_entity_text', $q) YIELD node "
+    "WHERE node.user = $user AND node.collection = $collection "
+    "RETURN node.uri AS iri, node.index_label AS label LIMIT $limit"
+)
+VECTORS = (
+    "UNWIND $keys AS k MATCH (n:KgEntity {key: k}) WHERE n.user = $user AND n.collection = $collection "
+    "AND n.embedding IS NOT NULL RETURN n.uri AS iri, n.embedding AS vec UNION ALL "
+    "UNWIND $keys AS k MATCH (n:KgPredicate {key: k}) WHERE n.user = $user AND n.collection = $collection "
+    "RETURN n.uri AS iri, n.embedding AS vec"
+)
+DELETE_INDEX = (
+    "MATCH (n:KgPredicate {user: $user, collection: $collection}) CALL (n) { DETACH DELETE n" + _BATCHED,
+    "MATCH (n:KgEntity {user: $user, collection: $collection}) CALL (n) { "
+    "REMOVE n.embedding, n.index_label, n.search_text "
+    "WITH n WHERE n.label IS NULL AND NOT (n)--() DELETE n" + _BATCHED,
+)
+
+
+def _triple(r: dict[str, Any]) -> Triple:
+    obj = Term.literal(r["o"], r["dt"] or None, r["lang"] or None) if r["lit"] else Term.iri(r["o"])
+    return Triple(s=Term.iri(r["s"]), p=Term.iri(r["p"]), o=obj)
+
+
+def _f32(v: Sequence[float]) -> list[float]:
+    return [float(x) for x in np.asarray(v, dtype=np.float32)]
+
+
+class Neo4jTripleStore:
+    """TripleStore on Neo4j. With an entity index, neighbour queries can score edges."""
+
+    def __init__(self, conn: Neo4jConnection, entity_index: EntityIndex | None = None) -> None:
+        self.conn = conn.acquire()
+        self.entity_index = entity_index
+
+    async def add_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> int:
+        """MERGE nodes and edges in one transaction; returns the number of new edges."""
+        iri_rows, lit_rows, label_rows = [], [], []
+        for t in triples:
+            sk = entity_key(user, collection, t.s.value)
+            row = {"sk": sk, "s": t.s.value, "p": t.p.value, "o": t.o.value}
+            if t.o.is_iri:
+                iri_rows.append({**row, "ok": entity_key(user, collection, t.o.value)})
+            else:
+                dt, lang = t.o.datatype or "", t.o.language or ""
+                ok = literal_key(user, collection, t.o.value, dt, lang)
+                lit_rows.append({**row, "dt": dt, "lang": lang, "ok": ok})
+                if t.p.value == RDFS_LABEL:
+                    label_rows.append({"sk": sk, "label": t.o.value})
+        scope = {"user": user, "collection": collection}
+        queries = [(ADD_IRI_EDGES, {**scope, "rows": iri_rows}), (ADD_LITERAL_EDGES, {**scope, "rows": lit_rows})]
+        queries.append((SET_LABELS, {"rows": label_rows}))
+        return await self.conn.write([(q, p) for q, p in queries if p["rows"]])
+
+    async def pattern(
+        self, user: str, collection: str, s: Term | None, p: Term | None, o: Term | None, limit: int
+    ) -> list[Triple]:
+        """Triples matching a pattern (the MATCH starts from the most selective bound term)."""
+        if limit <= 0:
+            return []
+        params: dict[str, Any] = {"user": user, "collection": collection, "limit": limit}
+        ok = None
+        if o is not None:
+            dt, lang = o.datatype or "", o.language or ""
+            ok = entity_key(user, collection, o.value) if o.is_iri else literal_key(user, collection, o.value, dt, lang)
+        if s is not None:
+            head = PATTERN_MATCH["s"]
+            params["sk"] = entity_key(user, collection, s.value)
+        elif o is not None:
+            head = PATTERN_MATCH["o_iri" if o.is_iri else "o_lit"]
+        else:
+            head = PATTERN_MATCH["p" if p is not None else "all"]
+        cypher = head + _SCOPE_EDGE
+        if p is not None:
+            cypher += " AND r.p = $p"
+            params["p"] = p.value
+        if ok is not None:
+            cypher += " AND o.key = $ok"
+            params["ok"] = ok
+        return [_triple(r) for r in await self.conn.read(cypher + PATTERN_RETURN, params)]
+
+    async def neighbours(
+        self,
+        user: str,
+        collection: str,
+        entities: Sequence[str],
+        limit_per_entity: int,
+        direction: Direction = "both",
+        query_vector: Sequence[float] | None = None,
+        edge_limit: int | None = None,
+    ) -> NeighbourResult:
+        """Edges of the whole frontier in one UNWIND query, LIMIT per entity and direction."""
+        frontier = list(dict.fromkeys(entities))
+        if not frontier or limit_per_entity <= 0:
+            return NeighbourResult([], [], 0)
+        params = {
+            "keys": [entity_key(user, collection, e) for e in frontier],
+            "user": user,
+            "collection": collection,
+            "label": RDFS_LABEL,
+            "lim": limit_per_entity,
+        }
+        rows = await self.conn.read(NEIGHBOURS[direction], params)
+        rows.sort(key=lambda r: (r["dir"], r["i"]))  # out-edges first, in frontier order (as SQLite)
+        seen: set[tuple[Any, ...]] = set()
+        triples: list[Triple] = []
+        far: list[str] = []
+        via: list[str] = []  # the frontier entity each edge was found from
+        for r in rows:
+            key = (r["s"], r["p"], r["o"], bool(r["lit"]), r["dt"] or "", r["lang"] or "")
+            if key in seen:
+                continue
+            seen.add(key)
+            triples.append(_triple(r))
+            far.append(r["o"] if r["s"] == frontier[r["i"]] else r["s"])
+            via.append(frontier[r["i"]])
+        if query_vector is None or self.entity_index is None:
+            return NeighbourResult(triples, [None] * len(triples), len(rows))
+        keys = {t.p.value for t in triples} | set(far)
+        vecs = await self.entity_index.vectors(user, collection, list(keys))
+        scores = edge_scores(query_vector, [(t.p.value, f) for t, f in zip(triples, far, strict=True)], vecs)
+        keep = best(scores, edge_limit or len(triples), via)
+        return NeighbourResult([triples[i] for i in keep], [scores[i] for i in keep], len(rows))
+
+    async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
+        """Labels of many IRIs in one UNWIND query."""
+        keys = [entity_key(user, collection, i) for i in dict.fromkeys(iris)]
+        if not keys:
+            return {}
+        rows = await self.conn.read(LABELS, {"keys": keys, "user": user, "collection": collection})
+        return {r["iri"]: r["label"] for r in rows}
+
+    async def delete_collection(self, user: str, collection: str) -> None:
+        """Delete the collection's edges, literals and labels (entity index data stays)."""
+        for cypher in DELETE_TRIPLES:
+            await self.conn.autocommit(cypher, {"user": user, "collection": collection})
+
+    async def close(self) -> None:
+        """Release the shared driver."""
+        await self.conn.release()
+
+
+class Neo4jEntityIndex:
+    """EntityIndex on Neo4j: a vector index over entity embeddings and a full-text index over labels.
+
+    The vector index is global, so a query over-fetches (`ANN_OVERFETCH` x limit candidates)
+    and keeps the tenant's nodes; when that leaves fewer than `limit` hits and the index may
+    hold more, an exact scan of the tenant's nodes (`vector.similarity.cosine`) answers instead.
+    """
+
+    def __init__(self, conn: Neo4jConnection) -> None:
+        self.conn = conn.acquire()
+
+    async def upsert(
+        self,
+        user: str,
+        collection: str,
+        items: Sequence[tuple[str, str, Sequence[float]]],
+        kind: Literal["entity", "predicate"] = "entity",
+    ) -> None:
+        """Set label, normalized search text and embedding on each entity (or predicate) node."""
+        rows = [
+            {"key": entity_key(user, collection, iri), "iri": iri, "label": lab, "text": normalize(lab), "vec": _f32(v)}
+            for iri, lab, v in items
+        ]
+        if rows:
+            await self.conn.write([(UPSERT[kind], {"user": user, "collection": collection, "rows": rows})])
+
+    async def search(
+        self, user: str, collection: str, vector: Sequence[float] | None, text: str | None, limit: int
+    ) -> list[EntityHit]:
+        """Lexical whole-label hits first (longer labels first), then nearest entities by cosine."""
+        if limit <= 0:
+            return []
+        scope = {"user": user, "collection": collection}
+        hits: dict[str, EntityHit] = {}
+        toks = content_tokens(text) if text else []
+        if toks:
+            q = " OR ".join(lucene_phrase(t) for t in toks)
+            for r in await self.conn.read(FULLTEXT, {**scope, "q": q, "limit": LEXICAL_CANDIDATES}):
+                score = label_match_score(r["label"] or "", text or "")
+                if score >= 1.0 and r["iri"] not in hits:
+                    hits[r["iri"]] = EntityHit(r["iri"], r["label"], score, lexical=True)
+        q32 = np.asarray(vector, dtype=np.float32) if vector is not None else None
+        if q32 is not None and float(np.linalg.norm(q32)) > 0:
+            vec = _f32(q32)
+            k = min(max(limit * ANN_OVERFETCH, 100), ANN_MAX_K)
+            ann = (await self.conn.read(ANN, {**scope, "k": k, "vec": vec}))[0]
+            found = ann["hits"]
+            if len(found) < limit and ann["total"] >= k:
+                found = await self.conn.read(EXACT, {**scope, "vec": vec, "limit": limit})
+            if found:
+                m = np.asarray([r["vec"] for r in found], dtype=np.float32)
+                norms = np.linalg.norm(m, axis=1, keepdims=True)
+                sims = (m / np.where(norms == 0, 1, norms)) @ (q32 / np.linalg.norm(q32))
+                for i in np.argsort(-sims, kind="stable")[:limit]:
+                    r = found[i]
+                    if r["iri"] not in hits:
+                        hits[r["iri"]] = EntityHit(r["iri"], r["label"], float(sims[i]))
+        ranked = sorted(hits.values(), key=lambda h: (not h.lexical, -len(h.label) if h.lexical else 0, -h.score))
+        return ranked[:limit]
+
+    async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
+        """Stored vectors of entities and predicates, one UNWIND query."""
+        keys = [entity_key(user, collection, i) for i in dict.fromkeys(iris)]
+        if not keys:
+            return {}
+        rows = await self.conn.read(VECTORS, {"keys": keys, "user": user, "collection": collection})
+        return {r["iri"]: r["vec"] for r in rows}
+
+    async def delete_collection(self, user: str, collection: str) -> None:
+        """Drop predicate nodes and the index properties of entity nodes (nodes left bare are deleted)."""
+        for cypher in DELETE_INDEX:
+            await self.conn.autocommit(cypher, {"user": user, "collection": collection})
+
+    async def close(self) -> None:
+        """Release the shared driver."""
+        await self.conn.release()
