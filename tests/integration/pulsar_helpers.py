@@ -51,12 +51,14 @@ class Proc:
         path = self.out if which == "out" else self.err
         return path.read_text(errors="replace").splitlines()
 
-    def wait_for(self, needle: str, timeout_s: float = 60.0, which: str = "out") -> str:
-        """Wait until a line containing `needle` appears; fails early if the child exits."""
+    def wait_for(self, needle: str | Callable[[str], bool], timeout_s: float = 60.0, which: str = "out") -> str:
+        """Wait until a line containing `needle` (or matching the predicate) appears; fails early
+        if the child exits."""
+        match = needle if callable(needle) else lambda line: needle in line
         deadline = time.monotonic() + timeout_s
         while True:
             for line in self.lines(which):
-                if needle in line:
+                if match(line):
                     return line
             if self.popen.poll() is not None:
                 raise AssertionError(f"{self.name} exited ({self.popen.returncode}) before {needle!r}\n{self.tail()}")
@@ -64,7 +66,7 @@ class Proc:
                 raise AssertionError(f"{self.name}: no {needle!r} within {timeout_s}s\n{self.tail()}")
             time.sleep(0.1)
 
-    async def await_line(self, needle: str, timeout_s: float = 60.0, which: str = "out") -> str:
+    async def await_line(self, needle: str | Callable[[str], bool], timeout_s: float = 60.0, which: str = "out") -> str:
         """`wait_for` without blocking the event loop."""
         return await asyncio.to_thread(self.wait_for, needle, timeout_s, which)
 
@@ -121,10 +123,14 @@ class Procs:
         """Log tails of every child."""
         return "\n".join(p.tail() for p in self.started)
 
-    def stop_all(self) -> None:
-        """Stop every child (in reverse start order)."""
+    def stop_all(self, grace_s: float = 10.0) -> None:
+        """SIGTERM every child at once, then reap each (SIGKILL after the shared grace period)."""
+        for p in self.started:
+            if p.popen.poll() is None:
+                p.signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
         for p in reversed(self.started):
-            p.stop()
+            p.stop(max(0.1, deadline - time.monotonic()))
 
 
 @contextlib.contextmanager
