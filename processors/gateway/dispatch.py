@@ -1,0 +1,270 @@
+"""Routes translated gateway requests to services over the bus and answers in gateway JSON.
+
+Shared by the websocket and the REST endpoints: a request goes in as (principal, workspace,
+service, flow, JSON body); out comes a sequence of (JSON payload, complete) frames, or a
+GatewayError. Nothing here knows about HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from processors.base.bus import Bus, Producer
+from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
+from processors.base.config_client import ConfigWatcher, config_client
+from processors.gateway import translate as tr
+from processors.gateway.auth import AuthError, Principal
+from schemas.base import Response
+from schemas.embeddings import EmbeddingsResponse
+from schemas.flows import ConfigState, FlowRequest, FlowResponse, GraphChanged
+from schemas.graph_embeddings import GraphEmbeddingsResponse
+from schemas.graph_rag import GraphRagResponse
+from schemas.terms import Triple
+from schemas.text_completion import TextCompletionResponse
+from schemas.topics import GRAPH_CHANGED, topic
+from schemas.triples import TriplesResponse
+
+log = logging.getLogger(__name__)
+
+Frame = tuple[dict[str, Any], bool]  # (payload, complete)
+Loader = Callable[[str, str, list[Triple]], Awaitable[Any]]
+
+# gateway service name -> (processor that serves it in a blueprint, response model)
+FLOW_SERVICES: dict[str, tuple[str, type[Response]]] = {
+    "graph-rag": ("graph-rag", GraphRagResponse),
+    "triples": ("triples", TriplesResponse),
+    "embeddings": ("embeddings", EmbeddingsResponse),
+    "graph-embeddings": ("graph-embeddings", GraphEmbeddingsResponse),
+    "text-completion": ("text-completion", TextCompletionResponse),
+}
+WORKSPACE_SERVICES = ("flow", "config")
+FLOW_WRITE_OPS = ("put-blueprint", "delete-blueprint", "start-flow", "stop-flow")
+
+
+class GatewayError(Exception):
+    """A failure the client sees as `{"error": {"type", "message"}}`."""
+
+    def __init__(self, type_: str, message: str) -> None:
+        super().__init__(f"{type_}: {message}")
+        self.type = type_
+        self.message = message
+
+    def to_wire(self) -> dict[str, str]:
+        """The error object of an error frame."""
+        return {"type": self.type, "message": self.message}
+
+
+class StoreTriples(BaseModel):
+    """Write request for the triples service (proposed for schemas/triples.py; see docs/clients.md)."""
+
+    operation: Literal["store"] = "store"
+    user: str = Field(min_length=1, max_length=256)
+    collection: str = Field(min_length=1, max_length=256)
+    triples: list[Triple]
+
+
+class Dispatcher:
+    """Knows the running flows (following the config) and holds one bus client per (service, flow)."""
+
+    def __init__(self, bus: Bus, timeout_s: float = 60.0, loader: Loader | None = None) -> None:
+        self.bus = bus
+        self.timeout_s = timeout_s
+        self.loader = loader
+        self.config = ConfigState()
+        self._watcher = ConfigWatcher(bus, self._on_config)
+        self._config_client = config_client(bus, timeout_s=min(timeout_s, 30.0))
+        self._clients: dict[tuple[str, str], RequestResponseClient[Any]] = {}
+        self._lock = asyncio.Lock()
+        self._refreshed = 0.0
+        self._changed: Producer | None = None
+
+    async def start(self) -> None:
+        """Follow the flow registry (waits until it answers)."""
+        await self._watcher.start()
+
+    async def stop(self) -> None:
+        """Stop every client."""
+        await self._watcher.stop()
+        await self._config_client.stop()
+        for client in self._clients.values():
+            await client.stop()
+        self._clients.clear()
+
+    async def _on_config(self, state: ConfigState) -> None:
+        self.config = state
+        for key in [k for k in self._clients if k[1] not in state.flows]:
+            await self._clients.pop(key).stop()
+
+    async def _refresh(self) -> None:
+        """Fetch the config now (at most twice a second) — pushes may lag a start-flow."""
+        if time.monotonic() - self._refreshed < 0.5:
+            return
+        self._refreshed = time.monotonic()
+        res = await self._config_client.request(FlowRequest(operation="get-config"))
+        if res.config is not None and res.config.version >= self.config.version:
+            await self._on_config(res.config)
+
+    async def _client(self, service: str, flow: str) -> RequestResponseClient[Any]:
+        """The client of `service` in running flow `flow` (errors for unknown flows/services)."""
+        if service not in FLOW_SERVICES:
+            raise GatewayError("unknown-service", f"no flow service {service!r}; known: {', '.join(FLOW_SERVICES)}")
+        try:
+            topic(service, flow)
+        except ValueError:
+            raise GatewayError("bad-request", f"invalid flow id {flow!r}") from None
+        if flow not in self.config.flows:
+            try:
+                await self._refresh()
+            except (RequestTimeout, RemoteError) as e:
+                raise GatewayError("unavailable", f"flow registry did not answer: {e}") from None
+        running = self.config.flows.get(flow)
+        if running is None:
+            known = ", ".join(sorted(self.config.flows)) or "none"
+            raise GatewayError("unknown-flow", f"flow {flow!r} is not running (running flows: {known})")
+        processor, model = FLOW_SERVICES[service]
+        bp = self.config.blueprints.get(running.blueprint)
+        if bp is None or processor not in bp.processors:
+            raise GatewayError("unknown-service", f"flow {flow!r} (blueprint {running.blueprint!r}) has no {service}")
+        key = (service, flow)
+        async with self._lock:
+            client = self._clients.get(key)
+            if client is None:
+                client = RequestResponseClient(
+                    self.bus, topic(service, flow), topic(service, flow, "response"), model, self.timeout_s
+                )
+                await client.start()
+                self._clients[key] = client
+        return client
+
+    # --- entry points -------------------------------------------------------------------
+    async def handle(
+        self,
+        principal: Principal,
+        workspace: object,
+        service: str,
+        flow: str | None,
+        request: Any,
+        streaming_allowed: bool = True,
+    ) -> AsyncIterator[Frame]:
+        """Frames answering one request; raises GatewayError (never anything else)."""
+        try:
+            user = principal.resolve(workspace)
+            if flow is None:
+                inner = self._workspace_service(principal, service, request)
+            else:
+                inner = self._flow_service(user, service, flow, request, streaming_allowed)
+            async for frame in inner:
+                yield frame
+        except GatewayError:
+            raise
+        except tr.BadRequest as e:
+            raise GatewayError("bad-request", str(e)) from None
+        except AuthError as e:
+            raise GatewayError(e.type, e.message) from None
+        except RemoteError as e:
+            raise GatewayError(e.type, e.message) from None
+        except RequestTimeout as e:
+            raise GatewayError("timeout", str(e)) from None
+        except Exception as e:  # a bug must still end in an error frame, never a hung socket
+            log.exception("gateway request failed")
+            raise GatewayError("internal-error", f"{type(e).__name__}: {e}") from None
+
+    async def _flow_service(
+        self, user: str, service: str, flow: str, wire: Any, streaming_allowed: bool
+    ) -> AsyncIterator[Frame]:
+        if service not in FLOW_SERVICES:
+            raise GatewayError("unknown-service", f"no flow service {service!r}; known: {', '.join(FLOW_SERVICES)}")
+        if service == "graph-rag":
+            req = tr.graph_rag_request(wire, user)
+            if not streaming_allowed:
+                req = req.model_copy(update={"streaming": False})
+            client = await self._client(service, flow)
+            timeout = max(self.timeout_s, (req.timeout_s or 0) + 5)
+            async for res in client.stream(req, timeout):
+                yield tr.graph_rag_response_to_wire(res), res.end_of_stream
+        elif service == "triples":
+            q = tr.triples_request(wire, user)
+            client = await self._client(service, flow)
+            found: TriplesResponse = await client.request(q.query)
+            triples = [] if q.graph else [Triple(s=t.s, p=t.p, o=t.o) for t in found.triples]  # no named graphs
+            if not (q.streaming and streaming_allowed):
+                yield tr.triples_batch_to_wire(triples), True
+                return
+            for i in range(0, max(len(triples), 1), q.batch_size):
+                last = i + q.batch_size >= len(triples)
+                yield tr.triples_batch_to_wire(triples[i : i + q.batch_size], last), last
+        elif service == "embeddings":
+            client = await self._client(service, flow)
+            yield tr.embeddings_response_to_wire(await client.request(tr.embeddings_request(wire))), True
+        elif service == "graph-embeddings":
+            req_ge = tr.graph_embeddings_request(wire, user)
+            client = await self._client(service, flow)
+            yield tr.graph_embeddings_response_to_wire(await client.request(req_ge)), True
+        else:  # text-completion
+            req_tc = tr.text_completion_request(wire)
+            if not streaming_allowed:
+                req_tc = req_tc.model_copy(update={"streaming": False})
+            client = await self._client(service, flow)
+            async for res in client.stream(req_tc):
+                yield tr.text_completion_response_to_wire(res), res.end_of_stream
+
+    async def _workspace_service(self, principal: Principal, service: str, wire: Any) -> AsyncIterator[Frame]:
+        if service == "flow":
+            req = tr.flow_request(wire)
+            if req.operation in FLOW_WRITE_OPS and not principal.admin:
+                raise GatewayError("forbidden", f"{req.operation} needs an admin token (one bound to no workspace)")
+            res: FlowResponse = await self._config_client.request(req)
+            if req.operation in FLOW_WRITE_OPS:
+                self._refreshed = 0.0
+                await self._refresh()
+            yield tr.flow_response_to_wire(req.operation, res), True
+        elif service == "config":
+            op = wire.get("operation") if isinstance(wire, dict) else None
+            if op == "list":
+                yield {"directory": []}, True
+            elif op in ("get", "getvalues"):
+                yield {"values": []}, True
+            else:
+                raise GatewayError("bad-request", f"operation: config operation {op!r} is not supported by kgflow")
+        else:
+            raise GatewayError(
+                "unknown-service",
+                f"no service {service!r} (flow services need a `flow`; workspace services: "
+                f"{', '.join(WORKSPACE_SERVICES)})",
+            )
+
+    async def import_triples(
+        self, principal: Principal, workspace: object, flow: str, collection: str, triples: list[Triple]
+    ) -> int:
+        """Store imported triples in `flow`'s stores; tells caches the collection changed."""
+        try:
+            user = principal.resolve(workspace)
+            if not triples:
+                return 0
+            client = await self._client("triples", flow)
+            if self.loader is not None:
+                await self.loader(user, collection, triples)
+            else:
+                await client.request(StoreTriples(user=user, collection=collection, triples=triples))
+            await self.graph_changed(user, collection)
+            return len(triples)
+        except GatewayError:
+            raise
+        except AuthError as e:
+            raise GatewayError(e.type, e.message) from None
+        except RemoteError as e:
+            raise GatewayError(e.type, e.message) from None
+        except RequestTimeout as e:
+            raise GatewayError("timeout", str(e)) from None
+
+    async def graph_changed(self, user: str, collection: str) -> None:
+        """Publish GraphChanged so label caches drop the collection."""
+        if self._changed is None:
+            self._changed = await self.bus.producer(GRAPH_CHANGED)
+        await self._changed.send(GraphChanged(user=user, collection=collection).model_dump_json().encode(), {})

@@ -1,0 +1,356 @@
+"""The one place where the gateway's kebab-case JSON (TrustGraph names) meets kgflow's schemas.
+
+Requests from clients become kgflow models (validated, errors name the client's field);
+kgflow responses become the JSON TrustGraph clients read. Fields kgflow adds beyond
+TrustGraph's (graph-rag `entities`, `triples`, `stats`) ride along: TrustGraph clients
+ignore unknown fields, kgflow's own client reads them back.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from schemas.embeddings import EmbeddingsRequest, EmbeddingsResponse
+from schemas.flows import Blueprint, FlowRequest, FlowResponse
+from schemas.graph_embeddings import GraphEmbeddingsRequest, GraphEmbeddingsResponse
+from schemas.graph_rag import GraphRagRequest, GraphRagResponse, GraphRagStats, SeedEntity
+from schemas.terms import LabelledTriple, Term, Triple
+from schemas.text_completion import TextCompletionRequest, TextCompletionResponse
+from schemas.triples import PatternQuery
+
+DEFAULT_COLLECTION = "default"
+DEFAULT_WORKSPACE = "default"
+
+GRAPH_RAG_FIELDS = (
+    "query",
+    "collection",
+    "entity-limit",
+    "triple-limit",
+    "max-subgraph-size",
+    "max-path-length",
+    "edge-limit",
+    "traversal",
+    "streaming",
+    "no-llm",
+    "timeout-s",
+)
+
+
+class BadRequest(ValueError):
+    """A client request that does not translate; the message names the client's field."""
+
+    type = "bad-request"
+
+
+def _kebab(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def _snake(name: str) -> str:
+    return name.replace("-", "_")
+
+
+def _field_error(e: ValidationError, prefix: str = "") -> BadRequest:
+    parts = []
+    for err in e.errors()[:5]:
+        loc = ".".join(_kebab(str(x)) for x in err["loc"])
+        parts.append(f"{prefix}{loc or '<root>'}: {err['msg']}")
+    return BadRequest("invalid request: " + "; ".join(parts))
+
+
+def _validate(model: type[BaseModel], data: dict[str, Any], prefix: str = "") -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise _field_error(e, prefix) from None
+
+
+def _pick(wire: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    """Known fields (kebab or snake spelling), by their kgflow (snake) names; nulls dropped."""
+    out: dict[str, Any] = {}
+    for key, value in wire.items():
+        name = _kebab(key)
+        if name in fields and value is not None:
+            out[_snake(name)] = value
+    return out
+
+
+def _require_object(wire: Any, what: str = "request") -> dict[str, Any]:
+    if not isinstance(wire, dict):
+        raise BadRequest(f"invalid request: {what}: expected a JSON object")
+    return wire
+
+
+# --- terms -----------------------------------------------------------------------
+def term_to_wire(t: Term) -> dict[str, Any]:
+    """A kgflow term as a compact TrustGraph term (`{"t": "i", "i"}` / `{"t": "l", "v", "dt"?, "ln"?}`)."""
+    if t.is_iri:
+        return {"t": "i", "i": t.value}
+    d: dict[str, Any] = {"t": "l", "v": t.value}
+    if t.datatype:
+        d["dt"] = t.datatype
+    if t.language:
+        d["ln"] = t.language
+    return d
+
+
+def term_from_wire(d: Any, field: str) -> Term:
+    """A compact (or long-form) TrustGraph term as a kgflow term."""
+    if not isinstance(d, dict):
+        raise BadRequest(f"invalid request: {field}: expected a term object like {{'t': 'i', 'i': IRI}}")
+    kind = d.get("t", d.get("type"))
+    try:
+        if kind in ("i", "iri"):
+            value = d.get("i", d.get("iri"))
+            if not isinstance(value, str):
+                raise BadRequest(f"invalid request: {field}.i: an IRI string is required")
+            return Term.iri(value)
+        if kind in ("l", "literal"):
+            value = d.get("v", d.get("value"))
+            if not isinstance(value, str):
+                raise BadRequest(f"invalid request: {field}.v: a literal string is required")
+            return Term.literal(value, d.get("dt", d.get("datatype")), d.get("ln", d.get("language")))
+    except ValidationError as e:
+        raise _field_error(e, f"{field}.") from None
+    raise BadRequest(f"invalid request: {field}.t: unsupported term type {kind!r} (IRIs 'i', literals 'l')")
+
+
+def triple_to_wire(t: Triple) -> dict[str, Any]:
+    """A triple with compact terms."""
+    return {"s": term_to_wire(t.s), "p": term_to_wire(t.p), "o": term_to_wire(t.o)}
+
+
+def triple_from_wire(d: Any, field: str) -> Triple:
+    """A wire triple as a kgflow triple."""
+    d = _require_object(d, field)
+    return Triple(s=term_from_wire(d.get("s"), f"{field}.s"), p=term_from_wire(d.get("p"), f"{field}.p"),
+                  o=term_from_wire(d.get("o"), f"{field}.o"))  # fmt: skip
+
+
+# --- graph-rag ---------------------------------------------------------------------
+def graph_rag_request(wire: Any, user: str) -> GraphRagRequest:
+    """A TrustGraph graph-rag request (TrustGraph-only knobs are ignored) for `user`."""
+    data = _pick(_require_object(wire), GRAPH_RAG_FIELDS)
+    data.setdefault("collection", DEFAULT_COLLECTION)
+    return _validate(GraphRagRequest, {**data, "user": user})
+
+
+def graph_rag_request_to_wire(req: GraphRagRequest) -> dict[str, Any]:
+    """What kgflow's own client sends (the user travels as the workspace)."""
+    data = req.model_dump(exclude={"user", "schema_version"}, exclude_none=True)
+    return {_kebab(k): v for k, v in data.items()}
+
+
+def _sources_to_wire(res: GraphRagResponse) -> list[dict[str, str]]:
+    labels = {t.s_id: t.s for t in res.triples} | {t.o_id: t.o for t in res.triples if t.o_id}
+    return [{"uri": s, "title": labels[s]} if labels.get(s) else {"uri": s} for s in res.sources]
+
+
+def graph_rag_response_to_wire(res: GraphRagResponse) -> dict[str, Any]:
+    """A graph-rag frame as TrustGraph clients read it, plus kgflow's evidence fields."""
+    d: dict[str, Any] = {
+        "response": res.response,
+        "message_type": res.message_type,
+        "end_of_stream": res.end_of_stream,
+        "end_of_session": res.end_of_session,
+    }
+    for name in ("model", "in_token", "out_token"):
+        if getattr(res, name) is not None:
+            d[name] = getattr(res, name)
+    if res.sources:
+        d["sources"] = _sources_to_wire(res)
+    if res.entities:
+        d["entities"] = [e.model_dump() for e in res.entities]
+    if res.triples:
+        d["triples"] = [t.model_dump() for t in res.triples]
+    if res.stats is not None:
+        d["stats"] = res.stats.model_dump()
+    return d
+
+
+def graph_rag_response_from_wire(d: dict[str, Any]) -> GraphRagResponse:
+    """A gateway graph-rag frame back as a kgflow response (kgflow's own client)."""
+    sources = [s.get("uri", "") if isinstance(s, dict) else str(s) for s in d.get("sources") or []]
+    return GraphRagResponse(
+        response=d.get("response") or "",
+        message_type=d.get("message_type") or "answer",
+        end_of_stream=bool(d.get("end_of_stream", True)),
+        end_of_session=bool(d.get("end_of_session", True)),
+        sources=sources,
+        entities=[SeedEntity.model_validate(e) for e in d.get("entities") or []],
+        triples=[LabelledTriple.model_validate(t) for t in d.get("triples") or []],
+        stats=GraphRagStats.model_validate(d["stats"]) if d.get("stats") else None,
+        model=d.get("model"),
+        in_token=d.get("in_token"),
+        out_token=d.get("out_token"),
+    )
+
+
+# --- triples query -------------------------------------------------------------------
+@dataclass(frozen=True)
+class TriplesQuery:
+    """A translated triples query and how to deliver it."""
+
+    query: PatternQuery
+    streaming: bool = False
+    batch_size: int = 20
+    graph: str | None = None
+
+
+def triples_request(wire: Any, user: str) -> TriplesQuery:
+    """A TrustGraph triples query (`s`/`p`/`o` compact terms, `g`, `limit`, `streaming`, `batch-size`)."""
+    wire = _require_object(wire)
+    data: dict[str, Any] = {"user": user, "collection": wire.get("collection") or DEFAULT_COLLECTION}
+    for pos in ("s", "p", "o"):
+        if wire.get(pos) is not None:
+            data[pos] = term_from_wire(wire[pos], pos)
+    if wire.get("limit") is not None:
+        data["limit"] = wire["limit"]
+    query = _validate(PatternQuery, data)
+    batch = wire.get("batch-size", wire.get("batch_size", 20))
+    if not isinstance(batch, int) or isinstance(batch, bool) or not 1 <= batch <= 100000:
+        raise BadRequest("invalid request: batch-size: expected an integer between 1 and 100000")
+    graph = wire.get("g")
+    if graph is not None and not isinstance(graph, str):
+        raise BadRequest("invalid request: g: expected a graph IRI string")
+    return TriplesQuery(query, bool(wire.get("streaming", False)), batch, graph or None)
+
+
+def triples_batch_to_wire(triples: list[Triple], is_final: bool | None = None) -> dict[str, Any]:
+    """One batch of a triples answer (`is_final` only when streaming)."""
+    d: dict[str, Any] = {"response": [triple_to_wire(t) for t in triples]}
+    if is_final is not None:
+        d["is_final"] = is_final
+    return d
+
+
+# --- embeddings, graph-embeddings, text-completion ---------------------------------------
+def embeddings_request(wire: Any) -> EmbeddingsRequest:
+    """`{"texts": [...]}`."""
+    return _validate(EmbeddingsRequest, _pick(_require_object(wire), ("texts",)))
+
+
+def embeddings_response_to_wire(res: EmbeddingsResponse) -> dict[str, Any]:
+    """`{"vectors": [[...], ...]}`."""
+    return {"vectors": res.vectors}
+
+
+def graph_embeddings_request(wire: Any, user: str) -> GraphEmbeddingsRequest:
+    """`{"vector", "limit", "collection"}` (kgflow also takes an optional `text` for label matches)."""
+    data = _pick(_require_object(wire), ("vector", "limit", "collection", "text"))
+    data.setdefault("collection", DEFAULT_COLLECTION)
+    return _validate(GraphEmbeddingsRequest, {**data, "user": user})
+
+
+def graph_embeddings_response_to_wire(res: GraphEmbeddingsResponse) -> dict[str, Any]:
+    """`{"entities": [{"entity": term, "score"}]}` plus kgflow's `label` / `lexical`."""
+    out = []
+    for m in res.entities:
+        e: dict[str, Any] = {"entity": term_to_wire(m.entity), "score": m.score, "lexical": m.lexical}
+        if m.label is not None:
+            e["label"] = m.label
+        out.append(e)
+    return {"entities": out}
+
+
+def text_completion_request(wire: Any) -> TextCompletionRequest:
+    """`{"system", "prompt", "streaming"}` (plus kgflow's `max-tokens`, `temperature`)."""
+    fields = ("system", "prompt", "streaming", "max-tokens", "temperature")
+    return _validate(TextCompletionRequest, _pick(_require_object(wire), fields))
+
+
+def text_completion_response_to_wire(res: TextCompletionResponse) -> dict[str, Any]:
+    """`{"response", "end_of_stream", "model"?, "in_token"?, "out_token"?}` plus `configured`."""
+    d: dict[str, Any] = {"response": res.response, "end_of_stream": res.end_of_stream, "configured": res.configured}
+    for name in ("model", "in_token", "out_token"):
+        if getattr(res, name) is not None:
+            d[name] = getattr(res, name)
+    return d
+
+
+# --- flow management ----------------------------------------------------------------------
+FLOW_READ_OPS = ("get-blueprint", "list-blueprints", "list-flows", "get-flow")
+
+
+def blueprint_from_wire(name: Any, definition: Any) -> Blueprint:
+    """A `blueprint-definition` (JSON text or object) named `blueprint-name` as a kgflow blueprint.
+
+    Parameters may be plain values or `{"default": value, ...}` descriptions (as get-blueprint shows them).
+    """
+    if isinstance(definition, str):
+        try:
+            definition = json.loads(definition)
+        except ValueError as e:
+            raise BadRequest(f"invalid request: blueprint-definition: not JSON ({e})") from None
+    definition = dict(_require_object(definition, "blueprint-definition"))
+    params = definition.get("parameters") or {}
+    if isinstance(params, dict):
+        definition["parameters"] = {
+            k: v["default"] if isinstance(v, dict) and "default" in v else v for k, v in params.items()
+        }
+    definition["name"] = name if name is not None else definition.get("name")
+    return _validate(Blueprint, definition, "blueprint-definition.")
+
+
+def blueprint_to_wire(bp: Blueprint) -> dict[str, Any]:
+    """A kgflow blueprint as a `blueprint-definition` object (parameters described TrustGraph-style)."""
+    return {
+        "description": bp.description,
+        "processors": {n: b.model_dump() for n, b in bp.processors.items()},
+        "parameters": {k: {"default": v, "description": k} for k, v in bp.parameters.items()},
+    }
+
+
+def flow_request(wire: Any) -> FlowRequest:
+    """A TrustGraph flow-service request (`operation`, `blueprint-name`, `blueprint-definition`, `flow-id`, ...)."""
+    wire = _require_object(wire)
+    data = _pick(wire, ("operation", "blueprint-name", "flow-id", "description", "parameters"))
+    if "operation" not in data:
+        raise BadRequest("invalid request: operation: Field required")
+    if data["operation"] == "put-blueprint":
+        definition = wire.get("blueprint-definition", wire.get("blueprint_definition"))
+        if definition is None:
+            raise BadRequest("invalid request: blueprint-definition: Field required")
+        data["blueprint"] = blueprint_from_wire(data.get("blueprint_name"), definition)
+    return _validate(FlowRequest, data)
+
+
+def flow_response_to_wire(op: str, res: FlowResponse) -> dict[str, Any]:
+    """A flow-service answer under TrustGraph's names (definitions as JSON text, as TrustGraph sends them)."""
+    if op == "list-blueprints":
+        return {"blueprint-names": res.blueprint_names or []}
+    if op == "get-blueprint" and res.blueprint is not None:
+        return {"blueprint-definition": json.dumps(blueprint_to_wire(res.blueprint))}
+    if op == "list-flows":
+        return {"flow-ids": res.flow_ids or []}
+    if op in ("get-flow", "start-flow") and res.flow is not None:
+        flow = {
+            "blueprint-name": res.flow.blueprint,
+            "description": res.flow.description,
+            "parameters": res.flow.parameters,
+            "interfaces": {},
+        }
+        return {"flow": json.dumps(flow)}
+    if op == "get-config" and res.config is not None:
+        return {"config": res.config.model_dump()}
+    return {}
+
+
+# --- bulk import ------------------------------------------------------------------------------
+def import_frame(wire: Any) -> tuple[str, list[Triple]]:
+    """A triples-import frame `{"metadata": {"collection", ...}, "triples": [...]}` as (collection, triples)."""
+    wire = _require_object(wire, "frame")
+    meta = wire.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise BadRequest("invalid request: metadata: expected an object")
+    collection = meta.get("collection") or DEFAULT_COLLECTION
+    if not isinstance(collection, str) or len(collection) > 256:
+        raise BadRequest("invalid request: metadata.collection: expected a collection name")
+    triples = wire.get("triples")
+    if not isinstance(triples, list):
+        raise BadRequest("invalid request: triples: expected a list")
+    return collection, [triple_from_wire(t, f"triples[{i}]") for i, t in enumerate(triples)]
