@@ -1,0 +1,195 @@
+"""Measurements of one loaded graph: kgflow through the real processors (in-process bus, no LLM)
+and the classic baseline against the same store, side by side in the same run."""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.classic import ClassicLimits, classic_retrieve
+from bench.graphs import USER
+from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
+from processors.embeddings.model import OnnxMiniLM
+from processors.runtime import System
+from schemas.flows import GraphChanged
+from schemas.graph_rag import GraphRagRequest, GraphRagResponse
+from schemas.topics import GRAPH_CHANGED, topic
+
+STAGES = ("embed", "seeds", "hop_1", "hop_2", "hop_3", "labels")
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (nearest rank on sorted values; 0 for none)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far (MB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+@dataclass
+class Run:
+    """Per-request figures of a batch of kgflow queries."""
+
+    ms: list[float] = field(default_factory=list)
+    round_trips: list[int] = field(default_factory=list)
+    rows_read: list[int] = field(default_factory=list)
+    triples: list[int] = field(default_factory=list)
+    hits: int = 0
+    misses: int = 0
+    errors: list[str] = field(default_factory=list)
+    stage_ms: dict[str, list[float]] = field(default_factory=dict)
+    labels: list[list[tuple[str, str, str]]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """p50/p95 latency, round trips, per-stage medians."""
+        return {
+            "queries": len(self.ms),
+            "errors": len(self.errors),
+            "p50_ms": round(percentile(self.ms, 50), 2),
+            "p95_ms": round(percentile(self.ms, 95), 2),
+            "store_round_trips_per_query": round(statistics.fmean(self.round_trips), 2) if self.round_trips else None,
+            "store_round_trips_max": max(self.round_trips, default=None),
+            "rows_read_per_query": round(statistics.fmean(self.rows_read), 1) if self.rows_read else None,
+            "triples_per_query": round(statistics.fmean(self.triples), 1) if self.triples else None,
+            "stage_p50_ms": {k: round(percentile(v, 50), 2) for k, v in self.stage_ms.items()},
+        }
+
+
+class KgflowClient:
+    """Graph-rag requests to flow `default` of an embedded system, the way the CLI sends them."""
+
+    def __init__(self, system: System, collection: str, params: dict[str, Any] | None = None) -> None:
+        self.client = RequestResponseClient(
+            system.bus, topic("graph-rag", "default"), topic("graph-rag", "default", "response"), GraphRagResponse, 600
+        )
+        self.collection = collection
+        self.params = params or {}
+
+    async def ask(self, question: str, **params: Any) -> tuple[GraphRagResponse, float]:
+        """One no-LLM request; the response and its client-side latency (ms)."""
+        req = GraphRagRequest(
+            query=question, user=USER, collection=self.collection, no_llm=True, **{**self.params, **params}
+        )
+        t = time.perf_counter()
+        res = await self.client.request(req)
+        return res, (time.perf_counter() - t) * 1000
+
+    async def run(
+        self, questions: Sequence[str], concurrency: int = 1, keep_labels: bool = False, **params: Any
+    ) -> Run:
+        """Ask every question (at most `concurrency` in flight) and collect the figures."""
+        out = Run()
+        slots = asyncio.Semaphore(concurrency)
+        results: list[tuple[GraphRagResponse, float] | str] = [""] * len(questions)
+
+        async def one(i: int, q: str) -> None:
+            async with slots:
+                try:
+                    results[i] = await self.ask(q, **params)
+                except (RemoteError, RequestTimeout) as e:
+                    results[i] = f"{type(e).__name__}: {e}"
+
+        await asyncio.gather(*(one(i, q) for i, q in enumerate(questions)))
+        for r in results:
+            if isinstance(r, str):
+                out.errors.append(r)
+                out.labels.append([])
+                continue
+            res, ms = r
+            out.ms.append(ms)
+            st = res.stats
+            if st is not None:
+                out.round_trips.append(st.store_round_trips)
+                out.rows_read.append(st.rows_read)
+                out.hits += st.label_cache_hits
+                out.misses += st.label_cache_misses
+                for k, v in st.stage_ms.items():
+                    out.stage_ms.setdefault(k, []).append(v)
+            out.triples.append(len(res.triples))
+            if keep_labels:
+                out.labels.append([(t.s, t.p, t.o) for t in res.triples])
+        return out
+
+    async def stop(self) -> None:
+        """Close the client."""
+        await self.client.stop()
+
+
+async def throughput(kg: KgflowClient, questions: Sequence[str], levels: Sequence[int], per_level: int) -> dict:  # type: ignore[type-arg]
+    """Requests per second at each concurrency level (`per_level` requests each, questions cycled)."""
+    out: dict[str, float] = {}
+    for c in levels:
+        batch = [questions[i % len(questions)] for i in range(per_level)]
+        t = time.perf_counter()
+        run = await kg.run(batch, concurrency=c)
+        wall = time.perf_counter() - t
+        out[str(c)] = round((len(batch) - len(run.errors)) / wall, 1)
+    return out
+
+
+async def label_cache_workload(system: System, kg: KgflowClient, questions: Sequence[str], rounds: int) -> dict:  # type: ignore[type-arg]
+    """Invalidate the collection's labels (GRAPH_CHANGED), then repeat `questions` `rounds` times."""
+    prod = await system.bus.producer(GRAPH_CHANGED)
+    await prod.send(GraphChanged(user=USER, collection=kg.collection).model_dump_json().encode(), {})
+    await asyncio.sleep(0.2)  # the resolver applies notices asynchronously
+    hits = misses = later_hits = later_misses = 0
+    first_round_misses = 0
+    for r in range(rounds):
+        run = await kg.run(questions)
+        hits += run.hits
+        misses += run.misses
+        if r == 0:
+            first_round_misses = run.misses
+        else:
+            later_hits += run.hits
+            later_misses += run.misses
+    total = hits + misses
+    later = later_hits + later_misses
+    return {
+        "label_cache_hit_ratio": round(hits / total, 4) if total else None,
+        "workload": f"{len(questions)} questions x {rounds} rounds, collection invalidated (GRAPH_CHANGED) first",
+        "lookups": total,
+        "first_round_misses": first_round_misses,
+        "hit_ratio_after_first_round": round(later_hits / later, 4) if later else None,
+    }
+
+
+async def classic_sample(
+    system: System, collection: str, questions: Sequence[str], max_path_length: int
+) -> dict[str, Any]:
+    """The classic baseline on `questions`, sequentially, against the system's own stores."""
+    stores = system.stores
+    limits = ClassicLimits(max_path_length=max_path_length)
+    ms: list[float] = []
+    calls: list[int] = []
+    trav: list[int] = []
+    lab: list[int] = []
+    stage: dict[str, list[float]] = {}
+    for q in questions:
+        res = await classic_retrieve(stores.triples, stores.entities, OnnxMiniLM.shared(), USER, collection, q, limits)
+        ms.append(res.elapsed_ms)
+        calls.append(res.store_calls)
+        trav.append(res.traversal_calls)
+        lab.append(res.label_calls)
+        for k, v in res.stage_ms.items():
+            stage.setdefault(k, []).append(v)
+    return {
+        "queries": len(questions),
+        "classic_p50_ms": round(percentile(ms, 50), 2),
+        "classic_p95_ms": round(percentile(ms, 95), 2),
+        "classic_store_calls_per_query": round(statistics.fmean(calls), 1) if calls else None,
+        "classic_traversal_calls_per_query": round(statistics.fmean(trav), 1) if trav else None,
+        "classic_label_calls_per_query": round(statistics.fmean(lab), 1) if lab else None,
+        "classic_stage_p50_ms": {k: round(percentile(v, 50), 2) for k, v in stage.items()},
+        "limits": vars(limits),
+    }

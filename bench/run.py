@@ -1,0 +1,308 @@
+"""`make bench`: graph-rag benchmarks against the classic baseline → bench/results.json (printed too).
+
+    python -m bench.run [--quick] [--datasets pq3,pq2,1m,10k] [--backends embedded,cassandra,neo4j]
+
+Every figure comes from one run: kgflow through the real processors (in-process bus, no
+LLM) and the classic algorithm against the same store. See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib.util
+import json
+import os
+import platform
+import socket
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import graphs, pathquestion
+from bench.measure import KgflowClient, classic_sample, label_cache_workload, peak_rss_mb, percentile, throughput
+from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.runtime import embedded
+
+RESULTS = Path(__file__).resolve().parent / "results.json"
+CONCURRENCY = (1, 8, 32)
+
+
+@dataclass
+class Config:
+    """How much of each benchmark to run."""
+
+    quick: bool
+    pq_questions: int | None  # None: every question
+    gen_questions: int
+    classic_pq: int
+    classic_gen: int
+    throughput_requests: int
+    cache_questions: int = 20
+    cache_rounds: int = 10
+
+
+@dataclass
+class Dataset:
+    """One graph to benchmark: where it lives and what to ask."""
+
+    key: str
+    collection: str
+    home: Path
+    questions: list[str]
+    answers: list[str] | None
+    max_path_length: int
+    info: dict[str, Any]
+
+
+def log(msg: str) -> None:
+    """Progress on stderr (the JSON goes to stdout)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _sample(items: list[Any], n: int | None) -> list[Any]:
+    """Every ⌈len/n⌉-th item (deterministic, spread over the file)."""
+    if n is None or n >= len(items):
+        return items
+    step = len(items) / n
+    return [items[int(i * step)] for i in range(n)]
+
+
+async def prepare(keys: list[str], cfg: Config) -> list[Dataset]:
+    """Load (or find cached) every requested graph."""
+    out: list[Dataset] = []
+    for key in keys:
+        t = time.perf_counter()
+        if key in ("pq3", "pq2"):
+            hops = int(key[2])
+            home, info = await pathquestion.ensure_loaded(hops, log=log)
+            qs = _sample(pathquestion.questions(hops), cfg.pq_questions)
+            ds = Dataset(
+                f"pathquestion-{hops}h", pathquestion.collection(hops), home,
+                [q.question for q in qs], [q.answer for q in qs], hops, info,
+            )  # fmt: skip
+        else:
+            size = {"1m": 1_000_000, "100k": 100_000, "10k": 10_000}[key]
+            spec = graphs.GraphSpec(f"powerlaw-{key}", size)
+            home, info = await graphs.ensure_loaded(spec, log=log)
+            qs = graphs.load_questions(home)[: cfg.gen_questions]
+            ds = Dataset(spec.name, spec.collection, home, [q.question for q in qs], [q.answer for q in qs], 2, info)
+        ds.info = {**info, "prepare_s_this_run": round(time.perf_counter() - t, 1)}
+        out.append(ds)
+    return out
+
+
+async def bench_dataset(ds: Dataset, cfg: Config, store: StoreSettings) -> dict[str, Any]:
+    """Every figure for one graph on one backend."""
+    async with embedded(store, RuntimeSettings()) as system:
+        kg = KgflowClient(system, ds.collection, {"max_path_length": ds.max_path_length})
+        try:
+            for q in ds.questions[:3]:  # warm: model, entity matrix, SQLite page cache
+                await kg.ask(q)
+            log(f"[bench] {ds.key}: {len(ds.questions)} kgflow queries (edge-limit 25)")
+            main = await kg.run(ds.questions, keep_labels=True, edge_limit=25, max_subgraph_size=150)
+            res: dict[str, Any] = {"questions": len(ds.questions), "max_path_length": ds.max_path_length}
+            res.update(main.summary())
+            if ds.answers is not None:
+                cov25 = sum(pathquestion.covered(a, t) for a, t in zip(ds.answers, main.labels, strict=True))
+                res["answer_coverage_edge_limit_25"] = round(cov25 / len(ds.answers), 4)
+                if ds.key.startswith("pathquestion"):
+                    log(f"[bench] {ds.key}: coverage run at max-subgraph-size 150 (edge-limit 150)")
+                    wide = await kg.run(ds.questions, keep_labels=True, edge_limit=150, max_subgraph_size=150)
+                    cov = sum(pathquestion.covered(a, t) for a, t in zip(ds.answers, wide.labels, strict=True))
+                    res["answer_coverage"] = round(cov / len(ds.answers), 4)
+                    res["answer_coverage_params"] = "max-subgraph-size 150, edge-limit 150, relevance traversal"
+                    res["wide_p50_ms"] = wide.summary()["p50_ms"]
+            n_classic = cfg.classic_pq if ds.key.startswith("pathquestion") else cfg.classic_gen
+            idx = [int(i * len(ds.questions) / n_classic) for i in range(min(n_classic, len(ds.questions)))]
+            log(f"[bench] {ds.key}: classic baseline on {len(idx)} queries")
+            classic = await classic_sample(system, ds.collection, [ds.questions[i] for i in idx], ds.max_path_length)
+            same = percentile([main.ms[i] for i in idx if i < len(main.ms)], 50)
+            res.update({k: v for k, v in classic.items() if k.startswith("classic_")})
+            res["classic_sample"] = f"{len(idx)} of {len(ds.questions)} questions (evenly spaced), sequential"
+            res["classic_limits"] = classic["limits"]
+            res["p50_ms_on_classic_sample"] = round(same, 2)
+            res["speedup_p50"] = round(classic["classic_p50_ms"] / same, 1) if same else None
+            if res.get("store_round_trips_per_query"):
+                res["store_call_ratio"] = round(
+                    classic["classic_store_calls_per_query"] / res["store_round_trips_per_query"], 1
+                )
+            log(f"[bench] {ds.key}: throughput at concurrency {CONCURRENCY}")
+            res["throughput_rps"] = await throughput(kg, ds.questions, CONCURRENCY, cfg.throughput_requests)
+            res["throughput_requests_per_level"] = cfg.throughput_requests
+            log(f"[bench] {ds.key}: label cache workload")
+            res.update(await label_cache_workload(system, kg, ds.questions[: cfg.cache_questions], cfg.cache_rounds))
+            res["peak_rss_mb"] = peak_rss_mb()
+            res["graph"] = ds.info
+            return res
+        finally:
+            await kg.stop()
+
+
+def _port_open(host: str, port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=1):
+        return True
+    return False
+
+
+async def backend_store(name: str, home: Path) -> tuple[StoreSettings | None, str]:
+    """Store settings for a server backend, or why it is skipped."""
+    module = {"cassandra": "processors.stores.cassandra_store", "neo4j": "processors.stores.neo4j_store"}[name]
+    if importlib.util.find_spec(module) is None:
+        return None, f"skipped: {module} does not exist in this build"
+    port = int(os.environ.get("KGFLOW_CASSANDRA_PORT", "9042")) if name == "cassandra" else 7687
+    if name == "neo4j":
+        port = int(os.environ.get("KGFLOW_NEO4J_BOLT_PORT", "7687"))
+    if not _port_open("127.0.0.1", port):
+        return None, f"skipped: no {name} server on 127.0.0.1:{port} (make servers-up)"
+    settings = StoreSettings(
+        home=home,
+        triples_backend=name,  # type: ignore[arg-type]
+        vectors_backend=name,  # type: ignore[arg-type]
+        cassandra_keyspace=f"kgflow_bench_{uuid.uuid4().hex[:8]}",
+    )
+    try:
+        from processors.stores.factory import open_stores
+
+        stores = open_stores(settings)
+    except Exception as e:  # noqa: BLE001 - any failure to open is a reason to skip, recorded
+        return None, f"skipped: cannot open {name} stores: {type(e).__name__}: {e}"
+    await stores.close()
+    return settings, ""
+
+
+async def bench_server_backend(name: str, datasets: list[Dataset], cfg: Config) -> dict[str, Any] | str:
+    """PathQuestion on a server backend (loaded fresh into a unique collection, dropped after)."""
+    home = graphs.CACHE_DIR / f"{name}-home-{uuid.uuid4().hex[:8]}"
+    settings, why = await backend_store(name, home)
+    if settings is None:
+        return why
+    from processors.embeddings.model import OnnxMiniLM
+    from processors.loader import load_triples, read_triples
+    from processors.stores.factory import open_stores
+
+    out: dict[str, Any] = {"note": "generated graphs are not loaded into server backends (load time)"}
+    for ds in datasets:
+        if not ds.key.startswith("pathquestion"):
+            out[ds.key] = f"skipped: only PathQuestion is loaded into {name}"
+            continue
+        coll = f"{ds.collection}-{uuid.uuid4().hex[:6]}"
+        stores = open_stores(settings)
+        t = time.perf_counter()
+        try:
+            kb = pathquestion.DATASETS / f"{ds.max_path_length}H-kb.txt"
+            await load_triples(stores, OnnxMiniLM.shared(), graphs.USER, coll, read_triples(kb, "tsv"))
+            load_s = time.perf_counter() - t
+            res = await bench_dataset(Dataset(ds.key, coll, home, ds.questions, ds.answers, ds.max_path_length,
+                                              {"load_s": round(load_s, 1)}), cfg, settings)  # fmt: skip
+            out[ds.key] = res
+        except Exception as e:  # noqa: BLE001 - a failing backend is recorded, the others still run
+            out[ds.key] = f"failed: {type(e).__name__}: {e}"
+        finally:
+            with contextlib.suppress(Exception):
+                await stores.triples.delete_collection(graphs.USER, coll)
+                await stores.entities.delete_collection(graphs.USER, coll)
+            await stores.close()
+    return out
+
+
+def targets(embedded_res: dict[str, Any]) -> dict[str, Any]:
+    """Issue 4's targets, each with the measured value and whether it is met."""
+    out: dict[str, Any] = {}
+
+    def put(name: str, value: Any, target: str, met: bool | None) -> None:
+        out[name] = {"value": value, "target": target, "met": met}
+
+    for key, r in embedded_res.items():
+        if not isinstance(r, dict) or "store_round_trips_max" not in r:
+            continue
+        limit = r["max_path_length"] + 2
+        put(
+            f"{key}.store_round_trips",
+            r["store_round_trips_max"],
+            f"<= {limit} (max)",
+            r["store_round_trips_max"] <= limit,
+        )
+        if "answer_coverage" in r:
+            put(f"{key}.answer_coverage", r["answer_coverage"], ">= 0.99", r["answer_coverage"] >= 0.99)
+        if key.startswith("pathquestion"):
+            c25 = r["answer_coverage_edge_limit_25"]
+            put(f"{key}.answer_coverage_edge_limit_25", c25, ">= 0.95", c25 >= 0.95)
+        ratio = r["label_cache_hit_ratio"]
+        put(f"{key}.label_cache_hit_ratio", ratio, ">= 0.90", ratio is not None and ratio >= 0.9)
+    big, small = embedded_res.get("powerlaw-1m"), embedded_res.get("powerlaw-10k")
+    if isinstance(big, dict):
+        put(
+            "powerlaw-1m.store_call_ratio",
+            big.get("store_call_ratio"),
+            ">= 100",
+            (big.get("store_call_ratio") or 0) >= 100,
+        )
+        put("powerlaw-1m.p50_ms", big["p50_ms"], "<= 30", big["p50_ms"] <= 30)
+        put("powerlaw-1m.speedup_p50", big["speedup_p50"], ">= 20", (big["speedup_p50"] or 0) >= 20)
+        if isinstance(small, dict):
+            ratio = round(big["p50_ms"] / small["p50_ms"], 2) if small["p50_ms"] else None
+            put("p50_1m_over_10k", ratio, "<= 2", ratio is not None and ratio <= 2)
+    return out
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Command-line options."""
+    ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="samples, and a 100k graph instead of 1M")
+    ap.add_argument("--datasets", default=None, help="comma list of pq3,pq2,1m,100k,10k")
+    ap.add_argument("--backends", default="embedded,cassandra,neo4j")
+    ap.add_argument("--pq-questions", type=int, default=None, help="PathQuestion questions per set (default all)")
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    return ap.parse_args(argv)
+
+
+async def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run the benchmarks, write the results file, return the results."""
+    a = parse_args(argv)
+    began = time.perf_counter()
+    if a.quick:
+        cfg = Config(True, a.pq_questions or 300, 100, 20, 10, 100)
+        keys = (a.datasets or "pq3,pq2,100k,10k").split(",")
+    else:
+        cfg = Config(False, a.pq_questions, 200, 100, 30, 300)
+        keys = (a.datasets or "pq3,pq2,1m,10k").split(",")
+    backends = a.backends.split(",")
+    data = await prepare(keys, cfg)
+    prepared_s = time.perf_counter() - began
+    results: dict[str, Any] = {}
+    if "embedded" in backends:
+        emb: dict[str, Any] = {}
+        for ds in data:
+            emb[ds.key] = await bench_dataset(ds, cfg, StoreSettings(home=ds.home))
+            log(f"[bench] {ds.key}: p50 {emb[ds.key]['p50_ms']} ms, classic {emb[ds.key]['classic_p50_ms']} ms")
+        results["embedded"] = emb
+    for name in ("cassandra", "neo4j"):
+        if name in backends:
+            results[name] = await bench_server_backend(name, data, cfg)
+    out = {
+        "meta": {
+            "command": "python -m bench.run " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "quick": cfg.quick,
+            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "llm": "none (no_llm=True): retrieval only",
+            "prepare_s": round(prepared_s, 1),
+            "wall_s": round(time.perf_counter() - began, 1),
+            "peak_rss_mb": peak_rss_mb(),
+        },
+        "graph_rag": results,
+        "targets": targets(results.get("embedded", {})),
+    }
+    a.out.write_text(json.dumps(out, indent=2))
+    print(json.dumps(out, indent=2))
+    return out
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

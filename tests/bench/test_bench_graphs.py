@@ -1,0 +1,89 @@
+"""The generated benchmark graphs are deterministic, power-law, and cached by parameters + code;
+PathQuestion parsing and coverage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from bench import graphs
+from bench.pathquestion import covered, parse_questions
+from bench.run import _sample, targets
+
+
+def test_same_spec_same_graph_and_questions() -> None:
+    spec = graphs.GraphSpec("t", 3000, seed=3, questions=20)
+    a, b = graphs.generate(spec), graphs.generate(spec)
+    assert np.array_equal(a.edges, b.edges) and a.entity_labels == b.entity_labels
+    assert graphs.questions(a) == graphs.questions(b)
+    other = graphs.generate(graphs.GraphSpec("t", 3000, seed=4))
+    assert not np.array_equal(a.edges, other.edges)
+
+
+def test_graph_has_the_asked_size_distinct_edges_and_heavy_tailed_degrees() -> None:
+    g = graphs.generate(graphs.GraphSpec("t", 20_000, seed=1))
+    assert len(g.edges) == 20_000
+    assert len({tuple(e) for e in g.edges.tolist()}) == 20_000
+    assert (g.edges[:, 0] != g.edges[:, 2]).all()
+    deg = np.bincount(np.concatenate([g.edges[:, 0], g.edges[:, 2]]), minlength=g.spec.entities)
+    assert deg.max() > 20 * np.median(deg)  # hubs
+    assert len(set(g.entity_labels)) == g.spec.entities
+    assert all(lab.replace(" ", "").isalpha() for lab in g.entity_labels)  # name-like labels
+
+
+def test_questions_follow_real_two_hop_paths() -> None:
+    g = graphs.generate(graphs.GraphSpec("t", 5000, seed=2, questions=30))
+    index = {lab: i for i, lab in enumerate(g.entity_labels)}
+    rel = {lab: i for i, lab in enumerate(g.relation_labels)}
+    edges = {tuple(e) for e in g.edges.tolist()}
+    qs = graphs.questions(g)
+    assert len(qs) == 30
+    for q in qs:
+        e0, e1, e2 = (index[x] for x in q.path)
+        r2, r1 = q.question.removeprefix("what is the ").split(" of the ")[0], q.question.split(" of the ")[1]
+        r1 = r1.rsplit(" of ", 1)[0]
+        assert (e0, rel[r1], e1) in edges and (e1, rel[r2], e2) in edges
+        assert q.answer == q.path[-1] and q.question.endswith(f"{q.path[0]}?")
+
+
+def test_cache_key_changes_with_parameters_not_with_name_of_nothing() -> None:
+    a = graphs.cache_key(graphs.GraphSpec("t", 1000))
+    assert a == graphs.cache_key(graphs.GraphSpec("t", 1000))
+    assert a != graphs.cache_key(graphs.GraphSpec("t", 1001))
+    assert a != graphs.cache_key(graphs.GraphSpec("t", 1000, gamma=2.1))
+
+
+async def test_load_is_cached_between_runs(tmp_path: Path) -> None:
+    spec = graphs.GraphSpec("tiny", 300, questions=5)
+    home, info = await graphs.ensure_loaded(spec, tmp_path, log=lambda _m: None)
+    assert info["counts"]["entities"] == spec.entities and (home / "graph.db").exists()
+    stamp = (home / "loaded.json").stat().st_mtime_ns
+    again, info2 = await graphs.ensure_loaded(spec, tmp_path, log=lambda _m: None)
+    assert again == home and info2 == info and (home / "loaded.json").stat().st_mtime_ns == stamp
+    assert len(graphs.load_questions(home)) == 5
+
+
+def test_pathquestion_gold_answer_is_the_path_end_label() -> None:
+    line = "where was a_b 's wife born ?\tparis_x(paris_x/)\ta_b#spouse#c_d#place_of_birth#paris_x#<end>#paris_x"
+    (q,) = parse_questions([line, "", "broken line"])
+    assert (q.answer, q.hops) == ("paris x", 2)
+    assert covered("paris x", [("C D", "place of birth", "Paris X")])
+    assert not covered("paris x", [("C D", "place of birth", "Paris")])
+
+
+def test_sample_is_spread_and_targets_flag_misses() -> None:
+    assert _sample(list(range(10)), 5) == [0, 2, 4, 6, 8]
+    res = {
+        "pathquestion-3h": {
+            "store_round_trips_max": 6,
+            "max_path_length": 3,
+            "answer_coverage": 0.995,
+            "answer_coverage_edge_limit_25": 0.9,
+            "label_cache_hit_ratio": 0.95,
+        }
+    }
+    t = targets(res)
+    assert t["pathquestion-3h.store_round_trips"]["met"] is False
+    assert t["pathquestion-3h.answer_coverage"]["met"] is True
+    assert t["pathquestion-3h.answer_coverage_edge_limit_25"]["met"] is False

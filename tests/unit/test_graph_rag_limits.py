@@ -1,0 +1,196 @@
+"""Issue 4 limits: edge scoring order, frontier caps, label-cache invalidation on load, timeouts."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from processors.base.client import RemoteError, RequestResponseClient
+from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.embeddings.model import OnnxMiniLM
+from processors.graph_rag.rag import GraphRag, GraphRagSettings
+from processors.graph_rag.sources import LabelBatch, NeighbourBatch, Scope
+from processors.loader import load_triples
+from processors.runtime import embedded
+from processors.stores.edge_scoring import edge_scores
+from processors.stores.local_index import LocalEntityIndex
+from processors.stores.sqlite_triples import SqliteTripleStore
+from schemas.flows import GraphChanged
+from schemas.graph_rag import GraphRagRequest, GraphRagResponse, SeedEntity
+from schemas.labels import LabelRequest, LabelResponse
+from schemas.terms import RDFS_LABEL, Term, Triple
+from schemas.topics import GRAPH_CHANGED, topic
+
+E = "http://x/e/"
+U, C = "u", "c"
+DIM = 8
+
+
+def _unit(*parts: tuple[int, float]) -> list[float]:
+    v = np.zeros(DIM, dtype=np.float32)
+    for i, x in parts:
+        v[i] = x
+    return (v / np.linalg.norm(v)).tolist()
+
+
+def _edge(s: str, p: str, o: str) -> Triple:
+    return Triple(s=Term.iri(E + s), p=Term.iri(E + p), o=Term.iri(E + o))
+
+
+@pytest.fixture
+async def scored_store(tmp_path: Path) -> AsyncIterator[SqliteTripleStore]:
+    """A hub with 6 edges (predicates p0..p5 to x0..x5) and hand-made label vectors."""
+    index = LocalEntityIndex(tmp_path / "v.db")
+    store = SqliteTripleStore(tmp_path / "g.db", index)
+    await store.add_triples(U, C, [_edge("hub", f"p{i}", f"x{i}") for i in range(6)])
+    # the question points along axis 0; predicate p_i has weight (6-i)/6 on it, x_i a scrambled one
+    weights = [0.1, 0.9, 0.5, 0.3, 0.7, 0.2]
+    items = [(E + f"x{i}", f"x{i}", _unit((0, weights[i]), (1, 1.0))) for i in range(6)]
+    items.append((E + "hub", "hub", _unit((2, 1.0))))
+    await index.upsert(U, C, items, "entity")
+    preds = [(E + f"p{i}", f"p{i}", _unit((0, (6 - i) / 6), (3, 1.0))) for i in range(6)]
+    await index.upsert(U, C, preds, "predicate")
+    yield store
+    await store.close()
+    await index.close()
+
+
+async def test_scored_neighbours_come_best_first_by_edge_scoring(scored_store: SqliteTripleStore) -> None:
+    q = _unit((0, 1.0))
+    res = await scored_store.neighbours(U, C, [E + "hub"], 100, query_vector=q, edge_limit=4)
+    assert len(res.triples) == 4 and res.rows_read == 6
+    vecs = await scored_store.entity_index.vectors(
+        U, C, [E + f"p{i}" for i in range(6)] + [E + f"x{i}" for i in range(6)]
+    )  # type: ignore[union-attr]
+    expected = edge_scores(q, [(E + f"p{i}", E + f"x{i}") for i in range(6)], vecs)
+    best4 = sorted(range(6), key=lambda i: -expected[i])[:4]
+    assert [t.p.value for t in res.triples] == [E + f"p{i}" for i in best4]
+    assert res.scores == pytest.approx([expected[i] for i in best4])
+    assert all(a >= b for a, b in zip(res.scores, res.scores[1:], strict=False))  # type: ignore[operator]
+    unscored = await scored_store.neighbours(U, C, [E + "hub"], 100)
+    assert len(unscored.triples) == 6 and unscored.scores == [None] * 6
+
+
+class StoreSources:
+    """GraphSources over a real SQLite store; records every neighbours call (no bus, no model)."""
+
+    def __init__(self, store: SqliteTripleStore, seeds: list[str]) -> None:
+        self.store = store
+        self.seeds = seeds
+        self.calls: list[tuple[list[str], int, int]] = []
+
+    async def embed(self, text: str) -> list[float]:
+        return _unit((0, 1.0))
+
+    async def entities(self, scope: Scope, vector: list[float], text: str, limit: int) -> list[SeedEntity]:
+        return [SeedEntity(id=s, score=1.0, lexical=True) for s in self.seeds[:limit]]
+
+    async def neighbours(
+        self,
+        scope: Scope,
+        entities: Sequence[str],
+        limit_per_entity: int,
+        query_vector: list[float] | None,
+        edge_limit: int | None,
+    ) -> NeighbourBatch:
+        res = await self.store.neighbours(
+            scope.user, scope.collection, entities, limit_per_entity, query_vector=query_vector, edge_limit=edge_limit
+        )
+        self.calls.append((list(entities), limit_per_entity, res.rows_read))
+        return NeighbourBatch(res.triples, res.scores, res.rows_read)
+
+    async def labels(self, scope: Scope, iris: Sequence[str]) -> LabelBatch:
+        return LabelBatch(await self.store.labels(scope.user, scope.collection, iris))
+
+    def complete(self, system: str, prompt: str, streaming: bool):  # type: ignore[no-untyped-def]
+        raise AssertionError("no LLM in these tests")
+
+
+@pytest.mark.parametrize("traversal", ["relevance", "bfs"])
+async def test_frontier_caps_bound_entities_per_round_trip_and_rows_read(tmp_path: Path, traversal: str) -> None:
+    store = SqliteTripleStore(tmp_path / "g.db")
+    # 12 seeds, each with 20 edges to its own leaves, each leaf with 3 further edges
+    edges = [_edge(f"s{i}", "r", f"l{i}_{j}") for i in range(12) for j in range(20)]
+    edges += [_edge(f"l{i}_{j}", "q", f"m{i}_{j}_{k}") for i in range(12) for j in range(20) for k in range(3)]
+    await store.add_triples(U, C, edges)
+    sources = StoreSources(store, [E + f"s{i}" for i in range(12)])
+    settings = GraphRagSettings(
+        max_frontier=5,
+        candidates_per_entity=4,
+        triple_limit=4,
+        max_subgraph_size=10_000,
+        edge_limit=10_000,
+        max_path_length=2,
+        traversal=traversal,  # type: ignore[arg-type]
+    )
+    found = await GraphRag(sources, settings).retrieve(GraphRagRequest(query="q", user=U, collection=C, no_llm=True))
+    assert len(sources.calls) == 2
+    for entities, per_entity, rows in sources.calls:
+        assert 0 < len(entities) <= 5  # max_frontier
+        assert per_entity == 4  # candidates_per_entity (relevance) / triple_limit (bfs)
+        assert rows <= len(entities) * 4 * 2  # both directions, capped per entity
+    assert found.stats.rows_read == sum(c[2] for c in sources.calls)
+    assert len(found.triples) <= 5 * 4 * 2 * 2
+    await store.close()
+
+
+async def _client(system, service: str, model):  # type: ignore[no-untyped-def]
+    return RequestResponseClient(
+        system.bus, topic(service, "default"), topic(service, "default", "response"), model, 30
+    )
+
+
+def _labelled(iri: str, label: str) -> list[Triple]:
+    return [
+        Triple(s=Term.iri(E + iri), p=Term.iri(RDFS_LABEL), o=Term.literal(label)),
+        Triple(s=Term.iri(E + iri), p=Term.iri(E + "near"), o=Term.iri(E + "z")),
+    ]
+
+
+async def test_loading_a_collection_invalidates_its_cached_labels(tmp_path: Path) -> None:
+    async with embedded(StoreSettings(home=tmp_path / "home"), RuntimeSettings()) as system:
+        labels = await _client(system, "label-resolver", LabelResponse)
+        try:
+            emb = OnnxMiniLM.shared()
+            await load_triples(system.stores, emb, U, C, _labelled("a", "Old name"))
+            await load_triples(system.stores, emb, U, "other", _labelled("a", "Other old"))
+            ask = LabelRequest(user=U, collection=C, iris=[E + "a"])
+            first = await labels.request(ask)
+            assert first.labels == {E + "a": "Old name"} and first.cache_misses == 1
+            other = await labels.request(LabelRequest(user=U, collection="other", iris=[E + "a"]))
+            assert other.labels == {E + "a": "Other old"}
+            again = await labels.request(ask)
+            assert again.cache_hits == 1 and again.store_round_trips == 0
+
+            # a new load renames `a` in both collections, then announces only collection C
+            await load_triples(system.stores, emb, U, C, _labelled("a", "New name"))
+            await load_triples(system.stores, emb, U, "other", _labelled("a", "Other new"))
+            prod = await system.bus.producer(GRAPH_CHANGED)
+            await prod.send(GraphChanged(user=U, collection=C).model_dump_json().encode(), {})
+            for _ in range(100):  # the resolver applies the notice asynchronously
+                fresh = await labels.request(ask)
+                if fresh.labels[E + "a"] == "New name":
+                    break
+            assert fresh.labels == {E + "a": "New name"} and fresh.cache_misses == 1
+            stale = await labels.request(LabelRequest(user=U, collection="other", iris=[E + "a"]))
+            assert stale.labels == {E + "a": "Other old"} and stale.cache_hits == 1  # other collection untouched
+        finally:
+            await labels.stop()
+
+
+async def test_tiny_timeout_is_a_timeout_error_and_the_processor_keeps_serving(tmp_path: Path) -> None:
+    async with embedded(StoreSettings(home=tmp_path / "home"), RuntimeSettings()) as system:
+        await load_triples(system.stores, OnnxMiniLM.shared(), U, C, _labelled("marie", "Marie Curie"))
+        rag = await _client(system, "graph-rag", GraphRagResponse)
+        try:
+            req = GraphRagRequest(query="Who is Marie Curie?", user=U, collection=C, no_llm=True)
+            with pytest.raises(RemoteError) as err:
+                await rag.request(req.model_copy(update={"timeout_s": 1e-6}))
+            assert err.value.type == "timeout"
+            ok = await rag.request(req)
+            assert ok.error is None and any(t.s == "Marie Curie" for t in ok.triples)
+        finally:
+            await rag.stop()
