@@ -29,6 +29,11 @@ from typing import Any
 
 VECTOR_DIM = 384
 CONCURRENCY = 128  # in-flight requests per logical call
+# Cassandra 5.0.x fails concurrent inserts into one SAI vector memtable index beyond a small pool
+# ("Number of outstanding pooled objects has gone beyond the limit", CASSANDRA-21644): vector
+# writes go out a few at a time and are retried if the replica still refuses one.
+VECTOR_WRITE_CONCURRENCY = 2
+VECTOR_WRITE_RETRIES = 8
 
 _IDENT = re.compile(r"[a-z_][a-z0-9_]{0,47}")
 
@@ -196,16 +201,32 @@ class CassandraConnection:
         await self.ready()
         return await self._start(name, params, page_all)
 
-    async def run_many(self, calls: Sequence[tuple[str, Sequence[Any]]], page_all: bool = False) -> list[list[Any]]:
-        """Execute many prepared statements concurrently (one logical round trip); results in order."""
+    async def run_many(
+        self,
+        calls: Sequence[tuple[str, Sequence[Any]]],
+        page_all: bool = False,
+        concurrency: int = CONCURRENCY,
+        write_retries: int = 0,
+    ) -> list[list[Any]]:
+        """Execute many prepared statements concurrently (one logical round trip); results in order.
+
+        `write_retries` re-sends an (idempotent) write that the replica failed to apply.
+        """
         if not calls:
             return []
         await self.ready()
-        gate = asyncio.Semaphore(CONCURRENCY)
+        gate = asyncio.Semaphore(concurrency)
 
         async def one(name: str, params: Sequence[Any]) -> list[Any]:
             async with gate:
-                return await self._start(name, params, page_all)
+                for attempt in range(write_retries + 1):
+                    try:
+                        return await self._start(name, params, page_all)
+                    except Exception as exc:
+                        if attempt >= write_retries or type(exc).__name__ != "WriteFailure":
+                            raise
+                        await asyncio.sleep(0.05 * (attempt + 1))
+                raise AssertionError("unreachable")
 
         return list(await asyncio.gather(*(one(n, p) for n, p in calls)))
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from processors.stores.cassandra_schema import CassandraConnection
+from processors.stores.cassandra_schema import VECTOR_WRITE_CONCURRENCY, VECTOR_WRITE_RETRIES, CassandraConnection
 from processors.stores.edge_scoring import best, edge_scores
 from processors.stores.protocol import Direction, EntityHit, EntityIndex, NeighbourResult
 from processors.stores.text_match import content_tokens, label_match_score
@@ -188,8 +188,9 @@ class CassandraEntityIndex:
                 calls += [("del_token", (user, collection, tok, r.iri)) for tok in stale]
             for iri, (label, _) in latest.items():
                 calls += [("ins_token", (user, collection, tok, iri, label)) for tok in content_tokens(label)]
-        calls += [("ins_vec", (user, collection, kind, iri, lab, vec)) for iri, (lab, vec) in latest.items()]
+        vec_calls = [("ins_vec", (user, collection, kind, iri, lab, vec)) for iri, (lab, vec) in latest.items()]
         await self.conn.run_many(calls)
+        await self.conn.run_many(vec_calls, concurrency=VECTOR_WRITE_CONCURRENCY, write_retries=VECTOR_WRITE_RETRIES)
 
     async def search(
         self, user: str, collection: str, vector: Sequence[float] | None, text: str | None, limit: int

@@ -1,0 +1,7 @@
+"""Fixtures shared by the integration suites (the store backends live in store_fixtures.py)."""
+
+from __future__ import annotations
+
+from store_fixtures import cassandra_conn, store
+
+__all__ = ["cassandra_conn", "store"]

@@ -1,0 +1,124 @@
+"""Fixtures and factories for the store contract and injection suites: the three backends
+(SQLite + local index, Cassandra, Neo4j) behind one `StoreBackend` handle.
+
+Cassandra uses one keyspace per test session (`kgflow_test_<random>`, dropped at the end);
+Neo4j shares its database, so every test writes under unique user/collection names and the
+handle deletes what it wrote afterwards.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from processors.stores.protocol import EntityIndex, TripleStore
+from schemas.terms import Term, Triple
+
+BACKENDS = ("sqlite", "cassandra", "neo4j")
+DIM = 384
+
+
+def unit(seed: int, dim: int = DIM) -> list[float]:
+    """A deterministic random unit vector (float32 values)."""
+    v = np.random.default_rng(seed).standard_normal(dim).astype(np.float32)
+    return [float(x) for x in (v / np.linalg.norm(v)).astype(np.float32)]
+
+
+def near(base: list[float], seed: int, noise: float) -> list[float]:
+    """A unit vector close to `base` (cosine falls as `noise` grows)."""
+    v = np.asarray(base, dtype=np.float32) + noise * np.asarray(unit(seed), dtype=np.float32)
+    return [float(x) for x in (v / np.linalg.norm(v)).astype(np.float32)]
+
+
+def iri(name: str) -> Term:
+    """An IRI term."""
+    return Term.iri(name)
+
+
+def t(s: str, p: str, o: Term | str) -> Triple:
+    """A triple; a str object is an IRI."""
+    return Triple(s=Term.iri(s), p=Term.iri(p), o=o if isinstance(o, Term) else Term.iri(o))
+
+
+@dataclass
+class StoreBackend:
+    """One backend's triple store and entity index, plus tenant names for a test."""
+
+    name: str
+    triples: TripleStore
+    index: EntityIndex
+    scopes: list[tuple[str, str]] = field(default_factory=list)
+
+    def scope(self, user: str | None = None, collection: str | None = None) -> tuple[str, str]:
+        """A (user, collection) pair no other test uses (or the given names); deleted at teardown."""
+        tag = uuid.uuid4().hex[:10]
+        pair = (user if user is not None else f"u-{tag}", collection if collection is not None else f"c-{tag}")
+        self.scopes.append(pair)
+        return pair
+
+    async def cleanup(self) -> None:
+        """Delete everything written under the scopes handed out."""
+        for user, collection in self.scopes:
+            await self.triples.delete_collection(user, collection)
+            await self.index.delete_collection(user, collection)
+
+
+@pytest.fixture(scope="session")
+def cassandra_conn(servers: Any) -> Iterator[Any]:
+    """A Cassandra connection to a keyspace of this session only (dropped at the end)."""
+    from cassandra.cluster import Cluster
+
+    from processors.stores.cassandra_schema import CassandraConnection, cql_identifier
+
+    keyspace = cql_identifier(f"kgflow_test_{uuid.uuid4().hex[:12]}")
+    conn = CassandraConnection(servers.cassandra_host, servers.cassandra_port, keyspace).acquire()
+    conn.connect()
+    yield conn
+    cluster = Cluster([servers.cassandra_host], port=servers.cassandra_port)
+    try:
+        cluster.connect().execute("DROP KEYSPACE IF EXISTS " + keyspace, timeout=120)
+    finally:
+        cluster.shutdown()
+
+
+async def open_backend(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> StoreBackend:
+    """Build the stores of backend `name` (servers come from the session fixtures)."""
+    if name == "sqlite":
+        from processors.stores.local_index import LocalEntityIndex
+        from processors.stores.sqlite_triples import SqliteTripleStore
+
+        local = LocalEntityIndex(tmp_path / "vectors.db")
+        return StoreBackend(name, SqliteTripleStore(tmp_path / "graph.db", local), local)
+    if name == "cassandra":
+        from processors.stores.cassandra_store import CassandraEntityIndex, CassandraTripleStore
+
+        conn = request.getfixturevalue("cassandra_conn")
+        cidx = CassandraEntityIndex(conn)
+        return StoreBackend(name, CassandraTripleStore(conn, cidx), cidx)
+    from processors.stores.neo4j_schema import Neo4jConnection
+    from processors.stores.neo4j_store import Neo4jEntityIndex, Neo4jTripleStore
+
+    servers = request.getfixturevalue("servers")
+    neo = Neo4jConnection(servers.neo4j_url)
+    nidx = Neo4jEntityIndex(neo)
+    return StoreBackend(name, Neo4jTripleStore(neo, nidx), nidx)
+
+
+@pytest.fixture(params=BACKENDS)
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreBackend]:
+    """Each backend in turn (the contract is the same for all three)."""
+    backend = await open_backend(request.param, tmp_path, request)
+    try:
+        yield backend
+    finally:
+        try:
+            await backend.cleanup()
+        finally:
+            await backend.triples.close()
+            await backend.index.close()

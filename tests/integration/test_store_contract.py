@@ -1,0 +1,248 @@
+"""One contract for every store backend: SQLite + local index, Cassandra, Neo4j.
+
+Each test runs on all three (the `store` fixture is parametrized) and compares the backend's
+answer with an oracle computed here from the same inputs, so no backend can drift.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from store_fixtures import StoreBackend, iri, near, t, unit
+
+from processors.stores.edge_scoring import best, edge_scores
+from schemas.terms import RDFS_LABEL, Term, Triple
+
+pytestmark = pytest.mark.usefixtures("servers")
+
+XSD_INT = "http://www.w3.org/2001/XMLSchema#integer"
+GRAPH = [
+    t("a", "p1", "b"),
+    t("a", "p1", "c"),
+    t("a", "p2", "c"),
+    t("b", "p2", "c"),
+    t("c", "p3", "a"),
+    t("d", "p1", "a"),
+    t("a", RDFS_LABEL, Term.literal("Alpha")),
+    t("b", RDFS_LABEL, Term.literal("Bee")),
+    t("a", "age", Term.literal("42", XSD_INT)),
+    t("a", "name", Term.literal("Alpha", language="en")),
+    t("a", "name", Term.literal("Alpha")),
+    t("a", "ref", Term.literal("b")),  # a literal whose text equals an IRI
+]
+
+
+def matches(tr: Triple, s: Term | None, p: Term | None, o: Term | None) -> bool:
+    """The pattern semantics every backend implements."""
+    return (s is None or tr.s.value == s.value) and (p is None or tr.p.value == p.value) and (o is None or tr.o == o)
+
+
+def out_edges(graph: list[Triple], e: str) -> list[Triple]:
+    """Non-label edges leaving `e`."""
+    return [x for x in graph if x.s.value == e and x.p.value != RDFS_LABEL]
+
+
+def in_edges(graph: list[Triple], e: str) -> list[Triple]:
+    """Non-label edges arriving at the IRI `e`."""
+    return [x for x in graph if x.o.is_iri and x.o.value == e and x.p.value != RDFS_LABEL]
+
+
+PATTERNS = [
+    (None, None, None),
+    (iri("a"), None, None),
+    (None, iri("p1"), None),
+    (None, None, iri("c")),
+    (iri("a"), iri("p1"), None),
+    (iri("a"), None, iri("c")),
+    (None, iri("p2"), iri("c")),
+    (iri("a"), iri("p1"), iri("b")),
+    (None, None, iri("b")),
+    (None, None, Term.literal("b")),
+    (None, None, Term.literal("42", XSD_INT)),
+    (None, None, Term.literal("42")),
+    (None, None, Term.literal("Alpha", language="en")),
+    (None, None, Term.literal("Alpha")),
+    (iri("a"), iri("name"), Term.literal("Alpha", language="en")),
+    (None, iri(RDFS_LABEL), None),
+]
+
+
+async def test_add_and_pattern_queries(store: StoreBackend) -> None:
+    user, coll = store.scope()
+    assert await store.triples.add_triples(user, coll, GRAPH) > 0
+    await store.triples.add_triples(user, coll, GRAPH[:4])  # duplicates are ignored
+    for s, p, o in PATTERNS:
+        got = await store.triples.pattern(user, coll, s, p, o, 100)
+        want = [x for x in GRAPH if matches(x, s, p, o)]
+        assert sorted(got, key=repr) == sorted(want, key=repr), (s, p, o)
+    some = await store.triples.pattern(user, coll, None, None, None, 3)
+    assert len(some) == 3 and set(some) <= set(GRAPH)
+    assert len(await store.triples.pattern(user, coll, iri("a"), None, None, 2)) == 2
+
+
+async def test_neighbours_both_directions(store: StoreBackend) -> None:
+    user, coll = store.scope()
+    await store.triples.add_triples(user, coll, GRAPH)
+    frontier = ["a", "b"]
+    for direction in ("out", "in", "both"):
+        res = await store.triples.neighbours(user, coll, frontier, 10, direction)
+        outs = [x for e in frontier for x in out_edges(GRAPH, e)] if direction != "in" else []
+        ins = [x for e in frontier for x in in_edges(GRAPH, e)] if direction != "out" else []
+        assert set(res.triples) == set(outs + ins), direction
+        assert len(res.triples) == len(set(outs + ins))  # an edge found twice is returned once
+        assert res.rows_read == len(outs) + len(ins)
+        assert res.scores == [None] * len(res.triples)
+        assert all(x.p.value != RDFS_LABEL for x in res.triples)
+
+
+async def test_neighbours_limit_per_entity(store: StoreBackend) -> None:
+    user, coll = store.scope()
+    hub = [t("h", f"q{i % 2}", f"x{i}") for i in range(5)] + [t(f"y{i}", "q", "h") for i in range(4)]
+    graph = [*hub, t("z", "q", "x0"), t("h", RDFS_LABEL, Term.literal("Hub"))]
+    await store.triples.add_triples(user, coll, graph)
+    res = await store.triples.neighbours(user, coll, ["h"], 2, "both")
+    assert len([x for x in res.triples if x.s.value == "h"]) == 2
+    assert len([x for x in res.triples if x.o.value == "h"]) == 2
+    assert set(res.triples) <= set(hub) and res.rows_read == 4
+    res = await store.triples.neighbours(user, coll, ["h", "z"], 2, "out")
+    assert len(res.triples) == 3 and t("z", "q", "x0") in res.triples and res.rows_read == 3
+    res = await store.triples.neighbours(user, coll, ["x0"], 1, "in")
+    assert len(res.triples) == 1 and res.triples[0] in (t("h", "q0", "x0"), t("z", "q", "x0"))
+
+
+async def test_neighbours_scored_by_query_vector(store: StoreBackend) -> None:
+    user, coll = store.scope()
+    graph = [t("h", f"r{i % 3}", f"x{i}") for i in range(8)]
+    graph += [t(f"w{i}", f"r{i % 3}", "g") for i in range(5)]
+    graph += [t("h", "r9", Term.literal("a literal")), t("h", "r1", "novec"), t("h", "r0", "g")]
+    await store.triples.add_triples(user, coll, graph)
+    ents = [f"x{i}" for i in range(8)] + [f"w{i}" for i in range(5)] + ["g", "h"]
+    await store.index.upsert(user, coll, [(e, f"label {e}", unit(100 + n)) for n, e in enumerate(ents)])
+    await store.index.upsert(user, coll, [(f"r{i}", f"rel {i}", unit(200 + i)) for i in range(3)], kind="predicate")
+    query = near(unit(201), 7, 0.8)
+
+    # oracle: all candidate edges, scored with the stored vectors, budgeted fairly per frontier entity
+    frontier = ["h", "g"]
+    cand = [(x, e) for e in frontier for x in out_edges(graph, e)] + [
+        (x, e) for e in frontier for x in in_edges(graph, e)
+    ]
+    seen: set[Triple] = set()
+    uniq = [(x, e) for x, e in cand if not (x in seen or seen.add(x))]  # first finder wins, as in the stores
+    vecs = {**{e: unit(100 + n) for n, e in enumerate(ents)}, **{f"r{i}": unit(200 + i) for i in range(3)}}
+    far = [x.o.value if x.s.value == e else x.s.value for x, e in uniq]
+    scores = edge_scores(query, [(x.p.value, f) for (x, _), f in zip(uniq, far, strict=True)], vecs)
+    keep = best(scores, 6, [e for _, e in uniq])
+
+    res = await store.triples.neighbours(user, coll, frontier, 50, "both", query_vector=query, edge_limit=6)
+    assert res.triples == [uniq[i][0] for i in keep]
+    assert res.scores == pytest.approx([scores[i] for i in keep], abs=1e-5)
+    assert len(res.triples) == 6 and res.scores[0] == pytest.approx(max(scores), abs=1e-5)
+
+
+async def test_labels_batched(store: StoreBackend) -> None:
+    user, coll = store.scope()
+    await store.triples.add_triples(user, coll, GRAPH)
+    assert await store.triples.labels(user, coll, ["a", "b", "c", "nope"]) == {"a": "Alpha", "b": "Bee"}
+    await store.triples.add_triples(user, coll, [t("c", RDFS_LABEL, Term.literal("Sea"))])
+    assert await store.triples.labels(user, coll, ["c", "a", "c"]) == {"a": "Alpha", "c": "Sea"}
+
+
+async def test_entity_vector_search_top_k(store: StoreBackend) -> None:
+    user, coll = store.scope()
+    items = [(f"e{i}", f"entity {i}", unit(i)) for i in range(20)]
+    await store.index.upsert(user, coll, items)
+    query = near(unit(7), 99, 0.6)
+    await store.index.upsert(user, coll, [("pred", "a predicate", query)], kind="predicate")  # never a hit
+    m = np.asarray([v for _, _, v in items], dtype=np.float32)
+    sims = m @ np.asarray(query, dtype=np.float32)
+    order = np.argsort(-sims)[:5]
+    hits = await store.index.search(user, coll, query, None, 5)
+    assert [h.iri for h in hits] == [f"e{i}" for i in order]
+    assert [h.score for h in hits] == pytest.approx([float(sims[i]) for i in order], abs=1e-5)
+    assert not any(h.lexical for h in hits) and hits[0].iri == "e7" and hits[0].label == "entity 7"
+    got = await store.index.vectors(user, coll, ["e3", "pred", "unknown"])
+    assert set(got) == {"e3", "pred"} and np.allclose(got["e3"], unit(3), atol=1e-6)
+
+
+async def test_lexical_exact_phrase_match(store: StoreBackend) -> None:
+    user, coll = store.scope()
+    labels = {"nyc": "New York City", "ny": "New York", "yk": "York", "pa": "Paris", "coy": "City of York", "th": "The"}
+    await store.index.upsert(user, coll, [(k, v, unit(n)) for n, (k, v) in enumerate(labels.items())])
+    question = "Which river flows through New York City? The big one"
+    hits = await store.index.search(user, coll, None, question, 10)
+    assert [(h.iri, h.lexical) for h in hits] == [("nyc", True), ("ny", True), ("yk", True)]
+    assert [h.label for h in hits] == ["New York City", "New York", "York"]
+    mixed = await store.index.search(user, coll, unit(3), question, 10)
+    assert [h.iri for h in mixed[:4]] == ["nyc", "ny", "yk", "pa"] and not mixed[3].lexical
+    assert len({h.iri for h in mixed}) == len(mixed)
+    await store.index.upsert(user, coll, [("ny", "Big Apple", unit(1))])  # a relabelled entity
+    hits = await store.index.search(user, coll, None, question, 10)
+    assert [h.iri for h in hits] == ["nyc", "yk"]
+
+
+async def test_tenant_isolation(store: StoreBackend) -> None:
+    tag = store.scope()[1]
+    a, b, c = (
+        store.scope("ua-" + tag, "ca-" + tag),
+        store.scope("ua-" + tag, "cb-" + tag),
+        store.scope("ub-" + tag, "ca-" + tag),
+    )
+    await store.triples.add_triples(*a, GRAPH)
+    await store.index.upsert(*a, [("a", "Alpha", unit(1)), ("b", "Bee", unit(2))])
+    await store.index.upsert(*a, [("p1", "first", unit(3))], kind="predicate")
+    for other in (b, c):
+        assert await store.triples.pattern(*other, None, None, None, 100) == []
+        assert await store.triples.pattern(*other, iri("a"), None, None, 100) == []
+        assert (await store.triples.neighbours(*other, ["a", "b"], 10)).triples == []
+        assert await store.triples.labels(*other, ["a", "b"]) == {}
+        assert await store.index.search(*other, unit(1), "Alpha and Bee", 10) == []
+        assert await store.index.vectors(*other, ["a", "p1"]) == {}
+    await store.triples.add_triples(*b, [t("a", "p9", "zz"), t("a", RDFS_LABEL, Term.literal("Other"))])
+    await store.index.upsert(*c, [("a", "Alpha", unit(1)), ("zz", "Alpha Zulu", unit(1))])
+    assert set(await store.triples.pattern(*a, iri("a"), None, None, 100)) == {x for x in GRAPH if x.s.value == "a"}
+    assert await store.triples.labels(*a, ["a"]) == {"a": "Alpha"}
+    assert await store.triples.labels(*b, ["a"]) == {"a": "Other"}
+    hits = await store.index.search(*a, unit(1), "Alpha Zulu", 10)
+    assert {h.iri for h in hits} == {"a", "b"}
+    assert {h.iri for h in await store.index.search(*c, None, "Alpha Zulu", 10)} == {"a", "zz"}
+
+
+async def test_delete_collection(store: StoreBackend) -> None:
+    a, b = store.scope(), store.scope()
+    for scope in (a, b):
+        await store.triples.add_triples(*scope, GRAPH)
+        await store.index.upsert(*scope, [("a", "Alpha", unit(1)), ("b", "Bee", unit(2))])
+        await store.index.upsert(*scope, [("p1", "first", unit(3))], kind="predicate")
+    await store.triples.delete_collection(*a)
+    await store.index.delete_collection(*a)
+    assert await store.triples.pattern(*a, None, None, None, 100) == []
+    assert (await store.triples.neighbours(*a, ["a", "b", "c"], 10)).triples == []
+    assert await store.triples.labels(*a, ["a", "b"]) == {}
+    assert await store.index.search(*a, unit(1), "Alpha", 10) == []
+    assert await store.index.vectors(*a, ["a", "p1"]) == {}
+    assert sorted(await store.triples.pattern(*b, None, None, None, 100), key=repr) == sorted(GRAPH, key=repr)
+    assert [h.iri for h in await store.index.search(*b, unit(1), "Alpha", 10)][:2] == ["a", "b"]
+    assert set(await store.index.vectors(*b, ["a", "p1"])) == {"a", "p1"}
+    await store.triples.add_triples(*a, GRAPH[:1])  # the collection is usable again
+    assert await store.triples.pattern(*a, None, None, None, 100) == GRAPH[:1]
+
+
+async def test_malformed_and_unknown_input(store: StoreBackend) -> None:
+    user, coll = store.scope()
+    empty = await store.triples.neighbours(user, coll, [], 10, query_vector=unit(1), edge_limit=3)
+    assert empty.triples == [] and empty.rows_read == 0
+    assert await store.triples.labels(user, coll, []) == {}
+    assert await store.index.vectors(user, coll, []) == {}
+    assert await store.index.search(user, coll, unit(1), "anything", 5) == []  # empty collection
+    await store.triples.add_triples(user, coll, GRAPH)
+    await store.index.upsert(user, coll, [("a", "Alpha", unit(1))])
+    assert (await store.triples.neighbours(user, coll, ["nope", "http://x/none"], 10)).triples == []
+    assert (await store.triples.neighbours(user, coll, ["a"], 0)).triples == []
+    assert await store.triples.pattern(user, coll, iri("nope"), None, None, 10) == []
+    assert await store.triples.pattern(user, coll, None, iri("nope"), None, 10) == []
+    assert await store.triples.pattern(user, coll, None, None, None, 0) == []
+    assert await store.triples.labels(user, coll, ["nope"]) == {}
+    assert await store.index.vectors(user, coll, ["nope"]) == {}
+    assert await store.index.search(user, coll, None, "?! the of ...", 5) == []
+    assert await store.index.search(user, coll, None, None, 5) == []
+    assert await store.index.search(user, coll, None, "", 5) == []
