@@ -42,6 +42,7 @@ AWAIT_INDEXES = "CALL db.awaitIndexes(300)"
 # Lucene treats these as syntax; inside a quoted phrase only \ and " need escaping, but every
 # special character is escaped so a token can never become an operator, field or wildcard.
 _LUCENE_SPECIAL = set('+-&|!(){}[]^"~*?:\\/')
+_SCHEMA_DONE: set[tuple[str, str]] = set()  # (url, database) pairs this process already set up
 
 
 def entity_key(user: str, collection: str, iri: str) -> str:
@@ -94,6 +95,9 @@ class Neo4jConnection:
 
             if self._driver is None:
                 self._driver = AsyncGraphDatabase.driver(self.url, auth=self.auth)
+            if (self.url, self.database) in _SCHEMA_DONE:
+                self._ready = True
+                return
             async with self._driver.session(database=self.database) as session:
                 for ddl in SCHEMA:
                     try:
@@ -102,6 +106,7 @@ class Neo4jConnection:
                         if "EquivalentSchemaRuleAlreadyExists" not in (exc.code or ""):
                             raise
                 await (await session.run(AWAIT_INDEXES)).consume()
+            _SCHEMA_DONE.add((self.url, self.database))
             self._ready = True
 
     async def read(self, cypher: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from store_fixtures import cassandra_conn, store
+from tests.integration.store_fixtures import cassandra_conn, store
 
 __all__ = ["cassandra_conn", "store"]

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from store_fixtures import StoreBackend, iri, near, t, unit
 
 from processors.stores.edge_scoring import best, edge_scores
 from schemas.terms import RDFS_LABEL, Term, Triple
+from tests.integration.store_fixtures import StoreBackend, iri, near, t, unit
 
 pytestmark = pytest.mark.usefixtures("servers")
 

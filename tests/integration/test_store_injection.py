@@ -1,0 +1,285 @@
+"""Injection strings are data on every store backend, and no query text is built from values.
+
+The live part feeds CQL/Cypher/SQL/Lucene fragments as IRIs, labels, literal values, user and
+collection names and question text to SQLite, Cassandra and Neo4j; they come back verbatim and
+a bystander collection stays intact. The static part parses processors/stores/*.py and fails on
+any query text formatted from a value that is not a constant.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from schemas.terms import RDFS_LABEL, Term
+from tests.integration.store_fixtures import StoreBackend, iri, t, unit
+
+INJECTIONS = [
+    "x' OR '1'='1",
+    '"}) MATCH (n) DETACH DELETE n //',
+    "'; DROP TABLE triples; --",
+    "`KgEntity`) DETACH DELETE n RETURN `x",
+    "label:* OR *",
+    '\\"; DROP KEYSPACE kgflow; //',
+    "$user {key: $collection}",
+    "Robert'); DELETE FROM labels WHERE ('1'='1",
+]
+BYSTANDER = [t("a", "p1", "b"), t("b", "p2", "c"), t("a", RDFS_LABEL, Term.literal("Alpha"))]
+
+
+async def snapshot(store: StoreBackend, user: str, coll: str) -> tuple[object, ...]:
+    """Everything a reader can see of the bystander collection."""
+    return (
+        sorted(await store.triples.pattern(user, coll, None, None, None, 100), key=repr),
+        await store.triples.labels(user, coll, ["a", "b"]),
+        [h.iri for h in await store.index.search(user, coll, unit(1), "Alpha", 10)],
+        sorted(await store.index.vectors(user, coll, ["a", "b", "p1"])),
+    )
+
+
+@pytest.mark.usefixtures("servers")
+async def test_injection_strings_are_data(store: StoreBackend) -> None:
+    bystander = store.scope()
+    await store.triples.add_triples(*bystander, BYSTANDER)
+    await store.index.upsert(*bystander, [("a", "Alpha", unit(1)), ("b", "Bee", unit(2))])
+    before = await snapshot(store, *bystander)
+    assert before[0] and before[1] == {"a": "Alpha"} and before[2][0] == "a"
+
+    tag = bystander[1]
+    for n, bad in enumerate(INJECTIONS):
+        user, coll = store.scope(bad + tag, bad + "-" + tag)
+        other = INJECTIONS[(n + 1) % len(INJECTIONS)]
+        graph = [
+            t(bad, other, bad),  # a self-loop through an injected predicate
+            t(bad, "p", other),
+            t(other, "p", Term.literal(bad, language="en")),
+            t(bad, RDFS_LABEL, Term.literal(bad)),
+            t("plain", "p", Term.literal(bad, datatype=other)),
+        ]
+        await store.triples.add_triples(user, coll, graph)
+        await store.index.upsert(user, coll, [(bad, bad, unit(10 + n)), ("plain", "Alpha", unit(1))])
+        await store.index.upsert(user, coll, [(other, other, unit(50 + n))], kind="predicate")
+
+        assert sorted(await store.triples.pattern(user, coll, None, None, None, 100), key=repr) == sorted(
+            graph, key=repr
+        )
+        assert set(await store.triples.pattern(user, coll, iri(bad), None, None, 100)) == set(graph[:2] + graph[3:4])
+        assert await store.triples.pattern(user, coll, None, iri(other), None, 100) == graph[:1]
+        lit = await store.triples.pattern(user, coll, None, None, Term.literal(bad, datatype=other), 100)
+        assert lit == graph[4:]
+        res = await store.triples.neighbours(user, coll, [bad], 10, query_vector=unit(10 + n), edge_limit=10)
+        assert set(res.triples) == set(graph[:2])
+        assert await store.triples.labels(user, coll, [bad, other]) == {bad: bad}
+        assert set(await store.index.vectors(user, coll, [bad, other, "plain"])) == {bad, other, "plain"}
+        hits = await store.index.search(user, coll, None, f"tell me about {bad} please", 10)
+        assert [(h.iri, h.label, h.lexical) for h in hits] == [(bad, bad, True)]  # syntax is no wildcard
+        assert [h.iri for h in await store.index.search(user, coll, unit(1), bad, 1)] == [bad]
+
+    assert await snapshot(store, *bystander) == before
+    for user, coll in store.scopes[1:]:
+        await store.triples.delete_collection(user, coll)
+        await store.index.delete_collection(user, coll)
+        assert await store.triples.pattern(user, coll, None, None, None, 100) == []
+        assert await store.index.vectors(user, coll, [user[: -len(tag)]]) == {}
+    assert await snapshot(store, *bystander) == before
+
+
+# ---------------------------------------------------------------- static check
+
+QUERY_WORDS = re.compile(
+    r"\b(SELECT|INSERT|UPDATE|DELETE|MATCH|MERGE|CREATE|UNWIND|CALL|RETURN|DROP|WHERE|SET|REMOVE|DETACH)\b"
+)
+EXEC_CALLS = {
+    "execute",
+    "executemany",
+    "executescript",
+    "execute_async",
+    "prepare",
+    "run",
+    "read",
+    "write",
+    "autocommit",
+}
+PASS_THROUGH = {"cypher", "sql", "cql", "query", "queries", "ddl", "statement", "schema"}  # wrappers' query parameters
+SANCTIONED = {"cql_identifier"}  # validates an identifier against a strict pattern or raises
+STR_METHODS = {"join", "format", "replace", "strip", "upper", "lower"}
+Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+
+
+class QueryTextChecker(ast.NodeVisitor):
+    """Finds query text built from non-constant values (see `problems`)."""
+
+    def __init__(self, source: str) -> None:
+        self.tree = ast.parse(source)
+        self.parent: dict[ast.AST, ast.AST] = {}
+        for node in ast.walk(self.tree):
+            for child in ast.iter_child_nodes(node):
+                self.parent[child] = node
+
+    def scopes(self, node: ast.AST) -> list[Scope]:
+        """Enclosing functions, innermost first, then the module."""
+        out: list[Scope] = []
+        while node in self.parent:
+            node = self.parent[node]
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.Module):
+                out.append(node)
+        return out
+
+    def own_nodes(self, scope: Scope) -> list[ast.AST]:
+        """Nodes of `scope` that are not inside a nested function."""
+        out, todo = [], list(ast.iter_child_nodes(scope))
+        while todo:
+            node = todo.pop()
+            out.append(node)
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                todo.extend(ast.iter_child_nodes(node))
+        return out
+
+    def resolve(self, name: str, at: ast.AST) -> tuple[str, list[ast.expr]]:
+        """('param'|'def'|'bound'|'unknown', values bound to `name`) from the scope that binds it."""
+        for scope in self.scopes(at):
+            if not isinstance(scope, ast.Module) and name in {
+                a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg)
+            }:
+                return "param", []
+            values: list[ast.expr] = []
+            for node in self.own_nodes(scope):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.name == name:
+                    return "def", []
+                if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.NamedExpr):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    values += [v for tg in targets for v in _bound(tg, name, node.value) if v is not None]
+                elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+                    values += (
+                        [node.iter]
+                        if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.target))
+                        else []
+                    )
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                    obj = node.func.value
+                    if (
+                        isinstance(obj, ast.Name)
+                        and obj.id == name
+                        and node.func.attr in ("append", "extend", "insert")
+                    ):
+                        values += node.args
+            if values:
+                return "bound", values
+        return "unknown", []
+
+    def const(self, e: ast.AST | None, seen: frozenset[str] = frozenset()) -> bool:
+        """True when `e` can only evaluate to values built from literals in this file."""
+        if e is None or isinstance(e, ast.Constant):
+            return True
+        if isinstance(e, ast.FormattedValue):
+            return self.const(e.value, seen)
+        if isinstance(e, ast.JoinedStr | ast.Tuple | ast.List | ast.Set):
+            return all(self.const(v, seen) for v in (e.values if isinstance(e, ast.JoinedStr) else e.elts))
+        if isinstance(e, ast.Dict):
+            return all(self.const(v, seen) for v in [*e.keys, *e.values])
+        if isinstance(e, ast.BinOp):
+            return self.const(e.left, seen) and self.const(e.right, seen)
+        if isinstance(e, ast.IfExp):
+            return self.const(e.body, seen) and self.const(e.orelse, seen)
+        if isinstance(e, ast.Subscript | ast.Starred):
+            return self.const(e.value, seen)  # choosing among constants is fine
+        if isinstance(e, ast.Call):
+            f = e.func
+            if isinstance(f, ast.Name) and f.id in SANCTIONED:
+                return True
+            if isinstance(f, ast.Attribute) and f.attr in STR_METHODS | {"items", "values", "keys"}:
+                args = [*e.args, *(k.value for k in e.keywords)]
+                return self.const(f.value, seen) and all(self.const(a, seen) for a in args)
+            return False
+        if isinstance(e, ast.Name):
+            if e.id in seen:
+                return True
+            kind, values = self.resolve(e.id, e)
+            return kind == "bound" and all(self.const(v, seen | {e.id}) for v in values)
+        return False
+
+    def passed_through(self, name: ast.Name) -> bool:
+        """A callable, or a wrapper's query parameter (its callers' arguments are checked instead)."""
+        kind, values = self.resolve(name.id, name)
+        if kind == "def" or (kind == "param" and name.id in PASS_THROUGH):
+            return True
+        return kind == "bound" and all(isinstance(v, ast.Name) and self.passed_through(v) for v in values)
+
+    def problems(self) -> list[str]:
+        """Lines where query-looking text is formatted from values, or run from a non-constant."""
+        found = []
+        for node in ast.walk(self.tree):
+            built = isinstance(node, ast.JoinedStr | ast.BinOp) or (
+                isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in STR_METHODS
+            )
+            if built and _looks_like_query(node) and not self.const(node):
+                found.append(f"line {node.lineno}: query text built from a non-constant: {ast.unparse(node)[:80]}")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in EXEC_CALLS:
+                arg = node.args[0] if node.args else None
+                if isinstance(arg, ast.Name) and self.passed_through(arg):
+                    continue
+                if isinstance(arg, ast.Constant | ast.JoinedStr | ast.BinOp | ast.Name) and not self.const(arg):
+                    found.append(f"line {node.lineno}: query run from a non-constant: {ast.unparse(node)[:80]}")
+        return found
+
+
+def _bound(target: ast.expr, name: str, value: ast.expr | None) -> list[ast.expr | None]:
+    if isinstance(target, ast.Name):
+        return [value] if target.id == name else []
+    if isinstance(target, ast.Tuple | ast.List):
+        if isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(target.elts):
+            return [v for tg, val in zip(target.elts, value.elts, strict=True) for v in _bound(tg, name, val)]
+        return [value] if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)) else []
+    return []
+
+
+def _looks_like_query(node: ast.AST) -> bool:
+    return any(
+        isinstance(c, ast.Constant) and isinstance(c.value, str) and QUERY_WORDS.search(c.value) for c in ast.walk(node)
+    )
+
+
+BAD = {
+    "fstring": "def f(user):\n    sql = f\"SELECT * FROM t WHERE u = '{user}'\"\n    return sql\n",
+    "concat": 'def f(session, s):\n    return session.execute("MATCH (n {uri: \'" + s + "\'}) RETURN n")\n',
+    "percent": "def f(c):\n    q = \"DELETE FROM t WHERE c = '%s'\" % c\n    return q\n",
+    "format": 'def f(x):\n    return "MATCH (n) WHERE n.x = {}".format(x)\n',
+    "appended": "def f(conn, x):\n    parts = ['a = ?']\n    parts.append(x)\n"
+    "    conn.execute('SELECT a FROM t WHERE ' + ' AND '.join(parts))\n",
+    "variable": "def f(tx, name):\n    cypher = 'MATCH (n:' + name + ') RETURN n'\n    tx.run(cypher)\n",
+    "run_param": "def f(tx, label):\n    tx.run(label)\n",
+    "closure": "def f(db, user):\n    sql = f'SELECT 1 WHERE u = {user!r}'\n    db.read(lambda c: c.execute(sql))\n",
+}
+GOOD = (
+    "COLS = 's, p'\n"
+    "def f(conn, s, p):\n"
+    "    where, args = ['user = ?'], [s]\n"
+    "    if p is not None:\n"
+    "        where.append('p = ?')\n"
+    "        args.append(p)\n"
+    "    sql = f\"SELECT {COLS} FROM t WHERE {' AND '.join(where)} LIMIT ?\"\n"
+    "    conn.read(lambda c: c.execute(sql, args))\n"
+    "    for ddl in ('CREATE TABLE a (x)', 'CREATE TABLE b (y)'):\n"
+    "        conn.execute(ddl)\n"
+    "    conn.execute('CREATE KEYSPACE ' + cql_identifier(s) + ' WITH x')\n"
+)
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_checker_rejects_interpolated_queries(name: str) -> None:
+    assert QueryTextChecker(BAD[name]).problems(), name
+
+
+def test_checker_accepts_constant_fragments() -> None:
+    assert QueryTextChecker(GOOD).problems() == []
+
+
+def test_store_code_builds_no_query_text_from_values() -> None:
+    stores = Path(__file__).resolve().parents[2] / "processors" / "stores"
+    files = sorted(stores.glob("*.py"))
+    assert {"sqlite_triples.py", "cassandra_schema.py", "neo4j_store.py"} <= {f.name for f in files}
+    problems = {f.name: QueryTextChecker(f.read_text()).problems() for f in files}
+    assert {k: v for k, v in problems.items() if v} == {}
