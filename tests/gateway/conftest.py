@@ -1,0 +1,3 @@
+"""Gateway fixtures (defined in gw_support.py, which the tests also import helpers from)."""
+
+from gw_support import live, up_2h  # noqa: F401
