@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-class ServiceError(RuntimeError):
+class ServiceError(ValueError):
     """A request that cannot be served; becomes `error: {type, message}` on the wire.
 
     Retrying elsewhere would not help, so the request is acknowledged.

@@ -32,7 +32,25 @@ def edge_scores(
     return [PREDICATE_WEIGHT * sim(p) + (1 - PREDICATE_WEIGHT) * sim(far) for p, far in edges]
 
 
-def best(scores: Sequence[float], limit: int) -> list[int]:
-    """Indices of the `limit` highest scores, best first (stable for ties)."""
+def best(scores: Sequence[float], limit: int, groups: Sequence[str] | None = None) -> list[int]:
+    """Indices of the `limit` best scores, best first (stable for ties).
+
+    With `groups` (the frontier entity each edge was found from), every group first gets
+    a fair share of the budget before the rest goes to the best leftovers, so one hub's
+    thousands of similar edges cannot crowd out the other entities' edges.
+    """
     order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
-    return order[:limit]
+    if groups is None or limit >= len(order):
+        return order[:limit]
+    share = max(2, -(-limit // max(1, len(set(groups)))))
+    taken: dict[str, int] = {}
+    first: list[int] = []
+    rest: list[int] = []
+    for i in order:
+        g = groups[i]
+        if taken.get(g, 0) < share and len(first) < limit:
+            taken[g] = taken.get(g, 0) + 1
+            first.append(i)
+        else:
+            rest.append(i)
+    return first + rest[: limit - len(first)]  # fair shares first, so a caller's truncation keeps them

@@ -108,6 +108,7 @@ class SqliteTripleStore:
         seen: set[tuple[str | int, ...]] = set()
         triples: list[Triple] = []
         far: list[str] = []
+        via: list[str] = []
         for r in rows:
             key = tuple(r[:6])
             if key in seen:
@@ -115,12 +116,13 @@ class SqliteTripleStore:
             seen.add(key)
             triples.append(_row_triple(r[:6]))
             far.append(str(r[2]) if r[0] == r[6] else str(r[0]))
+            via.append(str(r[6]))
         if query_vector is None or self.entity_index is None:
             return NeighbourResult(triples, [None] * len(triples), len(rows))
         keys = {t.p.value for t in triples} | set(far)
         vecs = await self.entity_index.vectors(user, collection, list(keys))
         scores = edge_scores(query_vector, [(t.p.value, f) for t, f in zip(triples, far, strict=True)], vecs)
-        keep = best(scores, edge_limit or len(triples))
+        keep = best(scores, edge_limit or len(triples), via)
         return NeighbourResult([triples[i] for i in keep], [scores[i] for i in keep], len(rows))
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:

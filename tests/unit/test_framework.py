@@ -1,0 +1,151 @@
+"""The processor framework over the memory bus: request/response, streaming, timeouts,
+concurrency, malformed input, dead letters."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from processors.base.bus import MemoryBus
+from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
+from processors.base.errors import BadRequest
+from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
+from schemas.base import Message, Response
+from schemas.topics import dead_letter, topic
+
+
+class EchoRequest(Message):
+    text: str
+    delay: float = 0.0
+    pieces: int = 0
+    fail: str | None = None
+
+
+class EchoResponse(Response):
+    text: str = ""
+
+
+class Echo(FlowProcessor):
+    name = "echo"
+
+    def __init__(self, bus: MemoryBus, **kw: object) -> None:
+        super().__init__(bus, **kw)  # type: ignore[arg-type]
+        self.active = 0
+        self.peak = 0
+        self.crashes = 0
+
+    def services(self) -> list[ServiceSpec]:
+        return [
+            ServiceSpec("echo", EchoRequest, EchoResponse, self.echo),
+            ServiceSpec("echo-stream", EchoRequest, EchoResponse, self.echo_stream),
+        ]
+
+    async def echo(self, req: EchoRequest, flow: FlowContext) -> EchoResponse:
+        self.active += 1
+        self.peak = max(self.peak, self.active)
+        try:
+            await asyncio.sleep(req.delay)
+            if req.fail == "bad":
+                raise BadRequest("text is not acceptable")
+            if req.fail == "crash":
+                self.crashes += 1
+                raise RuntimeError("boom")
+            return EchoResponse(text=f"{flow.id}:{req.text}")
+        finally:
+            self.active -= 1
+
+    async def echo_stream(self, req: EchoRequest, flow: FlowContext) -> AsyncIterator[EchoResponse]:
+        for i in range(req.pieces):
+            yield EchoResponse(text=f"{req.text}{i}", end_of_stream=i == req.pieces - 1)
+
+
+def client(bus: MemoryBus, service: str = "echo", flow: str = "f1", timeout: float = 5.0) -> RequestResponseClient:
+    return RequestResponseClient(bus, topic(service, flow), topic(service, flow, "response"), EchoResponse, timeout)
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[tuple[MemoryBus, Echo]]:
+    bus = MemoryBus()
+    proc = Echo(bus, concurrency=4, max_redeliveries=2)
+    await proc.start_flow("f1", {})
+    yield bus, proc
+    await proc.stop()
+
+
+async def test_request_response_round_trip(served: tuple[MemoryBus, Echo]) -> None:
+    bus, _ = served
+    res = await client(bus).request(EchoRequest(text="hi"))
+    assert res.text == "f1:hi" and res.error is None
+
+
+async def test_streaming_yields_every_piece_in_order(served: tuple[MemoryBus, Echo]) -> None:
+    bus, _ = served
+    got = [r.text async for r in client(bus, "echo-stream").stream(EchoRequest(text="p", pieces=4))]
+    assert got == ["p0", "p1", "p2", "p3"]
+
+
+async def test_timeout_raises_and_later_requests_still_work(served: tuple[MemoryBus, Echo]) -> None:
+    bus, _ = served
+    c = client(bus)
+    with pytest.raises(RequestTimeout):
+        await c.request(EchoRequest(text="slow", delay=1.0), timeout_s=0.1)
+    assert (await c.request(EchoRequest(text="fast"))).text == "f1:fast"
+
+
+async def test_concurrency_is_bounded_but_parallel(served: tuple[MemoryBus, Echo]) -> None:
+    bus, proc = served
+    c = client(bus)
+    results = await asyncio.gather(*[c.request(EchoRequest(text=str(i), delay=0.05)) for i in range(12)])
+    assert sorted(r.text for r in results) == sorted(f"f1:{i}" for i in range(12))
+    assert proc.peak == 4  # N in flight, not one at a time and not unbounded
+
+
+async def test_responses_are_matched_to_their_requests(served: tuple[MemoryBus, Echo]) -> None:
+    bus, _ = served
+    a, b = client(bus), client(bus)
+    ra, rb = await asyncio.gather(a.request(EchoRequest(text="a", delay=0.05)), b.request(EchoRequest(text="b")))
+    assert (ra.text, rb.text) == ("f1:a", "f1:b")
+
+
+async def test_malformed_message_gets_error_and_processor_keeps_serving(served: tuple[MemoryBus, Echo]) -> None:
+    bus, _ = served
+    c = client(bus)
+    await c.start()
+    prod = await bus.producer(topic("echo", "f1"))
+    reader = await bus.reader(topic("echo", "f1", "response"))
+    await prod.send(b"{not json", {"id": "m1"})
+    await prod.send(b'{"txt": "x"}', {"id": "m2"})
+    replies = {}
+    for _ in range(2):
+        msg = await asyncio.wait_for(reader.receive(), 5)
+        replies[msg.properties["id"]] = EchoResponse.model_validate_json(msg.data)
+    assert replies["m1"].error is not None and replies["m1"].error.type == "bad-request"
+    assert "text" in replies["m2"].error.message  # names the missing field
+    assert (await c.request(EchoRequest(text="still"))).text == "f1:still"
+
+
+async def test_service_error_is_typed(served: tuple[MemoryBus, Echo]) -> None:
+    bus, _ = served
+    with pytest.raises(RemoteError) as e:
+        await client(bus).request(EchoRequest(text="x", fail="bad"))
+    assert e.value.type == "bad-request" and "not acceptable" in e.value.message
+
+
+async def test_crash_is_retried_then_dead_lettered_with_error_response(served: tuple[MemoryBus, Echo]) -> None:
+    bus, proc = served
+    dlq = await bus.consumer(dead_letter(topic("echo", "f1")), "inspect")
+    with pytest.raises(RemoteError) as e:
+        await client(bus).request(EchoRequest(text="x", fail="crash"))
+    assert e.value.type == "internal-error"
+    assert proc.crashes == 3  # first try + 2 redeliveries
+    poison = await asyncio.wait_for(dlq.receive(), 5)
+    assert EchoRequest.model_validate_json(poison.data).text == "x"
+
+
+async def test_unknown_flow_times_out_with_clear_message(served: tuple[MemoryBus, Echo]) -> None:
+    bus, _ = served
+    with pytest.raises(RequestTimeout, match="echo:nosuchflow"):
+        await client(bus, flow="nosuchflow").request(EchoRequest(text="x"), timeout_s=0.2)
+    assert (await client(bus).request(EchoRequest(text="ok"))).text == "f1:ok"

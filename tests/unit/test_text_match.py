@@ -1,0 +1,41 @@
+"""Lexical matching and edge scoring (pure functions)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from processors.stores.edge_scoring import best, edge_scores
+from processors.stores.text_match import content_tokens, fts_query, label_match_score, normalize
+
+
+def test_normalize_splits_snake_case_and_punctuation() -> None:
+    assert normalize("What is marie_curie's  birth-place?") == "what is marie curie s birth place"
+
+
+def test_whole_label_phrase_scores_one() -> None:
+    assert label_match_score("marie curie", "where was marie_curie 's husband born ?") == 1.0
+    assert label_match_score("curie marie", "where was marie_curie born") < 1.0
+    assert label_match_score("the", "the answer") == 0.0  # stopword-only labels name nothing
+
+
+def test_fts_query_quotes_tokens_as_data() -> None:
+    q = fts_query('x" OR label:* NEAR(a b) ; DROP')
+    assert q is not None and all(part.startswith('"') and part.endswith('"') for part in q.split(" OR "))
+    assert fts_query("what is the") is None
+    assert content_tokens("the wife of mae_west") == ["wife", "mae", "west"]
+
+
+def test_edge_scores_weight_relation_and_far_end() -> None:
+    q = np.array([1.0, 0.0, 0.0])
+    vecs = {"p-good": [1.0, 0.0, 0.0], "p-bad": [0.0, 1.0, 0.0], "e": [0.0, 0.0, 1.0]}
+    good, bad, missing = edge_scores(q, [("p-good", "e"), ("p-bad", "e"), ("p-unknown", "none")], vecs)
+    assert good > bad == missing == 0.0
+
+
+def test_best_orders_by_score_and_shares_budget_between_sources() -> None:
+    scores = [0.9, 0.8, 0.7, 0.6, 0.5, 0.1]
+    assert best(scores, 3) == [0, 1, 2]
+    groups = ["hub", "hub", "hub", "hub", "hub", "small"]
+    picked = best(scores, 4, groups)
+    assert 5 in picked and len(picked) == 4  # the small entity's only edge is not crowded out
+    assert picked[0] == 0
