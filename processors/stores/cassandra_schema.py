@@ -141,9 +141,14 @@ class CassandraConnection:
         with self._lock:
             if self._session is not None:
                 return
-            from cassandra.cluster import Cluster
+            from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+            from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
 
-            cluster = Cluster(self.hosts, port=self.port, protocol_version=5)
+            # token-aware: each single-partition query goes straight to a replica of its partition
+            profile = ExecutionProfile(load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy()))
+            cluster = Cluster(
+                self.hosts, port=self.port, protocol_version=5, execution_profiles={EXEC_PROFILE_DEFAULT: profile}
+            )
             try:
                 session = cluster.connect()
                 ks = cql_identifier(self.keyspace)

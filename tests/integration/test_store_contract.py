@@ -6,6 +6,9 @@ answer with an oracle computed here from the same inputs, so no backend can drif
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -246,3 +249,33 @@ async def test_malformed_and_unknown_input(store: StoreBackend) -> None:
     assert await store.index.search(user, coll, None, "?! the of ...", 5) == []
     assert await store.index.search(user, coll, None, None, 5) == []
     assert await store.index.search(user, coll, None, "", 5) == []
+
+
+async def test_factory_opens_distributed_backends(servers: Any, cassandra_conn: Any, tmp_path: Path) -> None:
+    from processors.base.settings import StoreSettings
+    from processors.stores.factory import open_stores
+
+    common = {
+        "home": tmp_path,
+        "cassandra_hosts": servers.cassandra_host,
+        "cassandra_port": servers.cassandra_port,
+        "cassandra_keyspace": cassandra_conn.keyspace,
+        "neo4j_url": servers.neo4j_url,
+    }
+    for triples_backend, vectors_backend in (("cassandra", "neo4j"), ("neo4j", "neo4j"), ("cassandra", "cassandra")):
+        stores = open_stores(StoreSettings(triples_backend=triples_backend, vectors_backend=vectors_backend, **common))
+        user, coll = "factory", f"c-{triples_backend}-{vectors_backend}-{tmp_path.name}"
+        try:
+            assert type(stores.triples).__name__.lower().startswith(triples_backend)
+            assert type(stores.entities).__name__.lower().startswith(vectors_backend)
+            if triples_backend == vectors_backend:  # one connection per process for both stores
+                assert stores.triples.conn is stores.entities.conn  # type: ignore[attr-defined]
+            await stores.triples.add_triples(user, coll, GRAPH[:2])
+            await stores.entities.upsert(user, coll, [("b", "Bee", unit(2)), ("c", "Sea", unit(3))])
+            await stores.entities.upsert(user, coll, [("p1", "first", unit(5))], kind="predicate")
+            res = await stores.triples.neighbours(user, coll, ["a"], 5, query_vector=unit(3), edge_limit=1)
+            assert res.triples == [GRAPH[1]]  # a -p1-> c: the far end is closest to the query
+            await stores.triples.delete_collection(user, coll)
+            await stores.entities.delete_collection(user, coll)
+        finally:
+            await stores.close()
