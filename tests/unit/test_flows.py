@@ -18,8 +18,8 @@ from tests.unit.test_framework import Echo, EchoRequest, client
 BLUEPRINT = Blueprint(name="echo-bp", processors={"echo": ProcessorBinding(parameters={"x": 1})})
 
 
-async def _wait_for(cond, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = asyncio.get_running_loop().time() + timeout
+async def _wait_for(cond, limit_s: float = 5.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = asyncio.get_running_loop().time() + limit_s
     while not cond():
         assert asyncio.get_running_loop().time() < deadline, "condition not reached"
         await asyncio.sleep(0.01)
