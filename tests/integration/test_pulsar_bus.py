@@ -10,14 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pulsar_helpers import Procs, consumer_count, running, wait_until
 
 from processors.base.client import RemoteError, RequestResponseClient
 from processors.base.config_client import config_client
@@ -25,9 +23,8 @@ from processors.base.flow_registry import ConfigService, FlowRegistry
 from processors.base.pulsar_bus import PulsarBus
 from schemas.flows import Blueprint, FlowRequest, ProcessorBinding
 from schemas.topics import dead_letter, topic
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "workers"))
-from echo import SERVICE, EchoRequest, EchoResponse  # noqa: E402
+from tests.integration.pulsar_helpers import Procs, consumer_count, running, wait_until
+from tests.integration.workers.echo import SERVICE, EchoRequest, EchoResponse
 
 pytestmark = pytest.mark.usefixtures("servers")
 
