@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -21,7 +21,7 @@ from processors.base.config_client import ConfigWatcher, config_client
 from processors.gateway import translate as tr
 from processors.gateway.auth import AuthError, Principal
 from schemas.base import Response
-from schemas.embeddings import EmbeddingsResponse
+from schemas.embeddings import EmbeddingsRequest, EmbeddingsResponse
 from schemas.flows import ConfigState, FlowRequest, FlowResponse, GraphChanged
 from schemas.graph_embeddings import GraphEmbeddingsResponse
 from schemas.graph_rag import GraphRagResponse
@@ -33,7 +33,8 @@ from schemas.triples import TriplesResponse
 log = logging.getLogger(__name__)
 
 Frame = tuple[dict[str, Any], bool]  # (payload, complete)
-Loader = Callable[[str, str, list[Triple]], Awaitable[Any]]
+# (user, collection, triples, embedder) -> anything; the embedder is the flow's embeddings service
+Loader = Callable[[str, str, list[Triple], "FlowEmbedder"], Awaitable[Any]]
 
 # gateway service name -> (processor that serves it in a blueprint, response model)
 FLOW_SERVICES: dict[str, tuple[str, type[Response]]] = {
@@ -67,6 +68,24 @@ class StoreTriples(BaseModel):
     user: str = Field(min_length=1, max_length=256)
     collection: str = Field(min_length=1, max_length=256)
     triples: list[Triple]
+
+
+class FlowEmbedder:
+    """The Embedder protocol over a flow's `embeddings` service (imports embed labels as the flow does)."""
+
+    model = "flow-embeddings"
+
+    def __init__(self, client: RequestResponseClient[Any], batch: int = 256) -> None:
+        self._client = client
+        self._batch = batch
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order (requests of at most `batch` texts)."""
+        out: list[list[float]] = []
+        for i in range(0, len(texts), self._batch):
+            res = await self._client.request(EmbeddingsRequest(texts=list(texts[i : i + self._batch])))
+            out.extend(res.vectors)
+        return out
 
 
 class Dispatcher:
@@ -249,7 +268,7 @@ class Dispatcher:
                 return 0
             client = await self._client("triples", flow)
             if self.loader is not None:
-                await self.loader(user, collection, triples)
+                await self.loader(user, collection, triples, FlowEmbedder(await self._client("embeddings", flow)))
             else:
                 await client.request(StoreTriples(user=user, collection=collection, triples=triples))
             await self.graph_changed(user, collection)

@@ -118,14 +118,13 @@ class GatewayProcessor:
 def embedded_loader(system: Any) -> Loader:
     """The in-process triples writer for `kgflow up` on the embedded stores (runtime wiring).
 
-    `system` is a processors.runtime.System; the loader stores triples and embeds new labels
-    exactly as `kgflow load triples` does.
+    `system` is a processors.runtime.System; triples are stored and entity/relation labels
+    embedded exactly as `kgflow load triples` does, with the flow's own embeddings service.
     """
 
-    async def load(user: str, collection: str, triples: list[Any]) -> Any:
-        from processors.embeddings.model import OnnxMiniLM
+    async def load(user: str, collection: str, triples: list[Any], embedder: Any) -> Any:
         from processors.loader import load_triples
 
-        return await load_triples(system.stores, OnnxMiniLM.shared(), user, collection, triples)
+        return await load_triples(system.stores, embedder, user, collection, triples)
 
     return load

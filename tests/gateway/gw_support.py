@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.embeddings.model import OnnxMiniLM
 from processors.gateway.service import GatewayProcessor, GatewaySettings, embedded_loader
-from processors.loader import read_triples
+from processors.loader import load_triples, read_triples
 from processors.runtime import System, embedded
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,8 +54,7 @@ class LiveGateway:
 
     async def load(self, user: str, collection: str, path: Path = ROOT / "examples" / "sample.tsv") -> None:
         """Load a file into the system's stores as `user`/`collection`."""
-        loader = embedded_loader(self.system)
-        await loader(user, collection, list(read_triples(path)))
+        await load_triples(self.system.stores, OnnxMiniLM.shared(), user, collection, read_triples(path))
 
 
 @pytest.fixture
