@@ -22,6 +22,16 @@ WORKERS = Path(__file__).resolve().parent / "workers"
 BIN = Path(sys.executable).parent
 
 
+def _die_with_parent() -> None:
+    """In the child: SIGKILL it if the test process dies without cleaning up (Linux only)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 class Proc:
     """One child process (its own process group); stdout and stderr go to files."""
 
@@ -39,6 +49,7 @@ class Proc:
                 stdin=subprocess.DEVNULL,
                 env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
                 start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
 
     @property
