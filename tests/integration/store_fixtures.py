@@ -72,7 +72,8 @@ class StoreBackend:
 @pytest.fixture(scope="session")
 def cassandra_conn(servers: Any) -> Iterator[Any]:
     """A Cassandra connection to a keyspace of this session only (dropped at the end)."""
-    from cassandra.cluster import Cluster
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+    from cassandra.policies import DCAwareRoundRobinPolicy
 
     from processors.stores.cassandra_schema import CassandraConnection, cql_identifier
 
@@ -80,7 +81,13 @@ def cassandra_conn(servers: Any) -> Iterator[Any]:
     conn = CassandraConnection(servers.cassandra_host, servers.cassandra_port, keyspace).acquire()
     conn.connect()
     yield conn
-    cluster = Cluster([servers.cassandra_host], port=servers.cassandra_port)
+    profile = ExecutionProfile(load_balancing_policy=DCAwareRoundRobinPolicy())
+    cluster = Cluster(
+        [servers.cassandra_host],
+        port=servers.cassandra_port,
+        protocol_version=5,
+        execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+    )
     try:
         cluster.connect().execute("DROP KEYSPACE IF EXISTS " + keyspace, timeout=120)
     finally:

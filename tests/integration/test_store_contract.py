@@ -279,3 +279,23 @@ async def test_factory_opens_distributed_backends(servers: Any, cassandra_conn: 
             await stores.entities.delete_collection(user, coll)
         finally:
             await stores.close()
+
+
+async def test_batched_calls_are_one_round_trip(store: StoreBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    user, coll = store.scope()
+    await store.triples.add_triples(user, coll, GRAPH)
+    target: Any = store.triples.db if store.name == "sqlite" else store.triples.conn  # type: ignore[attr-defined]
+    methods = {"sqlite": ("read",), "cassandra": ("run", "run_many"), "neo4j": ("read",)}[store.name]
+    calls: list[str] = []
+    for name in methods:
+        original = getattr(target, name)
+
+        async def counted(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
+            calls.append(_name)
+            return await _original(*args, **kwargs)
+
+        monkeypatch.setattr(target, name, counted)
+    res = await store.triples.neighbours(user, coll, ["a", "b", "c", "d"], 10, "both")
+    assert len(res.triples) == 10 and len(calls) == 1, calls
+    assert await store.triples.labels(user, coll, ["a", "b", "c", "d"]) == {"a": "Alpha", "b": "Bee"}
+    assert len(calls) == 2, calls
