@@ -299,3 +299,15 @@ async def test_batched_calls_are_one_round_trip(store: StoreBackend, monkeypatch
     assert len(res.triples) == 10 and len(calls) == 1, calls
     assert await store.triples.labels(user, coll, ["a", "b", "c", "d"]) == {"a": "Alpha", "b": "Bee"}
     assert len(calls) == 2, calls
+
+
+async def test_vector_search_ignores_closer_entities_of_other_tenants(store: StoreBackend) -> None:
+    mine, noisy = store.scope(), store.scope()
+    query = unit(4242)
+    # 150 entities of another tenant all closer to the query than any of ours (a global ANN
+    # index, as in Neo4j, must not let them crowd our entities out)
+    await store.index.upsert(*noisy, [(f"n{i}", f"noise {i}", near(query, 5000 + i, 0.2)) for i in range(150)])
+    ours = [(f"e{i}", f"entity {i}", near(query, 6000 + i, 1.5 + i / 4)) for i in range(4)]
+    await store.index.upsert(*mine, ours)
+    hits = await store.index.search(*mine, query, None, 3)
+    assert [h.iri for h in hits] == ["e0", "e1", "e2"]
