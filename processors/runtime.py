@@ -80,7 +80,7 @@ class System:
         if name == "triples":
             from processors.triples.service import TriplesProcessor
 
-            return TriplesProcessor(self.bus, self.stores.triples, **kw)
+            return TriplesProcessor(self.bus, self.stores, **kw)
         if name == "label-resolver":
             from processors.label_resolver.service import LabelResolverProcessor
 
@@ -94,7 +94,7 @@ class System:
 
             return TextCompletionProcessor(self.bus, **kw)
         if name == "gateway":
-            from processors.gateway.service import GatewayProcessor  # type: ignore[import-not-found]
+            from processors.gateway.service import GatewayProcessor
 
             return GatewayProcessor(self.bus, **kw)
         raise ValueError(f"unknown processor {name!r}; known: {', '.join(PROCESSOR_NAMES)}")

@@ -22,6 +22,7 @@ from schemas.triples import (
     NeighboursQuery,
     PatternQuery,
     ScoredTriple,
+    StoreTriples,
     TriplesRequest,
     TriplesResponse,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "Response",
     "ScopedRequest",
     "ScoredTriple",
+    "StoreTriples",
     "SeedEntity",
     "Term",
     "TextCompletionRequest",

@@ -44,10 +44,17 @@ class LabelsQuery(ScopedRequest):
     iris: list[str] = Field(min_length=1, max_length=MAX_BATCH)
 
 
+class StoreTriples(ScopedRequest):
+    """Write triples into the collection (entity and relation labels are embedded too)."""
+
+    operation: Literal["store"] = "store"
+    triples: list[Triple] = Field(min_length=1, max_length=MAX_BATCH)
+
+
 class TriplesRequest(RootModel):
     """Any triples-service request, told apart by `operation`."""
 
-    root: Annotated[PatternQuery | NeighboursQuery | LabelsQuery, Field(discriminator="operation")]
+    root: Annotated[PatternQuery | NeighboursQuery | LabelsQuery | StoreTriples, Field(discriminator="operation")]
 
 
 class ScoredTriple(Triple):
@@ -62,3 +69,4 @@ class TriplesResponse(Response):
     triples: list[ScoredTriple] = []
     labels: dict[str, str] = {}
     rows_read: int = 0
+    stored: int = 0

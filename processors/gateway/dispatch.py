@@ -10,31 +10,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, Literal
+from collections.abc import AsyncIterator
+from typing import Any
 
-from pydantic import BaseModel, Field
-
-from processors.base.bus import Bus, Producer
+from processors.base.bus import Bus
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
 from processors.base.config_client import ConfigWatcher, config_client
 from processors.gateway import translate as tr
 from processors.gateway.auth import AuthError, Principal
 from schemas.base import Response
-from schemas.embeddings import EmbeddingsRequest, EmbeddingsResponse
-from schemas.flows import ConfigState, FlowRequest, FlowResponse, GraphChanged
+from schemas.embeddings import EmbeddingsResponse
+from schemas.flows import ConfigState, FlowRequest, FlowResponse
 from schemas.graph_embeddings import GraphEmbeddingsResponse
 from schemas.graph_rag import GraphRagResponse
 from schemas.terms import Triple
 from schemas.text_completion import TextCompletionResponse
-from schemas.topics import GRAPH_CHANGED, topic
-from schemas.triples import TriplesResponse
+from schemas.topics import topic
+from schemas.triples import StoreTriples, TriplesResponse
 
 log = logging.getLogger(__name__)
 
 Frame = tuple[dict[str, Any], bool]  # (payload, complete)
-# (user, collection, triples, embedder) -> anything; the embedder is the flow's embeddings service
-Loader = Callable[[str, str, list[Triple], "FlowEmbedder"], Awaitable[Any]]
 
 # gateway service name -> (processor that serves it in a blueprint, response model)
 FLOW_SERVICES: dict[str, tuple[str, type[Response]]] = {
@@ -61,47 +57,18 @@ class GatewayError(Exception):
         return {"type": self.type, "message": self.message}
 
 
-class StoreTriples(BaseModel):
-    """Write request for the triples service (proposed for schemas/triples.py; see docs/clients.md)."""
-
-    operation: Literal["store"] = "store"
-    user: str = Field(min_length=1, max_length=256)
-    collection: str = Field(min_length=1, max_length=256)
-    triples: list[Triple]
-
-
-class FlowEmbedder:
-    """The Embedder protocol over a flow's `embeddings` service (imports embed labels as the flow does)."""
-
-    model = "flow-embeddings"
-
-    def __init__(self, client: RequestResponseClient[Any], batch: int = 256) -> None:
-        self._client = client
-        self._batch = batch
-
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order (requests of at most `batch` texts)."""
-        out: list[list[float]] = []
-        for i in range(0, len(texts), self._batch):
-            res = await self._client.request(EmbeddingsRequest(texts=list(texts[i : i + self._batch])))
-            out.extend(res.vectors)
-        return out
-
-
 class Dispatcher:
     """Knows the running flows (following the config) and holds one bus client per (service, flow)."""
 
-    def __init__(self, bus: Bus, timeout_s: float = 60.0, loader: Loader | None = None) -> None:
+    def __init__(self, bus: Bus, timeout_s: float = 60.0) -> None:
         self.bus = bus
         self.timeout_s = timeout_s
-        self.loader = loader
         self.config = ConfigState()
         self._watcher = ConfigWatcher(bus, self._on_config)
         self._config_client = config_client(bus, timeout_s=min(timeout_s, 30.0))
         self._clients: dict[tuple[str, str], RequestResponseClient[Any]] = {}
         self._lock = asyncio.Lock()
         self._refreshed = 0.0
-        self._changed: Producer | None = None
 
     async def start(self) -> None:
         """Follow the flow registry (waits until it answers)."""
@@ -267,11 +234,8 @@ class Dispatcher:
             if not triples:
                 return 0
             client = await self._client("triples", flow)
-            if self.loader is not None:
-                await self.loader(user, collection, triples, FlowEmbedder(await self._client("embeddings", flow)))
-            else:
-                await client.request(StoreTriples(user=user, collection=collection, triples=triples))
-            await self.graph_changed(user, collection)
+            # The triples service stores, embeds labels and announces the change to label caches.
+            await client.request(StoreTriples(user=user, collection=collection, triples=triples))
             return len(triples)
         except GatewayError:
             raise
@@ -281,9 +245,3 @@ class Dispatcher:
             raise GatewayError(e.type, e.message) from None
         except RequestTimeout as e:
             raise GatewayError("timeout", str(e)) from None
-
-    async def graph_changed(self, user: str, collection: str) -> None:
-        """Publish GraphChanged so label caches drop the collection."""
-        if self._changed is None:
-            self._changed = await self.bus.producer(GRAPH_CHANGED)
-        await self._changed.send(GraphChanged(user=user, collection=collection).model_dump_json().encode(), {})

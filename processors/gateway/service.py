@@ -7,7 +7,6 @@ with `kgflow run gateway`. Without a configured token it listens on 127.0.0.1 on
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from aiohttp import web
 from pydantic import BaseModel, Field
@@ -15,7 +14,7 @@ from pydantic import BaseModel, Field
 from processors.base.bus import Bus
 from processors.base.settings import from_env
 from processors.gateway.auth import Authenticator
-from processors.gateway.dispatch import Dispatcher, Loader
+from processors.gateway.dispatch import Dispatcher
 from processors.gateway.rest import RestHandlers, add_routes
 from processors.gateway.socket import SocketLimits, SocketSession
 
@@ -45,13 +44,12 @@ class GatewayProcessor:
         concurrency: int = 16,
         request_timeout_s: float = 60.0,
         max_redeliveries: int = 3,
-        loader: Loader | None = None,
         settings: GatewaySettings | None = None,
     ) -> None:
         self.bus = bus
         self.settings = settings or from_env(GatewaySettings, prefix="KGFLOW_GATEWAY_")
         self.auth = Authenticator.from_env(self.settings.token, self.settings.token_file)
-        self.dispatcher = Dispatcher(bus, request_timeout_s, loader)
+        self.dispatcher = Dispatcher(bus, request_timeout_s)
         self.limits = SocketLimits(
             max_frame_bytes=self.settings.max_frame_bytes,
             max_inflight=self.settings.max_inflight,
@@ -60,15 +58,6 @@ class GatewayProcessor:
         self._runner: web.AppRunner | None = None
         self.host: str = LOOPBACK
         self.port: int | None = None
-
-    @property
-    def loader(self) -> Loader | None:
-        """The in-process triples writer (embedded mode), if one was given."""
-        return self.dispatcher.loader
-
-    @loader.setter
-    def loader(self, value: Loader | None) -> None:
-        self.dispatcher.loader = value
 
     def app(self) -> web.Application:
         """The aiohttp application."""
@@ -113,18 +102,3 @@ class GatewayProcessor:
 
     def __repr__(self) -> str:
         return f"GatewayProcessor(host={self.host!r}, port={self.port!r}, auth={self.auth.enabled})"
-
-
-def embedded_loader(system: Any) -> Loader:
-    """The in-process triples writer for `kgflow up` on the embedded stores (runtime wiring).
-
-    `system` is a processors.runtime.System; triples are stored and entity/relation labels
-    embedded exactly as `kgflow load triples` does, with the flow's own embeddings service.
-    """
-
-    async def load(user: str, collection: str, triples: list[Any], embedder: Any) -> Any:
-        from processors.loader import load_triples
-
-        return await load_triples(system.stores, embedder, user, collection, triples)
-
-    return load

@@ -14,6 +14,7 @@ from processors.base.errors import QueryTimeout
 from processors.base.metrics import ROWS_READ, STAGE, STORE_ROUND_TRIPS
 from processors.graph_rag.sources import GraphSources, Scope
 from processors.graph_rag.traversal import TraversalLimits, batched_traversal
+from processors.stores.text_match import normalize
 from schemas.graph_rag import GraphRagRequest, GraphRagStats, SeedEntity
 from schemas.terms import LabelledTriple
 
@@ -48,6 +49,20 @@ class Retrieval:
     triples: list[LabelledTriple]
     stats: GraphRagStats
     started: float = field(default_factory=time.perf_counter)
+
+
+def choose_anchors(seeds: list[SeedEntity]) -> list[str]:
+    """Where traversal starts: the entities the question names, longest mention first, without
+    those named only inside a longer mention ("austria" in "archduke johann of austria");
+    the most similar entities when the question names none."""
+    named = [e for e in seeds if e.lexical and e.label]
+    if not named:
+        return [e.id for e in seeds]
+    names = [f" {normalize(e.label or '')} " for e in named]
+    return [
+        e.id for e, n in zip(named, names, strict=True)
+        if not any(n != other and n in other for other in names)
+    ]
 
 
 class GraphRag:
@@ -110,8 +125,7 @@ class GraphRag:
         seeds = await self.sources.entities(scope, vector, req.query, s.entity_limit)
         stats.store_round_trips += 1
         self._stage(stats, "seeds", t)
-        # Entities the question names are the anchors; similar-sounding ones only when none is named.
-        anchors = [e.id for e in seeds if e.lexical] or [e.id for e in seeds]
+        anchors = choose_anchors(seeds)
         sub = await batched_traversal(self.sources, scope, anchors, limits, vector)
         for i, ms in enumerate(sub.hop_ms, 1):
             STAGE.labels(self.processor, "hop").observe(ms / 1000)

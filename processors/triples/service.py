@@ -1,52 +1,73 @@
-"""Triples processor: every request is one store round trip, scoped by user/collection."""
+"""Triples processor: queries are one store round trip each, scoped by user/collection;
+writes store the triples, embed new labels and tell label caches the collection changed."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from processors.base.bus import Bus
-from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
-from processors.stores.protocol import TripleStore
+from processors.base.bus import Bus, Producer
+from processors.base.processor import ClientSpec, FlowContext, FlowProcessor, ServiceSpec
+from processors.embeddings.client import FlowEmbedder
+from processors.loader import load_triples
+from processors.stores.factory import Stores
+from schemas.embeddings import EmbeddingsResponse
+from schemas.flows import GraphChanged
+from schemas.topics import GRAPH_CHANGED
 from schemas.triples import (
     LabelsQuery,
     NeighboursQuery,
     PatternQuery,
     ScoredTriple,
+    StoreTriples,
     TriplesRequest,
     TriplesResponse,
 )
 
 
 class TriplesProcessor(FlowProcessor):
-    """Serves `triples` from a triple store."""
+    """Serves `triples` from the triple store (and the entity index, for writes)."""
 
     name = "triples"
 
-    def __init__(self, bus: Bus, store: TripleStore, **kw: Any) -> None:
+    def __init__(self, bus: Bus, stores: Stores, **kw: Any) -> None:
         super().__init__(bus, **kw)
-        self.store = store
+        self.stores = stores
+        self._changed: Producer | None = None
 
     def services(self) -> list[ServiceSpec]:
         return [ServiceSpec("triples", TriplesRequest, TriplesResponse, self.query)]
 
-    async def query(self, req: PatternQuery | NeighboursQuery | LabelsQuery, flow: FlowContext) -> TriplesResponse:
+    def calls(self) -> list[ClientSpec]:
+        return [ClientSpec("embeddings", "embeddings", EmbeddingsResponse)]
+
+    async def query(
+        self, req: PatternQuery | NeighboursQuery | LabelsQuery | StoreTriples, flow: FlowContext
+    ) -> TriplesResponse:
         """Dispatch on the request's operation."""
+        store = self.stores.triples
+        if isinstance(req, StoreTriples):
+            return await self.write(req, flow)
         if isinstance(req, LabelsQuery):
-            labels = await self.store.labels(req.user, req.collection, req.iris)
+            labels = await store.labels(req.user, req.collection, req.iris)
             return TriplesResponse(labels=labels, rows_read=len(labels))
         if isinstance(req, NeighboursQuery):
-            res = await self.store.neighbours(
-                req.user,
-                req.collection,
-                req.entities,
-                req.limit_per_entity,
-                req.direction,
-                req.query_vector,
-                req.edge_limit,
-            )
+            res = await store.neighbours(
+                req.user, req.collection, req.entities, req.limit_per_entity, req.direction,
+                req.query_vector, req.edge_limit,
+            )  # fmt: skip
             triples = [
                 ScoredTriple(s=t.s, p=t.p, o=t.o, score=sc) for t, sc in zip(res.triples, res.scores, strict=True)
             ]
             return TriplesResponse(triples=triples, rows_read=res.rows_read)
-        found = await self.store.pattern(req.user, req.collection, req.s, req.p, req.o, req.limit)
+        found = await store.pattern(req.user, req.collection, req.s, req.p, req.o, req.limit)
         return TriplesResponse(triples=[ScoredTriple(s=t.s, p=t.p, o=t.o) for t in found], rows_read=len(found))
+
+    async def write(self, req: StoreTriples, flow: FlowContext) -> TriplesResponse:
+        """Store, embed labels with the flow's embeddings service, then announce the change."""
+        counts = await load_triples(self.stores, FlowEmbedder(flow.client("embeddings")), req.user, req.collection,
+                                    req.triples)  # fmt: skip
+        if self._changed is None:
+            self._changed = await self.bus.producer(GRAPH_CHANGED)
+        note = GraphChanged(user=req.user, collection=req.collection)
+        await self._changed.send(note.model_dump_json().encode(), {})
+        return TriplesResponse(stored=counts["triples"])

@@ -18,14 +18,13 @@ import pytest
 
 from processors.base.settings import RuntimeSettings, StoreSettings
 from processors.embeddings.model import OnnxMiniLM
-from processors.gateway.service import GatewayProcessor, GatewaySettings, embedded_loader
+from processors.gateway.service import GatewayProcessor, GatewaySettings
 from processors.loader import load_triples, read_triples
 from processors.runtime import System, embedded
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 PQ = ROOT.parent / "shared" / "datasets" / "pathquestion"
-UP_LAUNCHER = Path(__file__).with_name("launch_up.py")
 
 
 def free_port() -> int:
@@ -65,7 +64,7 @@ async def live(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[
     """
     settings: GatewaySettings = getattr(request, "param", None) or GatewaySettings(max_frame_bytes=64 * 1024)
     async with embedded(StoreSettings(home=tmp_path / "home"), RuntimeSettings(request_timeout_s=20)) as system:
-        gw = GatewayProcessor(system.bus, request_timeout_s=20, loader=embedded_loader(system), settings=settings)
+        gw = GatewayProcessor(system.bus, request_timeout_s=20, settings=settings)
         await gw.start(port=0)
         live = LiveGateway(system, gw)
         await live.load("default", "sample")
@@ -118,7 +117,7 @@ def up_2h(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpServer]:
     log = home.parent / "up.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, str(UP_LAUNCHER), "up", "--home", str(home), "--gateway-port", str(port)],
+            [str(BIN / "kgflow"), "up", "--home", str(home), "--gateway-port", str(port)],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
