@@ -18,6 +18,9 @@ from processors.base.bus import Bus, BusMessage, Consumer, Producer
 from schemas.topics import dead_letter
 
 _RECEIVE_POLL_MS = 200
+# Created on each dead-letter topic with its first message, so dead letters are retained
+# (a topic without subscriptions keeps nothing) until an operator reads them.
+DEAD_LETTER_SUBSCRIPTION = "dead-letters"
 
 
 class PulsarBus(Bus):
@@ -40,7 +43,9 @@ class PulsarBus(Bus):
         self, topic: str, subscription: str, *, max_redeliveries: int = 3, prefetch: int = 16
     ) -> Consumer:
         policy = pulsar.ConsumerDeadLetterPolicy(
-            max_redeliver_count=max_redeliveries, dead_letter_topic=dead_letter(topic)
+            max_redeliver_count=max_redeliveries,
+            dead_letter_topic=dead_letter(topic),
+            initial_subscription_name=DEAD_LETTER_SUBSCRIPTION,
         )
         c = await asyncio.to_thread(
             self._client.subscribe,

@@ -20,10 +20,10 @@ import pytest
 from processors.base.client import RemoteError, RequestResponseClient
 from processors.base.config_client import config_client
 from processors.base.flow_registry import ConfigService, FlowRegistry
-from processors.base.pulsar_bus import PulsarBus
+from processors.base.pulsar_bus import DEAD_LETTER_SUBSCRIPTION, PulsarBus
 from schemas.flows import Blueprint, FlowRequest, ProcessorBinding
 from schemas.topics import dead_letter, topic
-from tests.integration.pulsar_helpers import Procs, consumer_count, running, wait_until
+from tests.integration.pulsar_helpers import Procs, consumer_count, running, topic_stats, wait_until
 from tests.integration.workers.echo import SERVICE, EchoRequest, EchoResponse
 
 pytestmark = pytest.mark.usefixtures("servers")
@@ -172,12 +172,16 @@ async def test_dead_letter_after_redelivery_limit(bus: PulsarBus, procs: Procs, 
     flow_id = new_flow()
     worker = procs.echo_worker("echo", servers.pulsar_url, "--flow", flow_id, "--max-redeliveries", "2")
     await worker.await_line("ready")
-    dlq = await bus.consumer(dead_letter(topic(SERVICE, flow_id)), "dlq-check")
     client = echo_client(bus, flow_id)
     try:
         with pytest.raises(RemoteError) as err:
             await client.request(EchoRequest(text="poison", mode="boom"))
         assert err.value.type == "internal-error" and "unexpected failure" in err.value.message
+        # The dead letter is retained on `<topic>-DLQ` (its subscription exists from the first
+        # dead letter on) for an operator, who reads it later.
+        dlq_topic = dead_letter(topic(SERVICE, flow_id))
+        await wait_until(lambda: dead_letter_backlog(dlq_topic) == 1, 30, "the dead letter")
+        dlq = await bus.consumer(dlq_topic, DEAD_LETTER_SUBSCRIPTION)
         dead = await asyncio.wait_for(dlq.receive(), 30)
         await dlq.ack(dead)
     finally:
@@ -191,6 +195,12 @@ async def test_dead_letter_after_redelivery_limit(bus: PulsarBus, procs: Procs, 
         assert (await client.request(EchoRequest(text="after"))).text == "after"
     finally:
         await client.stop()
+
+
+def dead_letter_backlog(dlq_topic: str) -> int:
+    """Messages waiting on the dead-letter subscription of `dlq_topic`."""
+    sub = topic_stats(dlq_topic).get("subscriptions", {}).get(DEAD_LETTER_SUBSCRIPTION, {})
+    return int(sub.get("msgBacklog", 0))
 
 
 @contextlib.asynccontextmanager
