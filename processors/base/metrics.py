@@ -25,8 +25,8 @@ TOKENS = Counter("kgflow_llm_tokens_total", "Language-model tokens", ["model", "
 _started: set[int] = set()
 
 
-def serve_metrics(port: int | None) -> None:
-    """Expose /metrics on `port` (once per port; None or 0 disables it)."""
+def serve_metrics(port: int | None, host: str = "127.0.0.1") -> None:
+    """Expose /metrics on `host:port` (once per port; None or 0 disables it)."""
     if port and port not in _started:
-        start_http_server(port, addr="127.0.0.1")
+        start_http_server(port, addr=host)
         _started.add(port)

@@ -34,6 +34,7 @@ class RuntimeSettings(BaseModel):
     request_timeout_s: float = 60.0
     max_redeliveries: int = 3
     metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"  # 0.0.0.0 inside containers, so Prometheus can scrape
     log_level: str = "WARNING"
 
 

@@ -36,7 +36,7 @@ async def up(a: argparse.Namespace) -> int:
 
     rt = runtime_settings(a)
     setup_logging(rt.log_level)
-    serve_metrics(rt.metrics_port)
+    serve_metrics(rt.metrics_port, rt.metrics_host)
     system = System(make_bus(rt), store_settings(a), rt)
     try:
         await system.start(["config"])
@@ -64,7 +64,7 @@ async def run(a: argparse.Namespace) -> int:
 
     rt = runtime_settings(a)
     setup_logging(rt.log_level)
-    serve_metrics(rt.metrics_port)
+    serve_metrics(rt.metrics_port, rt.metrics_host)
     if a.processor not in (*PROCESSOR_NAMES, "gateway"):
         raise ValueError(f"unknown processor {a.processor!r}; known: {', '.join((*PROCESSOR_NAMES, 'gateway'))}")
     system = System(make_bus(rt), store_settings(a), rt)
