@@ -12,7 +12,7 @@ from typing import Any, Literal
 import numpy as np
 
 from processors.stores.cassandra_schema import VECTOR_WRITE_CONCURRENCY, VECTOR_WRITE_RETRIES, CassandraConnection
-from processors.stores.edge_scoring import best, edge_scores
+from processors.stores.neighbours import rank_neighbours
 from processors.stores.protocol import Direction, EntityHit, EntityIndex, NeighbourResult
 from processors.stores.text_match import content_tokens, label_match_score
 from schemas.terms import RDFS_LABEL, Term, Triple
@@ -30,10 +30,6 @@ def _obj(t: Term) -> _ObjKey:
 def _triple(r: Any) -> Triple:
     obj = Term.literal(r.o, r.o_dt or None, r.o_lang or None) if r.o_lit else Term.iri(r.o)
     return Triple(s=Term.iri(r.s), p=Term.iri(r.p), o=obj)
-
-
-def _key(r: Any) -> tuple[str, str, str, bool, str, str]:
-    return (r.s, r.p, r.o, bool(r.o_lit), r.o_dt, r.o_lang)
 
 
 def _chunks(items: Sequence[str]) -> list[list[str]]:
@@ -116,25 +112,10 @@ class CassandraTripleStore:
             calls += [("in_edges", (user, collection, e, False, "", "", limit_per_entity)) for e in frontier]
         pages = await self.conn.run_many(calls)
         rows = [(r, call[1][2]) for call, page in zip(calls, pages, strict=True) for r in page]
-        seen: set[tuple[str, str, str, bool, str, str]] = set()
-        triples: list[Triple] = []
-        far: list[str] = []
-        via: list[str] = []  # the frontier entity each edge was found from
-        for r, entity in rows:
-            key = _key(r)
-            if key in seen:
-                continue
-            seen.add(key)
-            triples.append(_triple(r))
-            far.append(r.o if r.s == entity else r.s)
-            via.append(entity)
-        if query_vector is None or self.entity_index is None:
-            return NeighbourResult(triples, [None] * len(triples), len(rows))
-        keys = {t.p.value for t in triples} | set(far)
-        vecs = await self.entity_index.vectors(user, collection, list(keys))
-        scores = edge_scores(query_vector, [(t.p.value, f) for t, f in zip(triples, far, strict=True)], vecs)
-        keep = best(scores, edge_limit or len(triples), via)
-        return NeighbourResult([triples[i] for i in keep], [scores[i] for i in keep], len(rows))
+        index = self.entity_index
+        vectors = (lambda iris: index.vectors(user, collection, iris)) if index is not None else None
+        found = ((_triple(r), entity) for r, entity in rows)
+        return await rank_neighbours(found, len(rows), query_vector, edge_limit, vectors)
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
         """Labels of many IRIs: one single-partition query each, concurrently."""

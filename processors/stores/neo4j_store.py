@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from processors.stores.edge_scoring import best, edge_scores
+from processors.stores.neighbours import rank_neighbours
 from processors.stores.neo4j_schema import (
     Neo4jConnection,
     entity_key,
@@ -204,25 +204,10 @@ class Neo4jTripleStore:
         }
         rows = await self.conn.read(NEIGHBOURS[direction], params)
         rows.sort(key=lambda r: (r["dir"], r["i"]))  # out-edges first, in frontier order (as SQLite)
-        seen: set[tuple[Any, ...]] = set()
-        triples: list[Triple] = []
-        far: list[str] = []
-        via: list[str] = []  # the frontier entity each edge was found from
-        for r in rows:
-            key = (r["s"], r["p"], r["o"], bool(r["lit"]), r["dt"] or "", r["lang"] or "")
-            if key in seen:
-                continue
-            seen.add(key)
-            triples.append(_triple(r))
-            far.append(r["o"] if r["s"] == frontier[r["i"]] else r["s"])
-            via.append(frontier[r["i"]])
-        if query_vector is None or self.entity_index is None:
-            return NeighbourResult(triples, [None] * len(triples), len(rows))
-        keys = {t.p.value for t in triples} | set(far)
-        vecs = await self.entity_index.vectors(user, collection, list(keys))
-        scores = edge_scores(query_vector, [(t.p.value, f) for t, f in zip(triples, far, strict=True)], vecs)
-        keep = best(scores, edge_limit or len(triples), via)
-        return NeighbourResult([triples[i] for i in keep], [scores[i] for i in keep], len(rows))
+        index = self.entity_index
+        vectors = (lambda iris: index.vectors(user, collection, iris)) if index is not None else None
+        found = ((_triple(r), frontier[r["i"]]) for r in rows)
+        return await rank_neighbours(found, len(rows), query_vector, edge_limit, vectors)
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
         """Labels of many IRIs in one UNWIND query."""

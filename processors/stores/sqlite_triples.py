@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from processors.stores.edge_scoring import best, edge_scores
+from processors.stores.neighbours import VectorLookup, rank_neighbours
 from processors.stores.protocol import Direction, EntityIndex, NeighbourResult
 from processors.stores.sqlite_pool import SqlitePool
 from schemas.terms import RDFS_LABEL, Term, Triple
@@ -46,6 +46,12 @@ class SqliteTripleStore:
     def __init__(self, path: Path, entity_index: EntityIndex | None = None) -> None:
         self.db = SqlitePool(path, SCHEMA)
         self.entity_index = entity_index
+
+    def _vectors(self, user: str, collection: str) -> VectorLookup | None:
+        index = self.entity_index
+        if index is None:
+            return None
+        return lambda iris: index.vectors(user, collection, iris)
 
     async def add_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> int:
         rows = [(user, collection, t.s.value, t.p.value, *_obj_cols(t.o)) for t in triples]
@@ -105,25 +111,9 @@ class SqliteTripleStore:
         sql = " UNION ALL ".join(parts)
         args = (json.dumps(list(entities)), user, collection, limit_per_entity, RDFS_LABEL)
         rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
-        seen: set[tuple[str | int, ...]] = set()
-        triples: list[Triple] = []
-        far: list[str] = []
-        via: list[str] = []
-        for r in rows:
-            key = tuple(r[:6])
-            if key in seen:
-                continue
-            seen.add(key)
-            triples.append(_row_triple(r[:6]))
-            far.append(str(r[2]) if r[0] == r[6] else str(r[0]))
-            via.append(str(r[6]))
-        if query_vector is None or self.entity_index is None:
-            return NeighbourResult(triples, [None] * len(triples), len(rows))
-        keys = {t.p.value for t in triples} | set(far)
-        vecs = await self.entity_index.vectors(user, collection, list(keys))
-        scores = edge_scores(query_vector, [(t.p.value, f) for t, f in zip(triples, far, strict=True)], vecs)
-        keep = best(scores, edge_limit or len(triples), via)
-        return NeighbourResult([triples[i] for i in keep], [scores[i] for i in keep], len(rows))
+        vectors = self._vectors(user, collection)
+        found = ((_row_triple(r[:6]), str(r[6])) for r in rows)
+        return await rank_neighbours(found, len(rows), query_vector, edge_limit, vectors)
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
         sql = (
