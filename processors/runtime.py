@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,15 @@ from processors.base.settings import RuntimeSettings, StoreSettings
 from processors.stores.factory import Stores, open_stores
 from schemas.flows import FlowRequest
 
-FLOWS_DIR = Path(__file__).resolve().parent.parent / "flows"
+# The repo's flows/ (source checkout, editable install), else the copy a wheel installs.
+FLOWS_DIR = next(
+    (
+        d
+        for d in (Path(__file__).resolve().parent.parent / "flows", Path(sys.prefix) / "share" / "kgflow" / "flows")
+        if d.is_dir()
+    ),
+    Path(sys.prefix) / "share" / "kgflow" / "flows",
+)
 DEFAULT_BLUEPRINT = "graph-rag"
 DEFAULT_FLOW = "default"
 PROCESSOR_NAMES = (
