@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram, start_http_server
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 REQUESTS = Counter("kgflow_requests_total", "Requests handled", ["processor", "flow", "service", "outcome"])
 LATENCY = Histogram(
@@ -20,6 +20,7 @@ STAGE = Histogram(
 STORE_ROUND_TRIPS = Counter("kgflow_store_round_trips_total", "Store round trips", ["processor"])
 ROWS_READ = Counter("kgflow_store_rows_read_total", "Rows read from stores", ["processor"])
 CACHE = Counter("kgflow_label_cache_total", "Label cache lookups", ["result"])
+CACHE_HIT_RATIO = Gauge("kgflow_label_cache_hit_ratio", "Label cache hits over lookups since start", ["flow"])
 TOKENS = Counter("kgflow_llm_tokens_total", "Language-model tokens", ["model", "direction"])
 
 _started: set[int] = set()

@@ -37,7 +37,8 @@ class GraphRagSettings(BaseModel):
     traversal: Literal["relevance", "bfs"] = "relevance"
     candidates_per_entity: int = Field(default=200, ge=1)  # rows read per frontier entity, at most
     max_frontier: int = Field(default=500, ge=1)  # entities per neighbour round trip, at most
-    timeout_s: float = Field(default=60.0, gt=0)
+    timeout_s: float = Field(default=60.0, gt=0)  # the whole query
+    stage_timeout_s: float = Field(default=30.0, gt=0)  # each call to another service
     answer_facts: int = Field(default=10, ge=1)  # facts listed in a retrieval-only answer
 
 
@@ -59,10 +60,7 @@ def choose_anchors(seeds: list[SeedEntity]) -> list[str]:
     if not named:
         return [e.id for e in seeds]
     names = [f" {normalize(e.label or '')} " for e in named]
-    return [
-        e.id for e, n in zip(named, names, strict=True)
-        if not any(n != other and n in other for other in names)
-    ]
+    return [e.id for e, n in zip(named, names, strict=True) if not any(n != other and n in other for other in names)]
 
 
 class GraphRag:

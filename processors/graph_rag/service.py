@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
-from processors.base.client import RequestResponseClient
+from pydantic import BaseModel
+
+from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
+from processors.base.errors import QueryTimeout, ServiceError
 from processors.base.processor import ClientSpec, FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
 from processors.graph_rag.rag import GraphRag, GraphRagSettings
@@ -21,18 +25,29 @@ from schemas.triples import NeighboursQuery, TriplesResponse
 
 
 class BusSources:
-    """GraphSources over the flow's request/response clients."""
+    """GraphSources over the flow's request/response clients. Each call has the stage timeout;
+    a stage that times out or fails ends the query with a typed error (not a redelivery)."""
 
-    def __init__(self, flow: FlowContext) -> None:
-        self._c: dict[str, RequestResponseClient] = flow.clients  # type: ignore[type-arg]
+    def __init__(self, flow: FlowContext, stage_timeout_s: float) -> None:
+        self._clients: dict[str, RequestResponseClient] = flow.clients  # type: ignore[type-arg]
+        self._timeout = stage_timeout_s
+
+    async def _call(self, service: str, req: BaseModel) -> Any:
+        try:
+            return await self._clients[service].request(req, timeout_s=self._timeout)
+        except RequestTimeout:
+            raise QueryTimeout(f"{service} did not answer within {self._timeout}s; query abandoned") from None
+        except RemoteError as e:
+            raise ServiceError(e.type, f"{service}: {e.message}") from None
 
     async def embed(self, text: str) -> list[float]:
-        res = await self._c["embeddings"].request(EmbeddingsRequest(texts=[text]))
+        res = await self._call("embeddings", EmbeddingsRequest(texts=[text]))
         return res.vectors[0]
 
     async def entities(self, scope: Scope, vector: list[float], text: str, limit: int) -> list[SeedEntity]:
-        res = await self._c["graph-embeddings"].request(
-            GraphEmbeddingsRequest(user=scope.user, collection=scope.collection, vector=vector, text=text, limit=limit)
+        res = await self._call(
+            "graph-embeddings",
+            GraphEmbeddingsRequest(user=scope.user, collection=scope.collection, vector=vector, text=text, limit=limit),
         )
         return [SeedEntity(id=m.entity.value, label=m.label, score=m.score, lexical=m.lexical) for m in res.entities]
 
@@ -44,7 +59,8 @@ class BusSources:
         query_vector: list[float] | None,
         edge_limit: int | None,
     ) -> NeighbourBatch:
-        res = await self._c["triples"].request(
+        res = await self._call(
+            "triples",
             NeighboursQuery(
                 user=scope.user,
                 collection=scope.collection,
@@ -52,21 +68,21 @@ class BusSources:
                 limit_per_entity=limit_per_entity,
                 query_vector=query_vector,
                 edge_limit=edge_limit,
-            )
+            ),
         )
         return NeighbourBatch(
             [Triple(s=t.s, p=t.p, o=t.o) for t in res.triples], [t.score for t in res.triples], res.rows_read
         )
 
     async def labels(self, scope: Scope, iris: Sequence[str]) -> LabelBatch:
-        res = await self._c["label-resolver"].request(
-            LabelRequest(user=scope.user, collection=scope.collection, iris=list(iris))
+        res = await self._call(
+            "label-resolver", LabelRequest(user=scope.user, collection=scope.collection, iris=list(iris))
         )
         return LabelBatch(res.labels, res.cache_hits, res.cache_misses, res.store_round_trips)
 
     async def complete(self, system: str, prompt: str, streaming: bool) -> AsyncIterator[CompletionChunk]:
         req = TextCompletionRequest(system=system, prompt=prompt, streaming=streaming)
-        async for res in self._c["text-completion"].stream(req):
+        async for res in self._clients["text-completion"].stream(req):
             if res.end_of_stream:
                 yield CompletionChunk(
                     res.response,
@@ -98,7 +114,8 @@ class GraphRagProcessor(FlowProcessor):
         ]
 
     async def on_flow_start(self, flow: FlowContext) -> None:
-        flow.state = GraphRag(BusSources(flow), flow_params(GraphRagSettings, flow.parameters), self.name)
+        settings = flow_params(GraphRagSettings, flow.parameters)
+        flow.state = GraphRag(BusSources(flow, settings.stage_timeout_s), settings, self.name)
 
     async def query(self, req: GraphRagRequest, flow: FlowContext) -> AsyncIterator[GraphRagResponse]:
         """Retrieve, then answer (streamed when `req.streaming`)."""

@@ -9,7 +9,7 @@ import logging
 from pydantic import BaseModel
 
 from processors.base.bus import Consumer
-from processors.base.metrics import CACHE
+from processors.base.metrics import CACHE, CACHE_HIT_RATIO
 from processors.base.processor import ClientSpec, FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
 from processors.label_resolver.cache import LabelCache
@@ -77,6 +77,7 @@ class LabelResolverProcessor(FlowProcessor):
         found, missing = cache.lookup(req.user, req.collection, req.iris)
         CACHE.labels("hit").inc(len(req.iris) - len(missing))
         CACHE.labels("miss").inc(len(missing))
+        CACHE_HIT_RATIO.labels(flow.id).set(cache.hit_ratio)
         trips = 0
         if missing:
             res = await flow.client("triples").request(
