@@ -12,7 +12,8 @@ output that does not conform to the request's schema).
 Structured output has two dialects, chosen by `json_mode`:
 
 - ``json_schema``: OpenAI's ``response_format={"type": "json_schema", ...}``
-  (OpenAI, vLLM, Ollama);
+  (OpenAI, vLLM, Ollama); an endpoint rejecting it is an ``llm-error`` at
+  once (resending the same body cannot help), naming ``llm-json-mode``;
 - ``json_object``: ``{"type": "json_object", "schema": ...}``, the form
   llama.cpp's server understands (it answers HTTP 500 to ``json_schema``);
 - ``auto`` (default): send ``json_schema``; if the endpoint rejects it
