@@ -11,7 +11,7 @@ import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from aiohttp import web
@@ -64,6 +64,7 @@ class Scripted:
     requests: list[dict[str, Any]] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
     base_url: str = ""
+    backends: ClassVar[list[OpenAIBackend]] = []
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """Answer one POST /v1/chat/completions from the script."""
@@ -94,6 +95,7 @@ class Scripted:
 async def endpoint() -> AsyncIterator[Any]:
     """Start a scripted endpoint: `await endpoint(Scripted(...))` returns it with `base_url` set."""
     runners: list[web.AppRunner] = []
+    Scripted.backends = []
 
     async def start(script: Scripted) -> Scripted:
         app = web.Application()
@@ -108,6 +110,8 @@ async def endpoint() -> AsyncIterator[Any]:
         return script
 
     yield start
+    for backend in Scripted.backends:
+        await backend.close()
     for runner in runners:
         await runner.cleanup()
 
@@ -115,7 +119,9 @@ async def endpoint() -> AsyncIterator[Any]:
 def backend_for(script: Scripted, **kw: Any) -> OpenAIBackend:
     """A backend with fast back-off aimed at `script`."""
     kw.setdefault("backoff_s", 0.01)
-    return OpenAIBackend("scripted-model", script.base_url, "test-key", **kw)
+    backend = OpenAIBackend("scripted-model", script.base_url, "test-key", **kw)
+    Scripted.backends.append(backend)  # closed by the `endpoint` fixture
+    return backend
 
 
 async def test_429_then_503_then_200_is_retried_and_succeeds(endpoint: Any) -> None:
@@ -201,6 +207,9 @@ async def test_slow_endpoint_is_a_timeout(endpoint: Any) -> None:
 
 async def test_unreachable_endpoint_is_unavailable_after_retries() -> None:
     backend = OpenAIBackend("m", f"http://127.0.0.1:{free_port()}/v1", backoff_s=0.01, max_retries=2)
-    with pytest.raises(LLMError) as info:
-        await backend.complete(QUESTION, CompletionOptions(timeout_s=10))
-    assert info.value.type == "llm-unavailable"
+    try:
+        with pytest.raises(LLMError) as info:
+            await backend.complete(QUESTION, CompletionOptions(timeout_s=10))
+        assert info.value.type == "llm-unavailable"
+    finally:
+        await backend.close()
