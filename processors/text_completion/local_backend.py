@@ -131,7 +131,7 @@ class LocalLlamaBackend:
         model_path: str | None = None,
         *,
         n_ctx: int = 2048,
-        n_threads: int = 2,
+        n_threads: int = 1,
         model_name: str | None = None,
     ) -> None:
         """Configure the backend; the model itself is loaded lazily on first use.
@@ -203,9 +203,7 @@ class LocalLlamaBackend:
             out_token=int(usage.get("completion_tokens", 0)),
         )
 
-    async def stream(
-        self, messages: list[ChatMessage], options: CompletionOptions
-    ) -> AsyncIterator[CompletionChunk]:
+    async def stream(self, messages: list[ChatMessage], options: CompletionOptions) -> AsyncIterator[CompletionChunk]:
         """Yield text pieces as tokens are generated, then a final chunk with usage.
 
         Generation runs on the worker thread and hands pieces to the event loop
