@@ -40,6 +40,7 @@ class GraphRagSettings(BaseModel):
     timeout_s: float = Field(default=60.0, gt=0)  # the whole query
     stage_timeout_s: float = Field(default=30.0, gt=0)  # each call to another service
     answer_facts: int = Field(default=10, ge=1)  # facts listed in a retrieval-only answer
+    llm_facts: int = Field(default=40, ge=1)  # most relevant facts in the model's prompt (prompt reading is slow)
 
 
 @dataclass
@@ -173,7 +174,8 @@ class GraphRag:
         if req.no_llm:
             yield f"{NO_MODEL_PREFIX}\n{self.facts_text(found.triples, limit)}", {"final": True}
             return
-        prompt = f"Facts:\n{self.facts_text(found.triples)}\n\nQuestion: {req.query}\nAnswer:"
+        facts = self.facts_text(found.triples, self.settings.llm_facts)
+        prompt = f"Facts:\n{facts}\n\nQuestion: {req.query}\nAnswer:"
         t = time.perf_counter()
         async for ch in self.sources.complete(SYSTEM_PROMPT, prompt, req.streaming):
             if ch.final:
