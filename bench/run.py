@@ -261,6 +261,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--datasets", default=None, help="comma list of pq3,pq2,1m,100k,10k")
     ap.add_argument("--backends", default="embedded,cassandra,neo4j")
     ap.add_argument("--pq-questions", type=int, default=None, help="PathQuestion questions per set (default all)")
+    ap.add_argument("--gen-questions", type=int, default=None, help="questions per generated graph")
+    ap.add_argument("--classic-sample", type=int, default=None, help="classic queries per graph")
+    ap.add_argument("--throughput-requests", type=int, default=None, help="requests per concurrency level")
     ap.add_argument("--out", type=Path, default=RESULTS)
     return ap.parse_args(argv)
 
@@ -276,6 +279,10 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
     else:
         cfg = Config(False, a.pq_questions, 200, 100, 30, 300)
         keys = (a.datasets or "pq3,pq2,1m,10k").split(",")
+    cfg.gen_questions = a.gen_questions or cfg.gen_questions
+    if a.classic_sample:
+        cfg.classic_pq = cfg.classic_gen = a.classic_sample
+    cfg.throughput_requests = a.throughput_requests or cfg.throughput_requests
     backends = a.backends.split(",")
     data = await prepare(keys, cfg)
     prepared_s = time.perf_counter() - began
