@@ -1,0 +1,68 @@
+"""Neo4j 5 community (CommunityEntryPoint in console mode), auth disabled."""
+
+from __future__ import annotations
+
+from .base import Server
+from .config import HEAP, HOST, common_jvm_args, env_int
+from .probes import bolt_return_1
+
+
+class Neo4j(Server):
+    name = "neo4j"
+    main_class = "org.neo4j.server.CommunityEntryPoint"
+
+    def ports(self) -> dict[str, int]:
+        return {
+            "bolt": env_int("KGFLOW_NEO4J_BOLT_PORT", 7687),
+            "http": env_int("KGFLOW_NEO4J_HTTP_PORT", 7474),
+            "routing": env_int("KGFLOW_NEO4J_ROUTING_PORT", 7688),
+        }
+
+    def write_config(self) -> None:
+        p = self.ports()
+        conf = self.run / "conf"
+        conf.mkdir()
+        (conf / "neo4j.conf").write_text(f"""\
+dbms.security.auth_enabled=false
+server.default_listen_address={HOST}
+server.default_advertised_address={HOST}
+server.bolt.listen_address={HOST}:{p["bolt"]}
+server.bolt.advertised_address={HOST}:{p["bolt"]}
+server.http.listen_address={HOST}:{p["http"]}
+server.http.advertised_address={HOST}:{p["http"]}
+server.https.enabled=false
+server.routing.listen_address={HOST}:{p["routing"]}
+server.memory.pagecache.size=256m
+server.memory.heap.max_size={HEAP}
+db.memory.transaction.total.max=512m
+db.tx_log.rotation.retention_policy=2 files
+dbms.usage_report.enabled=false
+server.logs.gc.enabled=false
+""")
+
+    def jvm_args(self) -> list[str]:
+        # From the defaults Neo4j 5.26's launcher puts in server.jvm.additional.
+        return [
+            "-Xms256m",
+            f"-Xmx{HEAP}",
+            *common_jvm_args(),
+            "-XX:+UnlockExperimentalVMOptions",
+            "-XX:+TrustFinalNonStaticFields",
+            "-XX:+DisableExplicitGC",
+            "-Djdk.nio.maxCachedBufferSize=1024",
+            "-Dlog4j2.disable.jmx=true",
+            "--add-opens=java.base/java.nio=ALL-UNNAMED",
+            "--add-opens=java.base/java.io=ALL-UNNAMED",
+            "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+        ]
+
+    def app_args(self) -> list[str]:
+        return [f"--home-dir={self.run}", f"--config-dir={self.run}/conf", "--console-mode"]
+
+    def probe(self) -> str | None:
+        bolt_return_1(self.ports()["bolt"])
+        return None
+
+    def endpoints(self) -> str:
+        p = self.ports()
+        return f"bolt://{HOST}:{p['bolt']} (http://{HOST}:{p['http']})"
