@@ -16,9 +16,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from processors.base.client import RequestResponseClient
 from processors.embeddings.model import Embedder
 from processors.stores.protocol import EntityIndex, TripleStore
-from schemas.terms import RDFS_LABEL, Term
+from schemas.terms import RDFS_LABEL, Term, Triple
+from schemas.triples import PatternQuery, TriplesResponse
 
 Edge = tuple[str, str, str]
 
@@ -152,3 +154,22 @@ async def classic_retrieve(
         elapsed_ms=(time.perf_counter() - began) * 1000,
         stage_ms={k: round(v, 3) for k, v in stage.items()},
     )
+
+
+class BusPatterns:
+    """`pattern()` as the original issues it: one request to the triples service per call.
+
+    Same store behind the triples processor; adds what a store call costs in the deployed
+    architecture (a request/response over the bus) — here the in-process bus, so still a
+    lower bound of a Pulsar round trip.
+    """
+
+    def __init__(self, client: RequestResponseClient[TriplesResponse]) -> None:
+        self.client = client
+
+    async def pattern(
+        self, user: str, collection: str, s: Term | None, p: Term | None, o: Term | None, limit: int
+    ) -> list[Triple]:
+        """One PatternQuery round trip."""
+        res = await self.client.request(PatternQuery(user=user, collection=collection, s=s, p=p, o=o, limit=limit))
+        return [Triple(s=t.s, p=t.p, o=t.o) for t in res.triples]

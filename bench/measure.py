@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.classic import ClassicLimits, classic_retrieve
+from bench.classic import BusPatterns, ClassicLimits, classic_retrieve
 from bench.graphs import USER
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
 from processors.embeddings.model import OnnxMiniLM
@@ -19,6 +19,7 @@ from processors.runtime import System
 from schemas.flows import GraphChanged
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
 from schemas.topics import GRAPH_CHANGED, topic
+from schemas.triples import TriplesResponse
 
 STAGES = ("embed", "seeds", "hop_1", "hop_2", "hop_3", "labels")
 
@@ -168,11 +169,19 @@ async def label_cache_workload(system: System, kg: KgflowClient, questions: Sequ
 
 
 async def classic_sample(
-    system: System, collection: str, questions: Sequence[str], max_path_length: int
+    system: System, collection: str, questions: Sequence[str], max_path_length: int, via_bus: bool = False
 ) -> dict[str, Any]:
-    """The classic baseline on `questions`, sequentially, against the system's own stores."""
+    """The classic baseline on `questions`, sequentially, against the system's own stores
+    (directly, or with every store call a request to the triples service over the bus)."""
     stores = system.stores
     limits = ClassicLimits(max_path_length=max_path_length)
+    client = None
+    store: Any = stores.triples
+    if via_bus:
+        client = RequestResponseClient(
+            system.bus, topic("triples", "default"), topic("triples", "default", "response"), TriplesResponse, 600
+        )
+        store = BusPatterns(client)
     ms: list[float] = []
     ex_embed: list[float] = []
     calls: list[int] = []
@@ -180,7 +189,7 @@ async def classic_sample(
     lab: list[int] = []
     stage: dict[str, list[float]] = {}
     for q in questions:
-        res = await classic_retrieve(stores.triples, stores.entities, OnnxMiniLM.shared(), USER, collection, q, limits)
+        res = await classic_retrieve(store, stores.entities, OnnxMiniLM.shared(), USER, collection, q, limits)
         ms.append(res.elapsed_ms)
         ex_embed.append(res.elapsed_ms - res.stage_ms["embed"])
         calls.append(res.store_calls)
@@ -188,6 +197,8 @@ async def classic_sample(
         lab.append(res.label_calls)
         for k, v in res.stage_ms.items():
             stage.setdefault(k, []).append(v)
+    if client is not None:
+        await client.stop()
     return {
         "queries": len(questions),
         "classic_p50_ms": round(percentile(ms, 50), 2),
