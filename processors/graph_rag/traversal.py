@@ -68,7 +68,10 @@ async def batched_traversal(
         started = time.perf_counter()
         room = limits.max_subgraph_size - len(out.triples)
         # Edges back to the previous level come again; ask for enough to still fill edge_limit.
-        want = min(limits.edge_limit, room) + len(frontier) if relevance else None
+        # Keep room for the levels still to come, or a large edge-limit spends it all on level 1.
+        levels_left = limits.max_path_length - level + 1
+        budget = min(limits.edge_limit, max(1, room // levels_left)) if relevance else room
+        want = budget + len(frontier) if relevance else None
         batch = await sources.neighbours(
             scope,
             frontier,
@@ -80,7 +83,6 @@ async def batched_traversal(
         out.rows_read += batch.rows_read
         near = set(frontier)
         added = 0
-        budget = min(limits.edge_limit, room) if relevance else room
         next_frontier: dict[str, None] = {}
         for t, score in zip(batch.triples, batch.scores, strict=True):
             key = (t.s.value, t.p.value, t.o.value, t.o.is_iri)

@@ -4,6 +4,7 @@ triples, with an in-memory numpy matrix per collection for exact cosine search."
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -64,11 +65,18 @@ class LocalEntityIndex:
         fts = [(label, user, collection, iri) for iri, label, _ in items if kind == "entity"]
 
         def write(conn: sqlite3.Connection) -> None:
-            conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?,?,?,?)", rows)
+            # Only IRIs indexed before can have a stale FTS row (the delete scans: FTS columns
+            # other than the label are not indexed), so a fresh load deletes nothing.
+            known = conn.execute(
+                "SELECT iri FROM vectors WHERE user = ? AND collection = ? AND kind = 'entity'"
+                " AND iri IN (SELECT value FROM json_each(?))",
+                (user, collection, json.dumps([i for *_, i in fts])),
+            ).fetchall()
             conn.executemany(
                 "DELETE FROM label_fts WHERE user = ? AND collection = ? AND iri = ?",
-                [(u, c, i) for _, u, c, i in fts],
+                [(user, collection, i) for (i,) in known],
             )
+            conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?,?,?,?)", rows)
             conn.executemany("INSERT INTO label_fts(label, user, collection, iri) VALUES (?,?,?,?)", fts)
             conn.execute(
                 "INSERT INTO scope_version VALUES (?, ?, 1) ON CONFLICT(user, collection)"

@@ -80,7 +80,9 @@ class SqliteTripleStore:
         if o is not None:
             where.append("o = ? AND o_lit = ? AND o_dt = ? AND o_lang = ?")
             args.extend(_obj_cols(o))
-        sql = f"SELECT {_COLS} FROM triples WHERE {' AND '.join(where)} LIMIT ?"
+        # Name the index: without statistics SQLite scans the (user, collection) prefix of spo.
+        index = "spo" if s is not None else "osp" if o is not None else "pos" if p is not None else "spo"
+        sql = f"SELECT {_COLS} FROM triples INDEXED BY {index} WHERE {' AND '.join(where)} LIMIT ?"
         rows = await self.db.read(lambda c: c.execute(sql, (*args, limit)).fetchall())
         return [_row_triple(r) for r in rows]
 
@@ -99,13 +101,13 @@ class SqliteTripleStore:
         if direction in ("both", "out"):
             parts.append(
                 f"SELECT {_COLS}, f.value FROM json_each(?1) f JOIN triples t ON t.rowid IN ("
-                " SELECT rowid FROM triples WHERE user = ?2 AND collection = ?3 AND s = f.value"
+                " SELECT rowid FROM triples INDEXED BY spo WHERE user = ?2 AND collection = ?3 AND s = f.value"
                 " AND p != ?5 LIMIT ?4)"
             )
         if direction in ("both", "in"):
             parts.append(
                 f"SELECT {_COLS}, f.value FROM json_each(?1) f JOIN triples t ON t.rowid IN ("
-                " SELECT rowid FROM triples WHERE user = ?2 AND collection = ?3 AND o = f.value"
+                " SELECT rowid FROM triples INDEXED BY osp WHERE user = ?2 AND collection = ?3 AND o = f.value"
                 " AND o_lit = 0 AND p != ?5 LIMIT ?4)"
             )
         sql = " UNION ALL ".join(parts)
@@ -117,10 +119,10 @@ class SqliteTripleStore:
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
         sql = (
-            "SELECT l.iri, l.label FROM json_each(?) f JOIN labels l"
-            " ON l.user = ? AND l.collection = ? AND l.iri = f.value"
+            "SELECT iri, label FROM labels WHERE user = ? AND collection = ?"
+            " AND iri IN (SELECT value FROM json_each(?))"
         )
-        args = (json.dumps(list(iris)), user, collection)
+        args = (user, collection, json.dumps(list(iris)))
         rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
         return {str(i): str(label) for i, label in rows}
 
