@@ -62,8 +62,9 @@ class SqliteTripleStore:
         def write(conn: sqlite3.Connection) -> int:
             before = conn.total_changes
             conn.executemany(f"INSERT OR IGNORE INTO triples(user, collection, {_COLS}) VALUES (?,?,?,?,?,?,?,?)", rows)
+            stored = conn.total_changes - before  # new triples only, not the label rows below
             conn.executemany("INSERT OR REPLACE INTO labels VALUES (?,?,?,?)", labels)
-            return conn.total_changes - before
+            return stored
 
         return await self.db.write(write)
 
