@@ -114,7 +114,7 @@ class CassandraTripleStore:
         rows = [(r, call[1][2]) for call, page in zip(calls, pages, strict=True) for r in page]
         index = self.entity_index
         vectors = (lambda iris: index.vectors(user, collection, iris)) if index is not None else None
-        found = ((_triple(r), entity) for r, entity in rows)
+        found = (((r.s, r.p, r.o, bool(r.o_lit), r.o_dt or "", r.o_lang or ""), entity) for r, entity in rows)
         return await rank_neighbours(found, len(rows), query_vector, edge_limit, vectors)
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:

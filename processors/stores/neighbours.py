@@ -7,38 +7,47 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 
 from processors.stores.edge_scoring import best, edge_scores
 from processors.stores.protocol import NeighbourResult
-from schemas.terms import Triple
+from schemas.terms import Term, Triple
 
 VectorLookup = Callable[[list[str]], Awaitable[Mapping[str, Sequence[float]]]]
+# An edge as a store row: (s, p, o, o is a literal, o datatype or "", o language or "").
+RawEdge = tuple[str, str, str, bool, str, str]
+
+
+def edge_triple(e: RawEdge) -> Triple:
+    """The wire triple of a raw edge (built only for edges that are kept: hubs yield thousands)."""
+    s, p, o, lit, dt, lang = e
+    obj = Term.literal(o, dt or None, lang or None) if lit else Term.iri(o)
+    return Triple(s=Term.iri(s), p=Term.iri(p), o=obj)
 
 
 async def rank_neighbours(
-    found: Iterable[tuple[Triple, str]],
+    found: Iterable[tuple[RawEdge, str]],
     rows_read: int,
     query_vector: Sequence[float] | None,
     edge_limit: int | None,
     vectors: VectorLookup | None,
 ) -> NeighbourResult:
-    """`found` holds (edge, frontier entity it was found from) in store order (out-edges first).
+    """`found` holds (raw edge, frontier entity it was found from) in store order (out-edges first).
 
     The first finder of an edge wins. With a query vector and a vector lookup, edges are
     scored on their relation and far-end labels and the best `edge_limit` kept, with a fair
     share per frontier entity; otherwise all edges come back unscored.
     """
-    seen: set[Triple] = set()
-    triples: list[Triple] = []
+    seen: set[RawEdge] = set()
+    edges: list[RawEdge] = []
     far: list[str] = []
     via: list[str] = []
-    for t, entity in found:
-        if t in seen:
+    for e, entity in found:
+        if e in seen:
             continue
-        seen.add(t)
-        triples.append(t)
-        far.append(t.o.value if t.s.value == entity else t.s.value)
+        seen.add(e)
+        edges.append(e)
+        far.append(e[2] if e[0] == entity else e[0])
         via.append(entity)
     if query_vector is None or vectors is None:
-        return NeighbourResult(triples, [None] * len(triples), rows_read)
-    vecs = await vectors(list({t.p.value for t in triples} | set(far)))
-    scores = edge_scores(query_vector, [(t.p.value, f) for t, f in zip(triples, far, strict=True)], vecs)
-    keep = best(scores, edge_limit or len(triples), via)
-    return NeighbourResult([triples[i] for i in keep], [scores[i] for i in keep], rows_read)
+        return NeighbourResult([edge_triple(e) for e in edges], [None] * len(edges), rows_read)
+    vecs = await vectors(list({e[1] for e in edges} | set(far)))
+    scores = edge_scores(query_vector, [(e[1], f) for e, f in zip(edges, far, strict=True)], vecs)
+    keep = best(scores, edge_limit or len(edges), via)
+    return NeighbourResult([edge_triple(edges[i]) for i in keep], [scores[i] for i in keep], rows_read)

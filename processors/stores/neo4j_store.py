@@ -206,7 +206,9 @@ class Neo4jTripleStore:
         rows.sort(key=lambda r: (r["dir"], r["i"]))  # out-edges first, in frontier order (as SQLite)
         index = self.entity_index
         vectors = (lambda iris: index.vectors(user, collection, iris)) if index is not None else None
-        found = ((_triple(r), frontier[r["i"]]) for r in rows)
+        found = (
+            ((r["s"], r["p"], r["o"], bool(r["lit"]), r["dt"] or "", r["lang"] or ""), frontier[r["i"]]) for r in rows
+        )
         return await rank_neighbours(found, len(rows), query_vector, edge_limit, vectors)
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:

@@ -115,7 +115,7 @@ class SqliteTripleStore:
         args = (json.dumps(list(entities)), user, collection, limit_per_entity, RDFS_LABEL)
         rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
         vectors = self._vectors(user, collection)
-        found = ((_row_triple(r[:6]), str(r[6])) for r in rows)
+        found = (((r[0], r[1], r[2], bool(r[3]), r[4], r[5]), r[6]) for r in rows)
         return await rank_neighbours(found, len(rows), query_vector, edge_limit, vectors)
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
