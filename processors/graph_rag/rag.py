@@ -35,7 +35,7 @@ class GraphRagSettings(BaseModel):
     max_path_length: int = Field(default=2, ge=1)
     edge_limit: int = Field(default=25, ge=1)
     traversal: Literal["relevance", "bfs"] = "relevance"
-    candidates_per_entity: int = Field(default=60, ge=1)  # rows read per frontier entity, at most
+    candidates_per_entity: int = Field(default=200, ge=1)  # rows read per frontier entity, at most
     max_frontier: int = Field(default=500, ge=1)  # entities per neighbour round trip, at most
     timeout_s: float = Field(default=60.0, gt=0)  # the whole query
     stage_timeout_s: float = Field(default=30.0, gt=0)  # each call to another service
