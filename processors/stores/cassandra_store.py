@@ -12,7 +12,7 @@ from typing import Any, Literal
 import numpy as np
 
 from processors.stores.cassandra_schema import VECTOR_WRITE_CONCURRENCY, VECTOR_WRITE_RETRIES, CassandraConnection
-from processors.stores.neighbours import rank_neighbours
+from processors.stores.neighbours import RawEdge, edge_triple, rank_neighbours
 from processors.stores.protocol import Direction, EntityHit, EntityIndex, NeighbourResult
 from processors.stores.text_match import content_tokens, label_match_score
 from schemas.terms import RDFS_LABEL, Term, Triple
@@ -27,9 +27,8 @@ def _obj(t: Term) -> _ObjKey:
     return (t.value, not t.is_iri, t.datatype or "", t.language or "")
 
 
-def _triple(r: Any) -> Triple:
-    obj = Term.literal(r.o, r.o_dt or None, r.o_lang or None) if r.o_lit else Term.iri(r.o)
-    return Triple(s=Term.iri(r.s), p=Term.iri(r.p), o=obj)
+def _raw(r: Any) -> RawEdge:
+    return (r.s, r.p, r.o, bool(r.o_lit), r.o_dt or "", r.o_lang or "")
 
 
 def _chunks(items: Sequence[str]) -> list[list[str]]:
@@ -89,7 +88,7 @@ class CassandraTripleStore:
             preds = await self.conn.run("predicates", uc, page_all=True)
             pages = await self.conn.run_many([("pred_p", (*uc, r.p, limit)) for r in preds])
             rows = [r for page in pages for r in page]
-        return [_triple(r) for r in rows[:limit]]
+        return [edge_triple(_raw(r)) for r in rows[:limit]]
 
     async def neighbours(
         self,
@@ -112,10 +111,8 @@ class CassandraTripleStore:
             calls += [("in_edges", (user, collection, e, False, "", "", limit_per_entity)) for e in frontier]
         pages = await self.conn.run_many(calls)
         rows = [(r, call[1][2]) for call, page in zip(calls, pages, strict=True) for r in page]
-        index = self.entity_index
-        vectors = (lambda iris: index.vectors(user, collection, iris)) if index is not None else None
-        found = (((r.s, r.p, r.o, bool(r.o_lit), r.o_dt or "", r.o_lang or ""), entity) for r, entity in rows)
-        return await rank_neighbours(found, len(rows), query_vector, edge_limit, vectors)
+        found = ((_raw(r), entity) for r, entity in rows)
+        return await rank_neighbours(found, len(rows), query_vector, edge_limit, self.entity_index, user, collection)
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
         """Labels of many IRIs: one single-partition query each, concurrently."""

@@ -3,13 +3,12 @@ the best. One implementation, so the backends cannot drift apart."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 from processors.stores.edge_scoring import best, edge_scores
-from processors.stores.protocol import NeighbourResult
+from processors.stores.protocol import EntityIndex, NeighbourResult
 from schemas.terms import Term, Triple
 
-VectorLookup = Callable[[list[str]], Awaitable[Mapping[str, Sequence[float]]]]
 # An edge as a store row: (s, p, o, o is a literal, o datatype or "", o language or "").
 RawEdge = tuple[str, str, str, bool, str, str]
 
@@ -26,12 +25,14 @@ async def rank_neighbours(
     rows_read: int,
     query_vector: Sequence[float] | None,
     edge_limit: int | None,
-    vectors: VectorLookup | None,
+    index: EntityIndex | None,
+    user: str,
+    collection: str,
 ) -> NeighbourResult:
     """`found` holds (raw edge, frontier entity it was found from) in store order (out-edges first).
 
-    The first finder of an edge wins. With a query vector and a vector lookup, edges are
-    scored on their relation and far-end labels and the best `edge_limit` kept, with a fair
+    The first finder of an edge wins. With a query vector and an entity index, edges are
+    scored on their relation and far-end label vectors (from `index`) and the best `edge_limit` kept, with a fair
     share per frontier entity; otherwise all edges come back unscored.
     """
     seen: set[RawEdge] = set()
@@ -45,9 +46,9 @@ async def rank_neighbours(
         edges.append(e)
         far.append(e[2] if e[0] == entity else e[0])
         via.append(entity)
-    if query_vector is None or vectors is None:
+    if query_vector is None or index is None:
         return NeighbourResult([edge_triple(e) for e in edges], [None] * len(edges), rows_read)
-    vecs = await vectors(list({e[1] for e in edges} | set(far)))
+    vecs = await index.vectors(user, collection, list({e[1] for e in edges} | set(far)))
     scores = edge_scores(query_vector, [(e[1], f) for e, f in zip(edges, far, strict=True)], vecs)
     keep = best(scores, edge_limit or len(edges), via)
     return NeighbourResult([edge_triple(edges[i]) for i in keep], [scores[i] for i in keep], rows_read)

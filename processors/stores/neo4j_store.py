@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from processors.stores.neighbours import rank_neighbours
+from processors.stores.neighbours import RawEdge, edge_triple, rank_neighbours
 from processors.stores.neo4j_schema import (
     Neo4jConnection,
     entity_key,
@@ -119,9 +119,8 @@ DELETE_INDEX = (
 )
 
 
-def _triple(r: dict[str, Any]) -> Triple:
-    obj = Term.literal(r["o"], r["dt"] or None, r["lang"] or None) if r["lit"] else Term.iri(r["o"])
-    return Triple(s=Term.iri(r["s"]), p=Term.iri(r["p"]), o=obj)
+def _raw(r: dict[str, Any]) -> RawEdge:
+    return (r["s"], r["p"], r["o"], bool(r["lit"]), r["dt"] or "", r["lang"] or "")
 
 
 def _f32(v: Sequence[float]) -> list[float]:
@@ -179,7 +178,7 @@ class Neo4jTripleStore:
         if ok is not None:
             cypher += " AND o.key = $ok"
             params["ok"] = ok
-        return [_triple(r) for r in await self.conn.read(cypher + PATTERN_RETURN, params)]
+        return [edge_triple(_raw(r)) for r in await self.conn.read(cypher + PATTERN_RETURN, params)]
 
     async def neighbours(
         self,
@@ -204,12 +203,8 @@ class Neo4jTripleStore:
         }
         rows = await self.conn.read(NEIGHBOURS[direction], params)
         rows.sort(key=lambda r: (r["dir"], r["i"]))  # out-edges first, in frontier order (as SQLite)
-        index = self.entity_index
-        vectors = (lambda iris: index.vectors(user, collection, iris)) if index is not None else None
-        found = (
-            ((r["s"], r["p"], r["o"], bool(r["lit"]), r["dt"] or "", r["lang"] or ""), frontier[r["i"]]) for r in rows
-        )
-        return await rank_neighbours(found, len(rows), query_vector, edge_limit, vectors)
+        found = ((_raw(r), frontier[r["i"]]) for r in rows)
+        return await rank_neighbours(found, len(rows), query_vector, edge_limit, self.entity_index, user, collection)
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
         """Labels of many IRIs in one UNWIND query."""

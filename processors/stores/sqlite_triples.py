@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from processors.stores.neighbours import VectorLookup, rank_neighbours
+from processors.stores.neighbours import RawEdge, edge_triple, rank_neighbours
 from processors.stores.protocol import Direction, EntityIndex, NeighbourResult
 from processors.stores.sqlite_pool import SqlitePool
 from schemas.terms import RDFS_LABEL, Term, Triple
@@ -30,10 +30,8 @@ CREATE TABLE IF NOT EXISTS labels (
 _COLS = "s, p, o, o_lit, o_dt, o_lang"
 
 
-def _row_triple(r: Sequence[str | int]) -> Triple:
-    s, p, o, lit, dt, lang = r
-    obj = Term.literal(str(o), str(dt) or None, str(lang) or None) if lit else Term.iri(str(o))
-    return Triple(s=Term.iri(str(s)), p=Term.iri(str(p)), o=obj)
+def _raw(r: Sequence[str | int]) -> RawEdge:
+    return (str(r[0]), str(r[1]), str(r[2]), bool(r[3]), str(r[4]), str(r[5]))
 
 
 def _obj_cols(t: Term) -> tuple[str, int, str, str]:
@@ -46,12 +44,6 @@ class SqliteTripleStore:
     def __init__(self, path: Path, entity_index: EntityIndex | None = None) -> None:
         self.db = SqlitePool(path, SCHEMA)
         self.entity_index = entity_index
-
-    def _vectors(self, user: str, collection: str) -> VectorLookup | None:
-        index = self.entity_index
-        if index is None:
-            return None
-        return lambda iris: index.vectors(user, collection, iris)
 
     async def add_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> int:
         rows = [(user, collection, t.s.value, t.p.value, *_obj_cols(t.o)) for t in triples]
@@ -85,7 +77,7 @@ class SqliteTripleStore:
         index = "spo" if s is not None else "osp" if o is not None else "pos" if p is not None else "spo"
         sql = f"SELECT {_COLS} FROM triples INDEXED BY {index} WHERE {' AND '.join(where)} LIMIT ?"
         rows = await self.db.read(lambda c: c.execute(sql, (*args, limit)).fetchall())
-        return [_row_triple(r) for r in rows]
+        return [edge_triple(_raw(r)) for r in rows]
 
     async def neighbours(
         self,
@@ -114,9 +106,8 @@ class SqliteTripleStore:
         sql = " UNION ALL ".join(parts)
         args = (json.dumps(list(entities)), user, collection, limit_per_entity, RDFS_LABEL)
         rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
-        vectors = self._vectors(user, collection)
-        found = (((r[0], r[1], r[2], bool(r[3]), r[4], r[5]), r[6]) for r in rows)
-        return await rank_neighbours(found, len(rows), query_vector, edge_limit, vectors)
+        found = ((_raw(r), str(r[6])) for r in rows)
+        return await rank_neighbours(found, len(rows), query_vector, edge_limit, self.entity_index, user, collection)
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
         sql = (
