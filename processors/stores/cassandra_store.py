@@ -12,6 +12,7 @@ from typing import Any, Literal
 import numpy as np
 
 from processors.stores.cassandra_schema import VECTOR_WRITE_CONCURRENCY, VECTOR_WRITE_RETRIES, CassandraConnection
+from processors.stores.edge_scoring import cosines
 from processors.stores.neighbours import RawEdge, edge_triple, rank_neighbours
 from processors.stores.protocol import Direction, EntityHit, EntityIndex, NeighbourResult
 from processors.stores.text_match import content_tokens, label_match_score
@@ -208,6 +209,12 @@ class CassandraEntityIndex:
         calls = [("vec_get", (user, collection, kinds, c)) for c in _chunks(list(dict.fromkeys(iris)))]
         pages = await self.conn.run_many(calls)
         return {r.iri: list(r.vec) for page in pages for r in page}
+
+    async def similarities(
+        self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
+    ) -> dict[str, float]:
+        """Cosines from the stored vectors (fetched in one query)."""
+        return cosines(vector, iris, await self.vectors(user, collection, iris))
 
     async def delete_collection(self, user: str, collection: str) -> None:
         """Delete the collection's token partitions (from its labels) and both vector partitions."""

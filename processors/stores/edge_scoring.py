@@ -9,27 +9,33 @@ import numpy as np
 PREDICATE_WEIGHT = 0.9  # the relation carries most of a multi-hop question's meaning
 
 
+def cosines(query: Sequence[float], iris: Sequence[str], vectors: Mapping[str, Sequence[float]]) -> dict[str, float]:
+    """Cosine of `query` to the vector of each IRI that has one (one matrix product)."""
+    known = [i for i in dict.fromkeys(iris) if i in vectors]
+    if not known:
+        return {}
+    q = np.asarray(query, dtype=np.float32)
+    m = np.asarray([vectors[i] for i in known], dtype=np.float32)
+    norms = np.linalg.norm(m, axis=1)
+    sims = (m @ q) / (np.where(norms == 0, 1.0, norms) * (float(np.linalg.norm(q)) or 1.0))
+    return dict(zip(known, sims.tolist(), strict=True))
+
+
+def combine(edges: Sequence[tuple[str, str | None]], sims: Mapping[str, float]) -> list[float]:
+    """Score each (predicate, far end) pair from the question's cosine to both labels; a
+    missing similarity (no vector, or a literal far end given as None) contributes 0."""
+    w, get = PREDICATE_WEIGHT, sims.get
+    return [w * get(p, 0.0) + (1 - w) * (get(far, 0.0) if far is not None else 0.0) for p, far in edges]
+
+
 def edge_scores(
     query: Sequence[float],
-    edges: Sequence[tuple[str, str]],
+    edges: Sequence[tuple[str, str | None]],
     vectors: Mapping[str, Sequence[float]],
 ) -> list[float]:
-    """Score each (predicate, far end) pair: weighted cosine of the question to both labels.
-
-    Vectors are unit length (the embedder normalizes), so a dot product is the cosine;
-    a missing vector (e.g. a literal) contributes 0.
-    """
-    q = np.asarray(query, dtype=np.float32)
-    q = q / (np.linalg.norm(q) or 1.0)
-    cache: dict[str, float] = {}
-
-    def sim(key: str) -> float:
-        if key not in cache:
-            v = vectors.get(key)
-            cache[key] = float(np.dot(q, np.asarray(v, dtype=np.float32))) if v is not None else 0.0
-        return cache[key]
-
-    return [PREDICATE_WEIGHT * sim(p) + (1 - PREDICATE_WEIGHT) * sim(far) for p, far in edges]
+    """Score each (predicate, far end) pair: weighted cosine of the question to both labels."""
+    keys = [p for p, _ in edges] + [f for _, f in edges if f is not None]
+    return combine(edges, cosines(query, keys, vectors))
 
 
 def best(scores: Sequence[float], limit: int, groups: Sequence[str] | None = None) -> list[int]:
@@ -39,18 +45,21 @@ def best(scores: Sequence[float], limit: int, groups: Sequence[str] | None = Non
     a fair share of the budget before the rest goes to the best leftovers, so one hub's
     thousands of similar edges cannot crowd out the other entities' edges.
     """
-    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+    s = np.asarray(scores, dtype=np.float64)
+    order = np.argsort(-s, kind="stable")
     if groups is None or limit >= len(order):
-        return order[:limit]
-    share = max(2, -(-limit // max(1, len(set(groups)))))
-    taken: dict[str, int] = {}
-    first: list[int] = []
-    rest: list[int] = []
-    for i in order:
-        g = groups[i]
-        if taken.get(g, 0) < share and len(first) < limit:
-            taken[g] = taken.get(g, 0) + 1
-            first.append(i)
-        else:
-            rest.append(i)
-    return first + rest[: limit - len(first)]  # fair shares first, so a caller's truncation keeps them
+        return order[:limit].tolist()
+    ids: dict[str, int] = {}
+    g = np.fromiter((ids.setdefault(x, len(ids)) for x in groups), dtype=np.int64, count=len(groups))[order]
+    share = max(2, -(-limit // max(1, len(ids))))
+    # rank of each edge within its group, in score order
+    by_group = np.argsort(g, kind="stable")
+    sorted_g = g[by_group]
+    starts = np.flatnonzero(np.r_[True, sorted_g[1:] != sorted_g[:-1]])
+    run = np.arange(len(g)) - np.repeat(starts, np.diff(np.r_[starts, len(g)]))
+    rank = np.empty(len(g), dtype=np.int64)
+    rank[by_group] = run
+    fair = rank < share
+    first = order[fair][:limit]
+    rest = order[~fair][: limit - len(first)]
+    return np.concatenate([first, rest]).tolist()  # fair shares first, so a caller's truncation keeps them

@@ -1,5 +1,5 @@
-"""Embedded entity index: label vectors and FTS5 label search in a SQLite file beside the
-triples, with an in-memory numpy matrix per collection for exact cosine search."""
+"""Embedded entity index: label vectors in a SQLite file beside the triples, an exact-name index
+for labels the question names, and an in-memory numpy matrix per collection for cosine search."""
 
 from __future__ import annotations
 
@@ -15,40 +15,58 @@ import numpy as np
 
 from processors.stores.protocol import EntityHit
 from processors.stores.sqlite_pool import SqlitePool
-from processors.stores.text_match import fts_query, label_match_score
+from processors.stores.text_match import label_phrases, normalize
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors (
     user TEXT NOT NULL, collection TEXT NOT NULL, iri TEXT NOT NULL,
     kind TEXT NOT NULL, label TEXT NOT NULL, vec BLOB NOT NULL,
+    name TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (user, collection, iri)
 ) WITHOUT ROWID;
-CREATE VIRTUAL TABLE IF NOT EXISTS label_fts USING fts5(
-    label, user UNINDEXED, collection UNINDEXED, iri UNINDEXED, tokenize = 'unicode61'
-);
+CREATE INDEX IF NOT EXISTS vectors_name ON vectors(user, collection, name);
 CREATE TABLE IF NOT EXISTS scope_version (
     user TEXT NOT NULL, collection TEXT NOT NULL, version INTEGER NOT NULL,
     PRIMARY KEY (user, collection)
 ) WITHOUT ROWID;
 """
 
-LEXICAL_CANDIDATES = 200
+# Cosine search over more rows than this runs in a worker thread (numpy releases the GIL).
+INLINE_SEARCH_ROWS = 20_000
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Bring an index written by an earlier version (FTS5 label table, no name column) up to date."""
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(vectors)")]
+    if cols and "name" not in cols:
+        conn.execute("ALTER TABLE vectors ADD COLUMN name TEXT NOT NULL DEFAULT ''")
+        rows = conn.execute("SELECT user, collection, iri, label FROM vectors WHERE kind = 'entity'").fetchall()
+        conn.executemany(
+            "UPDATE vectors SET name = ? WHERE user = ? AND collection = ? AND iri = ?",
+            [(normalize(label), u, c, i) for u, c, i, label in rows],
+        )
+    conn.execute("DROP TABLE IF EXISTS label_fts")
 
 
 @dataclass
 class _Matrix:
     version: int
-    iris: list[str]
+    iris: list[str]  # entities first, then predicates
     labels: list[str]
-    matrix: np.ndarray  # entities only, unit rows
-    row: dict[str, np.ndarray]  # every iri (entities and predicates) → vector
+    entities: int  # rows [0, entities) are entities
+    vecs: np.ndarray  # unit rows
+    pos: dict[str, int]  # iri → row
+
+    @property
+    def entity_matrix(self) -> np.ndarray:
+        return self.vecs[: self.entities]
 
 
 class LocalEntityIndex:
     """EntityIndex on SQLite + numpy: exact cosine, fine up to a few hundred thousand entities."""
 
     def __init__(self, path: Path) -> None:
-        self.db = SqlitePool(path, SCHEMA)
+        self.db = SqlitePool(path, SCHEMA, migrate=_migrate)
         self._cache: dict[tuple[str, str], _Matrix] = {}
         self._reload = asyncio.Lock()
 
@@ -60,24 +78,13 @@ class LocalEntityIndex:
         kind: Literal["entity", "predicate"] = "entity",
     ) -> None:
         rows = [
-            (user, collection, iri, kind, label, np.asarray(v, dtype=np.float32).tobytes()) for iri, label, v in items
-        ]
-        fts = [(label, user, collection, iri) for iri, label, _ in items if kind == "entity"]
+            (user, collection, iri, kind, label, np.asarray(v, dtype=np.float32).tobytes(),
+             normalize(label) if kind == "entity" else "")
+            for iri, label, v in items
+        ]  # fmt: skip
 
         def write(conn: sqlite3.Connection) -> None:
-            # Only IRIs indexed before can have a stale FTS row (the delete scans: FTS columns
-            # other than the label are not indexed), so a fresh load deletes nothing.
-            known = conn.execute(
-                "SELECT iri FROM vectors WHERE user = ? AND collection = ? AND kind = 'entity'"
-                " AND iri IN (SELECT value FROM json_each(?))",
-                (user, collection, json.dumps([i for *_, i in fts])),
-            ).fetchall()
-            conn.executemany(
-                "DELETE FROM label_fts WHERE user = ? AND collection = ? AND iri = ?",
-                [(user, collection, i) for (i,) in known],
-            )
-            conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?,?,?,?)", rows)
-            conn.executemany("INSERT INTO label_fts(label, user, collection, iri) VALUES (?,?,?,?)", fts)
+            conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?,?,?,?,?)", rows)
             conn.execute(
                 "INSERT INTO scope_version VALUES (?, ?, 1) ON CONFLICT(user, collection)"
                 " DO UPDATE SET version = version + 1",
@@ -86,14 +93,9 @@ class LocalEntityIndex:
 
         await self.db.write(write)
 
-    async def _matrix(self, user: str, collection: str) -> _Matrix | None:
-        def version(conn: sqlite3.Connection) -> int:
-            r = conn.execute(
-                "SELECT version FROM scope_version WHERE user = ? AND collection = ?", (user, collection)
-            ).fetchone()
-            return int(r[0]) if r else 0
-
-        v = await self.db.read(version)
+    async def _matrix(self, user: str, collection: str, version: int | None = None) -> _Matrix | None:
+        """The collection's vectors, reloaded when another writer bumped its version."""
+        v = version if version is not None else await self.db.read(lambda c: _version(c, user, collection))
         if v == 0:
             return None
         key = (user, collection)
@@ -106,29 +108,33 @@ class LocalEntityIndex:
     async def search(
         self, user: str, collection: str, vector: Sequence[float] | None, text: str | None, limit: int
     ) -> list[EntityHit]:
-        m = await self._matrix(user, collection)
+        phrases = label_phrases(text) if text else []
+
+        def named(conn: sqlite3.Connection) -> tuple[int, list[tuple[str, str]]]:
+            rows = []
+            if phrases:
+                rows = conn.execute(
+                    "SELECT iri, label FROM vectors INDEXED BY vectors_name WHERE user = ? AND collection = ?"
+                    " AND name IN (SELECT value FROM json_each(?)) AND kind = 'entity'",
+                    (user, collection, json.dumps(phrases)),
+                ).fetchall()
+            return _version(conn, user, collection), rows
+
+        version, rows = await self.db.read(named)  # one round trip: the version and the named entities
+        m = await self._matrix(user, collection, version)
         if m is None:
             return []
-        hits: dict[str, EntityHit] = {}
-        if text and (q := fts_query(text)):
-            sql = (
-                "SELECT iri, label FROM label_fts WHERE label_fts MATCH ? AND user = ? AND collection = ?"
-                " ORDER BY rank LIMIT ?"
-            )
-            rows = await self.db.read(lambda c: c.execute(sql, (q, user, collection, LEXICAL_CANDIDATES)).fetchall())
-            for iri, label in rows:
-                score = label_match_score(label, text)
-                if score >= 1.0:
-                    hits[iri] = EntityHit(iri, label, score, lexical=True)
-        if vector is not None and len(m.iris):
+        hits = {iri: EntityHit(iri, label, 1.0, lexical=True) for iri, label in rows}
+        if vector is not None and m.entities:
             q = np.asarray(vector, dtype=np.float32)
-            sims = m.matrix @ (q / (np.linalg.norm(q) or 1.0))
-            k = min(limit, len(sims))
-            top = np.argpartition(-sims, k - 1)[:k]
-            for i in top[np.argsort(-sims[top])]:
-                iri = m.iris[i]
-                if iri not in hits:
-                    hits[iri] = EntityHit(iri, m.labels[i], float(sims[i]))
+            q = q / (np.linalg.norm(q) or 1.0)
+            if m.entities > INLINE_SEARCH_ROWS:
+                top, sims = await asyncio.to_thread(_nearest, m.entity_matrix, q, limit)
+            else:
+                top, sims = _nearest(m.entity_matrix, q, limit)
+            for i, s in zip(top, sims, strict=True):
+                if m.iris[i] not in hits:
+                    hits[m.iris[i]] = EntityHit(m.iris[i], m.labels[i], s)
         ranked = sorted(hits.values(), key=lambda h: (not h.lexical, -len(h.label) if h.lexical else 0, -h.score))
         return ranked[:limit]
 
@@ -136,12 +142,24 @@ class LocalEntityIndex:
         m = await self._matrix(user, collection)
         if m is None:
             return {}
-        return {i: m.row[i] for i in iris if i in m.row}  # type: ignore[misc]
+        return {i: m.vecs[m.pos[i]] for i in iris if i in m.pos}  # type: ignore[misc]
+
+    async def similarities(
+        self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
+    ) -> dict[str, float]:
+        m = await self._matrix(user, collection)
+        if m is None:
+            return {}
+        known = [i for i in iris if i in m.pos]
+        if not known:
+            return {}
+        q = np.asarray(vector, dtype=np.float32)
+        sims = m.vecs[[m.pos[i] for i in known]] @ (q / (np.linalg.norm(q) or 1.0))
+        return dict(zip(known, sims.tolist(), strict=True))
 
     async def delete_collection(self, user: str, collection: str) -> None:
         def write(conn: sqlite3.Connection) -> None:
             conn.execute("DELETE FROM vectors WHERE user = ? AND collection = ?", (user, collection))
-            conn.execute("DELETE FROM label_fts WHERE user = ? AND collection = ?", (user, collection))
             conn.execute("DELETE FROM scope_version WHERE user = ? AND collection = ?", (user, collection))
 
         await self.db.write(write)
@@ -151,18 +169,33 @@ class LocalEntityIndex:
         await self.db.close()
 
 
+def _version(conn: sqlite3.Connection, user: str, collection: str) -> int:
+    r = conn.execute("SELECT version FROM scope_version WHERE user = ? AND collection = ?", (user, collection))
+    row = r.fetchone()
+    return int(row[0]) if row else 0
+
+
+def _nearest(matrix: np.ndarray, q: np.ndarray, limit: int) -> tuple[list[int], list[float]]:
+    """Rows of the `limit` largest cosines to unit `q`, best first."""
+    sims = matrix @ q
+    k = min(limit, len(sims))
+    top = np.argpartition(-sims, k - 1)[:k]
+    top = top[np.argsort(-sims[top], kind="stable")]
+    return top.tolist(), sims[top].tolist()
+
+
 def _load(conn: sqlite3.Connection, user: str, collection: str, version: int) -> _Matrix:
     rows = conn.execute(
-        "SELECT iri, kind, label, vec FROM vectors WHERE user = ? AND collection = ?", (user, collection)
+        "SELECT iri, label, vec FROM vectors WHERE user = ? AND collection = ? ORDER BY kind = 'predicate'",
+        (user, collection),
     ).fetchall()
-    iris, labels, vecs, row = [], [], [], {}
-    for iri, kind, label, blob in rows:
-        v = np.frombuffer(blob, dtype=np.float32)
-        row[iri] = v
-        if kind == "entity":
-            iris.append(iri)
-            labels.append(label)
-            vecs.append(v)
-    matrix = np.vstack(vecs) if vecs else np.zeros((0, 1), dtype=np.float32)
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True) if len(vecs) else 1.0
-    return _Matrix(version, iris, labels, matrix / np.where(norms == 0, 1, norms), row)
+    entities = conn.execute(
+        "SELECT count(*) FROM vectors WHERE user = ? AND collection = ? AND kind = 'entity'", (user, collection)
+    ).fetchone()[0]
+    iris = [r[0] for r in rows]
+    vecs = np.zeros((0, 1), dtype=np.float32)
+    if rows:
+        vecs = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), -1).copy()
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        vecs /= np.where(norms == 0, 1, norms)
+    return _Matrix(version, iris, [r[1] for r in rows], int(entities), vecs, {i: n for n, i in enumerate(iris)})

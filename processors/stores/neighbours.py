@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from processors.stores.edge_scoring import best, edge_scores
+from processors.stores.edge_scoring import best, combine
 from processors.stores.protocol import EntityIndex, NeighbourResult
 from schemas.terms import Term, Triple
 
-# An edge as a store row: (s, p, o, o is a literal, o datatype or "", o language or "").
-RawEdge = tuple[str, str, str, bool, str, str]
+# An edge as a store row: (s, p, o, o is a literal (truthy), o datatype or "", o language or "").
+RawEdge = tuple[str, str, str, int | bool, str, str]
 
 
 def edge_triple(e: RawEdge) -> Triple:
@@ -32,23 +32,20 @@ async def rank_neighbours(
     """`found` holds (raw edge, frontier entity it was found from) in store order (out-edges first).
 
     The first finder of an edge wins. With a query vector and an entity index, edges are
-    scored on their relation and far-end label vectors (from `index`) and the best `edge_limit` kept, with a fair
-    share per frontier entity; otherwise all edges come back unscored.
+    scored on the question's similarity to their relation and far-end labels (from `index`)
+    and the best `edge_limit` kept, with a fair share per frontier entity; otherwise all
+    edges come back unscored.
     """
-    seen: set[RawEdge] = set()
-    edges: list[RawEdge] = []
-    far: list[str] = []
-    via: list[str] = []
+    first: dict[RawEdge, str] = {}
     for e, entity in found:
-        if e in seen:
-            continue
-        seen.add(e)
-        edges.append(e)
-        far.append(e[2] if e[0] == entity else e[0])
-        via.append(entity)
+        first.setdefault(e, entity)
+    edges = list(first)
     if query_vector is None or index is None:
         return NeighbourResult([edge_triple(e) for e in edges], [None] * len(edges), rows_read)
-    vecs = await index.vectors(user, collection, list({e[1] for e in edges} | set(far)))
-    scores = edge_scores(query_vector, [(e[1], f) for e, f in zip(edges, far, strict=True)], vecs)
+    via = list(first.values())
+    # the far end of an edge is the end that is not the frontier entity (None: a literal)
+    pairs = [(e[1], e[2] if not e[3] else None) if e[0] == v else (e[1], e[0]) for e, v in zip(edges, via, strict=True)]
+    keys = {p for p, _ in pairs} | {f for _, f in pairs if f is not None}
+    scores = combine(pairs, await index.similarities(user, collection, query_vector, list(keys)))
     keep = best(scores, edge_limit or len(edges), via)
     return NeighbourResult([edge_triple(edges[i]) for i in keep], [scores[i] for i in keep], rows_read)

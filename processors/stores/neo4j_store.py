@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from processors.stores.edge_scoring import cosines
 from processors.stores.neighbours import RawEdge, edge_triple, rank_neighbours
 from processors.stores.neo4j_schema import (
     Neo4jConnection,
@@ -291,6 +292,12 @@ class Neo4jEntityIndex:
             return {}
         rows = await self.conn.read(VECTORS, {"keys": keys, "user": user, "collection": collection})
         return {r["iri"]: r["vec"] for r in rows}
+
+    async def similarities(
+        self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
+    ) -> dict[str, float]:
+        """Cosines from the stored vectors (fetched in one query)."""
+        return cosines(vector, iris, await self.vectors(user, collection, iris))
 
     async def delete_collection(self, user: str, collection: str) -> None:
         """Drop predicate nodes and the index properties of entity nodes (nodes left bare are deleted)."""

@@ -95,6 +95,12 @@ class EntityIndex(Protocol):
         """Stored vectors of these IRIs (entities or predicates)."""
         ...
 
+    async def similarities(
+        self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
+    ) -> dict[str, float]:
+        """Cosine of `vector` to the stored vector of each of `iris` that has one."""
+        ...
+
     async def delete_collection(self, user: str, collection: str) -> None:
         """Drop the collection's vectors."""
         ...

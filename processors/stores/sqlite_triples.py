@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from processors.stores.neighbours import RawEdge, edge_triple, rank_neighbours
@@ -28,10 +28,6 @@ CREATE TABLE IF NOT EXISTS labels (
 """
 
 _COLS = "s, p, o, o_lit, o_dt, o_lang"
-
-
-def _raw(r: Sequence[str | int]) -> RawEdge:
-    return (str(r[0]), str(r[1]), str(r[2]), bool(r[3]), str(r[4]), str(r[5]))
 
 
 def _obj_cols(t: Term) -> tuple[str, int, str, str]:
@@ -77,7 +73,7 @@ class SqliteTripleStore:
         index = "spo" if s is not None else "osp" if o is not None else "pos" if p is not None else "spo"
         sql = f"SELECT {_COLS} FROM triples INDEXED BY {index} WHERE {' AND '.join(where)} LIMIT ?"
         rows = await self.db.read(lambda c: c.execute(sql, (*args, limit)).fetchall())
-        return [edge_triple(_raw(r)) for r in rows]
+        return [edge_triple(r) for r in rows]
 
     async def neighbours(
         self,
@@ -106,7 +102,7 @@ class SqliteTripleStore:
         sql = " UNION ALL ".join(parts)
         args = (json.dumps(list(entities)), user, collection, limit_per_entity, RDFS_LABEL)
         rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
-        found = ((_raw(r), str(r[6])) for r in rows)
+        found: Iterable[tuple[RawEdge, str]] = ((r[:6], r[6]) for r in rows)  # rows are raw edges + finder
         return await rank_neighbours(found, len(rows), query_vector, edge_limit, self.entity_index, user, collection)
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:

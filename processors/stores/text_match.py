@@ -26,12 +26,17 @@ def content_tokens(text: str, max_tokens: int = 32) -> list[str]:
     return list(seen)
 
 
-def fts_query(text: str) -> str | None:
-    """An FTS5 MATCH expression: any content token, each quoted so it is data, not syntax."""
-    toks = content_tokens(text)
-    if not toks:
-        return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in toks)
+def label_phrases(text: str, max_words: int = 24, max_tokens: int = 256) -> list[str]:
+    """Every normalized run of up to `max_words` consecutive words of `text` that holds a
+    non-stopword: the names an entity label must equal to occur in `text` as a whole phrase."""
+    words = normalize(text).split()[:max_tokens]
+    out: dict[str, None] = {}
+    for i in range(len(words)):
+        for j in range(i + 1, min(len(words), i + max_words) + 1):
+            run = words[i:j]
+            if any(w not in STOPWORDS for w in run):
+                out.setdefault(" ".join(run), None)
+    return list(out)
 
 
 def label_match_score(label: str, question: str) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from processors.stores.edge_scoring import best, edge_scores
-from processors.stores.text_match import content_tokens, fts_query, label_match_score, normalize
+from processors.stores.text_match import content_tokens, label_match_score, label_phrases, normalize
 
 
 def test_normalize_splits_snake_case_and_punctuation() -> None:
@@ -18,10 +18,13 @@ def test_whole_label_phrase_scores_one() -> None:
     assert label_match_score("the", "the answer") == 0.0  # stopword-only labels name nothing
 
 
-def test_fts_query_quotes_tokens_as_data() -> None:
-    q = fts_query('x" OR label:* NEAR(a b) ; DROP')
-    assert q is not None and all(part.startswith('"') and part.endswith('"') for part in q.split(" OR "))
-    assert fts_query("what is the") is None
+def test_label_phrases_are_the_word_runs_a_whole_label_can_equal() -> None:
+    phrases = label_phrases("Where was Marie_Curie's husband born?")
+    assert "marie curie" in phrases and "marie curie s husband" in phrases and "born" in phrases
+    assert "where was" not in phrases and "was" not in phrases  # stopwords alone name nothing
+    assert "curie marie" not in phrases  # runs keep the question's word order
+    assert label_phrases("what is the") == []
+    assert max(len(p.split()) for p in label_phrases(" ".join(f"w{i}" for i in range(40)))) == 24
     assert content_tokens("the wife of mae_west") == ["wife", "mae", "west"]
 
 
