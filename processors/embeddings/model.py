@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 DIMENSIONS = 384
 MAX_TOKENS = 256
 BATCH = 64
+BULK = 8  # texts per batch from which the multi-threaded session runs it
 
 
 class Embedder(Protocol):
@@ -56,9 +58,17 @@ class OnnxMiniLM:
         from tokenizers import Tokenizer
 
         onnx, tok = _model_files()
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 2
-        self._session = ort.InferenceSession(str(onnx), opts, providers=["CPUExecutionProvider"])
+
+        def session(threads: int) -> Any:
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = threads
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")  # idle threads sleep
+            return ort.InferenceSession(str(onnx), opts, providers=["CPUExecutionProvider"])
+
+        # Questions (a few texts) run on one thread, so a query leaves the other cores to the
+        # stores and the event loop; loads (big batches) use every core.
+        self._session = session(1)
+        self._bulk_session = session(os.cpu_count() or 1) if (os.cpu_count() or 1) > 1 else self._session
         self._tok = Tokenizer.from_file(str(tok))
         self._tok.enable_truncation(MAX_TOKENS)
         self._tok.enable_padding(pad_id=0, pad_token="[PAD]")
@@ -79,7 +89,8 @@ class OnnxMiniLM:
             enc = self._tok.encode_batch(list(texts[i : i + BATCH]))
             ids = np.array([e.ids for e in enc], dtype=np.int64)
             mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-            hidden = self._session.run(
+            session = self._bulk_session if len(ids) >= BULK else self._session
+            hidden = session.run(
                 None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
             )[0]
             m = mask[..., None].astype(np.float32)
