@@ -9,11 +9,13 @@ from schemas.terms import Term
 
 
 class GraphEmbeddingsRequest(ScopedRequest):
-    """Find entities near `vector`; with `text`, also entities whose label the text names."""
+    """Find entities near `vector`; with `text`, also entities whose label the text names;
+    with `predicate_limit`, also the predicates whose labels are nearest to `vector`."""
 
     vector: list[float] = Field(min_length=1)
     limit: int = Field(default=20, ge=1, le=1000)
     text: str | None = Field(default=None, max_length=8192)
+    predicate_limit: int = Field(default=0, ge=0, le=1000)
 
 
 class EntityMatch(BaseModel):
@@ -29,3 +31,4 @@ class GraphEmbeddingsResponse(Response):
     """Matches, best first."""
 
     entities: list[EntityMatch] = []
+    predicates: list[EntityMatch] = []

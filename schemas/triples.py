@@ -25,6 +25,8 @@ class PatternQuery(ScopedRequest):
 class NeighboursQuery(ScopedRequest):
     """Edges touching any of `entities`, both directions, in one store round trip.
 
+    Per entity and direction the store reads its first `limit_per_entity` edges in key order
+    (predicate, then far end), plus up to `focus_limit` edges for each `focus` predicate.
     With `query_vector`, the store scores each candidate edge against the question
     (from label embeddings stored at load time) and keeps the best `edge_limit`.
     """
@@ -35,6 +37,8 @@ class NeighboursQuery(ScopedRequest):
     direction: Literal["both", "out", "in"] = "both"
     query_vector: list[float] | None = None
     edge_limit: int | None = Field(default=None, ge=1, le=100000)
+    focus: list[str] = Field(default=[], max_length=1000)
+    focus_limit: int = Field(default=0, ge=0, le=10000)
 
 
 class LabelsQuery(ScopedRequest):

@@ -1,12 +1,13 @@
-"""Graph-embeddings processor: nearest entities (and exact label matches) in one round trip."""
+"""Graph-embeddings processor: nearest entities, exact label matches and nearest predicates in one round trip."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from processors.base.bus import Bus
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
-from processors.stores.protocol import EntityIndex
+from processors.stores.protocol import EntityHit, EntityIndex
 from schemas.graph_embeddings import EntityMatch, GraphEmbeddingsRequest, GraphEmbeddingsResponse
 from schemas.terms import Term
 
@@ -25,9 +26,12 @@ class GraphEmbeddingsProcessor(FlowProcessor):
 
     async def search(self, req: GraphEmbeddingsRequest, flow: FlowContext) -> GraphEmbeddingsResponse:
         """Search the request's scope."""
-        hits = await self.entities.search(req.user, req.collection, req.vector, req.text, req.limit)
-        return GraphEmbeddingsResponse(
-            entities=[
-                EntityMatch(entity=Term.iri(h.iri), score=h.score, label=h.label, lexical=h.lexical) for h in hits
-            ]
-        )
+        searches = [self.entities.search(req.user, req.collection, req.vector, req.text, req.limit)]
+        if req.predicate_limit:
+            searches.append(self.entities.nearest_predicates(req.user, req.collection, req.vector, req.predicate_limit))
+        hits, *preds = await asyncio.gather(*searches)
+        return GraphEmbeddingsResponse(entities=_matches(hits), predicates=_matches(preds[0] if preds else []))
+
+
+def _matches(hits: list[EntityHit]) -> list[EntityMatch]:
+    return [EntityMatch(entity=Term.iri(h.iri), score=h.score, label=h.label, lexical=h.lexical) for h in hits]

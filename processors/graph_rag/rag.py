@@ -35,7 +35,9 @@ class GraphRagSettings(BaseModel):
     max_path_length: int = Field(default=2, ge=1)
     edge_limit: int = Field(default=25, ge=1)
     traversal: Literal["relevance", "bfs"] = "relevance"
-    candidates_per_entity: int = Field(default=200, ge=1)  # rows read per frontier entity, at most
+    candidates_per_entity: int = Field(default=32, ge=1)  # edges read per frontier entity and direction
+    focus_predicates: int = Field(default=8, ge=0)  # predicates nearest the question, read on every entity
+    focus_edges: int = Field(default=8, ge=1)  # edges read per entity, direction and focus predicate
     max_frontier: int = Field(default=500, ge=1)  # entities per neighbour round trip, at most
     timeout_s: float = Field(default=60.0, gt=0)  # the whole query
     stage_timeout_s: float = Field(default=30.0, gt=0)  # each call to another service
@@ -97,6 +99,7 @@ class GraphRag:
             s.candidates_per_entity,
             s.max_frontier,
             s.traversal,
+            s.focus_edges,
         )
 
     def _stage(self, stats: GraphRagStats, name: str, started: float) -> None:
@@ -121,11 +124,12 @@ class GraphRag:
         vector = await self.sources.embed(req.query)
         self._stage(stats, "embed", t)
         t = time.perf_counter()
-        seeds = await self.sources.entities(scope, vector, req.query, s.entity_limit)
+        found = await self.sources.entities(scope, vector, req.query, s.entity_limit, s.focus_predicates)
+        seeds = found.entities
         stats.store_round_trips += 1
         self._stage(stats, "seeds", t)
         anchors = choose_anchors(seeds)
-        sub = await batched_traversal(self.sources, scope, anchors, limits, vector)
+        sub = await batched_traversal(self.sources, scope, anchors, limits, vector, found.predicates)
         for i, ms in enumerate(sub.hop_ms, 1):
             STAGE.labels(self.processor, "hop").observe(ms / 1000)
             stats.stage_ms[f"hop_{i}"] = round(ms, 3)

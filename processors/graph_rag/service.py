@@ -13,7 +13,7 @@ from processors.base.errors import QueryTimeout, ServiceError
 from processors.base.processor import ClientSpec, FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
 from processors.graph_rag.rag import GraphRag, GraphRagSettings
-from processors.graph_rag.sources import LabelBatch, NeighbourBatch, Scope
+from processors.graph_rag.sources import LabelBatch, NeighbourBatch, Scope, Seeds
 from processors.text_completion.backend import CompletionChunk
 from schemas.embeddings import EmbeddingsRequest, EmbeddingsResponse
 from schemas.graph_embeddings import GraphEmbeddingsRequest, GraphEmbeddingsResponse
@@ -44,12 +44,16 @@ class BusSources:
         res = await self._call("embeddings", EmbeddingsRequest(texts=[text]))
         return res.vectors[0]
 
-    async def entities(self, scope: Scope, vector: list[float], text: str, limit: int) -> list[SeedEntity]:
+    async def entities(self, scope: Scope, vector: list[float], text: str, limit: int, predicates: int) -> Seeds:
         res = await self._call(
             "graph-embeddings",
-            GraphEmbeddingsRequest(user=scope.user, collection=scope.collection, vector=vector, text=text, limit=limit),
+            GraphEmbeddingsRequest(user=scope.user, collection=scope.collection, vector=vector, text=text, limit=limit,
+                                   predicate_limit=predicates),
+        )  # fmt: skip
+        return Seeds(
+            [SeedEntity(id=m.entity.value, label=m.label, score=m.score, lexical=m.lexical) for m in res.entities],
+            [m.entity.value for m in res.predicates],
         )
-        return [SeedEntity(id=m.entity.value, label=m.label, score=m.score, lexical=m.lexical) for m in res.entities]
 
     async def neighbours(
         self,
@@ -58,6 +62,8 @@ class BusSources:
         limit_per_entity: int,
         query_vector: list[float] | None,
         edge_limit: int | None,
+        focus: Sequence[str] = (),
+        focus_limit: int = 0,
     ) -> NeighbourBatch:
         res = await self._call(
             "triples",
@@ -68,6 +74,8 @@ class BusSources:
                 limit_per_entity=limit_per_entity,
                 query_vector=query_vector,
                 edge_limit=edge_limit,
+                focus=list(focus),
+                focus_limit=focus_limit,
             ),
         )
         return NeighbourBatch(

@@ -20,6 +20,14 @@ class Scope:
 
 
 @dataclass
+class Seeds:
+    """Where traversal may start, and the predicates nearest to the question."""
+
+    entities: list[SeedEntity]
+    predicates: list[str]
+
+
+@dataclass
 class NeighbourBatch:
     """One level's edges with their relevance scores."""
 
@@ -45,8 +53,9 @@ class GraphSources(Protocol):
         """Vector of `text`."""
         ...
 
-    async def entities(self, scope: Scope, vector: list[float], text: str, limit: int) -> list[SeedEntity]:
-        """Entities near `vector` plus entities the text names (one store round trip)."""
+    async def entities(self, scope: Scope, vector: list[float], text: str, limit: int, predicates: int) -> Seeds:
+        """Entities near `vector`, entities the text names and the `predicates` nearest
+        predicates (one store round trip)."""
         ...
 
     async def neighbours(
@@ -56,8 +65,10 @@ class GraphSources(Protocol):
         limit_per_entity: int,
         query_vector: list[float] | None,
         edge_limit: int | None,
+        focus: Sequence[str] = (),
+        focus_limit: int = 0,
     ) -> NeighbourBatch:
-        """Edges of a whole frontier (one store round trip)."""
+        """Edges of a whole frontier (one store round trip), see NeighboursQuery."""
         ...
 
     async def labels(self, scope: Scope, iris: Sequence[str]) -> LabelBatch:

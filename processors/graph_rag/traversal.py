@@ -1,9 +1,12 @@
 """Batched graph traversal: one neighbour round trip per level for the whole frontier.
 
 `relevance` (default) keeps the `edge_limit` edges per level that best match the
-question (scored by the store from label embeddings); `bfs` keeps edges in store
-order up to `triple_limit` per entity. Both stop at `max_path_length` levels or
-`max_subgraph_size` triples and never revisit an entity.
+question (scored by the store from label embeddings). Its candidates are each frontier
+entity's first `candidates_per_entity` edges per direction plus up to `focus_limit` edges
+for each focus predicate (those nearest the question), so a hub's relevant edges are
+read without reading all of its others. `bfs` keeps edges in store order up to
+`triple_limit` per entity. Both stop at `max_path_length` levels or `max_subgraph_size`
+triples and never revisit an entity.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ class TraversalLimits:
     candidates_per_entity: int
     max_frontier: int
     mode: Literal["relevance", "bfs"]
+    focus_limit: int = 0
 
 
 @dataclass
@@ -55,6 +59,7 @@ async def batched_traversal(
     seeds: Sequence[str],
     limits: TraversalLimits,
     query_vector: list[float] | None,
+    focus: Sequence[str] = (),
 ) -> Subgraph:
     """Expand from `seeds` level by level; see the module docstring."""
     out = Subgraph()
@@ -78,6 +83,8 @@ async def batched_traversal(
             limits.candidates_per_entity if relevance else limits.triple_limit,
             query_vector if relevance else None,
             want,
+            focus if relevance else (),
+            limits.focus_limit if relevance else 0,
         )
         out.round_trips += 1
         out.rows_read += batch.rows_read

@@ -100,8 +100,11 @@ class CassandraTripleStore:
         direction: Direction = "both",
         query_vector: Sequence[float] | None = None,
         edge_limit: int | None = None,
+        focus: Sequence[str] = (),
+        focus_limit: int = 0,
     ) -> NeighbourResult:
-        """Edges of the frontier: one LIMITed query per entity partition and direction, all concurrent."""
+        """Edges of the frontier: one LIMITed query per entity partition and direction (and focus
+        predicate), all concurrent; clustering order is (predicate, far end), as the protocol asks."""
         frontier = list(dict.fromkeys(entities))
         if not frontier or limit_per_entity <= 0:
             return NeighbourResult([], [], 0)
@@ -110,6 +113,13 @@ class CassandraTripleStore:
             calls += [("out_edges", (user, collection, e, limit_per_entity)) for e in frontier]
         if direction in ("both", "in"):
             calls += [("in_edges", (user, collection, e, False, "", "", limit_per_entity)) for e in frontier]
+        preds = [p for p in dict.fromkeys(focus) if p != RDFS_LABEL] if focus_limit > 0 else []
+        if direction in ("both", "out"):
+            calls += [("out_sp", (user, collection, e, False, p, focus_limit)) for e in frontier for p in preds]
+        if direction in ("both", "in"):
+            calls += [
+                ("in_po", (user, collection, e, False, "", "", False, p, focus_limit)) for e in frontier for p in preds
+            ]
         pages = await self.conn.run_many(calls)
         rows = [(r, call[1][2]) for call, page in zip(calls, pages, strict=True) for r in page]
         found = ((_raw(r), entity) for r, entity in rows)
@@ -202,6 +212,20 @@ class CassandraEntityIndex:
                     hits[r.iri] = EntityHit(r.iri, r.label, float(sims[i]))
         ranked = sorted(hits.values(), key=lambda h: (not h.lexical, -len(h.label) if h.lexical else 0, -h.score))
         return ranked[:limit]
+
+    async def nearest_predicates(
+        self, user: str, collection: str, vector: Sequence[float], limit: int
+    ) -> list[EntityHit]:
+        """ANN over the collection's predicate partition (over-fetched), re-scored exactly."""
+        q = np.asarray(vector, dtype=np.float32)
+        qnorm = float(np.linalg.norm(q))
+        if limit <= 0 or qnorm == 0:  # Cassandra rejects zero vectors for cosine
+            return []
+        k = max(4 * limit, 32)
+        rows = await self.conn.run("vec_ann", (user, collection, "predicate", [float(x) for x in q], k))
+        sims = cosines(q, [r.iri for r in rows], {r.iri: r.vec for r in rows})
+        hits = [EntityHit(r.iri, r.label, sims[r.iri]) for r in rows if r.iri in sims]
+        return sorted(hits, key=lambda h: (-h.score, h.iri))[:limit]
 
     async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
         """Stored vectors (entities or predicates), IN-lists of keys queried concurrently."""

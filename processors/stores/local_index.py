@@ -4,8 +4,10 @@ for labels the question names, and an in-memory numpy matrix per collection for 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import sqlite3
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +33,8 @@ CREATE TABLE IF NOT EXISTS scope_version (
 ) WITHOUT ROWID;
 """
 
+# How long a collection's vectors are used before checking whether another process changed them.
+VERSION_CHECK_S = 1.0
 # Cosine search over more rows than this runs in a worker thread (numpy releases the GIL).
 INLINE_SEARCH_ROWS = 20_000
 
@@ -68,6 +72,7 @@ class LocalEntityIndex:
     def __init__(self, path: Path) -> None:
         self.db = SqlitePool(path, SCHEMA, migrate=_migrate)
         self._cache: dict[tuple[str, str], _Matrix] = {}
+        self._checked: dict[tuple[str, str], float] = {}  # when each collection's version was last read
         self._reload = asyncio.Lock()
 
     async def upsert(
@@ -92,13 +97,20 @@ class LocalEntityIndex:
             )
 
         await self.db.write(write)
+        self._checked.pop((user, collection), None)
 
     async def _matrix(self, user: str, collection: str, version: int | None = None) -> _Matrix | None:
-        """The collection's vectors, reloaded when another writer bumped its version."""
+        """The collection's vectors, reloaded when another writer bumped its version (this
+        process's writes drop the cache; another process's are seen within VERSION_CHECK_S)."""
+        key = (user, collection)
+        cached = self._cache.get(key)
+        now = time.monotonic()
+        if version is None and cached is not None and now - self._checked.get(key, 0.0) < VERSION_CHECK_S:
+            return cached
         v = version if version is not None else await self.db.read(lambda c: _version(c, user, collection))
+        self._checked[key] = now
         if v == 0:
             return None
-        key = (user, collection)
         async with self._reload:
             cached = self._cache.get(key)
             if cached is None or cached.version != v:
@@ -138,6 +150,16 @@ class LocalEntityIndex:
         ranked = sorted(hits.values(), key=lambda h: (not h.lexical, -len(h.label) if h.lexical else 0, -h.score))
         return ranked[:limit]
 
+    async def nearest_predicates(
+        self, user: str, collection: str, vector: Sequence[float], limit: int
+    ) -> list[EntityHit]:
+        m = await self._matrix(user, collection)
+        if m is None or m.entities == len(m.iris) or limit <= 0:
+            return []
+        q = np.asarray(vector, dtype=np.float32)
+        top, sims = _nearest(m.vecs[m.entities :], q / (np.linalg.norm(q) or 1.0), limit)
+        return [EntityHit(m.iris[m.entities + i], m.labels[m.entities + i], s) for i, s in zip(top, sims, strict=True)]
+
     async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
         m = await self._matrix(user, collection)
         if m is None:
@@ -148,14 +170,14 @@ class LocalEntityIndex:
         self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
     ) -> dict[str, float]:
         m = await self._matrix(user, collection)
-        if m is None:
+        if m is None or not iris:
             return {}
-        known = [i for i in iris if i in m.pos]
-        if not known:
-            return {}
+        at = [m.pos.get(i, -1) for i in iris]
+        rows = np.fromiter(at, dtype=np.int64, count=len(at))
+        hit = rows >= 0
         q = np.asarray(vector, dtype=np.float32)
-        sims = m.vecs[[m.pos[i] for i in known]] @ (q / (np.linalg.norm(q) or 1.0))
-        return dict(zip(known, sims.tolist(), strict=True))
+        sims = m.vecs[rows[hit]] @ (q / (np.linalg.norm(q) or 1.0))
+        return dict(zip(itertools.compress(iris, hit.tolist()), sims.tolist(), strict=True))
 
     async def delete_collection(self, user: str, collection: str) -> None:
         def write(conn: sqlite3.Connection) -> None:

@@ -54,22 +54,32 @@ PATTERN_MATCH = {
 }
 PATTERN_RETURN = " RETURN s.uri AS s, r.p AS p, " + _ROW + " LIMIT $limit"
 
-_NB_OUT = (
-    "MATCH (n)-[r:KG_EDGE]->(o) WHERE r.p <> $label RETURN 0 AS dir, n.uri AS s, r.p AS p, " + _ROW + " LIMIT $lim"
-)
-_NB_IN = (
-    "MATCH (s:KgEntity)-[r:KG_EDGE]->(n) WHERE r.p <> $label "
-    "RETURN 1 AS dir, s.uri AS s, r.p AS p, n.uri AS o, false AS lit, '' AS dt, '' AS lang LIMIT $lim"
-)
+# An entity's edges in key order (predicate, then far end), the order every backend reads them in.
+_NB_OUT_ROW = "n.uri AS s, r.p AS p, " + _ROW + " ORDER BY p, o, lit, dt, lang"
+_NB_IN_ROW = "s.uri AS s, r.p AS p, n.uri AS o, false AS lit, '' AS dt, '' AS lang ORDER BY p, s"
+_NB_OUT = "MATCH (n)-[r:KG_EDGE]->(o) WHERE r.p <> $label RETURN 0 AS dir, " + _NB_OUT_ROW + " LIMIT $lim"
+_NB_IN = "MATCH (s:KgEntity)-[r:KG_EDGE]->(n) WHERE r.p <> $label RETURN 1 AS dir, " + _NB_IN_ROW + " LIMIT $lim"
+_NB_FOCUS = " UNION ALL UNWIND $focus AS fp CALL (n, fp) { "
+_NB_FOCUS_OUT = _NB_FOCUS + "MATCH (n)-[r:KG_EDGE]->(o) WHERE r.p = fp RETURN 2 AS dir, " + _NB_OUT_ROW
+_NB_FOCUS_IN = _NB_FOCUS + "MATCH (s:KgEntity)-[r:KG_EDGE]->(n) WHERE r.p = fp RETURN 3 AS dir, " + _NB_IN_ROW
+_NB_FOCUS_TAIL = " LIMIT $flim } RETURN dir, s, p, o, lit, dt, lang"
 _NB_HEAD = (
     "UNWIND range(0, size($keys) - 1) AS i WITH i, $keys[i] AS k "
     "MATCH (n:KgEntity {key: k}) WHERE n.user = $user AND n.collection = $collection CALL (n) { "
 )
 _NB_TAIL = " } RETURN i, dir, s, p, o, lit, dt, lang"
+_NB_PARTS = {
+    "out": [_NB_OUT],
+    "in": [_NB_IN],
+    "both": [_NB_OUT, " UNION ALL " + _NB_IN],
+    "out_focus": [_NB_FOCUS_OUT + _NB_FOCUS_TAIL],
+    "in_focus": [_NB_FOCUS_IN + _NB_FOCUS_TAIL],
+    "both_focus": [_NB_FOCUS_OUT + _NB_FOCUS_TAIL, _NB_FOCUS_IN + _NB_FOCUS_TAIL],
+}
 NEIGHBOURS = {
-    "out": _NB_HEAD + _NB_OUT + _NB_TAIL,
-    "in": _NB_HEAD + _NB_IN + _NB_TAIL,
-    "both": _NB_HEAD + _NB_OUT + " UNION ALL " + _NB_IN + _NB_TAIL,
+    (d, focus): _NB_HEAD + "".join(_NB_PARTS[d] + (_NB_PARTS[f"{d}_focus"] if focus else [])) + _NB_TAIL
+    for d in ("out", "in", "both")
+    for focus in (False, True)
 }
 LABELS = (
     "UNWIND $keys AS k MATCH (n:KgEntity {key: k}) "
@@ -105,6 +115,10 @@ FULLTEXT = (
     "CALL db.index.fulltext.queryNodes('kg_entity_text', $q) YIELD node "
     "WHERE node.user = $user AND node.collection = $collection "
     "RETURN node.uri AS iri, node.index_label AS label LIMIT $limit"
+)
+NEAREST_PREDICATES = (
+    "MATCH (n:KgPredicate {user: $user, collection: $collection}) WHERE n.embedding IS NOT NULL "
+    "RETURN n.uri AS iri, n.label AS label, n.embedding AS vec"
 )
 VECTORS = (
     "UNWIND $keys AS k MATCH (n:KgEntity {key: k}) WHERE n.user = $user AND n.collection = $collection "
@@ -190,19 +204,25 @@ class Neo4jTripleStore:
         direction: Direction = "both",
         query_vector: Sequence[float] | None = None,
         edge_limit: int | None = None,
+        focus: Sequence[str] = (),
+        focus_limit: int = 0,
     ) -> NeighbourResult:
-        """Edges of the whole frontier in one UNWIND query, LIMIT per entity and direction."""
+        """Edges of the whole frontier in one UNWIND query, LIMIT per entity and direction (and
+        focus predicate), each part in key order as the protocol asks."""
         frontier = list(dict.fromkeys(entities))
         if not frontier or limit_per_entity <= 0:
             return NeighbourResult([], [], 0)
+        preds = [p for p in dict.fromkeys(focus) if p != RDFS_LABEL] if focus_limit > 0 else []
         params = {
             "keys": [entity_key(user, collection, e) for e in frontier],
             "user": user,
             "collection": collection,
             "label": RDFS_LABEL,
             "lim": limit_per_entity,
+            "focus": preds,
+            "flim": focus_limit,
         }
-        rows = await self.conn.read(NEIGHBOURS[direction], params)
+        rows = await self.conn.read(NEIGHBOURS[direction, bool(preds)], params)
         rows.sort(key=lambda r: (r["dir"], r["i"]))  # out-edges first, in frontier order (as SQLite)
         found = ((_raw(r), frontier[r["i"]]) for r in rows)
         return await rank_neighbours(found, len(rows), query_vector, edge_limit, self.entity_index, user, collection)
@@ -284,6 +304,18 @@ class Neo4jEntityIndex:
                         hits[r["iri"]] = EntityHit(r["iri"], r["label"], float(sims[i]))
         ranked = sorted(hits.values(), key=lambda h: (not h.lexical, -len(h.label) if h.lexical else 0, -h.score))
         return ranked[:limit]
+
+    async def nearest_predicates(
+        self, user: str, collection: str, vector: Sequence[float], limit: int
+    ) -> list[EntityHit]:
+        """Exact cosine over the collection's predicate nodes (a handful to thousands)."""
+        q = np.asarray(vector, dtype=np.float32)
+        if limit <= 0 or float(np.linalg.norm(q)) == 0:
+            return []
+        rows = await self.conn.read(NEAREST_PREDICATES, {"user": user, "collection": collection})
+        sims = cosines(q, [r["iri"] for r in rows], {r["iri"]: r["vec"] for r in rows})
+        hits = [EntityHit(r["iri"], r["label"] or "", sims[r["iri"]]) for r in rows if r["iri"] in sims]
+        return sorted(hits, key=lambda h: (-h.score, h.iri))[:limit]
 
     async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
         """Stored vectors of entities and predicates, one UNWIND query."""

@@ -55,8 +55,16 @@ class TripleStore(Protocol):
         direction: Direction = "both",
         query_vector: Sequence[float] | None = None,
         edge_limit: int | None = None,
+        focus: Sequence[str] = (),
+        focus_limit: int = 0,
     ) -> NeighbourResult:
-        """Edges touching any of `entities` (label edges excluded), one round trip."""
+        """Edges touching any of `entities` (label edges excluded), one round trip.
+
+        Per entity and direction the store reads its first `limit_per_entity` edges in key
+        order (predicate, then far end: the same edges on every backend), plus, for each
+        `focus` predicate, up to `focus_limit` edges with that predicate, so a hub's edges
+        that matter to the question are read however many others it has.
+        """
         ...
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
@@ -93,6 +101,12 @@ class EntityIndex(Protocol):
 
     async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
         """Stored vectors of these IRIs (entities or predicates)."""
+        ...
+
+    async def nearest_predicates(
+        self, user: str, collection: str, vector: Sequence[float], limit: int
+    ) -> list[EntityHit]:
+        """The `limit` predicates whose label vectors are nearest to `vector`, best first."""
         ...
 
     async def similarities(

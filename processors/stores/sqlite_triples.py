@@ -1,4 +1,4 @@
-"""Embedded triple store: one SQLite file (WAL; spo/pos/osp indexes; user/collection columns)."""
+"""Embedded triple store: one SQLite file (WAL; spo/pos/ops indexes; user/collection columns)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ CREATE TABLE IF NOT EXISTS triples (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS spo ON triples(user, collection, s, p, o, o_lit, o_dt, o_lang);
 CREATE INDEX IF NOT EXISTS pos ON triples(user, collection, p, o);
-CREATE INDEX IF NOT EXISTS osp ON triples(user, collection, o, s);
+CREATE INDEX IF NOT EXISTS ops ON triples(user, collection, o, o_lit, p, s);
 CREATE TABLE IF NOT EXISTS labels (
     user TEXT NOT NULL, collection TEXT NOT NULL, iri TEXT NOT NULL, label TEXT NOT NULL,
     PRIMARY KEY (user, collection, iri)
@@ -28,6 +28,26 @@ CREATE TABLE IF NOT EXISTS labels (
 """
 
 _COLS = "s, p, o, o_lit, o_dt, o_lang"
+# An entity's edges in key order (predicate, then far end), the order every backend reads them
+# in: the subqueries pick the rows, the outer ORDER BY (part, frontier position, focus position,
+# predicate, far end) returns them in that order.
+_OUT = "FROM triples INDEXED BY spo WHERE user = ?2 AND collection = ?3 AND s = f.value"
+_IN = "FROM triples INDEXED BY ops WHERE user = ?2 AND collection = ?3 AND o = f.value AND o_lit = 0"
+_OUT_ORDER = " ORDER BY p, o, o_lit, o_dt, o_lang"
+_IN_ORDER = " ORDER BY p, s"
+_ROWS = f"SELECT {_COLS}, f.value AS via, {{}} AS part, f.key AS fi, {{}} AS ki, {{}} AS far FROM json_each(?1) f"
+_JOIN = " JOIN triples t ON t.rowid IN (SELECT rowid "
+_NB_OUT = _ROWS.format(0, 0, "o") + _JOIN + f"{_OUT} AND p != ?5{_OUT_ORDER} LIMIT ?4)"
+_NB_IN = _ROWS.format(1, 0, "s") + _JOIN + f"{_IN} AND p != ?5{_IN_ORDER} LIMIT ?4)"
+_FOCUS = " CROSS JOIN json_each(?6) k" + _JOIN
+_NB_OUT_FOCUS = _ROWS.format(2, "k.key", "o") + _FOCUS + f"{_OUT} AND p = k.value{_OUT_ORDER} LIMIT ?7)"
+_NB_IN_FOCUS = _ROWS.format(3, "k.key", "s") + _FOCUS + f"{_IN} AND p = k.value{_IN_ORDER} LIMIT ?7)"
+_NB_ORDER = " ORDER BY part, fi, ki, p, far, o_lit, o_dt, o_lang"
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Drop what earlier versions indexed differently (in-edges were keyed (o, s), not (o, p, s))."""
+    conn.execute("DROP INDEX IF EXISTS osp")
 
 
 def _obj_cols(t: Term) -> tuple[str, int, str, str]:
@@ -38,7 +58,7 @@ class SqliteTripleStore:
     """TripleStore on SQLite. With an entity index, neighbour queries can score edges."""
 
     def __init__(self, path: Path, entity_index: EntityIndex | None = None) -> None:
-        self.db = SqlitePool(path, SCHEMA)
+        self.db = SqlitePool(path, SCHEMA, migrate=_migrate)
         self.entity_index = entity_index
 
     async def add_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> int:
@@ -70,7 +90,7 @@ class SqliteTripleStore:
             where.append("o = ? AND o_lit = ? AND o_dt = ? AND o_lang = ?")
             args.extend(_obj_cols(o))
         # Name the index: without statistics SQLite scans the (user, collection) prefix of spo.
-        index = "spo" if s is not None else "osp" if o is not None else "pos" if p is not None else "spo"
+        index = "spo" if s is not None else "ops" if o is not None else "pos" if p is not None else "spo"
         sql = f"SELECT {_COLS} FROM triples INDEXED BY {index} WHERE {' AND '.join(where)} LIMIT ?"
         rows = await self.db.read(lambda c: c.execute(sql, (*args, limit)).fetchall())
         return [edge_triple(r) for r in rows]
@@ -84,23 +104,24 @@ class SqliteTripleStore:
         direction: Direction = "both",
         query_vector: Sequence[float] | None = None,
         edge_limit: int | None = None,
+        focus: Sequence[str] = (),
+        focus_limit: int = 0,
     ) -> NeighbourResult:
-        # One statement for the whole frontier; the correlated LIMIT caps rows read per entity.
-        parts = []
+        # One statement for the whole frontier; correlated LIMITs cap the rows read per entity.
+        focus = [p for p in focus if p != RDFS_LABEL] if focus_limit > 0 else []
+        parts: list[str] = []
         if direction in ("both", "out"):
-            parts.append(
-                f"SELECT {_COLS}, f.value FROM json_each(?1) f JOIN triples t ON t.rowid IN ("
-                " SELECT rowid FROM triples INDEXED BY spo WHERE user = ?2 AND collection = ?3 AND s = f.value"
-                " AND p != ?5 LIMIT ?4)"
-            )
+            parts.append(_NB_OUT)
         if direction in ("both", "in"):
-            parts.append(
-                f"SELECT {_COLS}, f.value FROM json_each(?1) f JOIN triples t ON t.rowid IN ("
-                " SELECT rowid FROM triples INDEXED BY osp WHERE user = ?2 AND collection = ?3 AND o = f.value"
-                " AND o_lit = 0 AND p != ?5 LIMIT ?4)"
-            )
-        sql = " UNION ALL ".join(parts)
-        args = (json.dumps(list(entities)), user, collection, limit_per_entity, RDFS_LABEL)
+            parts.append(_NB_IN)
+        if focus and direction in ("both", "out"):
+            parts.append(_NB_OUT_FOCUS)
+        if focus and direction in ("both", "in"):
+            parts.append(_NB_IN_FOCUS)
+        args: tuple[str | int, ...] = (json.dumps(list(entities)), user, collection, limit_per_entity, RDFS_LABEL)
+        if focus:
+            args += (json.dumps(focus), focus_limit)
+        sql = " UNION ALL ".join(parts) + _NB_ORDER
         rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
         found: Iterable[tuple[RawEdge, str]] = ((r[:6], r[6]) for r in rows)  # rows are raw edges + finder
         return await rank_neighbours(found, len(rows), query_vector, edge_limit, self.entity_index, user, collection)

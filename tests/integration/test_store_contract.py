@@ -113,6 +113,49 @@ async def test_neighbours_limit_per_entity(store: StoreBackend) -> None:
     assert len(res.triples) == 1 and res.triples[0] in (t("h", "q0", "x0"), t("z", "q", "x0"))
 
 
+async def test_neighbours_read_each_entity_in_key_order(store: StoreBackend) -> None:
+    user, coll = store.scope()
+    # inserted out of order, so a backend returning insertion or hash order fails
+    out = [t("h", p, o) for p, o in (("r2", "x1"), ("r1", "x9"), ("r2", "x0"), ("r1", "x3"), ("r3", "x2"))]
+    into = [t(s, p, "h") for s, p in (("y5", "r2"), ("y9", "r1"), ("y1", "r2"), ("y0", "r3"), ("y3", "r1"))]
+    await store.triples.add_triples(user, coll, out + into + [t("h", "r0", Term.literal("lit"))])
+    res = await store.triples.neighbours(user, coll, ["h"], 3, "out")
+    assert res.triples == [t("h", "r0", Term.literal("lit")), t("h", "r1", "x3"), t("h", "r1", "x9")]
+    res = await store.triples.neighbours(user, coll, ["h"], 3, "in")
+    assert res.triples == [t("y3", "r1", "h"), t("y9", "r1", "h"), t("y1", "r2", "h")]
+
+
+async def test_neighbours_focus_predicates_reach_past_the_per_entity_limit(store: StoreBackend) -> None:
+    user, coll = store.scope()
+    hub = [t("h", "a", f"x{i:02}") for i in range(12)] + [t("h", "z", f"w{i}") for i in (3, 1, 2)]
+    hub += [t(f"y{i:02}", "a", "h") for i in range(12)] + [t(f"v{i}", "z", "h") for i in (2, 0, 1)]
+    await store.triples.add_triples(user, coll, [*hub, t("h", RDFS_LABEL, Term.literal("Hub"))])
+    plain = await store.triples.neighbours(user, coll, ["h"], 2, "both")
+    assert not any(x.p.value == "z" for x in plain.triples)  # the hub's "z" edges sort after its "a" edges
+    res = await store.triples.neighbours(user, coll, ["h"], 2, "both", focus=["z", RDFS_LABEL], focus_limit=2)
+    assert res.triples == [
+        t("h", "a", "x00"), t("h", "a", "x01"), t("y00", "a", "h"), t("y01", "a", "h"),
+        t("h", "z", "w1"), t("h", "z", "w2"), t("v0", "z", "h"), t("v1", "z", "h"),
+    ]  # fmt: skip
+    assert res.rows_read == 8
+    both = await store.triples.neighbours(user, coll, ["h"], 20, "out", focus=["z"], focus_limit=2)
+    assert len(both.triples) == 15 and both.rows_read == 17  # focus rows also read by the plain part count once
+
+
+async def test_nearest_predicates(store: StoreBackend) -> None:
+    user, coll = store.scope()
+    await store.index.upsert(user, coll, [(f"r{i}", f"relation {i}", unit(300 + i)) for i in range(12)], "predicate")
+    await store.index.upsert(user, coll, [("e", "an entity", unit(301))])  # entities are never predicate hits
+    query = near(unit(305), 77, 0.5)
+    sims = {f"r{i}": float(np.dot(unit(300 + i), query)) for i in range(12)}
+    want = sorted(sims, key=lambda k: -sims[k])[:3]
+    hits = await store.index.nearest_predicates(user, coll, query, 3)
+    assert [h.iri for h in hits] == want and want[0] == "r5"
+    assert [h.score for h in hits] == pytest.approx([sims[k] for k in want], abs=1e-5)
+    assert hits[0].label == "relation 5"
+    assert await store.index.nearest_predicates(*store.scope(), query, 3) == []  # another tenant has none
+
+
 async def test_neighbours_scored_by_query_vector(store: StoreBackend) -> None:
     user, coll = store.scope()
     graph = [t("h", f"r{i % 3}", f"x{i}") for i in range(8)]

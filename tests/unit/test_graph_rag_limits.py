@@ -12,7 +12,7 @@ from processors.base.client import RemoteError, RequestResponseClient
 from processors.base.settings import RuntimeSettings, StoreSettings
 from processors.embeddings.model import OnnxMiniLM
 from processors.graph_rag.rag import GraphRag, GraphRagSettings
-from processors.graph_rag.sources import LabelBatch, NeighbourBatch, Scope
+from processors.graph_rag.sources import LabelBatch, NeighbourBatch, Scope, Seeds
 from processors.loader import load_triples
 from processors.runtime import embedded
 from processors.stores.edge_scoring import edge_scores
@@ -85,8 +85,8 @@ class StoreSources:
     async def embed(self, text: str) -> list[float]:
         return _unit((0, 1.0))
 
-    async def entities(self, scope: Scope, vector: list[float], text: str, limit: int) -> list[SeedEntity]:
-        return [SeedEntity(id=s, score=1.0, lexical=True) for s in self.seeds[:limit]]
+    async def entities(self, scope: Scope, vector: list[float], text: str, limit: int, predicates: int) -> Seeds:
+        return Seeds([SeedEntity(id=s, score=1.0, lexical=True) for s in self.seeds[:limit]], [])
 
     async def neighbours(
         self,
@@ -95,10 +95,13 @@ class StoreSources:
         limit_per_entity: int,
         query_vector: list[float] | None,
         edge_limit: int | None,
+        focus: Sequence[str] = (),
+        focus_limit: int = 0,
     ) -> NeighbourBatch:
         res = await self.store.neighbours(
-            scope.user, scope.collection, entities, limit_per_entity, query_vector=query_vector, edge_limit=edge_limit
-        )
+            scope.user, scope.collection, entities, limit_per_entity, query_vector=query_vector,
+            edge_limit=edge_limit, focus=focus, focus_limit=focus_limit,
+        )  # fmt: skip
         self.calls.append((list(entities), limit_per_entity, res.rows_read))
         return NeighbourBatch(res.triples, res.scores, res.rows_read)
 
