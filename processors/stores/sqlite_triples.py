@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from processors.stores.neighbours import RawEdge, edge_triple, rank_neighbours
@@ -28,21 +28,14 @@ CREATE TABLE IF NOT EXISTS labels (
 """
 
 _COLS = "s, p, o, o_lit, o_dt, o_lang"
-# An entity's edges in key order (predicate, then far end), the order every backend reads them
-# in: the subqueries pick the rows, the outer ORDER BY (part, frontier position, focus position,
-# predicate, far end) returns them in that order.
-_OUT = "FROM triples INDEXED BY spo WHERE user = ?2 AND collection = ?3 AND s = f.value"
-_IN = "FROM triples INDEXED BY ops WHERE user = ?2 AND collection = ?3 AND o = f.value AND o_lit = 0"
-_OUT_ORDER = " ORDER BY p, o, o_lit, o_dt, o_lang"
-_IN_ORDER = " ORDER BY p, s"
-_ROWS = f"SELECT {_COLS}, f.value AS via, {{}} AS part, f.key AS fi, {{}} AS ki, {{}} AS far FROM json_each(?1) f"
-_JOIN = " JOIN triples t ON t.rowid IN (SELECT rowid "
-_NB_OUT = _ROWS.format(0, 0, "o") + _JOIN + f"{_OUT} AND p != ?5{_OUT_ORDER} LIMIT ?4)"
-_NB_IN = _ROWS.format(1, 0, "s") + _JOIN + f"{_IN} AND p != ?5{_IN_ORDER} LIMIT ?4)"
-_FOCUS = " CROSS JOIN json_each(?6) k" + _JOIN
-_NB_OUT_FOCUS = _ROWS.format(2, "k.key", "o") + _FOCUS + f"{_OUT} AND p = k.value{_OUT_ORDER} LIMIT ?7)"
-_NB_IN_FOCUS = _ROWS.format(3, "k.key", "s") + _FOCUS + f"{_IN} AND p = k.value{_IN_ORDER} LIMIT ?7)"
-_NB_ORDER = " ORDER BY part, fi, ki, p, far, o_lit, o_dt, o_lang"
+# One entity's edges in key order (predicate, then far end), the order every backend reads them
+# in; each statement is an index-only range scan (in-edges have IRI objects: no datatype, language).
+_OUT = f"SELECT {_COLS} FROM triples INDEXED BY spo WHERE user = ? AND collection = ? AND s = ?"
+_IN = "SELECT s, p, o, 0, '', '' FROM triples INDEXED BY ops WHERE user = ? AND collection = ? AND o = ? AND o_lit = 0"
+_NB_OUT = f"{_OUT} AND p != ? ORDER BY p, o, o_lit, o_dt, o_lang LIMIT ?"
+_NB_IN = f"{_IN} AND p != ? ORDER BY p, s LIMIT ?"
+_NB_OUT_FOCUS = f"{_OUT} AND p = ? ORDER BY o, o_lit, o_dt, o_lang LIMIT ?"
+_NB_IN_FOCUS = f"{_IN} AND p = ? ORDER BY s LIMIT ?"
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
@@ -107,24 +100,34 @@ class SqliteTripleStore:
         focus: Sequence[str] = (),
         focus_limit: int = 0,
     ) -> NeighbourResult:
-        # One statement for the whole frontier; correlated LIMITs cap the rows read per entity.
-        focus = [p for p in focus if p != RDFS_LABEL] if focus_limit > 0 else []
-        parts: list[str] = []
-        if direction in ("both", "out"):
-            parts.append(_NB_OUT)
-        if direction in ("both", "in"):
-            parts.append(_NB_IN)
-        if focus and direction in ("both", "out"):
-            parts.append(_NB_OUT_FOCUS)
-        if focus and direction in ("both", "in"):
-            parts.append(_NB_IN_FOCUS)
-        args: tuple[str | int, ...] = (json.dumps(list(entities)), user, collection, limit_per_entity, RDFS_LABEL)
-        if focus:
-            args += (json.dumps(focus), focus_limit)
-        sql = " UNION ALL ".join(parts) + _NB_ORDER
-        rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
-        found: Iterable[tuple[RawEdge, str]] = ((r[:6], r[6]) for r in rows)  # rows are raw edges + finder
-        return await rank_neighbours(found, len(rows), query_vector, edge_limit, self.entity_index, user, collection)
+        # One store call for the whole frontier: a short index range scan per entity (and focus
+        # predicate), run back to back in the store's thread, which is cheaper than one statement
+        # joining the frontier (that one fetches every row through the table).
+        frontier = list(dict.fromkeys(entities))
+        focus = [p for p in dict.fromkeys(focus) if p != RDFS_LABEL] if focus_limit > 0 else []
+        out, into = direction in ("both", "out"), direction in ("both", "in")
+        uc = (user, collection)
+
+        def read(conn: sqlite3.Connection) -> list[tuple[RawEdge, str]]:
+            found: list[tuple[RawEdge, str]] = []
+
+            def scan(sql: str, e: str, *args: str | int) -> None:
+                found.extend((r, e) for r in conn.execute(sql, (*uc, e, *args)))
+
+            for e in frontier if out else ():
+                scan(_NB_OUT, e, RDFS_LABEL, limit_per_entity)
+            for e in frontier if into else ():
+                scan(_NB_IN, e, RDFS_LABEL, limit_per_entity)
+            for e in frontier if out else ():
+                for p in focus:
+                    scan(_NB_OUT_FOCUS, e, p, focus_limit)
+            for e in frontier if into else ():
+                for p in focus:
+                    scan(_NB_IN_FOCUS, e, p, focus_limit)
+            return found
+
+        found = await self.db.read(read)
+        return await rank_neighbours(found, len(found), query_vector, edge_limit, self.entity_index, user, collection)
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
         sql = (
