@@ -20,7 +20,7 @@ import json
 import textwrap
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +77,7 @@ class Question:
     question: str
     answer: str
     path: list[str]
+    relations: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -151,18 +152,20 @@ def generate(spec: GraphSpec) -> Graph:
     return Graph(spec, labels, list(RELATIONS[:r]), edges)
 
 
-def questions(graph: Graph, count: int | None = None) -> list[Question]:
-    """Two-hop questions along outgoing edges, from uniformly chosen start entities."""
+def questions(graph: Graph, count: int | None = None, starts_from: np.ndarray | None = None) -> list[Question]:
+    """Two-hop questions along outgoing edges, from start entities drawn uniformly (from
+    `starts_from` when given)."""
     spec = graph.spec
-    rng = np.random.default_rng(spec.seed + 1)
+    rng = np.random.default_rng(spec.seed + (1 if starts_from is None else 2))
     order = np.argsort(graph.edges[:, 0], kind="stable")
     by_s = graph.edges[order]
     starts = np.searchsorted(by_s[:, 0], np.arange(spec.entities + 1))
+    pool = np.arange(spec.entities) if starts_from is None else starts_from
     out: list[Question] = []
     tries = 0
     while len(out) < (count or spec.questions) and tries < 100 * (count or spec.questions):
         tries += 1
-        e0 = int(rng.integers(spec.entities))
+        e0 = int(pool[rng.integers(len(pool))])
         path = [e0]
         rels: list[int] = []
         for _ in range(2):
@@ -176,8 +179,16 @@ def questions(graph: Graph, count: int | None = None) -> list[Question]:
             continue
         r1, r2 = (graph.relation_labels[i] for i in rels)
         q = f"what is the {r2} of the {r1} of {graph.entity_labels[e0]}?"
-        out.append(Question(q, graph.entity_labels[path[-1]], [graph.entity_labels[i] for i in path]))
+        out.append(Question(q, graph.entity_labels[path[-1]], [graph.entity_labels[i] for i in path], [r1, r2]))
     return out
+
+
+def hub_questions(graph: Graph, count: int | None = None) -> list[Question]:
+    """Two-hop questions that start at a hub (the 1% of entities with the most out-edges): the
+    first hop must find the question's relation among thousands of the hub's edges."""
+    degree = np.bincount(graph.edges[:, 0], minlength=graph.spec.entities)
+    hubs = np.argsort(-degree, kind="stable")[: max(1, graph.spec.entities // 100)]
+    return questions(graph, count, starts_from=hubs)
 
 
 def cache_key(spec: GraphSpec) -> str:
@@ -186,7 +197,7 @@ def cache_key(spec: GraphSpec) -> str:
     from processors.stores import local_index, sqlite_triples
 
     h = hashlib.sha256(json.dumps(asdict(spec), sort_keys=True).encode())
-    for fn in (generate, _names, questions, Graph.triples, Graph.entity_iri, Graph.relation_iri):
+    for fn in (generate, _names, questions, hub_questions, Graph.triples, Graph.entity_iri, Graph.relation_iri):
         h.update(ast.dump(ast.parse(textwrap.dedent(inspect.getsource(fn)))).encode())  # not formatting
     h.update(repr((RELATIONS, _ONSETS, _VOWELS, _CODAS, _KINDS, ENTITY_NS, RELATION_NS)).encode())
     for part in (sqlite_triples.SCHEMA, local_index.SCHEMA, OnnxMiniLM.model):
@@ -214,7 +225,7 @@ async def ensure_loaded(spec: GraphSpec, cache_dir: Path = CACHE_DIR, log=print)
         shutil.rmtree(home)  # a half-finished load
     t0 = time.perf_counter()
     graph = generate(spec)
-    qs = questions(graph)
+    qs, hub_qs = questions(graph), hub_questions(graph)
     gen_s = time.perf_counter() - t0
     log(f"[bench] {spec.name}: generated {len(graph.edges)} edges over {spec.entities} entities in {gen_s:.1f}s")
     stores = open_stores(StoreSettings(home=home))
@@ -235,11 +246,12 @@ async def ensure_loaded(spec: GraphSpec, cache_dir: Path = CACHE_DIR, log=print)
         "p99_degree": float(np.percentile(degrees, 99)),
     }
     (home / "questions.json").write_text(json.dumps([asdict(q) for q in qs]))
+    (home / "hub_questions.json").write_text(json.dumps([asdict(q) for q in hub_qs]))
     marker.write_text(json.dumps(info))
     log(f"[bench] {spec.name}: loaded {counts} in {load_s:.1f}s (cached at {home})")
     return home, info
 
 
-def load_questions(home: Path) -> list[Question]:
-    """The questions saved beside a loaded graph."""
-    return [Question(**q) for q in json.loads((home / "questions.json").read_text())]
+def load_questions(home: Path, name: str = "questions") -> list[Question]:
+    """The questions saved beside a loaded graph (`questions` or `hub_questions`)."""
+    return [Question(**q) for q in json.loads((home / f"{name}.json").read_text())]

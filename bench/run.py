@@ -58,6 +58,7 @@ class Dataset:
     answers: list[str] | None
     max_path_length: int
     info: dict[str, Any]
+    hub_questions: list[graphs.Question] | None = None  # generated graphs: questions starting at hubs
 
 
 def log(msg: str) -> None:
@@ -91,7 +92,8 @@ async def prepare(keys: list[str], cfg: Config) -> list[Dataset]:
             spec = graphs.GraphSpec(f"powerlaw-{key}", size)
             home, info = await graphs.ensure_loaded(spec, log=log)
             qs = graphs.load_questions(home)[: cfg.gen_questions]
-            ds = Dataset(spec.name, spec.collection, home, [q.question for q in qs], [q.answer for q in qs], 2, info)
+            ds = Dataset(spec.name, spec.collection, home, [q.question for q in qs], [q.answer for q in qs], 2, info,
+                         graphs.load_questions(home, "hub_questions")[: cfg.gen_questions])  # fmt: skip
         ds.info = {**info, "prepare_s_this_run": round(time.perf_counter() - t, 1)}
         out.append(ds)
     return out
@@ -121,6 +123,8 @@ async def bench_dataset(ds: Dataset, cfg: Config, store: StoreSettings) -> dict[
                     bfs = await kg.run(ds.questions, keep_labels=True, traversal="bfs", max_subgraph_size=150)
                     cov = sum(pathquestion.covered(a, t) for a, t in zip(ds.answers, bfs.labels, strict=True))
                     res["answer_coverage_bfs"] = round(cov / len(ds.answers), 4)  # plain BFS, same limits
+            if ds.hub_questions:
+                res.update(await hub_start_quality(kg, ds.hub_questions))
             n_classic = cfg.classic_pq if ds.key.startswith("pathquestion") else cfg.classic_gen
             idx = [int(i * len(ds.questions) / n_classic) for i in range(min(n_classic, len(ds.questions)))]
             log(f"[bench] {ds.key}: classic baseline on {len(idx)} queries")
@@ -152,6 +156,24 @@ async def bench_dataset(ds: Dataset, cfg: Config, store: StoreSettings) -> dict[
             return res
         finally:
             await kg.stop()
+
+
+async def hub_start_quality(kg: KgflowClient, questions: list[graphs.Question]) -> dict[str, Any]:
+    """How often the first hop from a hub keeps an edge with the question's first relation
+    (the hub has thousands of edges; see focus predicates), and the answer coverage."""
+    log(f"[bench] {len(questions)} questions starting at hubs")
+    run = await kg.run([q.question for q in questions], keep_labels=True, edge_limit=25, max_subgraph_size=150)
+    rel = sum(
+        any(s == q.path[0] and p == q.relations[0] for s, p, _ in found)
+        for q, found in zip(questions, run.labels, strict=True)
+    )
+    cov = sum(pathquestion.covered(q.answer, found) for q, found in zip(questions, run.labels, strict=True))
+    return {
+        "hub_start_questions": len(questions),
+        "hub_start_relation_recall": round(rel / len(questions), 4),
+        "hub_start_answer_coverage": round(cov / len(questions), 4),
+        "hub_start_p50_ms": run.summary()["p50_ms"],
+    }
 
 
 def _port_open(host: str, port: int) -> bool:

@@ -47,6 +47,21 @@ def test_questions_follow_real_two_hop_paths() -> None:
         assert q.answer == q.path[-1] and q.question.endswith(f"{q.path[0]}?")
 
 
+def test_hub_questions_start_at_the_entities_with_most_out_edges() -> None:
+    g = graphs.generate(graphs.GraphSpec("t", 20_000, seed=2, questions=25))
+    out_degree = np.bincount(g.edges[:, 0], minlength=g.spec.entities)
+    cutoff = np.sort(out_degree)[-(g.spec.entities // 100)]
+    index = {lab: i for i, lab in enumerate(g.entity_labels)}
+    rel = {lab: i for i, lab in enumerate(g.relation_labels)}
+    edges = {tuple(e) for e in g.edges.tolist()}
+    hub_qs = graphs.hub_questions(g)
+    assert len(hub_qs) == 25 and hub_qs != graphs.questions(g)
+    for q in hub_qs:
+        e0, e1, e2 = (index[x] for x in q.path)
+        assert out_degree[e0] >= cutoff > 5 * np.median(out_degree)
+        assert (e0, rel[q.relations[0]], e1) in edges and (e1, rel[q.relations[1]], e2) in edges
+
+
 def test_cache_key_changes_with_parameters_not_with_name_of_nothing() -> None:
     a = graphs.cache_key(graphs.GraphSpec("t", 1000))
     assert a == graphs.cache_key(graphs.GraphSpec("t", 1000))
