@@ -185,20 +185,32 @@ def questions(graph: Graph, count: int | None = None, starts_from: np.ndarray | 
 
 def hub_questions(graph: Graph, count: int | None = None) -> list[Question]:
     """Two-hop questions that start at a hub (the 1% of entities with the most out-edges): the
-    first hop must find the question's relation among thousands of the hub's edges."""
+    first hop must find the question's relation among the hub's hundreds to thousands of edges."""
     degree = np.bincount(graph.edges[:, 0], minlength=graph.spec.entities)
     hubs = np.argsort(-degree, kind="stable")[: max(1, graph.spec.entities // 100)]
     return questions(graph, count, starts_from=hubs)
 
 
+def _code_shape(fn: object) -> str:
+    """What `fn` computes: its syntax tree without formatting, comments or docstrings."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))  # type: ignore[arg-type]
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        docstring = isinstance(body, list) and body and isinstance(body[0], ast.Expr)
+        if docstring and isinstance(body[0].value, ast.Constant):  # type: ignore[index]
+            node.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined, index]
+    return ast.dump(tree)
+
+
 def cache_key(spec: GraphSpec) -> str:
-    """Parameters + code version (the generating code, the store schemas, the embedding model)."""
+    """Parameters + code version (the generating code, the store schemas, the embedding model);
+    editing formatting, comments or docstrings keeps the key."""
     from processors.embeddings.model import OnnxMiniLM
     from processors.stores import local_index, sqlite_triples
 
     h = hashlib.sha256(json.dumps(asdict(spec), sort_keys=True).encode())
     for fn in (generate, _names, questions, hub_questions, Graph.triples, Graph.entity_iri, Graph.relation_iri):
-        h.update(ast.dump(ast.parse(textwrap.dedent(inspect.getsource(fn)))).encode())  # not formatting
+        h.update(_code_shape(fn).encode())
     h.update(repr((RELATIONS, _ONSETS, _VOWELS, _CODAS, _KINDS, ENTITY_NS, RELATION_NS)).encode())
     for part in (sqlite_triples.SCHEMA, local_index.SCHEMA, OnnxMiniLM.model):
         h.update(part.encode())

@@ -160,7 +160,7 @@ async def bench_dataset(ds: Dataset, cfg: Config, store: StoreSettings) -> dict[
 
 async def hub_start_quality(kg: KgflowClient, questions: list[graphs.Question]) -> dict[str, Any]:
     """How often the first hop from a hub keeps an edge with the question's first relation
-    (the hub has thousands of edges; see focus predicates), and the answer coverage."""
+    (hubs have hundreds to thousands of edges; see focus predicates), and the answer coverage."""
     log(f"[bench] {len(questions)} questions starting at hubs")
     run = await kg.run([q.question for q in questions], keep_labels=True, edge_limit=25, max_subgraph_size=150)
     rel = sum(

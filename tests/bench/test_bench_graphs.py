@@ -102,3 +102,20 @@ def test_sample_is_spread_and_targets_flag_misses() -> None:
     assert t["pathquestion-3h.store_round_trips"]["met"] is False
     assert t["pathquestion-3h.answer_coverage"]["met"] is True
     assert t["pathquestion-3h.answer_coverage_edge_limit_25"]["met"] is False
+
+
+def test_code_shape_ignores_docstrings_not_code() -> None:
+    def a(x: int) -> int:
+        """One docstring."""
+        return x + 1
+
+    def b(x: int) -> int:
+        """Another docstring."""
+        return x + 1
+
+    def c(x: int) -> int:
+        """One docstring."""
+        return x + 2
+
+    shape = graphs._code_shape
+    assert shape(a).replace("'a'", "'b'") == shape(b) and shape(a).replace("'a'", "'c'") != shape(c)
