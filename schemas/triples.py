@@ -28,7 +28,8 @@ class NeighboursQuery(ScopedRequest):
     Per entity and direction the store reads its first `limit_per_entity` edges in key order
     (predicate, then far end), plus up to `focus_limit` edges for each `focus` predicate.
     With `query_vector`, the store scores each candidate edge against the question
-    (from label embeddings stored at load time) and keeps the best `edge_limit`.
+    (from label embeddings stored at load time) and keeps the best `edge_limit`; an
+    entity's relations continue its path in `paths` when it has one.
     """
 
     operation: Literal["neighbours"] = "neighbours"
@@ -39,6 +40,7 @@ class NeighboursQuery(ScopedRequest):
     edge_limit: int | None = Field(default=None, ge=1, le=100000)
     focus: list[str] = Field(default=[], max_length=1000)
     focus_limit: int = Field(default=0, ge=0, le=10000)
+    paths: dict[str, list[str]] = Field(default={}, max_length=MAX_BATCH)  # entity → relations that led to it
 
 
 class LabelsQuery(ScopedRequest):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -64,6 +64,7 @@ class BusSources:
         edge_limit: int | None,
         focus: Sequence[str] = (),
         focus_limit: int = 0,
+        paths: Mapping[str, Sequence[str]] | None = None,
     ) -> NeighbourBatch:
         res = await self._call(
             "triples",
@@ -76,6 +77,7 @@ class BusSources:
                 edge_limit=edge_limit,
                 focus=list(focus),
                 focus_limit=focus_limit,
+                paths={e: list(p) for e, p in (paths or {}).items()},
             ),
         )
         return NeighbourBatch(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -67,6 +67,7 @@ class GraphSources(Protocol):
         edge_limit: int | None,
         focus: Sequence[str] = (),
         focus_limit: int = 0,
+        paths: Mapping[str, Sequence[str]] | None = None,
     ) -> NeighbourBatch:
         """Edges of a whole frontier (one store round trip), see NeighboursQuery."""
         ...

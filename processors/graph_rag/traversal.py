@@ -65,6 +65,7 @@ async def batched_traversal(
     out = Subgraph()
     seen: set[tuple[str, str, str, bool]] = set()
     visited: set[str] = set(seeds)
+    paths: dict[str, tuple[str, ...]] = {}  # entity → the relations that led to it from a seed
     frontier = list(dict.fromkeys(seeds))[: limits.max_frontier]
     relevance = limits.mode == "relevance" and query_vector is not None
     for level in range(1, limits.max_path_length + 1):
@@ -85,6 +86,7 @@ async def batched_traversal(
             want,
             focus if relevance else (),
             limits.focus_limit if relevance else 0,
+            {e: paths[e] for e in frontier if e in paths} if relevance else None,
         )
         out.round_trips += 1
         out.rows_read += batch.rows_read
@@ -106,6 +108,7 @@ async def batched_traversal(
             if far is not None and far not in visited:
                 visited.add(far)
                 next_frontier[far] = None
+                paths[far] = (*paths.get(t.o.value if far == t.s.value else t.s.value, ()), t.p.value)
         out.hop_ms.append((time.perf_counter() - started) * 1000)
         frontier = list(next_frontier)[: limits.max_frontier]
     return out

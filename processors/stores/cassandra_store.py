@@ -6,7 +6,7 @@ round trip: one prepared query per partition, all in flight at once, gathered.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -102,6 +102,7 @@ class CassandraTripleStore:
         edge_limit: int | None = None,
         focus: Sequence[str] = (),
         focus_limit: int = 0,
+        paths: Mapping[str, Sequence[str]] | None = None,
     ) -> NeighbourResult:
         """Edges of the frontier: one LIMITed query per entity partition and direction (and focus
         predicate), all concurrent; clustering order is (predicate, far end), as the protocol asks."""
@@ -123,7 +124,9 @@ class CassandraTripleStore:
         pages = await self.conn.run_many(calls)
         rows = [(r, call[1][2]) for call, page in zip(calls, pages, strict=True) for r in page]
         found = ((_raw(r), entity) for r, entity in rows)
-        return await rank_neighbours(found, len(rows), query_vector, edge_limit, self.entity_index, user, collection)
+        return await rank_neighbours(
+            found, len(rows), query_vector, edge_limit, self.entity_index, user, collection, paths
+        )
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
         """Labels of many IRIs: one single-partition query each, concurrently."""

@@ -21,11 +21,49 @@ def cosines(query: Sequence[float], iris: Sequence[str], vectors: Mapping[str, S
     return dict(zip(known, sims.tolist(), strict=True))
 
 
-def combine(edges: Sequence[tuple[str, str | None]], sims: Mapping[str, float]) -> list[float]:
-    """Score each (predicate, far end) pair from the question's cosine to both labels; a
-    missing similarity (no vector, or a literal far end given as None) contributes 0."""
+def combine(
+    edges: Sequence[tuple[str, str | None]],
+    sims: Mapping[str, float],
+    relation_sims: Sequence[float] | None = None,
+) -> list[float]:
+    """Score each (predicate, far end) pair from the question's cosine to both labels (or to
+    the relation's path, `relation_sims`); a missing similarity (no vector, or a literal far
+    end given as None) contributes 0."""
     w, get = PREDICATE_WEIGHT, sims.get
-    return [w * get(p, 0.0) + (1 - w) * (get(far, 0.0) if far is not None else 0.0) for p, far in edges]
+    rel = relation_sims if relation_sims is not None else [get(p, 0.0) for p, _ in edges]
+    far_sims = [get(far, 0.0) if far is not None else 0.0 for _, far in edges]
+    return [w * r + (1 - w) * f for r, f in zip(rel, far_sims, strict=True)]
+
+
+def path_cosines(
+    query: Sequence[float],
+    paths: Sequence[tuple[str, ...]],
+    predicates: Sequence[str],
+    vectors: Mapping[str, Sequence[float]],
+) -> dict[tuple[tuple[str, ...], str], float]:
+    """Cosine of the question to each path extended by each predicate, the path's relations
+    standing for the sum of their label vectors.
+
+    A multi-hop question names each relation of its path once, so after "parent of" the
+    relation that completes the question ("born in") scores above "parent of" again.
+    """
+    if not paths or not predicates:
+        return {}
+    q = np.asarray(query, dtype=np.float32)
+    q = q / (np.linalg.norm(q) or 1.0)
+    dim = len(q)
+
+    def vec(iri: str) -> np.ndarray:
+        v = vectors.get(iri)
+        return np.asarray(v, dtype=np.float32) if v is not None else np.zeros(dim, dtype=np.float32)
+
+    heads = np.stack([sum((vec(x) for x in path), np.zeros(dim, dtype=np.float32)) for path in paths])
+    tails = np.stack([vec(p) for p in predicates])
+    # |h + t|² = |h|² + |t|² + 2 h·t, for every (path, predicate) pair at once
+    norms = np.sqrt(np.maximum((heads * heads).sum(1)[:, None] + (tails * tails).sum(1)[None, :]
+                               + 2 * heads @ tails.T, 0.0))  # fmt: skip
+    sims = ((heads @ q)[:, None] + (tails @ q)[None, :]) / np.where(norms == 0, 1.0, norms)
+    return {(path, p): float(sims[i, j]) for i, path in enumerate(paths) for j, p in enumerate(predicates)}
 
 
 def edge_scores(

@@ -6,7 +6,7 @@ Every call is one Cypher query (or one write transaction): a BFS level is a sing
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -206,6 +206,7 @@ class Neo4jTripleStore:
         edge_limit: int | None = None,
         focus: Sequence[str] = (),
         focus_limit: int = 0,
+        paths: Mapping[str, Sequence[str]] | None = None,
     ) -> NeighbourResult:
         """Edges of the whole frontier in one UNWIND query, LIMIT per entity and direction (and
         focus predicate), each part in key order as the protocol asks."""
@@ -225,7 +226,9 @@ class Neo4jTripleStore:
         rows = await self.conn.read(NEIGHBOURS[direction, bool(preds)], params)
         rows.sort(key=lambda r: (r["dir"], r["i"]))  # out-edges first, in frontier order (as SQLite)
         found = ((_raw(r), frontier[r["i"]]) for r in rows)
-        return await rank_neighbours(found, len(rows), query_vector, edge_limit, self.entity_index, user, collection)
+        return await rank_neighbours(
+            found, len(rows), query_vector, edge_limit, self.entity_index, user, collection, paths
+        )
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
         """Labels of many IRIs in one UNWIND query."""

@@ -5,7 +5,7 @@ Every call is scoped by user and collection; every call is one store round trip.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -57,13 +57,15 @@ class TripleStore(Protocol):
         edge_limit: int | None = None,
         focus: Sequence[str] = (),
         focus_limit: int = 0,
+        paths: Mapping[str, Sequence[str]] | None = None,
     ) -> NeighbourResult:
         """Edges touching any of `entities` (label edges excluded), one round trip.
 
         Per entity and direction the store reads its first `limit_per_entity` edges in key
         order (predicate, then far end: the same edges on every backend), plus, for each
         `focus` predicate, up to `focus_limit` edges with that predicate, so a hub's edges
-        that matter to the question are read however many others it has.
+        that matter to the question are read however many others it has. `paths` holds, for
+        frontier entities reached by earlier hops, the relations that led to them (scoring).
         """
         ...
 

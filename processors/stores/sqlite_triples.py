@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from processors.stores.neighbours import RawEdge, edge_triple, rank_neighbours
@@ -99,6 +99,7 @@ class SqliteTripleStore:
         edge_limit: int | None = None,
         focus: Sequence[str] = (),
         focus_limit: int = 0,
+        paths: Mapping[str, Sequence[str]] | None = None,
     ) -> NeighbourResult:
         # One store call for the whole frontier: a short index range scan per entity (and focus
         # predicate), run back to back in the store's thread, which is cheaper than one statement
@@ -127,7 +128,9 @@ class SqliteTripleStore:
             return found
 
         found = await self.db.read(read)
-        return await rank_neighbours(found, len(found), query_vector, edge_limit, self.entity_index, user, collection)
+        return await rank_neighbours(
+            found, len(found), query_vector, edge_limit, self.entity_index, user, collection, paths
+        )
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
         sql = (

@@ -53,7 +53,7 @@ class TriplesProcessor(FlowProcessor):
         if isinstance(req, NeighboursQuery):
             res = await store.neighbours(
                 req.user, req.collection, req.entities, req.limit_per_entity, req.direction,
-                req.query_vector, req.edge_limit, req.focus, req.focus_limit,
+                req.query_vector, req.edge_limit, req.focus, req.focus_limit, req.paths,
             )  # fmt: skip
             triples = [
                 ScoredTriple(s=t.s, p=t.p, o=t.o, score=sc) for t, sc in zip(res.triples, res.scores, strict=True)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from processors.stores.edge_scoring import best, edge_scores
+from processors.stores.edge_scoring import best, cosines, edge_scores, path_cosines
 from schemas.terms import RDFS_LABEL, Term, Triple
 from tests.integration.store_fixtures import StoreBackend, iri, near, t, unit
 
@@ -183,6 +183,21 @@ async def test_neighbours_scored_by_query_vector(store: StoreBackend) -> None:
     assert res.triples == [uniq[i][0] for i in keep]
     assert res.scores == pytest.approx([scores[i] for i in keep], abs=1e-5)
     assert len(res.triples) == 6 and res.scores[0] == pytest.approx(max(scores), abs=1e-5)
+
+    # with a path to "g" (reached through r2, then r1), its edges' relations continue that path
+    pth = ("r2", "r1")
+    rel = path_cosines(query, [(), pth], ["r0", "r1", "r2", "r9"], vecs)
+    far_sim = cosines(query, far, vecs)
+    literal = [not x.o.is_iri and e == x.s.value for x, e in uniq]
+    path_scores = [
+        0.9 * rel[pth if e == "g" else (), x.p.value] + 0.1 * (0.0 if lit else far_sim.get(f, 0.0))
+        for (x, e), f, lit in zip(uniq, far, literal, strict=True)
+    ]
+    assert any(abs(a - b) > 1e-3 for a, b in zip(path_scores, scores, strict=True))  # the path matters here
+    keep = best(path_scores, 6, [e for _, e in uniq])
+    res = await store.triples.neighbours(user, coll, frontier, 50, "both", query, 6, paths={"g": list(pth)})
+    assert res.triples == [uniq[i][0] for i in keep]
+    assert res.scores == pytest.approx([path_scores[i] for i in keep], abs=1e-5)
 
 
 async def test_labels_batched(store: StoreBackend) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -97,10 +97,11 @@ class StoreSources:
         edge_limit: int | None,
         focus: Sequence[str] = (),
         focus_limit: int = 0,
+        paths: Mapping[str, Sequence[str]] | None = None,
     ) -> NeighbourBatch:
         res = await self.store.neighbours(
             scope.user, scope.collection, entities, limit_per_entity, query_vector=query_vector,
-            edge_limit=edge_limit, focus=focus, focus_limit=focus_limit,
+            edge_limit=edge_limit, focus=focus, focus_limit=focus_limit, paths=paths,
         )  # fmt: skip
         self.calls.append((list(entities), limit_per_entity, res.rows_read))
         return NeighbourBatch(res.triples, res.scores, res.rows_read)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from processors.stores.edge_scoring import best, edge_scores
+from processors.stores.edge_scoring import best, edge_scores, path_cosines
 from processors.stores.text_match import content_tokens, label_match_score, label_phrases, normalize
 
 
@@ -42,3 +43,18 @@ def test_best_orders_by_score_and_shares_budget_between_sources() -> None:
     picked = best(scores, 4, groups)
     assert 5 in picked and len(picked) == 4  # the small entity's only edge is not crowded out
     assert picked[0] == 0
+
+
+def test_path_cosines_favour_the_relation_that_completes_the_question() -> None:
+    # the question names two relations ("parent of", "born in"); an unrelated one is far
+    parent, born, other = np.eye(4)[0], np.eye(4)[1], np.eye(4)[2]
+    q = 0.6 * parent + 0.5 * born + 0.1 * other
+    vecs = {"parent": parent, "born": born, "other": other}
+    alone = path_cosines(q, [()], ["parent", "born", "other"], vecs)
+    assert alone[(), "parent"] > alone[(), "born"] > alone[(), "other"]  # alone, "parent" wins again
+    after = path_cosines(q, [("parent",)], ["parent", "born", "other"], vecs)
+    assert after[("parent",), "born"] > after[("parent",), "parent"] > after[("parent",), "other"]
+    norm = np.linalg.norm(q)
+    assert after[("parent",), "born"] == pytest.approx((0.6 + 0.5) / norm / np.sqrt(2), abs=1e-6)
+    assert after[("parent",), "parent"] == pytest.approx(0.6 / norm, abs=1e-6)  # a repeat adds nothing
+    assert path_cosines(q, [], ["born"], vecs) == {}
