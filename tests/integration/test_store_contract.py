@@ -139,7 +139,8 @@ async def test_neighbours_focus_predicates_reach_past_the_per_entity_limit(store
     ]  # fmt: skip
     assert res.rows_read == 8
     both = await store.triples.neighbours(user, coll, ["h"], 20, "out", focus=["z"], focus_limit=2)
-    assert len(both.triples) == 15 and both.rows_read == 17  # focus rows also read by the plain part count once
+    # every edge is in the first read: focus rows are read again (17) or, when a backend sees that, skipped (15)
+    assert len(both.triples) == 15 and both.rows_read in (15, 17)
 
 
 async def test_nearest_predicates(store: StoreBackend) -> None:
