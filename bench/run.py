@@ -43,6 +43,8 @@ class Config:
     classic_gen: int
     throughput_requests: int
     server_questions: int = 200  # per PathQuestion set on Cassandra / Neo4j
+    pulsar_questions: int = 50  # per graph over Pulsar
+    pulsar_classic: int = 10
     cache_questions: int = 20
     cache_rounds: int = 10
 
@@ -176,6 +178,42 @@ async def hub_start_quality(kg: KgflowClient, questions: list[graphs.Question]) 
     }
 
 
+async def bench_over_pulsar(ds: Dataset, cfg: Config) -> dict[str, Any] | str:
+    """The same processors and store, every request over a real Pulsar broker: what a store
+    call costs when it crosses the bus, as in a deployment (classic: one request per call)."""
+    url = os.environ.get("KGFLOW_PULSAR_URL", "pulsar://127.0.0.1:6650")
+    if not _port_open("127.0.0.1", 6650):
+        return "skipped: no Pulsar broker on 127.0.0.1:6650 (make servers-up)"
+    from processors.base.pulsar_bus import PulsarBus
+
+    async with embedded(StoreSettings(home=ds.home), RuntimeSettings(), bus=PulsarBus(url)) as system:
+        kg = KgflowClient(system, ds.collection, {"max_path_length": ds.max_path_length})
+        try:
+            for q in ds.questions[:3]:
+                await kg.ask(q)
+            qs = ds.questions[: cfg.pulsar_questions]
+            log(f"[bench] {ds.key} over Pulsar: {len(qs)} kgflow queries, classic on {cfg.pulsar_classic}")
+            run = await kg.run(qs, edge_limit=25, max_subgraph_size=150)
+            classic = await classic_sample(system, ds.collection, qs[: cfg.pulsar_classic], ds.max_path_length, True)
+        finally:
+            await kg.stop()
+    main = run.summary()
+    same = percentile(run.ms[: cfg.pulsar_classic], 50)  # kgflow on the classic's questions
+    return {
+        "bus": url,
+        "questions": len(qs),
+        "p50_ms": main["p50_ms"],
+        "p95_ms": main["p95_ms"],
+        "stage_p50_ms": main["stage_p50_ms"],
+        "store_round_trips_per_query": main["store_round_trips_per_query"],
+        "classic_questions": classic["queries"],
+        "classic_via_pulsar_p50_ms": classic["classic_p50_ms"],
+        "classic_store_calls_per_query": classic["classic_store_calls_per_query"],
+        "p50_ms_on_classic_sample": round(same, 2),
+        "speedup_p50": round(classic["classic_p50_ms"] / same, 1) if same else None,
+    }
+
+
 def _port_open(host: str, port: int) -> bool:
     with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=1):
         return True
@@ -295,7 +333,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="samples, and a 100k graph instead of 1M")
     ap.add_argument("--datasets", default=None, help="comma list of pq3,pq2,1m,100k,10k")
-    ap.add_argument("--backends", default="embedded,cassandra,neo4j")
+    ap.add_argument("--backends", default="embedded,cassandra,neo4j,pulsar")
     ap.add_argument("--pq-questions", type=int, default=None, help="PathQuestion questions per set (default all)")
     ap.add_argument("--gen-questions", type=int, default=None, help="questions per generated graph")
     ap.add_argument("--classic-sample", type=int, default=None, help="classic queries per graph")
@@ -336,6 +374,8 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
     for name in ("cassandra", "neo4j"):
         if name in backends:
             results[name] = await bench_server_backend(name, data, cfg)
+    if "pulsar" in backends:
+        results["pulsar"] = {ds.key: await bench_over_pulsar(ds, cfg) for ds in data if not ds.key.startswith("path")}
     out = {
         "meta": {
             "command": "python -m bench.run " + " ".join(argv if argv is not None else sys.argv[1:]),

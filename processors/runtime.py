@@ -151,11 +151,15 @@ async def ensure_default_flow(bus: Bus, flow_id: str = DEFAULT_FLOW, params: dic
 
 @contextlib.asynccontextmanager
 async def embedded(
-    store: StoreSettings, rt: RuntimeSettings | None = None, flow_params: dict[str, Any] | None = None
+    store: StoreSettings,
+    rt: RuntimeSettings | None = None,
+    flow_params: dict[str, Any] | None = None,
+    bus: Bus | None = None,
 ) -> AsyncIterator[System]:
-    """Every processor in this process on a memory bus, serving flow `default`."""
+    """Every processor in this process on a memory bus (or on `bus`, which it then owns), serving
+    flow `default`."""
     rt = rt or RuntimeSettings()
-    system = System(MemoryBus(), store, rt)
+    system = System(bus or MemoryBus(), store, rt)
     try:
         await system.start(["config"])
         await ensure_default_flow(system.bus, params=flow_params)
