@@ -40,7 +40,8 @@ class NeighboursQuery(ScopedRequest):
     edge_limit: int | None = Field(default=None, ge=1, le=100000)
     focus: list[str] = Field(default=[], max_length=1000)
     focus_limit: int = Field(default=0, ge=0, le=10000)
-    paths: dict[str, list[str]] = Field(default={}, max_length=MAX_BATCH)  # entity → relations that led to it
+    # entity → the relations that led to it (at most one per hop; graph-rag allows 8 hops)
+    paths: dict[str, Annotated[list[str], Field(max_length=16)]] = Field(default={}, max_length=MAX_BATCH)
 
 
 class LabelsQuery(ScopedRequest):

@@ -71,6 +71,5 @@ async def _path_sims(
         return None
     preds = sorted({p for p, _ in pairs})
     vectors = await index.vectors(user, collection, sorted({x for h in distinct for x in h} | set(preds)))
-    table = path_cosines(query_vector, distinct, preds, vectors)
-    alone = path_cosines(query_vector, [()], preds, vectors)  # entities without a path (the seeds)
-    return [table[heads[v], p] if heads[v] else alone[(), p] for (p, _), v in zip(pairs, via, strict=True)]
+    table = path_cosines(query_vector, [(), *distinct], preds, vectors)  # () for entities without a path
+    return [table[heads[v], p] for (p, _), v in zip(pairs, via, strict=True)]
