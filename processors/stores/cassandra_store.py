@@ -104,24 +104,30 @@ class CassandraTripleStore:
         focus_limit: int = 0,
         paths: Mapping[str, Sequence[str]] | None = None,
     ) -> NeighbourResult:
-        """Edges of the frontier: one LIMITed query per entity partition and direction (and focus
-        predicate), all concurrent; clustering order is (predicate, far end), as the protocol asks."""
+        """Edges of the frontier: one LIMITed query per entity partition and direction, all
+        concurrent; then, for the partitions that filled their limit, one per focus predicate.
+        Clustering order is (predicate, far end), as the protocol asks."""
         frontier = list(dict.fromkeys(entities))
         if not frontier or limit_per_entity <= 0:
             return NeighbourResult([], [], 0)
+        out, into = direction in ("both", "out"), direction in ("both", "in")
         calls: list[tuple[str, Sequence[Any]]] = []
-        if direction in ("both", "out"):
-            calls += [("out_edges", (user, collection, e, limit_per_entity)) for e in frontier]
-        if direction in ("both", "in"):
-            calls += [("in_edges", (user, collection, e, False, "", "", limit_per_entity)) for e in frontier]
-        preds = [p for p in dict.fromkeys(focus) if p != RDFS_LABEL] if focus_limit > 0 else []
-        if direction in ("both", "out"):
-            calls += [("out_sp", (user, collection, e, False, p, focus_limit)) for e in frontier for p in preds]
-        if direction in ("both", "in"):
-            calls += [
-                ("in_po", (user, collection, e, False, "", "", False, p, focus_limit)) for e in frontier for p in preds
-            ]
+        calls += [("out_edges", (user, collection, e, limit_per_entity)) for e in frontier if out]
+        calls += [("in_edges", (user, collection, e, False, "", "", limit_per_entity)) for e in frontier if into]
         pages = await self.conn.run_many(calls)
+        preds = [p for p in dict.fromkeys(focus) if p != RDFS_LABEL] if focus_limit > 0 else []
+        full = [
+            (name, args[2]) for (name, args), page in zip(calls, pages, strict=True) if len(page) >= limit_per_entity
+        ]
+        focus_calls: list[tuple[str, Sequence[Any]]] = []
+        for name, e in full if preds else ():  # below the limit every edge of the partition is already here
+            if name == "out_edges":
+                focus_calls += [("out_sp", (user, collection, e, False, p, focus_limit)) for p in preds]
+            else:
+                focus_calls += [("in_po", (user, collection, e, False, "", "", False, p, focus_limit)) for p in preds]
+        if focus_calls:
+            calls += focus_calls
+            pages += await self.conn.run_many(focus_calls)
         rows = [(r, call[1][2]) for call, page in zip(calls, pages, strict=True) for r in page]
         found = ((_raw(r), entity) for r, entity in rows)
         return await rank_neighbours(

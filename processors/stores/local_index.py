@@ -18,6 +18,7 @@ import numpy as np
 from processors.stores.protocol import EntityHit
 from processors.stores.sqlite_pool import SqlitePool
 from processors.stores.text_match import label_phrases, normalize
+from processors.stores.vector_search import ProjectedIndex, nearest
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors (
@@ -35,8 +36,9 @@ CREATE TABLE IF NOT EXISTS scope_version (
 
 # How long a collection's vectors are used before checking whether another process changed them.
 VERSION_CHECK_S = 1.0
-# Cosine search over more rows than this runs in a worker thread (numpy releases the GIL).
-INLINE_SEARCH_ROWS = 20_000
+# Collections with more entities than this search a projection (approximate, nearly flat in
+# size) in a worker thread (numpy releases the GIL); smaller ones search exactly, inline.
+PROJECT_ABOVE = 20_000
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
@@ -60,6 +62,7 @@ class _Matrix:
     entities: int  # rows [0, entities) are entities
     vecs: np.ndarray  # unit rows
     pos: dict[str, int]  # iri → row
+    projected: ProjectedIndex | None = None  # large collections: entity search via a projection
 
     @property
     def entity_matrix(self) -> np.ndarray:
@@ -67,7 +70,8 @@ class _Matrix:
 
 
 class LocalEntityIndex:
-    """EntityIndex on SQLite + numpy: exact cosine, fine up to a few hundred thousand entities."""
+    """EntityIndex on SQLite + numpy: exact cosine up to PROJECT_ABOVE entities, a projection
+    prefilter above (see vector_search)."""
 
     def __init__(self, path: Path) -> None:
         self.db = SqlitePool(path, SCHEMA, migrate=_migrate)
@@ -140,10 +144,10 @@ class LocalEntityIndex:
         if vector is not None and m.entities:
             q = np.asarray(vector, dtype=np.float32)
             q = q / (np.linalg.norm(q) or 1.0)
-            if m.entities > INLINE_SEARCH_ROWS:
-                top, sims = await asyncio.to_thread(_nearest, m.entity_matrix, q, limit)
+            if m.projected is not None:
+                top, sims = await asyncio.to_thread(m.projected.nearest, q, limit)
             else:
-                top, sims = _nearest(m.entity_matrix, q, limit)
+                top, sims = nearest(m.entity_matrix, q, limit)
             for i, s in zip(top, sims, strict=True):
                 if m.iris[i] not in hits:
                     hits[m.iris[i]] = EntityHit(m.iris[i], m.labels[i], s)
@@ -157,7 +161,7 @@ class LocalEntityIndex:
         if m is None or m.entities == len(m.iris) or limit <= 0:
             return []
         q = np.asarray(vector, dtype=np.float32)
-        top, sims = _nearest(m.vecs[m.entities :], q / (np.linalg.norm(q) or 1.0), limit)
+        top, sims = nearest(m.vecs[m.entities :], q / (np.linalg.norm(q) or 1.0), limit)
         return [EntityHit(m.iris[m.entities + i], m.labels[m.entities + i], s) for i, s in zip(top, sims, strict=True)]
 
     async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
@@ -197,15 +201,6 @@ def _version(conn: sqlite3.Connection, user: str, collection: str) -> int:
     return int(row[0]) if row else 0
 
 
-def _nearest(matrix: np.ndarray, q: np.ndarray, limit: int) -> tuple[list[int], list[float]]:
-    """Rows of the `limit` largest cosines to unit `q`, best first."""
-    sims = matrix @ q
-    k = min(limit, len(sims))
-    top = np.argpartition(-sims, k - 1)[:k]
-    top = top[np.argsort(-sims[top], kind="stable")]
-    return top.tolist(), sims[top].tolist()
-
-
 def _load(conn: sqlite3.Connection, user: str, collection: str, version: int) -> _Matrix:
     rows = conn.execute(
         "SELECT iri, label, vec FROM vectors WHERE user = ? AND collection = ? ORDER BY kind = 'predicate'",
@@ -220,4 +215,7 @@ def _load(conn: sqlite3.Connection, user: str, collection: str, version: int) ->
         vecs = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), -1).copy()
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         vecs /= np.where(norms == 0, 1, norms)
-    return _Matrix(version, iris, [r[1] for r in rows], int(entities), vecs, {i: n for n, i in enumerate(iris)})
+    projected = ProjectedIndex(vecs[:entities]) if entities > PROJECT_ABOVE else None
+    return _Matrix(
+        version, iris, [r[1] for r in rows], int(entities), vecs, {i: n for n, i in enumerate(iris)}, projected
+    )

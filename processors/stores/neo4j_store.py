@@ -59,9 +59,15 @@ _NB_OUT_ROW = "n.uri AS s, r.p AS p, " + _ROW + " ORDER BY p, o, lit, dt, lang"
 _NB_IN_ROW = "s.uri AS s, r.p AS p, n.uri AS o, false AS lit, '' AS dt, '' AS lang ORDER BY p, s"
 _NB_OUT = "MATCH (n)-[r:KG_EDGE]->(o) WHERE r.p <> $label RETURN 0 AS dir, " + _NB_OUT_ROW + " LIMIT $lim"
 _NB_IN = "MATCH (s:KgEntity)-[r:KG_EDGE]->(n) WHERE r.p <> $label RETURN 1 AS dir, " + _NB_IN_ROW + " LIMIT $lim"
-_NB_FOCUS = " UNION ALL UNWIND $focus AS fp CALL (n, fp) { "
-_NB_FOCUS_OUT = _NB_FOCUS + "MATCH (n)-[r:KG_EDGE]->(o) WHERE r.p = fp RETURN 2 AS dir, " + _NB_OUT_ROW
-_NB_FOCUS_IN = _NB_FOCUS + "MATCH (s:KgEntity)-[r:KG_EDGE]->(n) WHERE r.p = fp RETURN 3 AS dir, " + _NB_IN_ROW
+# Focus reads only where the first read can have stopped at its limit (degrees are O(1) in Neo4j).
+_NB_FOCUS_OUT = (
+    " UNION ALL UNWIND CASE WHEN COUNT { (n)-[:KG_EDGE]->() } >= $lim THEN $focus ELSE [] END AS fp"
+    " CALL (n, fp) { MATCH (n)-[r:KG_EDGE]->(o) WHERE r.p = fp RETURN 2 AS dir, " + _NB_OUT_ROW
+)
+_NB_FOCUS_IN = (
+    " UNION ALL UNWIND CASE WHEN COUNT { (n)<-[:KG_EDGE]-() } >= $lim THEN $focus ELSE [] END AS fp"
+    " CALL (n, fp) { MATCH (s:KgEntity)-[r:KG_EDGE]->(n) WHERE r.p = fp RETURN 3 AS dir, " + _NB_IN_ROW
+)
 _NB_FOCUS_TAIL = " LIMIT $flim } RETURN dir, s, p, o, lit, dt, lang"
 _NB_HEAD = (
     "UNWIND range(0, size($keys) - 1) AS i WITH i, $keys[i] AS k "
