@@ -11,7 +11,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from processors.stores.edge_scoring import cosines
 from processors.stores.neighbours import RawEdge, edge_triple, rank_neighbours
 from processors.stores.neo4j_schema import (
     Neo4jConnection,
@@ -107,15 +106,20 @@ UPSERT = {
     "ON CREATE SET n.user = $user, n.collection = $collection, n.uri = row.iri "
     "SET n.label = row.label, n.embedding = row.vec",
 }
+# The question's cosine to a node's vector, computed by the server so vectors never cross the
+# wire (decoding 500 x 384 floats took ~280 ms); Neo4j's similarity is (1 + cos) / 2, null for
+# a zero vector (cosine 0, as in edge_scoring.cosines).
+_COS = "2 * coalesce(vector.similarity.cosine({n}.embedding, $vec), 0.5) - 1"
 ANN = (
     "CALL db.index.vector.queryNodes('kg_entity_embedding', $k, $vec) YIELD node "
     "WITH count(*) AS total, collect(CASE WHEN node.user = $user AND node.collection = $collection "
-    "THEN {iri: node.uri, label: node.index_label, vec: node.embedding} END) AS hits RETURN total, hits"
+    "THEN {iri: node.uri, label: node.index_label, sim: " + _COS.format(n="node") + "} END) AS hits "
+    "RETURN total, hits"
 )
 EXACT = (
     "MATCH (n:KgEntity {user: $user, collection: $collection}) WHERE n.embedding IS NOT NULL "
-    "WITH n, vector.similarity.cosine(n.embedding, $vec) AS sim ORDER BY sim DESC LIMIT $limit "
-    "RETURN n.uri AS iri, n.index_label AS label, n.embedding AS vec"
+    "WITH n, " + _COS.format(n="n") + " AS sim ORDER BY sim DESC LIMIT $limit "
+    "RETURN n.uri AS iri, n.index_label AS label, sim"
 )
 FULLTEXT = (
     "CALL db.index.fulltext.queryNodes('kg_entity_text', $q) YIELD node "
@@ -124,7 +128,14 @@ FULLTEXT = (
 )
 NEAREST_PREDICATES = (
     "MATCH (n:KgPredicate {user: $user, collection: $collection}) WHERE n.embedding IS NOT NULL "
-    "RETURN n.uri AS iri, n.label AS label, n.embedding AS vec"
+    "WITH n, " + _COS.format(n="n") + " AS sim ORDER BY sim DESC, n.uri LIMIT $limit "
+    "RETURN n.uri AS iri, n.label AS label, sim"
+)
+SIMILARITIES = (
+    "UNWIND $keys AS k MATCH (n:KgEntity {key: k}) WHERE n.user = $user AND n.collection = $collection "
+    "AND n.embedding IS NOT NULL RETURN n.uri AS iri, " + _COS.format(n="n") + " AS sim UNION ALL "
+    "UNWIND $keys AS k MATCH (n:KgPredicate {key: k}) WHERE n.user = $user AND n.collection = $collection "
+    "RETURN n.uri AS iri, " + _COS.format(n="n") + " AS sim"
 )
 VECTORS = (
     "UNWIND $keys AS k MATCH (n:KgEntity {key: k}) WHERE n.user = $user AND n.collection = $collection "
@@ -303,14 +314,9 @@ class Neo4jEntityIndex:
             found = ann["hits"]
             if len(found) < limit and ann["total"] >= k:
                 found = await self.conn.read(EXACT, {**scope, "vec": vec, "limit": limit})
-            if found:
-                m = np.asarray([r["vec"] for r in found], dtype=np.float32)
-                norms = np.linalg.norm(m, axis=1, keepdims=True)
-                sims = (m / np.where(norms == 0, 1, norms)) @ (q32 / np.linalg.norm(q32))
-                for i in np.argsort(-sims, kind="stable")[:limit]:
-                    r = found[i]
-                    if r["iri"] not in hits:
-                        hits[r["iri"]] = EntityHit(r["iri"], r["label"], float(sims[i]))
+            for r in sorted(found, key=lambda r: -r["sim"])[:limit]:
+                if r["iri"] not in hits:
+                    hits[r["iri"]] = EntityHit(r["iri"], r["label"], float(r["sim"]))
         ranked = sorted(hits.values(), key=lambda h: (not h.lexical, -len(h.label) if h.lexical else 0, -h.score))
         return ranked[:limit]
 
@@ -321,10 +327,10 @@ class Neo4jEntityIndex:
         q = np.asarray(vector, dtype=np.float32)
         if limit <= 0 or float(np.linalg.norm(q)) == 0:
             return []
-        rows = await self.conn.read(NEAREST_PREDICATES, {"user": user, "collection": collection})
-        sims = cosines(q, [r["iri"] for r in rows], {r["iri"]: r["vec"] for r in rows})
-        hits = [EntityHit(r["iri"], r["label"] or "", sims[r["iri"]]) for r in rows if r["iri"] in sims]
-        return sorted(hits, key=lambda h: (-h.score, h.iri))[:limit]
+        scope = {"user": user, "collection": collection, "vec": _f32(q), "limit": limit}
+        rows = await self.conn.read(NEAREST_PREDICATES, scope)
+        hits = [EntityHit(r["iri"], r["label"] or "", float(r["sim"])) for r in rows]
+        return sorted(hits, key=lambda h: (-h.score, h.iri))
 
     async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
         """Stored vectors of entities and predicates, one UNWIND query."""
@@ -337,8 +343,12 @@ class Neo4jEntityIndex:
     async def similarities(
         self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
     ) -> dict[str, float]:
-        """Cosines from the stored vectors (fetched in one query)."""
-        return cosines(vector, iris, await self.vectors(user, collection, iris))
+        """Cosines computed by the server (one query; no vectors cross the wire)."""
+        keys = [entity_key(user, collection, i) for i in dict.fromkeys(iris)]
+        if not keys:
+            return {}
+        params = {"keys": keys, "user": user, "collection": collection, "vec": _f32(vector)}
+        return {r["iri"]: float(r["sim"]) for r in await self.conn.read(SIMILARITIES, params)}
 
     async def delete_collection(self, user: str, collection: str) -> None:
         """Drop predicate nodes and the index properties of entity nodes (nodes left bare are deleted)."""
