@@ -95,9 +95,6 @@ STATEMENTS: dict[str, str] = {
     "del_token": "DELETE FROM entity_tokens WHERE user = ? AND collection = ? AND tok = ? AND iri = ?",
     "vec_labels": "SELECT iri, label FROM entity_vectors WHERE user = ? AND collection = ? AND kind = ? AND iri IN ?",
     "vec_get": "SELECT iri, vec FROM entity_vectors WHERE user = ? AND collection = ? AND kind IN ? AND iri IN ?",
-    # the server's cosine similarity is (1 + cos) / 2; computing it there keeps vectors off the wire
-    "vec_sim": "SELECT iri, similarity_cosine(vec, ?) AS sim FROM entity_vectors"
-    " WHERE user = ? AND collection = ? AND kind IN ? AND iri IN ?",
     "vec_ann": "SELECT iri, label, vec FROM entity_vectors WHERE user = ? AND collection = ? AND kind = ?"
     " ORDER BY vec ANN OF ? LIMIT ?",
     "vec_all_labels": "SELECT iri, label FROM entity_vectors WHERE user = ? AND collection = ? AND kind = ?",

@@ -246,13 +246,8 @@ class CassandraEntityIndex:
     async def similarities(
         self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
     ) -> dict[str, float]:
-        """Cosines computed by the server, IN-lists of keys queried concurrently."""
-        q = [float(x) for x in vector]
-        if not any(q):  # Cassandra rejects a zero vector; its cosine to anything is 0
-            return cosines(q, iris, await self.vectors(user, collection, iris))
-        kinds = ["entity", "predicate"]
-        calls = [("vec_sim", (q, user, collection, kinds, c)) for c in _chunks(list(dict.fromkeys(iris)))]
-        return {r.iri: 2 * r.sim - 1 for page in await self.conn.run_many(calls) for r in page}
+        """Cosines from the stored vectors (fetched in one query)."""
+        return cosines(vector, iris, await self.vectors(user, collection, iris))
 
     async def delete_collection(self, user: str, collection: str) -> None:
         """Delete the collection's token partitions (from its labels) and both vector partitions."""
