@@ -106,43 +106,40 @@ UPSERT = {
     "ON CREATE SET n.user = $user, n.collection = $collection, n.uri = row.iri "
     "SET n.label = row.label, n.embedding = row.vec",
 }
-# The question's cosine to a node's vector, computed by the server so vectors never cross the
+# The question's cosine to node n's vector, computed by the server so vectors never cross the
 # wire (decoding 500 x 384 floats took ~280 ms); Neo4j's similarity is (1 + cos) / 2, null for
 # a zero vector (cosine 0, as in edge_scoring.cosines).
-_COS = "2 * coalesce(vector.similarity.cosine({n}.embedding, $vec), 0.5) - 1"
+_COS = "2 * coalesce(vector.similarity.cosine(n.embedding, $vec), 0.5) - 1"
 ANN = (
-    "CALL db.index.vector.queryNodes('kg_entity_embedding', $k, $vec) YIELD node "
-    "WITH count(*) AS total, collect(CASE WHEN node.user = $user AND node.collection = $collection "
-    "THEN {iri: node.uri, label: node.index_label, sim: " + _COS.format(n="node") + "} END) AS hits "
-    "RETURN total, hits"
+    "CALL db.index.vector.queryNodes('kg_entity_embedding', $k, $vec) YIELD node AS n "
+    "WITH count(*) AS total, collect(CASE WHEN n.user = $user AND n.collection = $collection "
+    "THEN {iri: n.uri, label: n.index_label, sim: " + _COS + "} END) AS hits RETURN total, hits"
 )
-EXACT = (
-    "MATCH (n:KgEntity {user: $user, collection: $collection}) WHERE n.embedding IS NOT NULL "
-    "WITH n, " + _COS.format(n="n") + " AS sim ORDER BY sim DESC LIMIT $limit "
-    "RETURN n.uri AS iri, n.index_label AS label, sim"
+
+# exact nearest nodes of one kind in the tenant: MATCH (n:Kind {scope}) + this + the label column
+_NEAREST = (
+    " WHERE n.embedding IS NOT NULL WITH n, " + _COS + " AS sim ORDER BY sim DESC, n.uri LIMIT $limit "
+    "RETURN n.uri AS iri, sim, "
 )
+EXACT = "MATCH (n:KgEntity {user: $user, collection: $collection})" + _NEAREST + "n.index_label AS label"
+NEAREST_PREDICATES = "MATCH (n:KgPredicate {user: $user, collection: $collection})" + _NEAREST + "n.label AS label"
 FULLTEXT = (
     "CALL db.index.fulltext.queryNodes('kg_entity_text', $q) YIELD node "
     "WHERE node.user = $user AND node.collection = $collection "
     "RETURN node.uri AS iri, node.index_label AS label LIMIT $limit"
 )
-NEAREST_PREDICATES = (
-    "MATCH (n:KgPredicate {user: $user, collection: $collection}) WHERE n.embedding IS NOT NULL "
-    "WITH n, " + _COS.format(n="n") + " AS sim ORDER BY sim DESC, n.uri LIMIT $limit "
-    "RETURN n.uri AS iri, n.label AS label, sim"
-)
-SIMILARITIES = (
+
+# the tenant's entity (with a vector) and predicate nodes of $keys; + what each returns
+_ENTITIES_BY_KEY = (
     "UNWIND $keys AS k MATCH (n:KgEntity {key: k}) WHERE n.user = $user AND n.collection = $collection "
-    "AND n.embedding IS NOT NULL RETURN n.uri AS iri, " + _COS.format(n="n") + " AS sim UNION ALL "
-    "UNWIND $keys AS k MATCH (n:KgPredicate {key: k}) WHERE n.user = $user AND n.collection = $collection "
-    "RETURN n.uri AS iri, " + _COS.format(n="n") + " AS sim"
+    "AND n.embedding IS NOT NULL RETURN n.uri AS iri, "
 )
-VECTORS = (
-    "UNWIND $keys AS k MATCH (n:KgEntity {key: k}) WHERE n.user = $user AND n.collection = $collection "
-    "AND n.embedding IS NOT NULL RETURN n.uri AS iri, n.embedding AS vec UNION ALL "
+_PREDICATES_BY_KEY = (
     "UNWIND $keys AS k MATCH (n:KgPredicate {key: k}) WHERE n.user = $user AND n.collection = $collection "
-    "RETURN n.uri AS iri, n.embedding AS vec"
+    "RETURN n.uri AS iri, "
 )
+SIMILARITIES = _ENTITIES_BY_KEY + _COS + " AS sim UNION ALL " + _PREDICATES_BY_KEY + _COS + " AS sim"
+VECTORS = _ENTITIES_BY_KEY + "n.embedding AS vec UNION ALL " + _PREDICATES_BY_KEY + "n.embedding AS vec"
 DELETE_INDEX = (
     "MATCH (n:KgPredicate {user: $user, collection: $collection}) CALL (n) { DETACH DELETE n" + _BATCHED,
     "MATCH (n:KgEntity {user: $user, collection: $collection}) CALL (n) { "
