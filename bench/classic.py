@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from processors.base.client import RequestResponseClient
-from processors.embeddings.model import Embedder
+from processors.models.embeddings.model import Embedder
 from processors.stores.protocol import EntityIndex, TripleStore
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import PatternQuery, TriplesResponse

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from processors.loader import ENTITY_NS, RELATION_NS, field_iri
+from processors.ingest.triples_loader import ENTITY_NS, RELATION_NS, field_iri
 from schemas.terms import RDFS_LABEL, Term, Triple
 
 CACHE_DIR = Path(__file__).resolve().parent / ".cache"
@@ -205,7 +205,7 @@ def _code_shape(fn: object) -> str:
 def cache_key(spec: GraphSpec) -> str:
     """Parameters + code version (the generating code, the store schemas, the embedding model);
     editing formatting, comments or docstrings keeps the key."""
-    from processors.embeddings.model import OnnxMiniLM
+    from processors.models.embeddings.model import OnnxMiniLM
     from processors.stores import local_index, sqlite_triples
 
     h = hashlib.sha256(json.dumps(asdict(spec), sort_keys=True).encode())
@@ -229,8 +229,8 @@ async def ensure_loaded(spec: GraphSpec, cache_dir: Path = CACHE_DIR, log=print)
     import shutil
 
     from processors.base.settings import StoreSettings
-    from processors.embeddings.model import OnnxMiniLM
-    from processors.loader import load_triples
+    from processors.ingest.triples_loader import load_triples
+    from processors.models.embeddings.model import OnnxMiniLM
     from processors.stores.factory import open_stores
 
     if home.exists():

@@ -14,14 +14,12 @@ from typing import Any
 from bench.classic import BusPatterns, ClassicLimits, classic_retrieve
 from bench.graphs import USER
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
-from processors.embeddings.model import OnnxMiniLM
-from processors.runtime import System
+from processors.base.runtime import System
+from processors.models.embeddings.model import OnnxMiniLM
 from schemas.flows import GraphChanged
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
 from schemas.topics import GRAPH_CHANGED, topic
 from schemas.triples import TriplesResponse
-
-STAGES = ("embed", "seeds", "hop_1", "hop_2", "hop_3", "labels")
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.graphs import CACHE_DIR, USER
-from processors.loader import field_label
+from processors.ingest.triples_loader import field_label
 
 DATASETS = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets" / "pathquestion"
 
@@ -66,7 +66,7 @@ async def ensure_loaded(
     hops: int, cache_dir: Path = CACHE_DIR, datasets: Path = DATASETS, log=print
 ) -> tuple[Path, dict]:  # type: ignore[no-untyped-def, type-arg]
     """The store home holding the <hops>H knowledge base (loaded once, cached by content + schema)."""
-    from processors.embeddings.model import OnnxMiniLM
+    from processors.models.embeddings.model import OnnxMiniLM
     from processors.stores import local_index, sqlite_triples
 
     kb = datasets / f"{hops}H-kb.txt"
@@ -78,7 +78,7 @@ async def ensure_loaded(
     if marker.exists():
         return home, json.loads(marker.read_text())
     from processors.base.settings import StoreSettings
-    from processors.loader import load_triples, read_triples
+    from processors.ingest.triples_loader import load_triples, read_triples
     from processors.stores.factory import open_stores
 
     if home.exists():

@@ -25,8 +25,8 @@ from typing import Any
 
 from bench import graphs, pathquestion
 from bench.measure import KgflowClient, classic_sample, label_cache_workload, peak_rss_mb, percentile, throughput
+from processors.base.runtime import embedded
 from processors.base.settings import RuntimeSettings, StoreSettings
-from processors.runtime import embedded
 
 RESULTS = Path(__file__).resolve().parent / "results.json"
 CONCURRENCY = (1, 8, 32)
@@ -252,8 +252,8 @@ async def bench_server_backend(name: str, datasets: list[Dataset], cfg: Config) 
     settings, why = await backend_store(name, home)
     if settings is None:
         return why
-    from processors.embeddings.model import OnnxMiniLM
-    from processors.loader import load_triples, read_triples
+    from processors.ingest.triples_loader import load_triples, read_triples
+    from processors.models.embeddings.model import OnnxMiniLM
     from processors.stores.factory import open_stores
 
     out: dict[str, Any] = {

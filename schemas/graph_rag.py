@@ -10,19 +10,26 @@ from schemas.base import Response, ScopedRequest
 from schemas.terms import LabelledTriple
 
 
-class GraphRagRequest(ScopedRequest):
-    """A question and the retrieval limits (gateway names in kebab-case)."""
+class GraphRagParams(BaseModel):
+    """The retrieval knobs a request may set over its flow's (unset: the flow's value). This class
+    is their one definition: the CLI's `--param` names, the gateway's field names (kebab-case)
+    and the overrides graph-rag applies are all derived from its fields."""
 
-    query: str = Field(min_length=1, max_length=8192)
     entity_limit: int | None = Field(default=None, ge=1, le=1000)
     triple_limit: int | None = Field(default=None, ge=1, le=10000)
     max_subgraph_size: int | None = Field(default=None, ge=1, le=100000)
     max_path_length: int | None = Field(default=None, ge=1, le=8)
     edge_limit: int | None = Field(default=None, ge=1, le=10000)
     traversal: Literal["relevance", "bfs"] | None = None
+    timeout_s: float | None = Field(default=None, gt=0, le=3600)
+
+
+class GraphRagRequest(ScopedRequest, GraphRagParams):
+    """A question and the retrieval limits (gateway names in kebab-case)."""
+
+    query: str = Field(min_length=1, max_length=8192)
     streaming: bool = False
     no_llm: bool = False
-    timeout_s: float | None = Field(default=None, gt=0, le=3600)
 
 
 class SeedEntity(BaseModel):

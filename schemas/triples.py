@@ -25,11 +25,14 @@ class PatternQuery(ScopedRequest):
 class NeighboursQuery(ScopedRequest):
     """Edges touching any of `entities`, both directions, in one store round trip.
 
+    This one value object carries a neighbour query end to end: graph-rag builds it, the
+    triples service passes it on, every store reads it.
+
     Per entity and direction the store reads its first `limit_per_entity` edges in key order
     (predicate, then far end), plus up to `focus_limit` edges for each `focus` predicate.
-    With `query_vector`, the store scores each candidate edge against the question
-    (from label embeddings stored at load time) and keeps the best `edge_limit`; an
-    entity's relations continue its path in `paths` when it has one.
+    With `query_vector`, the store scores each candidate edge against the question (from label
+    embeddings stored at load time) and returns the best `max_returned`; an entity's relations
+    continue its path in `paths` when it has one.
     """
 
     operation: Literal["neighbours"] = "neighbours"
@@ -37,7 +40,9 @@ class NeighboursQuery(ScopedRequest):
     limit_per_entity: int = Field(default=30, ge=1, le=10000)
     direction: Literal["both", "out", "in"] = "both"
     query_vector: list[float] | None = None
-    edge_limit: int | None = Field(default=None, ge=1, le=100000)
+    # Scored edges to return. Not the user's edge limit: a traversal asks for its hop budget plus
+    # one edge per frontier entity, as edges back to the previous level come again and are dropped.
+    max_returned: int | None = Field(default=None, ge=1, le=100000)
     focus: list[str] = Field(default=[], max_length=1000)
     focus_limit: int = Field(default=0, ge=0, le=10000)
     # entity → the relations that led to it (at most one per hop; graph-rag allows 8 hops)

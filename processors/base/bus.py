@@ -60,9 +60,7 @@ class Bus(ABC):
         """A producer for `topic`."""
 
     @abstractmethod
-    async def consumer(
-        self, topic: str, subscription: str, *, max_redeliveries: int = 3, prefetch: int = 16
-    ) -> Consumer:
+    async def consumer(self, topic: str, subscription: str, *, max_redeliveries: int, prefetch: int) -> Consumer:
         """A consumer on a Shared subscription: messages are spread over its consumers."""
 
     @abstractmethod
@@ -75,8 +73,8 @@ class Bus(ABC):
 
 @dataclass
 class _Subscription:
+    max_redeliveries: int  # readers never redeliver: 0
     queue: asyncio.Queue[BusMessage] = field(default_factory=asyncio.Queue)
-    max_redeliveries: int = 3
 
 
 class MemoryBus(Bus):
@@ -103,9 +101,7 @@ class MemoryBus(Bus):
         for sub in subs.values():
             sub.queue.put_nowait(BusMessage(msg.data, dict(msg.properties)))
 
-    async def consumer(
-        self, topic: str, subscription: str, *, max_redeliveries: int = 3, prefetch: int = 16
-    ) -> Consumer:
+    async def consumer(self, topic: str, subscription: str, *, max_redeliveries: int, prefetch: int) -> Consumer:
         sub = self._subs[topic].get(subscription)
         if sub is None:
             sub = _Subscription(max_redeliveries=max_redeliveries)
@@ -115,7 +111,7 @@ class MemoryBus(Bus):
         return _MemoryConsumer(self, topic, sub)
 
     async def reader(self, topic: str) -> Consumer:
-        sub = _Subscription()
+        sub = _Subscription(max_redeliveries=0)
         name = f"reader-{next(self._reader_ids)}"
         self._subs[topic][name] = sub
         return _MemoryReader(self, topic, name, sub)

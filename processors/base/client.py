@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from collections.abc import AsyncIterator
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
 from processors.base.bus import Bus, Consumer, Producer
+from processors.base.tasks import cancel_and_wait
 from schemas.base import Response
+from schemas.services import Service
+from schemas.topics import topic
 
 ResT = TypeVar("ResT", bound=Response)
 
@@ -42,7 +44,7 @@ class RequestResponseClient(Generic[ResT]):
         request_topic: str,
         response_topic: str,
         response_model: type[ResT],
-        timeout_s: float = 60.0,
+        timeout_s: float,
     ) -> None:
         self._bus = bus
         self._request_topic = request_topic
@@ -55,6 +57,13 @@ class RequestResponseClient(Generic[ResT]):
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
 
+    @classmethod
+    def for_service(cls, bus: Bus, service: Service, flow_id: str, timeout_s: float) -> RequestResponseClient[Any]:
+        """A client of `service` in flow `flow_id`."""
+        return cls(
+            bus, topic(service.name, flow_id), topic(service.name, flow_id, "response"), service.response, timeout_s
+        )
+
     async def start(self) -> None:
         """Open the producer and the response reader (idempotent)."""
         async with self._lock:
@@ -66,11 +75,8 @@ class RequestResponseClient(Generic[ResT]):
 
     async def stop(self) -> None:
         """Stop reading responses; pending requests fail with a timeout."""
-        if self._task:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         if self._reader:
             await self._reader.close()
 

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
 from processors.base.bus import Bus, Consumer
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
+from processors.base.tasks import cancel_and_wait
 from schemas.flows import ConfigState, FlowRequest, FlowResponse
 from schemas.topics import CONFIG_PUSH, CONFIG_REQUEST, CONFIG_RESPONSE
 
 log = logging.getLogger(__name__)
+CONFIG_TIMEOUT_S = 30.0  # a flow-registry request (the registry answers from memory)
 
 
-def config_client(bus: Bus, timeout_s: float = 10.0) -> RequestResponseClient[FlowResponse]:
+def config_client(bus: Bus, timeout_s: float = CONFIG_TIMEOUT_S) -> RequestResponseClient[FlowResponse]:
     """A client of the flow registry (config service)."""
     return RequestResponseClient(bus, CONFIG_REQUEST, CONFIG_RESPONSE, FlowResponse, timeout_s)
 
@@ -53,10 +54,7 @@ class ConfigWatcher:
 
     async def stop(self) -> None:
         """Stop following config changes."""
-        if self._task:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
         await self._client.stop()
         if self._reader:
             await self._reader.close()

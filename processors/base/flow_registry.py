@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from pathlib import Path
 
 from processors.base.bus import Bus, Consumer
 from processors.base.errors import BadRequest
-from processors.base.processor import error_response, parse_request
+from processors.base.processor import Host, error_response, parse_request
+from processors.base.settings import RuntimeSettings
+from processors.base.tasks import cancel_and_wait
 from schemas.flows import Blueprint, ConfigState, Flow, FlowRequest, FlowResponse
 from schemas.topics import CONFIG_PUSH, CONFIG_REQUEST, CONFIG_RESPONSE
 
@@ -89,26 +90,31 @@ class ConfigService:
 
     name = "config"
 
-    def __init__(self, bus: Bus, registry: FlowRegistry) -> None:
+    def __init__(self, bus: Bus, registry: FlowRegistry, runtime: RuntimeSettings | None = None) -> None:
         self.bus = bus
         self.registry = registry
+        self.runtime = runtime or RuntimeSettings()
         self._consumer: Consumer | None = None
         self._task: asyncio.Task[None] | None = None
+
+    @classmethod
+    def create(cls, host: Host) -> ConfigService:
+        """The registry of the embedded home (`flows.json`), served on the host's bus."""
+        return cls(host.bus, FlowRegistry(host.store_settings.home / "flows.json"), host.runtime)
 
     async def start(self) -> None:
         """Start serving; pushes the current config once so late watchers converge."""
         self._responses = await self.bus.producer(CONFIG_RESPONSE)
         self._push = await self.bus.producer(CONFIG_PUSH)
-        self._consumer = await self.bus.consumer(CONFIG_REQUEST, "config")
+        self._consumer = await self.bus.consumer(
+            CONFIG_REQUEST, "config", max_redeliveries=self.runtime.max_redeliveries, prefetch=self.runtime.concurrency
+        )
         self._task = asyncio.create_task(self._serve(), name="config-service")
         await self._push.send(self.registry.state.model_dump_json().encode(), {})
 
     async def stop(self) -> None:
         """Stop serving."""
-        if self._task:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
         if self._consumer:
             await self._consumer.close()
 

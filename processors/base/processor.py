@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -19,8 +19,11 @@ from processors.base.client import RequestResponseClient
 from processors.base.config_client import ConfigWatcher
 from processors.base.errors import ServiceError
 from processors.base.metrics import LATENCY, REQUESTS
+from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.tasks import cancel_and_wait
 from schemas.base import Error, Response
 from schemas.flows import Blueprint, ConfigState, Flow
+from schemas.services import Service
 from schemas.topics import topic
 
 log = logging.getLogger(__name__)
@@ -30,21 +33,23 @@ Handler = Callable[[Any, "FlowContext"], Awaitable[Response] | AsyncIterator[Res
 
 @dataclass(frozen=True)
 class ServiceSpec:
-    """A service this processor serves: its topic name, request and response types."""
+    """A service this processor serves (its entry in `schemas.services`) and the handler."""
 
-    service: str
-    request: Any  # a pydantic model (or RootModel) class
-    response: type[Response]
+    service: Service
     handler: Handler
 
 
-@dataclass(frozen=True)
-class ClientSpec:
-    """A service this processor calls, under a local name."""
+class Host(Protocol):
+    """What processors are built from: the bus, the process settings and (lazily) the stores."""
 
-    name: str
-    service: str
-    response: type[Response]
+    bus: Bus
+    runtime: RuntimeSettings
+    store_settings: StoreSettings
+
+    @property
+    def stores(self) -> Any:
+        """The process's stores (`processors.stores.factory.Stores`), opened on first use."""
+        ...
 
 
 @dataclass
@@ -56,9 +61,9 @@ class FlowContext:
     clients: dict[str, RequestResponseClient[Any]] = field(default_factory=dict)
     state: Any = None
 
-    def client(self, name: str) -> RequestResponseClient[Any]:
-        """The request/response client declared under `name`."""
-        return self.clients[name]
+    def client(self, service: Service) -> RequestResponseClient[Any]:
+        """The client of a service this processor declared it calls."""
+        return self.clients[service.name]
 
 
 @dataclass
@@ -73,24 +78,26 @@ class FlowProcessor:
 
     name: str = "processor"
 
-    def __init__(
-        self, bus: Bus, *, concurrency: int = 16, request_timeout_s: float = 60.0, max_redeliveries: int = 3
-    ) -> None:
+    def __init__(self, bus: Bus, runtime: RuntimeSettings | None = None) -> None:
         self.bus = bus
-        self.request_timeout_s = request_timeout_s
-        self.max_redeliveries = max_redeliveries
-        self._slots = asyncio.Semaphore(concurrency)
+        self.runtime = runtime or RuntimeSettings()
+        self._slots = asyncio.Semaphore(self.runtime.concurrency)
         self._flows: dict[str, _RunningFlow] = {}
         self._inflight: set[asyncio.Task[None]] = set()
         self._producers: dict[str, Producer] = {}
         self._watcher: ConfigWatcher | None = None
+
+    @classmethod
+    def create(cls, host: Host) -> FlowProcessor:
+        """Build the processor from the running system (processors that need stores override this)."""
+        return cls(host.bus, host.runtime)
 
     # --- what subclasses declare -------------------------------------------------
     def services(self) -> list[ServiceSpec]:
         """Services this processor serves."""
         return []
 
-    def calls(self) -> list[ClientSpec]:
+    def calls(self) -> list[Service]:
         """Services this processor calls."""
         return []
 
@@ -135,24 +142,22 @@ class FlowProcessor:
     async def start_flow(self, flow_id: str, parameters: dict[str, Any]) -> FlowContext:
         """Serve `flow_id` now (also used directly by tests and the embedded runner)."""
         ctx = FlowContext(id=flow_id, parameters=parameters)
-        for spec in self.calls():
-            client = RequestResponseClient(
-                self.bus,
-                topic(spec.service, flow_id),
-                topic(spec.service, flow_id, "response"),
-                spec.response,
-                self.request_timeout_s,
-            )
+        for service in self.calls():
+            client = RequestResponseClient.for_service(self.bus, service, flow_id, self.runtime.request_timeout_s)
             await client.start()
-            ctx.clients[spec.name] = client
+            ctx.clients[service.name] = client
         await self.on_flow_start(ctx)
         consumers, tasks = [], []
         for spec in self.services():
+            name = spec.service.name
             cons = await self.bus.consumer(
-                topic(spec.service, flow_id), spec.service, max_redeliveries=self.max_redeliveries
+                topic(name, flow_id),
+                name,
+                max_redeliveries=self.runtime.max_redeliveries,
+                prefetch=self.runtime.concurrency,
             )
             consumers.append(cons)
-            tasks.append(asyncio.create_task(self._serve(cons, spec, ctx), name=f"{spec.service}:{flow_id}"))
+            tasks.append(asyncio.create_task(self._serve(cons, spec, ctx), name=f"{name}:{flow_id}"))
         self._flows[flow_id] = _RunningFlow(ctx, consumers, tasks)
         log.info("flow started", extra={"processor": self.name, "flow": flow_id})
         return ctx
@@ -163,9 +168,7 @@ class FlowProcessor:
         if running is None:
             return
         for task in running.tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)
         for cons in running.consumers:
             await cons.close()
         for client in running.ctx.clients.values():
@@ -187,7 +190,7 @@ class FlowProcessor:
         self._slots.release()
 
     async def _respond(self, spec: ServiceSpec, ctx: FlowContext, rid: str, res: Response) -> None:
-        name = topic(spec.service, ctx.id, "response")
+        name = topic(spec.service.name, ctx.id, "response")
         prod = self._producers.get(name)
         if prod is None:
             prod = self._producers[name] = await self.bus.producer(name)
@@ -195,17 +198,18 @@ class FlowProcessor:
 
     async def _handle(self, msg: BusMessage, consumer: Consumer, spec: ServiceSpec, ctx: FlowContext) -> None:
         rid = msg.properties.get("id")
+        service = spec.service
         started = time.perf_counter()
         outcome = "ok"
         sent = 0
         try:
             if not rid:
-                log.warning("request without id dropped", extra={"service": spec.service})
+                log.warning("request without id dropped", extra={"service": service.name})
                 outcome = "no-id"
                 await consumer.ack(msg)
                 return
             try:
-                req = parse_request(spec.request, msg.data)
+                req = parse_request(service.request, msg.data)
                 result = spec.handler(req, ctx)
                 if inspect.isasyncgen(result):
                     async for res in result:
@@ -216,22 +220,22 @@ class FlowProcessor:
                     sent += 1
             except (ServiceError, ValidationError, ValueError) as e:
                 outcome = "error"
-                await self._respond(spec, ctx, rid, error_response(spec.response, e))
+                await self._respond(spec, ctx, rid, error_response(service.response, e))
             await consumer.ack(msg)
         except asyncio.CancelledError:
             raise
         except Exception as e:
             outcome = "failed"
-            log.exception("request failed", extra={"service": spec.service, "flow": ctx.id})
-            if sent == 0 and msg.redelivery_count < self.max_redeliveries:
+            log.exception("request failed", extra={"service": service.name, "flow": ctx.id})
+            if sent == 0 and msg.redelivery_count < self.runtime.max_redeliveries:
                 await consumer.nack(msg)  # another instance may succeed
                 return
             with contextlib.suppress(Exception):
-                await self._respond(spec, ctx, rid or "", error_response(spec.response, e))
+                await self._respond(spec, ctx, rid or "", error_response(service.response, e))
             await (consumer.nack(msg) if sent == 0 else consumer.ack(msg))
         finally:
-            REQUESTS.labels(self.name, ctx.id, spec.service, outcome).inc()
-            LATENCY.labels(self.name, spec.service).observe(time.perf_counter() - started)
+            REQUESTS.labels(self.name, ctx.id, service.name, outcome).inc()
+            LATENCY.labels(self.name, service.name).observe(time.perf_counter() - started)
 
 
 def parse_request(model: Any, data: bytes) -> Any:

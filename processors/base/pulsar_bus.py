@@ -39,9 +39,7 @@ class PulsarBus(Bus):
         self._closables.append(prod)
         return prod
 
-    async def consumer(
-        self, topic: str, subscription: str, *, max_redeliveries: int = 3, prefetch: int = 16
-    ) -> Consumer:
+    async def consumer(self, topic: str, subscription: str, *, max_redeliveries: int, prefetch: int) -> Consumer:
         policy = pulsar.ConsumerDeadLetterPolicy(
             max_redeliver_count=max_redeliveries,
             dead_letter_topic=dead_letter(topic),

@@ -1,4 +1,9 @@
-"""Typed process settings; every default is defined here once. Environment: KGFLOW_<FIELD>."""
+"""Typed process settings (environment: KGFLOW_<FIELD>).
+
+Every default is written once: a process setting here, a flow parameter in its service's
+parameter model (e.g. `GraphRagSettings`, `LabelParams`, `LLMParams`), a gateway setting in
+`GatewaySettings`. Constructors take these objects instead of repeating their defaults.
+"""
 
 from __future__ import annotations
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 from processors.base.flow_registry import FlowRegistry, load_blueprint
+from processors.commands.options import bus_args, runtime_settings, store_args, store_settings
 from schemas.flows import FlowRequest, FlowResponse
 
 
-def add_parser(sub: argparse._SubParsersAction, store_args: Callable, bus_args: Callable) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Register `kgflow flow` and its subcommands."""
     flow = sub.add_parser("flow", help="manage blueprints and flows").add_subparsers(dest="what", required=True)
     pb = flow.add_parser("put-blueprint", help="store a blueprint (YAML or JSON)")
@@ -56,17 +56,15 @@ def _request(a: argparse.Namespace) -> list[FlowRequest]:
 
 async def run_flow_command(a: argparse.Namespace) -> int:
     """Send the flow request(s) to the registry and print the result as JSON."""
-    from processors.cli import runtime_settings, store_settings
-
     rt = runtime_settings(a)
     results: list[FlowResponse] = []
     if rt.bus == "pulsar":
         from processors.base.client import RemoteError
         from processors.base.config_client import config_client
-        from processors.runtime import make_bus
+        from processors.base.runtime import make_bus
 
         bus = make_bus(rt)
-        client = config_client(bus, timeout_s=30)
+        client = config_client(bus)
         try:
             for req in _request(a):
                 try:

@@ -7,9 +7,10 @@ import sys
 
 from tqdm import tqdm
 
-from processors.embeddings.model import OnnxMiniLM
-from processors.loader import guess_format, read_triples
-from processors.loader import load_triples as load
+from processors.commands.options import runtime_settings, store_settings
+from processors.ingest.triples_loader import guess_format, read_triples
+from processors.ingest.triples_loader import load_triples as load
+from processors.models.embeddings.model import OnnxMiniLM
 from processors.stores.factory import open_stores
 from schemas.flows import GraphChanged
 from schemas.topics import GRAPH_CHANGED
@@ -25,8 +26,6 @@ def _count_lines(path) -> int | None:  # type: ignore[no-untyped-def]
 
 async def load_triples(a: argparse.Namespace) -> int:
     """Load a file into the configured stores, then tell running processors the collection changed."""
-    from processors.cli import runtime_settings, store_settings
-
     if not a.file.exists():
         raise FileNotFoundError(f"no such file: {a.file}")
     fmt = a.format or guess_format(a.file)
@@ -56,7 +55,7 @@ async def load_triples(a: argparse.Namespace) -> int:
         await stores.close()
     rt = runtime_settings(a)
     if rt.bus == "pulsar":
-        from processors.runtime import make_bus
+        from processors.base.runtime import make_bus
 
         bus = make_bus(rt)
         prod = await bus.producer(GRAPH_CHANGED)

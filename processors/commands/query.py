@@ -13,20 +13,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from processors.base.bus import Bus
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
+from processors.commands.options import runtime_settings, store_settings
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
-from schemas.topics import topic
+from schemas.services import GRAPH_RAG
 
 Ask = Callable[[GraphRagRequest], Awaitable[GraphRagResponse]]
-PARAMS = (
-    "entity-limit",
-    "triple-limit",
-    "max-subgraph-size",
-    "max-path-length",
-    "edge-limit",
-    "traversal",
-    "timeout-s",
-)
+PARAMS = GRAPH_RAG.param_names()
 
 
 def parse_params(pairs: list[str]) -> dict[str, Any]:
@@ -57,8 +51,6 @@ def to_json(question: str, res: GraphRagResponse) -> dict[str, Any]:
 
 @contextlib.asynccontextmanager
 async def _asker(a: argparse.Namespace) -> AsyncIterator[Ask]:
-    from processors.cli import runtime_settings, store_settings
-
     if a.url:
         from processors.gateway.client import GatewayClient  # type: ignore[import-not-found]
 
@@ -66,37 +58,29 @@ async def _asker(a: argparse.Namespace) -> AsyncIterator[Ask]:
             yield lambda req: gw.graph_rag(a.flow, req)
         return
     rt = runtime_settings(a)
+
+    @contextlib.asynccontextmanager
+    async def over(bus: Bus) -> AsyncIterator[Ask]:
+        client = RequestResponseClient.for_service(bus, GRAPH_RAG, a.flow, rt.request_timeout_s)
+        try:
+            yield client.request
+        finally:
+            await client.stop()
+
     if rt.bus == "pulsar":
-        from processors.runtime import make_bus
+        from processors.base.runtime import make_bus
 
         bus = make_bus(rt)
-        client = RequestResponseClient(
-            bus,
-            topic("graph-rag", a.flow),
-            topic("graph-rag", a.flow, "response"),
-            GraphRagResponse,
-            rt.request_timeout_s,
-        )
         try:
-            yield client.request
+            async with over(bus) as ask:
+                yield ask
         finally:
-            await client.stop()
             await bus.close()
         return
-    from processors.runtime import embedded
+    from processors.base.runtime import embedded
 
-    async with embedded(store_settings(a), rt) as system:
-        client = RequestResponseClient(
-            system.bus,
-            topic("graph-rag", a.flow),
-            topic("graph-rag", a.flow, "response"),
-            GraphRagResponse,
-            rt.request_timeout_s,
-        )
-        try:
-            yield client.request
-        finally:
-            await client.stop()
+    async with embedded(store_settings(a), rt) as system, over(system.bus) as ask:
+        yield ask
 
 
 def _print_text(res: GraphRagResponse) -> None:

@@ -5,14 +5,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib.util
 import logging
 import signal
 import sys
+from typing import Any
 
 from processors.base.logs import setup_logging
 from processors.base.metrics import serve_metrics
-from processors.runtime import PROCESSOR_NAMES, System, ensure_default_flow, make_bus
+from processors.base.registry import CONFIG, FLOW_PROCESSORS, GATEWAY, processor_entry
+from processors.base.runtime import System, ensure_default_flow, make_bus
+from processors.base.settings import from_env
+from processors.commands.options import runtime_settings, store_settings
 
 log = logging.getLogger("kgflow")
 
@@ -26,25 +29,27 @@ async def _wait_for_signal() -> None:
     await stop.wait()
 
 
-def _has_gateway() -> bool:
-    return importlib.util.find_spec("processors.gateway.service") is not None
+def _gateway(system: System, port: int | None) -> Any:
+    """The gateway on the system's bus (settings from KGFLOW_GATEWAY_*, the port from the command line)."""
+    from processors.gateway.service import GatewayProcessor, GatewaySettings
+
+    settings = from_env(GatewaySettings, {"port": port}, prefix="KGFLOW_GATEWAY_")
+    return GatewayProcessor(system.bus, system.runtime, settings)
 
 
 async def up(a: argparse.Namespace) -> int:
     """Run every processor in this process and start flow `default` from the default blueprint."""
-    from processors.cli import runtime_settings, store_settings
-
     rt = runtime_settings(a)
     setup_logging(rt.log_level)
     serve_metrics(rt.metrics_port, rt.metrics_host)
     system = System(make_bus(rt), store_settings(a), rt)
     try:
-        await system.start(["config"])
+        await system.start([CONFIG.name])
         await ensure_default_flow(system.bus)
-        await system.start([n for n in PROCESSOR_NAMES if n != "config"])
-        if not a.no_gateway and _has_gateway():
-            gw = system.build("gateway")
-            await gw.start(port=a.gateway_port)
+        await system.start([p.name for p in FLOW_PROCESSORS])
+        if not a.no_gateway:
+            gw = _gateway(system, a.gateway_port)
+            await gw.start()
             system.processors.append(gw)
         print(
             f"kgflow up: {len(system.processors)} processors serving flow `default` "
@@ -60,20 +65,14 @@ async def up(a: argparse.Namespace) -> int:
 
 async def run(a: argparse.Namespace) -> int:
     """Run one processor until SIGTERM."""
-    from processors.cli import runtime_settings, store_settings
-
     rt = runtime_settings(a)
     setup_logging(rt.log_level)
     serve_metrics(rt.metrics_port, rt.metrics_host)
-    if a.processor not in (*PROCESSOR_NAMES, "gateway"):
-        raise ValueError(f"unknown processor {a.processor!r}; known: {', '.join((*PROCESSOR_NAMES, 'gateway'))}")
+    processor_entry(a.processor)  # an unknown name fails here, before the bus is opened
     system = System(make_bus(rt), store_settings(a), rt)
     try:
-        proc = system.build(a.processor)
-        if a.processor == "gateway":
-            await proc.start(port=a.gateway_port)
-        else:
-            await proc.start()
+        proc = _gateway(system, a.gateway_port) if a.processor == GATEWAY.name else system.build(a.processor)
+        await proc.start()
         system.processors.append(proc)
         print(f"kgflow run: {a.processor} ready", file=sys.stderr, flush=True)
         await _wait_for_signal()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import json
 from collections.abc import AsyncIterator
@@ -13,8 +12,10 @@ from typing import Any
 import aiohttp
 
 from processors.base.client import RemoteError, RequestTimeout
+from processors.base.tasks import cancel_and_wait
 from processors.gateway import translate as tr
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
+from schemas.services import GRAPH_RAG
 
 
 def socket_url(url: str) -> str:
@@ -70,11 +71,8 @@ class GatewayClient:
 
     async def close(self) -> None:
         """Close the socket; pending requests fail."""
-        if self._reader:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
-            self._reader = None
+        await cancel_and_wait(self._reader)
+        self._reader = None
         if self._ws is not None:
             await self._ws.close()
         if self._session is not None:
@@ -140,4 +138,4 @@ class GatewayClient:
     async def graph_rag(self, flow_id: str, req: GraphRagRequest) -> GraphRagResponse:
         """Answer `req` in flow `flow_id` (its `user` is sent as the workspace); the final kgflow response."""
         wire = tr.graph_rag_request_to_wire(req.model_copy(update={"streaming": False}))
-        return tr.graph_rag_response_from_wire(await self.request("graph-rag", wire, flow_id, req.user))
+        return tr.graph_rag_response_from_wire(await self.request(GRAPH_RAG.name, wire, flow_id, req.user))

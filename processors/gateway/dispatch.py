@@ -8,23 +8,21 @@ GatewayError. Nothing here knows about HTTP.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from processors.base.bus import Bus
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
-from processors.base.config_client import ConfigWatcher, config_client
+from processors.base.config_client import CONFIG_TIMEOUT_S, ConfigWatcher, config_client
+from processors.base.registry import server_of
 from processors.gateway import translate as tr
 from processors.gateway.auth import AuthError, Principal
-from schemas.base import Response
-from schemas.embeddings import EmbeddingsResponse
 from schemas.flows import ConfigState, FlowRequest, FlowResponse
-from schemas.graph_embeddings import GraphEmbeddingsResponse
-from schemas.graph_rag import GraphRagResponse
+from schemas.services import EMBEDDINGS, GRAPH_EMBEDDINGS, GRAPH_RAG, TEXT_COMPLETION, TRIPLES, Service
 from schemas.terms import Triple
-from schemas.text_completion import TextCompletionResponse
 from schemas.topics import topic
 from schemas.triples import StoreTriples, TriplesResponse
 
@@ -32,13 +30,9 @@ log = logging.getLogger(__name__)
 
 Frame = tuple[dict[str, Any], bool]  # (payload, complete)
 
-# gateway service name -> (processor that serves it in a blueprint, response model)
-FLOW_SERVICES: dict[str, tuple[str, type[Response]]] = {
-    "graph-rag": ("graph-rag", GraphRagResponse),
-    "triples": ("triples", TriplesResponse),
-    "embeddings": ("embeddings", EmbeddingsResponse),
-    "graph-embeddings": ("graph-embeddings", GraphEmbeddingsResponse),
-    "text-completion": ("text-completion", TextCompletionResponse),
+# The flow services clients reach through the gateway (the TrustGraph names are kgflow's).
+FLOW_SERVICES: dict[str, Service] = {
+    s.name: s for s in (GRAPH_RAG, TRIPLES, EMBEDDINGS, GRAPH_EMBEDDINGS, TEXT_COMPLETION)
 }
 WORKSPACE_SERVICES = ("flow", "config")
 FLOW_WRITE_OPS = ("put-blueprint", "delete-blueprint", "start-flow", "stop-flow")
@@ -60,12 +54,12 @@ class GatewayError(Exception):
 class Dispatcher:
     """Knows the running flows (following the config) and holds one bus client per (service, flow)."""
 
-    def __init__(self, bus: Bus, timeout_s: float = 60.0) -> None:
+    def __init__(self, bus: Bus, timeout_s: float) -> None:
         self.bus = bus
         self.timeout_s = timeout_s
         self.config = ConfigState()
         self._watcher = ConfigWatcher(bus, self._on_config)
-        self._config_client = config_client(bus, timeout_s=min(timeout_s, 30.0))
+        self._config_client = config_client(bus, timeout_s=min(timeout_s, CONFIG_TIMEOUT_S))
         self._clients: dict[tuple[str, str], RequestResponseClient[Any]] = {}
         self._lock = asyncio.Lock()
         self._refreshed = 0.0
@@ -113,17 +107,15 @@ class Dispatcher:
         if running is None:
             known = ", ".join(sorted(self.config.flows)) or "none"
             raise GatewayError("unknown-flow", f"flow {flow!r} is not running (running flows: {known})")
-        processor, model = FLOW_SERVICES[service]
+        server = server_of(service)
         bp = self.config.blueprints.get(running.blueprint)
-        if bp is None or processor not in bp.processors:
+        if bp is None or server is None or server.name not in bp.processors:
             raise GatewayError("unknown-service", f"flow {flow!r} (blueprint {running.blueprint!r}) has no {service}")
         key = (service, flow)
         async with self._lock:
             client = self._clients.get(key)
             if client is None:
-                client = RequestResponseClient(
-                    self.bus, topic(service, flow), topic(service, flow, "response"), model, self.timeout_s
-                )
+                client = RequestResponseClient.for_service(self.bus, FLOW_SERVICES[service], flow, self.timeout_s)
                 await client.start()
                 self._clients[key] = client
         return client
@@ -139,7 +131,7 @@ class Dispatcher:
         streaming_allowed: bool = True,
     ) -> AsyncIterator[Frame]:
         """Frames answering one request; raises GatewayError (never anything else)."""
-        try:
+        with _as_gateway_errors():
             user = principal.resolve(workspace)
             if flow is None:
                 inner = self._workspace_service(principal, service, request)
@@ -147,26 +139,13 @@ class Dispatcher:
                 inner = self._flow_service(user, service, flow, request, streaming_allowed)
             async for frame in inner:
                 yield frame
-        except GatewayError:
-            raise
-        except tr.BadRequest as e:
-            raise GatewayError("bad-request", str(e)) from None
-        except AuthError as e:
-            raise GatewayError(e.type, e.message) from None
-        except RemoteError as e:
-            raise GatewayError(e.type, e.message) from None
-        except RequestTimeout as e:
-            raise GatewayError("timeout", str(e)) from None
-        except Exception as e:  # a bug must still end in an error frame, never a hung socket
-            log.exception("gateway request failed")
-            raise GatewayError("internal-error", f"{type(e).__name__}: {e}") from None
 
     async def _flow_service(
         self, user: str, service: str, flow: str, wire: Any, streaming_allowed: bool
     ) -> AsyncIterator[Frame]:
         if service not in FLOW_SERVICES:
             raise GatewayError("unknown-service", f"no flow service {service!r}; known: {', '.join(FLOW_SERVICES)}")
-        if service == "graph-rag":
+        if service == GRAPH_RAG.name:
             req = tr.graph_rag_request(wire, user)
             if not streaming_allowed:
                 req = req.model_copy(update={"streaming": False})
@@ -174,7 +153,7 @@ class Dispatcher:
             timeout = max(self.timeout_s, (req.timeout_s or 0) + 5)
             async for res in client.stream(req, timeout):
                 yield tr.graph_rag_response_to_wire(res), res.end_of_stream
-        elif service == "triples":
+        elif service == TRIPLES.name:
             q = tr.triples_request(wire, user)
             client = await self._client(service, flow)
             found: TriplesResponse = await client.request(q.query)
@@ -185,10 +164,10 @@ class Dispatcher:
             for i in range(0, max(len(triples), 1), q.batch_size):
                 last = i + q.batch_size >= len(triples)
                 yield tr.triples_batch_to_wire(triples[i : i + q.batch_size], last), last
-        elif service == "embeddings":
+        elif service == EMBEDDINGS.name:
             client = await self._client(service, flow)
             yield tr.embeddings_response_to_wire(await client.request(tr.embeddings_request(wire))), True
-        elif service == "graph-embeddings":
+        elif service == GRAPH_EMBEDDINGS.name:
             req_ge = tr.graph_embeddings_request(wire, user)
             client = await self._client(service, flow)
             yield tr.graph_embeddings_response_to_wire(await client.request(req_ge)), True
@@ -229,19 +208,29 @@ class Dispatcher:
         self, principal: Principal, workspace: object, flow: str, collection: str, triples: list[Triple]
     ) -> int:
         """Store imported triples in `flow`'s stores; tells caches the collection changed."""
-        try:
+        with _as_gateway_errors():
             user = principal.resolve(workspace)
             if not triples:
                 return 0
-            client = await self._client("triples", flow)
+            client = await self._client(TRIPLES.name, flow)
             # The triples service stores, embeds labels and announces the change to label caches.
             await client.request(StoreTriples(user=user, collection=collection, triples=triples))
             return len(triples)
-        except GatewayError:
-            raise
-        except AuthError as e:
-            raise GatewayError(e.type, e.message) from None
-        except RemoteError as e:
-            raise GatewayError(e.type, e.message) from None
-        except RequestTimeout as e:
-            raise GatewayError("timeout", str(e)) from None
+
+
+@contextlib.contextmanager
+def _as_gateway_errors() -> Iterator[None]:
+    """Every failure of a request as a GatewayError: a bug still ends in an error frame."""
+    try:
+        yield
+    except GatewayError:
+        raise
+    except tr.BadRequest as e:
+        raise GatewayError("bad-request", str(e)) from None
+    except (AuthError, RemoteError) as e:
+        raise GatewayError(e.type, e.message) from None
+    except RequestTimeout as e:
+        raise GatewayError("timeout", str(e)) from None
+    except Exception as e:
+        log.exception("gateway request failed")
+        raise GatewayError("internal-error", f"{type(e).__name__}: {e}") from None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from schemas.services import SERVICES
+
 REQUESTS = Counter("kgflow_gateway_requests_total", "Gateway requests", ["transport", "service", "outcome"])
 LATENCY = Histogram(
     "kgflow_gateway_request_seconds",
@@ -15,7 +17,7 @@ SOCKETS = Gauge("kgflow_gateway_sockets", "Open gateway websockets")
 INFLIGHT = Gauge("kgflow_gateway_inflight", "Gateway requests in flight")
 IMPORTED = Counter("kgflow_gateway_imported_triples_total", "Triples imported through the gateway")
 
-_KNOWN = frozenset({"graph-rag", "triples", "embeddings", "graph-embeddings", "text-completion", "flow", "config"})
+_KNOWN = frozenset({*SERVICES, "flow", "config"})
 
 
 def service_label(service: str) -> str:

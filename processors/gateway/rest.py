@@ -22,10 +22,12 @@ from processors.gateway import metrics
 from processors.gateway.auth import Authenticator, AuthError, Principal
 from processors.gateway.dispatch import Dispatcher, GatewayError
 from processors.gateway.translate import import_frame
+from schemas.services import TRIPLES
 from schemas.terms import Triple
+from schemas.triples import MAX_BATCH
 
 log = logging.getLogger(__name__)
-IMPORT_BATCH = 5000  # triples buffered per import socket before they are written
+IMPORT_BATCH = MAX_BATCH  # triples buffered per import socket before they are written (one StoreTriples)
 
 
 def _principal(request: web.Request, auth: Authenticator) -> Principal:
@@ -77,7 +79,7 @@ class RestHandlers:
             async for payload, _complete in frames:
                 last = payload
                 collected.append(payload)
-            if service == "triples" and len(collected) > 1:  # never happens without streaming; be safe
+            if service == TRIPLES.name and len(collected) > 1:  # never happens without streaming; be safe
                 last = {"response": [t for p in collected for t in p.get("response", [])]}
             return web.json_response(last)
         except GatewayError as e:

@@ -1,7 +1,7 @@
 """GatewayProcessor: the TrustGraph-compatible HTTP/websocket front door of kgflow (aiohttp).
 
-Talks to processors only over the bus. Started by `kgflow up` (default port 8888) or alone
-with `kgflow run gateway`. Without a configured token it listens on 127.0.0.1 only.
+Talks to processors only over the bus. Started by `kgflow up` or alone with `kgflow run gateway`
+(port: GatewaySettings.port). Without a configured token it listens on 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from aiohttp import web
 from pydantic import BaseModel, Field
 
 from processors.base.bus import Bus
-from processors.base.settings import from_env
+from processors.base.processor import Host
+from processors.base.settings import RuntimeSettings, from_env
 from processors.gateway.auth import Authenticator
 from processors.gateway.dispatch import Dispatcher
 from processors.gateway.rest import RestHandlers, add_routes
@@ -28,6 +29,7 @@ class GatewaySettings(BaseModel):
     token: str | None = None
     token_file: str | None = None
     host: str = "0.0.0.0"  # used only when a token is configured
+    port: int = Field(default=8888, ge=0, le=65535)  # 0: any free port
     max_frame_bytes: int = Field(default=1 << 20, ge=1024)
     max_inflight: int = Field(default=64, ge=1, le=10000)
 
@@ -37,27 +39,24 @@ class GatewayProcessor:
 
     name = "gateway"
 
-    def __init__(
-        self,
-        bus: Bus,
-        *,
-        concurrency: int = 16,
-        request_timeout_s: float = 60.0,
-        max_redeliveries: int = 3,
-        settings: GatewaySettings | None = None,
-    ) -> None:
+    def __init__(self, bus: Bus, runtime: RuntimeSettings, settings: GatewaySettings | None = None) -> None:
         self.bus = bus
         self.settings = settings or from_env(GatewaySettings, prefix="KGFLOW_GATEWAY_")
         self.auth = Authenticator.from_env(self.settings.token, self.settings.token_file)
-        self.dispatcher = Dispatcher(bus, request_timeout_s)
+        self.dispatcher = Dispatcher(bus, runtime.request_timeout_s)
         self.limits = SocketLimits(
             max_frame_bytes=self.settings.max_frame_bytes,
             max_inflight=self.settings.max_inflight,
-            request_timeout_s=request_timeout_s,
+            request_timeout_s=runtime.request_timeout_s,
         )
         self._runner: web.AppRunner | None = None
         self.host: str = LOOPBACK
         self.port: int | None = None
+
+    @classmethod
+    def create(cls, host: Host) -> GatewayProcessor:
+        """A gateway on the host's bus (settings from KGFLOW_GATEWAY_*)."""
+        return cls(host.bus, host.runtime)
 
     def app(self) -> web.Application:
         """The aiohttp application."""
@@ -69,8 +68,10 @@ class GatewayProcessor:
     async def _socket(self, request: web.Request) -> web.WebSocketResponse:
         return await SocketSession(self.dispatcher, self.auth, self.limits).run(request)
 
-    async def start(self, port: int = 8888, host: str | None = None) -> None:
-        """Follow the flow registry, then listen (loopback only unless a token is configured)."""
+    async def start(self, port: int | None = None, host: str | None = None) -> None:
+        """Follow the flow registry, then listen on `port` (default: the settings') — loopback
+        only unless a token is configured."""
+        port = self.settings.port if port is None else port
         await self.dispatcher.start()
         if self.auth.enabled:
             self.host = host or self.settings.host

@@ -31,11 +31,11 @@ _ID = re.compile(r'"id"\s*:\s*"([^"\\]{1,200})"')
 
 @dataclass(frozen=True)
 class SocketLimits:
-    """Per-socket limits."""
+    """Per-socket limits (from GatewaySettings and RuntimeSettings)."""
 
-    max_frame_bytes: int = 1 << 20
-    max_inflight: int = 64
-    request_timeout_s: float = 60.0
+    max_frame_bytes: int
+    max_inflight: int
+    request_timeout_s: float
     auth_timeout_s: float = 30.0
 
 

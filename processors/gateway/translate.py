@@ -18,6 +18,7 @@ from schemas.embeddings import EmbeddingsRequest, EmbeddingsResponse
 from schemas.flows import Blueprint, FlowRequest, FlowResponse
 from schemas.graph_embeddings import GraphEmbeddingsRequest, GraphEmbeddingsResponse
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse, GraphRagStats, SeedEntity
+from schemas.services import GRAPH_RAG
 from schemas.terms import LabelledTriple, Term, Triple
 from schemas.text_completion import TextCompletionRequest, TextCompletionResponse
 from schemas.triples import PatternQuery
@@ -25,19 +26,7 @@ from schemas.triples import PatternQuery
 DEFAULT_COLLECTION = "default"
 DEFAULT_WORKSPACE = "default"
 
-GRAPH_RAG_FIELDS = (
-    "query",
-    "collection",
-    "entity-limit",
-    "triple-limit",
-    "max-subgraph-size",
-    "max-path-length",
-    "edge-limit",
-    "traversal",
-    "streaming",
-    "no-llm",
-    "timeout-s",
-)
+GRAPH_RAG_FIELDS = ("query", "collection", *GRAPH_RAG.param_names(), "streaming", "no-llm")
 
 
 class BadRequest(ValueError):
@@ -273,7 +262,6 @@ def text_completion_response_to_wire(res: TextCompletionResponse) -> dict[str, A
 
 
 # --- flow management ----------------------------------------------------------------------
-FLOW_READ_OPS = ("get-blueprint", "list-blueprints", "list-flows", "get-flow")
 
 
 def blueprint_from_wire(name: Any, definition: Any) -> Blueprint:

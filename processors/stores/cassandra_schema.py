@@ -14,7 +14,7 @@ Tables (all partitioned by user + collection + something, so no query needs ALLO
 * ``predicates   ((user, collection), p)``: the predicates of a collection (small; used to scan
   or delete a collection).
 * ``labels       ((user, collection, iri), label)``: rdfs:label of each IRI.
-* ``entity_vectors ((user, collection, kind), iri, label, vec vector<float, 384>)`` with an SAI
+* ``entity_vectors ((user, collection, kind), iri, label, vec vector<float, VECTOR_DIMENSIONS>)`` with an SAI
   cosine index on ``vec``; ANN queries restrict the partition (tenant + kind).
 * ``entity_tokens ((user, collection, tok), iri, label)``: lexical label search.
 """
@@ -27,7 +27,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-VECTOR_DIM = 384
+from processors.stores.protocol import VECTOR_DIMENSIONS, int_literal
+
 CONCURRENCY = 128  # in-flight requests per logical call
 # Cassandra 5.0.x fails concurrent inserts into one SAI vector memtable index beyond a small pool
 # ("Number of outstanding pooled objects has gone beyond the limit", CASSANDRA-21644): vector
@@ -48,7 +49,7 @@ TABLES = (
     "CREATE TABLE IF NOT EXISTS labels (user text, collection text, iri text, label text,"
     " PRIMARY KEY ((user, collection, iri)))",
     "CREATE TABLE IF NOT EXISTS entity_vectors (user text, collection text, kind text, iri text, label text,"
-    " vec vector<float, 384>, PRIMARY KEY ((user, collection, kind), iri))",
+    " vec vector<float, " + int_literal(VECTOR_DIMENSIONS) + ">, PRIMARY KEY ((user, collection, kind), iri))",
     "CREATE CUSTOM INDEX IF NOT EXISTS entity_vectors_vec ON entity_vectors (vec) USING 'StorageAttachedIndex'"
     " WITH OPTIONS = {'similarity_function': 'cosine'}",
     "CREATE TABLE IF NOT EXISTS entity_tokens (user text, collection text, tok text, iri text, label text,"

@@ -6,17 +6,24 @@ round trip: one prepared query per partition, all in flight at once, gathered.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+from processors.retrieval.relevance.ranking import (
+    NeighbourResult,
+    RawEdge,
+    edge_triple,
+    rank_entity_hits,
+    rank_neighbours,
+)
+from processors.retrieval.relevance.scoring import cosines
+from processors.retrieval.relevance.text_match import content_tokens, label_match_score
 from processors.stores.cassandra_schema import VECTOR_WRITE_CONCURRENCY, VECTOR_WRITE_RETRIES, CassandraConnection
-from processors.stores.edge_scoring import cosines
-from processors.stores.neighbours import RawEdge, edge_triple, rank_neighbours
-from processors.stores.protocol import Direction, EntityHit, EntityIndex, NeighbourResult
-from processors.stores.text_match import content_tokens, label_match_score
+from processors.stores.protocol import EntityHit, EntityIndex, VectorItem, VectorKind
 from schemas.terms import RDFS_LABEL, Term, Triple
+from schemas.triples import NeighboursQuery
 
 LEXICAL_CANDIDATES = 200
 IN_CHUNK = 100  # keys per IN (...) list
@@ -91,34 +98,19 @@ class CassandraTripleStore:
             rows = [r for page in pages for r in page]
         return [edge_triple(_raw(r)) for r in rows[:limit]]
 
-    async def neighbours(
-        self,
-        user: str,
-        collection: str,
-        entities: Sequence[str],
-        limit_per_entity: int,
-        direction: Direction = "both",
-        query_vector: Sequence[float] | None = None,
-        edge_limit: int | None = None,
-        focus: Sequence[str] = (),
-        focus_limit: int = 0,
-        paths: Mapping[str, Sequence[str]] | None = None,
-    ) -> NeighbourResult:
+    async def neighbours(self, q: NeighboursQuery) -> NeighbourResult:
         """Edges of the frontier: one LIMITed query per entity partition and direction, all
         concurrent; then, for the partitions that filled their limit, one per focus predicate.
         Clustering order is (predicate, far end), as the protocol asks."""
-        frontier = list(dict.fromkeys(entities))
-        if not frontier or limit_per_entity <= 0:
-            return NeighbourResult([], [], 0)
-        out, into = direction in ("both", "out"), direction in ("both", "in")
+        frontier = list(dict.fromkeys(q.entities))
+        user, collection, limit, focus_limit = q.user, q.collection, q.limit_per_entity, q.focus_limit
+        out, into = q.direction in ("both", "out"), q.direction in ("both", "in")
         calls: list[tuple[str, Sequence[Any]]] = []
-        calls += [("out_edges", (user, collection, e, limit_per_entity)) for e in frontier if out]
-        calls += [("in_edges", (user, collection, e, False, "", "", limit_per_entity)) for e in frontier if into]
+        calls += [("out_edges", (user, collection, e, limit)) for e in frontier if out]
+        calls += [("in_edges", (user, collection, e, False, "", "", limit)) for e in frontier if into]
         pages = await self.conn.run_many(calls)
-        preds = [p for p in dict.fromkeys(focus) if p != RDFS_LABEL] if focus_limit > 0 else []
-        full = [
-            (name, args[2]) for (name, args), page in zip(calls, pages, strict=True) if len(page) >= limit_per_entity
-        ]
+        preds = [p for p in dict.fromkeys(q.focus) if p != RDFS_LABEL] if focus_limit > 0 else []
+        full = [(name, args[2]) for (name, args), page in zip(calls, pages, strict=True) if len(page) >= limit]
         focus_calls: list[tuple[str, Sequence[Any]]] = []
         for name, e in full if preds else ():  # below the limit every edge of the partition is already here
             if name == "out_edges":
@@ -130,9 +122,7 @@ class CassandraTripleStore:
             pages += await self.conn.run_many(focus_calls)
         rows = [(r, call[1][2]) for call, page in zip(calls, pages, strict=True) for r in page]
         found = ((_raw(r), entity) for r, entity in rows)
-        return await rank_neighbours(
-            found, len(rows), query_vector, edge_limit, self.entity_index, user, collection, paths
-        )
+        return await rank_neighbours(found, len(rows), q, self.entity_index)
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
         """Labels of many IRIs: one single-partition query each, concurrently."""
@@ -168,11 +158,7 @@ class CassandraEntityIndex:
         self.conn = conn.acquire()
 
     async def upsert(
-        self,
-        user: str,
-        collection: str,
-        items: Sequence[tuple[str, str, Sequence[float]]],
-        kind: Literal["entity", "predicate"] = "entity",
+        self, user: str, collection: str, items: Sequence[VectorItem], kind: VectorKind = "entity"
     ) -> None:
         """Store vectors; for entities also (re)index the label's content tokens."""
         latest = {iri: (label, [float(x) for x in np.asarray(v, dtype=np.float32)]) for iri, label, v in items}
@@ -219,8 +205,7 @@ class CassandraEntityIndex:
                 r = ann[i]
                 if r.iri not in hits:
                     hits[r.iri] = EntityHit(r.iri, r.label, float(sims[i]))
-        ranked = sorted(hits.values(), key=lambda h: (not h.lexical, -len(h.label) if h.lexical else 0, -h.score))
-        return ranked[:limit]
+        return rank_entity_hits(list(hits.values()), limit)
 
     async def nearest_predicates(
         self, user: str, collection: str, vector: Sequence[float], limit: int

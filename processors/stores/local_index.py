@@ -11,13 +11,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 
-from processors.stores.protocol import EntityHit
+from processors.retrieval.relevance.ranking import rank_entity_hits
+from processors.retrieval.relevance.text_match import label_phrases, normalize
+from processors.stores.protocol import EntityHit, VectorItem, VectorKind
 from processors.stores.sqlite_pool import SqlitePool
-from processors.stores.text_match import label_phrases, normalize
 from processors.stores.vector_search import ProjectedIndex, nearest
 
 SCHEMA = """
@@ -80,11 +80,7 @@ class LocalEntityIndex:
         self._reload = asyncio.Lock()
 
     async def upsert(
-        self,
-        user: str,
-        collection: str,
-        items: Sequence[tuple[str, str, Sequence[float]]],
-        kind: Literal["entity", "predicate"] = "entity",
+        self, user: str, collection: str, items: Sequence[VectorItem], kind: VectorKind = "entity"
     ) -> None:
         rows = [
             (user, collection, iri, kind, label, np.asarray(v, dtype=np.float32).tobytes(),
@@ -151,8 +147,7 @@ class LocalEntityIndex:
             for i, s in zip(top, sims, strict=True):
                 if m.iris[i] not in hits:
                     hits[m.iris[i]] = EntityHit(m.iris[i], m.labels[i], s)
-        ranked = sorted(hits.values(), key=lambda h: (not h.lexical, -len(h.label) if h.lexical else 0, -h.score))
-        return ranked[:limit]
+        return rank_entity_hits(list(hits.values()), limit)
 
     async def nearest_predicates(
         self, user: str, collection: str, vector: Sequence[float], limit: int

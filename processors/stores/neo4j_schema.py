@@ -22,6 +22,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from processors.stores.protocol import VECTOR_DIMENSIONS, int_literal
+
 VECTOR_INDEX = "kg_entity_embedding"
 FULLTEXT_INDEX = "kg_entity_text"
 
@@ -34,7 +36,9 @@ SCHEMA = (
     "CREATE INDEX kg_predicate_scope IF NOT EXISTS FOR (n:KgPredicate) ON (n.user, n.collection)",
     "CREATE INDEX kg_edge_scope_p IF NOT EXISTS FOR ()-[r:KG_EDGE]-() ON (r.user, r.collection, r.p)",
     "CREATE VECTOR INDEX kg_entity_embedding IF NOT EXISTS FOR (n:KgEntity) ON n.embedding OPTIONS "
-    "{indexConfig: {`vector.dimensions`: 384, `vector.similarity_function`: 'cosine'}}",
+    "{indexConfig: {`vector.dimensions`: "
+    + int_literal(VECTOR_DIMENSIONS)
+    + ", `vector.similarity_function`: 'cosine'}}",
     "CREATE FULLTEXT INDEX kg_entity_text IF NOT EXISTS FOR (n:KgEntity) ON EACH [n.search_text]",
 )
 AWAIT_INDEXES = "CALL db.awaitIndexes(300)"

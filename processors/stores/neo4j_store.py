@@ -6,21 +6,28 @@ Every call is one Cypher query (or one write transaction): a BFS level is a sing
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from processors.stores.neighbours import RawEdge, edge_triple, rank_neighbours
+from processors.retrieval.relevance.ranking import (
+    NeighbourResult,
+    RawEdge,
+    edge_triple,
+    rank_entity_hits,
+    rank_neighbours,
+)
+from processors.retrieval.relevance.text_match import content_tokens, label_match_score, normalize
 from processors.stores.neo4j_schema import (
     Neo4jConnection,
     entity_key,
     literal_key,
     lucene_phrase,
 )
-from processors.stores.protocol import Direction, EntityHit, EntityIndex, NeighbourResult
-from processors.stores.text_match import content_tokens, label_match_score, normalize
+from processors.stores.protocol import EntityHit, EntityIndex, VectorItem, VectorKind
 from schemas.terms import RDFS_LABEL, Term, Triple
+from schemas.triples import NeighboursQuery
 
 LEXICAL_CANDIDATES = 200
 ANN_OVERFETCH = 10  # index candidates per wanted hit before falling back to an exact tenant scan
@@ -209,40 +216,24 @@ class Neo4jTripleStore:
             params["ok"] = ok
         return [edge_triple(_raw(r)) for r in await self.conn.read(cypher + PATTERN_RETURN, params)]
 
-    async def neighbours(
-        self,
-        user: str,
-        collection: str,
-        entities: Sequence[str],
-        limit_per_entity: int,
-        direction: Direction = "both",
-        query_vector: Sequence[float] | None = None,
-        edge_limit: int | None = None,
-        focus: Sequence[str] = (),
-        focus_limit: int = 0,
-        paths: Mapping[str, Sequence[str]] | None = None,
-    ) -> NeighbourResult:
+    async def neighbours(self, q: NeighboursQuery) -> NeighbourResult:
         """Edges of the whole frontier in one UNWIND query, LIMIT per entity and direction (and
         focus predicate), each part in key order as the protocol asks."""
-        frontier = list(dict.fromkeys(entities))
-        if not frontier or limit_per_entity <= 0:
-            return NeighbourResult([], [], 0)
-        preds = [p for p in dict.fromkeys(focus) if p != RDFS_LABEL] if focus_limit > 0 else []
+        frontier = list(dict.fromkeys(q.entities))
+        preds = [p for p in dict.fromkeys(q.focus) if p != RDFS_LABEL] if q.focus_limit > 0 else []
         params = {
-            "keys": [entity_key(user, collection, e) for e in frontier],
-            "user": user,
-            "collection": collection,
+            "keys": [entity_key(q.user, q.collection, e) for e in frontier],
+            "user": q.user,
+            "collection": q.collection,
             "label": RDFS_LABEL,
-            "lim": limit_per_entity,
+            "lim": q.limit_per_entity,
             "focus": preds,
-            "flim": focus_limit,
+            "flim": q.focus_limit,
         }
-        rows = await self.conn.read(NEIGHBOURS[direction, bool(preds)], params)
+        rows = await self.conn.read(NEIGHBOURS[q.direction, bool(preds)], params)
         rows.sort(key=lambda r: (r["dir"], r["i"]))  # out-edges first, in frontier order (as SQLite)
         found = ((_raw(r), frontier[r["i"]]) for r in rows)
-        return await rank_neighbours(
-            found, len(rows), query_vector, edge_limit, self.entity_index, user, collection, paths
-        )
+        return await rank_neighbours(found, len(rows), q, self.entity_index)
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
         """Labels of many IRIs in one UNWIND query."""
@@ -274,11 +265,7 @@ class Neo4jEntityIndex:
         self.conn = conn.acquire()
 
     async def upsert(
-        self,
-        user: str,
-        collection: str,
-        items: Sequence[tuple[str, str, Sequence[float]]],
-        kind: Literal["entity", "predicate"] = "entity",
+        self, user: str, collection: str, items: Sequence[VectorItem], kind: VectorKind = "entity"
     ) -> None:
         """Set label, normalized search text and embedding on each entity (or predicate) node."""
         rows = [
@@ -314,8 +301,7 @@ class Neo4jEntityIndex:
             for r in sorted(found, key=lambda r: -r["sim"])[:limit]:
                 if r["iri"] not in hits:
                     hits[r["iri"]] = EntityHit(r["iri"], r["label"], float(r["sim"]))
-        ranked = sorted(hits.values(), key=lambda h: (not h.lexical, -len(h.label) if h.lexical else 0, -h.score))
-        return ranked[:limit]
+        return rank_entity_hits(list(hits.values()), limit)
 
     async def nearest_predicates(
         self, user: str, collection: str, vector: Sequence[float], limit: int

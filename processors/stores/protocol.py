@@ -5,13 +5,24 @@ Every call is scoped by user and collection; every call is one store round trip.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from processors.retrieval.relevance.ranking import NeighbourResult
 from schemas.terms import Term, Triple
+from schemas.triples import NeighboursQuery
 
-Direction = Literal["both", "out", "in"]
+VectorItem = tuple[str, str, Sequence[float]]  # (iri, label, vector)
+VectorKind = Literal["entity", "predicate"]
+VECTOR_DIMENSIONS = 384  # the size of every stored vector: the local embedding model's output
+
+
+def int_literal(n: int) -> str:
+    """An integer for schema text (DDL takes no parameters); anything but an int is refused."""
+    if type(n) is not int:
+        raise TypeError(f"expected an int, got {type(n).__name__}")
+    return str(n)
 
 
 @dataclass(frozen=True)
@@ -22,15 +33,6 @@ class EntityHit:
     label: str
     score: float
     lexical: bool = False
-
-
-@dataclass
-class NeighbourResult:
-    """Edges found for a frontier, with the relevance score of each (None when unscored)."""
-
-    triples: list[Triple]
-    scores: list[float | None]
-    rows_read: int
 
 
 class TripleStore(Protocol):
@@ -46,26 +48,14 @@ class TripleStore(Protocol):
         """Triples matching a pattern."""
         ...
 
-    async def neighbours(
-        self,
-        user: str,
-        collection: str,
-        entities: Sequence[str],
-        limit_per_entity: int,
-        direction: Direction = "both",
-        query_vector: Sequence[float] | None = None,
-        edge_limit: int | None = None,
-        focus: Sequence[str] = (),
-        focus_limit: int = 0,
-        paths: Mapping[str, Sequence[str]] | None = None,
-    ) -> NeighbourResult:
-        """Edges touching any of `entities` (label edges excluded), one round trip.
+    async def neighbours(self, query: NeighboursQuery) -> NeighbourResult:
+        """Edges touching any of `query.entities` (label edges excluded), one round trip.
 
         Per entity and direction the store reads its first `limit_per_entity` edges in key
         order (predicate, then far end: the same edges on every backend), plus, for each
         `focus` predicate, up to `focus_limit` edges with that predicate, so a hub's edges
-        that matter to the question are read however many others it has. `paths` holds, for
-        frontier entities reached by earlier hops, the relations that led to them (scoring).
+        that matter to the question are read however many others it has; then it ranks them
+        with `rank_neighbours` (scored only with a query vector).
         """
         ...
 
@@ -86,11 +76,7 @@ class EntityIndex(Protocol):
     """Entity (and predicate) label vectors plus lexical label search."""
 
     async def upsert(
-        self,
-        user: str,
-        collection: str,
-        items: Sequence[tuple[str, str, Sequence[float]]],
-        kind: Literal["entity", "predicate"] = "entity",
+        self, user: str, collection: str, items: Sequence[VectorItem], kind: VectorKind = "entity"
     ) -> None:
         """Store (iri, label, vector) items."""
         ...

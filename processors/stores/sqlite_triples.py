@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from processors.stores.neighbours import RawEdge, edge_triple, rank_neighbours
-from processors.stores.protocol import Direction, EntityIndex, NeighbourResult
+from processors.retrieval.relevance.ranking import NeighbourResult, RawEdge, edge_triple, rank_neighbours
+from processors.stores.protocol import EntityIndex
 from processors.stores.sqlite_pool import SqlitePool
 from schemas.terms import RDFS_LABEL, Term, Triple
+from schemas.triples import NeighboursQuery
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS triples (
@@ -88,26 +89,14 @@ class SqliteTripleStore:
         rows = await self.db.read(lambda c: c.execute(sql, (*args, limit)).fetchall())
         return [edge_triple(r) for r in rows]
 
-    async def neighbours(
-        self,
-        user: str,
-        collection: str,
-        entities: Sequence[str],
-        limit_per_entity: int,
-        direction: Direction = "both",
-        query_vector: Sequence[float] | None = None,
-        edge_limit: int | None = None,
-        focus: Sequence[str] = (),
-        focus_limit: int = 0,
-        paths: Mapping[str, Sequence[str]] | None = None,
-    ) -> NeighbourResult:
+    async def neighbours(self, q: NeighboursQuery) -> NeighbourResult:
         # One store call for the whole frontier: a short index range scan per entity (and focus
         # predicate), run back to back in the store's thread, which is cheaper than one statement
         # joining the frontier (that one fetches every row through the table).
-        frontier = list(dict.fromkeys(entities))
-        focus = [p for p in dict.fromkeys(focus) if p != RDFS_LABEL] if focus_limit > 0 else []
-        out, into = direction in ("both", "out"), direction in ("both", "in")
-        uc = (user, collection)
+        frontier = list(dict.fromkeys(q.entities))
+        focus = [p for p in dict.fromkeys(q.focus) if p != RDFS_LABEL] if q.focus_limit > 0 else []
+        out, into = q.direction in ("both", "out"), q.direction in ("both", "in")
+        uc, limit, focus_limit = (q.user, q.collection), q.limit_per_entity, q.focus_limit
 
         def read(conn: sqlite3.Connection) -> list[tuple[RawEdge, str]]:
             found: list[tuple[RawEdge, str]] = []
@@ -119,12 +108,8 @@ class SqliteTripleStore:
 
             # Focus reads only where the first read stopped at the limit: below it, every edge
             # of that entity and direction is already here (the result is the same, the reads fewer).
-            full_out = [
-                e for e in frontier if out and scan(_NB_OUT, e, RDFS_LABEL, limit_per_entity) >= limit_per_entity
-            ]
-            full_in = [
-                e for e in frontier if into and scan(_NB_IN, e, RDFS_LABEL, limit_per_entity) >= limit_per_entity
-            ]
+            full_out = [e for e in frontier if out and scan(_NB_OUT, e, RDFS_LABEL, limit) >= limit]
+            full_in = [e for e in frontier if into and scan(_NB_IN, e, RDFS_LABEL, limit) >= limit]
             for e in full_out:
                 for p in focus:
                     scan(_NB_OUT_FOCUS, e, p, focus_limit)
@@ -134,9 +119,7 @@ class SqliteTripleStore:
             return found
 
         found = await self.db.read(read)
-        return await rank_neighbours(
-            found, len(found), query_vector, edge_limit, self.entity_index, user, collection, paths
-        )
+        return await rank_neighbours(found, len(found), q, self.entity_index)
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
         sql = (

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings, StoreSettings
-from processors.embeddings.model import OnnxMiniLM
 from processors.gateway.service import GatewayProcessor, GatewaySettings
-from processors.loader import load_triples, read_triples
-from processors.runtime import System, embedded
+from processors.ingest.triples_loader import load_triples, read_triples
+from processors.models.embeddings.model import OnnxMiniLM
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -64,7 +64,7 @@ async def live(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[
     """
     settings: GatewaySettings = getattr(request, "param", None) or GatewaySettings(max_frame_bytes=64 * 1024)
     async with embedded(StoreSettings(home=tmp_path / "home"), RuntimeSettings(request_timeout_s=20)) as system:
-        gw = GatewayProcessor(system.bus, request_timeout_s=20, settings=settings)
+        gw = GatewayProcessor(system.bus, system.runtime, settings)
         await gw.start(port=0)
         live = LiveGateway(system, gw)
         await live.load("default", "sample")

@@ -19,6 +19,7 @@ import pytest
 
 from processors.stores.protocol import EntityIndex, TripleStore
 from schemas.terms import Term, Triple
+from schemas.triples import NeighboursQuery
 
 BACKENDS = ("sqlite", "cassandra", "neo4j")
 DIM = 384
@@ -39,6 +40,29 @@ def near(base: list[float], seed: int, noise: float) -> list[float]:
 def iri(name: str) -> Term:
     """An IRI term."""
     return Term.iri(name)
+
+
+def nq(
+    user: str,
+    collection: str,
+    entities: list[str],
+    limit_per_entity: int,
+    direction: str = "both",
+    query_vector: list[float] | None = None,
+    max_returned: int | None = None,
+    **rest: Any,
+) -> NeighboursQuery:
+    """A neighbour query, positional as the contract tests read best."""
+    return NeighboursQuery(
+        user=user,
+        collection=collection,
+        entities=entities,
+        limit_per_entity=limit_per_entity,
+        direction=direction,  # type: ignore[arg-type]
+        query_vector=query_vector,
+        max_returned=max_returned,
+        **rest,
+    )
 
 
 def t(s: str, p: str, o: Term | str) -> Triple:

@@ -181,7 +181,7 @@ async def test_dead_letter_after_redelivery_limit(bus: PulsarBus, procs: Procs, 
         # dead letter on) for an operator, who reads it later.
         dlq_topic = dead_letter(topic(SERVICE, flow_id))
         await wait_until(lambda: dead_letter_backlog(dlq_topic) == 1, 30, "the dead letter")
-        dlq = await bus.consumer(dlq_topic, DEAD_LETTER_SUBSCRIPTION)
+        dlq = await bus.consumer(dlq_topic, DEAD_LETTER_SUBSCRIPTION, max_redeliveries=0, prefetch=16)
         dead = await asyncio.wait_for(dlq.receive(), 30)
         await dlq.ack(dead)
     finally:

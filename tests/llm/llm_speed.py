@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from llm_support import answers, free_port  # noqa: E402
 
-from processors.text_completion.backend import ChatMessage, CompletionOptions, LLMBackend  # noqa: E402
+from processors.models.text_completion.backend import ChatMessage, CompletionOptions, LLMBackend  # noqa: E402
 
 SHORT = [ChatMessage("user", "What is the capital of France?")]
 FACTS = "\n".join(f"entity {i} | related to | entity {i + 1}" for i in range(60))
@@ -93,8 +93,8 @@ async def main() -> None:
     parser.add_argument("--threads", type=int, nargs="+", default=[1])
     a = parser.parse_args()
 
-    from processors.text_completion.local_backend import LocalLlamaBackend, default_model_path
-    from processors.text_completion.openai_backend import OpenAIBackend
+    from processors.models.text_completion.local_backend import LocalLlamaBackend, default_model_path
+    from processors.models.text_completion.openai_backend import OpenAIBackend
 
     gguf = default_model_path()
     print(json.dumps({"load_avg": os.getloadavg(), "cpus": os.cpu_count()}), flush=True)

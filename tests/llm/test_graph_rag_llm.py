@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from processors.base.client import RequestResponseClient
+from processors.base.runtime import embedded
 from processors.base.settings import StoreSettings
-from processors.graph_rag.rag import NO_MODEL_PREFIX
-from processors.runtime import embedded
+from processors.retrieval.graph_rag.rag import NO_MODEL_PREFIX
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
 from schemas.topics import topic
 

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from processors.text_completion.backend import (
+from processors.models.text_completion.backend import (
     ChatMessage,
     CompletionChunk,
     CompletionOptions,
     LLMError,
 )
-from processors.text_completion.json_schema import parse_and_validate, schema_errors
+from processors.models.text_completion.json_schema import parse_and_validate, schema_errors
 
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -33,7 +33,7 @@ QUESTION = [ChatMessage("user", "What is the capital of France?")]
 @pytest.fixture(scope="module")
 def backend(gguf_path: str) -> Any:
     """One backend for the module (the model itself is loaded once per process)."""
-    from processors.text_completion.local_backend import LocalLlamaBackend
+    from processors.models.text_completion.local_backend import LocalLlamaBackend
 
     b = LocalLlamaBackend(gguf_path, n_threads=1)
     asyncio.run(b.load())

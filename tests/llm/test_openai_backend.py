@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from llm_support import LlamaServer
 
-from processors.text_completion.backend import ChatMessage, CompletionChunk, CompletionOptions, LLMError
-from processors.text_completion.json_schema import schema_errors
-from processors.text_completion.openai_backend import OpenAIBackend
+from processors.models.text_completion.backend import ChatMessage, CompletionChunk, CompletionOptions, LLMError
+from processors.models.text_completion.json_schema import schema_errors
+from processors.models.text_completion.openai_backend import OpenAIBackend
 
 QUESTION = [ChatMessage("user", "What is the capital of France?")]
 JSON_QUESTION = [

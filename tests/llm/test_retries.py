@@ -17,8 +17,8 @@ import pytest
 from aiohttp import web
 from llm_support import free_port
 
-from processors.text_completion.backend import ChatMessage, CompletionOptions, LLMError
-from processors.text_completion.openai_backend import OpenAIBackend
+from processors.models.text_completion.backend import ChatMessage, CompletionOptions, LLMError
+from processors.models.text_completion.openai_backend import OpenAIBackend
 
 QUESTION = [ChatMessage("user", "hi")]
 SCHEMA: dict[str, Any] = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}

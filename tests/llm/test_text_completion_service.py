@@ -18,8 +18,8 @@ from prometheus_client import REGISTRY
 
 from processors.base.bus import MemoryBus
 from processors.base.client import RemoteError, RequestResponseClient
-from processors.text_completion.json_schema import schema_errors
-from processors.text_completion.service import (
+from processors.models.text_completion.json_schema import schema_errors
+from processors.models.text_completion.service import (
     ENVIRONMENT,
     NOT_CONFIGURED,
     LLMParams,

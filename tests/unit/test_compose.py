@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
+from processors.base.registry import PROCESSORS
 from processors.base.settings import RuntimeSettings, StoreSettings
-from processors.cli import build_parser
-from processors.runtime import PROCESSOR_NAMES
+from processors.commands.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 COMPOSE = ROOT / "docker-compose.yml"
@@ -59,7 +59,7 @@ def test_servers_are_the_supported_versions() -> None:
 
 def test_every_processor_and_the_gateway_have_a_service() -> None:
     ran = {cmd[2] for svc in kgflow_services().values() for cmd in kgflow_commands(svc) if cmd[1] == "run"}
-    assert ran == {*PROCESSOR_NAMES, "gateway"}
+    assert ran == set(PROCESSORS)
 
 
 @pytest.mark.parametrize("service", sorted(kgflow_services()))
@@ -74,7 +74,7 @@ def test_commands_parse_with_the_real_cli(service: str) -> None:
         except SystemExit as e:  # argparse rejects unknown commands and options
             pytest.fail(f"{service}: `{shlex.join(argv)}` does not parse ({e})")
         if args.command == "run":
-            assert args.processor in (*PROCESSOR_NAMES, "gateway"), argv
+            assert args.processor in PROCESSORS, argv
         for value in vars(args).values():
             if isinstance(value, Path):  # files the command reads exist in the image (built from the repo)
                 assert (ROOT / value).exists(), f"{service}: {value} is not in the repo"

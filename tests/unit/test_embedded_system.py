@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from processors.base.client import RequestResponseClient
+from processors.base.runtime import System, embedded
 from processors.base.settings import StoreSettings
-from processors.embeddings.model import OnnxMiniLM
-from processors.loader import load_triples, read_triples
-from processors.runtime import System, embedded
+from processors.ingest.triples_loader import load_triples, read_triples
+from processors.models.embeddings.model import OnnxMiniLM
 from processors.stores.factory import open_stores
 from schemas.embeddings import EmbeddingsResponse
 from schemas.graph_embeddings import GraphEmbeddingsResponse

@@ -11,7 +11,7 @@ from processors.base.bus import MemoryBus
 from processors.base.client import RemoteError, RequestTimeout
 from processors.base.config_client import config_client
 from processors.base.flow_registry import ConfigService, FlowRegistry, load_blueprint
-from processors.runtime import default_blueprint_path
+from processors.base.runtime import default_blueprint_path
 from schemas.flows import Blueprint, FlowRequest, ProcessorBinding
 from tests.unit.test_framework import Echo, EchoRequest, client
 

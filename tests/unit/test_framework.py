@@ -12,7 +12,9 @@ from processors.base.bus import MemoryBus
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
 from processors.base.errors import BadRequest
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
+from processors.base.settings import RuntimeSettings
 from schemas.base import Message, Response
+from schemas.services import Service
 from schemas.topics import dead_letter, topic
 
 
@@ -27,19 +29,23 @@ class EchoResponse(Response):
     text: str = ""
 
 
+ECHO = Service("echo", EchoRequest, EchoResponse)
+ECHO_STREAM = Service("echo-stream", EchoRequest, EchoResponse)
+
+
 class Echo(FlowProcessor):
     name = "echo"
 
-    def __init__(self, bus: MemoryBus, **kw: object) -> None:
-        super().__init__(bus, **kw)  # type: ignore[arg-type]
+    def __init__(self, bus: MemoryBus, runtime: RuntimeSettings | None = None) -> None:
+        super().__init__(bus, runtime)
         self.active = 0
         self.peak = 0
         self.crashes = 0
 
     def services(self) -> list[ServiceSpec]:
         return [
-            ServiceSpec("echo", EchoRequest, EchoResponse, self.echo),
-            ServiceSpec("echo-stream", EchoRequest, EchoResponse, self.echo_stream),
+            ServiceSpec(ECHO, self.echo),
+            ServiceSpec(ECHO_STREAM, self.echo_stream),
         ]
 
     async def echo(self, req: EchoRequest, flow: FlowContext) -> EchoResponse:
@@ -68,7 +74,7 @@ def client(bus: MemoryBus, service: str = "echo", flow: str = "f1", timeout: flo
 @pytest.fixture
 async def served() -> AsyncIterator[tuple[MemoryBus, Echo]]:
     bus = MemoryBus()
-    proc = Echo(bus, concurrency=4, max_redeliveries=2)
+    proc = Echo(bus, RuntimeSettings(concurrency=4, max_redeliveries=2))
     await proc.start_flow("f1", {})
     yield bus, proc
     await proc.stop()
@@ -135,7 +141,7 @@ async def test_service_error_is_typed(served: tuple[MemoryBus, Echo]) -> None:
 
 async def test_crash_is_retried_then_dead_lettered_with_error_response(served: tuple[MemoryBus, Echo]) -> None:
     bus, proc = served
-    dlq = await bus.consumer(dead_letter(topic("echo", "f1")), "inspect")
+    dlq = await bus.consumer(dead_letter(topic("echo", "f1")), "inspect", max_redeliveries=0, prefetch=16)
     with pytest.raises(RemoteError) as e:
         await client(bus).request(EchoRequest(text="x", fail="crash"))
     assert e.value.type == "internal-error"

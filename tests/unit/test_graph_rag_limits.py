@@ -2,27 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from processors.base.client import RemoteError, RequestResponseClient
+from processors.base.runtime import embedded
 from processors.base.settings import RuntimeSettings, StoreSettings
-from processors.embeddings.model import OnnxMiniLM
-from processors.graph_rag.rag import GraphRag, GraphRagSettings
-from processors.graph_rag.sources import LabelBatch, NeighbourBatch, Scope, Seeds
-from processors.loader import load_triples
-from processors.runtime import embedded
-from processors.stores.edge_scoring import edge_scores
+from processors.ingest.triples_loader import load_triples
+from processors.models.embeddings.model import OnnxMiniLM
+from processors.retrieval.graph_rag.rag import GraphRag, GraphRagSettings
+from processors.retrieval.graph_rag.sources import LabelBatch, Scope, Seeds
+from processors.retrieval.relevance.ranking import NeighbourResult
+from processors.retrieval.relevance.scoring import combine, cosines
 from processors.stores.local_index import LocalEntityIndex
 from processors.stores.sqlite_triples import SqliteTripleStore
 from schemas.flows import GraphChanged
-from schemas.graph_rag import GraphRagRequest, GraphRagResponse, SeedEntity
-from schemas.labels import LabelRequest, LabelResponse
+from schemas.graph_rag import GraphRagRequest, SeedEntity
+from schemas.labels import LabelRequest
+from schemas.services import GRAPH_RAG, LABEL_RESOLVER, Service
 from schemas.terms import RDFS_LABEL, Term, Triple
-from schemas.topics import GRAPH_CHANGED, topic
+from schemas.topics import GRAPH_CHANGED
+from schemas.triples import NeighboursQuery
 
 E = "http://x/e/"
 U, C = "u", "c"
@@ -60,17 +63,19 @@ async def scored_store(tmp_path: Path) -> AsyncIterator[SqliteTripleStore]:
 
 async def test_scored_neighbours_come_best_first_by_edge_scoring(scored_store: SqliteTripleStore) -> None:
     q = _unit((0, 1.0))
-    res = await scored_store.neighbours(U, C, [E + "hub"], 100, query_vector=q, edge_limit=4)
+    query = NeighboursQuery(user=U, collection=C, entities=[E + "hub"], limit_per_entity=100)
+    res = await scored_store.neighbours(query.model_copy(update={"query_vector": q, "max_returned": 4}))
     assert len(res.triples) == 4 and res.rows_read == 6
     vecs = await scored_store.entity_index.vectors(
         U, C, [E + f"p{i}" for i in range(6)] + [E + f"x{i}" for i in range(6)]
     )  # type: ignore[union-attr]
-    expected = edge_scores(q, [(E + f"p{i}", E + f"x{i}") for i in range(6)], vecs)
+    pairs = [(E + f"p{i}", E + f"x{i}") for i in range(6)]
+    expected = combine(pairs, cosines(q, [x for pair in pairs for x in pair], vecs))
     best4 = sorted(range(6), key=lambda i: -expected[i])[:4]
     assert [t.p.value for t in res.triples] == [E + f"p{i}" for i in best4]
     assert res.scores == pytest.approx([expected[i] for i in best4])
     assert all(a >= b for a, b in zip(res.scores, res.scores[1:], strict=False))  # type: ignore[operator]
-    unscored = await scored_store.neighbours(U, C, [E + "hub"], 100)
+    unscored = await scored_store.neighbours(query)
     assert len(unscored.triples) == 6 and unscored.scores == [None] * 6
 
 
@@ -88,23 +93,10 @@ class StoreSources:
     async def entities(self, scope: Scope, vector: list[float], text: str, limit: int, predicates: int) -> Seeds:
         return Seeds([SeedEntity(id=s, score=1.0, lexical=True) for s in self.seeds[:limit]], [])
 
-    async def neighbours(
-        self,
-        scope: Scope,
-        entities: Sequence[str],
-        limit_per_entity: int,
-        query_vector: list[float] | None,
-        edge_limit: int | None,
-        focus: Sequence[str] = (),
-        focus_limit: int = 0,
-        paths: Mapping[str, Sequence[str]] | None = None,
-    ) -> NeighbourBatch:
-        res = await self.store.neighbours(
-            scope.user, scope.collection, entities, limit_per_entity, query_vector=query_vector,
-            edge_limit=edge_limit, focus=focus, focus_limit=focus_limit, paths=paths,
-        )  # fmt: skip
-        self.calls.append((list(entities), limit_per_entity, res.rows_read))
-        return NeighbourBatch(res.triples, res.scores, res.rows_read)
+    async def neighbours(self, query: NeighboursQuery) -> NeighbourResult:
+        res = await self.store.neighbours(query)
+        self.calls.append((list(query.entities), query.limit_per_entity, res.rows_read))
+        return res
 
     async def labels(self, scope: Scope, iris: Sequence[str]) -> LabelBatch:
         return LabelBatch(await self.store.labels(scope.user, scope.collection, iris))
@@ -141,10 +133,8 @@ async def test_frontier_caps_bound_entities_per_round_trip_and_rows_read(tmp_pat
     await store.close()
 
 
-async def _client(system, service: str, model):  # type: ignore[no-untyped-def]
-    return RequestResponseClient(
-        system.bus, topic(service, "default"), topic(service, "default", "response"), model, 30
-    )
+async def _client(system, service: Service):  # type: ignore[no-untyped-def]
+    return RequestResponseClient.for_service(system.bus, service, "default", 30)
 
 
 def _labelled(iri: str, label: str) -> list[Triple]:
@@ -156,7 +146,7 @@ def _labelled(iri: str, label: str) -> list[Triple]:
 
 async def test_loading_a_collection_invalidates_its_cached_labels(tmp_path: Path) -> None:
     async with embedded(StoreSettings(home=tmp_path / "home"), RuntimeSettings()) as system:
-        labels = await _client(system, "label-resolver", LabelResponse)
+        labels = await _client(system, LABEL_RESOLVER)
         try:
             emb = OnnxMiniLM.shared()
             await load_triples(system.stores, emb, U, C, _labelled("a", "Old name"))
@@ -188,7 +178,7 @@ async def test_loading_a_collection_invalidates_its_cached_labels(tmp_path: Path
 async def test_tiny_timeout_is_a_timeout_error_and_the_processor_keeps_serving(tmp_path: Path) -> None:
     async with embedded(StoreSettings(home=tmp_path / "home"), RuntimeSettings()) as system:
         await load_triples(system.stores, OnnxMiniLM.shared(), U, C, _labelled("marie", "Marie Curie"))
-        rag = await _client(system, "graph-rag", GraphRagResponse)
+        rag = await _client(system, GRAPH_RAG)
         try:
             req = GraphRagRequest(query="Who is Marie Curie?", user=U, collection=C, no_llm=True)
             with pytest.raises(RemoteError) as err:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from processors.label_resolver.cache import LabelCache
+from processors.query.label_resolver.cache import LabelCache
 
 
 class Clock:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from processors.base.client import RemoteError, RequestResponseClient
+from processors.base.runtime import embedded
 from processors.base.settings import StoreSettings
-from processors.runtime import embedded
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
 from schemas.topics import topic
 

@@ -18,7 +18,9 @@ from typing import Any, Literal
 
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.pulsar_bus import PulsarBus
+from processors.base.settings import RuntimeSettings
 from schemas.base import Message, Response
+from schemas.services import Service
 
 SERVICE = "echo"
 
@@ -46,7 +48,7 @@ class EchoProcessor(FlowProcessor):
     name = SERVICE
 
     def services(self) -> list[ServiceSpec]:
-        return [ServiceSpec(SERVICE, EchoRequest, EchoResponse, self.handle)]
+        return [ServiceSpec(Service(SERVICE, EchoRequest, EchoResponse), self.handle)]
 
     async def start_flow(self, flow_id: str, parameters: dict[str, Any]) -> FlowContext:
         ctx = await super().start_flow(flow_id, parameters)
@@ -96,7 +98,7 @@ async def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--nack-delay-ms", type=int, default=200)
     a = ap.parse_args(argv)
     bus = PulsarBus(a.pulsar, nack_delay_ms=a.nack_delay_ms)
-    proc = EchoProcessor(bus, concurrency=8, max_redeliveries=a.max_redeliveries)
+    proc = EchoProcessor(bus, RuntimeSettings(concurrency=8, max_redeliveries=a.max_redeliveries))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -1,0 +1,62 @@
+"""The registry of processors: each processor's name, where its class lives, what it serves.
+
+Classes are named by import path and imported only when built, so a process that runs one
+processor loads only that processor's dependencies.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from schemas import services as sv
+from schemas.services import Service
+
+
+@dataclass(frozen=True)
+class ProcessorEntry:
+    """A processor: its name, its class as `module:Class`, and the flow services it serves."""
+
+    name: str
+    target: str
+    serves: tuple[Service, ...] = ()
+
+    def load(self) -> Any:
+        """The processor class (its module imported now)."""
+        module, _, cls = self.target.partition(":")
+        return getattr(importlib.import_module(module), cls)
+
+
+CONFIG = ProcessorEntry("config", "processors.base.flow_registry:ConfigService")
+GATEWAY = ProcessorEntry("gateway", "processors.gateway.service:GatewayProcessor")
+
+
+def _serving(service: Service, target: str) -> ProcessorEntry:
+    """A processor named after the one service it serves."""
+    return ProcessorEntry(service.name, target, (service,))
+
+
+# The flow processors, in the order a system starts them (the config service first).
+FLOW_PROCESSORS = (
+    _serving(sv.EMBEDDINGS, "processors.models.embeddings.service:EmbeddingsProcessor"),
+    _serving(sv.GRAPH_EMBEDDINGS, "processors.query.graph_embeddings.service:GraphEmbeddingsProcessor"),
+    _serving(sv.TRIPLES, "processors.query.triples.service:TriplesProcessor"),
+    _serving(sv.LABEL_RESOLVER, "processors.query.label_resolver.service:LabelResolverProcessor"),
+    _serving(sv.GRAPH_RAG, "processors.retrieval.graph_rag.service:GraphRagProcessor"),
+    _serving(sv.TEXT_COMPLETION, "processors.models.text_completion.service:TextCompletionProcessor"),
+)
+PROCESSORS: dict[str, ProcessorEntry] = {p.name: p for p in (CONFIG, *FLOW_PROCESSORS, GATEWAY)}
+
+
+def processor_entry(name: str) -> ProcessorEntry:
+    """The entry of processor `name` (a clear error naming the known ones)."""
+    entry = PROCESSORS.get(name)
+    if entry is None:
+        raise ValueError(f"unknown processor {name!r}; known: {', '.join(PROCESSORS)}")
+    return entry
+
+
+def server_of(service: str) -> ProcessorEntry | None:
+    """The processor that serves flow service `service` (None if no processor does)."""
+    return next((p for p in PROCESSORS.values() if any(s.name == service for s in p.serves)), None)

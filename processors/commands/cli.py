@@ -1,0 +1,93 @@
+"""The `kgflow` command: parses arguments, then calls services or clients."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from processors.commands import flows as flow_cmds
+from processors.commands import load as load_cmds
+from processors.commands import query as query_cmds
+from processors.commands import serve as serve_cmds
+from processors.commands.options import bus_args, store_args
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command tree."""
+    ap = argparse.ArgumentParser(prog="kgflow", description="Graph retrieval over knowledge graphs.")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    load = sub.add_parser("load", help="load data").add_subparsers(dest="what", required=True)
+    lt = load.add_parser("triples", help="load triples from a file (nt, ttl, tsv, jsonl)")
+    lt.add_argument("file", type=Path)
+    lt.add_argument("--collection", "-C", default="default")
+    lt.add_argument("--user", "-U", default="default")
+    lt.add_argument("--format", choices=["nt", "ttl", "tsv", "jsonl"])
+    lt.add_argument("--no-progress", action="store_true")
+    store_args(lt)
+    bus_args(lt)
+    lt.set_defaults(func=load_cmds.load_triples)
+
+    query = sub.add_parser("query", help="ask questions").add_subparsers(dest="what", required=True)
+    q = query.add_parser("graph-rag", help="answer a question with GraphRAG")
+    q.add_argument("question", nargs="?")
+    q.add_argument("--batch", type=Path, help="one question per line (text before a TAB); JSON lines out")
+    q.add_argument("--collection", "-C", default="default")
+    q.add_argument("--user", "-U", default="default")
+    q.add_argument("--flow", default="default")
+    q.add_argument("--json", action="store_true", help="print the full response as JSON")
+    q.add_argument("--no-llm", action="store_true", help="retrieval only, no language model")
+    q.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="request parameter by gateway name, e.g. max-subgraph-size=150",
+    )
+    q.add_argument("--url", help="gateway URL (default: run in-process)")
+    q.add_argument("--token", help="gateway token (or KGFLOW_GATEWAY_TOKEN)")
+    q.add_argument("--parallel", type=int, default=4, help="questions in flight with --batch")
+    store_args(q)
+    bus_args(q)
+    q.set_defaults(func=query_cmds.graph_rag)
+
+    up = sub.add_parser("up", help="run every processor (and the gateway) and start flow `default`")
+    up.add_argument("--gateway-port", type=int, help="gateway port (default: KGFLOW_GATEWAY_PORT or 8888)")
+    up.add_argument("--no-gateway", action="store_true")
+    store_args(up)
+    bus_args(up)
+    up.set_defaults(func=serve_cmds.up)
+
+    run = sub.add_parser("run", help="run one processor (distributed mode)")
+    run.add_argument("processor")
+    run.add_argument("--gateway-port", type=int, help="gateway port, when PROCESSOR is the gateway")
+    store_args(run)
+    bus_args(run)
+    run.set_defaults(func=serve_cmds.run)
+
+    flow_cmds.add_parser(sub)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `kgflow` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        return asyncio.run(args.func(args)) or 0
+    except KeyboardInterrupt:
+        return 130
+    except (ValueError, FileNotFoundError, RuntimeError) as e:
+        print(
+            json.dumps({"error": {"type": type(e).__name__, "message": str(e)}})
+            if getattr(args, "json", False)
+            else f"kgflow: error: {e}",
+            file=sys.stderr,
+        )
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""Label-resolver processor: one cached batch lookup per request; invalidated on graph writes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from pydantic import BaseModel
+
+from processors.base.bus import Consumer
+from processors.base.metrics import CACHE, CACHE_HIT_RATIO
+from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
+from processors.base.settings import flow_params
+from processors.base.tasks import cancel_and_wait
+from processors.query.label_resolver.cache import LabelCache
+from schemas.flows import GraphChanged
+from schemas.labels import LabelRequest, LabelResponse
+from schemas.services import LABEL_RESOLVER, TRIPLES, Service
+from schemas.topics import GRAPH_CHANGED
+from schemas.triples import LabelsQuery
+
+log = logging.getLogger(__name__)
+
+
+class LabelParams(BaseModel):
+    """Flow parameters of the label resolver."""
+
+    label_cache_size: int = 5000
+    label_cache_ttl: float = 300.0
+
+
+class LabelResolverProcessor(FlowProcessor):
+    """Serves `label-resolver`, calling `triples` for cache misses."""
+
+    name = LABEL_RESOLVER.name
+    _watch: asyncio.Task[None] | None = None
+    _reader: Consumer | None = None
+
+    def services(self) -> list[ServiceSpec]:
+        return [ServiceSpec(LABEL_RESOLVER, self.resolve)]
+
+    def calls(self) -> list[Service]:
+        return [TRIPLES]
+
+    async def start(self) -> None:
+        self._reader = await self.bus.reader(GRAPH_CHANGED)
+        self._watch = asyncio.create_task(self._invalidate_on_change(), name="label-invalidation")
+        await super().start()
+
+    async def stop(self) -> None:
+        await cancel_and_wait(self._watch)
+        if self._reader:
+            await self._reader.close()
+        await super().stop()
+
+    async def on_flow_start(self, flow: FlowContext) -> None:
+        p = flow_params(LabelParams, flow.parameters)
+        flow.state = LabelCache(p.label_cache_size, p.label_cache_ttl)
+
+    async def _invalidate_on_change(self) -> None:
+        assert self._reader is not None
+        while True:
+            msg = await self._reader.receive()
+            try:
+                note = GraphChanged.model_validate_json(msg.data)
+            except ValueError:
+                log.warning("malformed graph-changed notice ignored")
+                continue
+            for running in list(self._flows.values()):
+                running.ctx.state.invalidate(note.user, note.collection, note.iris)
+
+    async def resolve(self, req: LabelRequest, flow: FlowContext) -> LabelResponse:
+        """Labels of the request's IRIs: cache first, then one batched store lookup."""
+        cache: LabelCache = flow.state
+        found, missing = cache.lookup(req.user, req.collection, req.iris)
+        CACHE.labels("hit").inc(len(req.iris) - len(missing))
+        CACHE.labels("miss").inc(len(missing))
+        CACHE_HIT_RATIO.labels(flow.id).set(cache.hit_ratio)
+        trips = 0
+        if missing:
+            res = await flow.client(TRIPLES).request(
+                LabelsQuery(user=req.user, collection=req.collection, iris=missing)
+            )
+            trips = 1
+            cache.store(req.user, req.collection, missing, res.labels)
+            found.update(res.labels)
+        return LabelResponse(
+            labels=found,
+            cache_hits=len(set(req.iris)) - len(missing),
+            cache_misses=len(missing),
+            store_round_trips=trips,
+        )

@@ -1,0 +1,73 @@
+"""Triples processor: queries are one store round trip each, scoped by user/collection;
+writes store the triples, embed new labels and tell label caches the collection changed."""
+
+from __future__ import annotations
+
+from processors.base.bus import Bus, Producer
+from processors.base.processor import FlowContext, FlowProcessor, Host, ServiceSpec
+from processors.base.settings import RuntimeSettings
+from processors.ingest.triples_loader import load_triples
+from processors.models.embeddings.client import FlowEmbedder
+from processors.stores.factory import Stores
+from schemas.flows import GraphChanged
+from schemas.services import EMBEDDINGS, TRIPLES, Service
+from schemas.topics import GRAPH_CHANGED
+from schemas.triples import (
+    LabelsQuery,
+    NeighboursQuery,
+    PatternQuery,
+    ScoredTriple,
+    StoreTriples,
+    TriplesResponse,
+)
+
+
+class TriplesProcessor(FlowProcessor):
+    """Serves `triples` from the triple store (and the entity index, for writes)."""
+
+    name = TRIPLES.name
+
+    def __init__(self, bus: Bus, runtime: RuntimeSettings, stores: Stores) -> None:
+        super().__init__(bus, runtime)
+        self.stores = stores
+        self._changed: Producer | None = None
+
+    @classmethod
+    def create(cls, host: Host) -> TriplesProcessor:
+        """Served from the process's stores."""
+        return cls(host.bus, host.runtime, host.stores)
+
+    def services(self) -> list[ServiceSpec]:
+        return [ServiceSpec(TRIPLES, self.query)]
+
+    def calls(self) -> list[Service]:
+        return [EMBEDDINGS]
+
+    async def query(
+        self, req: PatternQuery | NeighboursQuery | LabelsQuery | StoreTriples, flow: FlowContext
+    ) -> TriplesResponse:
+        """Dispatch on the request's operation."""
+        store = self.stores.triples
+        if isinstance(req, StoreTriples):
+            return await self.write(req, flow)
+        if isinstance(req, LabelsQuery):
+            labels = await store.labels(req.user, req.collection, req.iris)
+            return TriplesResponse(labels=labels, rows_read=len(labels))
+        if isinstance(req, NeighboursQuery):
+            res = await store.neighbours(req)
+            triples = [
+                ScoredTriple(s=t.s, p=t.p, o=t.o, score=sc) for t, sc in zip(res.triples, res.scores, strict=True)
+            ]
+            return TriplesResponse(triples=triples, rows_read=res.rows_read)
+        found = await store.pattern(req.user, req.collection, req.s, req.p, req.o, req.limit)
+        return TriplesResponse(triples=[ScoredTriple(s=t.s, p=t.p, o=t.o) for t in found], rows_read=len(found))
+
+    async def write(self, req: StoreTriples, flow: FlowContext) -> TriplesResponse:
+        """Store, embed labels with the flow's embeddings service, then announce the change."""
+        counts = await load_triples(self.stores, FlowEmbedder(flow.client(EMBEDDINGS)), req.user, req.collection,
+                                    req.triples)  # fmt: skip
+        if self._changed is None:
+            self._changed = await self.bus.producer(GRAPH_CHANGED)
+        note = GraphChanged(user=req.user, collection=req.collection)
+        await self._changed.send(note.model_dump_json().encode(), {})
+        return TriplesResponse(stored=counts["triples"])

@@ -1,0 +1,172 @@
+"""GraphRag: one long-lived instance per flow; a query is a lightweight call on it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from processors.base.errors import QueryTimeout
+from processors.retrieval.graph_rag.sources import GraphSources, Scope
+from processors.retrieval.graph_rag.traversal import TraversalLimits, batched_traversal
+from processors.retrieval.relevance.text_match import normalize
+from schemas.graph_rag import GraphRagParams, GraphRagRequest, GraphRagStats, SeedEntity
+from schemas.terms import LabelledTriple
+
+SYSTEM_PROMPT = (
+    "You answer questions using only the knowledge-graph facts given. "
+    "Each fact is 'subject | relation | object'. Answer briefly; if the facts do not "
+    "contain the answer, say so."
+)
+NO_MODEL_PREFIX = "No language model is configured; the most relevant retrieved facts are:"
+
+
+class GraphRagSettings(BaseModel):
+    """GraphRAG limits (flow parameters; a request may override those `GraphRagParams` names)."""
+
+    entity_limit: int = Field(default=50, ge=1)
+    triple_limit: int = Field(default=30, ge=1)
+    max_subgraph_size: int = Field(default=150, ge=1)
+    max_path_length: int = Field(default=2, ge=1)
+    edge_limit: int = Field(default=25, ge=1)
+    traversal: Literal["relevance", "bfs"] = "relevance"
+    candidates_per_entity: int = Field(default=32, ge=1)  # edges read per frontier entity and direction
+    focus_predicates: int = Field(default=8, ge=0)  # predicates nearest the question, read on every entity
+    focus_edges: int = Field(default=8, ge=1)  # edges read per entity, direction and focus predicate
+    max_frontier: int = Field(default=500, ge=1)  # entities per neighbour round trip, at most
+    timeout_s: float = Field(default=60.0, gt=0)  # the whole query
+    stage_timeout_s: float = Field(default=30.0, gt=0)  # each call to another service
+    answer_facts: int = Field(default=10, ge=1)  # facts listed in a retrieval-only answer
+    llm_facts: int = Field(default=40, ge=1)  # most relevant facts in the model's prompt (prompt reading is slow)
+
+
+@dataclass
+class Retrieval:
+    """Everything retrieved for one question."""
+
+    seeds: list[SeedEntity]
+    triples: list[LabelledTriple]
+    stats: GraphRagStats
+    started: float = field(default_factory=time.perf_counter)
+
+
+def choose_anchors(seeds: list[SeedEntity]) -> list[str]:
+    """Where traversal starts: the entities the question names, longest mention first, without
+    those named only inside a longer mention ("austria" in "archduke johann of austria");
+    the most similar entities when the question names none."""
+    named = [e for e in seeds if e.lexical and e.label]
+    if not named:
+        return [e.id for e in seeds]
+    names = [f" {normalize(e.label or '')} " for e in named]
+    return [e.id for e, n in zip(named, names, strict=True) if not any(n != other and n in other for other in names)]
+
+
+class GraphRag:
+    """Seeds → batched traversal → batched labels → answer. Holds no per-request state."""
+
+    def __init__(self, sources: GraphSources, settings: GraphRagSettings) -> None:
+        self.sources = sources
+        self.settings = settings
+
+    def settings_for(self, req: GraphRagRequest) -> GraphRagSettings:
+        """The flow's settings with the request's overrides (the `GraphRagParams` it sets)."""
+        overrides = req.model_dump(include=set(GraphRagParams.model_fields), exclude_none=True)
+        return self.settings.model_copy(update=overrides)
+
+    @staticmethod
+    def _stage(stats: GraphRagStats, name: str, started: float) -> None:
+        stats.stage_ms[name] = round((time.perf_counter() - started) * 1000, 3)
+
+    async def retrieve(self, req: GraphRagRequest) -> Retrieval:
+        """Retrieve the labelled subgraph for `req.query` within the overall timeout."""
+        s = self.settings_for(req)
+        try:
+            async with asyncio.timeout(s.timeout_s):
+                return await self._retrieve(req, s)
+        except TimeoutError:
+            raise QueryTimeout(f"graph retrieval exceeded {s.timeout_s}s; partial results discarded") from None
+
+    async def _retrieve(self, req: GraphRagRequest, s: GraphRagSettings) -> Retrieval:
+        limits = TraversalLimits(
+            s.max_path_length,
+            s.max_subgraph_size,
+            s.triple_limit,
+            s.edge_limit,
+            s.candidates_per_entity,
+            s.max_frontier,
+            s.traversal,
+            s.focus_edges,
+        )
+        scope = Scope(req.user, req.collection)
+        stats = GraphRagStats()
+        began = t = time.perf_counter()
+        vector = await self.sources.embed(req.query)
+        self._stage(stats, "embed", t)
+        t = time.perf_counter()
+        found = await self.sources.entities(scope, vector, req.query, s.entity_limit, s.focus_predicates)
+        seeds = found.entities
+        stats.store_round_trips += 1
+        self._stage(stats, "seeds", t)
+        anchors = choose_anchors(seeds)
+        sub = await batched_traversal(self.sources, scope, anchors, limits, vector, found.predicates)
+        for i, ms in enumerate(sub.hop_ms, 1):
+            stats.stage_ms[f"hop_{i}"] = round(ms, 3)
+        stats.store_round_trips += sub.round_trips
+        stats.rows_read = sub.rows_read
+        stats.levels = len(sub.hop_ms)
+        t = time.perf_counter()
+        iris = {e.id for e in seeds}
+        for tr in sub.triples:
+            iris.update((tr.s.value, tr.p.value))
+            if tr.o.is_iri:
+                iris.add(tr.o.value)
+        labels = await self.sources.labels(scope, sorted(iris)) if iris else None
+        if labels:
+            stats.store_round_trips += labels.store_round_trips
+            stats.label_cache_hits, stats.label_cache_misses = labels.cache_hits, labels.cache_misses
+        self._stage(stats, "labels", t)
+        names = labels.labels if labels else {}
+        for e in seeds:
+            e.label = e.label or names.get(e.id)
+        triples = [
+            LabelledTriple(
+                s=names.get(tr.s.value, tr.s.value),
+                p=names.get(tr.p.value, tr.p.value),
+                o=names.get(tr.o.value, tr.o.value) if tr.o.is_iri else tr.o.value,
+                s_id=tr.s.value,
+                p_id=tr.p.value,
+                o_id=tr.o.value,
+                score=sc,
+            )
+            for tr, sc in zip(sub.triples, sub.scores, strict=True)
+        ]
+        stats.elapsed_ms = round((time.perf_counter() - began) * 1000, 3)
+        return Retrieval(seeds, triples, stats, began)
+
+    def facts_text(self, triples: list[LabelledTriple], limit: int | None = None) -> str:
+        """Facts as 'subject | relation | object' lines, most relevant first."""
+        ranked = sorted(triples, key=lambda t: -(t.score if t.score is not None else 0.0))
+        return "\n".join(f"{t.s} | {t.p} | {t.o}" for t in ranked[:limit])
+
+    async def answer(self, req: GraphRagRequest, found: Retrieval) -> AsyncIterator[tuple[str, dict[str, object]]]:
+        """Yield answer pieces; the last carries usage (`model`, `in_token`, `out_token`)."""
+        limit = self.settings.answer_facts
+        if req.no_llm:
+            yield f"{NO_MODEL_PREFIX}\n{self.facts_text(found.triples, limit)}", {"final": True}
+            return
+        facts = self.facts_text(found.triples, self.settings.llm_facts)
+        prompt = f"Facts:\n{facts}\n\nQuestion: {req.query}\nAnswer:"
+        t = time.perf_counter()
+        async for ch in self.sources.complete(SYSTEM_PROMPT, prompt, req.streaming):
+            if ch.final:
+                self._stage(found.stats, "llm", t)
+                if ch.extra.get("configured") is False:
+                    yield f"{NO_MODEL_PREFIX}\n{self.facts_text(found.triples, limit)}", {"final": True}
+                    return
+                yield ch.text, {"final": True, "model": ch.model, "in_token": ch.in_token, "out_token": ch.out_token}
+                return
+            yield ch.text, {"final": False}

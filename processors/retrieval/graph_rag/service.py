@@ -1,0 +1,146 @@
+"""Graph-rag processor: binds a long-lived GraphRag per flow to the bus."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
+from processors.base.errors import QueryTimeout, ServiceError
+from processors.base.metrics import ROWS_READ, STAGE, STORE_ROUND_TRIPS
+from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
+from processors.base.settings import flow_params
+from processors.models.text_completion.backend import CompletionChunk
+from processors.retrieval.graph_rag.rag import GraphRag, GraphRagSettings
+from processors.retrieval.graph_rag.sources import LabelBatch, Scope, Seeds
+from processors.retrieval.relevance.ranking import NeighbourResult
+from schemas.embeddings import EmbeddingsRequest
+from schemas.graph_embeddings import GraphEmbeddingsRequest
+from schemas.graph_rag import GraphRagRequest, GraphRagResponse, GraphRagStats, SeedEntity
+from schemas.labels import LabelRequest
+from schemas.services import EMBEDDINGS, GRAPH_EMBEDDINGS, GRAPH_RAG, LABEL_RESOLVER, TEXT_COMPLETION, TRIPLES, Service
+from schemas.terms import Triple
+from schemas.text_completion import TextCompletionRequest
+from schemas.triples import NeighboursQuery
+
+
+class BusSources:
+    """GraphSources over the flow's request/response clients. Each call has the stage timeout;
+    a stage that times out or fails ends the query with a typed error (not a redelivery)."""
+
+    def __init__(self, flow: FlowContext, stage_timeout_s: float) -> None:
+        self._clients: dict[str, RequestResponseClient] = flow.clients  # type: ignore[type-arg]
+        self._timeout = stage_timeout_s
+
+    async def _call(self, service: Service, req: BaseModel) -> Any:
+        try:
+            return await self._clients[service.name].request(req, timeout_s=self._timeout)
+        except RequestTimeout:
+            raise QueryTimeout(f"{service.name} did not answer within {self._timeout}s; query abandoned") from None
+        except RemoteError as e:
+            raise ServiceError(e.type, f"{service.name}: {e.message}") from None
+
+    async def embed(self, text: str) -> list[float]:
+        res = await self._call(EMBEDDINGS, EmbeddingsRequest(texts=[text]))
+        return res.vectors[0]
+
+    async def entities(self, scope: Scope, vector: list[float], text: str, limit: int, predicates: int) -> Seeds:
+        res = await self._call(
+            GRAPH_EMBEDDINGS,
+            GraphEmbeddingsRequest(user=scope.user, collection=scope.collection, vector=vector, text=text, limit=limit,
+                                   predicate_limit=predicates),
+        )  # fmt: skip
+        return Seeds(
+            [SeedEntity(id=m.entity.value, label=m.label, score=m.score, lexical=m.lexical) for m in res.entities],
+            [m.entity.value for m in res.predicates],
+        )
+
+    async def neighbours(self, query: NeighboursQuery) -> NeighbourResult:
+        res = await self._call(TRIPLES, query)
+        return NeighbourResult(
+            [Triple(s=t.s, p=t.p, o=t.o) for t in res.triples], [t.score for t in res.triples], res.rows_read
+        )
+
+    async def labels(self, scope: Scope, iris: Sequence[str]) -> LabelBatch:
+        res = await self._call(
+            LABEL_RESOLVER, LabelRequest(user=scope.user, collection=scope.collection, iris=list(iris))
+        )
+        return LabelBatch(res.labels, res.cache_hits, res.cache_misses, res.store_round_trips)
+
+    async def complete(self, system: str, prompt: str, streaming: bool) -> AsyncIterator[CompletionChunk]:
+        req = TextCompletionRequest(system=system, prompt=prompt, streaming=streaming)
+        async for res in self._clients[TEXT_COMPLETION.name].stream(req):
+            if res.end_of_stream:
+                yield CompletionChunk(
+                    res.response,
+                    final=True,
+                    model=res.model or "",
+                    in_token=res.in_token or 0,
+                    out_token=res.out_token or 0,
+                    extra={"configured": res.configured},
+                )
+            else:
+                yield CompletionChunk(res.response)
+
+
+class GraphRagProcessor(FlowProcessor):
+    """Serves `graph-rag`: streams explain + answer chunks, or answers once."""
+
+    name = GRAPH_RAG.name
+
+    def services(self) -> list[ServiceSpec]:
+        return [ServiceSpec(GRAPH_RAG, self.query)]
+
+    def calls(self) -> list[Service]:
+        return [EMBEDDINGS, GRAPH_EMBEDDINGS, TRIPLES, LABEL_RESOLVER, TEXT_COMPLETION]
+
+    async def on_flow_start(self, flow: FlowContext) -> None:
+        settings = flow_params(GraphRagSettings, flow.parameters)
+        flow.state = GraphRag(BusSources(flow, settings.stage_timeout_s), settings)
+
+    def _record(self, stats: GraphRagStats) -> None:
+        """What one query cost, into the process's Prometheus metrics."""
+        for stage, ms in stats.stage_ms.items():
+            STAGE.labels(self.name, stage.split("_")[0]).observe(ms / 1000)
+        STORE_ROUND_TRIPS.labels(self.name).inc(stats.store_round_trips)
+        ROWS_READ.labels(self.name).inc(stats.rows_read)
+
+    async def query(self, req: GraphRagRequest, flow: FlowContext) -> AsyncIterator[GraphRagResponse]:
+        """Retrieve, then answer (streamed when `req.streaming`)."""
+        rag: GraphRag = flow.state
+        found = await rag.retrieve(req)
+        sources = sorted({t.s_id for t in found.triples} | {t.o_id for t in found.triples if t.o_id})
+        if req.streaming:
+            yield GraphRagResponse(
+                message_type="explain",
+                entities=found.seeds,
+                triples=found.triples,
+                end_of_stream=False,
+                end_of_session=False,
+            )
+        text: list[str] = []
+        async for piece, meta in rag.answer(req, found):
+            if not meta["final"]:
+                text.append(piece)
+                if req.streaming and piece:
+                    yield GraphRagResponse(
+                        message_type="chunk", response=piece, end_of_stream=False, end_of_session=False
+                    )
+                continue
+            found.stats.elapsed_ms = round((time.perf_counter() - found.started) * 1000, 3)
+            self._record(found.stats)
+            full = "".join(text) + piece
+            yield GraphRagResponse(
+                response=piece if req.streaming else full,
+                message_type="chunk" if req.streaming else "answer",
+                entities=found.seeds,
+                triples=found.triples,
+                sources=sources,
+                stats=found.stats,
+                model=meta.get("model"),
+                in_token=meta.get("in_token"),
+                out_token=meta.get("out_token"),  # type: ignore[arg-type]
+            )

@@ -1,0 +1,63 @@
+"""What GraphRAG needs from the rest of the system, as a protocol (bus-free)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from processors.models.text_completion.backend import CompletionChunk
+from processors.retrieval.relevance.ranking import NeighbourResult
+from schemas.graph_rag import SeedEntity
+from schemas.triples import NeighboursQuery
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The tenant scope every store call carries."""
+
+    user: str
+    collection: str
+
+
+@dataclass
+class Seeds:
+    """Where traversal may start, and the predicates nearest to the question."""
+
+    entities: list[SeedEntity]
+    predicates: list[str]
+
+
+@dataclass
+class LabelBatch:
+    """Resolved labels and what resolving them cost."""
+
+    labels: dict[str, str]
+    cache_hits: int = 0
+    cache_misses: int = 0
+    store_round_trips: int = 1
+
+
+class GraphSources(Protocol):
+    """Embedding, entity search, neighbours, labels and the language model."""
+
+    async def embed(self, text: str) -> list[float]:
+        """Vector of `text`."""
+        ...
+
+    async def entities(self, scope: Scope, vector: list[float], text: str, limit: int, predicates: int) -> Seeds:
+        """Entities near `vector`, entities the text names and the `predicates` nearest
+        predicates (one store round trip)."""
+        ...
+
+    async def neighbours(self, query: NeighboursQuery) -> NeighbourResult:
+        """Edges of a whole frontier, ranked (one store round trip)."""
+        ...
+
+    async def labels(self, scope: Scope, iris: Sequence[str]) -> LabelBatch:
+        """Labels of `iris` (at most one store round trip)."""
+        ...
+
+    def complete(self, system: str, prompt: str, streaming: bool) -> AsyncIterator[CompletionChunk]:
+        """The answer, streamed; a single final chunk with `extra['configured']=False` if no model."""
+        ...

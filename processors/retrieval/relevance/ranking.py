@@ -1,0 +1,115 @@
+"""Ranking what a store found: a frontier's candidate edges, and entity-search hits.
+
+Every store calls these, so the backends cannot drift apart in how they dedupe and rank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+from processors.retrieval.relevance.fair_share import best
+from processors.retrieval.relevance.paths import path_cosines
+from processors.retrieval.relevance.scoring import combine
+from schemas.terms import Term, Triple
+from schemas.triples import NeighboursQuery
+
+# An edge as a store row: (s, p, o, o is a literal (truthy), o datatype or "", o language or "").
+RawEdge = tuple[str, str, str, int | bool, str, str]
+
+
+@dataclass
+class NeighbourResult:
+    """Edges found for a frontier, with the relevance score of each (None when unscored)."""
+
+    triples: list[Triple]
+    scores: list[float | None]
+    rows_read: int
+
+
+def edge_triple(e: RawEdge) -> Triple:
+    """The wire triple of a raw edge (built only for edges that are kept: hubs yield thousands)."""
+    s, p, o, lit, dt, lang = e
+    obj = Term.literal(o, dt or None, lang or None) if lit else Term.iri(o)
+    return Triple(s=Term.iri(s), p=Term.iri(p), o=obj)
+
+
+class LabelVectors(Protocol):
+    """The stored label vectors edges are scored from (an entity index)."""
+
+    async def similarities(
+        self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
+    ) -> dict[str, float]:
+        """Cosine of `vector` to the stored vector of each of `iris` that has one."""
+        ...
+
+    async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
+        """Stored vectors of these IRIs."""
+        ...
+
+
+async def rank_neighbours(
+    found: Iterable[tuple[RawEdge, str]], rows_read: int, query: NeighboursQuery, index: LabelVectors | None
+) -> NeighbourResult:
+    """`found` holds (raw edge, frontier entity it was found from) in store order (out-edges first).
+
+    The first finder of an edge wins. With a query vector and an entity index, each edge is
+    scored on the question's similarity to its relation and far-end labels (an entity with a
+    path in `query.paths`, the relations that led to it, has its edges' relations scored as
+    that path's continuation) and the best `query.max_returned` are kept with a fair share per
+    frontier entity; otherwise all edges come back unscored.
+    """
+    first: dict[RawEdge, str] = {}
+    for e, entity in found:
+        first.setdefault(e, entity)
+    edges = list(first)
+    if query.query_vector is None or index is None:
+        return NeighbourResult([edge_triple(e) for e in edges], [None] * len(edges), rows_read)
+    via = list(first.values())
+    # the far end of an edge is the end that is not the frontier entity (None: a literal)
+    pairs = [(e[1], e[2] if not e[3] else None) if e[0] == v else (e[1], e[0]) for e, v in zip(edges, via, strict=True)]
+    keys = {p for p, _ in pairs} | {f for _, f in pairs if f is not None}
+    sims = await index.similarities(query.user, query.collection, query.query_vector, list(keys))
+    scores = combine(pairs, sims, await _path_sims(pairs, via, query, index))
+    keep = best(scores, query.max_returned or len(edges), via)
+    return NeighbourResult([edge_triple(edges[i]) for i in keep], [scores[i] for i in keep], rows_read)
+
+
+async def _path_sims(
+    pairs: Sequence[tuple[str, str | None]], via: Sequence[str], query: NeighboursQuery, index: LabelVectors
+) -> list[float] | None:
+    """Per edge, the question's cosine to its relation continuing the path to its frontier
+    entity (None when no frontier entity has a path: the relation is scored alone)."""
+    paths: Mapping[str, Sequence[str]] = query.paths
+    heads = {v: tuple(paths.get(v, ())) for v in dict.fromkeys(via)} if paths else {}
+    distinct = sorted({h for h in heads.values() if h})
+    if not distinct or query.query_vector is None:
+        return None
+    preds = sorted({p for p, _ in pairs})
+    wanted = sorted({x for h in distinct for x in h} | set(preds))
+    vectors = await index.vectors(query.user, query.collection, wanted)
+    table = path_cosines(query.query_vector, [(), *distinct], preds, vectors)  # () for entities without a path
+    return [table[heads[v], p] for (p, _), v in zip(pairs, via, strict=True)]
+
+
+class Hit(Protocol):
+    """An entity-search hit."""
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def score(self) -> float: ...
+
+    @property
+    def lexical(self) -> bool: ...
+
+
+H = TypeVar("H", bound=Hit)
+
+
+def rank_entity_hits(hits: Sequence[H], limit: int) -> list[H]:
+    """Entities the question names first (longer names first: "marie curie" before "curie"),
+    then the nearest by vector; at most `limit`."""
+    return sorted(hits, key=lambda h: (not h.lexical, -len(h.label) if h.lexical else 0, -h.score))[:limit]
