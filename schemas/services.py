@@ -12,7 +12,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from schemas.base import Response
+from schemas.communities import CommunitiesRequest, CommunitiesResponse
+from schemas.documents import DocumentsRequest, DocumentsResponse, LoadDocuments, LoadResponse
 from schemas.embeddings import EmbeddingsRequest, EmbeddingsResponse
+from schemas.extraction import ExtractRequest, ExtractResponse
 from schemas.graph_embeddings import GraphEmbeddingsRequest, GraphEmbeddingsResponse
 from schemas.graph_rag import GraphRagParams, GraphRagRequest, GraphRagResponse
 from schemas.labels import LabelRequest, LabelResponse
@@ -43,7 +46,23 @@ TRIPLES = Service("triples", TriplesRequest, TriplesResponse)
 LABEL_RESOLVER = Service("label-resolver", LabelRequest, LabelResponse)
 TEXT_COMPLETION = Service("text-completion", TextCompletionRequest, TextCompletionResponse)
 GRAPH_RAG = Service("graph-rag", GraphRagRequest, GraphRagResponse, GraphRagParams)
+DOCUMENTS = Service("documents", DocumentsRequest, DocumentsResponse)
+EXTRACTOR = Service("extractor", ExtractRequest, ExtractResponse)
+DOCUMENT_LOAD = Service("document-load", LoadDocuments, LoadResponse)
+COMMUNITIES = Service("communities", CommunitiesRequest, CommunitiesResponse)
 
 SERVICES: dict[str, Service] = {
-    s.name: s for s in (EMBEDDINGS, GRAPH_EMBEDDINGS, TRIPLES, LABEL_RESOLVER, TEXT_COMPLETION, GRAPH_RAG)
+    s.name: s
+    for s in (
+        EMBEDDINGS,
+        GRAPH_EMBEDDINGS,
+        TRIPLES,
+        LABEL_RESOLVER,
+        TEXT_COMPLETION,
+        GRAPH_RAG,
+        DOCUMENTS,
+        EXTRACTOR,
+        DOCUMENT_LOAD,
+        COMMUNITIES,
+    )
 }

@@ -45,6 +45,10 @@ FLOW_PROCESSORS = (
     _serving(sv.LABEL_RESOLVER, "processors.query.label_resolver.service:LabelResolverProcessor"),
     _serving(sv.GRAPH_RAG, "processors.retrieval.graph_rag.service:GraphRagProcessor"),
     _serving(sv.TEXT_COMPLETION, "processors.models.text_completion.service:TextCompletionProcessor"),
+    _serving(sv.DOCUMENTS, "processors.query.documents.service:DocumentsProcessor"),
+    _serving(sv.EXTRACTOR, "processors.ingest.extractor.service:ExtractorProcessor"),
+    _serving(sv.DOCUMENT_LOAD, "processors.ingest.documents.service:DocumentLoadProcessor"),
+    _serving(sv.COMMUNITIES, "processors.ingest.communities.service:CommunitiesProcessor"),
 )
 PROCESSORS: dict[str, ProcessorEntry] = {p.name: p for p in (CONFIG, *FLOW_PROCESSORS, GATEWAY)}
 

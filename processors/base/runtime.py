@@ -42,8 +42,8 @@ def make_bus(rt: RuntimeSettings) -> Bus:
 
 
 def default_blueprint_path() -> Path:
-    """The shipped graph-rag blueprint."""
-    return FLOWS_DIR / "graph-rag.yaml"
+    """The shipped blueprint of flow `default`: every service."""
+    return FLOWS_DIR / "default.yaml"
 
 
 @dataclass

@@ -22,6 +22,7 @@ class StoreSettings(BaseModel):
     home: Path = Path(".kgflow")
     triples_backend: Literal["sqlite", "cassandra", "neo4j"] = "sqlite"
     vectors_backend: Literal["local", "neo4j", "cassandra"] = "local"
+    documents_backend: Literal["sqlite", "neo4j"] = "sqlite"  # documents, chunks, communities
     cassandra_hosts: str = "127.0.0.1"
     cassandra_port: int = 9042
     cassandra_keyspace: str = "kgflow"

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from processors.commands import flows as flow_cmds
 from processors.commands import load as load_cmds
+from processors.commands import load_documents as load_documents_cmd
+from processors.commands import manage as manage_cmds
 from processors.commands import query as query_cmds
 from processors.commands import serve as serve_cmds
 from processors.commands.options import bus_args, store_args
@@ -30,6 +32,19 @@ def build_parser() -> argparse.ArgumentParser:
     store_args(lt)
     bus_args(lt)
     lt.set_defaults(func=load_cmds.load_triples)
+
+    ld = load.add_parser(
+        "documents", help="load documents (JSONL, .txt/.md files or directories) through the documents flow"
+    )
+    ld.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    ld.add_argument("--collection", "-C", default="default")
+    ld.add_argument("--user", "-U", default="default")
+    ld.add_argument("--flow", default="default")
+    ld.add_argument("--format", choices=["auto", "jsonl", "txt", "md"], default="auto")
+    ld.add_argument("--no-progress", action="store_true")
+    store_args(ld)
+    bus_args(ld)
+    ld.set_defaults(func=load_documents_cmd.load_documents)
 
     query = sub.add_parser("query", help="ask questions").add_subparsers(dest="what", required=True)
     q = query.add_parser("graph-rag", help="answer a question with GraphRAG")
@@ -69,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=serve_cmds.run)
 
     flow_cmds.add_parser(sub)
+    manage_cmds.add_parsers(sub)
     return ap
 
 

@@ -15,6 +15,7 @@ def store_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--home", type=Path, help="embedded data directory (default ./.kgflow)")
     g.add_argument("--triples-backend", choices=["sqlite", "cassandra", "neo4j"])
     g.add_argument("--vectors-backend", choices=["local", "neo4j", "cassandra"])
+    g.add_argument("--documents-backend", choices=["sqlite", "neo4j"])
     g.add_argument("--cassandra-hosts")
     g.add_argument("--cassandra-keyspace")
     g.add_argument("--neo4j-url")
@@ -31,7 +32,15 @@ def bus_args(p: argparse.ArgumentParser) -> None:
 
 def store_settings(a: argparse.Namespace) -> StoreSettings:
     """Store settings from the environment, then the command line."""
-    keys = ("home", "triples_backend", "vectors_backend", "cassandra_hosts", "cassandra_keyspace", "neo4j_url")
+    keys = (
+        "home",
+        "triples_backend",
+        "vectors_backend",
+        "documents_backend",
+        "cassandra_hosts",
+        "cassandra_keyspace",
+        "neo4j_url",
+    )
     return from_env(StoreSettings, {k: getattr(a, k, None) for k in keys})
 
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from processors.base.bus import Bus
-from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
-from processors.commands.options import runtime_settings, store_settings
+from processors.base.client import RemoteError, RequestTimeout
+from processors.commands.connect import flow_bus, service_client
+from processors.commands.options import runtime_settings
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
 from schemas.services import GRAPH_RAG
 
@@ -57,30 +57,8 @@ async def _asker(a: argparse.Namespace) -> AsyncIterator[Ask]:
         async with GatewayClient(a.url, a.token or os.environ.get("KGFLOW_GATEWAY_TOKEN")) as gw:
             yield lambda req: gw.graph_rag(a.flow, req)
         return
-    rt = runtime_settings(a)
-
-    @contextlib.asynccontextmanager
-    async def over(bus: Bus) -> AsyncIterator[Ask]:
-        client = RequestResponseClient.for_service(bus, GRAPH_RAG, a.flow, rt.request_timeout_s)
-        try:
-            yield client.request
-        finally:
-            await client.stop()
-
-    if rt.bus == "pulsar":
-        from processors.base.runtime import make_bus
-
-        bus = make_bus(rt)
-        try:
-            async with over(bus) as ask:
-                yield ask
-        finally:
-            await bus.close()
-        return
-    from processors.base.runtime import embedded
-
-    async with embedded(store_settings(a), rt) as system, over(system.bus) as ask:
-        yield ask
+    async with flow_bus(a) as bus, service_client(bus, GRAPH_RAG, a.flow, runtime_settings(a).request_timeout_s) as c:
+        yield c.request
 
 
 def _print_text(res: GraphRagResponse) -> None:

@@ -6,21 +6,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from processors.base.settings import StoreSettings
+from processors.stores.documents_protocol import CommunityStore, DocumentStore
 from processors.stores.protocol import EntityIndex, TripleStore
 
 
 @dataclass
 class Stores:
-    """The triple store and entity index a process uses."""
+    """The triple store, entity index and document store a process uses."""
 
     triples: TripleStore
     entities: EntityIndex
+    documents: DocumentStore
+    communities: CommunityStore
 
     async def close(self) -> None:
-        """Close both stores."""
+        """Close every store."""
         await self.triples.close()
-        if self.entities is not self.triples:
-            await self.entities.close()
+        await self.entities.close()
+        await self.communities.close()
+        await self.documents.close()
 
 
 class _Connections:
@@ -83,4 +87,16 @@ def open_stores(settings: StoreSettings) -> Stores:
         triples = Neo4jTripleStore(conns.neo4j(), entities)
     else:
         raise ValueError(f"triples backend {settings.triples_backend!r} is not available in this build")
-    return Stores(triples, entities)
+    documents: DocumentStore
+    communities: CommunityStore
+    if settings.documents_backend == "neo4j":
+        from processors.stores.neo4j_documents import Neo4jCommunityStore, Neo4jDocumentStore
+
+        documents, communities = Neo4jDocumentStore(conns.neo4j()), Neo4jCommunityStore(conns.neo4j())
+    else:
+        from processors.stores.sqlite_communities import SqliteCommunityStore
+        from processors.stores.sqlite_documents import SqliteDocumentStore
+
+        sqlite_docs = SqliteDocumentStore(settings.home / "docs.db")
+        documents, communities = sqlite_docs, SqliteCommunityStore(sqlite_docs.db)
+    return Stores(triples, entities, documents, communities)

@@ -178,6 +178,33 @@ class LocalEntityIndex:
         sims = m.vecs[rows[hit]] @ (q / (np.linalg.norm(q) or 1.0))
         return dict(zip(itertools.compress(iris, hit.tolist()), sims.tolist(), strict=True))
 
+    async def named(self, user: str, collection: str, names: Sequence[str]) -> dict[str, str]:
+        sql = (
+            "SELECT name, min(iri) FROM vectors INDEXED BY vectors_name WHERE user = ? AND collection = ?"
+            " AND name IN (SELECT value FROM json_each(?)) AND kind = 'entity' GROUP BY name"
+        )
+        args = (user, collection, json.dumps(list(dict.fromkeys(names))))
+        rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
+        return {str(n): str(i) for n, i in rows}
+
+    async def delete(self, user: str, collection: str, iris: Sequence[str]) -> None:
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "DELETE FROM vectors WHERE user = ? AND collection = ? AND iri IN (SELECT value FROM json_each(?))",
+                (user, collection, json.dumps(list(iris))),
+            )
+            conn.execute(
+                "UPDATE scope_version SET version = version + 1 WHERE user = ? AND collection = ?", (user, collection)
+            )
+
+        await self.db.write(write)
+        self._checked.pop((user, collection), None)
+
+    async def collections(self, user: str) -> dict[str, int]:
+        sql = "SELECT collection, count(*) FROM vectors WHERE user = ? AND kind = 'entity' GROUP BY collection"
+        rows = await self.db.read(lambda c: c.execute(sql, (user,)).fetchall())
+        return {str(c): int(n) for c, n in rows}
+
     async def delete_collection(self, user: str, collection: str) -> None:
         def write(conn: sqlite3.Connection) -> None:
             conn.execute("DELETE FROM vectors WHERE user = ? AND collection = ?", (user, collection))

@@ -63,6 +63,14 @@ class TripleStore(Protocol):
         """Label of each IRI that has one."""
         ...
 
+    async def remove_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> None:
+        """Delete these triples (absent ones are ignored); rdfs:label triples also leave the label table."""
+        ...
+
+    async def collections(self, user: str) -> dict[str, int]:
+        """The user's collections and how many triples each holds."""
+        ...
+
     async def delete_collection(self, user: str, collection: str) -> None:
         """Drop every triple of the collection."""
         ...
@@ -101,6 +109,19 @@ class EntityIndex(Protocol):
         self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
     ) -> dict[str, float]:
         """Cosine of `vector` to the stored vector of each of `iris` that has one."""
+        ...
+
+    async def named(self, user: str, collection: str, names: Sequence[str]) -> dict[str, str]:
+        """Normalised name -> the entity labelled so (the first IRI when several are), for the names
+        that label an entity: how a concept found in text becomes the entity it names."""
+        ...
+
+    async def delete(self, user: str, collection: str, iris: Sequence[str]) -> None:
+        """Drop these entities' vectors and names."""
+        ...
+
+    async def collections(self, user: str) -> dict[str, int]:
+        """The user's collections and how many entities each indexes."""
         ...
 
     async def delete_collection(self, user: str, collection: str) -> None:

@@ -35,6 +35,12 @@ class SqlitePool:
                     migrate(conn)  # before the schema, whose indexes may need the new columns
             conn.executescript(schema)
 
+    def ensure_schema(self, schema: str) -> None:
+        """Create what `schema` declares, if missing (a second store sharing this file)."""
+        conn = self._conn()
+        with self._write_lock:
+            conn.executescript(schema)
+
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:

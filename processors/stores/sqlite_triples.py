@@ -130,6 +130,25 @@ class SqliteTripleStore:
         rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
         return {str(i): str(label) for i, label in rows}
 
+    async def remove_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> None:
+        rows = [(user, collection, t.s.value, t.p.value, *_obj_cols(t.o)) for t in triples]
+        labels = [(user, collection, t.s.value, t.o.value) for t in triples if t.p.value == RDFS_LABEL]
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                "DELETE FROM triples WHERE user = ? AND collection = ? AND s = ? AND p = ? AND o = ?"
+                " AND o_lit = ? AND o_dt = ? AND o_lang = ?",
+                rows,
+            )
+            conn.executemany("DELETE FROM labels WHERE user = ? AND collection = ? AND iri = ? AND label = ?", labels)
+
+        await self.db.write(write)
+
+    async def collections(self, user: str) -> dict[str, int]:
+        sql = "SELECT collection, count(*) FROM triples INDEXED BY spo WHERE user = ? GROUP BY collection"
+        rows = await self.db.read(lambda c: c.execute(sql, (user,)).fetchall())
+        return {str(c): int(n) for c, n in rows}
+
     async def delete_collection(self, user: str, collection: str) -> None:
         def write(conn: sqlite3.Connection) -> None:
             conn.execute("DELETE FROM triples WHERE user = ? AND collection = ?", (user, collection))

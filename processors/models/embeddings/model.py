@@ -40,6 +40,17 @@ def _model_files() -> tuple[Path, Path]:
     return onnx, tok
 
 
+def plain_tokenizer() -> Any:
+    """The local model's tokenizer without padding, truncation or special tokens' padding: it
+    counts the tokens of a text as the model sees them (chunks are sized with it)."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(_model_files()[1]))
+    tok.no_padding()
+    tok.no_truncation()
+    return tok
+
+
 class OnnxMiniLM:
     """all-MiniLM-L6-v2 on onnxruntime: mean pooling + L2 normalization, batched.
 

@@ -1,0 +1,1 @@
+"""Communities of the concept graph: hierarchical Leiden, profiles, lazy summaries."""

@@ -1,0 +1,1 @@
+"""The documents flow: reading, chunking and indexing documents, and the document-load service."""

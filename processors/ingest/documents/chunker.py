@@ -1,0 +1,107 @@
+"""Token-aware chunking: windows of a document's text that fit the embedding model.
+
+Text is split into paragraphs (blank lines) and sentences; sentences are packed into chunks
+of at most `max_tokens` tokens as the embedding model's own tokenizer counts them (the model
+truncates at 256: a chunk must fit whole), a paragraph break ends a chunk that is already half
+full, and each chunk after the first repeats up to `overlap_tokens` of the sentences before it.
+A sentence too long for one chunk is cut into token windows. Pure functions; no I/O.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+from pydantic import BaseModel, Field
+
+# A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before whitespace.
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
+_PARAGRAPH = re.compile(r"\n\s*\n")
+
+
+class ChunkingParams(BaseModel):
+    """Flow parameters of chunking (`chunk-tokens`, `chunk-overlap`)."""
+
+    chunk_tokens: int = Field(default=200, ge=16, le=254)  # 254 + [CLS] + [SEP] = the model's 256
+    chunk_overlap: int = Field(default=32, ge=0, le=128)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A chunk of text: character offsets and its token count."""
+
+    start: int
+    end: int
+    tokens: int
+
+
+def sentences(text: str) -> list[tuple[int, int, bool]]:
+    """(start, end, starts a paragraph) of every sentence, whitespace trimmed."""
+    out: list[tuple[int, int, bool]] = []
+    para_start = 0
+    for para_end in [m.start() for m in _PARAGRAPH.finditer(text)] + [len(text)]:
+        first = True
+        pos = para_start
+        for piece_end in [m.start() for m in _SENTENCE_END.finditer(text, para_start, para_end)] + [para_end]:
+            piece = text[pos:piece_end]
+            lead = len(piece) - len(piece.lstrip())
+            s, e = pos + lead, pos + len(piece.rstrip())
+            if e > s:
+                out.append((s, e, first))
+                first = False
+            pos = piece_end
+        m = _PARAGRAPH.match(text, para_end)
+        para_start = m.end() if m else para_end
+    return out
+
+
+def _windows(offsets: list[tuple[int, int]], max_tokens: int, overlap: int) -> list[Span]:
+    """Token windows over one over-long sentence's tokens."""
+    step = max(1, max_tokens - overlap)
+    spans = []
+    for i in range(0, len(offsets), step):
+        window = offsets[i : i + max_tokens]
+        spans.append(Span(window[0][0], window[-1][1], len(window)))
+        if i + max_tokens >= len(offsets):
+            break
+    return spans
+
+
+def chunk_spans(text: str, token_offsets: list[tuple[int, int]], max_tokens: int, overlap_tokens: int) -> list[Span]:
+    """The chunks of `text`, given the (start, end) character offsets of its tokens as the
+    embedding model's tokenizer produces them (see the module docstring)."""
+    starts = [s for s, _ in token_offsets]
+    units: list[tuple[int, int, int, bool]] = []  # (start, end, tokens, starts a paragraph)
+    for s, e, para in sentences(text):
+        lo, hi = bisect.bisect_left(starts, s), bisect.bisect_left(starts, e)
+        if hi - lo <= max_tokens:
+            units.append((s, e, hi - lo, para))
+        else:
+            windows = _windows(token_offsets[lo:hi], max_tokens, overlap_tokens)
+            units += [(w.start, w.end, w.tokens, para and i == 0) for i, w in enumerate(windows)]
+    if not units:
+        return []
+    chunks: list[Span] = []
+    current: list[tuple[int, int, int, bool]] = []
+    for unit in units:
+        size = sum(u[2] for u in current)
+        full = size + unit[2] > max_tokens or (unit[3] and size >= max_tokens // 2)
+        if current and full:
+            chunks.append(Span(current[0][0], current[-1][1], size))
+            current = _overlap(current, overlap_tokens, max_tokens - unit[2])
+        current.append(unit)
+    chunks.append(Span(current[0][0], current[-1][1], sum(u[2] for u in current)))
+    return chunks
+
+
+def _overlap(previous: list[tuple[int, int, int, bool]], overlap: int, room: int) -> list[tuple[int, int, int, bool]]:
+    """The trailing units of the previous chunk that fit in `overlap` tokens (and the room left)."""
+    kept: list[tuple[int, int, int, bool]] = []
+    total = 0
+    for unit in reversed(previous[1:]):  # never repeat a whole chunk
+        if total + unit[2] > min(overlap, room):
+            break
+        kept.insert(0, unit)
+        total += unit[2]
+    return kept

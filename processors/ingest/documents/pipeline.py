@@ -1,0 +1,178 @@
+"""Indexing documents with no model call: chunk, embed the chunks, extract concepts, link.
+
+`load_batch` runs a batch of documents through the pipeline over `IngestSources` (the bus in
+the service, fakes in tests): unchanged documents (same content hash) are skipped, a document
+that fails is reported by id while the others go on. Pure helpers build what is stored: chunk
+ids, the concepts each document mentions (its title included: a document's title names its
+subject, which links it to every other document that names it) and sentence co-occurrences.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any, Protocol
+
+from processors.ingest.documents.chunker import ChunkingParams, chunk_spans
+from processors.retrieval.relevance.text_match import normalize
+from schemas.documents import Chunk, ConceptRef, CoOccurrence, Document, IndexedDocument, KeyedMention
+from schemas.extraction import ConceptMention
+
+MAX_PAIRS_PER_SENTENCE = 8  # concepts of a sentence that pair up (the first ones): 28 pairs at most
+EMBED_BATCH = 256
+EXTRACT_BATCH = 128
+
+
+class IngestSources(Protocol):
+    """What indexing needs from the rest of the system."""
+
+    async def hashes(self, ids: list[str]) -> dict[str, str]:
+        """Content hashes of the stored documents among `ids`."""
+        ...
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text."""
+        ...
+
+    async def extract(self, texts: list[str]) -> list[list[ConceptMention]]:
+        """The concepts of each text."""
+        ...
+
+    async def store(self, documents: list[IndexedDocument]) -> None:
+        """Write indexed documents (replacing earlier versions)."""
+        ...
+
+
+@dataclass
+class LoadReport:
+    """What a batch did."""
+
+    loaded: int = 0
+    unchanged: int = 0
+    failed: dict[str, str] = field(default_factory=dict)  # document id -> why
+    chunks: int = 0
+    mentions: int = 0
+    cooccurrences: int = 0
+
+
+def content_hash(doc: Document) -> str:
+    """Hash of everything stored about a document (a reload with the same hash does nothing)."""
+    payload = json.dumps([doc.title, doc.text, doc.timestamp.isoformat() if doc.timestamp else None, doc.metadata])
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def chunk_document(doc: Document, tokenizer: Any, params: ChunkingParams) -> list[Chunk]:
+    """The document's chunks, with ids derived from the document, position and text."""
+    offsets = tokenizer.encode(doc.text, add_special_tokens=False).offsets
+    out = []
+    for n, span in enumerate(chunk_spans(doc.text, offsets, params.chunk_tokens, params.chunk_overlap)):
+        text = doc.text[span.start : span.end]
+        digest = hashlib.sha256(f"{doc.id}\0{n}\0{text}".encode()).hexdigest()[:16]
+        out.append(Chunk(id=f"c{digest}", document_id=doc.id, ordinal=n, text=text, start=span.start, end=span.end,
+                         tokens=span.tokens, title=doc.title))  # fmt: skip
+    return out
+
+
+def index_document(
+    doc: Document, chunks: list[Chunk], vectors: list[list[float]], mentions: list[list[ConceptMention]]
+) -> IndexedDocument:
+    """Concepts, mentions and sentence co-occurrences of one document (mentions per chunk)."""
+    title_key = normalize(doc.title)
+    labels: dict[str, Counter[str]] = {}
+    keyed: list[KeyedMention] = []
+    pairs: dict[tuple[str, str], list[str]] = {}
+    for chunk, found in zip(chunks, mentions, strict=True):
+        counts = Counter(m.key for m in found)
+        for m in found:
+            labels.setdefault(m.key, Counter())[m.label] += 1
+        if title_key and any(ch.isalpha() for ch in title_key):
+            labels.setdefault(title_key, Counter())[doc.title] += 1
+            counts[title_key] += 1
+        keyed += [KeyedMention(chunk_id=chunk.id, key=k, count=n) for k, n in counts.items()]
+        for sentence in _sentences(found, title_key):
+            for a, b in combinations(sorted(sentence), 2):
+                pairs.setdefault((a, b), []).append(chunk.id)
+    concepts = [ConceptRef(key=k, label=c.most_common(1)[0][0][:512]) for k, c in labels.items()]
+    cooc = [CoOccurrence(a=a, b=b, chunk_ids=list(dict.fromkeys(ids))) for (a, b), ids in pairs.items()]
+    return IndexedDocument(document=doc, content_hash=content_hash(doc), chunks=chunks, vectors=vectors,
+                           concepts=concepts, mentions=keyed, cooccurrences=cooc)  # fmt: skip
+
+
+def _sentences(found: Sequence[ConceptMention], title_key: str) -> list[set[str]]:
+    """The concepts of each sentence (the first `MAX_PAIRS_PER_SENTENCE`); the title joins the
+    first sentence, where a document usually says what its subject is."""
+    by_sentence: dict[int, list[str]] = {}
+    for m in found:
+        keys = by_sentence.setdefault(m.sentence, [])
+        if m.key not in keys and len(keys) < MAX_PAIRS_PER_SENTENCE:
+            keys.append(m.key)
+    out = [set(keys) for _, keys in sorted(by_sentence.items())]
+    if title_key and out:
+        out[0].add(title_key)
+    return out
+
+
+async def _batched(fn: Callable[[list[str]], Any], texts: list[str], size: int) -> list[Any]:
+    out: list[Any] = []
+    for i in range(0, len(texts), size):
+        out += await fn(texts[i : i + size])
+    return out
+
+
+async def load_batch(
+    sources: IngestSources,
+    docs: Sequence[Document],
+    tokenizer: Any,
+    params: ChunkingParams,
+    progress: Callable[[str, int], None] = lambda stage, n: None,
+) -> LoadReport:
+    """Index and store `docs` (see the module docstring); `progress(stage, n)` counts work done."""
+    report = LoadReport()
+    stored = await sources.hashes([d.id for d in docs])
+    todo = [d for d in docs if stored.get(d.id) != content_hash(d)]
+    report.unchanged = len(docs) - len(todo)
+    progress("unchanged", report.unchanged)
+    chunked: list[tuple[Document, list[Chunk]]] = []
+    for d in todo:
+        try:
+            chunked.append((d, chunk_document(d, tokenizer, params)))
+        except Exception as e:  # one bad document must not stop the others
+            report.failed[d.id] = f"chunking failed: {e}"
+    texts = [c.text for _, cs in chunked for c in cs]
+    vectors = await _batched(sources.embed, texts, EMBED_BATCH)
+    progress("embedded", len(texts))
+    mentions = await _batched(sources.extract, texts, EXTRACT_BATCH)
+    progress("extracted", len(texts))
+    indexed, at = [], 0
+    for d, cs in chunked:
+        indexed.append(index_document(d, cs, vectors[at : at + len(cs)], mentions[at : at + len(cs)]))
+        at += len(cs)
+    await _store(sources, indexed, report)
+    report.loaded = len(indexed) - sum(1 for x in indexed if x.document.id in report.failed)
+    report.chunks = sum(len(x.chunks) for x in indexed if x.document.id not in report.failed)
+    report.mentions = sum(len(x.mentions) for x in indexed if x.document.id not in report.failed)
+    report.cooccurrences = sum(len(x.cooccurrences) for x in indexed if x.document.id not in report.failed)
+    progress("stored", report.loaded)
+    return report
+
+
+async def _store(sources: IngestSources, indexed: list[IndexedDocument], report: LoadReport) -> None:
+    """Store the batch; if it is refused, store one by one so only the bad documents fail."""
+    if not indexed:
+        return
+    try:
+        await sources.store(indexed)
+        return
+    except Exception as e:
+        if len(indexed) == 1:
+            report.failed[indexed[0].document.id] = str(e)
+            return
+    for doc in indexed:
+        try:
+            await sources.store([doc])
+        except Exception as e:
+            report.failed[doc.document.id] = str(e)

@@ -1,0 +1,1 @@
+"""Concept extraction from chunk text: named entities and noun phrases (spaCy), no model calls."""

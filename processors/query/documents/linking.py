@@ -1,0 +1,78 @@
+"""Linking indexed documents into the collection's graph (pure).
+
+A concept whose normalised label names an entity already in the collection *is* that entity;
+any other concept becomes a new entity with a deterministic IRI. Co-occurrences become
+`related to` relations between the two entities, one triple per unordered pair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from processors.ingest.triples_loader import ENTITY_NS, RELATION_NS, field_iri
+from processors.stores.documents_protocol import DocumentRecord, Relation
+from schemas.documents import IndexedDocument, Mention
+from schemas.terms import RDFS_LABEL, Term, Triple
+
+RELATED_TO = RELATION_NS + "related_to"
+RELATED_TO_LABEL = "related to"
+
+
+def concept_iri(key: str) -> str:
+    """The IRI a new concept gets (the TSV loader's IRI for the same words)."""
+    return field_iri(key.replace(" ", "_"), ENTITY_NS)
+
+
+@dataclass
+class Linked:
+    """Documents ready to store, and what the graph gains."""
+
+    records: list[DocumentRecord]
+    new_concepts: dict[str, str] = field(default_factory=dict)  # IRI -> label
+    relations: set[tuple[str, str, str]] = field(default_factory=set)
+
+    def triples(self) -> list[Triple]:
+        """Label triples of the new concepts and the relation triples."""
+        out = [
+            Triple(s=Term.iri(i), p=Term.iri(RDFS_LABEL), o=Term.literal(lab)) for i, lab in self.new_concepts.items()
+        ]
+        if self.relations:
+            out.append(Triple(s=Term.iri(RELATED_TO), p=Term.iri(RDFS_LABEL), o=Term.literal(RELATED_TO_LABEL)))
+        out += [Triple(s=Term.iri(s), p=Term.iri(p), o=Term.iri(o)) for s, p, o in sorted(self.relations)]
+        return out
+
+
+def link(documents: Sequence[IndexedDocument], named: Mapping[str, str]) -> Linked:
+    """Resolve concept keys to entities (`named`: key -> existing IRI) and build the records."""
+    out = Linked([])
+    for doc in documents:
+        iri: dict[str, str] = {}
+        owned: set[str] = set()
+        for c in doc.concepts:
+            if c.key in named:
+                iri[c.key] = named[c.key]
+            else:
+                iri[c.key] = concept_iri(c.key)
+                owned.add(iri[c.key])
+                out.new_concepts.setdefault(iri[c.key], c.label)
+        mentions = [
+            Mention(chunk_id=m.chunk_id, entity=iri[m.key], count=m.count) for m in doc.mentions if m.key in iri
+        ]
+        relations = []
+        for co in doc.cooccurrences:
+            if co.a in iri and co.b in iri and iri[co.a] != iri[co.b]:
+                s, o = sorted((iri[co.a], iri[co.b]))
+                relations.append(Relation(s, RELATED_TO, o, co.chunk_ids))
+                out.relations.add((s, RELATED_TO, o))
+        out.records.append(
+            DocumentRecord(doc.document, doc.content_hash, doc.chunks, doc.vectors, mentions, relations, owned)
+        )
+    return out
+
+
+def unlinked_triples(relations: Sequence[tuple[str, str, str]], concepts: Mapping[str, str]) -> list[Triple]:
+    """The triples to remove for relations no chunk supports and concepts (IRI -> label) no chunk mentions."""
+    out = [Triple(s=Term.iri(s), p=Term.iri(p), o=Term.iri(o)) for s, p, o in relations]
+    out += [Triple(s=Term.iri(i), p=Term.iri(RDFS_LABEL), o=Term.literal(lab)) for i, lab in concepts.items()]
+    return out

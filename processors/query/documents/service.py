@@ -1,0 +1,163 @@
+"""Documents processor: serves `documents` from the process's stores.
+
+Writes link each document's concepts into the collection's graph (triples + entity vectors) and
+store its chunks, mentions and relation provenance; a replaced or deleted document takes with
+it the relations and concepts nothing else supports. Reads are one store call each, scoped by
+user + collection and the request's scope.
+"""
+
+from __future__ import annotations
+
+from processors.base.bus import Bus, Producer
+from processors.base.processor import FlowContext, FlowProcessor, Host, ServiceSpec
+from processors.base.settings import RuntimeSettings
+from processors.models.embeddings.client import FlowEmbedder
+from processors.query.documents.linking import RELATED_TO, RELATED_TO_LABEL, link, unlinked_triples
+from processors.stores.documents_protocol import RemovedLinks
+from processors.stores.factory import Stores
+from schemas.documents import (
+    ChunkLinks,
+    ChunkSearch,
+    CollectionInfo,
+    DeleteCollection,
+    DeleteDocuments,
+    DocumentsResponse,
+    DocumentStatus,
+    EntityChunks,
+    GetChunks,
+    ListCollections,
+    ListDocuments,
+    StoreDocuments,
+)
+from schemas.flows import GraphChanged
+from schemas.services import DOCUMENTS, EMBEDDINGS, Service
+from schemas.topics import GRAPH_CHANGED
+
+DocumentsRequest = (
+    StoreDocuments
+    | DocumentStatus
+    | ChunkSearch
+    | EntityChunks
+    | GetChunks
+    | ListCollections
+    | DeleteDocuments
+    | DeleteCollection
+    | ListDocuments
+)
+
+
+class DocumentsProcessor(FlowProcessor):
+    """Serves `documents` (see the module docstring)."""
+
+    name = DOCUMENTS.name
+
+    def __init__(self, bus: Bus, runtime: RuntimeSettings, stores: Stores) -> None:
+        super().__init__(bus, runtime)
+        self.stores = stores
+        self._changed: Producer | None = None
+
+    @classmethod
+    def create(cls, host: Host) -> DocumentsProcessor:
+        """Served from the process's stores."""
+        return cls(host.bus, host.runtime, host.stores)
+
+    def services(self) -> list[ServiceSpec]:
+        return [ServiceSpec(DOCUMENTS, self.handle)]
+
+    def calls(self) -> list[Service]:
+        return [EMBEDDINGS]
+
+    async def handle(self, req: DocumentsRequest, flow: FlowContext) -> DocumentsResponse:
+        """Dispatch on the request's operation."""
+        docs = self.stores.documents
+        if isinstance(req, StoreDocuments):
+            return await self.store(req, flow)
+        if isinstance(req, DocumentStatus):
+            return DocumentsResponse(hashes=await docs.hashes(req.user, req.collection, req.document_ids))
+        if isinstance(req, ChunkSearch):
+            found = await docs.search(req.user, req.collection, req.vector, req.text, req.mode, req.limit, req.scope)
+            return DocumentsResponse(chunks=found, store_round_trips=1)
+        if isinstance(req, EntityChunks):
+            links = await docs.links(req.user, req.collection, req.entities, req.chunk_ids, req.per_entity, req.scope)
+            return DocumentsResponse(links=ChunkLinks(mentions=links), store_round_trips=1)
+        if isinstance(req, GetChunks):
+            return DocumentsResponse(chunks=await docs.chunks(req.user, req.collection, req.chunk_ids, req.scope))
+        if isinstance(req, ListDocuments):
+            return DocumentsResponse(documents=await docs.documents(req.user, req.collection, req.limit, req.scope))
+        if isinstance(req, ListCollections):
+            return DocumentsResponse(collections=await self.collections(req.user))
+        if isinstance(req, DeleteDocuments):
+            return await self.delete_documents(req)
+        await self.delete_collection(req.user, req.collection)
+        return DocumentsResponse(deleted=1)
+
+    async def store(self, req: StoreDocuments, flow: FlowContext) -> DocumentsResponse:
+        """Link the documents' concepts into the graph, then store them."""
+        user, coll = req.user, req.collection
+        keys = sorted({c.key for d in req.documents for c in d.concepts})
+        linked = link(req.documents, await self.stores.entities.named(user, coll, keys))
+        vectors = [(iri, label) for iri, label in linked.new_concepts.items()]
+        if vectors:
+            embedded = await FlowEmbedder(flow.client(EMBEDDINGS)).embed([label for _, label in vectors])
+            items = [(iri, label, v) for (iri, label), v in zip(vectors, embedded, strict=True)]
+            await self.stores.entities.upsert(user, coll, items, "entity")
+        if linked.relations and not await self.stores.entities.vectors(user, coll, [RELATED_TO]):
+            (v,) = await FlowEmbedder(flow.client(EMBEDDINGS)).embed([RELATED_TO_LABEL])
+            await self.stores.entities.upsert(user, coll, [(RELATED_TO, RELATED_TO_LABEL, v)], "predicate")
+        await self.stores.triples.add_triples(user, coll, linked.triples())
+        removed = await self.stores.documents.store(user, coll, linked.records)
+        await self._unlink(user, coll, removed, announce=False)
+        touched = {m.entity for r in linked.records for m in r.mentions} | set(removed.touched)
+        await self.stores.communities.mark_stale(user, coll, sorted(touched))
+        await self._announce(user, coll)
+        return DocumentsResponse(stored=len(linked.records))
+
+    async def delete_documents(self, req: DeleteDocuments) -> DocumentsResponse:
+        """Delete documents; what only they supported leaves the graph; their communities go stale."""
+        user, coll = req.user, req.collection
+        known = await self.stores.documents.hashes(user, coll, req.document_ids)
+        removed = await self.stores.documents.delete_documents(user, coll, sorted(known))
+        await self._unlink(user, coll, removed)
+        await self.stores.communities.mark_stale(user, coll, removed.touched)
+        return DocumentsResponse(deleted=len(known))
+
+    async def _unlink(self, user: str, coll: str, removed: RemovedLinks, announce: bool = True) -> None:
+        """Remove the relations and concepts no document supports any more."""
+        if removed.relations or removed.concepts:
+            labels = await self.stores.triples.labels(user, coll, removed.concepts) if removed.concepts else {}
+            await self.stores.triples.remove_triples(user, coll, unlinked_triples(removed.relations, labels))
+            if removed.concepts:
+                await self.stores.entities.delete(user, coll, removed.concepts)
+        if announce:
+            await self._announce(user, coll)
+
+    async def _announce(self, user: str, coll: str) -> None:
+        """Tell label caches the collection changed."""
+        if self._changed is None:
+            self._changed = await self.bus.producer(GRAPH_CHANGED)
+        await self._changed.send(GraphChanged(user=user, collection=coll).model_dump_json().encode(), {})
+
+    async def collections(self, user: str) -> list[CollectionInfo]:
+        """Every collection of the user with what it holds."""
+        triples = await self.stores.triples.collections(user)
+        entities = await self.stores.entities.collections(user)
+        docs = await self.stores.documents.counts(user)
+        names = sorted(set(triples) | set(entities) | set(docs))
+        return [
+            CollectionInfo(
+                collection=c,
+                documents=docs.get(c, (0, 0))[0],
+                chunks=docs.get(c, (0, 0))[1],
+                entities=entities.get(c, 0),
+                triples=triples.get(c, 0),
+            )
+            for c in names
+        ]
+
+    async def delete_collection(self, user: str, collection: str) -> None:
+        """Drop the collection from every store."""
+        await self.stores.documents.delete_collection(user, collection)
+        await self.stores.communities.delete_collection(user, collection)
+        await self.stores.triples.delete_collection(user, collection)
+        await self.stores.entities.delete_collection(user, collection)
+        await self._announce(user, collection)

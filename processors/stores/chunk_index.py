@@ -1,0 +1,77 @@
+"""An in-memory search index over one collection's chunks: exact cosine over their vectors and
+BM25 over their text, fused by reciprocal rank. A scope is a row mask applied before ranking
+(an exact search of the scope, never a filter of someone else's top k)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from processors.retrieval.relevance.bm25 import Bm25Index
+from processors.retrieval.relevance.fusion import reciprocal_rank_fusion
+
+SearchMode = Literal["fused", "vector", "lexical"]
+FUSION_DEPTH = 4  # each retriever contributes its best `FUSION_DEPTH * limit` to the fusion
+
+
+@dataclass
+class ChunkIndex:
+    """Rows are chunks; `version` is the store's collection version it was built from."""
+
+    version: int
+    ids: list[str]
+    document_ids: list[str]
+    vectors: np.ndarray  # unit rows (n x d)
+    bm25: Bm25Index
+    row: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls, version: int, ids: list[str], document_ids: list[str], texts: Sequence[str], vectors: np.ndarray
+    ) -> ChunkIndex:
+        """Index the collection's chunks (vectors are normalised here)."""
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True) if len(vectors) else np.ones((0, 1))
+        unit = (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+        return cls(version, ids, document_ids, unit, Bm25Index(texts), {c: i for i, c in enumerate(ids)})
+
+    def mask(self, document_ids: set[str] | None) -> np.ndarray | None:
+        """Rows of chunks whose document is in `document_ids` (None: every row)."""
+        if document_ids is None:
+            return None
+        return np.fromiter((d in document_ids for d in self.document_ids), dtype=bool, count=len(self.ids))
+
+    def search(
+        self, vector: Sequence[float] | None, text: str | None, mode: SearchMode, limit: int, mask: np.ndarray | None
+    ) -> list[tuple[int, float]]:
+        """(row, score) of the best `limit` chunks, best first. Fused scores are RRF scores."""
+        rankings: list[list[int]] = []
+        if mode in ("fused", "vector") and vector is not None and len(self.ids):
+            q = np.asarray(vector, dtype=np.float32)
+            sims = self.vectors @ (q / (np.linalg.norm(q) or 1.0))
+            ranked = _top(sims, mask, limit if mode == "vector" else FUSION_DEPTH * limit)
+            if mode == "vector":
+                return [(i, float(sims[i])) for i in ranked]
+            rankings.append(ranked)
+        if mode in ("fused", "lexical") and text and len(self.ids):
+            bm = self.bm25.scores(text)
+            ranked = [i for i in _top(bm, mask, limit if mode == "lexical" else FUSION_DEPTH * limit) if bm[i] > 0]
+            if mode == "lexical":
+                return [(i, float(bm[i])) for i in ranked]
+            rankings.append(ranked)
+        fused = reciprocal_rank_fusion(rankings)
+        return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+
+
+def _top(scores: np.ndarray, mask: np.ndarray | None, k: int) -> list[int]:
+    """Rows of the `k` best scores among `mask`, best first (ties by row)."""
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+        k = min(k, int(mask.sum()))
+    k = min(k, len(scores))
+    if k <= 0:
+        return []
+    top = np.argpartition(-scores, k - 1)[:k]
+    return top[np.lexsort((top, -scores[top]))].tolist()

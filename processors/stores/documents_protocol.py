@@ -1,0 +1,194 @@
+"""The document store protocol every document backend (SQLite, Neo4j) implements, and what its
+calls share. Every call is scoped by user and collection; a request's `Scope` is applied
+inside the store's queries."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from processors.ingest.communities.profiles import CommunityRecord
+from processors.stores.chunk_index import SearchMode
+from schemas.communities import CommunityInfo
+from schemas.documents import Chunk, Document, DocumentInfo, Mention, Scope
+
+
+@dataclass
+class Relation:
+    """A relation between two entities and the chunks it came from."""
+
+    s: str
+    p: str
+    o: str
+    chunk_ids: list[str]
+
+
+@dataclass
+class DocumentRecord:
+    """A document ready to store: its chunks with vectors, and its links to the graph by IRI."""
+
+    document: Document
+    content_hash: str
+    chunks: list[Chunk]
+    vectors: list[list[float]]
+    mentions: list[Mention] = field(default_factory=list)
+    relations: list[Relation] = field(default_factory=list)
+    owned: set[str] = field(default_factory=set)  # entities this document's indexing created
+
+
+@dataclass
+class RemovedLinks:
+    """What a replaced or deleted document leaves unlinked: relations no chunk supports any more
+    (their triples go) and concepts indexing created that no chunk mentions any more (they go)."""
+
+    relations: list[tuple[str, str, str]] = field(default_factory=list)
+    concepts: list[str] = field(default_factory=list)
+    touched: list[str] = field(default_factory=list)  # every entity the removed documents mentioned
+
+
+@dataclass(frozen=True)
+class ScopeSql:
+    """A scope as query parameters: a JSON array of document ids and a JSON object
+    {key: [JSON-encoded values]} (None where the scope does not narrow)."""
+
+    document_ids: str | None
+    metadata: str | None
+
+
+def scope_params(scope: Scope) -> ScopeSql:
+    """`scope` as parameters (metadata values JSON-encoded, as stored, so 1 and "1" differ)."""
+    ids = json.dumps(scope.document_ids) if scope.document_ids is not None else None
+    meta = None
+    if scope.metadata:
+        meta = json.dumps(
+            {k: [json.dumps(x) for x in (v if isinstance(v, list) else [v])] for k, v in scope.metadata.items()}
+        )
+    return ScopeSql(ids, meta)
+
+
+class DocumentStore(Protocol):
+    """Documents, chunks, mentions and relation provenance of collections."""
+
+    async def store(self, user: str, collection: str, records: Sequence[DocumentRecord]) -> RemovedLinks:
+        """Write documents, replacing earlier versions of the same ids (one transaction)."""
+        ...
+
+    async def delete_documents(self, user: str, collection: str, ids: Sequence[str]) -> RemovedLinks:
+        """Delete documents and their chunks, mentions and relation provenance."""
+        ...
+
+    async def delete_collection(self, user: str, collection: str) -> None:
+        """Drop every document row of the collection."""
+        ...
+
+    async def hashes(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, str]:
+        """Content hash of each stored document of `ids`."""
+        ...
+
+    async def search(
+        self,
+        user: str,
+        collection: str,
+        vector: Sequence[float] | None,
+        text: str | None,
+        mode: SearchMode,
+        limit: int,
+        scope: Scope | None = None,
+    ) -> list[Chunk]:
+        """The best chunks of the scope by vector and/or text, fused (one store call)."""
+        ...
+
+    async def chunks(self, user: str, collection: str, ids: Sequence[str], scope: Scope | None = None) -> list[Chunk]:
+        """Chunks by id (in the scope), in the order asked."""
+        ...
+
+    async def links(
+        self,
+        user: str,
+        collection: str,
+        entities: Sequence[str],
+        chunk_ids: Sequence[str],
+        per_entity: int,
+        scope: Scope | None = None,
+    ) -> list[Mention]:
+        """Chunks mentioning `entities` (at most `per_entity` each, most mentions first) and the
+        mentions of `chunk_ids`, in one store call."""
+        ...
+
+    async def documents(self, user: str, collection: str, limit: int, scope: Scope | None = None) -> list[DocumentInfo]:
+        """Documents of the collection in id order."""
+        ...
+
+    async def counts(self, user: str) -> dict[str, tuple[int, int]]:
+        """Collection -> (documents, chunks) for the user's collections with documents."""
+        ...
+
+    async def close(self) -> None:
+        """Release resources."""
+        ...
+
+
+class CommunityStore(Protocol):
+    """Communities of collections: hierarchy, members, chunks, profile vectors, cached summaries."""
+
+    async def graph(
+        self, user: str, collection: str
+    ) -> tuple[list[tuple[str, str, float]], list[tuple[str, str, int]], dict[str, list[float]]]:
+        """Relation weights, mentions (entity, chunk, count) and chunk vectors: what a build reads."""
+        ...
+
+    async def replace(self, user: str, collection: str, records: Sequence[CommunityRecord]) -> None:
+        """Replace the collection's communities, keeping summaries whose membership is unchanged."""
+        ...
+
+    async def mark_stale(self, user: str, collection: str, entities: Sequence[str]) -> None:
+        """Flag the communities these entities belong to."""
+        ...
+
+    async def list(
+        self,
+        user: str,
+        collection: str,
+        level: int | None = None,
+        ids: Sequence[str] | None = None,
+        limit: int = 1000,
+        scope: Scope | None = None,
+    ) -> list[CommunityInfo]:
+        """Communities of a level (or all), or by id, largest first, with a chunk in the scope."""
+        ...
+
+    async def search(
+        self,
+        user: str,
+        collection: str,
+        vector: Sequence[float],
+        level: int | None,
+        limit: int,
+        scope: Scope | None = None,
+    ) -> list[CommunityInfo]:
+        """Communities nearest `vector`, top level first (see `SearchCommunities`)."""
+        ...
+
+    async def of_entities(self, user: str, collection: str, entities: Sequence[str], level: int) -> dict[str, str]:
+        """Entity -> its community at `level`."""
+        ...
+
+    async def membership(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, str]:
+        """Community id -> membership hash."""
+        ...
+
+    async def set_summary(
+        self, user: str, collection: str, community: str, membership: str, summary: str, model: str
+    ) -> None:
+        """Cache a summary written for this membership."""
+        ...
+
+    async def delete_collection(self, user: str, collection: str) -> None:
+        """Drop the collection's communities."""
+        ...
+
+    async def close(self) -> None:
+        """Release resources."""
+        ...

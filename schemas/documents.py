@@ -1,0 +1,259 @@
+"""Documents: what a user loads, the chunks and concepts indexing makes of it, the scope a
+retrieval request narrows to, and the `documents` service (store-facing) that holds them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel
+
+from schemas.base import Message, Response, ScopedRequest
+
+MAX_DOCUMENT_CHARS = 10_000_000
+MetadataValue = str | int | float | bool
+
+
+class Document(BaseModel):
+    """A document as a user loads it; `id` and `title` are kept and returned as given."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, max_length=512)
+    title: str = Field(default="", max_length=2048)
+    text: str = Field(max_length=MAX_DOCUMENT_CHARS)
+    timestamp: datetime | None = None
+    metadata: dict[str, MetadataValue | list[MetadataValue]] = Field(default={}, max_length=256)
+
+
+class Scope(BaseModel):
+    """A narrower scope inside user + collection: only these documents, and/or only documents
+    whose metadata has `key` equal to the value (or to one of the values). Every store applies
+    it inside its queries."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    document_ids: list[str] | None = Field(default=None, max_length=10_000)
+    metadata: dict[str, MetadataValue | list[MetadataValue]] | None = Field(default=None, max_length=64)
+
+    @property
+    def is_empty(self) -> bool:
+        """True when the scope narrows nothing."""
+        return self.document_ids is None and not self.metadata
+
+
+class Chunk(BaseModel):
+    """A window of a document's text, as stored and as retrieval returns it."""
+
+    id: str
+    document_id: str
+    ordinal: int = 0
+    text: str
+    start: int = 0  # character offsets in the document's text
+    end: int = 0
+    tokens: int = 0
+    title: str = ""  # the document's title
+    score: float | None = None
+
+
+class Mention(BaseModel):
+    """A chunk mentions an entity (a concept IRI of the collection's graph) `count` times."""
+
+    chunk_id: str
+    entity: str
+    count: int = 1
+
+
+class ConceptRef(BaseModel):
+    """A concept of a document: its normalised key and the label it gets if it is new."""
+
+    key: str = Field(min_length=1, max_length=512)
+    label: str = Field(min_length=1, max_length=512)
+
+
+class KeyedMention(BaseModel):
+    """A chunk mentions the concept with this key `count` times."""
+
+    chunk_id: str
+    key: str
+    count: int = 1
+
+
+class CoOccurrence(BaseModel):
+    """Two concepts (by key) named in one sentence of these chunks."""
+
+    a: str
+    b: str
+    chunk_ids: list[str]
+
+
+class IndexedDocument(BaseModel):
+    """Everything indexing made of one document; the documents service links its concepts to the
+    collection's entities (a concept whose label names an existing entity is that entity)."""
+
+    document: Document
+    content_hash: str
+    chunks: list[Chunk]
+    vectors: list[list[float]]  # one per chunk
+    concepts: list[ConceptRef] = []
+    mentions: list[KeyedMention] = []
+    cooccurrences: list[CoOccurrence] = []
+
+
+# --- the `documents` service --------------------------------------------------------------------
+class ScopedDocRequest(ScopedRequest):
+    """A documents-service request: user + collection, and an optional narrower scope."""
+
+    scope: Scope | None = None
+
+
+class StoreDocuments(ScopedRequest):
+    """Write indexed documents (replacing earlier versions of the same ids)."""
+
+    operation: Literal["store"] = "store"
+    documents: list[IndexedDocument] = Field(min_length=1, max_length=512)
+
+
+class DocumentStatus(ScopedDocRequest):
+    """Content hashes of these documents (to skip unchanged ones on reload)."""
+
+    operation: Literal["status"] = "status"
+    document_ids: list[str] = Field(min_length=1, max_length=10_000)
+
+
+class ChunkSearch(ScopedDocRequest):
+    """Chunks by vector and/or text, fused by reciprocal rank (or one of the two alone)."""
+
+    operation: Literal["search"] = "search"
+    vector: list[float] | None = None
+    text: str | None = Field(default=None, max_length=8192)
+    mode: Literal["fused", "vector", "lexical"] = "fused"
+    limit: int = Field(default=10, ge=1, le=1000)
+
+
+class EntityChunks(ScopedDocRequest):
+    """Chunks that mention any of `entities` (best covered first), and the mentions of the
+    chunks in `chunk_ids` — the chunk-entity links of a neighbourhood in one round trip."""
+
+    operation: Literal["links"] = "links"
+    entities: list[str] = Field(default=[], max_length=5000)
+    chunk_ids: list[str] = Field(default=[], max_length=5000)
+    per_entity: int = Field(default=20, ge=1, le=1000)
+
+
+class GetChunks(ScopedDocRequest):
+    """Chunks by id (text, offsets, document title)."""
+
+    operation: Literal["get"] = "get"
+    chunk_ids: list[str] = Field(min_length=1, max_length=5000)
+
+
+class ListCollections(Message):
+    """The user's collections with their counts."""
+
+    operation: Literal["list-collections"] = "list-collections"
+    user: str = Field(min_length=1, max_length=256)
+
+
+class DeleteDocuments(ScopedRequest):
+    """Delete documents (chunks, mentions, their share of relation weights, unmentioned concepts)."""
+
+    operation: Literal["delete-documents"] = "delete-documents"
+    document_ids: list[str] = Field(min_length=1, max_length=10_000)
+
+
+class DeleteCollection(ScopedRequest):
+    """Delete a whole collection: documents, graph, vectors, communities."""
+
+    operation: Literal["delete-collection"] = "delete-collection"
+
+
+class ListDocuments(ScopedDocRequest):
+    """Documents of the collection (id, title, chunk count), in id order."""
+
+    operation: Literal["list-documents"] = "list-documents"
+    limit: int = Field(default=1000, ge=1, le=100_000)
+
+
+class DocumentsRequest(RootModel):
+    """Any documents-service request, told apart by `operation`."""
+
+    root: Annotated[
+        StoreDocuments
+        | DocumentStatus
+        | ChunkSearch
+        | EntityChunks
+        | GetChunks
+        | ListCollections
+        | DeleteDocuments
+        | DeleteCollection
+        | ListDocuments,
+        Field(discriminator="operation"),
+    ]
+
+
+class ChunkLinks(BaseModel):
+    """Chunk-entity links of a neighbourhood."""
+
+    mentions: list[Mention] = []  # (chunk, entity, count) for every link found
+
+
+class CollectionInfo(BaseModel):
+    """A collection and what it holds."""
+
+    collection: str
+    documents: int = 0
+    chunks: int = 0
+    entities: int = 0
+    triples: int = 0
+    communities: int = 0
+
+
+class DocumentInfo(BaseModel):
+    """A stored document."""
+
+    id: str
+    title: str = ""
+    chunks: int = 0
+    content_hash: str = ""
+    timestamp: datetime | None = None
+
+
+class DocumentsResponse(Response):
+    """Results of a documents-service operation (only the fields the operation fills)."""
+
+    stored: int = 0
+    deleted: int = 0
+    hashes: dict[str, str] = {}
+    chunks: list[Chunk] = []
+    links: ChunkLinks | None = None
+    collections: list[CollectionInfo] = []
+    documents: list[DocumentInfo] = []
+    store_round_trips: int = 0
+
+
+# --- the `document-load` service ---------------------------------------------------------------
+class LoadDocuments(ScopedRequest):
+    """Index and store documents (chunk, embed, extract concepts, link); streams progress."""
+
+    documents: list[Document] = Field(min_length=1, max_length=256)
+
+
+class FailedDocument(BaseModel):
+    """A document that could not be loaded, and why (the others go on)."""
+
+    id: str
+    error: str
+
+
+class LoadResponse(Response):
+    """A progress step (`stage`: work units done in it) or, last, what the load did."""
+
+    stage: str = ""
+    done: int = 0
+    loaded: int = 0
+    unchanged: int = 0
+    failed: list[FailedDocument] = []
+    chunks: int = 0
+    mentions: int = 0
+    cooccurrences: int = 0
