@@ -17,6 +17,8 @@ Tables (all partitioned by user + collection + something, so no query needs ALLO
 * ``entity_vectors ((user, collection, kind), iri, label, vec vector<float, VECTOR_DIMENSIONS>)`` with an SAI
   cosine index on ``vec``; ANN queries restrict the partition (tenant + kind).
 * ``entity_tokens ((user, collection, tok), iri, label)``: lexical label search.
+* ``entity_names ((user, collection, name), iri)``: entities by normalised label (linking text).
+* ``collections ((user), collection)``: a user's collections (written with their triples).
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ TABLES = (
     " WITH OPTIONS = {'similarity_function': 'cosine'}",
     "CREATE TABLE IF NOT EXISTS entity_tokens (user text, collection text, tok text, iri text, label text,"
     " PRIMARY KEY ((user, collection, tok), iri))",
+    "CREATE TABLE IF NOT EXISTS entity_names (user text, collection text, name text, iri text,"
+    " PRIMARY KEY ((user, collection, name), iri))",
+    "CREATE TABLE IF NOT EXISTS collections (user text, collection text, PRIMARY KEY ((user), collection))",
 )
 
 _OUT_COLS = "INSERT INTO triples_out (user, collection, s, lbl, p, o, o_lit, o_dt, o_lang)"
@@ -70,6 +75,15 @@ STATEMENTS: dict[str, str] = {
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     "ins_predicate": "INSERT INTO predicates (user, collection, p) VALUES (?, ?, ?)",
     "ins_label": "INSERT INTO labels (user, collection, iri, label) VALUES (?, ?, ?, ?)",
+    "ins_collection": "INSERT INTO collections (user, collection) VALUES (?, ?)",
+    "collections": "SELECT collection FROM collections WHERE user = ?",
+    "del_collection": "DELETE FROM collections WHERE user = ? AND collection = ?",
+    # single triples
+    "del_out_one": "DELETE FROM triples_out " + _OUT_KEY + " AND lbl = ? AND p = ? AND o = ? AND o_lit = ?"
+    " AND o_dt = ? AND o_lang = ?",
+    "del_in_one": "DELETE FROM triples_in " + _IN_KEY + " AND lbl = ? AND p = ? AND s = ?",
+    "del_pred_one": "DELETE FROM triples_pred WHERE user = ? AND collection = ? AND p = ? AND s = ? AND o = ?"
+    " AND o_lit = ? AND o_dt = ? AND o_lang = ?",
     # pattern / neighbours
     "out_s": _OUT_SEL + _OUT_KEY + " LIMIT ?",
     "out_s_all": _OUT_SEL + _OUT_KEY,
@@ -102,6 +116,12 @@ STATEMENTS: dict[str, str] = {
     "token": "SELECT iri, label FROM entity_tokens WHERE user = ? AND collection = ? AND tok = ? LIMIT ?",
     "del_vec_kind": "DELETE FROM entity_vectors WHERE user = ? AND collection = ? AND kind = ?",
     "del_token_part": "DELETE FROM entity_tokens WHERE user = ? AND collection = ? AND tok = ?",
+    "ins_name": "INSERT INTO entity_names (user, collection, name, iri) VALUES (?, ?, ?, ?)",
+    "del_name": "DELETE FROM entity_names WHERE user = ? AND collection = ? AND name = ? AND iri = ?",
+    "del_name_part": "DELETE FROM entity_names WHERE user = ? AND collection = ? AND name = ?",
+    "named": "SELECT iri FROM entity_names WHERE user = ? AND collection = ? AND name = ? LIMIT 1",
+    "del_vec": "DELETE FROM entity_vectors WHERE user = ? AND collection = ? AND kind = ? AND iri = ?",
+    "count_entities": "SELECT count(*) FROM entity_vectors WHERE user = ? AND collection = ? AND kind = 'entity'",
 }
 
 

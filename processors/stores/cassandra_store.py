@@ -19,7 +19,7 @@ from processors.retrieval.relevance.ranking import (
     rank_neighbours,
 )
 from processors.retrieval.relevance.scoring import cosines
-from processors.retrieval.relevance.text_match import content_tokens, label_match_score
+from processors.retrieval.relevance.text_match import content_tokens, label_match_score, normalize
 from processors.stores.cassandra_schema import VECTOR_WRITE_CONCURRENCY, VECTOR_WRITE_RETRIES, CassandraConnection
 from processors.stores.protocol import EntityHit, EntityIndex, VectorItem, VectorKind
 from schemas.terms import RDFS_LABEL, Term, Triple
@@ -67,8 +67,25 @@ class CassandraTripleStore:
             if t.p.value == RDFS_LABEL and not t.o.is_iri:
                 labels[t.s.value] = t.o.value
         calls.extend(("ins_label", (user, collection, iri, label)) for iri, label in labels.items())
+        calls.append(("ins_collection", (user, collection)))
         await self.conn.run_many(calls)
         return len(uniq)
+
+    async def remove_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> None:
+        """Delete each triple from the out/in/predicate tables (and its label, for label triples)."""
+        calls: list[tuple[str, Sequence[Any]]] = []
+        for t in dict.fromkeys(triples):
+            o, lbl = _obj(t.o), t.p.value == RDFS_LABEL
+            calls.append(("del_out_one", (user, collection, t.s.value, lbl, t.p.value, *o)))
+            calls.append(("del_in_one", (user, collection, *o, lbl, t.p.value, t.s.value)))
+            calls.append(("del_pred_one", (user, collection, t.p.value, t.s.value, *o)))
+            if lbl:
+                calls.append(("del_label", (user, collection, t.s.value)))
+        await self.conn.run_many(calls)
+
+    async def collections(self, user: str) -> dict[str, int]:
+        """The user's collections; Cassandra cannot count a collection's rows cheaply: -1."""
+        return {r.collection: -1 for r in await self.conn.run("collections", (user,), page_all=True)}
 
     async def pattern(
         self, user: str, collection: str, s: Term | None, p: Term | None, o: Term | None, limit: int
@@ -140,7 +157,7 @@ class CassandraTripleStore:
         calls += [("del_label", (*uc, s)) for s in {r.s for r in rows if r.p == RDFS_LABEL}]
         calls += [("del_pred", (*uc, p)) for p in preds]
         await self.conn.run_many(calls)
-        await self.conn.run("del_predicates", uc)
+        await self.conn.run_many([("del_predicates", uc), ("del_collection", uc)])
 
     async def close(self) -> None:
         """Release the shared connection."""
@@ -170,8 +187,11 @@ class CassandraEntityIndex:
             for r in (r for page in olds for r in page):
                 stale = set(content_tokens(r.label)) - set(content_tokens(latest[r.iri][0]))
                 calls += [("del_token", (user, collection, tok, r.iri)) for tok in stale]
+                if normalize(r.label) != normalize(latest[r.iri][0]):
+                    calls.append(("del_name", (user, collection, normalize(r.label), r.iri)))
             for iri, (label, _) in latest.items():
                 calls += [("ins_token", (user, collection, tok, iri, label)) for tok in content_tokens(label)]
+                calls.append(("ins_name", (user, collection, normalize(label), iri)))
         vec_calls = [("ins_vec", (user, collection, kind, iri, lab, vec)) for iri, (lab, vec) in latest.items()]
         await self.conn.run_many(calls)
         await self.conn.run_many(vec_calls, concurrency=VECTOR_WRITE_CONCURRENCY, write_retries=VECTOR_WRITE_RETRIES)
@@ -234,11 +254,34 @@ class CassandraEntityIndex:
         """Cosines from the stored vectors (fetched in one query)."""
         return cosines(vector, iris, await self.vectors(user, collection, iris))
 
+    async def named(self, user: str, collection: str, names: Sequence[str]) -> dict[str, str]:
+        """Entities by normalised label: one single-partition query per name, concurrently."""
+        uniq = list(dict.fromkeys(names))
+        pages = await self.conn.run_many([("named", (user, collection, n)) for n in uniq])
+        return {n: page[0].iri for n, page in zip(uniq, pages, strict=True) if page}
+
+    async def delete(self, user: str, collection: str, iris: Sequence[str]) -> None:
+        """Drop the entities' vectors, tokens and names (their labels are read first)."""
+        rows = await self.conn.run_many([("vec_labels", (user, collection, "entity", c)) for c in _chunks(list(iris))])
+        calls: list[tuple[str, Sequence[Any]]] = []
+        for r in (r for page in rows for r in page):
+            calls += [("del_token", (user, collection, tok, r.iri)) for tok in content_tokens(r.label)]
+            calls.append(("del_name", (user, collection, normalize(r.label), r.iri)))
+        calls += [("del_vec", (user, collection, kind, i)) for i in iris for kind in ("entity", "predicate")]
+        await self.conn.run_many(calls)
+
+    async def collections(self, user: str) -> dict[str, int]:
+        """The user's collections (the triple store's table) with their entity counts (one partition each)."""
+        names = [r.collection for r in await self.conn.run("collections", (user,), page_all=True)]
+        pages = await self.conn.run_many([("count_entities", (user, c)) for c in names])
+        return {c: int(page[0].count) for c, page in zip(names, pages, strict=True) if page}
+
     async def delete_collection(self, user: str, collection: str) -> None:
-        """Delete the collection's token partitions (from its labels) and both vector partitions."""
+        """Delete the collection's token and name partitions (from its labels) and both vector partitions."""
         rows = await self.conn.run("vec_all_labels", (user, collection, "entity"), page_all=True)
         toks = {tok for r in rows for tok in content_tokens(r.label)}
         calls: list[tuple[str, Sequence[Any]]] = [("del_token_part", (user, collection, t)) for t in toks]
+        calls += [("del_name_part", (user, collection, n)) for n in {normalize(r.label) for r in rows}]
         calls += [("del_vec_kind", (user, collection, k)) for k in ("entity", "predicate")]
         await self.conn.run_many(calls)
 

@@ -56,7 +56,7 @@ class ChunkIndex:
                 return [(i, float(sims[i])) for i in ranked]
             rankings.append(ranked)
         if mode in ("fused", "lexical") and text and len(self.ids):
-            bm = self.bm25.scores(text)
+            bm = self.bm25.scores(text, mask)
             ranked = [i for i in _top(bm, mask, limit if mode == "lexical" else FUSION_DEPTH * limit) if bm[i] > 0]
             if mode == "lexical":
                 return [(i, float(bm[i])) for i in ranked]

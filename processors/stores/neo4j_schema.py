@@ -40,6 +40,7 @@ SCHEMA = (
     + int_literal(VECTOR_DIMENSIONS)
     + ", `vector.similarity_function`: 'cosine'}}",
     "CREATE FULLTEXT INDEX kg_entity_text IF NOT EXISTS FOR (n:KgEntity) ON EACH [n.search_text]",
+    "CREATE INDEX kg_entity_name IF NOT EXISTS FOR (n:KgEntity) ON (n.search_text)",
 )
 AWAIT_INDEXES = "CALL db.awaitIndexes(300)"
 

@@ -97,6 +97,15 @@ LABELS = (
     "UNWIND $keys AS k MATCH (n:KgEntity {key: k}) "
     "WHERE n.user = $user AND n.collection = $collection AND n.label IS NOT NULL RETURN n.uri AS iri, n.label AS label"
 )
+REMOVE_EDGES = (
+    "UNWIND $rows AS row MATCH (s:KgEntity {key: row.sk})-[r:KG_EDGE {p: row.p}]->(o {key: row.ok}) "
+    "WHERE r.user = $user AND r.collection = $collection DELETE r"
+)
+REMOVE_LABELS = "UNWIND $rows AS row MATCH (s:KgEntity {key: row.sk}) WHERE s.label = row.label REMOVE s.label"
+COLLECTIONS = (
+    "MATCH (n:KgEntity) WHERE n.user = $user WITH DISTINCT n.collection AS c "
+    "RETURN c AS collection, COUNT { MATCH (:KgEntity {user: $user, collection: c})-[:KG_EDGE]->() } AS n"
+)
 _BATCHED = " } IN TRANSACTIONS OF 5000 ROWS"
 DELETE_TRIPLES = (
     "MATCH (:KgEntity {user: $user, collection: $collection})-[r:KG_EDGE]->() CALL (r) { DELETE r" + _BATCHED,
@@ -130,6 +139,21 @@ _NEAREST = (
 )
 EXACT = "MATCH (n:KgEntity {user: $user, collection: $collection})" + _NEAREST + "n.index_label AS label"
 NEAREST_PREDICATES = "MATCH (n:KgPredicate {user: $user, collection: $collection})" + _NEAREST + "n.label AS label"
+NAMED = (
+    "UNWIND $names AS name MATCH (n:KgEntity {search_text: name}) WHERE n.user = $user "
+    "AND n.collection = $collection AND n.embedding IS NOT NULL RETURN name, min(n.uri) AS iri"
+)
+DELETE_ENTITIES = (
+    "UNWIND $keys AS k MATCH (n:KgEntity {key: k}) WHERE n.user = $user AND n.collection = $collection "
+    "REMOVE n.embedding, n.index_label, n.search_text WITH n WHERE n.label IS NULL AND NOT (n)--() DELETE n"
+)
+DELETE_PREDICATES = (
+    "UNWIND $keys AS k MATCH (n:KgPredicate {key: k}) WHERE n.user = $user AND n.collection = $collection DELETE n"
+)
+INDEX_COLLECTIONS = (
+    "MATCH (n:KgEntity) WHERE n.user = $user AND n.embedding IS NOT NULL "
+    "RETURN n.collection AS collection, count(*) AS n"
+)
 FULLTEXT = (
     "CALL db.index.fulltext.queryNodes('kg_entity_text', $q) YIELD node "
     "WHERE node.user = $user AND node.collection = $collection "
@@ -243,6 +267,26 @@ class Neo4jTripleStore:
         rows = await self.conn.read(LABELS, {"keys": keys, "user": user, "collection": collection})
         return {r["iri"]: r["label"] for r in rows}
 
+    async def remove_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> None:
+        """Delete these edges (and labels, for label triples) in one transaction."""
+        edges, labels = [], []
+        for t in triples:
+            sk = entity_key(user, collection, t.s.value)
+            if t.o.is_iri:
+                edges.append({"sk": sk, "p": t.p.value, "ok": entity_key(user, collection, t.o.value)})
+            else:
+                ok = literal_key(user, collection, t.o.value, t.o.datatype or "", t.o.language or "")
+                edges.append({"sk": sk, "p": t.p.value, "ok": ok})
+                if t.p.value == RDFS_LABEL:
+                    labels.append({"sk": sk, "label": t.o.value})
+        scope = {"user": user, "collection": collection}
+        queries = [(REMOVE_EDGES, {**scope, "rows": edges}), (REMOVE_LABELS, {"rows": labels})]
+        await self.conn.write([(q, p) for q, p in queries if p["rows"]])
+
+    async def collections(self, user: str) -> dict[str, int]:
+        """The user's collections and their edge counts."""
+        return {r["collection"]: int(r["n"]) for r in await self.conn.read(COLLECTIONS, {"user": user})}
+
     async def delete_collection(self, user: str, collection: str) -> None:
         """Delete the collection's edges, literals and labels (entity index data stays)."""
         for cypher in DELETE_TRIPLES:
@@ -332,6 +376,20 @@ class Neo4jEntityIndex:
             return {}
         params = {"keys": keys, "user": user, "collection": collection, "vec": _f32(vector)}
         return {r["iri"]: float(r["sim"]) for r in await self.conn.read(SIMILARITIES, params)}
+
+    async def named(self, user: str, collection: str, names: Sequence[str]) -> dict[str, str]:
+        """Entities by normalised label (`search_text`, indexed), one query."""
+        params = {"names": list(dict.fromkeys(names)), "user": user, "collection": collection}
+        return {r["name"]: r["iri"] for r in await self.conn.read(NAMED, params)} if names else {}
+
+    async def delete(self, user: str, collection: str, iris: Sequence[str]) -> None:
+        """Drop the entities' index properties (bare nodes go) and predicate nodes of these IRIs."""
+        params = {"keys": [entity_key(user, collection, i) for i in iris], "user": user, "collection": collection}
+        await self.conn.write([(DELETE_ENTITIES, params), (DELETE_PREDICATES, params)])
+
+    async def collections(self, user: str) -> dict[str, int]:
+        """The user's collections and how many entities each indexes."""
+        return {r["collection"]: int(r["n"]) for r in await self.conn.read(INDEX_COLLECTIONS, {"user": user})}
 
     async def delete_collection(self, user: str, collection: str) -> None:
         """Drop predicate nodes and the index properties of entity nodes (nodes left bare are deleted)."""

@@ -32,32 +32,43 @@ def terms(text: str) -> list[str]:
 
 
 class Bm25Index:
-    """Postings per term: the rows that contain it and their BM25 term weight."""
+    """Postings per term (rows and term frequencies) and row lengths. Statistics are computed at
+    query time over the rows searched, so a search of a subset (a scope) ranks exactly as an
+    index of that subset alone would."""
 
     def __init__(self, texts: Sequence[str]) -> None:
         self.size = len(texts)
         docs = [Counter(terms(t)) for t in texts]
-        lengths = np.array([sum(d.values()) for d in docs], dtype=np.float32)
-        avg = float(lengths.mean()) if self.size else 1.0
+        self.lengths = np.array([sum(d.values()) for d in docs], dtype=np.float32)
         rows: dict[str, list[int]] = {}
         freqs: dict[str, list[int]] = {}
         for i, d in enumerate(docs):
             for term, tf in d.items():
                 rows.setdefault(term, []).append(i)
                 freqs.setdefault(term, []).append(tf)
-        norm = K1 * (1 - B + B * lengths / (avg or 1.0))
-        self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        for term, r in rows.items():
-            idx = np.asarray(r, dtype=np.int64)
-            tf = np.asarray(freqs[term], dtype=np.float32)
-            idf = np.log(1 + (self.size - len(idx) + 0.5) / (len(idx) + 0.5))
-            self._postings[term] = (idx, (idf * tf * (K1 + 1) / (tf + norm[idx])).astype(np.float32))
+        self._postings = {
+            t: (np.asarray(r, dtype=np.int64), np.asarray(freqs[t], dtype=np.float32)) for t, r in rows.items()
+        }
 
-    def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every indexed text for `query` (0 where no term matches)."""
+    def scores(self, query: str, mask: np.ndarray | None = None) -> np.ndarray:
+        """BM25 score of every row for `query` with the statistics of the rows in `mask` (all rows
+        when None); rows outside the mask score 0."""
         out = np.zeros(self.size, dtype=np.float32)
+        n = self.size if mask is None else int(mask.sum())
+        if n == 0:
+            return out
+        avg = float(self.lengths.mean() if mask is None else self.lengths[mask].mean()) or 1.0
         for term in set(terms(query)):
             posting = self._postings.get(term)
-            if posting is not None:
-                out[posting[0]] += posting[1]
+            if posting is None:
+                continue
+            rows, tf = posting
+            if mask is not None:
+                keep = mask[rows]
+                rows, tf = rows[keep], tf[keep]
+            if len(rows) == 0:
+                continue
+            idf = np.log(1 + (n - len(rows) + 0.5) / (len(rows) + 0.5))
+            norm = K1 * (1 - B + B * self.lengths[rows] / avg)
+            out[rows] += idf * tf * (K1 + 1) / (tf + norm)
         return out

@@ -1,0 +1,121 @@
+"""Indexing without a model, as pure functions and over fake sources: content hashes, concepts
+(titles included), sentence co-occurrences, linking to existing entities, failure isolation."""
+
+from __future__ import annotations
+
+import pytest
+
+from processors.ingest.documents.chunker import ChunkingParams
+from processors.ingest.documents.pipeline import chunk_document, content_hash, index_document, load_batch
+from processors.models.embeddings.model import plain_tokenizer
+from processors.query.documents.linking import RELATED_TO, concept_iri, link, unlinked_triples
+from schemas.documents import Chunk, Document, IndexedDocument
+from schemas.extraction import ConceptMention
+from schemas.terms import RDFS_LABEL
+
+
+def mention(key: str, sentence: int = 0, label: str | None = None) -> ConceptMention:
+    return ConceptMention(key=key, label=label or key.title(), sentence=sentence)
+
+
+def test_content_hash_changes_with_what_is_stored() -> None:
+    doc = Document(id="d", title="T", text="x")
+    assert content_hash(doc) == content_hash(doc.model_copy())
+    for change in ({"text": "y"}, {"title": "U"}, {"metadata": {"k": 1}}):
+        assert content_hash(doc.model_copy(update=change)) != content_hash(doc)
+
+
+def test_index_document_concepts_titles_and_sentence_pairs() -> None:
+    doc = Document(id="d1", title="Neil Peart", text="...")
+    chunks = [Chunk(id="c1", document_id="d1", text="a"), Chunk(id="c2", document_id="d1", text="b")]
+    found = [
+        [mention("rush", 0), mention("drummer", 0), mention("toronto", 1), mention("rush", 1)],
+        [mention("drummer", 0)],
+    ]
+    out = index_document(doc, chunks, [[1.0], [0.0]], found)
+    assert {c.key: c.label for c in out.concepts}["neil peart"] == "Neil Peart"
+    counts = {(m.chunk_id, m.key): m.count for m in out.mentions}
+    assert counts[("c1", "rush")] == 2 and counts[("c1", "neil peart")] == 1 and counts[("c2", "neil peart")] == 1
+    pairs = {(c.a, c.b): c.chunk_ids for c in out.cooccurrences}
+    assert pairs[("drummer", "rush")] == ["c1"]  # same sentence
+    assert ("rush", "toronto") in pairs  # sentence 1
+    assert ("drummer", "toronto") not in pairs  # never in one sentence
+    assert pairs[("neil peart", "rush")] == ["c1"]  # the title joins each chunk's first sentence
+    assert pairs[("drummer", "neil peart")] == ["c1", "c2"]
+
+
+def test_chunk_ids_are_stable_and_text_addressed() -> None:
+    tok = plain_tokenizer()
+    doc = Document(id="d", title="t", text="One sentence here. Another one there.")
+    a = chunk_document(doc, tok, ChunkingParams())
+    assert [c.id for c in a] == [c.id for c in chunk_document(doc, tok, ChunkingParams())]
+    changed = chunk_document(doc.model_copy(update={"text": "One sentence here. Changed."}), tok, ChunkingParams())
+    assert changed[0].id != a[0].id
+    assert a[0].text == doc.text and a[0].start == 0
+
+
+def test_linking_reuses_existing_entities_and_mints_the_rest() -> None:
+    doc = IndexedDocument.model_validate(
+        {
+            "document": {"id": "d", "text": "x"},
+            "content_hash": "h",
+            "chunks": [{"id": "c1", "document_id": "d", "text": "x"}],
+            "vectors": [[1.0]],
+            "concepts": [{"key": "marie curie", "label": "Marie Curie"}, {"key": "radium", "label": "radium"}],
+            "mentions": [{"chunk_id": "c1", "key": "marie curie"}, {"chunk_id": "c1", "key": "radium", "count": 2}],
+            "cooccurrences": [{"a": "marie curie", "b": "radium", "chunk_ids": ["c1"]}],
+        }
+    )
+    linked = link([doc], {"marie curie": "http://x/e/Marie_Curie"})
+    (rec,) = linked.records
+    assert {m.entity for m in rec.mentions} == {"http://x/e/Marie_Curie", concept_iri("radium")}
+    assert rec.owned == {concept_iri("radium")} and linked.new_concepts == {concept_iri("radium"): "radium"}
+    s, o = sorted(["http://x/e/Marie_Curie", concept_iri("radium")])
+    assert linked.relations == {(s, RELATED_TO, o)} and rec.relations[0].chunk_ids == ["c1"]
+    triples = linked.triples()
+    assert any(t.p.value == RDFS_LABEL and t.o.value == "radium" for t in triples)
+    assert not any(t.s.value == "http://x/e/Marie_Curie" and t.p.value == RDFS_LABEL for t in triples)
+    assert len(unlinked_triples([(s, RELATED_TO, o)], {concept_iri("radium"): "radium"})) == 2
+
+
+class FakeSources:
+    """Records what indexing asks of the system; refuses to store documents named 'bad'."""
+
+    def __init__(self, stored: dict[str, str] | None = None) -> None:
+        self.stored_hashes = stored or {}
+        self.stored: list[str] = []
+        self.embedded = 0
+
+    async def hashes(self, ids: list[str]) -> dict[str, str]:
+        return {i: h for i, h in self.stored_hashes.items() if i in ids}
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        self.embedded += len(texts)
+        return [[1.0, 0.0] for _ in texts]
+
+    async def extract(self, texts: list[str]) -> list[list[ConceptMention]]:
+        return [[mention(w.lower().strip(".")) for w in t.split()[:2]] for t in texts]
+
+    async def store(self, documents: list[IndexedDocument]) -> None:
+        if any(d.document.id.startswith("bad") for d in documents):
+            raise ValueError("refused")
+        self.stored += [d.document.id for d in documents]
+
+
+async def test_load_batch_skips_unchanged_and_isolates_a_failing_document() -> None:
+    docs = [Document(id=f"d{i}", title=f"t{i}", text=f"Alpha beta {i}.") for i in range(3)]
+    docs.append(Document(id="bad1", title="b", text="Gamma delta."))
+    sources = FakeSources({"d0": content_hash(docs[0]), "d1": "old-hash"})
+    steps: list[tuple[str, int]] = []
+    report = await load_batch(sources, docs, plain_tokenizer(), ChunkingParams(), lambda s, n: steps.append((s, n)))
+    assert report.unchanged == 1 and report.loaded == 2 and list(report.failed) == ["bad1"]
+    assert sources.stored == ["d1", "d2"] and sources.embedded == 3  # d0 was never embedded
+    assert [s for s, _ in steps] == ["unchanged", "embedded", "extracted", "stored"]
+    assert report.chunks == 2 and report.mentions > 0
+
+
+@pytest.mark.parametrize("n", [1, 2])
+async def test_a_lone_failing_document_is_reported_not_raised(n: int) -> None:
+    docs = [Document(id=f"bad{i}", title="b", text="Gamma delta.") for i in range(n)]
+    report = await load_batch(FakeSources(), docs, plain_tokenizer(), ChunkingParams())
+    assert sorted(report.failed) == [d.id for d in docs] and report.loaded == 0
