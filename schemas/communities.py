@@ -58,11 +58,15 @@ class SearchCommunities(ScopedRequest):
 
 
 class CommunitiesOf(ScopedRequest):
-    """The communities (at `level`) the entities belong to."""
+    """The communities (at `level`) the entities belong to: `membership`, and in `communities` the
+    first `limit` of them in the entities' order (summarised when `summarize`, see
+    `SummarizeCommunities`)."""
 
     operation: Literal["of-entities"] = "of-entities"
     entities: list[str] = Field(min_length=1, max_length=5000)
     level: int = Field(default=0, ge=0, le=16)
+    limit: int = Field(default=5, ge=0, le=100)
+    summarize: bool = False
 
 
 class SummarizeCommunities(ScopedRequest):

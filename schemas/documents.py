@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from schemas.base import Message, Response, ScopedRequest
+from schemas.retrieval import RelationshipRef
 
 MAX_DOCUMENT_CHARS = 10_000_000
 MetadataValue = str | int | float | bool
@@ -141,6 +142,14 @@ class EntityChunks(ScopedDocRequest):
     per_entity: int = Field(default=20, ge=1, le=1000)
 
 
+class EntityRelations(ScopedDocRequest):
+    """Relations among `entities` that have a source chunk in scope, with that support as weight."""
+
+    operation: Literal["relations"] = "relations"
+    entities: list[str] = Field(min_length=1, max_length=5000)
+    limit: int = Field(default=100, ge=1, le=10_000)
+
+
 class GetChunks(ScopedDocRequest):
     """Chunks by id (text, offsets, document title)."""
 
@@ -183,6 +192,7 @@ class DocumentsRequest(RootModel):
         | DocumentStatus
         | ChunkSearch
         | EntityChunks
+        | EntityRelations
         | GetChunks
         | ListCollections
         | DeleteDocuments
@@ -227,6 +237,7 @@ class DocumentsResponse(Response):
     hashes: dict[str, str] = {}
     chunks: list[Chunk] = []
     links: ChunkLinks | None = None
+    relations: list[RelationshipRef] = []
     collections: list[CollectionInfo] = []
     documents: list[DocumentInfo] = []
     store_round_trips: int = 0

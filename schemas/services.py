@@ -19,6 +19,7 @@ from schemas.extraction import ExtractRequest, ExtractResponse
 from schemas.graph_embeddings import GraphEmbeddingsRequest, GraphEmbeddingsResponse
 from schemas.graph_rag import GraphRagParams, GraphRagRequest, GraphRagResponse
 from schemas.labels import LabelRequest, LabelResponse
+from schemas.lazy_rag import LazyRagParams, LazyRagRequest, LazyRagResponse
 from schemas.text_completion import TextCompletionRequest, TextCompletionResponse
 from schemas.triples import TriplesRequest, TriplesResponse
 
@@ -50,6 +51,7 @@ DOCUMENTS = Service("documents", DocumentsRequest, DocumentsResponse)
 EXTRACTOR = Service("extractor", ExtractRequest, ExtractResponse)
 DOCUMENT_LOAD = Service("document-load", LoadDocuments, LoadResponse)
 COMMUNITIES = Service("communities", CommunitiesRequest, CommunitiesResponse)
+LAZY_RAG = Service("lazy-rag", LazyRagRequest, LazyRagResponse, LazyRagParams)
 
 SERVICES: dict[str, Service] = {
     s.name: s
@@ -64,5 +66,6 @@ SERVICES: dict[str, Service] = {
         EXTRACTOR,
         DOCUMENT_LOAD,
         COMMUNITIES,
+        LAZY_RAG,
     )
 }

@@ -49,6 +49,7 @@ FLOW_PROCESSORS = (
     _serving(sv.EXTRACTOR, "processors.ingest.extractor.service:ExtractorProcessor"),
     _serving(sv.DOCUMENT_LOAD, "processors.ingest.documents.service:DocumentLoadProcessor"),
     _serving(sv.COMMUNITIES, "processors.ingest.communities.service:CommunitiesProcessor"),
+    _serving(sv.LAZY_RAG, "processors.retrieval.lazy_rag.service:LazyRagProcessor"),
 )
 PROCESSORS: dict[str, ProcessorEntry] = {p.name: p for p in (CONFIG, *FLOW_PROCESSORS, GATEWAY)}
 

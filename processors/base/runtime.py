@@ -92,14 +92,17 @@ class System:
 
 
 async def ensure_default_flow(bus: Bus, flow_id: str = DEFAULT_FLOW, params: dict[str, Any] | None = None) -> None:
-    """Put the default blueprint and start flow `flow_id` unless it is already running."""
+    """Put (or update) the shipped default blueprint and start flow `flow_id` unless it runs."""
     from processors.base.config_client import config_client
 
     client = config_client(bus)
     try:
         bp = load_blueprint(default_blueprint_path())
         names = (await client.request(FlowRequest(operation="list-blueprints"))).blueprint_names or []
-        if bp.name not in names:
+        stored = None
+        if bp.name in names:
+            stored = (await client.request(FlowRequest(operation="get-blueprint", blueprint_name=bp.name))).blueprint
+        if stored != bp:  # new, or shipped by an older kgflow: processors follow the update
             await client.request(FlowRequest(operation="put-blueprint", blueprint=bp))
         flows = (await client.request(FlowRequest(operation="list-flows"))).flow_ids or []
         if flow_id not in flows:

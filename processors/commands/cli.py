@@ -17,6 +17,34 @@ from processors.commands import serve as serve_cmds
 from processors.commands.options import bus_args, store_args
 
 
+def _query_parser(q: argparse.ArgumentParser, service: str) -> None:
+    q.add_argument("question", nargs="?")
+    q.add_argument("--batch", type=Path, help="one question per line (text before a TAB); JSON lines out")
+    q.add_argument("--collection", "-C", default="default")
+    q.add_argument("--user", "-U", default="default")
+    q.add_argument("--flow", default="default")
+    q.add_argument("--json", action="store_true", help="print the full response as JSON")
+    q.add_argument("--no-llm", action="store_true", help="retrieval only, no language model")
+    q.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="request parameter by gateway name, e.g. "
+        + ("max-subgraph-size=150" if service == "graph-rag" else "max-hops=2"),
+    )
+    if service != "graph-rag":
+        q.add_argument("--scope-document", action="append", metavar="ID", help="only these documents (repeatable)")
+        q.add_argument("--scope", action="append", metavar="KEY=VALUE", help="only documents with this metadata")
+        q.add_argument("--operation", choices=["query", "expand"], default="query", help="expand: retrieval only")
+    q.add_argument("--url", help="gateway URL (default: run in-process)")
+    q.add_argument("--token", help="gateway token (or KGFLOW_GATEWAY_TOKEN)")
+    q.add_argument("--parallel", type=int, default=4, help="questions in flight with --batch")
+    store_args(q)
+    bus_args(q)
+    q.set_defaults(func=query_cmds.run_query)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command tree."""
     ap = argparse.ArgumentParser(prog="kgflow", description="Graph retrieval over knowledge graphs.")
@@ -47,27 +75,11 @@ def build_parser() -> argparse.ArgumentParser:
     ld.set_defaults(func=load_documents_cmd.load_documents)
 
     query = sub.add_parser("query", help="ask questions").add_subparsers(dest="what", required=True)
-    q = query.add_parser("graph-rag", help="answer a question with GraphRAG")
-    q.add_argument("question", nargs="?")
-    q.add_argument("--batch", type=Path, help="one question per line (text before a TAB); JSON lines out")
-    q.add_argument("--collection", "-C", default="default")
-    q.add_argument("--user", "-U", default="default")
-    q.add_argument("--flow", default="default")
-    q.add_argument("--json", action="store_true", help="print the full response as JSON")
-    q.add_argument("--no-llm", action="store_true", help="retrieval only, no language model")
-    q.add_argument(
-        "--param",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="request parameter by gateway name, e.g. max-subgraph-size=150",
-    )
-    q.add_argument("--url", help="gateway URL (default: run in-process)")
-    q.add_argument("--token", help="gateway token (or KGFLOW_GATEWAY_TOKEN)")
-    q.add_argument("--parallel", type=int, default=4, help="questions in flight with --batch")
-    store_args(q)
-    bus_args(q)
-    q.set_defaults(func=query_cmds.graph_rag)
+    for name, text in (
+        ("graph-rag", "answer a question with GraphRAG over the collection's triples"),
+        ("lazy-rag", "answer a question from the collection's documents (graph-aware retrieval, lazy summary)"),
+    ):
+        _query_parser(query.add_parser(name, help=text), name)
 
     up = sub.add_parser("up", help="run every processor (and the gateway) and start flow `default`")
     up.add_argument("--gateway-port", type=int, help="gateway port (default: KGFLOW_GATEWAY_PORT or 8888)")

@@ -1,4 +1,6 @@
-"""`kgflow query graph-rag`: in-process by default, over Pulsar with --pulsar, via a gateway with --url."""
+"""`kgflow query SERVICE`: graph-rag over triples, lazy-rag over documents. In-process by default,
+over Pulsar with --pulsar, via a gateway with --url; one question, or --batch (JSON lines out,
+in input order)."""
 
 from __future__ import annotations
 
@@ -9,33 +11,60 @@ import json
 import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from processors.base.client import RemoteError, RequestTimeout
 from processors.commands.connect import flow_bus, service_client
 from processors.commands.options import runtime_settings
+from schemas.base import Response
+from schemas.documents import Scope
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
-from schemas.services import GRAPH_RAG
+from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
+from schemas.services import GRAPH_RAG, LAZY_RAG, Service
 
-Ask = Callable[[GraphRagRequest], Awaitable[GraphRagResponse]]
-PARAMS = GRAPH_RAG.param_names()
+Ask = Callable[[BaseModel], Awaitable[Any]]
 
 
-def parse_params(pairs: list[str]) -> dict[str, Any]:
-    """`NAME=VALUE` pairs (gateway names) as request fields."""
+@dataclass(frozen=True)
+class QueryKind:
+    """How the CLI asks one service and shows its answer."""
+
+    service: Service
+    request: Callable[[argparse.Namespace, str, dict[str, Any]], BaseModel]
+    to_json: Callable[[str, Any], dict[str, Any]]
+    show: Callable[[Any], None]
+
+
+def parse_params(service: Service, pairs: list[str]) -> dict[str, Any]:
+    """`NAME=VALUE` pairs (gateway names) as request fields of `service`."""
+    known = service.param_names()
     out: dict[str, Any] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
-        if not sep or name not in PARAMS:
-            raise ValueError(f"bad --param {pair!r}; known names: {', '.join(PARAMS)}")
+        if not sep or name not in known:
+            raise ValueError(f"bad --param {pair!r}; known names: {', '.join(known)}")
         out[name.replace("-", "_")] = value
     return out
 
 
-def to_json(question: str, res: GraphRagResponse) -> dict[str, Any]:
-    """The CLI's JSON object for one answered question."""
+def parse_scope(a: argparse.Namespace) -> Scope | None:
+    """--scope-document ID ... and --scope KEY=VALUE ... as a scope (None when neither is given)."""
+    meta: dict[str, list[str]] = {}
+    for pair in getattr(a, "scope", None) or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"bad --scope {pair!r}: expected KEY=VALUE")
+        meta.setdefault(key, []).append(value)
+    docs = getattr(a, "scope_document", None) or None
+    if docs is None and not meta:
+        return None
+    return Scope(document_ids=docs, metadata={k: v if len(v) > 1 else v[0] for k, v in meta.items()} or None)
+
+
+def _graph_rag_json(question: str, res: GraphRagResponse) -> dict[str, Any]:
     return {
         "question": question,
         "answer": res.response,
@@ -49,19 +78,7 @@ def to_json(question: str, res: GraphRagResponse) -> dict[str, Any]:
     }
 
 
-@contextlib.asynccontextmanager
-async def _asker(a: argparse.Namespace) -> AsyncIterator[Ask]:
-    if a.url:
-        from processors.gateway.client import GatewayClient  # type: ignore[import-not-found]
-
-        async with GatewayClient(a.url, a.token or os.environ.get("KGFLOW_GATEWAY_TOKEN")) as gw:
-            yield lambda req: gw.graph_rag(a.flow, req)
-        return
-    async with flow_bus(a) as bus, service_client(bus, GRAPH_RAG, a.flow, runtime_settings(a).request_timeout_s) as c:
-        yield c.request
-
-
-def _print_text(res: GraphRagResponse) -> None:
+def _graph_rag_text(res: GraphRagResponse) -> None:
     print(res.response)
     if res.triples:
         print("\nretrieved facts:")
@@ -74,25 +91,84 @@ def _print_text(res: GraphRagResponse) -> None:
         )
 
 
-async def graph_rag(a: argparse.Namespace) -> int:
+def _lazy_rag_json(question: str, res: LazyRagResponse) -> dict[str, Any]:
+    out = res.model_dump(mode="json", exclude={"schema_version", "error", "end_of_stream", "message_type"})
+    return {"question": question, "answer": out.pop("response"), **out}
+
+
+def _lazy_rag_text(res: LazyRagResponse) -> None:
+    print(res.response)
+    if res.missing_info:
+        print("\nmissing: " + "; ".join(res.missing_info))
+    if res.documents:
+        print("\nsources: " + "; ".join(f"{d.title or d.id} ({d.id})" for d in res.documents[:5]))
+    if res.stats:
+        print(
+            f"\n(confidence {res.confidence:.2f}; {len(res.chunks)} chunks, {len(res.entities)} entities; "
+            f"{res.stats.store_round_trips} store round trips, {res.stats.llm_calls} model calls, "
+            f"{res.stats.elapsed_ms:.0f} ms)"
+        )
+
+
+KINDS: dict[str, QueryKind] = {
+    GRAPH_RAG.name: QueryKind(
+        GRAPH_RAG,
+        lambda a, q, p: GraphRagRequest(query=q, user=a.user, collection=a.collection, no_llm=a.no_llm, **p),
+        _graph_rag_json,
+        _graph_rag_text,
+    ),
+    LAZY_RAG.name: QueryKind(
+        LAZY_RAG,
+        lambda a, q, p: LazyRagRequest(
+            query=q,
+            user=a.user,
+            collection=a.collection,
+            no_llm=a.no_llm,
+            scope=parse_scope(a),
+            operation=a.operation,
+            **p,
+        ),  # fmt: skip
+        _lazy_rag_json,
+        _lazy_rag_text,
+    ),
+}
+
+
+@contextlib.asynccontextmanager
+async def _asker(a: argparse.Namespace, kind: QueryKind) -> AsyncIterator[Ask]:
+    if a.url:
+        from processors.gateway.client import GatewayClient
+
+        async with GatewayClient(a.url, a.token or os.environ.get("KGFLOW_GATEWAY_TOKEN")) as gw:
+            yield lambda req: gw.call(kind.service, a.flow, req)
+        return
+    timeout = runtime_settings(a).request_timeout_s
+    async with flow_bus(a) as bus, service_client(bus, kind.service, a.flow, timeout) as client:
+        yield client.request
+
+
+async def run_query(a: argparse.Namespace) -> int:
     """Answer one question, or every line of --batch (JSON lines, in input order)."""
     if bool(a.question) == bool(a.batch):
         raise ValueError("give a QUESTION or --batch FILE (not both)")
-    params = parse_params(a.param)
+    kind = KINDS[a.what]
+    params = parse_params(kind.service, a.param)
 
-    def request(q: str) -> GraphRagRequest:
+    def request(q: str) -> BaseModel:
         try:
-            return GraphRagRequest(query=q, user=a.user, collection=a.collection, no_llm=a.no_llm, **params)
+            return kind.request(a, q, params)
         except ValidationError as e:
-            raise ValueError(f"invalid request: {e.errors()[0]['loc']}: {e.errors()[0]['msg']}") from None
+            err = e.errors()[0]
+            loc = ".".join(str(x).replace("_", "-") for x in err["loc"])
+            raise ValueError(f"invalid request: {loc}: {err['msg']}") from None
 
-    async with _asker(a) as ask:
+    async with _asker(a, kind) as ask:
         if a.question:
-            res = await ask(request(a.question))
+            res: Response = await ask(request(a.question))
             if a.json:
-                print(json.dumps(to_json(a.question, res), ensure_ascii=False))
+                print(json.dumps(kind.to_json(a.question, res), ensure_ascii=False))
             else:
-                _print_text(res)
+                kind.show(res)
             return 0
         questions = [ln.split("\t", 1)[0].strip() for ln in a.batch.read_text(encoding="utf-8").splitlines()]
         questions = [q for q in questions if q]
@@ -101,7 +177,7 @@ async def graph_rag(a: argparse.Namespace) -> int:
         async def one(q: str) -> dict[str, Any]:
             async with slots:
                 try:
-                    return to_json(q, await ask(request(q)))
+                    return kind.to_json(q, await ask(request(q)))
                 except (RemoteError, RequestTimeout, ValueError) as e:
                     return {"question": q, "error": {"type": getattr(e, "type", type(e).__name__), "message": str(e)}}
 

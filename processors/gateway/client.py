@@ -10,12 +10,13 @@ from types import TracebackType
 from typing import Any
 
 import aiohttp
+from pydantic import BaseModel
 
 from processors.base.client import RemoteError, RequestTimeout
 from processors.base.tasks import cancel_and_wait
 from processors.gateway import translate as tr
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
-from schemas.services import GRAPH_RAG
+from schemas.services import GRAPH_RAG, Service
 
 
 def socket_url(url: str) -> str:
@@ -139,3 +140,13 @@ class GatewayClient:
         """Answer `req` in flow `flow_id` (its `user` is sent as the workspace); the final kgflow response."""
         wire = tr.graph_rag_request_to_wire(req.model_copy(update={"streaming": False}))
         return tr.graph_rag_response_from_wire(await self.request(GRAPH_RAG.name, wire, flow_id, req.user))
+
+    async def call(self, service: Service, flow_id: str, req: BaseModel) -> Any:
+        """A kgflow service through the gateway (its `user` is sent as the workspace): the final
+        response, validated as the service's response model."""
+        if service.name == GRAPH_RAG.name:
+            return await self.graph_rag(flow_id, req)  # type: ignore[arg-type]
+        wire = tr.kgflow_request_to_wire(req)
+        return service.response.model_validate(
+            await self.request(service.name, wire, flow_id, getattr(req, "user", None))
+        )

@@ -21,7 +21,17 @@ from processors.base.registry import server_of
 from processors.gateway import translate as tr
 from processors.gateway.auth import AuthError, Principal
 from schemas.flows import ConfigState, FlowRequest, FlowResponse
-from schemas.services import EMBEDDINGS, GRAPH_EMBEDDINGS, GRAPH_RAG, TEXT_COMPLETION, TRIPLES, Service
+from schemas.services import (
+    COMMUNITIES,
+    DOCUMENTS,
+    EMBEDDINGS,
+    GRAPH_EMBEDDINGS,
+    GRAPH_RAG,
+    LAZY_RAG,
+    TEXT_COMPLETION,
+    TRIPLES,
+    Service,
+)
 from schemas.terms import Triple
 from schemas.topics import topic
 from schemas.triples import StoreTriples, TriplesResponse
@@ -30,10 +40,13 @@ log = logging.getLogger(__name__)
 
 Frame = tuple[dict[str, Any], bool]  # (payload, complete)
 
-# The flow services clients reach through the gateway (the TrustGraph names are kgflow's).
-FLOW_SERVICES: dict[str, Service] = {
+# Services TrustGraph also has: their wire format is TrustGraph's (see translate.py).
+TRUSTGRAPH_SERVICES: dict[str, Service] = {
     s.name: s for s in (GRAPH_RAG, TRIPLES, EMBEDDINGS, GRAPH_EMBEDDINGS, TEXT_COMPLETION)
 }
+# kgflow's own services: their wire format is the kgflow schema's JSON (kebab- or snake-case names).
+KGFLOW_SERVICES: dict[str, Service] = {s.name: s for s in (LAZY_RAG, DOCUMENTS, COMMUNITIES)}
+FLOW_SERVICES: dict[str, Service] = {**TRUSTGRAPH_SERVICES, **KGFLOW_SERVICES}
 WORKSPACE_SERVICES = ("flow", "config")
 FLOW_WRITE_OPS = ("put-blueprint", "delete-blueprint", "start-flow", "stop-flow")
 
@@ -145,7 +158,15 @@ class Dispatcher:
     ) -> AsyncIterator[Frame]:
         if service not in FLOW_SERVICES:
             raise GatewayError("unknown-service", f"no flow service {service!r}; known: {', '.join(FLOW_SERVICES)}")
-        if service == GRAPH_RAG.name:
+        if service in KGFLOW_SERVICES:
+            req_k = tr.kgflow_request(FLOW_SERVICES[service], wire, user)
+            if not streaming_allowed and getattr(req_k, "streaming", False):
+                req_k = req_k.model_copy(update={"streaming": False})
+            client = await self._client(service, flow)
+            timeout = max(self.timeout_s, (getattr(req_k, "timeout_s", None) or 0) + 5)
+            async for res in client.stream(req_k, timeout):
+                yield tr.kgflow_response_to_wire(res), res.end_of_stream
+        elif service == GRAPH_RAG.name:
             req = tr.graph_rag_request(wire, user)
             if not streaming_allowed:
                 req = req.model_copy(update={"streaming": False})

@@ -14,11 +14,12 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from schemas.base import Response
 from schemas.embeddings import EmbeddingsRequest, EmbeddingsResponse
 from schemas.flows import Blueprint, FlowRequest, FlowResponse
 from schemas.graph_embeddings import GraphEmbeddingsRequest, GraphEmbeddingsResponse
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse, GraphRagStats, SeedEntity
-from schemas.services import GRAPH_RAG
+from schemas.services import GRAPH_RAG, Service
 from schemas.terms import LabelledTriple, Term, Triple
 from schemas.text_completion import TextCompletionRequest, TextCompletionResponse
 from schemas.triples import PatternQuery
@@ -177,6 +178,31 @@ def graph_rag_response_from_wire(d: dict[str, Any]) -> GraphRagResponse:
         in_token=d.get("in_token"),
         out_token=d.get("out_token"),
     )
+
+
+# --- kgflow's own services (no TrustGraph counterpart) -------------------------------------
+def kgflow_request(service: Service, wire: Any, user: str) -> BaseModel:
+    """A request of a kgflow service: its JSON with kebab- or snake-case names, for `user`."""
+    data = {_snake(k): v for k, v in _require_object(wire).items() if v is not None and k != "user"}
+    model = service.request
+    if "collection" in getattr(model, "model_fields", {}):
+        data.setdefault("collection", DEFAULT_COLLECTION)
+    try:
+        parsed = model.model_validate({**data, "user": user})
+    except ValidationError as e:
+        raise _field_error(e) from None
+    return getattr(parsed, "root", parsed)
+
+
+def kgflow_request_to_wire(req: BaseModel) -> dict[str, Any]:
+    """What kgflow's own client sends for a kgflow service (the user travels as the workspace)."""
+    data = req.model_dump(mode="json", exclude={"user", "schema_version"}, exclude_none=True)
+    return {_kebab(k): v for k, v in data.items()}
+
+
+def kgflow_response_to_wire(res: Response) -> dict[str, Any]:
+    """A kgflow service's response as the gateway sends it (kgflow's own field names)."""
+    return res.model_dump(mode="json", exclude={"schema_version", "error"}, exclude_none=True)
 
 
 # --- triples query -------------------------------------------------------------------

@@ -117,6 +117,12 @@ class DocumentStore(Protocol):
         mentions of `chunk_ids`, in one store call."""
         ...
 
+    async def relations(
+        self, user: str, collection: str, entities: Sequence[str], limit: int, scope: Scope | None = None
+    ) -> list[tuple[str, str, str, int]]:
+        """Relations (s, p, o, support) among `entities` with a source chunk in scope, strongest first."""
+        ...
+
     async def documents(self, user: str, collection: str, limit: int, scope: Scope | None = None) -> list[DocumentInfo]:
         """Documents of the collection in id order."""
         ...

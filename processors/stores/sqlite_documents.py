@@ -96,6 +96,13 @@ RELATION_HAS_SOURCE = (
 CONCEPT_MENTIONED = "SELECT 1 FROM mentions WHERE user = ? AND collection = ? AND entity = ? LIMIT 1"
 CONCEPT_OWNED = "SELECT owned FROM concepts WHERE user = ? AND collection = ? AND iri = ?"
 DELETE_CONCEPT = "DELETE FROM concepts WHERE user = ? AND collection = ? AND iri = ?"
+RELATIONS_AMONG = """
+SELECT s, p, o, count(DISTINCT chunk_id) AS w FROM relation_sources
+WHERE user = ?1 AND collection = ?2
+  AND s IN (SELECT value FROM json_each(?3)) AND o IN (SELECT value FROM json_each(?3))
+  AND (?4 IS NULL OR document_id IN (SELECT value FROM json_each(?4)))
+GROUP BY s, p, o ORDER BY w DESC, s, o LIMIT ?5
+"""
 VERSION_CHECK_S = 1.0
 
 
@@ -210,6 +217,18 @@ class SqliteDocumentStore:
             if chunk_ids:
                 rows += conn.execute(CHUNK_LINKS, (user, collection, json.dumps(list(chunk_ids)), docs)).fetchall()
             return [Mention(entity=e, chunk_id=c, count=n) for e, c, n in dict.fromkeys(rows)]
+
+        return await self.db.read(read)
+
+    async def relations(
+        self, user: str, collection: str, entities: Sequence[str], limit: int, scope: Scope | None = None
+    ) -> list[tuple[str, str, str, int]]:
+        """Relations among `entities` with their in-scope support (chunks), strongest first."""
+
+        def read(conn: sqlite3.Connection) -> list[tuple[str, str, str, int]]:
+            allowed = scoped_ids(conn, user, collection, scope)
+            docs = None if allowed is None else json.dumps(sorted(allowed))
+            return conn.execute(RELATIONS_AMONG, (user, collection, json.dumps(list(entities)), docs, limit)).fetchall()
 
         return await self.db.read(read)
 

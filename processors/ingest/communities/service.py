@@ -63,8 +63,7 @@ class CommunitiesProcessor(FlowProcessor):
         elif isinstance(req, SearchCommunities):
             found = await store.search(req.user, req.collection, req.vector, req.level, req.limit, req.scope)
         elif isinstance(req, CommunitiesOf):
-            of = await store.of_entities(req.user, req.collection, req.entities, req.level)
-            return CommunitiesResponse(membership=of, store_round_trips=1)
+            return await self.of_entities(req, flow)
         else:
             return await self.summarize(req, flow)
         return CommunitiesResponse(communities=await self._labelled(req.user, req.collection, found))
@@ -86,6 +85,22 @@ class CommunitiesProcessor(FlowProcessor):
         iris = sorted({e for c in found for e in c.top_entities})
         labels = await self.stores.triples.labels(user, collection, iris) if iris else {}
         return [c.model_copy(update={"top_entity_labels": [labels.get(e, e) for e in c.top_entities]}) for c in found]
+
+    async def of_entities(self, req: CommunitiesOf, flow: FlowContext) -> CommunitiesResponse:
+        """Membership of the entities, and their first `limit` communities (summarised if asked)."""
+        of = await self.stores.communities.of_entities(req.user, req.collection, req.entities, req.level)
+        ids = list(dict.fromkeys(of[e] for e in req.entities if e in of))[: req.limit]
+        if not ids:
+            return CommunitiesResponse(membership=of, store_round_trips=1)
+        if req.summarize:
+            summary = SummarizeCommunities(user=req.user, collection=req.collection, ids=ids)
+            res = await self.summarize(summary, flow)
+        else:
+            found = await self.stores.communities.list(req.user, req.collection, None, ids, len(ids))
+            res = CommunitiesResponse(communities=await self._labelled(req.user, req.collection, found))
+        order = {cid: i for i, cid in enumerate(ids)}
+        res.communities.sort(key=lambda c: order.get(c.id, len(order)))
+        return res.model_copy(update={"membership": of, "store_round_trips": 1})
 
     async def summarize(self, req: SummarizeCommunities, flow: FlowContext) -> CommunitiesResponse:
         """Cached summaries, new ones written (and cached) by the model, or profiles without one."""

@@ -24,12 +24,14 @@ from schemas.documents import (
     DocumentsResponse,
     DocumentStatus,
     EntityChunks,
+    EntityRelations,
     GetChunks,
     ListCollections,
     ListDocuments,
     StoreDocuments,
 )
 from schemas.flows import GraphChanged
+from schemas.retrieval import RelationshipRef
 from schemas.services import DOCUMENTS, EMBEDDINGS, Service
 from schemas.topics import GRAPH_CHANGED
 
@@ -38,6 +40,7 @@ DocumentsRequest = (
     | DocumentStatus
     | ChunkSearch
     | EntityChunks
+    | EntityRelations
     | GetChunks
     | ListCollections
     | DeleteDocuments
@@ -80,6 +83,10 @@ class DocumentsProcessor(FlowProcessor):
         if isinstance(req, EntityChunks):
             links = await docs.links(req.user, req.collection, req.entities, req.chunk_ids, req.per_entity, req.scope)
             return DocumentsResponse(links=ChunkLinks(mentions=links), store_round_trips=1)
+        if isinstance(req, EntityRelations):
+            found = await docs.relations(req.user, req.collection, req.entities, req.limit, req.scope)
+            rels = [RelationshipRef(s=s_, p=p_, o=o_, weight=float(w)) for s_, p_, o_, w in found]
+            return DocumentsResponse(relations=rels, store_round_trips=1)
         if isinstance(req, GetChunks):
             return DocumentsResponse(chunks=await docs.chunks(req.user, req.collection, req.chunk_ids, req.scope))
         if isinstance(req, ListDocuments):

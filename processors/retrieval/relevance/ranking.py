@@ -12,6 +12,8 @@ from typing import Protocol, TypeVar
 from processors.retrieval.relevance.fair_share import best
 from processors.retrieval.relevance.paths import path_cosines
 from processors.retrieval.relevance.scoring import combine
+from schemas.documents import Chunk
+from schemas.retrieval import DocumentRef
 from schemas.terms import Term, Triple
 from schemas.triples import NeighboursQuery
 
@@ -113,3 +115,12 @@ def rank_entity_hits(hits: Sequence[H], limit: int) -> list[H]:
     """Entities the question names first (longer names first: "marie curie" before "curie"),
     then the nearest by vector; at most `limit`."""
     return sorted(hits, key=lambda h: (not h.lexical, -len(h.label) if h.lexical else 0, -h.score))[:limit]
+
+
+def documents_of(chunks: Sequence[Chunk]) -> list[DocumentRef]:
+    """The distinct documents of ranked chunks, in the order their best chunk comes."""
+    out: dict[str, DocumentRef] = {}
+    for c in chunks:
+        if c.document_id not in out:
+            out[c.document_id] = DocumentRef(id=c.document_id, title=c.title, score=c.score or 0.0)
+    return list(out.values())

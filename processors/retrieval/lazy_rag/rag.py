@@ -1,0 +1,150 @@
+"""LazyRag: retrieve the neighbourhood, add community context, answer (bus-free).
+
+Nothing is summarised at index time: a community's summary is written the first time a query
+includes it, and the answer is one model call over the retrieved material. Confidence is also
+computed without a model: the share of the question's concepts the retrieved entities and
+passages cover; the uncovered ones are what is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+from processors.base.errors import QueryTimeout
+from processors.retrieval.lazy_rag.prompts import SUMMARY_SCHEMA, SUMMARY_SYSTEM, retrieval_only_answer, summary_prompt
+from processors.retrieval.lazy_rag.retrieve import LazyRagSettings, Neighbourhood, Stopwatch, retrieve
+from processors.retrieval.lazy_rag.sources import LazySources, Tenant
+from processors.retrieval.relevance.ranking import documents_of
+from processors.retrieval.relevance.text_match import normalize
+from schemas.communities import CommunityInfo
+from schemas.extraction import ConceptMention
+from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
+from schemas.retrieval import Citation, EntityRef, RetrievalStats
+
+PROMPT_CHUNK_CHARS = 1200
+PROMPT_RELATIONSHIPS = 30
+CONTEXT_COMMUNITIES = 3
+NO_DATA = "Nothing in this collection (or scope) matches the question."
+
+
+class LazyRag:
+    """One long-lived instance per flow; a request is a call on it."""
+
+    def __init__(self, sources: LazySources, settings: LazyRagSettings) -> None:
+        self.sources = sources
+        self.settings = settings
+
+    async def run(self, req: LazyRagRequest) -> LazyRagResponse:
+        """Answer (or, for `expand`, only retrieve) within the request's time budget."""
+        s = self.settings.for_request(req)
+        try:
+            async with asyncio.timeout(s.timeout_s):
+                return await self._run(req, s)
+        except TimeoutError:
+            raise QueryTimeout(f"lazy-rag exceeded {s.timeout_s}s; partial results discarded") from None
+
+    async def _run(self, req: LazyRagRequest, s: LazyRagSettings) -> LazyRagResponse:
+        began = time.perf_counter()
+        t = Tenant(req.user, req.collection, req.scope)
+        nb = await retrieve(self.sources, t, req.query, s)
+        stats = RetrievalStats(store_round_trips=nb.round_trips, stage_ms=dict(nb.stage_ms))
+        if not nb.chunks and not nb.entities:
+            stats.elapsed_ms = _ms(began)
+            return LazyRagResponse(response=NO_DATA, no_data_found=True, stats=stats)
+        watch = Stopwatch()
+        ids = [e for e, _ in nb.entities]
+        summarize = s.use_communities and req.operation == "query" and not req.no_llm
+        labels, relations, communities, concepts = await asyncio.gather(
+            self.sources.labels(t, ids),
+            self.sources.relations(t, ids),
+            self.sources.communities(t, ids, summarize) if s.use_communities else _none(),
+            self.sources.concepts(req.query),
+        )
+        communities, summary_calls = communities
+        stats.llm_calls += summary_calls
+        stats.store_round_trips += 2 + (1 if s.use_communities else 0)
+        watch.lap("context")
+        confidence, missing = coverage(concepts, labels.values(), nb)
+        res = LazyRagResponse(
+            response=retrieval_only_answer(nb.chunks),
+            confidence=confidence,
+            missing_info=missing,
+            documents=documents_of(nb.chunks),
+            chunks=nb.chunks,
+            entities=_entities(nb, labels),
+            relationships=[
+                r.model_copy(update={"s_label": labels.get(r.s), "o_label": labels.get(r.o)}) for r in relations
+            ],  # fmt: skip
+            communities=communities[:CONTEXT_COMMUNITIES],
+        )
+        if req.operation == "query" and not req.no_llm:
+            await self._summarize(req, res, stats)
+            watch.lap("llm")
+        stats.stage_ms.update(watch.stage_ms)
+        stats.elapsed_ms = _ms(began)
+        res.stats = stats
+        return res
+
+    async def _summarize(self, req: LazyRagRequest, res: LazyRagResponse, stats: RetrievalStats) -> None:
+        """One model call with structured output; with no model the retrieval-only answer stays."""
+        rels = [f"{r.s_label or r.s} | {r.p_label or 'related to'} | {r.o_label or r.o}" for r in res.relationships]
+        prompt = summary_prompt(
+            req.query,
+            [e.label or e.id for e in res.entities],
+            rels[:PROMPT_RELATIONSHIPS],
+            res.communities,
+            res.chunks,
+            PROMPT_CHUNK_CHARS,
+        )
+        done = await self.sources.complete(SUMMARY_SYSTEM, prompt, SUMMARY_SCHEMA)
+        if not done.configured:
+            return
+        stats.llm_calls += 1
+        stats.in_token += done.in_token
+        stats.out_token += done.out_token
+        res.model, res.in_token, res.out_token = done.model, done.in_token, done.out_token
+        try:
+            out = json.loads(done.text)
+            res.response = str(out.get("summary", "")).strip() or res.response
+            res.confidence = min(1.0, max(0.0, float(out.get("confidence", res.confidence))))
+            res.missing_info = [str(x) for x in out.get("missing_info", [])][:20]
+        except (ValueError, TypeError, AttributeError):
+            res.response = done.text.strip() or res.response
+        res.citations = _citations(res)
+
+
+def coverage(concepts: list[ConceptMention], labels: object, nb: Neighbourhood) -> tuple[float, list[str]]:
+    """The share of the question's concepts that the retrieved entities or passages name, and the
+    concepts they do not (by their words in the question)."""
+    keys = list(dict.fromkeys(c.key for c in concepts))
+    if not keys:
+        return (1.0 if nb.chunks else 0.0), []
+    names = {normalize(str(x)) for x in labels}  # type: ignore[attr-defined]
+    text = " " + " ".join(normalize(c.text) for c in nb.chunks) + " "
+    covered = [k for k in keys if k in names or f" {k} " in text]
+    surface = {c.key: c.label for c in concepts}
+    missing = [surface[k] for k in keys if k not in covered]
+    return round(len(covered) / len(keys), 3), missing
+
+
+def _entities(nb: Neighbourhood, labels: dict[str, str]) -> list[EntityRef]:
+    seeds = {e.id for e in nb.seeds}
+    return [EntityRef(id=e, label=labels.get(e), score=round(m, 6), seed=e in seeds) for e, m in nb.entities]
+
+
+def _citations(res: LazyRagResponse) -> list[Citation]:
+    """The retrieved chunks the answer cites by id (only ids that were retrieved count)."""
+    by_id = {c.id: c for c in res.chunks}
+    cited = [cid for cid in by_id if cid in res.response]
+    return [Citation(chunk_id=c, span=by_id[c].text[:200], document_id=by_id[c].document_id,
+                     document_name=by_id[c].title) for c in cited]  # fmt: skip
+
+
+async def _none() -> tuple[list[CommunityInfo], int]:
+    return [], 0
+
+
+def _ms(began: float) -> float:
+    return round((time.perf_counter() - began) * 1000, 3)

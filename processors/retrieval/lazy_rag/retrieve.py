@@ -1,0 +1,149 @@
+"""How lazy-rag finds the context of a question (bus-free).
+
+1. The question's vector; the best chunks by vector + text (fused) and the entities it names or
+   is nearest to — concurrently, one store round trip each.
+2. `max_hops` levels of expansion over chunk-entity links (one round trip per level): the
+   entities the frontier chunks mention and the chunks that mention the frontier entities; the
+   next frontier is the best `max_entities` entities, by how strongly the retrieved chunks name
+   them.
+3. Personalised PageRank over that neighbourhood (chunks, entities, their links), restarting at
+   the best chunks and the question's entities; chunks are ranked by their mass, which lifts a
+   bridge chunk that shares no words with the question but names what its best chunks name.
+4. The texts of the winning chunks not yet fetched (one round trip).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, Field
+
+from processors.retrieval.lazy_rag.sources import LazySources, Tenant
+from processors.retrieval.relevance.graph_rank import WeightedGraph, normalise, personalized_pagerank
+from schemas.documents import Chunk, Mention
+from schemas.graph_rag import SeedEntity
+from schemas.lazy_rag import LazyRagParams, LazyRagRequest
+
+
+class LazyRagSettings(BaseModel):
+    """lazy-rag's flow parameters (a request may override the `LazyRagParams` names)."""
+
+    max_hops: int = Field(default=2, ge=0, le=4)
+    max_entities: int = Field(default=50, ge=1)
+    chunk_limit: int = Field(default=10, ge=1)
+    use_communities: bool = True
+    relevance_budget: int = Field(default=0, ge=0)
+    timeout_s: float = Field(default=60.0, gt=0)
+    stage_timeout_s: float = Field(default=30.0, gt=0)
+    search_depth: int = Field(default=30, ge=1)  # fused chunks that seed the walk
+    seed_entities: int = Field(default=10, ge=1)  # entities from the question's vector and names
+    per_entity: int = Field(default=20, ge=1)  # chunks read per expanded entity
+    chunk_seed_weight: float = Field(default=0.5, ge=0, le=1)  # restart mass on chunks (the rest: entities)
+
+    def for_request(self, req: LazyRagRequest) -> LazyRagSettings:
+        """These settings with the request's overrides."""
+        return self.model_copy(update=req.model_dump(include=set(LazyRagParams.model_fields), exclude_none=True))
+
+
+@dataclass
+class Neighbourhood:
+    """What retrieval found, ranked, and what it cost."""
+
+    chunks: list[Chunk]  # ranked, with texts
+    entities: list[tuple[str, float]]  # ranked by mass
+    seeds: list[SeedEntity]
+    mentions: list[Mention] = field(default_factory=list)
+    round_trips: int = 0
+    stage_ms: dict[str, float] = field(default_factory=dict)
+
+
+class Stopwatch:
+    """Per-stage wall times of one request."""
+
+    def __init__(self) -> None:
+        self.stage_ms: dict[str, float] = {}
+        self._t = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        """Close `stage` (time since the previous lap)."""
+        now = time.perf_counter()
+        self.stage_ms[stage] = round(self.stage_ms.get(stage, 0.0) + (now - self._t) * 1000, 3)
+        self._t = now
+
+
+async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettings) -> Neighbourhood:
+    """The ranked neighbourhood of `query` (see the module docstring)."""
+    watch, trips = Stopwatch(), 0
+    vector = await sources.embed(query)
+    watch.lap("embed")
+    hits, seeds = await asyncio.gather(
+        sources.search_chunks(t, vector, query, s.search_depth), sources.seeds(t, vector, query, s.seed_entities)
+    )
+    trips += 2
+    watch.lap("search")
+    known = {c.id: c for c in hits}
+    mentions: list[Mention] = []
+    entity_frontier = [e.id for e in seeds]
+    chunk_frontier = [c.id for c in hits]
+    expanded: set[str] = set()
+    for _ in range(s.max_hops):
+        if not entity_frontier and not chunk_frontier:
+            break
+        found = await sources.links(t, entity_frontier, chunk_frontier, s.per_entity)
+        trips += 1
+        expanded.update(entity_frontier)
+        seen_chunks = set(known) | {m.chunk_id for m in mentions}
+        mentions += found
+        chunk_frontier = sorted({m.chunk_id for m in found} - seen_chunks)
+        entity_frontier = _next_entities(mentions, hits, expanded, s.max_entities)
+    watch.lap("expand")
+    in_scope = {m.entity for m in mentions}
+    seeds = [e for e in seeds if t.scope is None or e.id in in_scope]  # a seed outside the scope names nothing in it
+    ranked_chunks, ranked_entities = _rank(hits, seeds, mentions, s)
+    watch.lap("rank")
+    top = ranked_chunks[: s.chunk_limit]
+    missing = [cid for cid, _ in top if cid not in known]
+    if missing:
+        known.update({c.id: c for c in await sources.chunks(t, missing)})
+        trips += 1
+    watch.lap("chunks")
+    chunks = [known[cid].model_copy(update={"score": score}) for cid, score in top if cid in known]
+    return Neighbourhood(chunks, ranked_entities[: s.max_entities], seeds, mentions, trips, watch.stage_ms)
+
+
+def _next_entities(mentions: Sequence[Mention], hits: Sequence[Chunk], done: set[str], limit: int) -> list[str]:
+    """The entities to expand next: those the best chunks name most, not expanded yet."""
+    rank = {c.id: i for i, c in enumerate(hits)}
+    weight: Counter[str] = Counter()
+    for m in mentions:
+        if m.entity not in done:
+            weight[m.entity] += 1.0 / (1 + rank.get(m.chunk_id, len(hits)))
+    return [e for e, _ in weight.most_common(limit)]
+
+
+def _rank(
+    hits: Sequence[Chunk], seeds: Sequence[SeedEntity], mentions: Sequence[Mention], s: LazyRagSettings
+) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """Chunks and entities ranked by personalised PageRank over the neighbourhood."""
+    df = Counter(m.entity for m in mentions)
+    g = WeightedGraph()
+    for c in hits:
+        g.node("c:" + c.id)
+    for m in mentions:
+        # a rarer entity is a stronger link: an entity every chunk names says little about any
+        g.link("c:" + m.chunk_id, "e:" + m.entity, math.log1p(m.count) / math.log(2 + df[m.entity]))
+    chunk_seed = normalise(("c:" + c.id, 1.0 / (1 + i)) for i, c in enumerate(hits))
+    entity_seed = normalise(("e:" + e.id, 1.0 if e.lexical else max(e.score, 0.0) ** 2) for e in seeds)
+    w = s.chunk_seed_weight if entity_seed else 1.0
+    restart = {k: w * v for k, v in chunk_seed.items()}
+    for k, v in entity_seed.items():
+        restart[k] = restart.get(k, 0.0) + (1 - w) * v
+    mass = personalized_pagerank(g, restart)
+    chunks = sorted(((k[2:], v) for k, v in mass.items() if k.startswith("c:")), key=lambda kv: (-kv[1], kv[0]))
+    entities = sorted(((k[2:], v) for k, v in mass.items() if k.startswith("e:")), key=lambda kv: (-kv[1], kv[0]))
+    return chunks, entities

@@ -1,0 +1,81 @@
+"""What lazy-rag needs from the rest of the system (bus-free protocol; the service implements it
+over the flow's clients, tests over fakes). Every call is one store round trip or one model call."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from schemas.communities import CommunityInfo
+from schemas.documents import Chunk, Mention, Scope
+from schemas.extraction import ConceptMention
+from schemas.graph_rag import SeedEntity
+from schemas.retrieval import RelationshipRef
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """User + collection, and the request's narrower scope."""
+
+    user: str
+    collection: str
+    scope: Scope | None = None
+
+
+@dataclass
+class Completion:
+    """A model's answer (`configured` False: no model, the text says so)."""
+
+    text: str
+    configured: bool = True
+    model: str = ""
+    in_token: int = 0
+    out_token: int = 0
+
+
+class LazySources(Protocol):
+    """Embedding, chunk and entity search, chunk-entity links, communities and the model."""
+
+    async def embed(self, text: str) -> list[float]:
+        """Vector of `text`."""
+        ...
+
+    async def search_chunks(self, t: Tenant, vector: list[float], text: str, limit: int) -> list[Chunk]:
+        """Best chunks by vector + text, fused."""
+        ...
+
+    async def seeds(self, t: Tenant, vector: list[float], text: str, limit: int) -> list[SeedEntity]:
+        """Entities the question names, then the nearest by vector."""
+        ...
+
+    async def links(
+        self, t: Tenant, entities: Sequence[str], chunk_ids: Sequence[str], per_entity: int
+    ) -> list[Mention]:
+        """Chunks mentioning `entities` and the mentions of `chunk_ids` (in scope)."""
+        ...
+
+    async def chunks(self, t: Tenant, ids: Sequence[str]) -> list[Chunk]:
+        """Chunks by id (in scope)."""
+        ...
+
+    async def labels(self, t: Tenant, iris: Sequence[str]) -> dict[str, str]:
+        """Labels of entities."""
+        ...
+
+    async def relations(self, t: Tenant, entities: Sequence[str]) -> list[RelationshipRef]:
+        """Relations among `entities` with a source chunk in scope, strongest first."""
+        ...
+
+    async def communities(self, t: Tenant, entities: Sequence[str], summarize: bool) -> tuple[list[CommunityInfo], int]:
+        """Level-0 communities of the entities (in their order), with summaries when `summarize`,
+        and how many model calls writing summaries took."""
+        ...
+
+    async def concepts(self, text: str) -> list[ConceptMention]:
+        """The concepts a text names (as indexing finds them)."""
+        ...
+
+    async def complete(self, system: str, prompt: str, json_schema: dict[str, Any] | None) -> Completion:
+        """One model call."""
+        ...

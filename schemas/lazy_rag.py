@@ -1,0 +1,53 @@
+"""lazy-rag: query-time summaries over the graph that documents built (no index-time summaries)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from schemas.base import Response, ScopedRequest
+from schemas.communities import CommunityInfo
+from schemas.documents import Chunk, Scope
+from schemas.retrieval import Citation, DocumentRef, EntityRef, RelationshipRef, RetrievalStats
+
+
+class LazyRagParams(BaseModel):
+    """The knobs a request may set over its flow's (unset: the flow's value)."""
+
+    max_hops: int | None = Field(default=None, ge=0, le=4)
+    max_entities: int | None = Field(default=None, ge=1, le=500)
+    chunk_limit: int | None = Field(default=None, ge=1, le=100)
+    use_communities: bool | None = None
+    relevance_budget: int | None = Field(default=None, ge=0, le=100)
+    timeout_s: float | None = Field(default=None, gt=0, le=3600)
+
+
+class LazyRagRequest(ScopedRequest, LazyRagParams):
+    """A question; `expand` retrieves only (subgraph, chunks, scores), never calls a model."""
+
+    query: str = Field(min_length=1, max_length=8192)
+    operation: Literal["query", "expand"] = "query"
+    scope: Scope | None = None
+    no_llm: bool = False
+    streaming: bool = False
+
+
+class LazyRagResponse(Response):
+    """The summary (or retrieval-only answer), what it rests on, and the cost."""
+
+    response: str = ""  # the summary; with no model, a retrieval-only answer
+    message_type: Literal["progress", "chunk", "answer"] = "answer"
+    confidence: float = 0.0
+    missing_info: list[str] = []
+    no_data_found: bool = False
+    documents: list[DocumentRef] = []
+    chunks: list[Chunk] = []
+    entities: list[EntityRef] = []
+    relationships: list[RelationshipRef] = []
+    communities: list[CommunityInfo] = []
+    citations: list[Citation] = []
+    stats: RetrievalStats | None = None
+    model: str | None = None
+    in_token: int | None = None
+    out_token: int | None = None

@@ -1,0 +1,55 @@
+"""What every document-grounded retrieval service (lazy-rag, drift, kg-query) returns besides its
+answer: the documents, chunks, entities and relationships it retrieved, and what it cost."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class DocumentRef(BaseModel):
+    """A source document of the retrieved context, with the best score of its chunks."""
+
+    id: str
+    title: str = ""
+    score: float = 0.0
+
+
+class EntityRef(BaseModel):
+    """A retrieved entity: why it was chosen (`seed`: found from the question) and how relevant."""
+
+    id: str
+    label: str | None = None
+    score: float = 0.0
+    seed: bool = False
+
+
+class RelationshipRef(BaseModel):
+    """A retrieved relationship between two entities (labels as a reader sees them)."""
+
+    s: str
+    p: str
+    o: str
+    s_label: str | None = None
+    p_label: str | None = None
+    o_label: str | None = None
+    weight: float = 0.0
+
+
+class Citation(BaseModel):
+    """A chunk that supports a statement: its id, a span of its text and its document."""
+
+    chunk_id: str
+    span: str = ""
+    document_id: str = ""
+    document_name: str = ""
+
+
+class RetrievalStats(BaseModel):
+    """What one request cost."""
+
+    store_round_trips: int = 0
+    llm_calls: int = 0
+    in_token: int = 0
+    out_token: int = 0
+    elapsed_ms: float = 0.0
+    stage_ms: dict[str, float] = {}
