@@ -1,0 +1,207 @@
+"""`make bench` (documents): index cost and document-retrieval quality on the public doc-QA sets.
+
+    python -m bench.docqa [--datasets hotpotqa,musique] [--questions N] [--out bench/results.json]
+
+For each set, in one run: the corpus is indexed into a fresh embedded home through the real
+documents flow (documents/s, chunks/s, concepts, relations, communities per level, build time,
+model calls at index time, peak RSS); then every question is asked of lazy-rag (no model) and of
+the chunk search alone (vector only, lexical only, fused), and recall@2/5/10 of the supporting
+paragraphs is computed as ../shared/tools/docqa_eval.py does (distinct documents in rank order).
+The section is merged into bench/results.json under "documents".
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import REGISTRY
+
+from bench.measure import peak_rss_mb, percentile
+from processors.base.client import RequestResponseClient
+from processors.base.runtime import System, embedded
+from processors.base.settings import StoreSettings
+from processors.commands.load_documents import batches
+from processors.models.embeddings.model import OnnxMiniLM
+from processors.query.documents.linking import RELATED_TO
+from processors.retrieval.relevance.ranking import documents_of
+from schemas.communities import BuildCommunities
+from schemas.documents import ChunkSearch, Document, LoadDocuments
+from schemas.lazy_rag import LazyRagRequest
+from schemas.services import COMMUNITIES, DOCUMENT_LOAD, DOCUMENTS, LAZY_RAG
+from schemas.terms import Term
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCQA = ROOT.parent / "shared" / "datasets" / "docqa"
+SETS = {"hotpotqa": DOCQA / "hotpotqa_dev200_migres", "musique": DOCQA / "musique_train100_kag"}
+RESULTS = Path(__file__).resolve().parent / "results.json"
+CACHE = Path(__file__).resolve().parent / ".cache" / "docqa"
+USER, COLLECTION = "bench", "docqa"
+KS = (2, 5, 10)
+TIMEOUT_S = 3600.0
+
+
+def log(msg: str) -> None:
+    """Progress on stderr."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _llm_requests() -> float:
+    """Text-completion requests served so far in this process (the model calls)."""
+    total = 0.0
+    for metric in REGISTRY.collect():
+        for sample in metric.samples:
+            if sample.name == "kgflow_requests_total" and sample.labels.get("service") == "text-completion":
+                total += sample.value
+    return total
+
+
+def client(system: System, service: Any) -> RequestResponseClient[Any]:
+    """A client of `service` in flow default."""
+    return RequestResponseClient.for_service(system.bus, service, "default", TIMEOUT_S)
+
+
+async def index(system: System, docs: list[Document]) -> dict[str, Any]:
+    """Index `docs` through the documents flow; what it cost."""
+    llm_before, began = _llm_requests(), time.perf_counter()
+    loader, chunks, failed = client(system, DOCUMENT_LOAD), 0, 0
+    slots = asyncio.Semaphore(2)
+
+    async def one(batch: list[Document]) -> None:
+        nonlocal chunks, failed
+        async with slots:
+            async for res in loader.stream(LoadDocuments(user=USER, collection=COLLECTION, documents=batch)):
+                if res.end_of_stream:
+                    chunks += res.chunks
+                    failed += len(res.failed)
+
+    await asyncio.gather(*(one(b) for b in batches(docs)))
+    loaded_s = time.perf_counter() - began
+    built = await client(system, COMMUNITIES).request(BuildCommunities(user=USER, collection=COLLECTION))
+    total_s = time.perf_counter() - began
+    relations = await system.stores.triples.pattern(USER, COLLECTION, None, Term.iri(RELATED_TO), None, 10_000_000)
+    concepts = (await system.stores.entities.collections(USER)).get(COLLECTION, 0)
+    return {
+        "documents": len(docs),
+        "failed": failed,
+        "chunks": chunks,
+        "concepts": concepts,
+        "relations": len(relations),
+        "communities_per_level": {str(k): v for k, v in sorted(built.levels.items())},
+        "load_s": round(loaded_s, 1),
+        "community_build_s": round(built.build_ms / 1000, 2),
+        "index_s": round(total_s, 1),
+        "documents_per_s": round(len(docs) / total_s, 1),
+        "chunks_per_s": round(chunks / total_s, 1),
+        "llm_calls_at_index_time": int(_llm_requests() - llm_before),
+        "peak_rss_mb": peak_rss_mb(),
+    }
+
+
+def recall(ranked: list[str], gold: set[str]) -> dict[str, float]:
+    """recall@k of the gold documents among the first k distinct ranked ones."""
+    distinct = list(dict.fromkeys(ranked))
+    return {f"recall@{k}": len(gold & set(distinct[:k])) / len(gold) for k in KS}
+
+
+def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
+    return {k: round(sum(r[k] for r in rows) / len(rows), 4) for k in rows[0]} if rows else {}
+
+
+async def quality(system: System, questions: list[dict[str, Any]]) -> dict[str, Any]:
+    """recall@k of lazy-rag and of the chunk search by mode, same questions, same store."""
+    lazy, docs = client(system, LAZY_RAG), client(system, DOCUMENTS)
+    embedder = OnnxMiniLM.shared()
+    rows: dict[str, list[dict[str, float]]] = {"lazy_rag": [], "fused": [], "vector": [], "lexical": []}
+    latency: list[float] = []
+    trips: list[int] = []
+    for q in questions:
+        gold = set(q["supporting_paragraph_ids"])
+        req = LazyRagRequest(user=USER, collection=COLLECTION, query=q["question"], no_llm=True)
+        began = time.perf_counter()
+        res = await lazy.request(req)
+        latency.append((time.perf_counter() - began) * 1000)
+        trips.append(res.stats.store_round_trips if res.stats else 0)
+        rows["lazy_rag"].append(recall([d.id for d in res.documents], gold))
+        vector = (await embedder.embed([q["question"]]))[0]
+        for mode in ("fused", "vector", "lexical"):
+            search = ChunkSearch(
+                user=USER, collection=COLLECTION, vector=vector, text=q["question"], mode=mode, limit=10
+            )
+            found = (await docs.request(search)).chunks
+            rows[mode].append(recall([d.id for d in documents_of(found)], gold))
+    out: dict[str, Any] = {name: _mean(r) for name, r in rows.items()}
+    best = max(out["vector"]["recall@5"], out["lexical"]["recall@5"])
+    out["lazy_rag_recall@5_over_better_baseline"] = round(out["lazy_rag"]["recall@5"] - best, 4)
+    out["lazy_rag_p50_ms"] = round(percentile(latency, 50), 1)
+    out["lazy_rag_p95_ms"] = round(percentile(latency, 95), 1)
+    out["lazy_rag_store_round_trips_per_query"] = round(sum(trips) / len(trips), 2)
+    out["lazy_rag_store_round_trips_max"] = max(trips)
+    out["questions"] = len(questions)
+    return out
+
+
+async def bench_set(name: str, path: Path, limit: int | None) -> dict[str, Any]:
+    """Index one set into a fresh home, then measure retrieval on it."""
+    docs = [Document.model_validate_json(line) for line in (path / "corpus.jsonl").read_text().splitlines() if line]
+    questions = [json.loads(line) for line in (path / "questions.jsonl").read_text().splitlines() if line]
+    questions = [q for q in questions if q.get("supporting_paragraph_ids")][:limit]
+    home = CACHE / name
+    shutil.rmtree(home, ignore_errors=True)
+    async with embedded(StoreSettings(home=home)) as system:
+        log(f"[docqa] {name}: indexing {len(docs)} documents")
+        cost = await index(system, docs)
+        log(f"[docqa] {name}: indexed in {cost['index_s']} s; {len(questions)} questions")
+        return {"index": cost, "retrieval": await quality(system, questions)}
+
+
+async def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run the documents benchmark and merge it into the results file."""
+    ap = argparse.ArgumentParser(prog="python -m bench.docqa", description=__doc__.splitlines()[0])
+    ap.add_argument("--datasets", default="hotpotqa,musique")
+    ap.add_argument("--questions", type=int, default=None, help="questions per set (default all)")
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    a = ap.parse_args(argv)
+    load_at_start = [round(x, 2) for x in os.getloadavg()]
+    section: dict[str, Any] = {name: await bench_set(name, SETS[name], a.questions) for name in a.datasets.split(",")}
+    section["meta"] = {
+        "load_average_at_start": load_at_start,
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+        "llm": "none: indexing makes no model call; retrieval no_llm",
+    }
+    section["targets"] = targets(section)
+    results = json.loads(a.out.read_text()) if a.out.exists() else {}
+    results["documents"] = section
+    a.out.write_text(json.dumps(results, indent=2))
+    print(json.dumps(section, indent=2))
+    return section
+
+
+def targets(section: dict[str, Any]) -> dict[str, Any]:
+    """Issues 13 and 14's targets beside the measured figures."""
+    out: dict[str, Any] = {}
+    if "hotpotqa" in section:
+        h = section["hotpotqa"]
+        out["hotpotqa_index_s (< 180)"] = {"value": h["index"]["index_s"], "met": h["index"]["index_s"] < 180}
+        out["llm_calls_at_index_time (= 0)"] = {"value": h["index"]["llm_calls_at_index_time"],
+                                                 "met": h["index"]["llm_calls_at_index_time"] == 0}  # fmt: skip
+        gain = h["retrieval"]["lazy_rag_recall@5_over_better_baseline"]
+        out["hotpotqa_lazy_rag_recall@5_gain (>= 0.10)"] = {"value": gain, "met": gain >= 0.10}
+        p50, p95 = h["retrieval"]["lazy_rag_p50_ms"], h["retrieval"]["lazy_rag_p95_ms"]
+        out["hotpotqa_lazy_rag_p50_ms (<= 150)"] = {"value": p50, "met": p50 <= 150}
+        out["hotpotqa_lazy_rag_p95_ms (<= 400)"] = {"value": p95, "met": p95 <= 400}
+    if "musique" in section:
+        gain = section["musique"]["retrieval"]["lazy_rag_recall@5_over_better_baseline"]
+        out["musique_lazy_rag_recall@5_gain (>= 0.12)"] = {"value": gain, "met": gain >= 0.12}
+    return out
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,170 @@
+"""lazy-rag's algorithm over fake sources: bridge chunks found through entities, hops and entity
+caps enforced, seeds outside the scope dropped, expand without a model, structured summaries,
+coverage confidence."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from processors.retrieval.lazy_rag.rag import LazyRag, coverage
+from processors.retrieval.lazy_rag.retrieve import LazyRagSettings, Neighbourhood, retrieve
+from processors.retrieval.lazy_rag.sources import Completion, Tenant
+from processors.retrieval.relevance.graph_rank import WeightedGraph, personalized_pagerank
+from schemas.communities import CommunityInfo
+from schemas.documents import Chunk, Mention, Scope
+from schemas.extraction import ConceptMention
+from schemas.graph_rag import SeedEntity
+from schemas.lazy_rag import LazyRagRequest
+from schemas.retrieval import RelationshipRef
+
+T = Tenant("u", "c")
+
+
+def chunk(cid: str, text: str = "") -> Chunk:
+    return Chunk(id=cid, document_id=f"doc-{cid}", text=text or f"text of {cid}", title=cid.upper())
+
+
+class Graph:
+    """A tiny corpus: the question's best chunk q1 names `rush`; the bridge chunk b1 (no shared
+    words) also names `rush`; noise chunks name a hub `american` that everything mentions."""
+
+    MENTIONS = {
+        "q1": ["rush", "counterparts", "american"],
+        "q2": ["american", "toto"],
+        "b1": ["rush", "neil peart"],
+        "n1": ["american"],
+        "n2": ["american"],
+        "far": ["neil peart", "london"],
+    }
+
+    def __init__(self, completion: str | None = None) -> None:
+        self.calls: list[tuple[str, Any]] = []
+        self.completion = completion
+
+    async def embed(self, text: str) -> list[float]:
+        return [1.0]
+
+    async def search_chunks(self, t: Tenant, vector: list[float], text: str, limit: int) -> list[Chunk]:
+        self.calls.append(("search", limit))
+        return [chunk("q1"), chunk("q2"), chunk("n1")][:limit]
+
+    async def seeds(self, t: Tenant, vector: list[float], text: str, limit: int) -> list[SeedEntity]:
+        return [SeedEntity(id="counterparts", label="Counterparts", score=1.0, lexical=True)]
+
+    async def links(self, t: Tenant, entities: Sequence[str], chunk_ids: Sequence[str], per: int) -> list[Mention]:
+        self.calls.append(("links", (sorted(entities), sorted(chunk_ids))))
+        out = [Mention(chunk_id=c, entity=e) for c in chunk_ids for e in self.MENTIONS.get(c, [])]
+        out += [Mention(chunk_id=c, entity=e) for c, es in self.MENTIONS.items() for e in es if e in entities]
+        return out
+
+    async def chunks(self, t: Tenant, ids: Sequence[str]) -> list[Chunk]:
+        self.calls.append(("chunks", sorted(ids)))
+        return [chunk(i) for i in ids]
+
+    async def labels(self, t: Tenant, iris: Sequence[str]) -> dict[str, str]:
+        return {i: i.title() for i in iris}
+
+    async def relations(self, t: Tenant, entities: Sequence[str]) -> list[RelationshipRef]:
+        return [RelationshipRef(s="rush", p="r", o="neil peart", weight=2)] if "rush" in entities else []
+
+    async def communities(self, t: Tenant, entities: Sequence[str], summarize: bool) -> tuple[list[CommunityInfo], int]:
+        self.calls.append(("communities", summarize))
+        return [CommunityInfo(id="k1", level=0, top_entity_labels=["Rush"], summary="Rock bands.")], 0
+
+    async def concepts(self, text: str) -> list[ConceptMention]:
+        return [ConceptMention(key="rush", label="Rush"), ConceptMention(key="drummer", label="drummer")]
+
+    async def complete(self, system: str, prompt: str, json_schema: dict[str, Any] | None) -> Completion:
+        self.calls.append(("complete", prompt))
+        if self.completion is None:
+            return Completion("No language model is configured.", configured=False)
+        return Completion(self.completion, model="fake", in_token=10, out_token=5)
+
+
+async def test_a_bridge_chunk_that_shares_no_words_outranks_the_noise() -> None:
+    nb = await retrieve(Graph(), T, "q", LazyRagSettings(max_hops=2, chunk_limit=4))
+    ids = [c.id for c in nb.chunks]
+    assert ids[0] == "q1" and "b1" in ids
+    assert "n2" not in ids  # reached only through the hub `american`, which every chunk names
+    assert all(c.text for c in nb.chunks) and nb.round_trips == 2 + 2 + 1  # search, seeds, 2 hops, texts
+
+
+async def test_hops_bound_the_expansion_and_entities_are_capped() -> None:
+    zero = Graph()
+    nb = await retrieve(zero, T, "q", LazyRagSettings(max_hops=0))
+    assert not any(name == "links" for name, _ in zero.calls) and {c.id for c in nb.chunks} <= {"q1", "q2", "n1"}
+    one = Graph()
+    nb1 = await retrieve(one, T, "q", LazyRagSettings(max_hops=1, max_entities=2))
+    assert sum(name == "links" for name, _ in one.calls) == 1 and "far" not in {c.id for c in nb1.chunks}
+    assert len(nb1.entities) <= 2
+    two = Graph()
+    await retrieve(two, T, "q", LazyRagSettings(max_hops=2, max_entities=2))
+    second_hop = [arg for name, arg in two.calls if name == "links"][1]
+    assert len(second_hop[0]) <= 2  # at most max_entities expanded per level
+
+
+async def test_seeds_outside_the_scope_are_dropped() -> None:
+    class Scoped(Graph):
+        async def links(self, t, entities, chunk_ids, per):  # type: ignore[no-untyped-def]
+            return [m for m in await super().links(t, entities, chunk_ids, per) if m.entity != "counterparts"]
+
+    nb = await retrieve(Scoped(), Tenant("u", "c", Scope(document_ids=["x"])), "q", LazyRagSettings())
+    assert "counterparts" not in {e.id for e in nb.seeds} and "counterparts" not in {e for e, _ in nb.entities}
+
+
+async def test_expand_never_calls_a_model_and_reports_the_subgraph() -> None:
+    g = Graph(completion='{"summary": "x", "confidence": 1, "missing_info": []}')
+    res = await LazyRag(g, LazyRagSettings()).run(
+        LazyRagRequest(user="u", collection="c", query="q", operation="expand")
+    )
+    assert not any(name == "complete" for name, _ in g.calls)
+    assert ("communities", False) in g.calls  # profiles only: no summaries written
+    assert res.chunks and res.entities and res.relationships[0].s_label == "Rush"
+    assert res.documents[0].id == "doc-q1" and res.stats and res.stats.llm_calls == 0
+    assert res.confidence == 0.5 and res.missing_info == ["drummer"]  # "drummer" is named nowhere
+
+
+async def test_summary_is_structured_and_citations_must_exist() -> None:
+    answer = {"summary": "Rush [q1], see also [zz-not-retrieved].", "confidence": 0.8, "missing_info": ["x"]}
+    g = Graph(completion=json.dumps(answer))
+    res = await LazyRag(g, LazyRagSettings()).run(LazyRagRequest(user="u", collection="c", query="q"))
+    assert res.response.startswith("Rush") and res.confidence == 0.8 and res.missing_info == ["x"]
+    assert [c.chunk_id for c in res.citations] == ["q1"] and res.model == "fake" and res.stats.llm_calls == 1
+    prompt = next(arg for name, arg in g.calls if name == "complete")
+    assert prompt.index("<data>") < prompt.index("[q1]") < prompt.index("</data>")
+
+
+async def test_no_model_keeps_the_retrieval_only_answer_and_no_data_is_not_an_error() -> None:
+    res = await LazyRag(Graph(), LazyRagSettings()).run(LazyRagRequest(user="u", collection="c", query="q"))
+    assert res.response.startswith("No language model is configured") and "[q1]" in res.response
+
+    class Empty(Graph):
+        async def search_chunks(self, t, vector, text, limit):  # type: ignore[no-untyped-def]
+            return []
+
+        async def seeds(self, t, vector, text, limit):  # type: ignore[no-untyped-def]
+            return []
+
+    empty = await LazyRag(Empty(), LazyRagSettings()).run(LazyRagRequest(user="u", collection="c", query="q"))
+    assert empty.no_data_found and not empty.chunks and empty.error is None
+
+
+def test_personalized_pagerank_conserves_mass_and_prefers_the_seed_side() -> None:
+    g = WeightedGraph()
+    for a, b in [("s", "x"), ("x", "y"), ("y", "z"), ("s", "w")]:
+        g.link(a, b, 1.0)
+    mass = personalized_pagerank(g, {"s": 1.0})
+    assert sum(mass.values()) == pytest.approx(1.0)
+    assert mass["s"] > mass["x"] > mass["y"] > mass["z"]
+    assert personalized_pagerank(g, {"nowhere": 1.0}) == {}
+
+
+def test_coverage_counts_concepts_named_by_entities_or_passages() -> None:
+    nb = Neighbourhood(chunks=[chunk("a", "The drummer of Rush.")], entities=[], seeds=[])
+    concepts = [ConceptMention(key="rush", label="Rush"), ConceptMention(key="toronto", label="Toronto")]
+    assert coverage(concepts, ["Neil Peart"], nb) == (0.5, ["Toronto"])
+    assert coverage([], [], nb) == (1.0, [])
