@@ -10,9 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from schemas.base import Message, Response, ScopedRequest
 from schemas.retrieval import RelationshipRef
+from schemas.scope import MetadataValue, Scope
 
 MAX_DOCUMENT_CHARS = 10_000_000
-MetadataValue = str | int | float | bool
 
 
 class Document(BaseModel):
@@ -25,22 +25,6 @@ class Document(BaseModel):
     text: str = Field(max_length=MAX_DOCUMENT_CHARS)
     timestamp: datetime | None = None
     metadata: dict[str, MetadataValue | list[MetadataValue]] = Field(default={}, max_length=256)
-
-
-class Scope(BaseModel):
-    """A narrower scope inside user + collection: only these documents, and/or only documents
-    whose metadata has `key` equal to the value (or to one of the values). Every store applies
-    it inside its queries."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    document_ids: list[str] | None = Field(default=None, max_length=10_000)
-    metadata: dict[str, MetadataValue | list[MetadataValue]] | None = Field(default=None, max_length=64)
-
-    @property
-    def is_empty(self) -> bool:
-        """True when the scope narrows nothing."""
-        return self.document_ids is None and not self.metadata
 
 
 class Chunk(BaseModel):

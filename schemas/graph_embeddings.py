@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from schemas.base import Response, ScopedRequest
+from schemas.scope import Scope
 from schemas.terms import Term
 
 
@@ -16,6 +17,7 @@ class GraphEmbeddingsRequest(ScopedRequest):
     limit: int = Field(default=20, ge=1, le=1000)
     text: str | None = Field(default=None, max_length=8192)
     predicate_limit: int = Field(default=0, ge=0, le=1000)
+    scope: Scope | None = None  # only entities a chunk in the scope mentions
 
 
 class EntityMatch(BaseModel):

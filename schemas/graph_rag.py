@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from schemas.base import Response, ScopedRequest
+from schemas.scope import Scope
 from schemas.terms import LabelledTriple
 
 
@@ -30,6 +31,7 @@ class GraphRagRequest(ScopedRequest, GraphRagParams):
     query: str = Field(min_length=1, max_length=8192)
     streaming: bool = False
     no_llm: bool = False
+    scope: Scope | None = None  # only entities and relations with a source chunk in the scope
 
 
 class SeedEntity(BaseModel):

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, RootModel
 
 from schemas.base import Response, ScopedRequest
+from schemas.scope import Scope
 from schemas.terms import Term, Triple
 
 MAX_BATCH = 5000
@@ -47,6 +48,8 @@ class NeighboursQuery(ScopedRequest):
     focus_limit: int = Field(default=0, ge=0, le=10000)
     # entity → the relations that led to it (at most one per hop; graph-rag allows 8 hops)
     paths: dict[str, Annotated[list[str], Field(max_length=16)]] = Field(default={}, max_length=MAX_BATCH)
+    # Only relations with a source chunk in the scope (triples loaded without documents have none).
+    scope: Scope | None = None
 
 
 class LabelsQuery(ScopedRequest):

@@ -33,9 +33,9 @@ def _query_parser(q: argparse.ArgumentParser, service: str) -> None:
         help="request parameter by gateway name, e.g. "
         + ("max-subgraph-size=150" if service == "graph-rag" else "max-hops=2"),
     )
-    if service != "graph-rag":
-        q.add_argument("--scope-document", action="append", metavar="ID", help="only these documents (repeatable)")
-        q.add_argument("--scope", action="append", metavar="KEY=VALUE", help="only documents with this metadata")
+    q.add_argument("--scope-document", action="append", metavar="ID", help="only these documents (repeatable)")
+    q.add_argument("--scope", action="append", metavar="KEY=VALUE", help="only documents with this metadata")
+    if service == "lazy-rag":
         q.add_argument("--operation", choices=["query", "expand"], default="query", help="expand: retrieval only")
     q.add_argument("--url", help="gateway URL (default: run in-process)")
     q.add_argument("--token", help="gateway token (or KGFLOW_GATEWAY_TOKEN)")

@@ -113,7 +113,9 @@ def _lazy_rag_text(res: LazyRagResponse) -> None:
 KINDS: dict[str, QueryKind] = {
     GRAPH_RAG.name: QueryKind(
         GRAPH_RAG,
-        lambda a, q, p: GraphRagRequest(query=q, user=a.user, collection=a.collection, no_llm=a.no_llm, **p),
+        lambda a, q, p: GraphRagRequest(
+            query=q, user=a.user, collection=a.collection, no_llm=a.no_llm, scope=parse_scope(a), **p
+        ),
         _graph_rag_json,
         _graph_rag_text,
     ),

@@ -27,7 +27,7 @@ from schemas.triples import PatternQuery
 DEFAULT_COLLECTION = "default"
 DEFAULT_WORKSPACE = "default"
 
-GRAPH_RAG_FIELDS = ("query", "collection", *GRAPH_RAG.param_names(), "streaming", "no-llm")
+GRAPH_RAG_FIELDS = ("query", "collection", *GRAPH_RAG.param_names(), "streaming", "no-llm", "scope")
 
 
 class BadRequest(ValueError):

@@ -123,6 +123,17 @@ class DocumentStore(Protocol):
         """Relations (s, p, o, support) among `entities` with a source chunk in scope, strongest first."""
         ...
 
+    async def scoped_entities(self, user: str, collection: str, scope: Scope) -> set[str]:
+        """Entities a chunk in the (narrowing) scope mentions."""
+        ...
+
+    async def scoped_neighbours(
+        self, user: str, collection: str, entities: Sequence[str], limit_per_entity: int, scope: Scope
+    ) -> list[tuple[tuple[str, str, str, int, str, str], str]]:
+        """Relation edges touching `entities` with a source chunk in the scope, as (raw edge,
+        entity found from): out-edges first, each entity's first `limit_per_entity` in key order."""
+        ...
+
     async def documents(self, user: str, collection: str, limit: int, scope: Scope | None = None) -> list[DocumentInfo]:
         """Documents of the collection in id order."""
         ...

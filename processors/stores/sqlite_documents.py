@@ -49,6 +49,7 @@ CREATE TABLE IF NOT EXISTS relation_sources (
     PRIMARY KEY (user, collection, s, p, o, chunk_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS relation_sources_doc ON relation_sources(user, collection, document_id);
+CREATE INDEX IF NOT EXISTS relation_sources_o ON relation_sources(user, collection, o, p, s);
 CREATE TABLE IF NOT EXISTS concepts (
     user TEXT NOT NULL, collection TEXT NOT NULL, iri TEXT NOT NULL, owned INTEGER NOT NULL,
     PRIMARY KEY (user, collection, iri)
@@ -102,6 +103,19 @@ WHERE user = ?1 AND collection = ?2
   AND s IN (SELECT value FROM json_each(?3)) AND o IN (SELECT value FROM json_each(?3))
   AND (?4 IS NULL OR document_id IN (SELECT value FROM json_each(?4)))
 GROUP BY s, p, o ORDER BY w DESC, s, o LIMIT ?5
+"""
+SCOPED_ENTITIES = """
+SELECT DISTINCT entity FROM mentions INDEXED BY mentions_doc
+WHERE user = ?1 AND collection = ?2 AND document_id IN (SELECT value FROM json_each(?3))
+"""
+# Relation edges of one entity with a source chunk in the scope, in key order (predicate, far end).
+SCOPED_OUT = """
+SELECT DISTINCT s, p, o FROM relation_sources WHERE user = ?1 AND collection = ?2 AND s = ?3
+  AND document_id IN (SELECT value FROM json_each(?4)) ORDER BY p, o LIMIT ?5
+"""
+SCOPED_IN = """
+SELECT DISTINCT s, p, o FROM relation_sources INDEXED BY relation_sources_o WHERE user = ?1 AND collection = ?2
+  AND o = ?3 AND document_id IN (SELECT value FROM json_each(?4)) ORDER BY p, s LIMIT ?5
 """
 VERSION_CHECK_S = 1.0
 
@@ -229,6 +243,36 @@ class SqliteDocumentStore:
             allowed = scoped_ids(conn, user, collection, scope)
             docs = None if allowed is None else json.dumps(sorted(allowed))
             return conn.execute(RELATIONS_AMONG, (user, collection, json.dumps(list(entities)), docs, limit)).fetchall()
+
+        return await self.db.read(read)
+
+    async def scoped_entities(self, user: str, collection: str, scope: Scope) -> set[str]:
+        """Entities a chunk in the scope mentions."""
+
+        def read(conn: sqlite3.Connection) -> set[str]:
+            allowed = scoped_ids(conn, user, collection, scope)
+            if allowed is None:
+                raise ValueError("scoped_entities needs a scope that narrows")
+            args = (user, collection, json.dumps(sorted(allowed)))
+            return {r[0] for r in conn.execute(SCOPED_ENTITIES, args)}
+
+        return await self.db.read(read)
+
+    async def scoped_neighbours(
+        self, user: str, collection: str, entities: Sequence[str], limit_per_entity: int, scope: Scope
+    ) -> list[tuple[tuple[str, str, str, int, str, str], str]]:
+        """Relation edges touching `entities` with a source chunk in the scope: (raw edge, the
+        entity it was found from), out-edges first, each entity's in key order."""
+
+        def read(conn: sqlite3.Connection) -> list[tuple[tuple[str, str, str, int, str, str], str]]:
+            allowed = scoped_ids(conn, user, collection, scope)
+            docs = json.dumps(sorted(allowed or ()))
+            found = []
+            for sql in (SCOPED_OUT, SCOPED_IN):
+                for e in dict.fromkeys(entities):
+                    rows = conn.execute(sql, (user, collection, e, docs, limit_per_entity))
+                    found += [((s_, p_, o_, 0, "", ""), e) for s_, p_, o_ in rows]
+            return found
 
         return await self.db.read(read)
 

@@ -23,7 +23,9 @@ from schemas.documents import (
     LoadResponse,
     Scope,
 )
-from schemas.services import COMMUNITIES, DOCUMENT_LOAD, DOCUMENTS
+from schemas.graph_embeddings import GraphEmbeddingsRequest
+from schemas.graph_rag import GraphRagRequest
+from schemas.services import COMMUNITIES, DOCUMENT_LOAD, DOCUMENTS, GRAPH_EMBEDDINGS, GRAPH_RAG
 
 U, C = "alice", "papers"
 DOCS = [
@@ -125,3 +127,24 @@ async def test_metadata_scope(system: System) -> None:
     both = await search(system, "capital", Scope(metadata={"tags": ["science", "city"], "lang": "en"}))
     assert {h.document_id for h in both} == {"curie", "paris", "warsaw"}
     assert await search(system, "capital", Scope(metadata={"lang": "fr"})) == []
+
+
+async def test_graph_rag_and_entity_search_respect_a_document_scope(system: System) -> None:
+    await load(system, DOCS)
+    vec = (await OnnxMiniLM.shared().embed(["Marie Curie Warsaw Paris"]))[0]
+    ge = RequestResponseClient.for_service(system.bus, GRAPH_EMBEDDINGS, "default", 60)
+    scoped = GraphEmbeddingsRequest(user=U, collection=C, vector=vec, text="Marie Curie and Paris", limit=50,
+                                    scope=Scope(document_ids=["paris"]))  # fmt: skip
+    found = {m.entity.value for m in (await ge.request(scoped)).entities}
+    assert found and not any(e.endswith("marie_curie") or e.endswith("/warsaw") for e in found)
+    assert any(e.endswith("/paris") for e in found)
+    unscoped = {m.entity.value for m in (await ge.request(scoped.model_copy(update={"scope": None}))).entities}
+    assert any(e.endswith("marie_curie") for e in unscoped)
+
+    rag = RequestResponseClient.for_service(system.bus, GRAPH_RAG, "default", 60)
+    req = GraphRagRequest(user=U, collection=C, query="Where was Marie Curie born?", no_llm=True)
+    everywhere = await rag.request(req)
+    assert any("warsaw" in (t.o_id + t.s_id) for t in everywhere.triples)
+    only_paris = await rag.request(req.model_copy(update={"scope": Scope(document_ids=["paris"])}))
+    ids = {x for t in only_paris.triples for x in (t.s_id, t.o_id)}
+    assert not any(x.endswith("/warsaw") or x.endswith("marie_curie") for x in ids)

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from processors.retrieval.common import Completion, Tenant
 from processors.retrieval.lazy_rag.rag import LazyRag, coverage
 from processors.retrieval.lazy_rag.retrieve import LazyRagSettings, Neighbourhood, retrieve
-from processors.retrieval.lazy_rag.sources import Completion, Tenant
 from processors.retrieval.relevance.graph_rank import WeightedGraph, personalized_pagerank
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Mention, Scope

@@ -13,8 +13,9 @@ from processors.base.runtime import embedded
 from processors.base.settings import RuntimeSettings, StoreSettings
 from processors.ingest.triples_loader import load_triples
 from processors.models.embeddings.model import OnnxMiniLM
+from processors.retrieval.common import Tenant
 from processors.retrieval.graph_rag.rag import GraphRag, GraphRagSettings
-from processors.retrieval.graph_rag.sources import LabelBatch, Scope, Seeds
+from processors.retrieval.graph_rag.sources import LabelBatch, Seeds
 from processors.retrieval.relevance.ranking import NeighbourResult
 from processors.retrieval.relevance.scoring import combine, cosines
 from processors.stores.local_index import LocalEntityIndex
@@ -90,7 +91,7 @@ class StoreSources:
     async def embed(self, text: str) -> list[float]:
         return _unit((0, 1.0))
 
-    async def entities(self, scope: Scope, vector: list[float], text: str, limit: int, predicates: int) -> Seeds:
+    async def entities(self, scope: Tenant, vector: list[float], text: str, limit: int, predicates: int) -> Seeds:
         return Seeds([SeedEntity(id=s, score=1.0, lexical=True) for s in self.seeds[:limit]], [])
 
     async def neighbours(self, query: NeighboursQuery) -> NeighbourResult:
@@ -98,7 +99,7 @@ class StoreSources:
         self.calls.append((list(query.entities), query.limit_per_entity, res.rows_read))
         return res
 
-    async def labels(self, scope: Scope, iris: Sequence[str]) -> LabelBatch:
+    async def labels(self, scope: Tenant, iris: Sequence[str]) -> LabelBatch:
         return LabelBatch(await self.store.labels(scope.user, scope.collection, iris))
 
     def complete(self, system: str, prompt: str, streaming: bool):  # type: ignore[no-untyped-def]

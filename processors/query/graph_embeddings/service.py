@@ -7,7 +7,10 @@ import asyncio
 from processors.base.bus import Bus
 from processors.base.processor import FlowContext, FlowProcessor, Host, ServiceSpec
 from processors.base.settings import RuntimeSettings
-from processors.stores.protocol import EntityHit, EntityIndex
+from processors.retrieval.relevance.ranking import rank_entity_hits
+from processors.retrieval.relevance.text_match import label_phrases
+from processors.stores.factory import Stores
+from processors.stores.protocol import EntityHit
 from schemas.graph_embeddings import EntityMatch, GraphEmbeddingsRequest, GraphEmbeddingsResponse
 from schemas.services import GRAPH_EMBEDDINGS
 from schemas.terms import Term
@@ -18,25 +21,46 @@ class GraphEmbeddingsProcessor(FlowProcessor):
 
     name = GRAPH_EMBEDDINGS.name
 
-    def __init__(self, bus: Bus, runtime: RuntimeSettings, entities: EntityIndex) -> None:
+    def __init__(self, bus: Bus, runtime: RuntimeSettings, stores: Stores) -> None:
         super().__init__(bus, runtime)
-        self.entities = entities
+        self.stores = stores
+        self.entities = stores.entities
 
     @classmethod
     def create(cls, host: Host) -> GraphEmbeddingsProcessor:
-        """Served from the process's entity index."""
-        return cls(host.bus, host.runtime, host.stores.entities)
+        """Served from the process's entity index (and document store, for scopes)."""
+        return cls(host.bus, host.runtime, host.stores)
 
     def services(self) -> list[ServiceSpec]:
         return [ServiceSpec(GRAPH_EMBEDDINGS, self.search)]
 
     async def search(self, req: GraphEmbeddingsRequest, flow: FlowContext) -> GraphEmbeddingsResponse:
-        """Search the request's scope."""
-        searches = [self.entities.search(req.user, req.collection, req.vector, req.text, req.limit)]
+        """Search the request's user + collection, and scope if it has one."""
+        if req.scope is not None and not req.scope.is_empty:
+            first = self._scoped(req)
+        else:
+            first = self.entities.search(req.user, req.collection, req.vector, req.text, req.limit)
+        searches = [first]
         if req.predicate_limit:
             searches.append(self.entities.nearest_predicates(req.user, req.collection, req.vector, req.predicate_limit))
         hits, *preds = await asyncio.gather(*searches)
         return GraphEmbeddingsResponse(entities=_matches(hits), predicates=_matches(preds[0] if preds else []))
+
+    async def _scoped(self, req: GraphEmbeddingsRequest) -> list[EntityHit]:
+        """Exact search over the entities a chunk in the scope mentions (the index cannot filter)."""
+        assert req.scope is not None
+        user, coll = req.user, req.collection
+        allowed = await self.stores.documents.scoped_entities(user, coll, req.scope)
+        if not allowed:
+            return []
+        sims = await self.entities.similarities(user, coll, req.vector, sorted(allowed))
+        nearest = sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[: req.limit]
+        named = await self.entities.named(user, coll, label_phrases(req.text)) if req.text else {}
+        lexical = sorted({iri for iri in named.values() if iri in allowed})
+        labels = await self.stores.triples.labels(user, coll, sorted({i for i, _ in nearest} | set(lexical)))
+        hits = [EntityHit(i, labels.get(i, i), 1.0, lexical=True) for i in lexical]
+        hits += [EntityHit(i, labels.get(i, i), s) for i, s in nearest if i not in set(lexical)]
+        return rank_entity_hits(hits, req.limit)
 
 
 def _matches(hits: list[EntityHit]) -> list[EntityMatch]:

@@ -8,6 +8,7 @@ from processors.base.processor import FlowContext, FlowProcessor, Host, ServiceS
 from processors.base.settings import RuntimeSettings
 from processors.ingest.triples_loader import load_triples
 from processors.models.embeddings.client import FlowEmbedder
+from processors.retrieval.relevance.ranking import NeighbourResult, rank_neighbours
 from processors.stores.factory import Stores
 from schemas.flows import GraphChanged
 from schemas.services import EMBEDDINGS, TRIPLES, Service
@@ -54,13 +55,24 @@ class TriplesProcessor(FlowProcessor):
             labels = await store.labels(req.user, req.collection, req.iris)
             return TriplesResponse(labels=labels, rows_read=len(labels))
         if isinstance(req, NeighboursQuery):
-            res = await store.neighbours(req)
+            res = await self._neighbours(req)
             triples = [
                 ScoredTriple(s=t.s, p=t.p, o=t.o, score=sc) for t, sc in zip(res.triples, res.scores, strict=True)
             ]
             return TriplesResponse(triples=triples, rows_read=res.rows_read)
         found = await store.pattern(req.user, req.collection, req.s, req.p, req.o, req.limit)
         return TriplesResponse(triples=[ScoredTriple(s=t.s, p=t.p, o=t.o) for t in found], rows_read=len(found))
+
+    async def _neighbours(self, req: NeighboursQuery) -> NeighbourResult:
+        """The frontier's edges; with a scope, only relations with a source chunk in it (from the
+        document store's provenance), ranked as every store ranks."""
+        if req.scope is None or req.scope.is_empty:
+            return await self.stores.triples.neighbours(req)
+        found = await self.stores.documents.scoped_neighbours(
+            req.user, req.collection, req.entities, req.limit_per_entity, req.scope
+        )
+        out = [(e, via) for e, via in found if req.direction in ("both", "out" if e[0] == via else "in")]
+        return await rank_neighbours(out, len(found), req, self.stores.entities)
 
     async def write(self, req: StoreTriples, flow: FlowContext) -> TriplesResponse:
         """Store, embed labels with the flow's embeddings service, then announce the change."""

@@ -11,7 +11,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from processors.base.errors import QueryTimeout
-from processors.retrieval.graph_rag.sources import GraphSources, Scope
+from processors.retrieval.common import Tenant
+from processors.retrieval.graph_rag.sources import GraphSources
 from processors.retrieval.graph_rag.traversal import TraversalLimits, batched_traversal
 from processors.retrieval.relevance.text_match import normalize
 from schemas.graph_rag import GraphRagParams, GraphRagRequest, GraphRagStats, SeedEntity
@@ -101,7 +102,7 @@ class GraphRag:
             s.traversal,
             s.focus_edges,
         )
-        scope = Scope(req.user, req.collection)
+        scope = Tenant(req.user, req.collection, req.scope)
         stats = GraphRagStats()
         began = t = time.perf_counter()
         vector = await self.sources.embed(req.query)

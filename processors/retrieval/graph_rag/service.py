@@ -14,8 +14,9 @@ from processors.base.metrics import ROWS_READ, STAGE, STORE_ROUND_TRIPS
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
 from processors.models.text_completion.backend import CompletionChunk
+from processors.retrieval.common import Tenant
 from processors.retrieval.graph_rag.rag import GraphRag, GraphRagSettings
-from processors.retrieval.graph_rag.sources import LabelBatch, Scope, Seeds
+from processors.retrieval.graph_rag.sources import LabelBatch, Seeds
 from processors.retrieval.relevance.ranking import NeighbourResult
 from schemas.embeddings import EmbeddingsRequest
 from schemas.graph_embeddings import GraphEmbeddingsRequest
@@ -47,11 +48,11 @@ class BusSources:
         res = await self._call(EMBEDDINGS, EmbeddingsRequest(texts=[text]))
         return res.vectors[0]
 
-    async def entities(self, scope: Scope, vector: list[float], text: str, limit: int, predicates: int) -> Seeds:
+    async def entities(self, scope: Tenant, vector: list[float], text: str, limit: int, predicates: int) -> Seeds:
         res = await self._call(
             GRAPH_EMBEDDINGS,
             GraphEmbeddingsRequest(user=scope.user, collection=scope.collection, vector=vector, text=text, limit=limit,
-                                   predicate_limit=predicates),
+                                   predicate_limit=predicates, scope=scope.scope),
         )  # fmt: skip
         return Seeds(
             [SeedEntity(id=m.entity.value, label=m.label, score=m.score, lexical=m.lexical) for m in res.entities],
@@ -64,7 +65,7 @@ class BusSources:
             [Triple(s=t.s, p=t.p, o=t.o) for t in res.triples], [t.score for t in res.triples], res.rows_read
         )
 
-    async def labels(self, scope: Scope, iris: Sequence[str]) -> LabelBatch:
+    async def labels(self, scope: Tenant, iris: Sequence[str]) -> LabelBatch:
         res = await self._call(
             LABEL_RESOLVER, LabelRequest(user=scope.user, collection=scope.collection, iris=list(iris))
         )

@@ -7,17 +7,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from processors.models.text_completion.backend import CompletionChunk
+from processors.retrieval.common import Tenant
 from processors.retrieval.relevance.ranking import NeighbourResult
 from schemas.graph_rag import SeedEntity
 from schemas.triples import NeighboursQuery
-
-
-@dataclass(frozen=True)
-class Scope:
-    """The tenant scope every store call carries."""
-
-    user: str
-    collection: str
 
 
 @dataclass
@@ -45,7 +38,7 @@ class GraphSources(Protocol):
         """Vector of `text`."""
         ...
 
-    async def entities(self, scope: Scope, vector: list[float], text: str, limit: int, predicates: int) -> Seeds:
+    async def entities(self, scope: Tenant, vector: list[float], text: str, limit: int, predicates: int) -> Seeds:
         """Entities near `vector`, entities the text names and the `predicates` nearest
         predicates (one store round trip)."""
         ...
@@ -54,7 +47,7 @@ class GraphSources(Protocol):
         """Edges of a whole frontier, ranked (one store round trip)."""
         ...
 
-    async def labels(self, scope: Scope, iris: Sequence[str]) -> LabelBatch:
+    async def labels(self, scope: Tenant, iris: Sequence[str]) -> LabelBatch:
         """Labels of `iris` (at most one store round trip)."""
         ...
 

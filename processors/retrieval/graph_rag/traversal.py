@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from processors.retrieval.graph_rag.sources import GraphSources, Scope
+from processors.retrieval.common import Tenant
+from processors.retrieval.graph_rag.sources import GraphSources
 from schemas.terms import Triple
 from schemas.triples import NeighboursQuery
 
@@ -54,7 +55,7 @@ def _far_end(t: Triple, near: set[str]) -> str | None:
 
 
 def _hop_query(
-    scope: Scope,
+    scope: Tenant,
     frontier: list[str],
     limits: TraversalLimits,
     budget: int,
@@ -65,11 +66,16 @@ def _hop_query(
     """One level's neighbour query: scored candidates (relevance), or BFS's first edges per entity."""
     if query_vector is None:
         return NeighboursQuery(
-            user=scope.user, collection=scope.collection, entities=frontier, limit_per_entity=limits.triple_limit
+            user=scope.user,
+            collection=scope.collection,
+            entities=frontier,
+            limit_per_entity=limits.triple_limit,
+            scope=scope.scope,
         )
     return NeighboursQuery(
         user=scope.user,
         collection=scope.collection,
+        scope=scope.scope,
         entities=frontier,
         limit_per_entity=limits.candidates_per_entity,
         query_vector=query_vector,
@@ -82,7 +88,7 @@ def _hop_query(
 
 async def batched_traversal(
     sources: GraphSources,
-    scope: Scope,
+    scope: Tenant,
     seeds: Sequence[str],
     limits: TraversalLimits,
     query_vector: list[float] | None,

@@ -13,9 +13,10 @@ import json
 import time
 
 from processors.base.errors import QueryTimeout
+from processors.retrieval.common import Stopwatch, Tenant
 from processors.retrieval.lazy_rag.prompts import SUMMARY_SCHEMA, SUMMARY_SYSTEM, retrieval_only_answer, summary_prompt
-from processors.retrieval.lazy_rag.retrieve import LazyRagSettings, Neighbourhood, Stopwatch, retrieve
-from processors.retrieval.lazy_rag.sources import LazySources, Tenant
+from processors.retrieval.lazy_rag.retrieve import LazyRagSettings, Neighbourhood, retrieve
+from processors.retrieval.lazy_rag.sources import LazySources
 from processors.retrieval.relevance.ranking import documents_of
 from processors.retrieval.relevance.text_match import normalize
 from schemas.communities import CommunityInfo

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import math
-import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
-from processors.retrieval.lazy_rag.sources import LazySources, Tenant
+from processors.retrieval.common import Stopwatch, Tenant
+from processors.retrieval.lazy_rag.sources import LazySources
 from processors.retrieval.relevance.graph_rank import WeightedGraph, normalise, personalized_pagerank
 from schemas.documents import Chunk, Mention
 from schemas.graph_rag import SeedEntity
@@ -60,20 +60,6 @@ class Neighbourhood:
     mentions: list[Mention] = field(default_factory=list)
     round_trips: int = 0
     stage_ms: dict[str, float] = field(default_factory=dict)
-
-
-class Stopwatch:
-    """Per-stage wall times of one request."""
-
-    def __init__(self) -> None:
-        self.stage_ms: dict[str, float] = {}
-        self._t = time.perf_counter()
-
-    def lap(self, stage: str) -> None:
-        """Close `stage` (time since the previous lap)."""
-        now = time.perf_counter()
-        self.stage_ms[stage] = round(self.stage_ms.get(stage, 0.0) + (now - self._t) * 1000, 3)
-        self._t = now
 
 
 async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettings) -> Neighbourhood:

@@ -12,9 +12,9 @@ from processors.base.errors import QueryTimeout, ServiceError
 from processors.base.metrics import STAGE, STORE_ROUND_TRIPS
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
+from processors.retrieval.common import Completion, Tenant
 from processors.retrieval.lazy_rag.rag import LazyRag
 from processors.retrieval.lazy_rag.retrieve import LazyRagSettings
-from processors.retrieval.lazy_rag.sources import Completion, Tenant
 from schemas.communities import CommunitiesOf, CommunityInfo
 from schemas.documents import Chunk, ChunkSearch, EntityChunks, EntityRelations, GetChunks, Mention
 from schemas.embeddings import EmbeddingsRequest
@@ -62,7 +62,9 @@ class BusLazySources:
         return (await self._call(DOCUMENTS, req)).chunks
 
     async def seeds(self, t: Tenant, vector: list[float], text: str, limit: int) -> list[SeedEntity]:
-        req = GraphEmbeddingsRequest(user=t.user, collection=t.collection, vector=vector, text=text, limit=limit)
+        req = GraphEmbeddingsRequest(
+            user=t.user, collection=t.collection, vector=vector, text=text, limit=limit, scope=t.scope
+        )
         res = await self._call(GRAPH_EMBEDDINGS, req)
         return [SeedEntity(id=m.entity.value, label=m.label, score=m.score, lexical=m.lexical) for m in res.entities]
 

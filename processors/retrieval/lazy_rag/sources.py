@@ -4,34 +4,14 @@ over the flow's clients, tests over fakes). Every call is one store round trip o
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+from processors.retrieval.common import Completion, Tenant
 from schemas.communities import CommunityInfo
-from schemas.documents import Chunk, Mention, Scope
+from schemas.documents import Chunk, Mention
 from schemas.extraction import ConceptMention
 from schemas.graph_rag import SeedEntity
 from schemas.retrieval import RelationshipRef
-
-
-@dataclass(frozen=True)
-class Tenant:
-    """User + collection, and the request's narrower scope."""
-
-    user: str
-    collection: str
-    scope: Scope | None = None
-
-
-@dataclass
-class Completion:
-    """A model's answer (`configured` False: no model, the text says so)."""
-
-    text: str
-    configured: bool = True
-    model: str = ""
-    in_token: int = 0
-    out_token: int = 0
 
 
 class LazySources(Protocol):
