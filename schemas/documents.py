@@ -134,6 +134,23 @@ class EntityRelations(ScopedDocRequest):
     limit: int = Field(default=100, ge=1, le=10_000)
 
 
+class SearchRelations(ScopedDocRequest):
+    """Relations nearest a vector (relation vectors are computed at index time, no model), with a
+    source chunk in scope."""
+
+    operation: Literal["search-relations"] = "search-relations"
+    vector: list[float] = Field(min_length=1)
+    limit: int = Field(default=40, ge=1, le=10_000)
+
+
+class RelationChunks(ScopedDocRequest):
+    """The source chunks of relations (each `[s, p, o]`) in scope, at most `per_relation` each."""
+
+    operation: Literal["relation-chunks"] = "relation-chunks"
+    relations: list[tuple[str, str, str]] = Field(min_length=1, max_length=5000)
+    per_relation: int = Field(default=5, ge=1, le=1000)
+
+
 class GetChunks(ScopedDocRequest):
     """Chunks by id (text, offsets, document title)."""
 
@@ -177,6 +194,8 @@ class DocumentsRequest(RootModel):
         | ChunkSearch
         | EntityChunks
         | EntityRelations
+        | SearchRelations
+        | RelationChunks
         | GetChunks
         | ListCollections
         | DeleteDocuments
@@ -222,6 +241,7 @@ class DocumentsResponse(Response):
     chunks: list[Chunk] = []
     links: ChunkLinks | None = None
     relations: list[RelationshipRef] = []
+    relation_chunks: list[tuple[tuple[str, str, str], str]] = []  # (relation, chunk id)
     collections: list[CollectionInfo] = []
     documents: list[DocumentInfo] = []
     store_round_trips: int = 0

@@ -33,6 +33,7 @@ class RelationshipRef(BaseModel):
     p_label: str | None = None
     o_label: str | None = None
     weight: float = 0.0
+    score: float | None = None  # similarity to the query, in relation searches
 
 
 class Citation(BaseModel):

@@ -18,6 +18,7 @@ from schemas.embeddings import EmbeddingsRequest, EmbeddingsResponse
 from schemas.extraction import ExtractRequest, ExtractResponse
 from schemas.graph_embeddings import GraphEmbeddingsRequest, GraphEmbeddingsResponse
 from schemas.graph_rag import GraphRagParams, GraphRagRequest, GraphRagResponse
+from schemas.kg_query import KgQueryParams, KgQueryRequest, KgQueryResponse
 from schemas.labels import LabelRequest, LabelResponse
 from schemas.lazy_rag import LazyRagParams, LazyRagRequest, LazyRagResponse
 from schemas.text_completion import TextCompletionRequest, TextCompletionResponse
@@ -52,6 +53,7 @@ EXTRACTOR = Service("extractor", ExtractRequest, ExtractResponse)
 DOCUMENT_LOAD = Service("document-load", LoadDocuments, LoadResponse)
 COMMUNITIES = Service("communities", CommunitiesRequest, CommunitiesResponse)
 LAZY_RAG = Service("lazy-rag", LazyRagRequest, LazyRagResponse, LazyRagParams)
+KG_QUERY = Service("kg-query", KgQueryRequest, KgQueryResponse, KgQueryParams)
 
 SERVICES: dict[str, Service] = {
     s.name: s
@@ -67,5 +69,6 @@ SERVICES: dict[str, Service] = {
         DOCUMENT_LOAD,
         COMMUNITIES,
         LAZY_RAG,
+        KG_QUERY,
     )
 }

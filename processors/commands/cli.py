@@ -37,6 +37,10 @@ def _query_parser(q: argparse.ArgumentParser, service: str) -> None:
     q.add_argument("--scope", action="append", metavar="KEY=VALUE", help="only documents with this metadata")
     if service == "lazy-rag":
         q.add_argument("--operation", choices=["query", "expand"], default="query", help="expand: retrieval only")
+    if service == "kg-query":
+        q.add_argument(
+            "--mode", choices=["local", "global", "hybrid", "mix", "naive"], help="default: the flow's (mix)"
+        )
     q.add_argument("--url", help="gateway URL (default: run in-process)")
     q.add_argument("--token", help="gateway token (or KGFLOW_GATEWAY_TOKEN)")
     q.add_argument("--parallel", type=int, default=4, help="questions in flight with --batch")
@@ -78,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, text in (
         ("graph-rag", "answer a question with GraphRAG over the collection's triples"),
         ("lazy-rag", "answer a question from the collection's documents (graph-aware retrieval, lazy summary)"),
+        ("kg-query", "LightRAG-style modes (local, global, hybrid, mix, naive) with token budgets"),
     ):
         _query_parser(query.add_parser(name, help=text), name)
 

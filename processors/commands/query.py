@@ -22,8 +22,9 @@ from processors.commands.options import runtime_settings
 from schemas.base import Response
 from schemas.documents import Scope
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
+from schemas.kg_query import KgQueryRequest, KgQueryResponse
 from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
-from schemas.services import GRAPH_RAG, LAZY_RAG, Service
+from schemas.services import GRAPH_RAG, KG_QUERY, LAZY_RAG, Service
 
 Ask = Callable[[BaseModel], Awaitable[Any]]
 
@@ -91,7 +92,8 @@ def _graph_rag_text(res: GraphRagResponse) -> None:
         )
 
 
-def _lazy_rag_json(question: str, res: LazyRagResponse) -> dict[str, Any]:
+def _document_json(question: str, res: Response) -> dict[str, Any]:
+    """A document service's response as the CLI's JSON (`answer` is its `response`)."""
     out = res.model_dump(mode="json", exclude={"schema_version", "error", "end_of_stream", "message_type"})
     return {"question": question, "answer": out.pop("response"), **out}
 
@@ -107,6 +109,20 @@ def _lazy_rag_text(res: LazyRagResponse) -> None:
             f"\n(confidence {res.confidence:.2f}; {len(res.chunks)} chunks, {len(res.entities)} entities; "
             f"{res.stats.store_round_trips} store round trips, {res.stats.llm_calls} model calls, "
             f"{res.stats.elapsed_ms:.0f} ms)"
+        )
+
+
+def _kg_query_text(res: KgQueryResponse) -> None:
+    print(res.response)
+    if res.response.startswith("No language model") and res.context:
+        print("\n" + res.context)
+    if res.references:
+        print("\nreferences: " + "; ".join(f"{d.title or d.id} ({d.id})" for d in res.references[:8]))
+    if res.stats and res.tokens:
+        print(
+            f"\n(mode {res.mode}; {len(res.entities)} entities, {len(res.relationships)} relationships, "
+            f"{len(res.chunks)} chunks; {res.tokens.total}/{res.tokens.max_total_tokens} tokens; "
+            f"{res.stats.store_round_trips} store round trips, {res.stats.elapsed_ms:.0f} ms)"
         )
 
 
@@ -130,8 +146,22 @@ KINDS: dict[str, QueryKind] = {
             operation=a.operation,
             **p,
         ),  # fmt: skip
-        _lazy_rag_json,
+        _document_json,
         _lazy_rag_text,
+    ),
+    KG_QUERY.name: QueryKind(
+        KG_QUERY,
+        lambda a, q, p: KgQueryRequest(
+            query=q,
+            user=a.user,
+            collection=a.collection,
+            no_llm=a.no_llm,
+            scope=parse_scope(a),
+            **({"mode": a.mode} if a.mode else {}),
+            **p,
+        ),  # fmt: skip
+        _document_json,
+        _kg_query_text,
     ),
 }
 

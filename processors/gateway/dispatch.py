@@ -27,6 +27,7 @@ from schemas.services import (
     EMBEDDINGS,
     GRAPH_EMBEDDINGS,
     GRAPH_RAG,
+    KG_QUERY,
     LAZY_RAG,
     TEXT_COMPLETION,
     TRIPLES,
@@ -45,7 +46,7 @@ TRUSTGRAPH_SERVICES: dict[str, Service] = {
     s.name: s for s in (GRAPH_RAG, TRIPLES, EMBEDDINGS, GRAPH_EMBEDDINGS, TEXT_COMPLETION)
 }
 # kgflow's own services: their wire format is the kgflow schema's JSON (kebab- or snake-case names).
-KGFLOW_SERVICES: dict[str, Service] = {s.name: s for s in (LAZY_RAG, DOCUMENTS, COMMUNITIES)}
+KGFLOW_SERVICES: dict[str, Service] = {s.name: s for s in (LAZY_RAG, KG_QUERY, DOCUMENTS, COMMUNITIES)}
 FLOW_SERVICES: dict[str, Service] = {**TRUSTGRAPH_SERVICES, **KGFLOW_SERVICES}
 WORKSPACE_SERVICES = ("flow", "config")
 FLOW_WRITE_OPS = ("put-blueprint", "delete-blueprint", "start-flow", "stop-flow")

@@ -75,3 +75,27 @@ def _top(scores: np.ndarray, mask: np.ndarray | None, k: int) -> list[int]:
         return []
     top = np.argpartition(-scores, k - 1)[:k]
     return top[np.lexsort((top, -scores[top]))].tolist()
+
+
+@dataclass
+class RelationIndex:
+    """Relation vectors of one collection and the documents each relation's sources are in."""
+
+    version: int
+    keys: list[tuple[str, str, str]]
+    documents: list[frozenset[str]]
+    support: list[int]  # source chunks
+    vectors: np.ndarray  # unit rows
+
+    def search(
+        self, vector: Sequence[float], limit: int, allowed: set[str] | None
+    ) -> list[tuple[tuple[str, str, str], float, int]]:
+        """(relation, cosine, support) of the nearest relations with a source in `allowed`."""
+        if not self.keys:
+            return []
+        mask = None
+        if allowed is not None:
+            mask = np.fromiter((not d.isdisjoint(allowed) for d in self.documents), dtype=bool, count=len(self.keys))
+        q = np.asarray(vector, dtype=np.float32)
+        sims = self.vectors @ (q / (np.linalg.norm(q) or 1.0))
+        return [(self.keys[i], float(sims[i]), self.support[i]) for i in _top(sims, mask, limit)]

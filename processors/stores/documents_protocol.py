@@ -23,6 +23,7 @@ class Relation:
     p: str
     o: str
     chunk_ids: list[str]
+    vector: list[float] | None = None  # its ends' label vectors and its chunks' text, summed (relation search)
 
 
 @dataclass
@@ -121,6 +122,24 @@ class DocumentStore(Protocol):
         self, user: str, collection: str, entities: Sequence[str], limit: int, scope: Scope | None = None
     ) -> list[tuple[str, str, str, int]]:
         """Relations (s, p, o, support) among `entities` with a source chunk in scope, strongest first."""
+        ...
+
+    async def search_relations(
+        self, user: str, collection: str, vector: Sequence[float], limit: int, scope: Scope | None = None
+    ) -> list[tuple[str, str, str, float, int]]:
+        """Relations (s, p, o, cosine, support) nearest `vector` with a source chunk in the scope."""
+        ...
+
+    async def relation_chunks(
+        self,
+        user: str,
+        collection: str,
+        relations: Sequence[tuple[str, str, str]],
+        per_relation: int,
+        scope: Scope | None = None,
+    ) -> list[tuple[tuple[str, str, str], str]]:
+        """(relation, chunk id) for the source chunks of `relations` in the scope, at most
+        `per_relation` each."""
         ...
 
     async def scoped_entities(self, user: str, collection: str, scope: Scope) -> set[str]:

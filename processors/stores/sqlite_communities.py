@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from processors.ingest.communities.profiles import CommunityRecord
-from processors.stores.sqlite_documents import scoped_ids
+from processors.stores.sqlite_docs_schema import scoped_ids
 from processors.stores.sqlite_pool import SqlitePool
 from schemas.communities import CommunityInfo
 from schemas.documents import Scope

@@ -12,7 +12,13 @@ from processors.base.bus import Bus, Producer
 from processors.base.processor import FlowContext, FlowProcessor, Host, ServiceSpec
 from processors.base.settings import RuntimeSettings
 from processors.models.embeddings.client import FlowEmbedder
-from processors.query.documents.linking import RELATED_TO, RELATED_TO_LABEL, link, unlinked_triples
+from processors.query.documents.linking import (
+    RELATED_TO,
+    RELATED_TO_LABEL,
+    attach_relation_vectors,
+    link,
+    unlinked_triples,
+)
 from processors.stores.documents_protocol import RemovedLinks
 from processors.stores.factory import Stores
 from schemas.documents import (
@@ -28,6 +34,8 @@ from schemas.documents import (
     GetChunks,
     ListCollections,
     ListDocuments,
+    RelationChunks,
+    SearchRelations,
     StoreDocuments,
 )
 from schemas.flows import GraphChanged
@@ -46,6 +54,8 @@ DocumentsRequest = (
     | DeleteDocuments
     | DeleteCollection
     | ListDocuments
+    | SearchRelations
+    | RelationChunks
 )
 
 
@@ -87,6 +97,13 @@ class DocumentsProcessor(FlowProcessor):
             found = await docs.relations(req.user, req.collection, req.entities, req.limit, req.scope)
             rels = [RelationshipRef(s=s_, p=p_, o=o_, weight=float(w)) for s_, p_, o_, w in found]
             return DocumentsResponse(relations=rels, store_round_trips=1)
+        if isinstance(req, SearchRelations):
+            hits = await docs.search_relations(req.user, req.collection, req.vector, req.limit, req.scope)
+            rels = [RelationshipRef(s=s_, p=p_, o=o_, weight=float(n), score=sc) for s_, p_, o_, sc, n in hits]
+            return DocumentsResponse(relations=rels, store_round_trips=1)
+        if isinstance(req, RelationChunks):
+            pairs = await docs.relation_chunks(req.user, req.collection, req.relations, req.per_relation, req.scope)
+            return DocumentsResponse(relation_chunks=pairs, store_round_trips=1)
         if isinstance(req, GetChunks):
             return DocumentsResponse(chunks=await docs.chunks(req.user, req.collection, req.chunk_ids, req.scope))
         if isinstance(req, ListDocuments):
@@ -103,11 +120,16 @@ class DocumentsProcessor(FlowProcessor):
         user, coll = req.user, req.collection
         keys = sorted({c.key for d in req.documents for c in d.concepts})
         linked = link(req.documents, await self.stores.entities.named(user, coll, keys))
-        vectors = [(iri, label) for iri, label in linked.new_concepts.items()]
-        if vectors:
-            embedded = await FlowEmbedder(flow.client(EMBEDDINGS)).embed([label for _, label in vectors])
-            items = [(iri, label, v) for (iri, label), v in zip(vectors, embedded, strict=True)]
+        new = list(linked.new_concepts.items())
+        vectors: dict[str, list[float]] = {}
+        if new:
+            embedded = await FlowEmbedder(flow.client(EMBEDDINGS)).embed([label for _, label in new])
+            vectors = {iri: v for (iri, _), v in zip(new, embedded, strict=True)}
+            items = [(iri, label, vectors[iri]) for iri, label in new]
             await self.stores.entities.upsert(user, coll, items, "entity")
+        ends = sorted({x for s, _, o in linked.relations for x in (s, o)} - set(vectors))
+        vectors.update(await self.stores.entities.vectors(user, coll, ends) if ends else {})
+        attach_relation_vectors(linked, vectors)
         if linked.relations and not await self.stores.entities.vectors(user, coll, [RELATED_TO]):
             (v,) = await FlowEmbedder(flow.client(EMBEDDINGS)).embed([RELATED_TO_LABEL])
             await self.stores.entities.upsert(user, coll, [(RELATED_TO, RELATED_TO_LABEL, v)], "predicate")

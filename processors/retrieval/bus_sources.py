@@ -1,0 +1,154 @@
+"""The retrieval services' view of the rest of the system over the bus: one method per call,
+shared by lazy-rag, kg-query and drift (each declares, as a protocol, the methods it uses)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from processors.base.client import RemoteError, RequestTimeout
+from processors.base.errors import QueryTimeout, ServiceError
+from processors.base.processor import FlowContext
+from processors.retrieval.common import Completion, Tenant
+from processors.stores.chunk_index import SearchMode
+from schemas.communities import CommunitiesOf, CommunityInfo
+from schemas.documents import (
+    Chunk,
+    ChunkSearch,
+    EntityChunks,
+    EntityRelations,
+    GetChunks,
+    Mention,
+    RelationChunks,
+    SearchRelations,
+)
+from schemas.embeddings import EmbeddingsRequest
+from schemas.extraction import ConceptMention, ExtractRequest
+from schemas.graph_embeddings import GraphEmbeddingsRequest
+from schemas.graph_rag import SeedEntity
+from schemas.labels import LabelRequest
+from schemas.retrieval import RelationshipRef
+from schemas.services import (
+    COMMUNITIES,
+    DOCUMENTS,
+    EMBEDDINGS,
+    EXTRACTOR,
+    GRAPH_EMBEDDINGS,
+    LABEL_RESOLVER,
+    TEXT_COMPLETION,
+    TRIPLES,
+    Service,
+)
+from schemas.text_completion import TextCompletionRequest
+from schemas.triples import NeighboursQuery
+
+CANDIDATES_PER_ENTITY = 32  # edges read per entity before the best are kept
+
+
+class BusSources:
+    """The retrieval services' sources (lazy-rag, kg-query, drift) over the flow's clients; a call
+    that fails or times out ends the request with a typed error (not a redelivery)."""
+
+    def __init__(self, flow: FlowContext, stage_timeout_s: float) -> None:
+        self.flow = flow
+        self.timeout = stage_timeout_s
+
+    async def _call(self, service: Service, req: BaseModel) -> Any:
+        try:
+            return await self.flow.client(service).request(req, timeout_s=self.timeout)
+        except RequestTimeout:
+            raise QueryTimeout(f"{service.name} did not answer within {self.timeout}s; query abandoned") from None
+        except RemoteError as e:
+            raise ServiceError(e.type, f"{service.name}: {e.message}") from None
+
+    async def embed(self, text: str) -> list[float]:
+        return (await self._call(EMBEDDINGS, EmbeddingsRequest(texts=[text]))).vectors[0]
+
+    async def search_chunks(
+        self, t: Tenant, vector: list[float], text: str | None, limit: int, mode: SearchMode = "fused"
+    ) -> list[Chunk]:
+        req = ChunkSearch(user=t.user, collection=t.collection, scope=t.scope, vector=vector, text=text, limit=limit,
+                          mode=mode)  # fmt: skip
+        return (await self._call(DOCUMENTS, req)).chunks
+
+    async def seeds(self, t: Tenant, vector: list[float], text: str, limit: int) -> list[SeedEntity]:
+        req = GraphEmbeddingsRequest(
+            user=t.user, collection=t.collection, vector=vector, text=text, limit=limit, scope=t.scope
+        )
+        res = await self._call(GRAPH_EMBEDDINGS, req)
+        return [SeedEntity(id=m.entity.value, label=m.label, score=m.score, lexical=m.lexical) for m in res.entities]
+
+    async def links(
+        self, t: Tenant, entities: Sequence[str], chunk_ids: Sequence[str], per_entity: int
+    ) -> list[Mention]:
+        req = EntityChunks(user=t.user, collection=t.collection, scope=t.scope, entities=list(entities),
+                           chunk_ids=list(chunk_ids), per_entity=per_entity)  # fmt: skip
+        links = (await self._call(DOCUMENTS, req)).links
+        return links.mentions if links else []
+
+    async def chunks(self, t: Tenant, ids: Sequence[str]) -> list[Chunk]:
+        req = GetChunks(user=t.user, collection=t.collection, scope=t.scope, chunk_ids=list(ids))
+        return (await self._call(DOCUMENTS, req)).chunks
+
+    async def labels(self, t: Tenant, iris: Sequence[str]) -> dict[str, str]:
+        if not iris:
+            return {}
+        return (
+            await self._call(LABEL_RESOLVER, LabelRequest(user=t.user, collection=t.collection, iris=list(iris)))
+        ).labels
+
+    async def relations(self, t: Tenant, entities: Sequence[str]) -> list[RelationshipRef]:
+        if not entities:
+            return []
+        req = EntityRelations(user=t.user, collection=t.collection, scope=t.scope, entities=list(entities))
+        return (await self._call(DOCUMENTS, req)).relations
+
+    async def communities(self, t: Tenant, entities: Sequence[str], summarize: bool) -> tuple[list[CommunityInfo], int]:
+        if not entities:
+            return [], 0
+        req = CommunitiesOf(user=t.user, collection=t.collection, entities=list(entities), summarize=summarize)
+        res = await self._call(COMMUNITIES, req)
+        return res.communities, res.llm_calls
+
+    async def concepts(self, text: str) -> list[ConceptMention]:
+        return (await self._call(EXTRACTOR, ExtractRequest(texts=[text]))).mentions[0]
+
+    async def complete(self, system: str, prompt: str, json_schema: dict[str, Any] | None) -> Completion:
+        req = TextCompletionRequest(system=system, prompt=prompt, json_schema=json_schema)
+        res = await self._call(TEXT_COMPLETION, req)
+        return Completion(res.response, res.configured, res.model or "", res.in_token or 0, res.out_token or 0)
+
+    async def neighbour_relations(
+        self, t: Tenant, entities: Sequence[str], vector: list[float], limit: int
+    ) -> list[RelationshipRef]:
+        q = NeighboursQuery(
+            user=t.user,
+            collection=t.collection,
+            scope=t.scope,
+            entities=list(entities),
+            limit_per_entity=CANDIDATES_PER_ENTITY,
+            query_vector=vector,
+            max_returned=limit,
+        )
+        res = await self._call(TRIPLES, q)
+        return [
+            RelationshipRef(s=x.s.value, p=x.p.value, o=x.o.value, weight=x.score or 0.0, score=x.score)
+            for x in res.triples
+            if x.o.is_iri
+        ]
+
+    async def search_relations(self, t: Tenant, vector: list[float], limit: int) -> list[RelationshipRef]:
+        req = SearchRelations(user=t.user, collection=t.collection, scope=t.scope, vector=vector, limit=limit)
+        return (await self._call(DOCUMENTS, req)).relations
+
+    async def entity_chunks(self, t: Tenant, entities: Sequence[str], per_entity: int) -> list[Mention]:
+        return await self.links(t, entities, [], per_entity)
+
+    async def relation_chunks(
+        self, t: Tenant, relations: Sequence[tuple[str, str, str]], per_relation: int
+    ) -> list[tuple[tuple[str, str, str], str]]:
+        req = RelationChunks(user=t.user, collection=t.collection, scope=t.scope, relations=list(relations),
+                             per_relation=per_relation)  # fmt: skip
+        return (await self._call(DOCUMENTS, req)).relation_chunks

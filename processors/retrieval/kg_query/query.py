@@ -1,0 +1,201 @@
+"""kg-query: LightRAG's modes over kgflow's stores (bus-free).
+
+Stage 1 (search, by mode):
+- local: the entities the question names or is nearest to, and their edges;
+- global: the relations nearest the question (relation vectors are built at index time, no
+  model), and their end entities;
+- hybrid: both, merged round-robin; mix: hybrid plus the chunks nearest the question;
+  naive: those chunks only.
+Stage 2 keeps the leading entities and relations that fit `max-entity-tokens` and
+`max-relation-tokens`; stage 3 merges, round-robin, the chunks linked to the kept relations, to
+the kept entities and (mix) the vector chunks, deduplicated by id; stage 4 fills what
+`max-total-tokens` leaves after the system prompt, question, entities and relations with
+chunks. Every count is in the flow's model's tokens; every store call carries the scope.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from pydantic import BaseModel, Field
+
+from processors.base.errors import BadRequest, QueryTimeout
+from processors.retrieval.common import Stopwatch, Tenant
+from processors.retrieval.kg_query.context import SYSTEM, Count, chunk_line, fill, render, round_robin, truncate
+from processors.retrieval.kg_query.sources import KgSources
+from processors.retrieval.relevance.ranking import documents_of
+from schemas.documents import Chunk
+from schemas.kg_query import KgQueryParams, KgQueryRequest, KgQueryResponse, Mode, TokenUse
+from schemas.retrieval import EntityRef, RelationshipRef, RetrievalStats
+
+NO_DATA = "Nothing in this collection (or scope) matches the question."
+NO_MODEL = "No language model is configured; the context retrieved for the question is below."
+
+
+class KgQuerySettings(BaseModel):
+    """kg-query's flow parameters; the defaults are LightRAG's (a request may override the
+    `KgQueryParams` names). Defaults are documented in the README's kg-query section."""
+
+    mode: Mode = "mix"
+    top_k: int = Field(default=40, ge=1)
+    chunk_top_k: int = Field(default=20, ge=1)
+    max_entity_tokens: int = Field(default=6000, ge=0)
+    max_relation_tokens: int = Field(default=8000, ge=0)
+    max_total_tokens: int = Field(default=30000, ge=1)
+    chunks_per_item: int = Field(default=5, ge=1)  # chunks linked per kept entity / relation
+    timeout_s: float = Field(default=60.0, gt=0)
+    stage_timeout_s: float = Field(default=30.0, gt=0)
+
+    def for_request(self, req: KgQueryRequest) -> KgQuerySettings:
+        """These settings with the request's overrides."""
+        return self.model_copy(update=req.model_dump(include=set(KgQueryParams.model_fields), exclude_none=True))
+
+
+class KgQuery:
+    """One long-lived instance per flow."""
+
+    def __init__(self, sources: KgSources, settings: KgQuerySettings, count: Count, tokenizer: str) -> None:
+        self.sources, self.settings, self.count, self.tokenizer = sources, settings, count, tokenizer
+
+    async def run(self, req: KgQueryRequest) -> KgQueryResponse:
+        """Build the context, then answer from it (within the time budget)."""
+        s = self.settings.for_request(req)
+        try:
+            async with asyncio.timeout(s.timeout_s):
+                return await self._run(req, s)
+        except TimeoutError:
+            raise QueryTimeout(f"kg-query exceeded {s.timeout_s}s; partial results discarded") from None
+
+    async def _run(self, req: KgQueryRequest, s: KgQuerySettings) -> KgQueryResponse:
+        began, watch, t = time.perf_counter(), Stopwatch(), Tenant(req.user, req.collection, req.scope)
+        vector = await self.sources.embed(req.query)
+        watch.lap("embed")
+        entities, relations, vector_chunks, trips = await self._search(t, req.query, vector, s)
+        watch.lap("search")
+        labels = await self.sources.labels(
+            t, sorted({e.id for e in entities} | {x for r in relations for x in (r.s, r.p, r.o)})
+        )
+        trips += 1
+        for e in entities:
+            e.label = labels.get(e.id, e.label)
+        relations = [r.model_copy(update={"s_label": labels.get(r.s), "p_label": labels.get(r.p),
+                                          "o_label": labels.get(r.o)}) for r in relations]  # fmt: skip
+        kept_e, kept_r = self._truncate(req.query, entities, relations, s)
+        watch.lap("truncate")
+        merged, more = await self._chunks(t, kept_e, kept_r, vector_chunks, s)
+        trips += more
+        watch.lap("merge")
+        e_lines, r_lines = [_entity_line(e) for e in kept_e], [_relation_line(r) for r in kept_r]
+        chunks, prompt, budget, base = fill(req.query, e_lines, r_lines, merged, self.count, s.max_total_tokens)
+        watch.lap("context")
+        tokens = TokenUse(
+            tokenizer=self.tokenizer,
+            entities=self.count("\n".join(e_lines)),
+            relations=self.count("\n".join(r_lines)),
+            chunks=self.count("\n".join(chunk_line(c) for c in chunks)),
+            prompt=base,
+            total=self.count(SYSTEM) + self.count(prompt),
+            chunk_budget=budget,
+            max_total_tokens=s.max_total_tokens,
+        )
+        refs = documents_of(chunks)
+        res = KgQueryResponse(mode=s.mode, entities=kept_e, relationships=kept_r, chunks=chunks, documents=refs,
+                              references=refs, context=prompt, tokens=tokens,
+                              no_data_found=not (kept_e or kept_r or chunks))  # fmt: skip
+        stats = RetrievalStats(store_round_trips=trips)
+        res.response = NO_DATA if res.no_data_found else NO_MODEL
+        if not res.no_data_found and not req.no_llm:
+            done = await self.sources.complete(SYSTEM, prompt, None)
+            if done.configured:
+                res.response, res.model, res.in_token, res.out_token = (
+                    done.text,
+                    done.model,
+                    done.in_token,
+                    done.out_token,
+                )
+                stats.llm_calls, stats.in_token, stats.out_token = 1, done.in_token, done.out_token
+            watch.lap("llm")
+        stats.stage_ms = watch.stage_ms
+        stats.elapsed_ms = round((time.perf_counter() - began) * 1000, 3)
+        res.stats = stats
+        return res
+
+    def _truncate(
+        self, query: str, entities: list[EntityRef], relations: list[RelationshipRef], s: KgQuerySettings
+    ) -> tuple[list[EntityRef], list[RelationshipRef]]:
+        """Stage 2: entities, then relations, within their budgets and what the total leaves."""
+        system = self.count(SYSTEM)
+        skeleton = system + self.count(render(query, [], [], []))
+        if skeleton > s.max_total_tokens:
+            raise BadRequest(
+                f"max-total-tokens {s.max_total_tokens} is less than the prompt and question ({skeleton} tokens)"
+            )
+        kept_e = truncate(entities, _entity_line, self.count, min(s.max_entity_tokens, s.max_total_tokens - skeleton))
+        room = s.max_total_tokens - system - self.count(render(query, [_entity_line(e) for e in kept_e], [], []))
+        kept_r = truncate(relations, _relation_line, self.count, min(s.max_relation_tokens, max(0, room)))
+        return kept_e, kept_r
+
+    async def _search(
+        self, t: Tenant, query: str, vector: list[float], s: KgQuerySettings
+    ) -> tuple[list[EntityRef], list[RelationshipRef], list[Chunk], int]:
+        """Stage 1: entities, relations and vector chunks by mode; store round trips made."""
+        local, glob, chunk = (
+            s.mode in ("local", "hybrid", "mix"),
+            s.mode in ("global", "hybrid", "mix"),
+            s.mode in ("mix", "naive"),
+        )
+        seeds, found_rel, vec_chunks = await asyncio.gather(
+            self.sources.seeds(t, vector, query, s.top_k) if local else _empty(),
+            self.sources.search_relations(t, vector, s.top_k) if glob else _empty(),
+            self.sources.search_chunks(t, vector, None, s.chunk_top_k, "vector") if chunk else _empty(),
+        )
+        trips = int(local) + int(glob) + int(chunk)
+        local_ents = [EntityRef(id=e.id, label=e.label, score=e.score, seed=True) for e in seeds]
+        local_rels: list[RelationshipRef] = []
+        if local_ents:
+            local_rels = await self.sources.neighbour_relations(t, [e.id for e in local_ents], vector, s.top_k)
+            trips += 1
+        global_ents = [EntityRef(id=x, score=r.score or 0.0) for r in found_rel for x in (r.s, r.o)]
+        entities = round_robin([local_ents, global_ents], key=lambda e: e.id)
+        relations = round_robin([local_rels, found_rel], key=lambda r: (r.s, r.p, r.o))
+        return entities, relations, vec_chunks, trips
+
+    async def _chunks(
+        self,
+        t: Tenant,
+        entities: list[EntityRef],
+        relations: list[RelationshipRef],
+        vector_chunks: list[Chunk],
+        s: KgQuerySettings,
+    ) -> tuple[list[Chunk], int]:
+        """Stage 3: relation-linked, entity-linked and vector chunks merged round-robin (texts fetched)."""
+        keys = [(r.s, r.p, r.o) for r in relations]
+        by_entity, by_relation = await asyncio.gather(
+            self.sources.entity_chunks(t, [e.id for e in entities], s.chunks_per_item) if entities else _empty(),
+            self.sources.relation_chunks(t, keys, s.chunks_per_item) if keys else _empty(),
+        )
+        trips = int(bool(entities)) + int(bool(keys))
+        rank = {e.id: i for i, e in enumerate(entities)}
+        entity_ids = [m.chunk_id for m in sorted(by_entity, key=lambda m: (rank.get(m.entity, len(rank)), -m.count))]
+        order = {k: i for i, k in enumerate(keys)}
+        relation_ids = [c for _, c in sorted(by_relation, key=lambda rc: order.get(rc[0], len(order)))]
+        ids = round_robin([relation_ids, entity_ids, [c.id for c in vector_chunks]], key=lambda x: x)
+        known = {c.id: c for c in vector_chunks}
+        missing = [i for i in ids if i not in known]
+        if missing:
+            known.update({c.id: c for c in await self.sources.chunks(t, missing)})
+            trips += 1
+        return [known[i] for i in ids if i in known], trips
+
+
+def _entity_line(e: EntityRef) -> str:
+    return f"- {e.label or e.id}"
+
+
+def _relation_line(r: RelationshipRef) -> str:
+    return f"- {r.s_label or r.s} | {r.p_label or r.p} | {r.o_label or r.o}"
+
+
+async def _empty() -> list:  # type: ignore[type-arg]
+    return []

@@ -1,0 +1,43 @@
+"""kg-query processor: binds a long-lived KgQuery per flow to the bus."""
+
+from __future__ import annotations
+
+from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
+from processors.base.settings import flow_params
+from processors.models.text_completion.tokens import flow_token_counter
+from processors.retrieval.bus_sources import BusSources
+from processors.retrieval.kg_query.query import KgQuery, KgQuerySettings
+from schemas.kg_query import KgQueryRequest, KgQueryResponse
+from schemas.services import (
+    DOCUMENTS,
+    EMBEDDINGS,
+    GRAPH_EMBEDDINGS,
+    KG_QUERY,
+    LABEL_RESOLVER,
+    TEXT_COMPLETION,
+    TRIPLES,
+    Service,
+)
+
+CANDIDATES_PER_ENTITY = 32  # edges read per entity before the best are kept
+
+
+class KgQueryProcessor(FlowProcessor):
+    """Serves `kg-query`."""
+
+    name = KG_QUERY.name
+
+    def services(self) -> list[ServiceSpec]:
+        return [ServiceSpec(KG_QUERY, self.query)]
+
+    def calls(self) -> list[Service]:
+        return [EMBEDDINGS, GRAPH_EMBEDDINGS, TRIPLES, DOCUMENTS, LABEL_RESOLVER, TEXT_COMPLETION]
+
+    async def on_flow_start(self, flow: FlowContext) -> None:
+        settings = flow_params(KgQuerySettings, flow.parameters)
+        count, tokenizer = flow_token_counter(flow.parameters)
+        flow.state = KgQuery(BusSources(flow, settings.stage_timeout_s), settings, count, tokenizer)
+
+    async def query(self, req: KgQueryRequest, flow: FlowContext) -> KgQueryResponse:
+        """Build the context by mode, answer from it."""
+        return await flow.state.run(req)
