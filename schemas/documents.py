@@ -83,6 +83,7 @@ class IndexedDocument(BaseModel):
     concepts: list[ConceptRef] = []
     mentions: list[KeyedMention] = []
     cooccurrences: list[CoOccurrence] = []
+    title_key: str = ""  # the concept its title names (the subject of every chunk), if any
 
 
 # --- the `documents` service --------------------------------------------------------------------
@@ -107,12 +108,13 @@ class DocumentStatus(ScopedDocRequest):
 
 
 class ChunkSearch(ScopedDocRequest):
-    """Chunks by vector and/or text, fused by reciprocal rank (or one of the two alone)."""
+    """Chunks by vector and/or text, fused by reciprocal rank (or one of the two alone), or
+    `graph`: graph-aware multi-hop ranking (dense + BM25 + one hop over the concept graph)."""
 
     operation: Literal["search"] = "search"
     vector: list[float] | None = None
     text: str | None = Field(default=None, max_length=8192)
-    mode: Literal["fused", "vector", "lexical"] = "fused"
+    mode: Literal["fused", "vector", "lexical", "graph"] = "fused"
     limit: int = Field(default=10, ge=1, le=1000)
 
 

@@ -112,12 +112,31 @@ Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 class QueryTextChecker(ast.NodeVisitor):
     """Finds query text built from non-constant values (see `problems`)."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, root: Path | None = None) -> None:
         self.tree = ast.parse(source)
+        self.root = root  # the repo: names imported from processors.* modules are checked there
         self.parent: dict[ast.AST, ast.AST] = {}
         for node in ast.walk(self.tree):
             for child in ast.iter_child_nodes(node):
                 self.parent[child] = node
+        self.imported = {
+            (a.asname or a.name): node.module
+            for node in self.tree.body
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("processors.")
+            for a in node.names
+        }
+
+    def imported_const(self, name: str) -> bool:
+        """A name imported from another processors module that binds it to a constant there."""
+        module = self.imported.get(name)
+        if module is None or self.root is None:
+            return False
+        path = self.root / (module.replace(".", "/") + ".py")
+        other = QueryTextChecker(path.read_text(), self.root)
+        kind, values = other.resolve(name, other.tree.body[0]) if other.tree.body else ("unknown", [])
+        if kind == "def":
+            return True
+        return kind == "bound" and all(other.const(v) for v in values)
 
     def scopes(self, node: ast.AST) -> list[Scope]:
         """Enclosing functions, innermost first, then the module."""
@@ -198,6 +217,8 @@ class QueryTextChecker(ast.NodeVisitor):
             if e.id in seen:
                 return True
             kind, values = self.resolve(e.id, e)
+            if kind == "unknown":
+                return self.imported_const(e.id)
             return kind == "bound" and all(self.const(v, seen | {e.id}) for v in values)
         return False
 
@@ -277,9 +298,22 @@ def test_checker_accepts_constant_fragments() -> None:
     assert QueryTextChecker(GOOD).problems() == []
 
 
+def test_checker_follows_constants_imported_from_other_modules(tmp_path: Path) -> None:
+    pkg = tmp_path / "processors" / "stores"
+    pkg.mkdir(parents=True)
+    (pkg / "queries.py").write_text(
+        "import os\nSAFE = 'SELECT a FROM t WHERE u = ?'\nBAD = 'SELECT ' + os.environ['X']\n"
+    )
+    use = "from processors.stores.queries import {name}\ndef f(conn, u):\n    conn.execute({name}, (u,))\n"
+    assert QueryTextChecker(use.format(name="SAFE"), tmp_path).problems() == []
+    assert QueryTextChecker(use.format(name="BAD"), tmp_path).problems()
+
+
 def test_store_code_builds_no_query_text_from_values() -> None:
-    stores = Path(__file__).resolve().parents[2] / "processors" / "stores"
-    files = sorted(stores.glob("*.py"))
-    assert {"sqlite_triples.py", "cassandra_schema.py", "neo4j_store.py"} <= {f.name for f in files}
-    problems = {f.name: QueryTextChecker(f.read_text()).problems() for f in files}
+    root = Path(__file__).resolve().parents[2]
+    files = sorted((root / "processors" / "stores").glob("*.py"))
+    assert {"sqlite_triples.py", "cassandra_schema.py", "neo4j_store.py", "sqlite_documents.py"} <= {
+        f.name for f in files
+    }
+    problems = {f.name: QueryTextChecker(f.read_text(), root).problems() for f in files}
     assert {k: v for k, v in problems.items() if v} == {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from processors.base.bus import Bus, Producer
 from processors.base.processor import FlowContext, FlowProcessor, Host, ServiceSpec
-from processors.base.settings import RuntimeSettings
+from processors.base.settings import RuntimeSettings, flow_params
 from processors.models.embeddings.client import FlowEmbedder
 from processors.query.documents.linking import (
     RELATED_TO,
@@ -19,6 +19,7 @@ from processors.query.documents.linking import (
     link,
     unlinked_triples,
 )
+from processors.retrieval.relevance.graphrank import GraphRankParams
 from processors.stores.documents_protocol import RemovedLinks
 from processors.stores.factory import Stores
 from schemas.documents import (
@@ -77,6 +78,9 @@ class DocumentsProcessor(FlowProcessor):
     def services(self) -> list[ServiceSpec]:
         return [ServiceSpec(DOCUMENTS, self.handle)]
 
+    async def on_flow_start(self, flow: FlowContext) -> None:
+        flow.state = flow_params(GraphRankParams, flow.parameters)
+
     def calls(self) -> list[Service]:
         return [EMBEDDINGS]
 
@@ -88,7 +92,9 @@ class DocumentsProcessor(FlowProcessor):
         if isinstance(req, DocumentStatus):
             return DocumentsResponse(hashes=await docs.hashes(req.user, req.collection, req.document_ids))
         if isinstance(req, ChunkSearch):
-            found = await docs.search(req.user, req.collection, req.vector, req.text, req.mode, req.limit, req.scope)
+            found = await docs.search(
+                req.user, req.collection, req.vector, req.text, req.mode, req.limit, req.scope, flow.state
+            )
             return DocumentsResponse(chunks=found, store_round_trips=1)
         if isinstance(req, EntityChunks):
             links = await docs.links(req.user, req.collection, req.entities, req.chunk_ids, req.per_entity, req.scope)
