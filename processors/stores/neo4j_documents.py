@@ -178,8 +178,8 @@ class Neo4jDocumentStore:
         scope: Scope | None = None,
     ) -> list[Chunk]:
         """The best chunks of the scope by vector and/or text (see neo4j_chunk_search)."""
-        return await self.conn.read_tx(lambda run: search_chunks(run, tenant(user, collection, scope), vector, text,
-                                                                 mode, limit))  # fmt: skip
+        params = tenant(user, collection, scope)
+        return await self.conn.read_tx(lambda run: search_chunks(run, params, vector, text, mode, limit))
 
     async def chunks(self, user: str, collection: str, ids: Sequence[str], scope: Scope | None = None) -> list[Chunk]:
         """Chunks by id (in the scope), in the order asked."""

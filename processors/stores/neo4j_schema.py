@@ -10,6 +10,9 @@ Model (every node and relationship carries `user` and `collection`):
 * ``(:KgPredicate {key, user, collection, uri, label, embedding})``: a predicate's label vector.
 * ``(:KgEntity)-[:KG_EDGE {p, user, collection}]->(:KgEntity|:KgLiteral)``: a triple.
 
+Documents, chunks, relation provenance and communities (DOCUMENT_SCHEMA) are modelled in
+neo4j_documents.py and neo4j_communities.py; their chunks link to these same KgEntity nodes.
+
 `key` is the JSON array [user, collection, iri] (literals: [user, collection, value, datatype,
 language]) under a uniqueness constraint, so a lookup by key is an index seek and can never
 cross tenants. All Cypher is constant text; values are always parameters.

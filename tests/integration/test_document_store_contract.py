@@ -230,6 +230,29 @@ async def test_delete_collection_leaves_nothing_and_spares_the_others(docs: DocB
     assert await docs.leftovers(user) == 0
 
 
+INJECTIONS = ["x' OR '1'='1", '"}) MATCH (n) DETACH DELETE n //', "label:* OR *", "$user {key: $collection}", 'a\\" b']
+
+
+async def test_injection_strings_are_data(docs: DocBackend) -> None:
+    bystander, safe = docs.scope(), [record("safe", ["album river"], mentions=[(0, "curie", 1)])]
+    await docs.documents.store(*bystander, safe)
+    before = await snapshot(docs, *bystander, safe)
+    for bad in INJECTIONS:
+        user, coll = docs.scope(bad + bystander[0], bad)
+        r = record(bad, [bad + " album", "river"], mentions=[(0, bad, 1)], relations=[(bad, "curie", [0])],
+                   metadata={bad: bad})  # fmt: skip
+        await docs.documents.store(user, coll, [r])
+        assert await docs.documents.hashes(user, coll, [bad]) == {bad: r.content_hash}
+        assert [d.id for d in await docs.documents.documents(user, coll, 5, Scope(metadata={bad: bad}))] == [bad]
+        hits = await docs.documents.search(user, coll, None, bad + " album", "lexical", 5, Scope(document_ids=[bad]))
+        assert [(h.id, h.text) for h in hits] == [(bad + ":0", bad + " album")]
+        assert await docs.documents.links(user, coll, [e(bad)], [], 5) == r.mentions
+        assert await docs.documents.relations(user, coll, [e(bad), e("curie")], 5) == [(e(bad), REL, e("curie"), 1)]
+        await docs.documents.delete_collection(user, coll)
+        assert await docs.documents.documents(user, coll, 5) == []
+    assert await snapshot(docs, *bystander, safe) == before
+
+
 async def snapshot(docs: DocBackend, user: str, coll: str, records: Sequence[DocumentRecord]) -> tuple[object, ...]:
     """Everything a reader of the collection can see."""
     ids = [c.id for r in records for c in r.chunks]
