@@ -69,6 +69,9 @@ CHUNKS = (
     "MATCH (c:KgCommunity {key: row.ckey}) "
     "CREATE (ch)-[:IN_COMMUNITY {user: $user, collection: $collection, weight: row.weight}]->(c)"
 )
+WRITE = (
+    "CALL () { " + CREATE + " } CALL () { " + HIERARCHY + " } CALL () { " + MEMBERS + " } CALL () { " + CHUNKS + " }"
+)
 # Entity nodes only a membership kept (no label, vector or other link) go with it.
 BARE = (
     "UNWIND $ekeys AS k MATCH (e:KgEntity {key: k}) WHERE e.user = $user AND e.collection = $collection "
@@ -129,16 +132,16 @@ class Neo4jCommunityStore:
     async def replace(self, user: str, collection: str, records: Sequence[CommunityRecord]) -> None:
         """Replace the collection's communities (one transaction); a community whose membership
         did not change keeps its summary."""
-        params = {**tenant(user, collection), **_rows(user, collection, records)}
+        scope, rows = tenant(user, collection), _rows(user, collection, records)
 
         async def work(run: Runner) -> None:
-            kept = {r["hash"]: (r["summary"], r["model"]) for r in await run(KEPT, params)}
-            for row in params["rows"]:
+            kept = {r["hash"]: (r["summary"], r["model"]) for r in await run(KEPT, scope)}
+            for row in rows["rows"]:
                 row["props"]["summary"], row["props"]["summary_model"] = kept.get(row["hash"], (None, None))
-            old = [r["key"] for r in await run(OLD_MEMBERS, params)]
-            for cypher in (DROP, CREATE, HIERARCHY, MEMBERS, CHUNKS):
-                await run(cypher, params)
-            await run(BARE, {**params, "ekeys": old})
+            old = [r["key"] for r in await run(OLD_MEMBERS, scope)]
+            await run(DROP, scope)
+            await run(WRITE, {**scope, **rows})
+            await run(BARE, {**scope, "ekeys": old})
 
         await self.conn.write_tx(work)
 

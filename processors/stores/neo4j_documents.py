@@ -40,8 +40,11 @@ _OLD_CHUNKS = (
     "MATCH (d)-[:HAS_CHUNK]->(c:KgChunk) "
 )
 # What the documents' current chunks link: candidates for RemovedLinks.
-OLD_RELATIONS = _OLD_CHUNKS + "MATCH (c)-[:SOURCE_OF]->(r:KgRelation) RETURN DISTINCT r.key AS key"
-OLD_ENTITIES = _OLD_CHUNKS + "MATCH (c)-[:HAS_ENTITY]->(e:KgEntity) RETURN DISTINCT e.key AS key, e.uri AS iri"
+OLD_LINKS = (
+    _OLD_CHUNKS + "CALL (c) { MATCH (c)-[:SOURCE_OF]->(r:KgRelation) RETURN collect(r.key) AS rels } "
+    "CALL (c) { MATCH (c)-[:HAS_ENTITY]->(e:KgEntity) RETURN collect([e.key, e.uri]) AS ents } "
+    "RETURN rels, ents"
+)
 # Replacing: the old chunks lose their links; those the new version does not have go.
 CLEAR_CHUNKS = (
     "UNWIND $docs AS row MATCH (d:KgDocument {key: row.key}) WHERE d.user = $user AND d.collection = $collection "
@@ -125,6 +128,12 @@ DELETE_COLLECTION = (
 )
 
 
+WRITE = (
+    "CALL () { " + WRITE_DOCS + " } CALL () { " + WRITE_CHUNKS + " } "
+    "CALL () { " + WRITE_MENTIONS + " } CALL () { " + WRITE_SOURCES + " }"
+)
+
+
 class Neo4jDocumentStore:
     """DocumentStore on Neo4j (see the module docstring)."""
 
@@ -134,14 +143,14 @@ class Neo4jDocumentStore:
     async def store(self, user: str, collection: str, records: Sequence[DocumentRecord]) -> RemovedLinks:
         """Write documents, replacing earlier versions of the same ids, in one transaction;
         returns what the replaced versions linked that nothing links any more."""
-        params = {**tenant(user, collection), **_rows(user, collection, records)}
-        params["dkeys"] = [r["key"] for r in params["docs"]]
+        scope, rows = tenant(user, collection), _rows(user, collection, records)
+        docs = {**scope, "docs": [{"key": d["key"], "chunk_keys": d["chunk_keys"]} for d in rows["docs"]]}
+        params = {**scope, "dkeys": [d["key"] for d in rows["docs"]]}  # each query gets only what it reads
 
         async def work(run: Runner) -> RemovedLinks:
             old = await _linked(run, params)
-            await run(CLEAR_CHUNKS, params)
-            for cypher in (WRITE_DOCS, WRITE_CHUNKS, WRITE_MENTIONS, WRITE_SOURCES):
-                await run(cypher, params)
+            await run(CLEAR_CHUNKS, docs)
+            await run(WRITE, {**scope, **rows})
             return await _unlinked(run, params, old)
 
         return await self.conn.write_tx(work)
@@ -276,8 +285,9 @@ def _vector(v: Sequence[float]) -> list[float] | None:
 
 async def _linked(run: Runner, params: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
     """Relation keys and entities (key -> IRI) the documents of `dkeys` link now."""
-    rels = [r["key"] for r in await run(OLD_RELATIONS, params)]
-    return rels, {r["key"]: r["iri"] for r in await run(OLD_ENTITIES, params)}
+    rows = await run(OLD_LINKS, params)
+    rels = sorted({k for r in rows for k in r["rels"]})
+    return rels, {k: iri for r in rows for k, iri in r["ents"]}
 
 
 async def _unlinked(run: Runner, params: dict[str, Any], old: tuple[list[str], dict[str, str]]) -> RemovedLinks:
