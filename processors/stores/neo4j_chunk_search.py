@@ -14,7 +14,7 @@ statistics of the chunks searched, reciprocal rank fusion (ties by chunk id).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -94,16 +94,31 @@ async def search_chunks(
 
 async def _by_vector(run: Runner, params: dict[str, Any], vector: Sequence[float], depth: int) -> list[Ranked]:
     """(chunk id, cosine) of the `depth` nearest chunks, best first (ties by id)."""
+    rows = await nearest(run, params, vector, depth, VECTOR_ANN, VECTOR_EXACT, lambda r: r["id"])
+    return [(r["id"], float(r["sim"])) for r in rows]
+
+
+async def nearest(
+    run: Runner,
+    params: dict[str, Any],
+    vector: Sequence[float],
+    depth: int,
+    ann: str,
+    exact: str,
+    key: Callable[[dict[str, Any]], Any],
+) -> list[dict[str, Any]]:
+    """The `depth` rows nearest `vector`, best first (ties by `key`): unscoped, from the `ann`
+    query (index over-fetched, hits of the tenant) unless that leaves too few while the index
+    may hold more; else from the `exact` query (both take $vec, $zero, $k and the tenant)."""
     q = np.asarray(vector, dtype=np.float32)
     zero = float(np.linalg.norm(q)) == 0
     args = {**params, "vec": [float(x) for x in q], "zero": zero, "k": depth}
     if not zero and params["doc_ids"] is None and params["meta"] is None:
         k = min(max(depth * ANN_OVERFETCH, ANN_MIN_K), ANN_MAX_K)
-        (ann,) = await run(VECTOR_ANN, {**args, "k": k})
-        if len(ann["hits"]) >= depth or ann["total"] < k:
-            hits = sorted(((h["id"], float(h["sim"])) for h in ann["hits"]), key=lambda x: (-x[1], x[0]))
-            return hits[:depth]
-    return [(r["id"], float(r["sim"])) for r in await run(VECTOR_EXACT, args)]
+        (found,) = await run(ann, {**args, "k": k})
+        if len(found["hits"]) >= depth or found["total"] < k:
+            return sorted(found["hits"], key=lambda h: (-h["sim"], key(h)))[:depth]
+    return await run(exact, args)
 
 
 async def _by_text(run: Runner, params: dict[str, Any], text: str, depth: int) -> list[Ranked]:

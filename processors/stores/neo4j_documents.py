@@ -5,7 +5,7 @@ relationship carrying `user` and `collection` (keys: neo4j_schema.node_key / ent
     (:KgDocument)-[:HAS_CHUNK]->(:KgChunk {key, id, document_id, ordinal, text, start, end,
                                            tokens, embedding, lexical, lexlen})
     (:KgChunk)-[:HAS_ENTITY {count}]->(:KgEntity)      the triple store's entity nodes (MERGEd)
-    (:KgChunk)-[:SOURCE_OF]->(:KgRelation {key, s, p, o})   relation provenance: weight = sources
+    (:KgChunk)-[:SOURCE_OF]->(:KgRelation {key, s, p, o, embedding})   provenance: weight = sources
     KgEntity.concept                                   set while chunks mention it: true when
                                                        indexing created the entity (owned)
 
@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from processors.retrieval.relevance.bm25 import terms
+from processors.stores import neo4j_relations
 from processors.stores.chunk_index import SearchMode
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
 from processors.stores.neo4j_chunk_search import GET_CHUNKS, chunk_of, search_chunks
@@ -74,6 +75,10 @@ WRITE_SOURCES = (
     "UNWIND $sources AS row MATCH (c:KgChunk {key: row.ckey}) MERGE (r:KgRelation {key: row.key}) "
     "ON CREATE SET r.user = $user, r.collection = $collection, r.s = row.s, r.p = row.p, r.o = row.o "
     "MERGE (c)-[x:SOURCE_OF]->(r) ON CREATE SET x.user = $user, x.collection = $collection"
+)
+# A relation keeps the first vector it was stored with (relation search, neo4j_relations).
+WRITE_RELATION_VECTORS = (
+    "UNWIND $relvecs AS row MATCH (r:KgRelation {key: row.key}) SET r.embedding = coalesce(r.embedding, row.vec)"
 )
 # Of the candidates: relations no chunk supports any more (deleted, returned) and entities no
 # chunk mentions (their concept flag goes; nodes nothing else uses go too).
@@ -130,7 +135,7 @@ DELETE_COLLECTION = (
 
 WRITE = (
     "CALL () { " + WRITE_DOCS + " } CALL () { " + WRITE_CHUNKS + " } "
-    "CALL () { " + WRITE_MENTIONS + " } CALL () { " + WRITE_SOURCES + " }"
+    "CALL () { " + WRITE_MENTIONS + " } CALL () { " + WRITE_SOURCES + " } CALL () { " + WRITE_RELATION_VECTORS + " }"
 )
 
 
@@ -227,6 +232,33 @@ class Neo4jDocumentStore:
         params = {**tenant(user, collection, scope), "entities": list(dict.fromkeys(entities)), "limit": limit}
         return [(r["s"], r["p"], r["o"], int(r["w"])) for r in await self.conn.read(RELATIONS_AMONG, params)]
 
+    async def search_relations(
+        self, user: str, collection: str, vector: Sequence[float], limit: int, scope: Scope | None = None
+    ) -> list[tuple[str, str, str, float, int]]:
+        """Relations (s, p, o, cosine, support) nearest `vector` with a source chunk in the scope."""
+        return await neo4j_relations.search_relations(self.conn, user, collection, vector, limit, scope)
+
+    async def relation_chunks(
+        self,
+        user: str,
+        collection: str,
+        relations: Sequence[tuple[str, str, str]],
+        per_relation: int,
+        scope: Scope | None = None,
+    ) -> list[tuple[tuple[str, str, str], str]]:
+        """Source chunks of relations in the scope, at most `per_relation` each."""
+        return await neo4j_relations.relation_chunks(self.conn, user, collection, relations, per_relation, scope)
+
+    async def scoped_entities(self, user: str, collection: str, scope: Scope) -> set[str]:
+        """Entities a chunk in the (narrowing) scope mentions."""
+        return await neo4j_relations.scoped_entities(self.conn, user, collection, scope)
+
+    async def scoped_neighbours(
+        self, user: str, collection: str, entities: Sequence[str], limit_per_entity: int, scope: Scope
+    ) -> list[tuple[tuple[str, str, str, int, str, str], str]]:
+        """Relation edges touching `entities` with a source chunk in the scope (out-edges first)."""
+        return await neo4j_relations.scoped_neighbours(self.conn, user, collection, entities, limit_per_entity, scope)
+
     async def documents(self, user: str, collection: str, limit: int, scope: Scope | None = None) -> list[DocumentInfo]:
         """Documents of the scope in id order."""
         rows = await self.conn.read(DOCUMENTS, {**tenant(user, collection, scope), "limit": limit})
@@ -247,7 +279,7 @@ class Neo4jDocumentStore:
 
 def _rows(user: str, collection: str, records: Sequence[DocumentRecord]) -> dict[str, list[dict[str, Any]]]:
     """The UNWIND rows of documents, chunks, mentions and relation sources."""
-    docs, chunks, mentions, sources = [], [], [], []
+    docs, chunks, mentions, sources, relvecs = [], [], [], [], []
     for r in records:
         d, dkey = r.document, node_key(user, collection, r.document.id)
         words = [terms(c.text) for c in r.chunks]
@@ -274,11 +306,16 @@ def _rows(user: str, collection: str, records: Sequence[DocumentRecord]) -> dict
              "s": x.s, "p": x.p, "o": x.o}
             for x in r.relations for c in dict.fromkeys(x.chunk_ids)
         ]  # fmt: skip
-    return {"docs": docs, "chunks": chunks, "mentions": mentions, "sources": sources}
+        relvecs += [
+            {"key": node_key(user, collection, x.s, x.p, x.o), "vec": _vector(x.vector)}
+            for x in r.relations
+            if x.vector is not None
+        ]
+    return {"docs": docs, "chunks": chunks, "mentions": mentions, "sources": sources, "relvecs": relvecs}
 
 
 def _vector(v: Sequence[float]) -> list[float] | None:
-    """A chunk vector as stored (float32 values); a zero vector is not stored (it scores 0)."""
+    """A vector as stored (float32 values); a zero vector is not stored (a chunk's scores 0)."""
     a = np.asarray(v, dtype=np.float32)
     return [float(x) for x in a] if float(np.linalg.norm(a)) > 0 else None
 

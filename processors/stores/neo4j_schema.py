@@ -54,8 +54,13 @@ DOCUMENT_SCHEMA = (
     "CREATE INDEX kg_document_scope IF NOT EXISTS FOR (n:KgDocument) ON (n.user, n.collection)",
     "CREATE INDEX kg_chunk_scope IF NOT EXISTS FOR (n:KgChunk) ON (n.user, n.collection)",
     "CREATE INDEX kg_relation_scope IF NOT EXISTS FOR (n:KgRelation) ON (n.user, n.collection, n.s)",
+    "CREATE INDEX kg_relation_object IF NOT EXISTS FOR (n:KgRelation) ON (n.user, n.collection, n.o)",
     "CREATE INDEX kg_community_scope IF NOT EXISTS FOR (n:KgCommunity) ON (n.user, n.collection)",
     "CREATE VECTOR INDEX kg_chunk_embedding IF NOT EXISTS FOR (n:KgChunk) ON n.embedding OPTIONS "
+    "{indexConfig: {`vector.dimensions`: "
+    + int_literal(VECTOR_DIMENSIONS)
+    + ", `vector.similarity_function`: 'cosine'}}",
+    "CREATE VECTOR INDEX kg_relation_embedding IF NOT EXISTS FOR (n:KgRelation) ON n.embedding OPTIONS "
     "{indexConfig: {`vector.dimensions`: "
     + int_literal(VECTOR_DIMENSIONS)
     + ", `vector.similarity_function`: 'cosine'}}",

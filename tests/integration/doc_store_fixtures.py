@@ -21,7 +21,7 @@ import pytest
 
 from processors.ingest.communities.detect import Community
 from processors.ingest.communities.profiles import CommunityRecord, profile
-from processors.stores.chunk_index import ChunkIndex
+from processors.stores.chunk_index import ChunkIndex, RelationIndex
 from processors.stores.documents_protocol import CommunityStore, DocumentRecord, DocumentStore, Relation
 from schemas.documents import Chunk, Document, Mention, Scope
 from tests.integration.store_fixtures import near, unit
@@ -98,12 +98,12 @@ def record(
     texts: Sequence[str],
     vectors: Sequence[list[float]] | None = None,
     mentions: Sequence[tuple[int, str, int]] = (),
-    relations: Sequence[tuple[str, str, Sequence[int]]] = (),
+    relations: Sequence[tuple[Any, ...]] = (),
     owned: Sequence[str] = (),
     metadata: dict[str, Any] | None = None,
 ) -> DocumentRecord:
     """A document of chunks `texts` (ids `<doc>:<n>`); mentions (chunk n, entity, count) and
-    related-to relations (s, o, chunk ns) by entity name."""
+    related-to relations (s, o, chunk ns[, vector]) by entity name."""
     chunks, start = [], 0
     for n, text in enumerate(texts):
         chunks.append(Chunk(id=f"{doc_id}:{n}", document_id=doc_id, ordinal=n, text=text, start=start,
@@ -117,7 +117,7 @@ def record(
         chunks=chunks,
         vectors=list(vectors) if vectors is not None else [unit(1000 + n) for n in range(len(texts))],
         mentions=[Mention(chunk_id=f"{doc_id}:{n}", entity=e(x), count=c) for n, x, c in mentions],
-        relations=[Relation(e(s), REL, e(o), [f"{doc_id}:{n}" for n in ns]) for s, o, ns in relations],
+        relations=[Relation(e(s), REL, e(o), [f"{doc_id}:{n}" for n in ns], *v) for s, o, ns, *v in relations],
         owned={e(x) for x in owned},
     )
 
@@ -135,7 +135,9 @@ def random_corpus(rng: np.random.Generator, n_docs: int) -> list[DocumentRecord]
             vecs.append(near(topics[int(rng.integers(0, 3))], int(rng.integers(0, 10**6)), 0.8))
             names = sorted({w for w in words if w in NAMES})
             mentions += [(n, x, words.count(x)) for x in names]
-            relations += [(a, b, [n]) for i, a in enumerate(names) for b in names[i + 1 :]]
+            relations += [
+                (a, b, [n], unit(int(rng.integers(0, 10**6)))) for i, a in enumerate(names) for b in names[i + 1 :]
+            ]
         meta = {"group": f"g{d % 3}", "year": int(rng.integers(2000, 2003)), "tags": ["t" + str(d % 2), "all"]}
         owned = [x for _, x, _ in mentions if NAMES.index(x) % 2 == d % 2]
         out.append(record(f"d{d}", texts, vecs, mentions, relations, owned, meta))
@@ -177,13 +179,32 @@ def reference_index(records: Sequence[DocumentRecord]) -> ChunkIndex:
     return ChunkIndex.build(1, [x[0] for x in rows], [x[1] for x in rows], [x[2] for x in rows], vectors)
 
 
-def support(records: Sequence[DocumentRecord]) -> dict[tuple[str, str, str], int]:
-    """Relation -> chunks supporting it."""
+def reference_relations(records: Sequence[DocumentRecord]) -> RelationIndex:
+    """The embedded store's relation index over the records (first vector of each relation wins)."""
+    vec: dict[tuple[str, str, str], list[float]] = {}
+    docs: dict[tuple[str, str, str], set[str]] = {}
+    for r in records:
+        for x in r.relations:
+            if x.vector is not None:
+                vec.setdefault((x.s, x.p, x.o), x.vector)
+            docs.setdefault((x.s, x.p, x.o), set()).add(r.document.id)
+    keys, n = sorted(vec), support(records)
+    vectors = np.asarray([vec[k] for k in keys], dtype=np.float32).reshape(len(keys), -1)
+    return RelationIndex(1, keys, [frozenset(docs[k]) for k in keys], [n[k] for k in keys], vectors)
+
+
+def sources(records: Sequence[DocumentRecord]) -> dict[tuple[str, str, str], set[str]]:
+    """Relation -> the chunks it came from."""
     out: dict[tuple[str, str, str], set[str]] = {}
     for r in records:
         for x in r.relations:
             out.setdefault((x.s, x.p, x.o), set()).update(x.chunk_ids)
-    return {k: len(v) for k, v in out.items()}
+    return out
+
+
+def support(records: Sequence[DocumentRecord]) -> dict[tuple[str, str, str], int]:
+    """Relation -> how many chunks support it."""
+    return {k: len(v) for k, v in sources(records).items()}
 
 
 def communities_of(records: Sequence[DocumentRecord]) -> list[CommunityRecord]:

@@ -26,6 +26,8 @@ from tests.integration.doc_store_fixtures import (
     random_scope,
     record,
     reference_index,
+    reference_relations,
+    sources,
     support,
 )
 from tests.integration.store_fixtures import near, unit
@@ -65,6 +67,29 @@ async def assert_search(
     want = sorted(reciprocal_rank_fusion(rankings).items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
     assert [(c.id, c.score) for c in fused] == want
     assert allowed is None or {c.document_id for c in fused} <= allowed
+
+
+async def assert_relations(
+    docs: DocBackend, tenant: tuple[str, str], records: Sequence[DocumentRecord], vector: list[float], scope: Scope
+) -> None:
+    """Relation search, source chunks, scoped entities and edges: exactly the scope's (oracles
+    from the records)."""
+    inside = [r for r in records if in_scope(r, scope)]
+    allowed = {r.document.id for r in inside}
+    got = await docs.documents.search_relations(*tenant, vector, 5, scope)
+    want = reference_relations(records).search(vector, 5, allowed)
+    assert [(s, p, o, n) for s, p, o, _, n in got] == [(*k, n) for k, _, n in want]
+    assert [x[3] for x in got] == pytest.approx([x[1] for x in want], abs=1e-5)
+    held = sources(inside)
+    pairs = await docs.documents.relation_chunks(*tenant, sorted(support(records)), 1, scope)
+    assert sorted(pairs) == sorted((k, min(c)) for k, c in held.items())
+    assert await docs.documents.scoped_entities(*tenant, scope) == {m.entity for r in inside for m in r.mentions}
+    frontier = [e(x) for x in ("curie", "piano", "paris")]
+    edges = await docs.documents.scoped_neighbours(*tenant, frontier, 2, scope)
+    out = [(k, x) for x in frontier for k in sorted(k for k in held if k[0] == x)[:2]]  # by (p, o)
+    into = [(k, x) for x in frontier for k in sorted((k for k in held if k[2] == x), key=lambda k: (k[1], k[0]))[:2]]
+    want_edges = [((*k, 0, "", ""), x) for k, x in out + into]
+    assert edges == want_edges
 
 
 def unlinked(removed: RemovedLinks) -> tuple[list[tuple[str, str, str]], list[str], list[str]]:
@@ -211,6 +236,42 @@ async def test_relation_weight_is_its_support_in_scope(docs: DocBackend) -> None
     assert await rels(every, scope=Scope(document_ids=["b"])) == [("curie", "paris", 1), ("curie", "seine", 1)]
 
 
+async def test_relation_search_sources_and_scoped_reach(docs: DocBackend) -> None:
+    user, coll = docs.scope()
+    v1, v2 = unit(11), unit(12)
+    a = record("a", ["x", "y"], mentions=[(0, "curie", 1), (1, "warsaw", 1)],
+               relations=[("curie", "paris", [0, 1], v1), ("paris", "warsaw", [1], v2)])  # fmt: skip
+    b = record("b", ["z"], mentions=[(0, "seine", 1)], relations=[("curie", "paris", [0], unit(13)),
+               ("curie", "seine", [0], unit(14)), ("louvre", "seine", [0])])  # fmt: skip
+    await docs.documents.store(user, coll, [a, b])
+    cp, pw, cs = (e("curie"), REL, e("paris")), (e("paris"), REL, e("warsaw")), (e("curie"), REL, e("seine"))
+
+    async def nearest(vector: list[float], limit: int, scope: Scope | None = None) -> list[tuple[object, ...]]:
+        return [
+            (s, p, o, n) for s, p, o, _, n in await docs.documents.search_relations(user, coll, vector, limit, scope)
+        ]
+
+    hits = await docs.documents.search_relations(user, coll, near(v1, 5, 0.1), 1)
+    assert [(h[:3], h[4]) for h in hits] == [(cp, 3)] and hits[0][3] == pytest.approx(
+        float(np.dot(near(v1, 5, 0.1), v1)), abs=1e-5
+    )
+    assert len(await nearest(v2, 10)) == 3  # louvre-seine has no vector: not searchable
+    assert {x[:3] for x in await nearest(v2, 5, Scope(document_ids=["b"]))} == {cp, cs}
+
+    pairs = await docs.documents.relation_chunks(user, coll, [cp, pw, (e("x"), REL, e("y"))], 2)
+    assert sorted(pairs) == [(cp, "a:0"), (cp, "a:1"), (pw, "a:1")]
+    assert await docs.documents.relation_chunks(user, coll, [cp, pw], 5, Scope(document_ids=["b"])) == [(cp, "b:0")]
+    assert await docs.documents.scoped_entities(user, coll, Scope(document_ids=["a"])) == {e("curie"), e("warsaw")}
+    with pytest.raises(ValueError):
+        await docs.documents.scoped_entities(user, coll, Scope())
+    edges = await docs.documents.scoped_neighbours(user, coll, [e("paris"), e("curie")], 1, Scope(document_ids=["a"]))
+    assert edges == [((*pw, 0, "", ""), e("paris")), ((*cp, 0, "", ""), e("curie")), ((*cp, 0, "", ""), e("paris"))]
+    in_b = await docs.documents.scoped_neighbours(user, coll, [e("curie")], 5, Scope(metadata={"k": "none"}))
+    assert in_b == []
+    await docs.documents.delete_documents(user, coll, ["a"])
+    assert {x[:3] for x in await nearest(v1, 10)} == {cp, cs}
+
+
 async def test_delete_collection_leaves_nothing_and_spares_the_others(docs: DocBackend) -> None:
     user, coll = docs.scope()
     _, keep = docs.scope(user)
@@ -323,6 +384,7 @@ async def test_random_scopes_never_leak_and_rank_as_a_fresh_collection(docs: Doc
         text = " ".join(rng.choice(["album", "curie", "river", "piano", "studies"], 2))
         fresh = docs.scope(user, f"fresh-{case}")[1]
         await docs.documents.store(user, fresh, inside)
+        await assert_relations(docs, (user, coll), records, vector, scope)
         await assert_search(docs, (user, coll), vector, text, 6, scope, ref, allowed)
         for mode in MODES:
             scoped = await docs.documents.search(user, coll, vector, text, mode, 6, scope)
