@@ -1,7 +1,7 @@
 """The documents flow end to end with every store on the real Neo4j (documents, chunks,
 communities, triples and entity vectors): the scenario of tests/documents/test_documents_flow.py
-(load, reload, search, links, collections, communities, change, delete, scope, tenants), then
-deleting the collections leaves no node of the users behind."""
+(load, reload, search, links, scoped entity search and graph-rag, collections, communities,
+change, delete, scope, tenants), then deleting the collections leaves no node of the users behind."""
 
 from __future__ import annotations
 
@@ -27,7 +27,9 @@ from schemas.documents import (
     LoadResponse,
     Scope,
 )
-from schemas.services import COMMUNITIES, DOCUMENT_LOAD, DOCUMENTS
+from schemas.graph_embeddings import GraphEmbeddingsRequest
+from schemas.graph_rag import GraphRagRequest
+from schemas.services import COMMUNITIES, DOCUMENT_LOAD, DOCUMENTS, GRAPH_EMBEDDINGS, GRAPH_RAG
 from tests.conftest import Servers
 from tests.documents.test_documents_flow import DOCS
 
@@ -59,6 +61,24 @@ async def links(system: System, user: str, entities: list[str], chunk_ids: list[
     return {(m.entity, m.chunk_id) for m in (await client(system, DOCUMENTS).request(req)).links.mentions}
 
 
+async def scoped_graph(system: System, user: str) -> None:
+    """Entity search and graph-rag keep to a document scope (the stores' scoped reads)."""
+    vec = (await OnnxMiniLM.shared().embed(["Marie Curie Warsaw Paris"]))[0]
+    scoped = GraphEmbeddingsRequest(user=user, collection=C, vector=vec, text="Marie Curie and Paris", limit=50,
+                                    scope=Scope(document_ids=["paris"]))  # fmt: skip
+    found = {m.entity.value for m in (await client(system, GRAPH_EMBEDDINGS).request(scoped)).entities}
+    assert any(x.endswith("/paris") for x in found)
+    assert not any(x.endswith("marie_curie") or x.endswith("/warsaw") for x in found)
+    req = GraphRagRequest(user=user, collection=C, query="Where was Marie Curie born?", no_llm=True)
+    everywhere = await client(system, GRAPH_RAG).request(req)
+    assert any("warsaw" in (t.o_id + t.s_id) for t in everywhere.triples)
+    only_paris = await client(system, GRAPH_RAG).request(
+        req.model_copy(update={"scope": Scope(document_ids=["paris"])})
+    )
+    ids = {x for t in only_paris.triples for x in (t.s_id, t.o_id)}
+    assert not any(x.endswith("/warsaw") or x.endswith("marie_curie") for x in ids)
+
+
 async def scenario(system: System, user: str, bob: str) -> None:
     """The embedded flow's assertions, on Neo4j."""
     first = await load(system, user, DOCS)
@@ -70,6 +90,7 @@ async def scenario(system: System, user: str, bob: str) -> None:
     assert len(curie) == 1  # one entity for "Marie Curie" in two documents
     by_entity = {c for _, c in await links(system, user, sorted(curie), [])}
     assert by_entity == {h.id for h in hits if h.document_id in ("curie", "warsaw")}
+    await scoped_graph(system, user)
     listed = (await client(system, DOCUMENTS).request(ListCollections(user=user))).collections
     assert [(c.collection, c.documents, c.chunks) for c in listed] == [(C, 3, 3)] and listed[0].entities > 5
 
