@@ -80,6 +80,11 @@ WRITE_SOURCES = (
 WRITE_RELATION_VECTORS = (
     "UNWIND $relvecs AS row MATCH (r:KgRelation {key: row.key}) SET r.embedding = coalesce(r.embedding, row.vec)"
 )
+# Everything a store writes, in one query.
+WRITE = (
+    "CALL () { " + WRITE_DOCS + " } CALL () { " + WRITE_CHUNKS + " } "
+    "CALL () { " + WRITE_MENTIONS + " } CALL () { " + WRITE_SOURCES + " } CALL () { " + WRITE_RELATION_VECTORS + " }"
+)
 # Of the candidates: relations no chunk supports any more (deleted, returned) and entities no
 # chunk mentions (their concept flag goes; nodes nothing else uses go too).
 UNSUPPORTED = (
@@ -130,12 +135,6 @@ DELETE_COLLECTION = (
     "MATCH (n:KgDocument {" + _TENANT + "}) CALL (n) { DETACH DELETE n" + _BATCHED,
     "MATCH (n:KgEntity {" + _TENANT + "}) WHERE n.concept IS NOT NULL CALL (n) { REMOVE n.concept "
     "WITH n WHERE n.label IS NULL AND n.embedding IS NULL AND NOT (n)--() DELETE n" + _BATCHED,
-)
-
-
-WRITE = (
-    "CALL () { " + WRITE_DOCS + " } CALL () { " + WRITE_CHUNKS + " } "
-    "CALL () { " + WRITE_MENTIONS + " } CALL () { " + WRITE_SOURCES + " } CALL () { " + WRITE_RELATION_VECTORS + " }"
 )
 
 
