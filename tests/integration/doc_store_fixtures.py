@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,7 @@ from processors.ingest.communities.profiles import CommunityRecord, profile
 from processors.stores.chunk_index import ChunkIndex, RelationIndex
 from processors.stores.documents_protocol import CommunityStore, DocumentRecord, DocumentStore, Relation
 from schemas.documents import Chunk, Document, Mention, Scope
-from tests.integration.store_fixtures import near, unit
+from tests.integration.store_fixtures import near, new_tenant, unit
 
 DOC_BACKENDS = ("sqlite", "neo4j")
 REL = "http://r/related_to"
@@ -49,10 +48,7 @@ class DocBackend:
 
     def scope(self, user: str | None = None, collection: str | None = None) -> tuple[str, str]:
         """A (user, collection) pair no other test uses (or the given names); deleted at teardown."""
-        tag = uuid.uuid4().hex[:10]
-        pair = (user if user is not None else f"u-{tag}", collection if collection is not None else f"c-{tag}")
-        self.scopes.append(pair)
-        return pair
+        return new_tenant(self.scopes, user, collection)
 
     async def leftovers(self, user: str) -> int:
         """Neo4j nodes of `user` still stored (0 on SQLite, whose rows the API shows)."""
