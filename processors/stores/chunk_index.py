@@ -106,8 +106,9 @@ def _top(scores: np.ndarray, mask: np.ndarray | None, k: int) -> list[int]:
     k = min(k, len(scores))
     if k <= 0:
         return []
-    top = np.argpartition(-scores, k - 1)[:k]
-    return top[np.lexsort((top, -scores[top]))].tolist()
+    kth = np.partition(-scores, k - 1)[k - 1]  # minus the k-th best score
+    top = np.flatnonzero(-scores <= kth)  # every row as good, so a tie at the cut goes to the lower row
+    return top[np.lexsort((top, -scores[top]))][:k].tolist()
 
 
 @dataclass
