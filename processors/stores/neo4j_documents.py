@@ -17,6 +17,7 @@ scope's own statistics (see neo4j_chunk_search). Scopes are predicates inside ea
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -24,11 +25,13 @@ from typing import Any
 import numpy as np
 
 from processors.retrieval.relevance.bm25 import terms
+from processors.retrieval.relevance.graphrank import GraphRankParams
 from processors.stores import neo4j_relations
 from processors.stores.chunk_index import SearchMode
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
 from processors.stores.neo4j_chunk_search import GET_CHUNKS, chunk_of, search_chunks
 from processors.stores.neo4j_communities import Neo4jCommunityStore
+from processors.stores.neo4j_graph_index import BUMP, DROP_IF_EMPTY, Neo4jGraphIndex, version_params
 from processors.stores.neo4j_schema import Neo4jConnection, Runner, entity_key, node_key
 from processors.stores.neo4j_scope import IN_SCOPE, SCOPE_DOCS, keys, meta_pairs, tenant
 from schemas.documents import Chunk, DocumentInfo, Mention, Scope
@@ -68,7 +71,7 @@ WRITE_CHUNKS = (
 WRITE_MENTIONS = (
     "UNWIND $mentions AS row MATCH (c:KgChunk {key: row.ckey}) "
     "MERGE (e:KgEntity {key: row.ekey}) ON CREATE SET e.user = $user, e.collection = $collection, e.uri = row.iri "
-    "SET e.concept = coalesce(e.concept, row.owned) "
+    "SET e.concept = coalesce(e.concept, row.owned), e.concept_key = coalesce(e.concept_key, row.concept_key) "
     "CREATE (c)-[:HAS_ENTITY {user: $user, collection: $collection, count: row.count}]->(e)"
 )
 WRITE_SOURCES = (
@@ -143,6 +146,7 @@ class Neo4jDocumentStore:
 
     def __init__(self, conn: Neo4jConnection) -> None:
         self.conn = conn.acquire()
+        self._graph = Neo4jGraphIndex(self.conn)
 
     async def store(self, user: str, collection: str, records: Sequence[DocumentRecord]) -> RemovedLinks:
         """Write documents, replacing earlier versions of the same ids, in one transaction;
@@ -155,6 +159,7 @@ class Neo4jDocumentStore:
             old = await _linked(run, params)
             await run(CLEAR_CHUNKS, docs)
             await run(WRITE, {**scope, **rows})
+            await run(BUMP, version_params(user, collection))
             return await _unlinked(run, params, old)
 
         return await self.conn.write_tx(work)
@@ -166,6 +171,8 @@ class Neo4jDocumentStore:
         async def work(run: Runner) -> RemovedLinks:
             old = await _linked(run, params)
             await run(DELETE_DOCS, params)
+            await run(BUMP, version_params(user, collection))
+            await run(DROP_IF_EMPTY, version_params(user, collection))
             return await _unlinked(run, params, old)
 
         return await self.conn.write_tx(work)
@@ -174,6 +181,7 @@ class Neo4jDocumentStore:
         """Drop the collection's documents, chunks and provenance (in batches) and concept flags."""
         for cypher in DELETE_COLLECTION:
             await self.conn.autocommit(cypher, tenant(user, collection))
+        await self.conn.autocommit(DROP_IF_EMPTY, version_params(user, collection))
 
     async def hashes(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, str]:
         """Content hash of each stored document of `ids`."""
@@ -189,10 +197,20 @@ class Neo4jDocumentStore:
         mode: SearchMode,
         limit: int,
         scope: Scope | None = None,
+        params: GraphRankParams | None = None,
     ) -> list[Chunk]:
-        """The best chunks of the scope by vector and/or text (see neo4j_chunk_search)."""
-        params = tenant(user, collection, scope)
-        return await self.conn.read_tx(lambda run: search_chunks(run, params, vector, text, mode, limit))
+        """The best chunks of the scope by vector and/or text (see neo4j_chunk_search), or by
+        graphrank over the collection's index held in memory (see neo4j_graph_index)."""
+        tp = tenant(user, collection, scope)
+        if mode != "graph":
+            return await self.conn.read_tx(lambda run: search_chunks(run, tp, vector, text, mode, limit))
+        index = await self._graph.index(user, collection)
+        if index is None:
+            return []
+        allowed = None if scope is None or scope.is_empty else await self._graph.allowed(tp)
+        hits = await asyncio.to_thread(self._graph.search, index, vector, text, limit, allowed, params)
+        by_id = {c.id: c for c in await self.chunks(user, collection, [c for c, _ in hits])}
+        return [by_id[c].model_copy(update={"score": s}) for c, s in hits if c in by_id]
 
     async def chunks(self, user: str, collection: str, ids: Sequence[str], scope: Scope | None = None) -> list[Chunk]:
         """Chunks by id (in the scope), in the order asked."""
@@ -281,12 +299,12 @@ def _rows(user: str, collection: str, records: Sequence[DocumentRecord]) -> dict
     docs, chunks, mentions, sources, relvecs = [], [], [], [], []
     for r in records:
         d, dkey = r.document, node_key(user, collection, r.document.id)
-        words = [terms(c.text) for c in r.chunks]
+        words = [terms(f"{d.title}\n{c.text}" if d.title else c.text) for c in r.chunks]  # as the embedded index
         lex, lexlen = [" ".join(w) for w in words], [len(w) for w in words]
         ckeys = [node_key(user, collection, c.id) for c in r.chunks]
         props = {"id": d.id, "title": d.title, "timestamp": d.timestamp.timestamp() if d.timestamp else None,
                  "metadata": json.dumps(d.metadata), "meta": meta_pairs(d.metadata), "content_hash": r.content_hash,
-                 "chunks": len(r.chunks), "lexlen": sum(lexlen)}  # fmt: skip
+                 "chunks": len(r.chunks), "lexlen": sum(lexlen), "title_entity": r.title_entity}  # fmt: skip
         docs.append({"key": dkey, "chunk_keys": ckeys, "props": props})
         for c, v, ck, x, n in zip(r.chunks, r.vectors, ckeys, lex, lexlen, strict=True):
             cprops = {"id": c.id, "document_id": d.id, "ordinal": c.ordinal, "text": c.text, "start": c.start,
@@ -297,7 +315,7 @@ def _rows(user: str, collection: str, records: Sequence[DocumentRecord]) -> dict
             counts[m.chunk_id, m.entity] = counts.get((m.chunk_id, m.entity), 0) + m.count
         mentions += [
             {"ckey": node_key(user, collection, c), "ekey": entity_key(user, collection, e), "iri": e,
-             "count": n, "owned": e in r.owned}
+             "count": n, "owned": e in r.owned, "concept_key": r.keys.get(e)}
             for (c, e), n in counts.items()
         ]  # fmt: skip
         sources += [

@@ -31,6 +31,7 @@ VECTOR_INDEX = "kg_entity_embedding"
 FULLTEXT_INDEX = "kg_entity_text"
 
 SCHEMA = (
+    "CREATE CONSTRAINT kg_docs_version_key IF NOT EXISTS FOR (n:KgDocsVersion) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_entity_key IF NOT EXISTS FOR (n:KgEntity) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_literal_key IF NOT EXISTS FOR (n:KgLiteral) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_predicate_key IF NOT EXISTS FOR (n:KgPredicate) REQUIRE n.key IS UNIQUE",

@@ -20,6 +20,7 @@ import pytest
 
 from processors.ingest.communities.detect import Community
 from processors.ingest.communities.profiles import CommunityRecord, profile
+from processors.retrieval.relevance.graphrank import build_concepts
 from processors.stores.chunk_index import ChunkIndex, RelationIndex
 from processors.stores.documents_protocol import CommunityStore, DocumentRecord, DocumentStore, Relation
 from schemas.documents import Chunk, Document, Mention, Scope
@@ -170,9 +171,17 @@ def in_scope(r: DocumentRecord, scope: Scope | None) -> bool:
 
 def reference_index(records: Sequence[DocumentRecord]) -> ChunkIndex:
     """The embedded store's search index over the records' chunks (the ranking every backend matches)."""
-    rows = sorted((c.id, r.document.id, c.text, v) for r in records for c, v in zip(r.chunks, r.vectors, strict=True))
-    vectors = np.asarray([v for *_, v in rows], dtype=np.float32)
-    return ChunkIndex.build(1, [x[0] for x in rows], [x[1] for x in rows], [x[2] for x in rows], vectors)
+    rows = sorted(
+        (c.id, r.document.id, f"{r.document.title}\n{c.text}" if r.document.title else c.text, v, c.text, r)
+        for r in records
+        for c, v in zip(r.chunks, r.vectors, strict=True)
+    )
+    vectors = np.asarray([x[3] for x in rows], dtype=np.float32)
+    at = {x[0]: i for i, x in enumerate(rows)}
+    mentions = [(at[m.chunk_id], m.entity) for r in records for m in r.mentions if m.chunk_id in at]
+    keys = {e: k for r in records for e, k in r.keys.items()}
+    concepts = build_concepts([x[4] for x in rows], [x[5].title_entity for x in rows], mentions, keys)
+    return ChunkIndex.build(1, [x[0] for x in rows], [x[1] for x in rows], [x[2] for x in rows], vectors, concepts)
 
 
 def reference_relations(records: Sequence[DocumentRecord]) -> RelationIndex:

@@ -67,6 +67,9 @@ async def assert_search(
     want = sorted(reciprocal_rank_fusion(rankings).items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
     assert [(c.id, c.score) for c in fused] == want
     assert allowed is None or {c.document_id for c in fused} <= allowed
+    graph = await docs.documents.search(*tenant, vector, text, "graph", limit, scope)
+    assert_ranking(graph, ranked(ref, vector, text, "graph", limit + 5, allowed), limit)
+    assert allowed is None or {c.document_id for c in graph} <= allowed
 
 
 async def assert_relations(
@@ -282,8 +285,13 @@ async def test_delete_collection_leaves_nothing_and_spares_the_others(docs: DocB
     await docs.documents.delete_collection(user, coll)
     await docs.communities.delete_collection(user, coll)
     assert await docs.documents.documents(user, coll, 10) == [] and await docs.communities.list(user, coll) == []
-    assert await docs.documents.search(user, coll, unit(1), "album curie", "fused", 5) == []
+    for mode in ("fused", "graph"):
+        assert await docs.documents.search(user, coll, unit(1), "album curie", mode, 5) == []
     assert await docs.documents.counts(user) == {keep: (5, sum(len(r.chunks) for r in records))}
+    # loaded again with other documents: graph search ranks the new ones, never an index cached before
+    await docs.documents.store(user, coll, [record("fresh", ["album curie"])])
+    assert [c.id for c in await docs.documents.search(user, coll, unit(1), "album curie", "graph", 5)] == ["fresh:0"]
+    await docs.documents.delete_collection(user, coll)
     assert len(await docs.documents.search(user, keep, unit(1), "album curie", "fused", 5)) == 5
     assert len(await docs.communities.list(user, keep)) == 3
     await docs.documents.delete_collection(user, keep)
@@ -306,7 +314,7 @@ async def test_injection_strings_are_data(docs: DocBackend) -> None:
         assert await docs.documents.hashes(user, coll, [bad]) == {bad: r.content_hash}
         assert [d.id for d in await docs.documents.documents(user, coll, 5, Scope(metadata={bad: bad}))] == [bad]
         hits = await docs.documents.search(user, coll, None, bad + " album", "lexical", 5, Scope(document_ids=[bad]))
-        assert [(h.id, h.text) for h in hits] == [(bad + ":0", bad + " album")]
+        assert (hits[0].id, hits[0].text) == (bad + ":0", bad + " album")  # BM25 reads title + text
         assert await docs.documents.links(user, coll, [e(bad)], [], 5) == r.mentions
         assert await docs.documents.relations(user, coll, [e(bad), e("curie")], 5) == [(e(bad), REL, e("curie"), 1)]
         await docs.documents.delete_collection(user, coll)

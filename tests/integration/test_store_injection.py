@@ -309,8 +309,12 @@ def test_checker_follows_fragments_imported_from_store_modules(tmp_path: Path) -
 def test_store_code_builds_no_query_text_from_values() -> None:
     root = Path(__file__).resolve().parents[2]
     files = sorted((root / "processors" / "stores").glob("*.py"))
-    assert {"sqlite_triples.py", "cassandra_schema.py", "neo4j_store.py", "neo4j_documents.py", "sqlite_documents.py"} <= {
-        f.name for f in files
-    }
+    assert {
+        "sqlite_triples.py",
+        "cassandra_schema.py",
+        "neo4j_store.py",
+        "neo4j_documents.py",
+        "sqlite_documents.py",
+    } <= {f.name for f in files}
     problems = {f.name: QueryTextChecker(f.read_text(), root).problems() for f in files}
     assert {k: v for k, v in problems.items() if v} == {}
