@@ -18,11 +18,14 @@ from processors.base.bus import Bus
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
 from processors.base.config_client import CONFIG_TIMEOUT_S, ConfigWatcher, config_client
 from processors.base.registry import server_of
+from processors.gateway import tg_documents as tgd
 from processors.gateway import translate as tr
 from processors.gateway.auth import AuthError, Principal
+from schemas.documents import DeleteCollection, ListCollections
 from schemas.flows import ConfigState, FlowRequest, FlowResponse
 from schemas.services import (
     COMMUNITIES,
+    DOCUMENT_LOAD,
     DOCUMENTS,
     EMBEDDINGS,
     GRAPH_EMBEDDINGS,
@@ -47,8 +50,15 @@ TRUSTGRAPH_SERVICES: dict[str, Service] = {
 }
 # kgflow's own services: their wire format is the kgflow schema's JSON (kebab- or snake-case names).
 KGFLOW_SERVICES: dict[str, Service] = {s.name: s for s in (LAZY_RAG, KG_QUERY, DOCUMENTS, COMMUNITIES)}
+# TrustGraph service names kgflow answers with a service of its own (see tg_documents.py).
+TRUSTGRAPH_ALIASES: dict[str, Service] = {
+    "document-rag": LAZY_RAG,
+    "text-load": DOCUMENT_LOAD,
+    "document-load": DOCUMENT_LOAD,
+}
 FLOW_SERVICES: dict[str, Service] = {**TRUSTGRAPH_SERVICES, **KGFLOW_SERVICES}
-WORKSPACE_SERVICES = ("flow", "config")
+WORKSPACE_SERVICES = ("flow", "config", "collection-management")
+DEFAULT_FLOW = "default"
 FLOW_WRITE_OPS = ("put-blueprint", "delete-blueprint", "start-flow", "stop-flow")
 
 
@@ -104,12 +114,10 @@ class Dispatcher:
         if res.config is not None and res.config.version >= self.config.version:
             await self._on_config(res.config)
 
-    async def _client(self, service: str, flow: str) -> RequestResponseClient[Any]:
+    async def _client(self, service: Service, flow: str) -> RequestResponseClient[Any]:
         """The client of `service` in running flow `flow` (errors for unknown flows/services)."""
-        if service not in FLOW_SERVICES:
-            raise GatewayError("unknown-service", f"no flow service {service!r}; known: {', '.join(FLOW_SERVICES)}")
         try:
-            topic(service, flow)
+            topic(service.name, flow)
         except ValueError:
             raise GatewayError("bad-request", f"invalid flow id {flow!r}") from None
         if flow not in self.config.flows:
@@ -121,15 +129,17 @@ class Dispatcher:
         if running is None:
             known = ", ".join(sorted(self.config.flows)) or "none"
             raise GatewayError("unknown-flow", f"flow {flow!r} is not running (running flows: {known})")
-        server = server_of(service)
+        server = server_of(service.name)
         bp = self.config.blueprints.get(running.blueprint)
         if bp is None or server is None or server.name not in bp.processors:
-            raise GatewayError("unknown-service", f"flow {flow!r} (blueprint {running.blueprint!r}) has no {service}")
-        key = (service, flow)
+            raise GatewayError(
+                "unknown-service", f"flow {flow!r} (blueprint {running.blueprint!r}) has no {service.name}"
+            )
+        key = (service.name, flow)
         async with self._lock:
             client = self._clients.get(key)
             if client is None:
-                client = RequestResponseClient.for_service(self.bus, FLOW_SERVICES[service], flow, self.timeout_s)
+                client = RequestResponseClient.for_service(self.bus, service, flow, self.timeout_s)
                 await client.start()
                 self._clients[key] = client
         return client
@@ -148,7 +158,7 @@ class Dispatcher:
         with _as_gateway_errors():
             user = principal.resolve(workspace)
             if flow is None:
-                inner = self._workspace_service(principal, service, request)
+                inner = self._workspace_service(principal, user, service, request)
             else:
                 inner = self._flow_service(user, service, flow, request, streaming_allowed)
             async for frame in inner:
@@ -157,13 +167,16 @@ class Dispatcher:
     async def _flow_service(
         self, user: str, service: str, flow: str, wire: Any, streaming_allowed: bool
     ) -> AsyncIterator[Frame]:
-        if service not in FLOW_SERVICES:
-            raise GatewayError("unknown-service", f"no flow service {service!r}; known: {', '.join(FLOW_SERVICES)}")
-        if service in KGFLOW_SERVICES:
+        if service in TRUSTGRAPH_ALIASES:
+            async for frame in self._trustgraph_alias(user, service, flow, wire):
+                yield frame
+        elif service not in FLOW_SERVICES:
+            raise GatewayError("unknown-service", f"no flow service {service!r}; known: {', '.join(_known())}")
+        elif service in KGFLOW_SERVICES:
             req_k = tr.kgflow_request(FLOW_SERVICES[service], wire, user)
             if not streaming_allowed and getattr(req_k, "streaming", False):
                 req_k = req_k.model_copy(update={"streaming": False})
-            client = await self._client(service, flow)
+            client = await self._client(FLOW_SERVICES[service], flow)
             timeout = max(self.timeout_s, (getattr(req_k, "timeout_s", None) or 0) + 5)
             async for res in client.stream(req_k, timeout):
                 yield tr.kgflow_response_to_wire(res), res.end_of_stream
@@ -171,13 +184,13 @@ class Dispatcher:
             req = tr.graph_rag_request(wire, user)
             if not streaming_allowed:
                 req = req.model_copy(update={"streaming": False})
-            client = await self._client(service, flow)
+            client = await self._client(FLOW_SERVICES[service], flow)
             timeout = max(self.timeout_s, (req.timeout_s or 0) + 5)
             async for res in client.stream(req, timeout):
                 yield tr.graph_rag_response_to_wire(res), res.end_of_stream
         elif service == TRIPLES.name:
             q = tr.triples_request(wire, user)
-            client = await self._client(service, flow)
+            client = await self._client(FLOW_SERVICES[service], flow)
             found: TriplesResponse = await client.request(q.query)
             triples = [] if q.graph else [Triple(s=t.s, p=t.p, o=t.o) for t in found.triples]  # no named graphs
             if not (q.streaming and streaming_allowed):
@@ -187,22 +200,59 @@ class Dispatcher:
                 last = i + q.batch_size >= len(triples)
                 yield tr.triples_batch_to_wire(triples[i : i + q.batch_size], last), last
         elif service == EMBEDDINGS.name:
-            client = await self._client(service, flow)
+            client = await self._client(FLOW_SERVICES[service], flow)
             yield tr.embeddings_response_to_wire(await client.request(tr.embeddings_request(wire))), True
         elif service == GRAPH_EMBEDDINGS.name:
             req_ge = tr.graph_embeddings_request(wire, user)
-            client = await self._client(service, flow)
+            client = await self._client(FLOW_SERVICES[service], flow)
             yield tr.graph_embeddings_response_to_wire(await client.request(req_ge)), True
         else:  # text-completion
             req_tc = tr.text_completion_request(wire)
             if not streaming_allowed:
                 req_tc = req_tc.model_copy(update={"streaming": False})
-            client = await self._client(service, flow)
+            client = await self._client(FLOW_SERVICES[service], flow)
             async for res in client.stream(req_tc):
                 yield tr.text_completion_response_to_wire(res), res.end_of_stream
 
-    async def _workspace_service(self, principal: Principal, service: str, wire: Any) -> AsyncIterator[Frame]:
-        if service == "flow":
+    async def _trustgraph_alias(self, user: str, service: str, flow: str, wire: Any) -> AsyncIterator[Frame]:
+        """TrustGraph's document-rag and text/document loads, answered by lazy-rag and document-load."""
+        target = TRUSTGRAPH_ALIASES[service]
+        client = await self._client(target, flow)
+        if target is LAZY_RAG:
+            req = tgd.document_rag_request(wire, user)
+            res = await client.request(req, max(self.timeout_s, (req.timeout_s or 0) + 5))
+            yield tgd.document_rag_response_to_wire(res), True
+        else:
+            yield tgd.load_response_to_wire(await client.request(tgd.text_load_request(wire, user))), True
+
+    async def _documents_flow(self) -> str:
+        """The flow collection-management goes through: `default`, else the first flow with documents."""
+        if not self.config.flows:
+            await self._refresh()
+        server = server_of(DOCUMENTS.name)
+        for name in sorted(self.config.flows, key=lambda n: (n != DEFAULT_FLOW, n)):
+            bp = self.config.blueprints.get(self.config.flows[name].blueprint)
+            if bp is not None and server is not None and server.name in bp.processors:
+                return name
+        raise GatewayError("unavailable", "no running flow has a documents service (start the `default` flow)")
+
+    async def _collections(self, user: str, wire: Any) -> AsyncIterator[Frame]:
+        op, collection = tgd.collection_operation(wire)
+        client = await self._client(DOCUMENTS, await self._documents_flow())
+        if op == "list-collections":
+            res = await client.request(ListCollections(user=user))
+            yield tgd.collections_to_wire(res.collections, wire.get("tag_filter")), True
+        else:
+            await client.request(DeleteCollection(user=user, collection=collection))
+            yield {}, True
+
+    async def _workspace_service(
+        self, principal: Principal, user: str, service: str, wire: Any
+    ) -> AsyncIterator[Frame]:
+        if service == "collection-management":
+            async for frame in self._collections(user, wire):
+                yield frame
+        elif service == "flow":
             req = tr.flow_request(wire)
             if req.operation in FLOW_WRITE_OPS and not principal.admin:
                 raise GatewayError("forbidden", f"{req.operation} needs an admin token (one bound to no workspace)")
@@ -234,10 +284,15 @@ class Dispatcher:
             user = principal.resolve(workspace)
             if not triples:
                 return 0
-            client = await self._client(TRIPLES.name, flow)
+            client = await self._client(TRIPLES, flow)
             # The triples service stores, embeds labels and announces the change to label caches.
             await client.request(StoreTriples(user=user, collection=collection, triples=triples))
             return len(triples)
+
+
+def _known() -> list[str]:
+    """Every flow service name the gateway answers."""
+    return [*FLOW_SERVICES, *TRUSTGRAPH_ALIASES]
 
 
 @contextlib.contextmanager

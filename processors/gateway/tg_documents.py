@@ -1,0 +1,144 @@
+"""TrustGraph's document services on kgflow's: `document-rag`, `text-load`, `document-load` and the
+`collection-management` workspace service (trustgraph-cli 2.11.1 wire format).
+
+- `document-rag` is answered by lazy-rag: `doc-limit` chunks of context (TrustGraph's default 10),
+  the summary as `response`, the documents it rests on as `sources`. One frame even when the client
+  asked for a stream (lazy-rag writes its summary in one structured call).
+- `text-load` / `document-load` (TrustGraph's `flow.load_text` / `flow.load_document`) load one
+  base64 document through the documents flow; the title comes from an `rdfs:label`/`dc:title`
+  metadata triple about the document. Only text is understood (no PDF extraction).
+- `collection-management`: `list-collections` (with kgflow's counts as the description) and
+  `delete-collection` (every store); collections have no editable metadata in kgflow.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from processors.gateway.translate import DEFAULT_COLLECTION, BadRequest, _require_object, _validate
+from schemas.documents import CollectionInfo, Document, LoadDocuments, LoadResponse
+from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
+
+DOC_LIMIT_DEFAULT = 10  # TrustGraph's own default for doc-limit
+MAX_DOC_LIMIT = 100  # lazy-rag's chunk_limit bound
+TITLE_PREDICATES = (
+    "http://www.w3.org/2000/01/rdf-schema#label",
+    "http://purl.org/dc/terms/title",
+    "http://purl.org/dc/elements/1.1/title",
+    "https://schema.org/name",
+    "http://schema.org/name",
+)
+COLLECTION_OPS = ("list-collections", "delete-collection")
+
+
+def document_rag_request(wire: Any, user: str) -> LazyRagRequest:
+    """A TrustGraph document-rag request as a lazy-rag question for `user`."""
+    wire = _require_object(wire)
+    limit = wire.get("doc-limit", wire.get("doc_limit")) or DOC_LIMIT_DEFAULT
+    if not isinstance(limit, int) or limit < 1:
+        raise BadRequest("invalid request: doc-limit: expected a positive integer")
+    data: dict[str, Any] = {
+        "user": user,
+        "query": wire.get("query"),
+        "collection": wire.get("collection") or DEFAULT_COLLECTION,
+        "chunk_limit": min(limit, MAX_DOC_LIMIT),
+    }
+    if wire.get("scope") is not None:
+        data["scope"] = wire["scope"]
+    return _validate(LazyRagRequest, data)
+
+
+def document_rag_response_to_wire(res: LazyRagResponse) -> dict[str, Any]:
+    """A lazy-rag answer as a TrustGraph document-rag frame (kgflow's evidence rides along)."""
+    d: dict[str, Any] = {
+        "response": res.response,
+        "end_of_stream": True,
+        "end_of_session": True,
+        "sources": [{"uri": doc.id, "title": doc.title} if doc.title else {"uri": doc.id} for doc in res.documents],
+        "confidence": res.confidence,
+        "missing_info": res.missing_info,
+    }
+    for name in ("model", "in_token", "out_token"):
+        if getattr(res, name) is not None:
+            d[name] = getattr(res, name)
+    if res.stats is not None:
+        d["stats"] = res.stats.model_dump()
+    return d
+
+
+def _title(wire_metadata: Any, doc_id: str) -> str:
+    """The title a TrustGraph metadata triple gives the document (empty when none does)."""
+    for t in wire_metadata if isinstance(wire_metadata, list) else []:
+        if not isinstance(t, dict):
+            continue
+        s, p, o = (t.get(k) if isinstance(t.get(k), dict) else {} for k in ("s", "p", "o"))
+        if p.get("i") in TITLE_PREDICATES and s.get("i") in (doc_id, None) and isinstance(o.get("v"), str):
+            return o["v"]
+    return ""
+
+
+def text_load_request(wire: Any, user: str) -> LoadDocuments:
+    """A TrustGraph `text-load` (`text`) or `document-load` (`data`) body as one document to load."""
+    wire = _require_object(wire)
+    field = "text" if "text" in wire else "data"
+    encoded, doc_id = wire.get(field), wire.get("id")
+    if not isinstance(encoded, str):
+        raise BadRequest(f"invalid request: {field}: expected the document as base64")
+    if not isinstance(doc_id, str) or not doc_id:
+        doc_id = str(doc_id) if isinstance(doc_id, int) else ""
+    if not doc_id:
+        raise BadRequest("invalid request: id: a document id is required")
+    charset = wire.get("charset") or "utf-8"
+    try:
+        text = base64.b64decode(encoded, validate=True).decode(charset)
+    except (binascii.Error, ValueError) as e:
+        raise BadRequest(f"invalid request: {field}: not base64 {charset} text ({e}); kgflow loads text only") from None
+    except LookupError:
+        raise BadRequest(f"invalid request: charset: unknown charset {charset!r}") from None
+    doc = _validate(Document, {"id": doc_id, "title": _title(wire.get("metadata"), doc_id), "text": text}, "document.")
+    return _validate(
+        LoadDocuments, {"user": user, "collection": wire.get("collection") or DEFAULT_COLLECTION, "documents": [doc]}
+    )
+
+
+def load_response_to_wire(res: LoadResponse) -> dict[str, Any]:
+    """What the load did; a failed document is an error (TrustGraph clients raise on it)."""
+    if res.failed:
+        raise BadRequest("; ".join(f"document {f.id}: {f.error}" for f in res.failed))
+    return {"loaded": res.loaded, "unchanged": res.unchanged, "chunks": res.chunks}
+
+
+def collection_operation(wire: Any) -> tuple[str, str | None]:
+    """(operation, collection) of a collection-management request; unsupported operations refused."""
+    wire = _require_object(wire)
+    op = wire.get("operation")
+    if op not in COLLECTION_OPS:
+        raise BadRequest(
+            f"operation: collection-management operation {op!r} is not supported by kgflow "
+            f"(supported: {', '.join(COLLECTION_OPS)}; collections have no editable metadata)"
+        )
+    collection = wire.get("collection")
+    if op == "delete-collection" and (not isinstance(collection, str) or not collection):
+        raise BadRequest("invalid request: collection: delete-collection needs a collection")
+    return op, collection
+
+
+def collections_to_wire(infos: list[CollectionInfo], tag_filter: Any = None) -> dict[str, Any]:
+    """`list-collections` as TrustGraph reads it; kgflow's counts are the description (no tags)."""
+    if tag_filter:  # kgflow collections carry no tags: a filter matches none
+        return {"collections": []}
+    return {
+        "collections": [
+            {
+                "collection": c.collection,
+                "name": c.collection,
+                "description": (
+                    f"{c.documents} documents, {c.chunks} chunks, {c.entities} entities, {c.triples} triples"
+                ),
+                "tags": [],
+            }
+            for c in infos
+        ]
+    }
