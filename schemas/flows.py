@@ -9,7 +9,6 @@ from pydantic import BaseModel, Field
 
 from schemas.base import Message, Response
 
-
 # Parameters whose names say they hold a secret are never shown to clients (they reach processors only).
 SECRET_NAME = re.compile(r"key|secret|token|password", re.IGNORECASE)
 REDACTED = "<redacted>"

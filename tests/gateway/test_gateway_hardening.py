@@ -12,9 +12,9 @@ from typing import Any
 import aiohttp
 import pytest
 from gw_support import LiveGateway
+from test_gateway_socket import QUESTION, collect, connect, rag
 
 from processors.gateway.service import GatewayProcessor, GatewaySettings
-from test_gateway_socket import QUESTION, collect, connect, rag
 
 DEEP = "[" * 50_000  # within the frame limit; Python's parser gives up near 1,000 levels
 TOKEN = "admin-secret"
