@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from processors.base.bus import Bus
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
+from processors.base.settings import describe_errors
 from processors.commands.options import runtime_settings, store_settings
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
 from schemas.services import GRAPH_RAG
@@ -46,6 +47,7 @@ def to_json(question: str, res: GraphRagResponse) -> dict[str, Any]:
         "model": res.model,
         "in_token": res.in_token,
         "out_token": res.out_token,
+        "warnings": [w.model_dump() for w in res.warnings],
     }
 
 
@@ -79,13 +81,19 @@ async def _asker(a: argparse.Namespace) -> AsyncIterator[Ask]:
         return
     from processors.base.runtime import embedded
 
-    async with embedded(store_settings(a), rt) as system, over(system.bus) as ask:
+    stores = store_settings(a)
+    if stores.triples_backend == "sqlite" and not (stores.home / "graph.db").exists():
+        raise ValueError(
+            f"no kgflow data in {stores.home.resolve()} (set --home or KGFLOW_HOME, or load first: "
+            "kgflow load triples FILE --collection C)"
+        )
+    async with embedded(stores, rt) as system, over(system.bus) as ask:
         yield ask
 
 
 def _print_text(res: GraphRagResponse) -> None:
     print(res.response)
-    if res.triples:
+    if res.triples and res.model:  # a model answered: show the facts it had (else the answer lists them)
         print("\nretrieved facts:")
         for t in res.triples:
             print(f"  {t.s} | {t.p} | {t.o}")
@@ -106,7 +114,7 @@ async def graph_rag(a: argparse.Namespace) -> int:
         try:
             return GraphRagRequest(query=q, user=a.user, collection=a.collection, no_llm=a.no_llm, **params)
         except ValidationError as e:
-            raise ValueError(f"invalid request: {e.errors()[0]['loc']}: {e.errors()[0]['msg']}") from None
+            raise ValueError(f"invalid --param {describe_errors(e)}") from None
 
     async with _asker(a) as ask:
         if a.question:
@@ -115,7 +123,9 @@ async def graph_rag(a: argparse.Namespace) -> int:
                 print(json.dumps(to_json(a.question, res), ensure_ascii=False))
             else:
                 _print_text(res)
-            return 0
+            for w in res.warnings:
+                print(f"kgflow: warning: {w.message}", file=sys.stderr)
+            return 1 if any(w.type == "unknown-collection" for w in res.warnings) else 0
         questions = [ln.split("\t", 1)[0].strip() for ln in a.batch.read_text(encoding="utf-8").splitlines()]
         questions = [q for q in questions if q]
         slots = asyncio.Semaphore(max(1, a.parallel))

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from schemas.base import Notice
 from schemas.embeddings import EmbeddingsRequest, EmbeddingsResponse
 from schemas.flows import Blueprint, FlowRequest, FlowResponse
 from schemas.graph_embeddings import GraphEmbeddingsRequest, GraphEmbeddingsResponse
@@ -155,6 +156,8 @@ def graph_rag_response_to_wire(res: GraphRagResponse) -> dict[str, Any]:
         d["triples"] = [t.model_dump() for t in res.triples]
     if res.stats is not None:
         d["stats"] = res.stats.model_dump()
+    if res.warnings:
+        d["warnings"] = [w.model_dump() for w in res.warnings]
     return d
 
 
@@ -173,6 +176,7 @@ def graph_rag_response_from_wire(d: dict[str, Any]) -> GraphRagResponse:
         model=d.get("model"),
         in_token=d.get("in_token"),
         out_token=d.get("out_token"),
+        warnings=[Notice.model_validate(w) for w in d.get("warnings") or []],
     )
 
 

@@ -17,6 +17,7 @@ Tables (all partitioned by user + collection + something, so no query needs ALLO
 * ``entity_vectors ((user, collection, kind), iri, label, vec vector<float, VECTOR_DIMENSIONS>)`` with an SAI
   cosine index on ``vec``; ANN queries restrict the partition (tenant + kind).
 * ``entity_tokens ((user, collection, tok), iri, label)``: lexical label search.
+* ``load_state   ((user), collection)``: each collection's last load (protocol.LoadState).
 """
 
 from __future__ import annotations
@@ -54,7 +55,10 @@ TABLES = (
     " WITH OPTIONS = {'similarity_function': 'cosine'}",
     "CREATE TABLE IF NOT EXISTS entity_tokens (user text, collection text, tok text, iri text, label text,"
     " PRIMARY KEY ((user, collection, tok), iri))",
+    "CREATE TABLE IF NOT EXISTS load_state (user text, collection text, started double, finished double,"
+    " source text, triples bigint, vectors bigint, error text, PRIMARY KEY ((user), collection))",
 )
+_LOAD_COLS = "started, finished, source, triples, vectors, error"  # LoadState.row() order
 
 _OUT_COLS = "INSERT INTO triples_out (user, collection, s, lbl, p, o, o_lit, o_dt, o_lang)"
 _IN_COLS = "INSERT INTO triples_in (user, collection, o, o_lit, o_dt, o_lang, lbl, p, s)"
@@ -102,6 +106,11 @@ STATEMENTS: dict[str, str] = {
     "token": "SELECT iri, label FROM entity_tokens WHERE user = ? AND collection = ? AND tok = ? LIMIT ?",
     "del_vec_kind": "DELETE FROM entity_vectors WHERE user = ? AND collection = ? AND kind = ?",
     "del_token_part": "DELETE FROM entity_tokens WHERE user = ? AND collection = ? AND tok = ?",
+    # load state
+    "set_load": "INSERT INTO load_state (user, collection, " + _LOAD_COLS + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    "get_load": "SELECT " + _LOAD_COLS + " FROM load_state WHERE user = ? AND collection = ?",
+    "collections": "SELECT collection FROM load_state WHERE user = ?",
+    "del_load": "DELETE FROM load_state WHERE user = ? AND collection = ?",
 }
 
 

@@ -21,7 +21,7 @@ from processors.retrieval.relevance.ranking import (
 from processors.retrieval.relevance.scoring import cosines
 from processors.retrieval.relevance.text_match import content_tokens, label_match_score
 from processors.stores.cassandra_schema import VECTOR_WRITE_CONCURRENCY, VECTOR_WRITE_RETRIES, CassandraConnection
-from processors.stores.protocol import EntityHit, EntityIndex, VectorItem, VectorKind
+from processors.stores.protocol import EntityHit, EntityIndex, LoadState, VectorItem, VectorKind
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
 
@@ -141,6 +141,17 @@ class CassandraTripleStore:
         calls += [("del_pred", (*uc, p)) for p in preds]
         await self.conn.run_many(calls)
         await self.conn.run("del_predicates", uc)
+        await self.conn.run("del_load", uc)
+
+    async def load_state(self, user: str, collection: str) -> LoadState | None:
+        rows = await self.conn.run("get_load", (user, collection))
+        return LoadState(*rows[0]) if rows else None
+
+    async def set_load_state(self, user: str, collection: str, state: LoadState) -> None:
+        await self.conn.run("set_load", (user, collection, *state.row()))
+
+    async def collections(self, user: str) -> list[str]:
+        return [r.collection for r in await self.conn.run("collections", (user,), page_all=True)]
 
     async def close(self) -> None:
         """Release the shared connection."""

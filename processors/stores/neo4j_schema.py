@@ -9,6 +9,8 @@ Model (every node and relationship carries `user` and `collection`):
 * ``(:KgLiteral {key, user, collection, value, datatype, language})``: a literal object.
 * ``(:KgPredicate {key, user, collection, uri, label, embedding})``: a predicate's label vector.
 * ``(:KgEntity)-[:KG_EDGE {p, user, collection}]->(:KgEntity|:KgLiteral)``: a triple.
+* ``(:KgLoad {key, user, collection, started, finished?, source, triples, vectors, error?})``: a
+  collection's last load (protocol.LoadState).
 
 `key` is the JSON array [user, collection, iri] (literals: [user, collection, value, datatype,
 language]) under a uniqueness constraint, so a lookup by key is an index seek and can never
@@ -31,6 +33,7 @@ SCHEMA = (
     "CREATE CONSTRAINT kg_entity_key IF NOT EXISTS FOR (n:KgEntity) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_literal_key IF NOT EXISTS FOR (n:KgLiteral) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_predicate_key IF NOT EXISTS FOR (n:KgPredicate) REQUIRE n.key IS UNIQUE",
+    "CREATE CONSTRAINT kg_load_key IF NOT EXISTS FOR (n:KgLoad) REQUIRE n.key IS UNIQUE",
     "CREATE INDEX kg_entity_scope IF NOT EXISTS FOR (n:KgEntity) ON (n.user, n.collection)",
     "CREATE INDEX kg_literal_scope IF NOT EXISTS FOR (n:KgLiteral) ON (n.user, n.collection)",
     "CREATE INDEX kg_predicate_scope IF NOT EXISTS FOR (n:KgPredicate) ON (n.user, n.collection)",
@@ -42,6 +45,14 @@ SCHEMA = (
     "CREATE FULLTEXT INDEX kg_entity_text IF NOT EXISTS FOR (n:KgEntity) ON EACH [n.search_text]",
 )
 AWAIT_INDEXES = "CALL db.awaitIndexes(300)"
+# A collection's load state (`n += $state`: a null field removes the property).
+SET_LOAD = "MERGE (n:KgLoad {key: $key}) SET n.user = $user, n.collection = $collection, n += $state"
+GET_LOAD = (
+    "MATCH (n:KgLoad {key: $key}) RETURN n.started AS started, n.finished AS finished, n.source AS source,"
+    " n.triples AS triples, n.vectors AS vectors, n.error AS error"
+)
+COLLECTIONS = "MATCH (n:KgLoad) WHERE n.user = $user RETURN n.collection AS collection ORDER BY collection"
+DELETE_LOAD = "MATCH (n:KgLoad {key: $key}) DELETE n"
 
 # Lucene treats these as syntax; inside a quoted phrase only \ and " need escaping, but every
 # special character is escaped so a token can never become an operator, field or wildcard.

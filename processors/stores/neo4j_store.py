@@ -7,6 +7,7 @@ Every call is one Cypher query (or one write transaction): a BFS level is a sing
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -20,12 +21,16 @@ from processors.retrieval.relevance.ranking import (
 )
 from processors.retrieval.relevance.text_match import content_tokens, label_match_score, normalize
 from processors.stores.neo4j_schema import (
+    COLLECTIONS,
+    DELETE_LOAD,
+    GET_LOAD,
+    SET_LOAD,
     Neo4jConnection,
     entity_key,
     literal_key,
     lucene_phrase,
 )
-from processors.stores.protocol import EntityHit, EntityIndex, VectorItem, VectorKind
+from processors.stores.protocol import EntityHit, EntityIndex, LoadState, VectorItem, VectorKind
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
 
@@ -247,6 +252,19 @@ class Neo4jTripleStore:
         """Delete the collection's edges, literals and labels (entity index data stays)."""
         for cypher in DELETE_TRIPLES:
             await self.conn.autocommit(cypher, {"user": user, "collection": collection})
+        await self.conn.write([(DELETE_LOAD, {"key": entity_key(user, collection, "")})])
+
+    async def load_state(self, user: str, collection: str) -> LoadState | None:
+        rows = await self.conn.read(GET_LOAD, {"key": entity_key(user, collection, "")})
+        return LoadState(**rows[0]) if rows else None
+
+    async def set_load_state(self, user: str, collection: str, state: LoadState) -> None:
+        key = entity_key(user, collection, "")  # the collection's own key (no IRI is empty)
+        await self.conn.write([(SET_LOAD, {"key": key, "user": user, "collection": collection,
+                                           "state": asdict(state)})])  # fmt: skip
+
+    async def collections(self, user: str) -> list[str]:
+        return [r["collection"] for r in await self.conn.read(COLLECTIONS, {"user": user})]
 
     async def close(self) -> None:
         """Release the shared driver."""

@@ -181,3 +181,9 @@ async def test_binds_loopback_unless_told_and_serves_tls(live: LiveGateway, cert
                     raise aiohttp.ClientError
     finally:
         await gw.stop()
+
+
+async def test_a_busy_port_is_one_clear_error(live: LiveGateway) -> None:
+    gw = GatewayProcessor(live.system.bus, live.system.runtime, GatewaySettings())
+    with pytest.raises(RuntimeError, match=f"cannot listen on 127.0.0.1:{live.gateway.port}.*--gateway-port"):
+        await gw.start(port=live.gateway.port)
