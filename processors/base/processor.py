@@ -33,10 +33,16 @@ Handler = Callable[[Any, "FlowContext"], Awaitable[Response] | AsyncIterator[Res
 
 @dataclass(frozen=True)
 class ServiceSpec:
-    """A service this processor serves (its entry in `schemas.services`) and the handler."""
+    """A service this processor serves (its entry in `schemas.services`) and the handler.
+
+    With `bulk_bytes`, a request bigger than that is bulk work: it waits for one of the
+    `bulk_concurrency` bulk places instead of taking one of the processor's `concurrency` places,
+    so small requests (questions) never queue behind bulk work.
+    """
 
     service: Service
     handler: Handler
+    bulk_bytes: int | None = None
 
 
 class Host(Protocol):
@@ -83,6 +89,8 @@ class FlowProcessor:
         self.bus = bus
         self.runtime = runtime or RuntimeSettings()
         self._slots = asyncio.Semaphore(self.runtime.concurrency)
+        self._bulk_waiting = asyncio.Semaphore(self.runtime.concurrency)  # bulk requests received, not done
+        self._bulk_slots = asyncio.Semaphore(self.runtime.bulk_concurrency)  # bulk requests running
         self._flows: dict[str, _RunningFlow] = {}
         self._inflight: set[asyncio.Task[None]] = set()
         self._producers: dict[str, Producer] = {}
@@ -205,16 +213,20 @@ class FlowProcessor:
     async def _serve(self, consumer: Consumer, spec: ServiceSpec, running: _RunningFlow) -> None:
         while True:
             msg = await consumer.receive()
-            await self._slots.acquire()
-            task = asyncio.create_task(self._handle(msg, consumer, spec, running.ctx))
+            bulk = spec.bulk_bytes is not None and len(msg.data) > spec.bulk_bytes
+            if bulk and self._bulk_waiting.locked():  # refused, never queued behind: questions go on
+                task = asyncio.create_task(self._refuse(msg, consumer, spec, running.ctx))
+                running.inflight.add(task)
+                task.add_done_callback(running.inflight.discard)
+                continue
+            places = self._bulk_waiting if bulk else self._slots
+            await places.acquire()
+            task = asyncio.create_task(self._handle(msg, consumer, spec, running.ctx, bulk))
             self._inflight.add(task)
             running.inflight.add(task)
-            task.add_done_callback(self._done)
+            task.add_done_callback(self._inflight.discard)
             task.add_done_callback(running.inflight.discard)
-
-    def _done(self, task: asyncio.Task[None]) -> None:
-        self._inflight.discard(task)
-        self._slots.release()
+            task.add_done_callback(lambda _t, p=places: p.release())
 
     async def _respond(self, spec: ServiceSpec, ctx: FlowContext, rid: str, res: Response, seq: int = 0) -> None:
         """Send one response frame, numbered (`seq`) so a client drops the repeats of a redelivery."""
@@ -224,6 +236,14 @@ class FlowProcessor:
             prod = self._producers[name] = await self.bus.producer(name)
         await prod.send(res.model_dump_json().encode(), {"id": rid, SEQ: str(seq)})
 
+    async def _refuse(self, msg: BusMessage, consumer: Consumer, spec: ServiceSpec, ctx: FlowContext) -> None:
+        """Answer a bulk request that found every bulk place taken (`busy`), and drop it."""
+        err = ServiceError("busy", f"{spec.service.name}: too many bulk requests in flight; retry later")
+        with contextlib.suppress(Exception):
+            await self._respond(spec, ctx, msg.properties.get("id", ""), error_response(spec.service.response, err))
+        await consumer.ack(msg)
+        REQUESTS.labels(self.name, ctx.id, spec.service.name, "busy").inc()
+
     def _budget(self, msg: BusMessage) -> float:
         """Seconds this request may run: the handler timeout, or less when the client's deadline is nearer."""
         budget = self.runtime.handler_timeout_s
@@ -231,7 +251,9 @@ class FlowProcessor:
             budget = min(budget, float(msg.properties[DEADLINE]) - time.time())
         return budget
 
-    async def _handle(self, msg: BusMessage, consumer: Consumer, spec: ServiceSpec, ctx: FlowContext) -> None:
+    async def _handle(
+        self, msg: BusMessage, consumer: Consumer, spec: ServiceSpec, ctx: FlowContext, bulk: bool = False
+    ) -> None:
         rid = msg.properties.get("id")
         service = spec.service
         started = time.perf_counter()
@@ -247,7 +269,7 @@ class FlowProcessor:
             try:
                 if budget <= 0:
                     raise QueryTimeout(f"{service.name}: the client stopped waiting before the request was served")
-                async with asyncio.timeout(budget) as limit:
+                async with asyncio.timeout(budget) as limit, self._bulk_slots if bulk else contextlib.nullcontext():
                     req = parse_request(service.request, msg.data)
                     result = spec.handler(req, ctx)
                     if inspect.isasyncgen(result):

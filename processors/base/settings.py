@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 M = TypeVar("M", bound=BaseModel)
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -36,7 +36,8 @@ class RuntimeSettings(BaseModel):
 
     bus: Literal["memory", "pulsar"] = "memory"
     pulsar_url: str = "pulsar://127.0.0.1:6650"
-    concurrency: int = 16
+    concurrency: int = Field(default=16, ge=1)  # requests in flight per processor
+    bulk_concurrency: int = Field(default=2, ge=1)  # bulk requests (ServiceSpec.bulk_bytes) in flight, apart
     request_timeout_s: float = 60.0
     handler_timeout_s: float = 300.0  # a handler running longer is abandoned (error response, acked)
     drain_timeout_s: float = 10.0  # stopping a flow waits this long for its in-flight handlers

@@ -36,6 +36,7 @@ STATUS = {
     "unknown-flow": 404,
     "unknown-service": 404,
     "frame-too-large": 413,
+    "busy": 429,
     "unavailable": 503,
     "timeout": 504,
 }
