@@ -11,12 +11,12 @@ from schemas.embeddings import EmbeddingsRequest
 
 class FlowEmbedder:
     """Embeds through the bus (loads embed as queries do), in requests of at most `batch` texts and
-    `chars` characters, well within the service's token budget per request (a token is at least a
-    character; 128 texts of the longest kind cost the default budget, 32768 tokens)."""
+    `chars` characters, within the service's default token budget (8192 tokens): a text of n
+    characters costs at most n + 2 tokens."""
 
     model = "flow-embeddings"
 
-    def __init__(self, client: RequestResponseClient[Any], batch: int = 128, chars: int = 16384) -> None:
+    def __init__(self, client: RequestResponseClient[Any], batch: int = 128, chars: int = 6144) -> None:
         self._client = client
         self._batch = batch
         self._chars = chars

@@ -22,8 +22,8 @@ class EmbeddingsParams(BaseModel):
     embeddings_base_url: str | None = None
     embeddings_api_key: str | None = None
     # Tokens one request may cost (a local text costs at most 256): bounds the work any one client
-    # can make; 32768 is 128 texts of the longest kind, about 10 s of one core.
-    embeddings_max_tokens: int = Field(default=32768, ge=256)
+    # can make; 8192 is 32 texts of the longest kind, a few seconds of one core.
+    embeddings_max_tokens: int = Field(default=8192, ge=512)
 
 
 BULK_BYTES = 16384  # a request bigger than this (many or long texts) is bulk work: it never delays a question
