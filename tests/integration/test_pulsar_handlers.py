@@ -13,7 +13,7 @@ import pytest
 from processors.base.client import RemoteError
 from processors.base.pulsar_bus import PulsarBus
 from schemas.topics import topic
-from tests.integration.pulsar_helpers import Procs, topic_stats, wait_until
+from tests.integration.pulsar_helpers import Proc, Procs, topic_stats, wait_until
 from tests.integration.test_pulsar_bus import bus, echo_client, new_flow, procs  # noqa: F401 - fixtures
 from tests.integration.workers.echo import SERVICE, EchoRequest
 
@@ -26,14 +26,20 @@ def backlog(flow_id: str) -> int:
     return int(stats.get("msgBacklog", 0)) + int(stats.get("unackedMessages", 0))
 
 
+async def serving(procs: Procs, servers: Any, *options: str) -> tuple[str, Proc]:  # noqa: F811
+    """A new flow served by one echo worker (started with `options`), ready."""
+    flow_id = new_flow()
+    worker = procs.echo_worker("echo", servers.pulsar_url, "--flow", flow_id, *options)
+    await worker.await_line("ready")
+    return flow_id, worker
+
+
 async def test_a_hung_handler_is_abandoned_with_an_error_and_acknowledged(
     bus: PulsarBus,  # noqa: F811
     procs: Procs,  # noqa: F811
     servers: Any,
 ) -> None:
-    flow_id = new_flow()
-    worker = procs.echo_worker("echo", servers.pulsar_url, "--flow", flow_id, "--handler-timeout", "1.5")
-    await worker.await_line("ready")
+    flow_id, worker = await serving(procs, servers, "--handler-timeout", "1.5")
     client = echo_client(bus, flow_id)
     try:
         with pytest.raises(RemoteError) as err:
@@ -52,9 +58,7 @@ async def test_stopping_drains_in_flight_requests(
     procs: Procs,  # noqa: F811
     servers: Any,
 ) -> None:
-    flow_id = new_flow()
-    worker = procs.echo_worker("echo", servers.pulsar_url, "--flow", flow_id)
-    await worker.await_line("ready")
+    flow_id, worker = await serving(procs, servers)
     client = echo_client(bus, flow_id)
     try:
         pending = asyncio.create_task(client.request(EchoRequest(text="finish me", mode="slow", delay=2.0)))
