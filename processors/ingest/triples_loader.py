@@ -78,8 +78,9 @@ async def load_triples(
     state = LoadState(started=time.time(), source=source)
     await stores.triples.set_load_state(user, collection, state)
     try:
-        seen = await _store(stores, user, collection, iter(triples), tell)
-        embedded = await _embed(stores, embedder, user, collection, seen, tell)
+        fresh = prior is None  # a new collection: every label is new, no vector exists (nothing to look up)
+        seen = await _store(stores, user, collection, iter(triples), tell, fresh)
+        embedded = await _embed(stores, embedder, user, collection, seen, tell, fresh)
     except Exception as e:  # recorded for queries; a kill leaves the state unfinished without a reason
         reason = " ".join(str(e).split())[:500] or type(e).__name__
         await stores.triples.set_load_state(user, collection, replace(state, error=reason))
@@ -95,13 +96,15 @@ async def load_triples(
     return LoadReport(seen.stored, len(seen.entities), len(seen.predicates), embedded, repaired)
 
 
-async def _store(stores: Stores, user: str, collection: str, it: Iterator[Triple], tell: Progress) -> _Seen:
+async def _store(
+    stores: Stores, user: str, collection: str, it: Iterator[Triple], tell: Progress, fresh: bool
+) -> _Seen:
     """Store the triples in batches (read and parsed off the event loop); note labels and names."""
     seen = _Seen()
     while batch := await asyncio.to_thread(_take, it, BATCH):
         labelled = {t.s.value: t.o.value for t in batch if t.p.value == RDFS_LABEL and not t.o.is_iri}
         if labelled:
-            old = await stores.triples.labels(user, collection, list(labelled))
+            old = {} if fresh else await stores.triples.labels(user, collection, list(labelled))
             seen.changed.update(i for i, label in labelled.items() if old.get(i) != label)
             seen.labels.update(labelled)
         for t in batch:
@@ -115,11 +118,13 @@ async def _store(stores: Stores, user: str, collection: str, it: Iterator[Triple
     return seen
 
 
-async def _embed(stores: Stores, embedder: Embedder, user: str, collection: str, seen: _Seen, tell: Progress) -> int:
+async def _embed(
+    stores: Stores, embedder: Embedder, user: str, collection: str, seen: _Seen, tell: Progress, fresh: bool
+) -> int:
     """Embed the labels that lack a vector or changed; returns how many were embedded."""
     todo: list[tuple[VectorKind, list[str]]] = []
     for kind, iris in (("entity", sorted(seen.entities)), ("predicate", sorted(seen.predicates - seen.entities))):
-        unchanged = [i for i in iris if i not in seen.changed]
+        unchanged = [] if fresh else [i for i in iris if i not in seen.changed]
         have: set[str] = set()
         for i in range(0, len(unchanged), BATCH):
             have.update(await stores.entities.vectors(user, collection, unchanged[i : i + BATCH]))
@@ -128,7 +133,7 @@ async def _embed(stores: Stores, embedder: Embedder, user: str, collection: str,
     for kind, iris in todo:
         for i in range(0, len(iris), BATCH):
             chunk = iris[i : i + BATCH]
-            unlabelled = [iri for iri in chunk if iri not in seen.labels]
+            unlabelled = [] if fresh else [iri for iri in chunk if iri not in seen.labels]
             stored = await stores.triples.labels(user, collection, unlabelled) if unlabelled else {}
             texts = [seen.labels.get(iri) or stored.get(iri) or iri_label(iri) for iri in chunk]
             vecs = await embedder.embed(texts)

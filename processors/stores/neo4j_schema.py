@@ -45,14 +45,7 @@ SCHEMA = (
     "CREATE FULLTEXT INDEX kg_entity_text IF NOT EXISTS FOR (n:KgEntity) ON EACH [n.search_text]",
 )
 AWAIT_INDEXES = "CALL db.awaitIndexes(300)"
-# A collection's load state (`n += $state`: a null field removes the property).
-SET_LOAD = "MERGE (n:KgLoad {key: $key}) SET n.user = $user, n.collection = $collection, n += $state"
-GET_LOAD = (
-    "MATCH (n:KgLoad {key: $key}) RETURN n.started AS started, n.finished AS finished, n.source AS source,"
-    " n.triples AS triples, n.vectors AS vectors, n.error AS error"
-)
-COLLECTIONS = "MATCH (n:KgLoad) WHERE n.user = $user RETURN n.collection AS collection ORDER BY collection"
-DELETE_LOAD = "MATCH (n:KgLoad {key: $key}) DELETE n"
+
 
 # Lucene treats these as syntax; inside a quoted phrase only \ and " need escaping, but every
 # special character is escaped so a token can never become an operator, field or wildcard.

@@ -21,10 +21,6 @@ from processors.retrieval.relevance.ranking import (
 )
 from processors.retrieval.relevance.text_match import content_tokens, label_match_score, normalize
 from processors.stores.neo4j_schema import (
-    COLLECTIONS,
-    DELETE_LOAD,
-    GET_LOAD,
-    SET_LOAD,
     Neo4jConnection,
     entity_key,
     literal_key,
@@ -33,6 +29,15 @@ from processors.stores.neo4j_schema import (
 from processors.stores.protocol import EntityHit, EntityIndex, LoadState, VectorItem, VectorKind
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
+
+# A collection's load state (`n += $state`: a null field removes the property).
+SET_LOAD = "MERGE (n:KgLoad {key: $key}) SET n.user = $user, n.collection = $collection, n += $state"
+GET_LOAD = (
+    "MATCH (n:KgLoad {key: $key}) RETURN n.started AS started, n.finished AS finished, n.source AS source,"
+    " n.triples AS triples, n.vectors AS vectors, n.error AS error"
+)
+COLLECTIONS = "MATCH (n:KgLoad) WHERE n.user = $user RETURN n.collection AS collection ORDER BY collection"
+DELETE_LOAD = "MATCH (n:KgLoad {key: $key}) DELETE n"
 
 LEXICAL_CANDIDATES = 200
 ANN_OVERFETCH = 10  # index candidates per wanted hit before falling back to an exact tenant scan
