@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export KGFLOW_HOME ?= .kgflow
 
-.PHONY: demo test unit bench lint servers-up servers-down servers-status clean
+.PHONY: demo test unit bench bench-reliability lint servers-up servers-down servers-status clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ unit: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.docqa
+
+# Fuzzed frames, graph-rag under maximal embeddings requests, killed loads -> bench/reliability.json
+bench-reliability: $(STAMP)
+	$(BIN)/python -m bench.reliability
 
 lint: $(STAMP)
 	$(BIN)/ruff check schemas processors tests bench

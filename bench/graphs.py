@@ -252,7 +252,7 @@ async def ensure_loaded(spec: GraphSpec, cache_dir: Path = CACHE_DIR, log=print)
         "spec": asdict(spec),
         "generate_s": round(gen_s, 1),
         "load_s": round(load_s, 1),
-        "counts": counts,
+        "counts": asdict(counts),
         "max_degree": int(degrees.max()),
         "median_degree": float(np.median(degrees)),
         "p99_degree": float(np.percentile(degrees, 99)),

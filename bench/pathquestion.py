@@ -14,7 +14,7 @@ import json
 import shutil
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bench.graphs import CACHE_DIR, USER
@@ -89,7 +89,7 @@ async def ensure_loaded(
         counts = await load_triples(stores, OnnxMiniLM.shared(), USER, collection(hops), read_triples(kb, "tsv"))
     finally:
         await stores.close()
-    info = {"load_s": round(time.perf_counter() - t, 1), "counts": counts}
+    info = {"load_s": round(time.perf_counter() - t, 1), "counts": asdict(counts)}
     marker.write_text(json.dumps(info))
     log(f"[bench] {collection(hops)}: loaded {counts} in {info['load_s']}s")
     return home, info

@@ -1,6 +1,6 @@
 """kgflow wire contracts: pydantic models for every message, terms and topic names."""
 
-from schemas.base import SCHEMA_VERSION, Error, Message, Response, ScopedRequest
+from schemas.base import SCHEMA_VERSION, Error, Message, Notice, Response, ScopedRequest
 from schemas.embeddings import EmbeddingsRequest, EmbeddingsResponse
 from schemas.flows import (
     Blueprint,
@@ -51,6 +51,7 @@ __all__ = [
     "LabelsQuery",
     "Message",
     "NeighboursQuery",
+    "Notice",
     "PatternQuery",
     "ProcessorBinding",
     "Response",

@@ -14,6 +14,14 @@ class Error(BaseModel):
     message: str
 
 
+class Notice(BaseModel):
+    """Something a client should know about an answer that is not a failure, e.g.
+    `unknown-collection`, `incomplete-collection`, `llm-unavailable`."""
+
+    type: str
+    message: str
+
+
 class Message(BaseModel):
     """Base of every wire message: carries the schema version."""
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
 from schemas.base import Message, Response
+
+MAX_TEXT_CHARS = 65536  # per text (the service's token budget bounds a whole request)
 
 
 class EmbeddingsRequest(Message):
     """Embed these texts."""
 
-    texts: list[str] = Field(min_length=1, max_length=1024)
+    texts: list[Annotated[str, Field(max_length=MAX_TEXT_CHARS)]] = Field(min_length=1, max_length=1024)
 
 
 class EmbeddingsResponse(Response):

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from schemas.base import Message, Response
+
+# Parameters whose names say they hold a secret are never shown to clients (they reach processors only).
+SECRET_NAME = re.compile(r"key|secret|token|password", re.IGNORECASE)
+REDACTED = "<redacted>"
+
+
+def redact(parameters: dict[str, Any]) -> dict[str, Any]:
+    """`parameters` with the value of every secret-named parameter (`llm-api-key`, ...) replaced."""
+    return {k: REDACTED if SECRET_NAME.search(k) and v not in (None, "") else v for k, v in parameters.items()}
 
 
 class ProcessorBinding(BaseModel):
@@ -22,6 +32,11 @@ class Blueprint(BaseModel):
     description: str = ""
     processors: dict[str, ProcessorBinding]
     parameters: dict[str, Any] = {}
+
+    def redacted(self) -> Blueprint:
+        """This blueprint as clients may see it (secret parameters replaced)."""
+        procs = {n: ProcessorBinding(parameters=redact(b.parameters)) for n, b in self.processors.items()}
+        return self.model_copy(update={"parameters": redact(self.parameters), "processors": procs})
 
 
 class Flow(BaseModel):
@@ -39,6 +54,10 @@ class Flow(BaseModel):
         merged.update(self.parameters)
         return merged
 
+    def redacted(self) -> Flow:
+        """This flow as clients may see it (secret parameters replaced)."""
+        return self.model_copy(update={"parameters": redact(self.parameters)})
+
 
 class ConfigState(BaseModel):
     """Everything processors need to know: pushed whole on every change."""
@@ -46,6 +65,15 @@ class ConfigState(BaseModel):
     version: int = 0
     blueprints: dict[str, Blueprint] = {}
     flows: dict[str, Flow] = {}
+
+    def redacted(self) -> ConfigState:
+        """The configuration as clients may see it (secret parameters replaced)."""
+        return self.model_copy(
+            update={
+                "blueprints": {n: b.redacted() for n, b in self.blueprints.items()},
+                "flows": {n: f.redacted() for n, f in self.flows.items()},
+            }
+        )
 
 
 class FlowRequest(Message):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from schemas.base import Response, ScopedRequest
+from schemas.base import Notice, Response, ScopedRequest
 from schemas.scope import Scope
 from schemas.terms import Term
 
@@ -34,3 +34,4 @@ class GraphEmbeddingsResponse(Response):
 
     entities: list[EntityMatch] = []
     predicates: list[EntityMatch] = []
+    warnings: list[Notice] = []  # the collection is unknown or incomplete

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from schemas.base import Response, ScopedRequest
+from schemas.base import Notice, Response, ScopedRequest
 from schemas.scope import Scope
 from schemas.terms import LabelledTriple
 
@@ -68,3 +68,4 @@ class GraphRagResponse(Response):
     model: str | None = None
     in_token: int | None = None
     out_token: int | None = None
+    warnings: list[Notice] = []  # e.g. the collection is unknown or incomplete, the model unavailable

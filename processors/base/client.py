@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any, Generic, TypeVar
@@ -16,6 +17,12 @@ from schemas.services import Service
 from schemas.topics import topic
 
 ResT = TypeVar("ResT", bound=Response)
+
+# Message properties: the client's deadline (epoch seconds; a processor does not start, and
+# abandons, work nobody waits for) and each response frame's number within its request (a
+# client drops frames it has already seen when a redelivered request is served again).
+DEADLINE = "deadline"
+SEQ = "seq"
 
 
 class RequestTimeout(RuntimeError):
@@ -51,7 +58,7 @@ class RequestResponseClient(Generic[ResT]):
         self._response_topic = response_topic
         self._model = response_model
         self.timeout_s = timeout_s
-        self._pending: dict[str, asyncio.Queue[ResT]] = {}
+        self._pending: dict[str, asyncio.Queue[tuple[int, ResT]]] = {}
         self._producer: Producer | None = None
         self._reader: Consumer | None = None
         self._task: asyncio.Task[None] | None = None
@@ -88,29 +95,37 @@ class RequestResponseClient(Generic[ResT]):
             if queue is None:
                 continue
             try:
-                queue.put_nowait(self._model.model_validate_json(msg.data))
+                seq = int(msg.properties.get(SEQ, "-1"))
+            except ValueError:
+                seq = -1
+            try:
+                queue.put_nowait((seq, self._model.model_validate_json(msg.data)))
             except Exception as e:  # a response we cannot parse is still an answer
                 err = self._model.model_validate({"error": {"type": "bad-response", "message": str(e)}})
-                queue.put_nowait(err)
+                queue.put_nowait((seq, err))
 
     async def stream(self, request: BaseModel, timeout_s: float | None = None) -> AsyncIterator[ResT]:
         """Send `request`; yield each response until `end_of_stream`. Errors are raised."""
         await self.start()
         assert self._producer is not None
         rid = str(uuid.uuid4())
-        queue: asyncio.Queue[ResT] = asyncio.Queue()
+        queue: asyncio.Queue[tuple[int, ResT]] = asyncio.Queue()
         self._pending[rid] = queue
-        deadline = asyncio.get_running_loop().time() + (timeout_s or self.timeout_s)
+        budget = timeout_s or self.timeout_s
+        deadline = asyncio.get_running_loop().time() + budget
+        expected = 0  # the next frame number; lower ones are repeats of a redelivered request
         try:
-            await self._producer.send(request.model_dump_json(by_alias=False).encode(), {"id": rid})
+            props = {"id": rid, DEADLINE: f"{time.time() + budget:.3f}"}
+            await self._producer.send(request.model_dump_json(by_alias=False).encode(), props)
             while True:
                 remaining = deadline - asyncio.get_running_loop().time()
                 try:
-                    res = await asyncio.wait_for(queue.get(), max(remaining, 0.001))
+                    seq, res = await asyncio.wait_for(queue.get(), max(remaining, 0.001))
                 except TimeoutError:
-                    raise RequestTimeout(
-                        f"no response from {self._request_topic} within {timeout_s or self.timeout_s}s"
-                    ) from None
+                    raise RequestTimeout(f"no response from {self._request_topic} within {budget}s") from None
+                if 0 <= seq < expected:
+                    continue
+                expected = max(expected, seq + 1)
                 if res.error is not None:
                     raise RemoteError(res.error.type, res.error.message)
                 yield res

@@ -10,7 +10,8 @@ from pathlib import Path
 from processors.base.bus import Bus, Consumer
 from processors.base.errors import BadRequest
 from processors.base.processor import Host, error_response, parse_request
-from processors.base.settings import RuntimeSettings
+from processors.base.registry import PROCESSORS
+from processors.base.settings import RuntimeSettings, flow_params, param_names
 from processors.base.tasks import cancel_and_wait
 from schemas.flows import Blueprint, ConfigState, Flow, FlowRequest, FlowResponse
 from schemas.topics import CONFIG_PUSH, CONFIG_REQUEST, CONFIG_RESPONSE
@@ -71,9 +72,9 @@ class FlowRegistry:
                 raise BadRequest(f"unknown blueprint {name!r}")
             if fid in st.flows:
                 raise BadRequest(f"flow {fid!r} is already running")
-            st.flows[fid] = Flow(
-                id=fid, blueprint=name, description=req.description or "", parameters=req.parameters or {}
-            )
+            flow = Flow(id=fid, blueprint=name, description=req.description or "", parameters=req.parameters or {})
+            check_parameters(flow, st.blueprints[name])  # before anything is stored
+            st.flows[fid] = flow
             self._save()
             return FlowResponse(flow=st.flows[fid]), True
         if fid not in st.flows:
@@ -83,6 +84,31 @@ class FlowRegistry:
         del st.flows[fid]  # stop-flow
         self._save()
         return FlowResponse(), True
+
+
+def check_parameters(flow: Flow, blueprint: Blueprint) -> None:
+    """Refuse a flow whose parameters a processor of its blueprint would not accept: each value is
+    checked against that processor's parameter model (`processors.base.registry`), and, when every
+    processor of the blueprint is known, each name must be one of theirs. Errors name the flow and
+    the parameter as written (`max-subgraph-size`)."""
+    entries = [PROCESSORS.get(name) for name in blueprint.processors]
+    models = {e.name: e.params_model() for e in entries if e is not None}
+    if all(e is not None for e in entries):
+        known = {n for m in models.values() if m is not None for n in param_names(m)}
+        given = [*blueprint.parameters, *(p for b in blueprint.processors.values() for p in b.parameters),
+                 *flow.parameters]  # fmt: skip
+        unknown = sorted({n for n in given if n.replace("_", "-") not in known})
+        if unknown:
+            raise BadRequest(
+                f"flow {flow.id!r}: unknown parameter {', '.join(unknown)} (blueprint {blueprint.name!r} "
+                f"takes: {', '.join(sorted(known)) or 'none'})"
+            )
+    for name, model in models.items():
+        if model is not None:
+            try:
+                flow_params(model, flow.processor_parameters(blueprint, name))
+            except ValueError as e:
+                raise BadRequest(f"flow {flow.id!r}: {e} (processor {name})") from None
 
 
 class ConfigService:

@@ -29,5 +29,11 @@ _started: set[int] = set()
 def serve_metrics(port: int | None, host: str = "127.0.0.1") -> None:
     """Expose /metrics on `host:port` (once per port; None or 0 disables it)."""
     if port and port not in _started:
-        start_http_server(port, addr=host)
+        try:
+            start_http_server(port, addr=host)
+        except OSError as e:
+            raise RuntimeError(
+                f"cannot serve metrics on {host}:{port} ({e.strerror or e}); "
+                "choose another with --metrics-port or KGFLOW_METRICS_PORT"
+            ) from None
         _started.add(port)

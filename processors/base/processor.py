@@ -15,9 +15,9 @@ from typing import Any, Protocol
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from processors.base.bus import Bus, BusMessage, Consumer, Producer
-from processors.base.client import RequestResponseClient
+from processors.base.client import DEADLINE, SEQ, RequestResponseClient
 from processors.base.config_client import ConfigWatcher
-from processors.base.errors import ServiceError
+from processors.base.errors import QueryTimeout, ServiceError
 from processors.base.metrics import LATENCY, REQUESTS
 from processors.base.settings import RuntimeSettings, StoreSettings
 from processors.base.tasks import cancel_and_wait
@@ -33,10 +33,16 @@ Handler = Callable[[Any, "FlowContext"], Awaitable[Response] | AsyncIterator[Res
 
 @dataclass(frozen=True)
 class ServiceSpec:
-    """A service this processor serves (its entry in `schemas.services`) and the handler."""
+    """A service this processor serves (its entry in `schemas.services`) and the handler.
+
+    With `bulk_bytes`, a request bigger than that is bulk work: it waits for one of the
+    `bulk_concurrency` bulk places instead of taking one of the processor's `concurrency` places,
+    so small requests (questions) never queue behind bulk work.
+    """
 
     service: Service
     handler: Handler
+    bulk_bytes: int | None = None
 
 
 class Host(Protocol):
@@ -70,7 +76,8 @@ class FlowContext:
 class _RunningFlow:
     ctx: FlowContext
     consumers: list[Consumer]
-    tasks: list[asyncio.Task[None]]
+    tasks: list[asyncio.Task[None]]  # the serving loops (one per service)
+    inflight: set[asyncio.Task[None]] = field(default_factory=set)  # handlers running now
 
 
 class FlowProcessor:
@@ -82,6 +89,8 @@ class FlowProcessor:
         self.bus = bus
         self.runtime = runtime or RuntimeSettings()
         self._slots = asyncio.Semaphore(self.runtime.concurrency)
+        self._bulk_waiting = asyncio.Semaphore(self.runtime.concurrency)  # bulk requests received, not done
+        self._bulk_slots = asyncio.Semaphore(self.runtime.bulk_concurrency)  # bulk requests running
         self._flows: dict[str, _RunningFlow] = {}
         self._inflight: set[asyncio.Task[None]] = set()
         self._producers: dict[str, Producer] = {}
@@ -126,7 +135,8 @@ class FlowProcessor:
         return sorted(self._flows)
 
     async def apply_config(self, state: ConfigState) -> None:
-        """Start flows that now include this processor; stop those that no longer do."""
+        """Start flows that now include this processor; stop those that no longer do. A flow this
+        processor cannot start is logged (one line naming it) and skipped: the others are served."""
         wanted: dict[str, tuple[Flow, Blueprint]] = {}
         for flow in state.flows.values():
             bp = state.blueprints.get(flow.blueprint)
@@ -137,66 +147,113 @@ class FlowProcessor:
                 await self.stop_flow(flow_id)
         for flow_id, (flow, bp) in wanted.items():
             if flow_id not in self._flows:
-                await self.start_flow(flow_id, flow.processor_parameters(bp, self.name))
+                try:
+                    await self.start_flow(flow_id, flow.processor_parameters(bp, self.name))
+                except Exception as e:  # one bad flow must not stop the others
+                    log.error("%s cannot serve flow %r: %s", self.name, flow_id, e)
 
     async def start_flow(self, flow_id: str, parameters: dict[str, Any]) -> FlowContext:
         """Serve `flow_id` now (also used directly by tests and the embedded runner)."""
         ctx = FlowContext(id=flow_id, parameters=parameters)
-        for service in self.calls():
-            client = RequestResponseClient.for_service(self.bus, service, flow_id, self.runtime.request_timeout_s)
-            await client.start()
-            ctx.clients[service.name] = client
-        await self.on_flow_start(ctx)
-        consumers, tasks = [], []
-        for spec in self.services():
-            name = spec.service.name
-            cons = await self.bus.consumer(
-                topic(name, flow_id),
-                name,
-                max_redeliveries=self.runtime.max_redeliveries,
-                prefetch=self.runtime.concurrency,
-            )
-            consumers.append(cons)
-            tasks.append(asyncio.create_task(self._serve(cons, spec, ctx), name=f"{name}:{flow_id}"))
-        self._flows[flow_id] = _RunningFlow(ctx, consumers, tasks)
+        running = _RunningFlow(ctx, [], [])
+        try:
+            for service in self.calls():
+                client = RequestResponseClient.for_service(self.bus, service, flow_id, self.runtime.request_timeout_s)
+                ctx.clients[service.name] = client
+                await client.start()
+            await self.on_flow_start(ctx)
+            for spec in self.services():
+                name = spec.service.name
+                cons = await self.bus.consumer(
+                    topic(name, flow_id),
+                    name,
+                    max_redeliveries=self.runtime.max_redeliveries,
+                    prefetch=self.runtime.concurrency,
+                )
+                running.consumers.append(cons)
+                running.tasks.append(asyncio.create_task(self._serve(cons, spec, running), name=f"{name}:{flow_id}"))
+        except BaseException:
+            await self._release(running)
+            raise
+        self._flows[flow_id] = running
         log.info("flow started", extra={"processor": self.name, "flow": flow_id})
         return ctx
 
     async def stop_flow(self, flow_id: str) -> None:
-        """Stop consuming `flow_id`'s topics and release its state."""
+        """Stop receiving `flow_id`'s requests, let in-flight handlers finish (at most
+        `drain_timeout_s`; those still running are cancelled and their requests go back to the
+        subscription), then release the flow's state."""
         running = self._flows.pop(flow_id, None)
         if running is None:
             return
+        for task in running.tasks:
+            await cancel_and_wait(task)
+        running.tasks.clear()
+        if running.inflight:
+            _, late = await asyncio.wait(set(running.inflight), timeout=self.runtime.drain_timeout_s)
+            if late:
+                log.warning("%s: %d requests of flow %r still running after %ss were cancelled",
+                            self.name, len(late), flow_id, self.runtime.drain_timeout_s)  # fmt: skip
+                for task in late:
+                    await cancel_and_wait(task)
+        await self._release(running)
+        await self.on_flow_stop(running.ctx)
+        log.info("flow stopped", extra={"processor": self.name, "flow": flow_id})
+
+    async def _release(self, running: _RunningFlow) -> None:
+        """Stop a flow's serving loops, consumers and clients."""
         for task in running.tasks:
             await cancel_and_wait(task)
         for cons in running.consumers:
             await cons.close()
         for client in running.ctx.clients.values():
             await client.stop()
-        await self.on_flow_stop(running.ctx)
-        log.info("flow stopped", extra={"processor": self.name, "flow": flow_id})
 
     # --- serving -----------------------------------------------------------------
-    async def _serve(self, consumer: Consumer, spec: ServiceSpec, ctx: FlowContext) -> None:
+    async def _serve(self, consumer: Consumer, spec: ServiceSpec, running: _RunningFlow) -> None:
         while True:
             msg = await consumer.receive()
-            await self._slots.acquire()
-            task = asyncio.create_task(self._handle(msg, consumer, spec, ctx))
+            bulk = spec.bulk_bytes is not None and len(msg.data) > spec.bulk_bytes
+            if bulk and self._bulk_waiting.locked():  # refused, never queued behind: questions go on
+                task = asyncio.create_task(self._refuse(msg, consumer, spec, running.ctx))
+                running.inflight.add(task)
+                task.add_done_callback(running.inflight.discard)
+                continue
+            places = self._bulk_waiting if bulk else self._slots
+            await places.acquire()
+            task = asyncio.create_task(self._handle(msg, consumer, spec, running.ctx, bulk))
             self._inflight.add(task)
-            task.add_done_callback(self._done)
+            running.inflight.add(task)
+            task.add_done_callback(self._inflight.discard)
+            task.add_done_callback(running.inflight.discard)
+            task.add_done_callback(lambda _t, p=places: p.release())
 
-    def _done(self, task: asyncio.Task[None]) -> None:
-        self._inflight.discard(task)
-        self._slots.release()
-
-    async def _respond(self, spec: ServiceSpec, ctx: FlowContext, rid: str, res: Response) -> None:
+    async def _respond(self, spec: ServiceSpec, ctx: FlowContext, rid: str, res: Response, seq: int = 0) -> None:
+        """Send one response frame, numbered (`seq`) so a client drops the repeats of a redelivery."""
         name = topic(spec.service.name, ctx.id, "response")
         prod = self._producers.get(name)
         if prod is None:
             prod = self._producers[name] = await self.bus.producer(name)
-        await prod.send(res.model_dump_json().encode(), {"id": rid})
+        await prod.send(res.model_dump_json().encode(), {"id": rid, SEQ: str(seq)})
 
-    async def _handle(self, msg: BusMessage, consumer: Consumer, spec: ServiceSpec, ctx: FlowContext) -> None:
+    async def _refuse(self, msg: BusMessage, consumer: Consumer, spec: ServiceSpec, ctx: FlowContext) -> None:
+        """Answer a bulk request that found every bulk place taken (`busy`), and drop it."""
+        err = ServiceError("busy", f"{spec.service.name}: too many bulk requests in flight; retry later")
+        with contextlib.suppress(Exception):
+            await self._respond(spec, ctx, msg.properties.get("id", ""), error_response(spec.service.response, err))
+        await consumer.ack(msg)
+        REQUESTS.labels(self.name, ctx.id, spec.service.name, "busy").inc()
+
+    def _budget(self, msg: BusMessage) -> float:
+        """Seconds this request may run: the handler timeout, or less when the client's deadline is nearer."""
+        budget = self.runtime.handler_timeout_s
+        with contextlib.suppress(KeyError, ValueError):
+            budget = min(budget, float(msg.properties[DEADLINE]) - time.time())
+        return budget
+
+    async def _handle(
+        self, msg: BusMessage, consumer: Consumer, spec: ServiceSpec, ctx: FlowContext, bulk: bool = False
+    ) -> None:
         rid = msg.properties.get("id")
         service = spec.service
         started = time.perf_counter()
@@ -208,19 +265,30 @@ class FlowProcessor:
                 outcome = "no-id"
                 await consumer.ack(msg)
                 return
+            budget = self._budget(msg)
             try:
-                req = parse_request(service.request, msg.data)
-                result = spec.handler(req, ctx)
-                if inspect.isasyncgen(result):
-                    async for res in result:
-                        await self._respond(spec, ctx, rid, res)
+                if budget <= 0:
+                    raise QueryTimeout(f"{service.name}: the client stopped waiting before the request was served")
+                async with asyncio.timeout(budget) as limit, self._bulk_slots if bulk else contextlib.nullcontext():
+                    req = parse_request(service.request, msg.data)
+                    result = spec.handler(req, ctx)
+                    if inspect.isasyncgen(result):
+                        async for res in result:
+                            await self._respond(spec, ctx, rid, res, sent)
+                            sent += 1
+                    else:
+                        await self._respond(spec, ctx, rid, await result)  # type: ignore[misc]
                         sent += 1
-                else:
-                    await self._respond(spec, ctx, rid, await result)  # type: ignore[misc]
-                    sent += 1
+            except TimeoutError:
+                if not limit.expired():
+                    raise
+                outcome = "timeout"
+                log.warning("%s: request abandoned after %.1fs", service.name, budget, extra={"flow": ctx.id})
+                err = QueryTimeout(f"{service.name} did not finish within {budget:.1f}s; request abandoned")
+                await self._respond(spec, ctx, rid, error_response(service.response, err), sent)
             except (ServiceError, ValidationError, ValueError) as e:
                 outcome = "error"
-                await self._respond(spec, ctx, rid, error_response(service.response, e))
+                await self._respond(spec, ctx, rid, error_response(service.response, e), sent)
             await consumer.ack(msg)
         except asyncio.CancelledError:
             raise
@@ -231,7 +299,7 @@ class FlowProcessor:
                 await consumer.nack(msg)  # another instance may succeed
                 return
             with contextlib.suppress(Exception):
-                await self._respond(spec, ctx, rid or "", error_response(service.response, e))
+                await self._respond(spec, ctx, rid or "", error_response(service.response, e), sent)
             await (consumer.nack(msg) if sent == 0 else consumer.ack(msg))
         finally:
             REQUESTS.labels(self.name, ctx.id, service.name, outcome).inc()

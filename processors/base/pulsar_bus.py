@@ -40,11 +40,13 @@ class PulsarBus(Bus):
         return prod
 
     async def consumer(self, topic: str, subscription: str, *, max_redeliveries: int, prefetch: int) -> Consumer:
-        policy = pulsar.ConsumerDeadLetterPolicy(
-            max_redeliver_count=max_redeliveries,
-            dead_letter_topic=dead_letter(topic),
-            initial_subscription_name=DEAD_LETTER_SUBSCRIPTION,
-        )
+        policy = None  # pulsar-client >= 3.13 refuses a policy of 0 redeliveries (e.g. a DLQ's own reader)
+        if max_redeliveries > 0:
+            policy = pulsar.ConsumerDeadLetterPolicy(
+                max_redeliver_count=max_redeliveries,
+                dead_letter_topic=dead_letter(topic),
+                initial_subscription_name=DEAD_LETTER_SUBSCRIPTION,
+            )
         c = await asyncio.to_thread(
             self._client.subscribe,
             topic,

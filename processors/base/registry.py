@@ -10,6 +10,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 from schemas import services as sv
 from schemas.services import Service
 
@@ -21,36 +23,81 @@ class ProcessorEntry:
     name: str
     target: str
     serves: tuple[Service, ...] = ()
+    params: str | None = None  # `module:Class` of its flow-parameter model (None: it takes none)
 
     def load(self) -> Any:
         """The processor class (its module imported now)."""
-        module, _, cls = self.target.partition(":")
-        return getattr(importlib.import_module(module), cls)
+        return _import(self.target)
+
+    def params_model(self) -> type[BaseModel] | None:
+        """The model of the flow parameters this processor reads (its module imported now)."""
+        return _import(self.params) if self.params else None
+
+
+def _import(target: str) -> Any:
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 CONFIG = ProcessorEntry("config", "processors.base.flow_registry:ConfigService")
 GATEWAY = ProcessorEntry("gateway", "processors.gateway.service:GatewayProcessor")
 
 
-def _serving(service: Service, target: str) -> ProcessorEntry:
+def _serving(service: Service, target: str, params: str | None = None) -> ProcessorEntry:
     """A processor named after the one service it serves."""
-    return ProcessorEntry(service.name, target, (service,))
+    return ProcessorEntry(service.name, target, (service,), params)
 
 
 # The flow processors, in the order a system starts them (the config service first).
 FLOW_PROCESSORS = (
-    _serving(sv.EMBEDDINGS, "processors.models.embeddings.service:EmbeddingsProcessor"),
+    _serving(
+        sv.EMBEDDINGS,
+        "processors.models.embeddings.service:EmbeddingsProcessor",
+        "processors.models.embeddings.service:EmbeddingsParams",
+    ),
     _serving(sv.GRAPH_EMBEDDINGS, "processors.query.graph_embeddings.service:GraphEmbeddingsProcessor"),
     _serving(sv.TRIPLES, "processors.query.triples.service:TriplesProcessor"),
-    _serving(sv.LABEL_RESOLVER, "processors.query.label_resolver.service:LabelResolverProcessor"),
-    _serving(sv.GRAPH_RAG, "processors.retrieval.graph_rag.service:GraphRagProcessor"),
-    _serving(sv.TEXT_COMPLETION, "processors.models.text_completion.service:TextCompletionProcessor"),
-    _serving(sv.DOCUMENTS, "processors.query.documents.service:DocumentsProcessor"),
+    _serving(
+        sv.LABEL_RESOLVER,
+        "processors.query.label_resolver.service:LabelResolverProcessor",
+        "processors.query.label_resolver.service:LabelParams",
+    ),
+    _serving(
+        sv.GRAPH_RAG,
+        "processors.retrieval.graph_rag.service:GraphRagProcessor",
+        "processors.retrieval.graph_rag.rag:GraphRagSettings",
+    ),
+    _serving(
+        sv.TEXT_COMPLETION,
+        "processors.models.text_completion.service:TextCompletionProcessor",
+        "processors.models.text_completion.service:LLMParams",
+    ),
+    _serving(
+        sv.DOCUMENTS,
+        "processors.query.documents.service:DocumentsProcessor",
+        "processors.retrieval.relevance.graphrank:GraphRankParams",
+    ),
     _serving(sv.EXTRACTOR, "processors.ingest.extractor.service:ExtractorProcessor"),
-    _serving(sv.DOCUMENT_LOAD, "processors.ingest.documents.service:DocumentLoadProcessor"),
-    _serving(sv.COMMUNITIES, "processors.ingest.communities.service:CommunitiesProcessor"),
-    _serving(sv.LAZY_RAG, "processors.retrieval.lazy_rag.service:LazyRagProcessor"),
-    _serving(sv.KG_QUERY, "processors.retrieval.kg_query.service:KgQueryProcessor"),
+    _serving(
+        sv.DOCUMENT_LOAD,
+        "processors.ingest.documents.service:DocumentLoadProcessor",
+        "processors.ingest.documents.chunker:ChunkingParams",
+    ),
+    _serving(
+        sv.COMMUNITIES,
+        "processors.ingest.communities.service:CommunitiesProcessor",
+        "processors.ingest.communities.detect:CommunityParams",
+    ),
+    _serving(
+        sv.LAZY_RAG,
+        "processors.retrieval.lazy_rag.service:LazyRagProcessor",
+        "processors.retrieval.lazy_rag.retrieve:LazyRagSettings",
+    ),
+    _serving(
+        sv.KG_QUERY,
+        "processors.retrieval.kg_query.service:KgQueryProcessor",
+        "processors.retrieval.kg_query.query:KgQuerySettings",
+    ),
 )
 PROCESSORS: dict[str, ProcessorEntry] = {p.name: p for p in (CONFIG, *FLOW_PROCESSORS, GATEWAY)}
 

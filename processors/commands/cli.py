@@ -4,17 +4,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.metadata
 import json
+import os
 import sys
 from pathlib import Path
 
+from processors.base.logs import setup_logging
 from processors.commands import flows as flow_cmds
 from processors.commands import load as load_cmds
 from processors.commands import load_documents as load_documents_cmd
 from processors.commands import manage as manage_cmds
 from processors.commands import query as query_cmds
 from processors.commands import serve as serve_cmds
-from processors.commands.options import bus_args, store_args
+from processors.commands.options import bus_args, runtime_settings, store_args
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("kgflow")
+    except importlib.metadata.PackageNotFoundError:  # a source tree that was never installed
+        return "(not installed)"
 
 
 def _query_parser(q: argparse.ArgumentParser, service: str) -> None:
@@ -52,6 +62,7 @@ def _query_parser(q: argparse.ArgumentParser, service: str) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The whole command tree."""
     ap = argparse.ArgumentParser(prog="kgflow", description="Graph retrieval over knowledge graphs.")
+    ap.add_argument("--version", action="version", version=f"kgflow {_version()}")
     sub = ap.add_subparsers(dest="command", required=True)
 
     load = sub.add_parser("load", help="load data").add_subparsers(dest="what", required=True)
@@ -106,20 +117,33 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `kgflow` console script."""
+    """Entry point of the `kgflow` console script: every failure is one clear line on stderr."""
     args = build_parser().parse_args(argv)
     try:
+        if hasattr(args, "log_level"):
+            rt = runtime_settings(args)
+            setup_logging(rt.log_level, rt.log_format)
         return asyncio.run(args.func(args)) or 0
     except KeyboardInterrupt:
         return 130
-    except (ValueError, FileNotFoundError, RuntimeError) as e:
+    except BrokenPipeError:  # e.g. `kgflow query ... | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except (ValueError, OSError, RuntimeError) as e:
         print(
             json.dumps({"error": {"type": type(e).__name__, "message": str(e)}})
             if getattr(args, "json", False)
-            else f"kgflow: error: {e}",
+            else f"kgflow: error: {_one_line(e)}",
             file=sys.stderr,
         )
         return 2
+
+
+def _one_line(e: BaseException) -> str:
+    """An error for a person: OS errors as `strerror: filename`, others as their message."""
+    if isinstance(e, OSError) and e.strerror:
+        return f"{e.filename}: {e.strerror}" if e.filename else e.strerror
+    return str(e)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,18 @@ from processors.commands.options import runtime_settings, store_settings
 from schemas.services import Service
 
 
+def require_data(a: argparse.Namespace) -> None:
+    """Refuse to query an embedded home that holds nothing (instead of creating an empty one)."""
+    if runtime_settings(a).bus == "pulsar":
+        return
+    stores = store_settings(a)
+    if stores.triples_backend == "sqlite" and not (stores.home / "graph.db").exists():
+        raise ValueError(
+            f"no kgflow data in {stores.home.resolve()} (set --home or KGFLOW_HOME, or load first: "
+            "kgflow load triples FILE --collection C, or kgflow load documents PATH --collection C)"
+        )
+
+
 @contextlib.asynccontextmanager
 async def flow_bus(a: argparse.Namespace) -> AsyncIterator[Bus]:
     """A bus on which flow `default` (and the others) are served."""

@@ -79,6 +79,8 @@ async def run_flow_command(a: argparse.Namespace) -> int:
         results = [registry.handle(req)[0] for req in _request(a)]
     out: dict[str, object] = {}
     for r in results:
+        if r.flow is not None:
+            r = r.model_copy(update={"flow": r.flow.redacted()})
         out.update(r.model_dump(exclude_none=True, exclude={"schema_version", "error", "end_of_stream"}))
     print(json.dumps(out or {"ok": True}, indent=1))
     return 0

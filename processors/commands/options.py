@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from processors.base.settings import RuntimeSettings, StoreSettings, from_env
+from processors.base.settings import LOG_LEVELS, RuntimeSettings, StoreSettings, from_env
 
 
 def store_args(p: argparse.ArgumentParser) -> None:
@@ -27,7 +27,9 @@ def bus_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--pulsar", metavar="URL", help="use Pulsar at URL instead of the in-process bus")
     g.add_argument("--concurrency", type=int, help="requests in flight per processor")
     g.add_argument("--metrics-port", type=int, help="serve Prometheus /metrics on this port")
-    g.add_argument("--log-level")
+    g.add_argument("--metrics-host", help="address /metrics listens on (default 127.0.0.1; 0.0.0.0 in containers)")
+    g.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, help="default WARNING")
+    g.add_argument("--log-format", choices=["auto", "text", "json"], help="auto: text on a terminal, else JSON lines")
 
 
 def store_settings(a: argparse.Namespace) -> StoreSettings:
@@ -46,7 +48,8 @@ def store_settings(a: argparse.Namespace) -> StoreSettings:
 
 def runtime_settings(a: argparse.Namespace) -> RuntimeSettings:
     """Runtime settings from the environment, then the command line."""
-    over: dict[str, Any] = {k: getattr(a, k, None) for k in ("concurrency", "metrics_port", "log_level")}
+    keys = ("concurrency", "metrics_port", "metrics_host", "log_level", "log_format")
+    over: dict[str, Any] = {k: getattr(a, k, None) for k in keys}
     if getattr(a, "pulsar", None):
         over.update(bus="pulsar", pulsar_url=a.pulsar)
     return from_env(RuntimeSettings, over)

@@ -17,7 +17,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from processors.base.client import RemoteError, RequestTimeout
-from processors.commands.connect import flow_bus, service_client
+from processors.base.settings import describe_errors
+from processors.commands.connect import flow_bus, require_data, service_client
 from processors.commands.options import runtime_settings
 from schemas.base import Response
 from schemas.documents import Scope
@@ -76,12 +77,13 @@ def _graph_rag_json(question: str, res: GraphRagResponse) -> dict[str, Any]:
         "model": res.model,
         "in_token": res.in_token,
         "out_token": res.out_token,
+        "warnings": [w.model_dump() for w in res.warnings],
     }
 
 
 def _graph_rag_text(res: GraphRagResponse) -> None:
     print(res.response)
-    if res.triples:
+    if res.triples and res.model:  # a model answered: show the facts it had (else the answer lists them)
         print("\nretrieved facts:")
         for t in res.triples:
             print(f"  {t.s} | {t.p} | {t.o}")
@@ -175,6 +177,7 @@ async def _asker(a: argparse.Namespace, kind: QueryKind) -> AsyncIterator[Ask]:
             yield lambda req: gw.call(kind.service, a.flow, req)
         return
     timeout = runtime_settings(a).request_timeout_s
+    require_data(a)
     async with flow_bus(a) as bus, service_client(bus, kind.service, a.flow, timeout) as client:
         yield client.request
 
@@ -190,9 +193,7 @@ async def run_query(a: argparse.Namespace) -> int:
         try:
             return kind.request(a, q, params)
         except ValidationError as e:
-            err = e.errors()[0]
-            loc = ".".join(str(x).replace("_", "-") for x in err["loc"])
-            raise ValueError(f"invalid request: {loc}: {err['msg']}") from None
+            raise ValueError(f"invalid request: {describe_errors(e)}") from None
 
     async with _asker(a, kind) as ask:
         if a.question:
@@ -201,7 +202,10 @@ async def run_query(a: argparse.Namespace) -> int:
                 print(json.dumps(kind.to_json(a.question, res), ensure_ascii=False))
             else:
                 kind.show(res)
-            return 0
+            warnings = getattr(res, "warnings", [])
+            for w in warnings:
+                print(f"kgflow: warning: {w.message}", file=sys.stderr)
+            return 1 if any(w.type == "unknown-collection" for w in warnings) else 0
         questions = [ln.split("\t", 1)[0].strip() for ln in a.batch.read_text(encoding="utf-8").splitlines()]
         questions = [q for q in questions if q]
         slots = asyncio.Semaphore(max(1, a.parallel))

@@ -10,7 +10,6 @@ import signal
 import sys
 from typing import Any
 
-from processors.base.logs import setup_logging
 from processors.base.metrics import serve_metrics
 from processors.base.registry import CONFIG, FLOW_PROCESSORS, GATEWAY, processor_entry
 from processors.base.runtime import System, ensure_default_flow, make_bus
@@ -40,7 +39,6 @@ def _gateway(system: System, port: int | None) -> Any:
 async def up(a: argparse.Namespace) -> int:
     """Run every processor in this process and start flow `default` from the default blueprint."""
     rt = runtime_settings(a)
-    setup_logging(rt.log_level)
     serve_metrics(rt.metrics_port, rt.metrics_host)
     system = System(make_bus(rt), store_settings(a), rt)
     try:
@@ -66,7 +64,6 @@ async def up(a: argparse.Namespace) -> int:
 async def run(a: argparse.Namespace) -> int:
     """Run one processor until SIGTERM."""
     rt = runtime_settings(a)
-    setup_logging(rt.log_level)
     serve_metrics(rt.metrics_port, rt.metrics_host)
     processor_entry(a.processor)  # an unknown name fails here, before the bus is opened
     system = System(make_bus(rt), store_settings(a), rt)

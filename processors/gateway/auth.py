@@ -81,22 +81,27 @@ class Authenticator:
         """True when at least one token is configured."""
         return bool(self._tokens)
 
-    def check(self, token: str | None) -> Principal:
-        """The principal of `token`; raises AuthError when tokens are required and it is not one."""
+    def check(self, token: object) -> Principal:
+        """The principal of `token`; raises AuthError when tokens are required and it is not one
+        (anything but a string, e.g. a number or a list from a JSON frame, is not a token)."""
         if not self.enabled:
             return OPEN
         if not token:
             raise AuthError("a token is required")
+        if not isinstance(token, str):
+            raise AuthError("invalid token: expected a string")
+        given = token.encode("utf-8", "surrogatepass")  # lone surrogates (a non-UTF-8 header) compare too
         found: Principal | None = None
         for secret, workspace in self._tokens.items():  # compare against every token: constant time
-            if hmac.compare_digest(secret.encode(), token.encode()):
+            if hmac.compare_digest(secret.encode(), given):
                 found = Principal(workspace, workspace is None)
         if found is None:
             raise AuthError("invalid token")
         return found
 
     def check_header(self, header: str | None, query_token: str | None = None) -> Principal:
-        """Authenticate an HTTP request by `Authorization: Bearer` (or a `token` query parameter)."""
+        """Authenticate an HTTP request by `Authorization: Bearer` (or, where a client can send no
+        header, a `token` query parameter)."""
         token = query_token
         if header:
             scheme, _, value = header.partition(" ")

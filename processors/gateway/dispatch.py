@@ -38,7 +38,7 @@ from schemas.services import (
 )
 from schemas.terms import Triple
 from schemas.topics import topic
-from schemas.triples import StoreTriples, TriplesResponse
+from schemas.triples import MAX_BATCH, StoreTriples, TriplesResponse
 
 log = logging.getLogger(__name__)
 
@@ -286,7 +286,9 @@ class Dispatcher:
                 return 0
             client = await self._client(TRIPLES, flow)
             # The triples service stores, embeds labels and announces the change to label caches.
-            await client.request(StoreTriples(user=user, collection=collection, triples=triples))
+            for i in range(0, len(triples), MAX_BATCH):
+                batch = triples[i : i + MAX_BATCH]
+                await client.request(StoreTriples(user=user, collection=collection, triples=batch))
             return len(triples)
 
 

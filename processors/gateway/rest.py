@@ -2,41 +2,58 @@
 
 - `POST /api/v1/flow/{flow}/service/{kind}`: a flow service, answered once (no streaming).
 - `POST /api/v1/{kind}`: a workspace service (`flow`, `config`), dispatched on `operation`.
-- `GET /api/v1/flow/{flow}/import/triples?token=&workspace=`: websocket of import frames (no replies).
-- `GET /api/v1/health`, `GET /api/metrics`.
-Service errors come back as HTTP 200 `{"error": {"type", "message"}}` (as TrustGraph clients expect);
-an unreadable body is 400, a missing or wrong token 401/403.
+- `GET /api/v1/flow/{flow}/import/triples?token=&workspace=`: websocket of import frames, acknowledged
+  (see importer.py); the only endpoint that reads a token from the URL (TrustGraph's bulk client sends
+  it there), every other takes `Authorization: Bearer TOKEN`.
+- `GET /api/v1/health` (flow names only with a valid token, when tokens are configured), `GET /api/metrics`
+  (token required, when tokens are configured).
+Errors are `{"error": {"type", "message"}}` with the HTTP status of their type (STATUS: 400 bad request,
+404 unknown flow or service, 504 timeout, 401/403 auth, ...); answers are 200.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from typing import Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from processors.gateway import metrics
+from processors.gateway import translate as tr
 from processors.gateway.auth import Authenticator, AuthError, Principal
 from processors.gateway.dispatch import Dispatcher, GatewayError
-from processors.gateway.translate import import_frame
+from processors.gateway.importer import ImportSession
 from schemas.services import TRIPLES
-from schemas.terms import Triple
-from schemas.triples import MAX_BATCH
 
 log = logging.getLogger(__name__)
-IMPORT_BATCH = MAX_BATCH  # triples buffered per import socket before they are written (one StoreTriples)
+# HTTP status of each error type (others: 500).
+STATUS = {
+    "bad-request": 400,
+    "unauthorized": 401,
+    "forbidden": 403,
+    "unknown-flow": 404,
+    "unknown-service": 404,
+    "frame-too-large": 413,
+    "busy": 429,
+    "unavailable": 503,
+    "timeout": 504,
+}
 
 
-def _principal(request: web.Request, auth: Authenticator) -> Principal:
-    return auth.check_header(request.headers.get("Authorization"), request.query.get("token"))
+def _principal(request: web.Request, auth: Authenticator, url_token: bool = False) -> Principal:
+    query = request.query.get("token") if url_token else None
+    return auth.check_header(request.headers.get("Authorization"), query)
+
+
+def error_response(type_: str, message: str) -> web.Response:
+    """An error body with the status of its type."""
+    return web.json_response({"error": {"type": type_, "message": message}}, status=STATUS.get(type_, 500))
 
 
 def _auth_response(e: AuthError) -> web.Response:
-    status = 403 if e.type == "forbidden" else 401
-    return web.json_response({"error": {"type": e.type, "message": e.message}}, status=status)
+    return error_response(e.type if e.type == "forbidden" else "unauthorized", e.message)
 
 
 class RestHandlers:
@@ -48,20 +65,17 @@ class RestHandlers:
         self.max_body_bytes = max_body_bytes
 
     async def _body(self, request: web.Request) -> dict[str, Any]:
+        """The request's JSON object; anything else is a GatewayError (bad-request, frame-too-large)."""
         if request.content_length is not None and request.content_length > self.max_body_bytes:
-            raise web.HTTPRequestEntityTooLarge(max_size=self.max_body_bytes, actual_size=request.content_length)
+            raise GatewayError("frame-too-large", f"body of {request.content_length} bytes > {self.max_body_bytes}")
         try:
-            body = await request.json()
-        except ValueError as e:
-            raise web.HTTPBadRequest(
-                text=json.dumps({"error": {"type": "bad-request", "message": f"malformed JSON: {e}"}}),
-                content_type="application/json",
-            ) from None
+            body = tr.loads(await request.read())
+        except tr.BadRequest as e:
+            raise GatewayError("bad-request", str(e)) from None
+        except web.HTTPRequestEntityTooLarge:
+            raise GatewayError("frame-too-large", f"body larger than {self.max_body_bytes} bytes") from None
         if not isinstance(body, dict):
-            raise web.HTTPBadRequest(
-                text=json.dumps({"error": {"type": "bad-request", "message": "body must be a JSON object"}}),
-                content_type="application/json",
-            )
+            raise GatewayError("bad-request", "body must be a JSON object")
         return body
 
     async def _answer(self, request: web.Request, service: str, flow: str | None) -> web.Response:
@@ -70,9 +84,9 @@ class RestHandlers:
             principal = _principal(request, self.auth)
         except AuthError as e:
             return _auth_response(e)
-        body = await self._body(request)
         outcome = "ok"
         try:
+            body = await self._body(request)
             last: dict[str, Any] = {}
             collected: list[dict[str, Any]] = []
             frames = self.dispatcher.handle(principal, body.get("workspace"), service, flow, body, False)
@@ -84,7 +98,7 @@ class RestHandlers:
             return web.json_response(last)
         except GatewayError as e:
             outcome = e.type
-            return web.json_response({"error": e.to_wire()})
+            return error_response(e.type, e.message)
         finally:
             metrics.REQUESTS.labels("rest", metrics.service_label(service), outcome).inc()
             metrics.LATENCY.labels(metrics.service_label(service)).observe(time.perf_counter() - began)
@@ -98,65 +112,37 @@ class RestHandlers:
         return await self._answer(request, request.match_info["kind"], None)
 
     async def health(self, request: web.Request) -> web.Response:
-        """Liveness plus what the gateway knows of the running flows."""
+        """Liveness; with a valid token (or no tokens configured), also the running flows."""
+        try:
+            _principal(request, self.auth)
+        except AuthError:
+            return web.json_response({"status": "ok"})
         cfg = self.dispatcher.config
         return web.json_response(
             {"status": "ok", "flows": sorted(cfg.flows), "config_version": cfg.version, "auth": self.auth.enabled}
         )
 
     async def metrics(self, request: web.Request) -> web.Response:
-        """Prometheus text format (every kgflow metric of this process)."""
+        """Prometheus text format (every kgflow metric of this process); a token is required when configured."""
+        try:
+            _principal(request, self.auth)
+        except AuthError as e:
+            return _auth_response(e)
         return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def import_triples(self, request: web.Request) -> web.WebSocketResponse:
-        """Bulk import: frames of triples, buffered and written in batches; errors are sent back."""
+        """Bulk import (importer.ImportSession): frames written in batches, acknowledged or refused."""
         ws = web.WebSocketResponse(max_msg_size=self.max_body_bytes * 4, heartbeat=30.0)
-        try:
-            principal: Principal | None = _principal(request, self.auth)
-        except AuthError as e:
-            principal = None
-            failure = e
         await ws.prepare(request)
-        if principal is None:
-            await ws.send_json({"error": {"type": failure.type, "message": failure.message}})
-            await ws.close()
-            return ws
         flow, workspace = request.match_info["flow"], request.query.get("workspace")
         try:
+            principal = _principal(request, self.auth, url_token=True)
             principal.resolve(workspace)
         except AuthError as e:
             await ws.send_json({"error": {"type": e.type, "message": e.message}})
             await ws.close()
             return ws
-        buffered: dict[str, list[Triple]] = {}
-        count = 0
-
-        async def flush() -> None:
-            nonlocal count
-            for collection, triples in list(buffered.items()):
-                n = await self.dispatcher.import_triples(principal, workspace, flow, collection, triples)
-                metrics.IMPORTED.inc(n)
-            buffered.clear()
-            count = 0
-
-        try:
-            async for msg in ws:
-                if msg.type != WSMsgType.TEXT:
-                    continue
-                try:
-                    collection, triples = import_frame(json.loads(msg.data))
-                except ValueError as e:  # BadRequest or malformed JSON: this frame is refused, the rest go on
-                    await ws.send_json({"error": {"type": "bad-request", "message": str(e)}})
-                    continue
-                buffered.setdefault(collection, []).extend(triples)
-                count += len(triples)
-                if count >= IMPORT_BATCH:
-                    await flush()
-            await flush()  # the client may already be gone: what it sent is still written
-        except GatewayError as e:
-            log.warning("triples import failed: %s", e)
-            if not ws.closed:
-                await ws.send_json({"error": e.to_wire()})
+        await ImportSession(ws, self.dispatcher, principal, workspace, flow).run()
         return ws
 
 

@@ -1,12 +1,14 @@
 """GatewayProcessor: the TrustGraph-compatible HTTP/websocket front door of kgflow (aiohttp).
 
 Talks to processors only over the bus. Started by `kgflow up` or alone with `kgflow run gateway`
-(port: GatewaySettings.port). Without a configured token it listens on 127.0.0.1 only.
+(port: GatewaySettings.port). It listens on 127.0.0.1 unless told otherwise (`KGFLOW_GATEWAY_HOST`),
+and beyond loopback only with a token; with `tls_cert` + `tls_key` it speaks HTTPS / WSS.
 """
 
 from __future__ import annotations
 
 import logging
+import ssl
 
 from aiohttp import web
 from pydantic import BaseModel, Field
@@ -21,6 +23,7 @@ from processors.gateway.socket import SocketLimits, SocketSession
 
 log = logging.getLogger(__name__)
 LOOPBACK = "127.0.0.1"
+LOOPBACKS = (LOOPBACK, "localhost", "::1")
 
 
 class GatewaySettings(BaseModel):
@@ -28,10 +31,26 @@ class GatewaySettings(BaseModel):
 
     token: str | None = None
     token_file: str | None = None
-    host: str = "0.0.0.0"  # used only when a token is configured
+    host: str = LOOPBACK  # another address (e.g. 0.0.0.0) needs a token
     port: int = Field(default=8888, ge=0, le=65535)  # 0: any free port
+    tls_cert: str | None = None  # PEM certificate (chain) file: serve HTTPS / WSS
+    tls_key: str | None = None  # its PEM private key file
     max_frame_bytes: int = Field(default=1 << 20, ge=1024)
     max_inflight: int = Field(default=64, ge=1, le=10000)
+
+
+def tls_context(settings: GatewaySettings) -> ssl.SSLContext | None:
+    """The server TLS context of `tls_cert` + `tls_key` (None when neither is set)."""
+    if not settings.tls_cert and not settings.tls_key:
+        return None
+    if not (settings.tls_cert and settings.tls_key):
+        raise ValueError("TLS needs both KGFLOW_GATEWAY_TLS_CERT and KGFLOW_GATEWAY_TLS_KEY")
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        ctx.load_cert_chain(settings.tls_cert, settings.tls_key)
+    except (OSError, ssl.SSLError) as e:
+        raise ValueError(f"cannot load KGFLOW_GATEWAY_TLS_CERT / KGFLOW_GATEWAY_TLS_KEY: {e}") from None
+    return ctx
 
 
 class GatewayProcessor:
@@ -69,30 +88,35 @@ class GatewayProcessor:
         return await SocketSession(self.dispatcher, self.auth, self.limits).run(request)
 
     async def start(self, port: int | None = None, host: str | None = None) -> None:
-        """Follow the flow registry, then listen on `port` (default: the settings') — loopback
-        only unless a token is configured."""
+        """Follow the flow registry, then listen on `host:port` (defaults: the settings'); an address
+        beyond loopback needs a token."""
         port = self.settings.port if port is None else port
+        self.host = host or self.settings.host
+        if self.host not in LOOPBACKS and not self.auth.enabled:
+            raise ValueError(
+                f"the gateway binds {self.host} (beyond loopback) only with a token: set KGFLOW_GATEWAY_TOKEN "
+                "or KGFLOW_GATEWAY_TOKEN_FILE"
+            )
+        ssl_context = tls_context(self.settings)
         await self.dispatcher.start()
-        if self.auth.enabled:
-            self.host = host or self.settings.host
-        else:
-            if host not in (None, LOOPBACK, "localhost"):
-                raise ValueError("the gateway binds beyond loopback only with a token (KGFLOW_GATEWAY_TOKEN)")
-            self.host = LOOPBACK
         self._runner = web.AppRunner(self.app(), access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, port)
-        await site.start()
+        site = web.TCPSite(self._runner, self.host, port, ssl_context=ssl_context)
+        try:
+            await site.start()
+        except OSError as e:
+            await self.stop()
+            raise RuntimeError(
+                f"the gateway cannot listen on {self.host}:{port} ({e.strerror or e}); "
+                "choose another with --gateway-port or KGFLOW_GATEWAY_PORT"
+            ) from None
         sockets = getattr(site._server, "sockets", None) or []  # noqa: SLF001 - the bound port when port=0
         self.port = sockets[0].getsockname()[1] if sockets else port
-        if self.auth.enabled:
-            msg = f"gateway listening on http://{self.host}:{self.port}/ (token required)"
-        else:
-            msg = (
-                f"gateway listening on http://{LOOPBACK}:{self.port}/ — loopback only: no token configured "
-                "(set KGFLOW_GATEWAY_TOKEN or KGFLOW_GATEWAY_TOKEN_FILE to accept remote clients)"
-            )
-        log.warning(msg)
+        scheme = "https" if ssl_context else "http"
+        notes = ["token required" if self.auth.enabled else "no token: loopback only"]
+        if ssl_context is None and self.host not in LOOPBACKS:
+            notes.append("plain HTTP beyond loopback: set KGFLOW_GATEWAY_TLS_CERT and KGFLOW_GATEWAY_TLS_KEY")
+        log.warning("gateway listening on %s://%s:%s/ (%s)", scheme, self.host, self.port, "; ".join(notes))
 
     async def stop(self) -> None:
         """Stop listening and release the bus clients."""

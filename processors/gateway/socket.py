@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -22,11 +21,11 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from processors.gateway import metrics
+from processors.gateway import translate as tr
 from processors.gateway.auth import Authenticator, AuthError, Principal
 from processors.gateway.dispatch import Dispatcher, GatewayError
 
 log = logging.getLogger(__name__)
-_ID = re.compile(r'"id"\s*:\s*"([^"\\]{1,200})"')
 
 
 @dataclass(frozen=True)
@@ -37,12 +36,6 @@ class SocketLimits:
     max_inflight: int
     request_timeout_s: float
     auth_timeout_s: float = 30.0
-
-
-def _frame_id(text: str) -> str | None:
-    """The `id` of a frame we will not parse (too big), if it is near the start."""
-    m = _ID.search(text[:2000])
-    return m.group(1) if m else None
 
 
 class SocketSession:
@@ -96,8 +89,8 @@ class SocketSession:
         if msg.type != WSMsgType.TEXT:
             return None
         try:
-            frame = json.loads(msg.data)
-        except ValueError:
+            frame = tr.loads(msg.data)
+        except tr.BadRequest:
             frame = None
         if isinstance(frame, dict) and frame.get("type") == "auth":
             try:
@@ -130,45 +123,57 @@ class SocketSession:
                 break
 
     async def _accept(self, text: str, principal: Principal, slot_held: bool = False) -> None:
-        """Validate a request frame and start it (releases the slot if it does not start)."""
+        """Validate a request frame and start it (releases the slot if it does not start). Whatever
+        the frame holds, the answer is an error frame for it: the socket and its other requests go on."""
         if not slot_held:
             await self._slots.acquire()
         started = False
         try:
-            if len(text) > self.limits.max_frame_bytes:
-                await self.error(
-                    _frame_id(text), "frame-too-large", f"frame of {len(text)} bytes > {self.limits.max_frame_bytes}"
-                )
-                return
-            try:
-                frame = json.loads(text)
-            except ValueError as e:
-                await self.error(None, "bad-request", f"malformed JSON: {e}")
-                return
-            if not isinstance(frame, dict):
-                await self.error(None, "bad-request", "a frame must be a JSON object")
-                return
-            rid = frame.get("id")
-            if not isinstance(rid, str | int) or isinstance(rid, bool) or rid == "":
-                await self.error(None, "bad-request", "id: every request needs an `id` (string)")
-                return
-            service, flow = frame.get("service"), frame.get("flow")
-            if not isinstance(service, str) or not service:
-                await self.error(rid, "bad-request", "service: Field required")
-                return
-            if flow is not None and (not isinstance(flow, str) or not flow):
-                await self.error(rid, "bad-request", "flow: expected a flow id")
-                return
-            if "request" not in frame:
-                await self.error(rid, "bad-request", "request: Field required")
-                return
-            task = asyncio.create_task(self._run(principal, rid, frame, service, flow))
-            self._tasks.add(task)
-            task.add_done_callback(self._done)
-            started = True
+            started = await self._start(text, principal)
+        except Exception as e:  # a bug must cost this frame only, never the socket
+            log.exception("gateway frame failed")
+            await self.error(tr.frame_id(text), "internal-error", f"{type(e).__name__}: {e}")
         finally:
             if not started:
                 self._slots.release()
+
+    async def _start(self, text: str, principal: Principal) -> bool:
+        """Start the request of one frame; False (after an error frame) when it does not start."""
+        if len(text) > self.limits.max_frame_bytes:
+            await self.error(
+                tr.frame_id(text), "frame-too-large", f"frame of {len(text)} bytes > {self.limits.max_frame_bytes}"
+            )
+            return False
+        try:
+            frame = tr.loads(text)
+        except tr.BadRequest as e:
+            await self.error(tr.frame_id(text), "bad-request", str(e))
+            return False
+        return await self._start_frame(frame, principal)
+
+    async def _start_frame(self, frame: Any, principal: Principal) -> bool:
+        """Check a parsed frame's envelope and run its request as a task."""
+        if not isinstance(frame, dict):
+            await self.error(None, "bad-request", "a frame must be a JSON object")
+            return False
+        rid = frame.get("id")
+        if not isinstance(rid, str | int) or isinstance(rid, bool) or rid == "":
+            await self.error(None, "bad-request", "id: every request needs an `id` (string)")
+            return False
+        service, flow = frame.get("service"), frame.get("flow")
+        if not isinstance(service, str) or not service:
+            await self.error(rid, "bad-request", "service: Field required")
+            return False
+        if flow is not None and (not isinstance(flow, str) or not flow):
+            await self.error(rid, "bad-request", "flow: expected a flow id")
+            return False
+        if "request" not in frame:
+            await self.error(rid, "bad-request", "request: Field required")
+            return False
+        task = asyncio.create_task(self._run(principal, rid, frame, service, flow))
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+        return True
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)

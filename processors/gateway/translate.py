@@ -9,21 +9,23 @@ ignore unknown fields, kgflow's own client reads them back.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from schemas.base import Response
+from schemas.base import Notice, Response
 from schemas.embeddings import EmbeddingsRequest, EmbeddingsResponse
 from schemas.flows import Blueprint, FlowRequest, FlowResponse
 from schemas.graph_embeddings import GraphEmbeddingsRequest, GraphEmbeddingsResponse
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse, GraphRagStats, SeedEntity
 from schemas.services import GRAPH_RAG, Service
-from schemas.terms import LabelledTriple, Term, Triple
+from schemas.terms import LabelledTriple, Term, Triple, term_from_json, term_to_json, triple_from_json
 from schemas.text_completion import TextCompletionRequest, TextCompletionResponse
 from schemas.triples import PatternQuery
 
+_ID = re.compile(r'"id"\s*:\s*"([^"\\]{1,200})"')
 DEFAULT_COLLECTION = "default"
 DEFAULT_WORKSPACE = "default"
 
@@ -76,37 +78,31 @@ def _require_object(wire: Any, what: str = "request") -> dict[str, Any]:
 
 
 # --- terms -----------------------------------------------------------------------
-def term_to_wire(t: Term) -> dict[str, Any]:
-    """A kgflow term as a compact TrustGraph term (`{"t": "i", "i"}` / `{"t": "l", "v", "dt"?, "ln"?}`)."""
-    if t.is_iri:
-        return {"t": "i", "i": t.value}
-    d: dict[str, Any] = {"t": "l", "v": t.value}
-    if t.datatype:
-        d["dt"] = t.datatype
-    if t.language:
-        d["ln"] = t.language
-    return d
+def loads(text: str | bytes) -> Any:
+    """Parse a client's JSON; anything unreadable (malformed, nested too deeply, not UTF-8) is a BadRequest."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise BadRequest("invalid request: JSON nested too deeply") from None
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+        raise BadRequest(f"invalid request: malformed JSON: {e}") from None
+
+
+def frame_id(text: str) -> str | None:
+    """The `id` of a frame that will not be parsed (too big, malformed), if it is near the start."""
+    m = _ID.search(text[:2000])
+    return m.group(1) if m else None
+
+
+term_to_wire = term_to_json
 
 
 def term_from_wire(d: Any, field: str) -> Term:
     """A compact (or long-form) TrustGraph term as a kgflow term."""
-    if not isinstance(d, dict):
-        raise BadRequest(f"invalid request: {field}: expected a term object like {{'t': 'i', 'i': IRI}}")
-    kind = d.get("t", d.get("type"))
     try:
-        if kind in ("i", "iri"):
-            value = d.get("i", d.get("iri"))
-            if not isinstance(value, str):
-                raise BadRequest(f"invalid request: {field}.i: an IRI string is required")
-            return Term.iri(value)
-        if kind in ("l", "literal"):
-            value = d.get("v", d.get("value"))
-            if not isinstance(value, str):
-                raise BadRequest(f"invalid request: {field}.v: a literal string is required")
-            return Term.literal(value, d.get("dt", d.get("datatype")), d.get("ln", d.get("language")))
-    except ValidationError as e:
-        raise _field_error(e, f"{field}.") from None
-    raise BadRequest(f"invalid request: {field}.t: unsupported term type {kind!r} (IRIs 'i', literals 'l')")
+        return term_from_json(d, field)
+    except ValueError as e:
+        raise BadRequest(f"invalid request: {e}") from None
 
 
 def triple_to_wire(t: Triple) -> dict[str, Any]:
@@ -116,9 +112,10 @@ def triple_to_wire(t: Triple) -> dict[str, Any]:
 
 def triple_from_wire(d: Any, field: str) -> Triple:
     """A wire triple as a kgflow triple."""
-    d = _require_object(d, field)
-    return Triple(s=term_from_wire(d.get("s"), f"{field}.s"), p=term_from_wire(d.get("p"), f"{field}.p"),
-                  o=term_from_wire(d.get("o"), f"{field}.o"))  # fmt: skip
+    try:
+        return triple_from_json(d, field)
+    except ValueError as e:
+        raise BadRequest(f"invalid request: {e}") from None
 
 
 # --- graph-rag ---------------------------------------------------------------------
@@ -159,6 +156,8 @@ def graph_rag_response_to_wire(res: GraphRagResponse) -> dict[str, Any]:
         d["triples"] = [t.model_dump() for t in res.triples]
     if res.stats is not None:
         d["stats"] = res.stats.model_dump()
+    if res.warnings:
+        d["warnings"] = [w.model_dump() for w in res.warnings]
     return d
 
 
@@ -177,6 +176,7 @@ def graph_rag_response_from_wire(d: dict[str, Any]) -> GraphRagResponse:
         model=d.get("model"),
         in_token=d.get("in_token"),
         out_token=d.get("out_token"),
+        warnings=[Notice.model_validate(w) for w in d.get("warnings") or []],
     )
 
 
@@ -334,23 +334,24 @@ def flow_request(wire: Any) -> FlowRequest:
 
 
 def flow_response_to_wire(op: str, res: FlowResponse) -> dict[str, Any]:
-    """A flow-service answer under TrustGraph's names (definitions as JSON text, as TrustGraph sends them)."""
+    """A flow-service answer under TrustGraph's names (definitions as JSON text, as TrustGraph sends them).
+    Secret parameters (`llm-api-key`, ...) are never sent: their values read `<redacted>`."""
     if op == "list-blueprints":
         return {"blueprint-names": res.blueprint_names or []}
     if op == "get-blueprint" and res.blueprint is not None:
-        return {"blueprint-definition": json.dumps(blueprint_to_wire(res.blueprint))}
+        return {"blueprint-definition": json.dumps(blueprint_to_wire(res.blueprint.redacted()))}
     if op == "list-flows":
         return {"flow-ids": res.flow_ids or []}
     if op in ("get-flow", "start-flow") and res.flow is not None:
         flow = {
             "blueprint-name": res.flow.blueprint,
             "description": res.flow.description,
-            "parameters": res.flow.parameters,
+            "parameters": res.flow.redacted().parameters,
             "interfaces": {},
         }
         return {"flow": json.dumps(flow)}
     if op == "get-config" and res.config is not None:
-        return {"config": res.config.model_dump()}
+        return {"config": res.config.redacted().model_dump()}
     return {}
 
 

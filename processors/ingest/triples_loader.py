@@ -1,94 +1,65 @@
-"""Load triples from files into the stores, embedding entity and relation labels in batches."""
+"""Load triples into the stores, honestly and resumably.
+
+A load first records an unfinished `LoadState` for the collection, then stores the triples in
+batches, then embeds the labels of entities and relations that lack a vector (or whose label
+changed), then records the load finished. A load that fails or is killed leaves the unfinished
+state behind: queries over the collection say it is incomplete and why, and loading the same
+data again completes it (triples are idempotent; only missing vectors are embedded) and reports
+what it repaired.
+"""
 
 from __future__ import annotations
 
-import json
+import asyncio
+import itertools
+import time
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
-from typing import Literal
-from urllib.parse import quote, unquote
+from dataclasses import dataclass, field, replace
 
+from processors.ingest.readers import (  # noqa: F401 - the loader's public names
+    ENTITY_NS,
+    RELATION_NS,
+    Format,
+    field_iri,
+    field_label,
+    guess_format,
+    iri_label,
+    read_triples,
+)
 from processors.models.embeddings.model import Embedder
 from processors.stores.factory import Stores
-from schemas.terms import RDFS_LABEL, Term, Triple
+from processors.stores.protocol import LoadState, VectorKind
+from schemas.terms import RDFS_LABEL, Triple
 
-Format = Literal["nt", "ttl", "tsv", "jsonl"]
-ENTITY_NS = "http://kgflow.org/e/"
-RELATION_NS = "http://kgflow.org/r/"
 BATCH = 2000
+# (phase "store" | "embed", items just done, the phase's total when known)
+Progress = Callable[[str, int, int | None], None]
 
 
-def field_iri(field: str, ns: str = ENTITY_NS) -> str:
-    """Deterministic IRI of a TSV field."""
-    return ns + quote(field.strip(), safe="")
+@dataclass
+class LoadReport:
+    """What one load did."""
+
+    triples: int  # new triples stored
+    entities: int
+    relations: int
+    embedded: int  # labels embedded (new, changed, or missing a vector)
+    repaired: str | None = None  # what an earlier unfinished load had left undone, when this one completed it
 
 
-def field_label(field: str) -> str:
-    """The label of a TSV field (underscores read as spaces)."""
-    return field.strip().replace("_", " ")
+@dataclass
+class _Seen:
+    """What the triples of a load name."""
+
+    labels: dict[str, str] = field(default_factory=dict)
+    changed: set[str] = field(default_factory=set)  # IRIs whose label is new or different
+    entities: set[str] = field(default_factory=set)
+    predicates: set[str] = field(default_factory=set)
+    stored: int = 0
 
 
-def iri_label(iri: str) -> str:
-    """A readable fallback label from an IRI's last segment."""
-    tail = iri.rstrip("/#").rsplit("#", 1)[-1].rsplit("/", 1)[-1]
-    return unquote(tail).replace("_", " ") or iri
-
-
-def guess_format(path: Path) -> Format:
-    """Format from the file extension (.nt, .ttl, .tsv/.txt, .jsonl)."""
-    ext = path.suffix.lower().lstrip(".")
-    return {"nt": "nt", "ttl": "ttl", "tsv": "tsv", "txt": "tsv", "jsonl": "jsonl"}.get(ext, "tsv")  # type: ignore[return-value]
-
-
-def _tsv(lines: Iterable[str]) -> Iterator[Triple]:
-    for n, line in enumerate(lines, 1):
-        line = line.rstrip("\n\r")
-        if not line.strip():
-            continue
-        parts = line.split("\t")
-        parts = [p for p in parts if p != ""] if len(parts) != 3 else parts
-        if len(parts) != 3:
-            raise ValueError(f"line {n}: expected subject<TAB>relation<TAB>object, got {len(parts)} fields")
-        s, r, o = parts
-        for f, ns in ((s, ENTITY_NS), (r, RELATION_NS), (o, ENTITY_NS)):
-            yield Triple(s=Term.iri(field_iri(f, ns)), p=Term.iri(RDFS_LABEL), o=Term.literal(field_label(f)))
-        yield Triple(s=Term.iri(field_iri(s)), p=Term.iri(field_iri(r, RELATION_NS)), o=Term.iri(field_iri(o)))
-
-
-def _jsonl(lines: Iterable[str]) -> Iterator[Triple]:
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-            if all(isinstance(obj.get(k), str) for k in "spo"):
-                yield from _tsv([f"{obj['s']}\t{obj['p']}\t{obj['o']}"])
-            else:
-                yield Triple.model_validate(obj)
-        except (ValueError, AttributeError) as e:
-            raise ValueError(f"line {n}: {e}") from e
-
-
-def _rdf(path: Path, fmt: Format) -> Iterator[Triple]:
-    import rdflib
-
-    g = rdflib.Graph()
-    g.parse(str(path), format="nt" if fmt == "nt" else "turtle")
-    for s, p, o in g:
-        if isinstance(o, rdflib.Literal):
-            obj = Term.literal(str(o), str(o.datatype) if o.datatype else None, o.language)
-        else:
-            obj = Term.iri(str(o))
-        yield Triple(s=Term.iri(str(s)), p=Term.iri(str(p)), o=obj)
-
-
-def read_triples(path: Path, fmt: Format | None = None) -> Iterator[Triple]:
-    """Triples of a file (TSV fields become entities with deterministic IRIs and labels)."""
-    fmt = fmt or guess_format(path)
-    if fmt in ("nt", "ttl"):
-        return _rdf(path, fmt)
-    reader = _tsv if fmt == "tsv" else _jsonl
-    return reader(path.open(encoding="utf-8"))
+def _take(it: Iterator[Triple], n: int) -> list[Triple]:
+    return list(itertools.islice(it, n))
 
 
 async def load_triples(
@@ -97,39 +68,75 @@ async def load_triples(
     user: str,
     collection: str,
     triples: Iterable[Triple],
-    progress: Callable[[int], None] | None = None,
-) -> dict[str, int]:
-    """Store triples in batches, then embed every entity and relation label once."""
-    labels: dict[str, str] = {}
-    entities: set[str] = set()
-    predicates: set[str] = set()
-    batch: list[Triple] = []
-    stored = 0
+    progress: Progress | None = None,
+    source: str = "data",
+) -> LoadReport:
+    """Store `triples` in `user`/`collection` and embed their labels, recording the load's state
+    before and after (see the module docstring)."""
+    tell = progress or (lambda _phase, _n, _total: None)
+    prior = await stores.triples.load_state(user, collection)
+    state = LoadState(started=time.time(), source=source)
+    await stores.triples.set_load_state(user, collection, state)
+    try:
+        fresh = prior is None  # a new collection: every label is new, no vector exists (nothing to look up)
+        seen = await _store(stores, user, collection, iter(triples), tell, fresh)
+        embedded = await _embed(stores, embedder, user, collection, seen, tell, fresh)
+    except Exception as e:  # recorded for queries; a kill leaves the state unfinished without a reason
+        reason = " ".join(str(e).split())[:500] or type(e).__name__
+        await stores.triples.set_load_state(user, collection, replace(state, error=reason))
+        raise
+    done = replace(state, finished=time.time(), triples=seen.stored, vectors=embedded)
+    await stores.triples.set_load_state(user, collection, done)
+    repaired = None
+    if prior is not None and not prior.complete:
+        repaired = (
+            f"completed the unfinished load of {prior.source}: stored {seen.stored} missing triples "
+            f"and {embedded} missing label vectors"
+        )
+    return LoadReport(seen.stored, len(seen.entities), len(seen.predicates), embedded, repaired)
 
-    async def flush() -> None:
-        nonlocal stored
-        stored += await stores.triples.add_triples(user, collection, batch)
-        if progress:
-            progress(len(batch))
-        batch.clear()
 
-    for t in triples:
-        batch.append(t)
-        if t.p.value == RDFS_LABEL and not t.o.is_iri:
-            labels[t.s.value] = t.o.value
-        else:
-            entities.add(t.s.value)
-            predicates.add(t.p.value)
-            if t.o.is_iri:
-                entities.add(t.o.value)
-        if len(batch) >= BATCH:
-            await flush()
-    if batch:
-        await flush()
-    for kind, iris in (("entity", sorted(entities)), ("predicate", sorted(predicates - entities))):
+async def _store(
+    stores: Stores, user: str, collection: str, it: Iterator[Triple], tell: Progress, fresh: bool
+) -> _Seen:
+    """Store the triples in batches (read and parsed off the event loop); note labels and names."""
+    seen = _Seen()
+    while batch := await asyncio.to_thread(_take, it, BATCH):
+        labelled = {t.s.value: t.o.value for t in batch if t.p.value == RDFS_LABEL and not t.o.is_iri}
+        if labelled:
+            old = {} if fresh else await stores.triples.labels(user, collection, list(labelled))
+            seen.changed.update(i for i, label in labelled.items() if old.get(i) != label)
+            seen.labels.update(labelled)
+        for t in batch:
+            if t.p.value != RDFS_LABEL or t.o.is_iri:
+                seen.entities.add(t.s.value)
+                seen.predicates.add(t.p.value)
+                if t.o.is_iri:
+                    seen.entities.add(t.o.value)
+        seen.stored += await stores.triples.add_triples(user, collection, batch)
+        tell("store", len(batch), None)
+    return seen
+
+
+async def _embed(
+    stores: Stores, embedder: Embedder, user: str, collection: str, seen: _Seen, tell: Progress, fresh: bool
+) -> int:
+    """Embed the labels that lack a vector or changed; returns how many were embedded."""
+    todo: list[tuple[VectorKind, list[str]]] = []
+    for kind, iris in (("entity", sorted(seen.entities)), ("predicate", sorted(seen.predicates - seen.entities))):
+        unchanged = [] if fresh else [i for i in iris if i not in seen.changed]
+        have: set[str] = set()
+        for i in range(0, len(unchanged), BATCH):
+            have.update(await stores.entities.vectors(user, collection, unchanged[i : i + BATCH]))
+        todo.append((kind, [i for i in iris if i not in have]))  # type: ignore[arg-type]
+    total = sum(len(iris) for _, iris in todo)
+    for kind, iris in todo:
         for i in range(0, len(iris), BATCH):
             chunk = iris[i : i + BATCH]
-            texts = [labels.get(iri) or iri_label(iri) for iri in chunk]
+            unlabelled = [] if fresh else [iri for iri in chunk if iri not in seen.labels]
+            stored = await stores.triples.labels(user, collection, unlabelled) if unlabelled else {}
+            texts = [seen.labels.get(iri) or stored.get(iri) or iri_label(iri) for iri in chunk]
             vecs = await embedder.embed(texts)
-            await stores.entities.upsert(user, collection, list(zip(chunk, texts, vecs, strict=True)), kind)  # type: ignore[arg-type]
-    return {"triples": stored, "entities": len(entities), "relations": len(predicates)}
+            await stores.entities.upsert(user, collection, list(zip(chunk, texts, vecs, strict=True)), kind)
+            tell("embed", len(chunk), total)
+    return total

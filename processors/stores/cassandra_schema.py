@@ -19,6 +19,7 @@ Tables (all partitioned by user + collection + something, so no query needs ALLO
 * ``entity_tokens ((user, collection, tok), iri, label)``: lexical label search.
 * ``entity_names ((user, collection, name), iri)``: entities by normalised label (linking text).
 * ``collections ((user), collection)``: a user's collections (written with their triples).
+* ``load_state   ((user), collection)``: each collection's last load (protocol.LoadState).
 """
 
 from __future__ import annotations
@@ -59,7 +60,10 @@ TABLES = (
     "CREATE TABLE IF NOT EXISTS entity_names (user text, collection text, name text, iri text,"
     " PRIMARY KEY ((user, collection, name), iri))",
     "CREATE TABLE IF NOT EXISTS collections (user text, collection text, PRIMARY KEY ((user), collection))",
+    "CREATE TABLE IF NOT EXISTS load_state (user text, collection text, started double, finished double,"
+    " source text, triples bigint, vectors bigint, error text, PRIMARY KEY ((user), collection))",
 )
+_LOAD_COLS = "started, finished, source, triples, vectors, error"  # LoadState.row() order
 
 _OUT_COLS = "INSERT INTO triples_out (user, collection, s, lbl, p, o, o_lit, o_dt, o_lang)"
 _IN_COLS = "INSERT INTO triples_in (user, collection, o, o_lit, o_dt, o_lang, lbl, p, s)"
@@ -122,6 +126,10 @@ STATEMENTS: dict[str, str] = {
     "named": "SELECT iri FROM entity_names WHERE user = ? AND collection = ? AND name = ? LIMIT 1",
     "del_vec": "DELETE FROM entity_vectors WHERE user = ? AND collection = ? AND kind = ? AND iri = ?",
     "count_entities": "SELECT count(*) FROM entity_vectors WHERE user = ? AND collection = ? AND kind = 'entity'",
+    # load state
+    "set_load": "INSERT INTO load_state (user, collection, " + _LOAD_COLS + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    "get_load": "SELECT " + _LOAD_COLS + " FROM load_state WHERE user = ? AND collection = ?",
+    "del_load": "DELETE FROM load_state WHERE user = ? AND collection = ?",
 }
 
 

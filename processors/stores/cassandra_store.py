@@ -21,7 +21,7 @@ from processors.retrieval.relevance.ranking import (
 from processors.retrieval.relevance.scoring import cosines
 from processors.retrieval.relevance.text_match import content_tokens, label_match_score, normalize
 from processors.stores.cassandra_schema import VECTOR_WRITE_CONCURRENCY, VECTOR_WRITE_RETRIES, CassandraConnection
-from processors.stores.protocol import EntityHit, EntityIndex, VectorItem, VectorKind
+from processors.stores.protocol import EntityHit, EntityIndex, LoadState, VectorItem, VectorKind
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
 
@@ -157,7 +157,14 @@ class CassandraTripleStore:
         calls += [("del_label", (*uc, s)) for s in {r.s for r in rows if r.p == RDFS_LABEL}]
         calls += [("del_pred", (*uc, p)) for p in preds]
         await self.conn.run_many(calls)
-        await self.conn.run_many([("del_predicates", uc), ("del_collection", uc)])
+        await self.conn.run_many([("del_predicates", uc), ("del_collection", uc), ("del_load", uc)])
+
+    async def load_state(self, user: str, collection: str) -> LoadState | None:
+        rows = await self.conn.run("get_load", (user, collection))
+        return LoadState(*rows[0]) if rows else None
+
+    async def set_load_state(self, user: str, collection: str, state: LoadState) -> None:
+        await self.conn.run("set_load", (user, collection, *state.row()))
 
     async def close(self) -> None:
         """Release the shared connection."""

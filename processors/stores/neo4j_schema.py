@@ -9,6 +9,8 @@ Model (every node and relationship carries `user` and `collection`):
 * ``(:KgLiteral {key, user, collection, value, datatype, language})``: a literal object.
 * ``(:KgPredicate {key, user, collection, uri, label, embedding})``: a predicate's label vector.
 * ``(:KgEntity)-[:KG_EDGE {p, user, collection}]->(:KgEntity|:KgLiteral)``: a triple.
+* ``(:KgLoad {key, user, collection, started, finished?, source, triples, vectors, error?})``: a
+  collection's last load (protocol.LoadState).
 
 Documents, chunks, relation provenance and communities (DOCUMENT_SCHEMA) are modelled in
 neo4j_documents.py and neo4j_communities.py; their chunks link to these same KgEntity nodes.
@@ -35,6 +37,7 @@ SCHEMA = (
     "CREATE CONSTRAINT kg_entity_key IF NOT EXISTS FOR (n:KgEntity) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_literal_key IF NOT EXISTS FOR (n:KgLiteral) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_predicate_key IF NOT EXISTS FOR (n:KgPredicate) REQUIRE n.key IS UNIQUE",
+    "CREATE CONSTRAINT kg_load_key IF NOT EXISTS FOR (n:KgLoad) REQUIRE n.key IS UNIQUE",
     "CREATE INDEX kg_entity_scope IF NOT EXISTS FOR (n:KgEntity) ON (n.user, n.collection)",
     "CREATE INDEX kg_literal_scope IF NOT EXISTS FOR (n:KgLiteral) ON (n.user, n.collection)",
     "CREATE INDEX kg_predicate_scope IF NOT EXISTS FOR (n:KgPredicate) ON (n.user, n.collection)",
@@ -75,6 +78,7 @@ DOCUMENT_SCHEMA = (
     "OPTIONS {indexConfig: {`fulltext.analyzer`: 'whitespace'}}",
 )
 AWAIT_INDEXES = "CALL db.awaitIndexes(300)"
+
 
 # Lucene treats these as syntax; inside a quoted phrase only \ and " need escaping, but every
 # special character is escaped so a token can never become an operator, field or wildcard.

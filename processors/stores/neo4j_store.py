@@ -7,6 +7,7 @@ Every call is one Cypher query (or one write transaction): a BFS level is a sing
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -25,9 +26,17 @@ from processors.stores.neo4j_schema import (
     literal_key,
     lucene_phrase,
 )
-from processors.stores.protocol import EntityHit, EntityIndex, VectorItem, VectorKind
+from processors.stores.protocol import EntityHit, EntityIndex, LoadState, VectorItem, VectorKind
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
+
+# A collection's load state (`n += $state`: a null field removes the property).
+SET_LOAD = "MERGE (n:KgLoad {key: $key}) SET n.user = $user, n.collection = $collection, n += $state"
+GET_LOAD = (
+    "MATCH (n:KgLoad {key: $key}) RETURN n.started AS started, n.finished AS finished, n.source AS source,"
+    " n.triples AS triples, n.vectors AS vectors, n.error AS error"
+)
+DELETE_LOAD = "MATCH (n:KgLoad {key: $key}) DELETE n"
 
 LEXICAL_CANDIDATES = 200
 ANN_OVERFETCH = 10  # index candidates per wanted hit before falling back to an exact tenant scan
@@ -291,6 +300,16 @@ class Neo4jTripleStore:
         """Delete the collection's edges, literals and labels (entity index data stays)."""
         for cypher in DELETE_TRIPLES:
             await self.conn.autocommit(cypher, {"user": user, "collection": collection})
+        await self.conn.write([(DELETE_LOAD, {"key": entity_key(user, collection, "")})])
+
+    async def load_state(self, user: str, collection: str) -> LoadState | None:
+        rows = await self.conn.read(GET_LOAD, {"key": entity_key(user, collection, "")})
+        return LoadState(**rows[0]) if rows else None
+
+    async def set_load_state(self, user: str, collection: str, state: LoadState) -> None:
+        key = entity_key(user, collection, "")  # the collection's own key (no IRI is empty)
+        await self.conn.write([(SET_LOAD, {"key": key, "user": user, "collection": collection,
+                                           "state": asdict(state)})])  # fmt: skip
 
     async def close(self) -> None:
         """Release the shared driver."""

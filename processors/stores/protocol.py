@@ -5,6 +5,7 @@ Every call is scoped by user and collection; every call is one store round trip.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -33,6 +34,37 @@ class EntityHit:
     label: str
     score: float
     lexical: bool = False
+
+
+@dataclass(frozen=True)
+class LoadState:
+    """A collection's last load as the loader records it: written unfinished before its first
+    triple, finished after its last vector. An unfinished state is what queries report."""
+
+    started: float  # epoch seconds
+    finished: float | None = None
+    source: str = ""  # what was loaded (a file name, `import`)
+    triples: int = 0  # new triples the load stored
+    vectors: int = 0  # labels it embedded
+    error: str | None = None  # why it stopped, when it failed rather than was killed
+
+    @property
+    def complete(self) -> bool:
+        """True once the load finished (every triple and vector written)."""
+        return self.finished is not None
+
+    def row(self) -> tuple[float, float | None, str, int, int, str | None]:
+        """The fields in storage order (started, finished, source, triples, vectors, error)."""
+        return (self.started, self.finished, self.source, self.triples, self.vectors, self.error)
+
+    def describe(self, collection: str) -> str:
+        """Why the collection is incomplete, for a query's warning."""
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.started))
+        how = f"failed: {self.error}" if self.error else "did not finish (interrupted or still running)"
+        return (
+            f"collection {collection!r} is incomplete: the load of {self.source or 'data'} started {when} {how}; "
+            "answers may miss facts. Load the same data again to complete it."
+        )
 
 
 class TripleStore(Protocol):
@@ -72,7 +104,15 @@ class TripleStore(Protocol):
         ...
 
     async def delete_collection(self, user: str, collection: str) -> None:
-        """Drop every triple of the collection."""
+        """Drop every triple of the collection (and its load state)."""
+        ...
+
+    async def load_state(self, user: str, collection: str) -> LoadState | None:
+        """The collection's last recorded load (None: never loaded through a loader that records)."""
+        ...
+
+    async def set_load_state(self, user: str, collection: str, state: LoadState) -> None:
+        """Record the collection's load state (durably, before the call returns)."""
         ...
 
     async def close(self) -> None:

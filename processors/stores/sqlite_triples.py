@@ -8,12 +8,21 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from processors.retrieval.relevance.ranking import NeighbourResult, RawEdge, edge_triple, rank_neighbours
-from processors.stores.protocol import EntityIndex
+from processors.stores.protocol import EntityIndex, LoadState
 from processors.stores.sqlite_pool import SqlitePool
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
 
-SCHEMA = """
+LOAD_STATE = """
+CREATE TABLE IF NOT EXISTS load_state (
+    user TEXT NOT NULL, collection TEXT NOT NULL, started REAL NOT NULL, finished REAL,
+    source TEXT NOT NULL DEFAULT '', triples INTEGER NOT NULL DEFAULT 0, vectors INTEGER NOT NULL DEFAULT 0,
+    error TEXT, PRIMARY KEY (user, collection)
+) WITHOUT ROWID;
+"""
+SCHEMA = (
+    LOAD_STATE
+    + """
 CREATE TABLE IF NOT EXISTS triples (
     user TEXT NOT NULL, collection TEXT NOT NULL,
     s TEXT NOT NULL, p TEXT NOT NULL, o TEXT NOT NULL,
@@ -27,8 +36,10 @@ CREATE TABLE IF NOT EXISTS labels (
     PRIMARY KEY (user, collection, iri)
 ) WITHOUT ROWID;
 """
+)
 
 _COLS = "s, p, o, o_lit, o_dt, o_lang"
+_LOAD_COLS = "started, finished, source, triples, vectors, error"  # LoadState.row() order
 # One entity's edges in key order (predicate, then far end), the order every backend reads them
 # in; each statement is an index-only range scan (in-edges have IRI objects: no datatype, language).
 _OUT = f"SELECT {_COLS} FROM triples INDEXED BY spo WHERE user = ? AND collection = ? AND s = ?"
@@ -40,8 +51,16 @@ _NB_IN_FOCUS = f"{_IN} AND p = ? ORDER BY s LIMIT ?"
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
-    """Drop what earlier versions indexed differently (in-edges were keyed (o, s), not (o, p, s))."""
+    """Drop what earlier versions indexed differently (in-edges were keyed (o, s), not (o, p, s));
+    record collections loaded before loads were recorded as complete loads of unknown source."""
     conn.execute("DROP INDEX IF EXISTS osp")
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "triples" in tables and "load_state" not in tables:
+        conn.execute(LOAD_STATE)
+        conn.execute(
+            "INSERT INTO load_state(user, collection, started, finished, source)"
+            " SELECT DISTINCT user, collection, 0, 0, 'an earlier kgflow' FROM triples"
+        )
 
 
 def _obj_cols(t: Term) -> tuple[str, int, str, str]:
@@ -151,10 +170,19 @@ class SqliteTripleStore:
 
     async def delete_collection(self, user: str, collection: str) -> None:
         def write(conn: sqlite3.Connection) -> None:
-            conn.execute("DELETE FROM triples WHERE user = ? AND collection = ?", (user, collection))
-            conn.execute("DELETE FROM labels WHERE user = ? AND collection = ?", (user, collection))
+            for table in ("triples", "labels", "load_state"):
+                conn.execute(f"DELETE FROM {table} WHERE user = ? AND collection = ?", (user, collection))
 
         await self.db.write(write)
+
+    async def load_state(self, user: str, collection: str) -> LoadState | None:
+        sql = f"SELECT {_LOAD_COLS} FROM load_state WHERE user = ? AND collection = ?"
+        row = await self.db.read(lambda c: c.execute(sql, (user, collection)).fetchone())
+        return LoadState(*row) if row else None
+
+    async def set_load_state(self, user: str, collection: str, state: LoadState) -> None:
+        sql = f"INSERT OR REPLACE INTO load_state(user, collection, {_LOAD_COLS}) VALUES (?,?,?,?,?,?,?,?)"
+        await self.db.write(lambda c: c.execute(sql, (user, collection, *state.row())))
 
     async def close(self) -> None:
         await self.db.close()

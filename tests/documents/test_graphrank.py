@@ -4,8 +4,12 @@ question's own concepts and hubs carry no hop; a scope restricts statistics, see
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from processors.retrieval.relevance.graphrank import GraphRankParams, build_concepts, rank
+
+# a NaN mass (a division by a zero link weight) would rank arbitrarily: numpy's warning fails the test
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 
 # chunk 0 answers hop 1 and names "Rush"; chunk 1 is titled "Rush" (the bridge) but shares no
 # words with the question; chunks 2..9 are noise that all mention the hub "music".

@@ -43,7 +43,7 @@ class GatedDispatcher:
 
 async def test_socket_stops_reading_while_full() -> None:
     stub = GatedDispatcher()
-    limits = SocketLimits(max_inflight=3, request_timeout_s=60)
+    limits = SocketLimits(max_frame_bytes=1 << 20, max_inflight=3, request_timeout_s=60)
 
     async def handler(request: web.Request) -> web.WebSocketResponse:
         return await SocketSession(stub, Authenticator({}), limits).run(request)  # type: ignore[arg-type]

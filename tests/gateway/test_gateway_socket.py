@@ -241,11 +241,11 @@ async def test_rest_health_and_metrics(live: LiveGateway) -> None:
             body = await r.json()
             assert r.status == 200 and "paris" in body["response"] and body["end_of_session"] is True
         async with s.post(f"{live.url}/api/v1/flow/default/service/graph-rag", json={"collection": "x"}) as r:
-            assert r.status == 200 and "query" in (await r.json())["error"]["message"]
+            assert r.status == 400 and "query" in (await r.json())["error"]["message"]
         async with s.post(f"{live.url}/api/v1/flow", data="{oops") as r:
             assert r.status == 400
         async with s.post(f"{live.url}/api/v1/flow", json={"operation": "list-blueprints"}) as r:
-            assert (await r.json()) == {"blueprint-names": ["graph-rag"]}
+            assert (await r.json()) == {"blueprint-names": ["default"]}
         async with s.get(f"{live.url}/api/v1/health") as r:
             assert (await r.json())["flows"] == ["default"]
         async with s.get(f"{live.url}/api/metrics") as r:

@@ -7,10 +7,11 @@ import base64
 import uuid
 
 import pytest
+import requests
 from gw_support import UpServer
 from test_gateway_tg_cli import tg
 from trustgraph.api import Api
-from trustgraph.api.exceptions import ApplicationException
+from trustgraph.api.exceptions import ProtocolException
 
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
 LIGHTHOUSE = (
@@ -61,8 +62,15 @@ def test_trustgraph_document_path(up_2h: UpServer) -> None:
 
 
 def test_trustgraph_load_of_non_text_is_refused(up_2h: UpServer) -> None:
-    flow = Api(up_2h.url).flow().id("default")
-    with pytest.raises(ApplicationException, match="text only"):
-        flow.load_document(document=b"%PDF-1.7\n\xff\xfe\x00binary", id="scan", collection="tgdocs-bad")
-    with pytest.raises(ApplicationException, match="not supported"):
-        Api(up_2h.url).collection().update_collection("tgdocs-bad", name="x")
+    body = {"id": "scan", "data": base64.b64encode(b"%PDF-1.7\n\xff\xfe\x00binary").decode(), "collection": "tgbad"}
+    r = requests.post(f"{up_2h.url}/api/v1/flow/default/service/document-load", json=body, timeout=60)
+    assert r.status_code == 400 and "text only" in r.json()["error"]["message"], r.text
+    with pytest.raises(ProtocolException, match="400"):  # TrustGraph's client shows the status only
+        Api(up_2h.url).flow().id("default").load_document(document=b"\xff\xfe\x00", id="scan", collection="tgbad")
+    r = requests.post(
+        f"{up_2h.url}/api/v1/collection-management",
+        json={"operation": "update-collection", "collection": "tgbad", "name": "x"},
+        timeout=60,
+    )
+    assert r.status_code == 400 and "not supported" in r.json()["error"]["message"], r.text
+    assert "tgbad" not in tg("tg-list-collections", "-u", up_2h.url)  # nothing was stored

@@ -114,7 +114,7 @@ async def test_none_answers_not_configured(served: Served) -> None:
     [
         ({"llm": "openai"}, "llm-model"),
         ({"llm": "local", "llm-model": "/nonexistent/model.gguf"}, "not a file"),
-        ({"llm": "gpt"}, "bad text-completion parameters"),
+        ({"llm": "gpt"}, "invalid flow parameter llm='gpt'"),
     ],
 )
 async def test_misconfigured_backend_is_a_typed_error_and_the_flow_keeps_serving(

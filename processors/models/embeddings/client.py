@@ -10,18 +10,32 @@ from schemas.embeddings import EmbeddingsRequest
 
 
 class FlowEmbedder:
-    """Embeds through the bus, in requests of at most `batch` texts (loads embed as queries do)."""
+    """Embeds through the bus (loads embed as queries do), in requests of at most `batch` texts and
+    `chars` characters, within the service's default token budget (8192 tokens): a text of n
+    characters costs at most n + 2 tokens."""
 
     model = "flow-embeddings"
 
-    def __init__(self, client: RequestResponseClient[Any], batch: int = 256) -> None:
+    def __init__(self, client: RequestResponseClient[Any], batch: int = 128, chars: int = 6144) -> None:
         self._client = client
         self._batch = batch
+        self._chars = chars
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order."""
+    async def embed(self, texts: Sequence[str], max_tokens: int | None = None) -> list[list[float]]:
+        """One vector per text, in order (the service applies its own budget)."""
         out: list[list[float]] = []
-        for i in range(0, len(texts), self._batch):
-            res = await self._client.request(EmbeddingsRequest(texts=list(texts[i : i + self._batch])))
+        for part in self._parts(texts):
+            res = await self._client.request(EmbeddingsRequest(texts=part))
             out.extend(res.vectors)
         return out
+
+    def _parts(self, texts: Sequence[str]) -> list[list[str]]:
+        parts: list[list[str]] = [[]]
+        size = 0
+        for t in texts:
+            if parts[-1] and (len(parts[-1]) >= self._batch or size + len(t) > self._chars):
+                parts.append([])
+                size = 0
+            parts[-1].append(t)
+            size += len(t)
+        return [p for p in parts if p]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, Field
 
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
-from processors.models.embeddings.model import make_embedder
+from processors.models.embeddings.model import Embedder, make_embedder
 from schemas.embeddings import EmbeddingsRequest, EmbeddingsResponse
 from schemas.services import EMBEDDINGS
 
@@ -14,10 +17,24 @@ from schemas.services import EMBEDDINGS
 class EmbeddingsParams(BaseModel):
     """Flow parameters of the embeddings processor."""
 
-    embeddings_backend: str = "local"
+    embeddings_backend: Literal["local", "openai"] = "local"
     embeddings_model: str | None = None
     embeddings_base_url: str | None = None
     embeddings_api_key: str | None = None
+    # Tokens one request may cost (a local text costs at most 256): bounds the work any one client
+    # can make; 8192 is 32 texts of the longest kind, a few seconds of one core.
+    embeddings_max_tokens: int = Field(default=8192, ge=512)
+
+
+BULK_BYTES = 16384  # a request bigger than this (many or long texts) is bulk work: it never delays a question
+
+
+@dataclass
+class FlowEmbeddings:
+    """A flow's embedder and its per-request token budget."""
+
+    embedder: Embedder
+    max_tokens: int
 
 
 class EmbeddingsProcessor(FlowProcessor):
@@ -26,14 +43,14 @@ class EmbeddingsProcessor(FlowProcessor):
     name = EMBEDDINGS.name
 
     def services(self) -> list[ServiceSpec]:
-        return [ServiceSpec(EMBEDDINGS, self.embed)]
+        return [ServiceSpec(EMBEDDINGS, self.embed, bulk_bytes=BULK_BYTES)]
 
     async def on_flow_start(self, flow: FlowContext) -> None:
         p = flow_params(EmbeddingsParams, flow.parameters)
-        flow.state = make_embedder(
-            p.embeddings_backend, p.embeddings_model, p.embeddings_base_url, p.embeddings_api_key
-        )
+        embedder = make_embedder(p.embeddings_backend, p.embeddings_model, p.embeddings_base_url, p.embeddings_api_key)
+        flow.state = FlowEmbeddings(embedder, p.embeddings_max_tokens)
 
     async def embed(self, req: EmbeddingsRequest, flow: FlowContext) -> EmbeddingsResponse:
-        """Embed the request's texts."""
-        return EmbeddingsResponse(vectors=await flow.state.embed(req.texts))
+        """Embed the request's texts (refused, unembedded, beyond the flow's token budget)."""
+        state: FlowEmbeddings = flow.state
+        return EmbeddingsResponse(vectors=await state.embedder.embed(req.texts, state.max_tokens))

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from processors.base.errors import ServiceError
 from processors.base.metrics import TOKENS
@@ -154,8 +154,8 @@ class TextCompletionProcessor(FlowProcessor):
         """Resolve the flow's parameters and build its backend once, for the flow's life."""
         try:
             params = LLMParams.resolve(flow.parameters)
-        except ValidationError as exc:
-            flow.state = FlowLLM(LLMParams(), None, LLMError("llm-config", f"bad text-completion parameters: {exc}"))
+        except ValueError as exc:
+            flow.state = FlowLLM(LLMParams(), None, LLMError("llm-config", f"text-completion: {exc}"))
             return
         try:
             flow.state = FlowLLM(params, make_backend(params))

@@ -10,12 +10,15 @@
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from processors.models.text_completion.service import LLMParams
 
 TokenCount = Callable[[str], int]
+WORDPIECE = "all-MiniLM-L6-v2 WordPiece"
+log = logging.getLogger(__name__)
 
 
 @functools.lru_cache(maxsize=8)
@@ -35,11 +38,24 @@ def token_counter(llm: str, model: str | None) -> TokenCount:
     return lambda text: len(tok.encode(text, add_special_tokens=False).ids)
 
 
-def flow_token_counter(parameters: dict[str, Any]) -> tuple[TokenCount, str]:
-    """The counter of the model a flow's parameters (and the environment) configure, and its name."""
-    p = LLMParams.resolve(parameters)
-    name = {"openai": "tiktoken cl100k_base", "local": "llama.cpp vocabulary"}.get(p.llm, "all-MiniLM-L6-v2 WordPiece")
-    return token_counter(p.llm, p.llm_model), name
+class FlowTokenCounter:
+    """Counts tokens as a flow's model does; the model's tokenizer is read on the first count (a
+    missing model file then falls back to WordPiece with a warning, and `name` says so)."""
+
+    def __init__(self, parameters: dict[str, Any]) -> None:
+        self._params = LLMParams.resolve(parameters)
+        self.name = {"openai": "tiktoken cl100k_base", "local": "llama.cpp vocabulary"}.get(self._params.llm, WORDPIECE)
+        self._count: TokenCount | None = None
+
+    def __call__(self, text: str) -> int:
+        if self._count is None:
+            try:
+                self._count = token_counter(self._params.llm, self._params.llm_model)
+            except (OSError, ValueError, RuntimeError) as e:  # budgets still hold, counted approximately
+                llm = self._params.llm
+                log.warning("cannot read the %s model's tokenizer (%s); counting with %s", llm, e, WORDPIECE)
+                self._count, self.name = token_counter("none", None), WORDPIECE
+        return self._count(text)
 
 
 def _llama_vocab(model: str | None) -> Any:

@@ -1,4 +1,6 @@
-"""Graph-embeddings processor: nearest entities, exact label matches and nearest predicates in one round trip."""
+"""Graph-embeddings processor: nearest entities, exact label matches and nearest predicates in one
+round trip, plus what a client should know about the collection (unknown, or left incomplete by a
+load that did not finish)."""
 
 from __future__ import annotations
 
@@ -10,14 +12,15 @@ from processors.base.settings import RuntimeSettings
 from processors.retrieval.relevance.ranking import rank_entity_hits
 from processors.retrieval.relevance.text_match import label_phrases
 from processors.stores.factory import Stores
-from processors.stores.protocol import EntityHit
+from processors.stores.protocol import EntityHit, TripleStore
+from schemas.base import Notice
 from schemas.graph_embeddings import EntityMatch, GraphEmbeddingsRequest, GraphEmbeddingsResponse
 from schemas.services import GRAPH_EMBEDDINGS
 from schemas.terms import Term
 
 
 class GraphEmbeddingsProcessor(FlowProcessor):
-    """Serves `graph-embeddings` from an entity index."""
+    """Serves `graph-embeddings`: nearest entities (and predicates) of a vector, per collection."""
 
     name = GRAPH_EMBEDDINGS.name
 
@@ -35,16 +38,19 @@ class GraphEmbeddingsProcessor(FlowProcessor):
         return [ServiceSpec(GRAPH_EMBEDDINGS, self.search)]
 
     async def search(self, req: GraphEmbeddingsRequest, flow: FlowContext) -> GraphEmbeddingsResponse:
-        """Search the request's user + collection, and scope if it has one."""
+        """Search the request's user + collection, and scope if it has one (the collection's state
+        is read alongside)."""
         if req.scope is not None and not req.scope.is_empty:
             first = self._scoped(req)
         else:
             first = self.entities.search(req.user, req.collection, req.vector, req.text, req.limit)
-        searches = [first]
+        searches = [first, collection_notices(self.stores.triples, req.user, req.collection)]
         if req.predicate_limit:
             searches.append(self.entities.nearest_predicates(req.user, req.collection, req.vector, req.predicate_limit))
-        hits, *preds = await asyncio.gather(*searches)
-        return GraphEmbeddingsResponse(entities=_matches(hits), predicates=_matches(preds[0] if preds else []))
+        hits, notices, *preds = await asyncio.gather(*searches)
+        return GraphEmbeddingsResponse(
+            entities=_matches(hits), predicates=_matches(preds[0] if preds else []), warnings=notices
+        )
 
     async def _scoped(self, req: GraphEmbeddingsRequest) -> list[EntityHit]:
         """Exact search over the entities a chunk in the scope mentions (the index cannot filter)."""
@@ -61,6 +67,21 @@ class GraphEmbeddingsProcessor(FlowProcessor):
         hits = [EntityHit(i, labels.get(i, i), 1.0, lexical=True) for i in lexical]
         hits += [EntityHit(i, labels.get(i, i), s) for i, s in nearest if i not in set(lexical)]
         return rank_entity_hits(hits, req.limit)
+
+
+async def collection_notices(triples: TripleStore, user: str, collection: str) -> list[Notice]:
+    """What a query over `user`/`collection` should say: nothing for a complete collection; that
+    it is incomplete (and why) after a load that did not finish; that it is unknown, naming the
+    user's collections."""
+    state = await triples.load_state(user, collection)
+    if state is not None:
+        return [] if state.complete else [Notice(type="incomplete-collection", message=state.describe(collection))]
+    if await triples.pattern(user, collection, None, None, None, 1):  # written without a recorded load
+        return []
+    known = sorted(await triples.collections(user))
+    where = f"known collections of user {user!r}: {', '.join(known)}" if known else f"user {user!r} has none"
+    message = f"collection {collection!r} is empty or unknown ({where})"
+    return [Notice(type="unknown-collection", message=message)]
 
 
 def _matches(hits: list[EntityHit]) -> list[EntityMatch]:

@@ -76,10 +76,10 @@ class TriplesProcessor(FlowProcessor):
 
     async def write(self, req: StoreTriples, flow: FlowContext) -> TriplesResponse:
         """Store, embed labels with the flow's embeddings service, then announce the change."""
-        counts = await load_triples(self.stores, FlowEmbedder(flow.client(EMBEDDINGS)), req.user, req.collection,
-                                    req.triples)  # fmt: skip
+        report = await load_triples(self.stores, FlowEmbedder(flow.client(EMBEDDINGS)), req.user, req.collection,
+                                    req.triples, source="imported triples")  # fmt: skip
         if self._changed is None:
             self._changed = await self.bus.producer(GRAPH_CHANGED)
         note = GraphChanged(user=req.user, collection=req.collection)
         await self._changed.send(note.model_dump_json().encode(), {})
-        return TriplesResponse(stored=counts["triples"])
+        return TriplesResponse(stored=report.triples)

@@ -10,11 +10,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from processors.base.errors import QueryTimeout
+from processors.base.errors import QueryTimeout, ServiceError
 from processors.retrieval.common import Tenant
 from processors.retrieval.graph_rag.sources import GraphSources
 from processors.retrieval.graph_rag.traversal import TraversalLimits, batched_traversal
 from processors.retrieval.relevance.text_match import normalize
+from schemas.base import Notice
 from schemas.graph_rag import GraphRagParams, GraphRagRequest, GraphRagStats, SeedEntity
 from schemas.terms import LabelledTriple
 
@@ -24,6 +25,7 @@ SYSTEM_PROMPT = (
     "contain the answer, say so."
 )
 NO_MODEL_PREFIX = "No language model is configured; the most relevant retrieved facts are:"
+MODEL_FAILED_PREFIX = "The language model did not answer; the most relevant retrieved facts are:"
 
 
 class GraphRagSettings(BaseModel):
@@ -53,6 +55,7 @@ class Retrieval:
     triples: list[LabelledTriple]
     stats: GraphRagStats
     started: float = field(default_factory=time.perf_counter)
+    warnings: list[Notice] = field(default_factory=list)
 
 
 def choose_anchors(seeds: list[SeedEntity]) -> list[str]:
@@ -146,7 +149,7 @@ class GraphRag:
             for tr, sc in zip(sub.triples, sub.scores, strict=True)
         ]
         stats.elapsed_ms = round((time.perf_counter() - began) * 1000, 3)
-        return Retrieval(seeds, triples, stats, began)
+        return Retrieval(seeds, triples, stats, began, found.warnings)
 
     def facts_text(self, triples: list[LabelledTriple], limit: int | None = None) -> str:
         """Facts as 'subject | relation | object' lines, most relevant first."""
@@ -162,12 +165,23 @@ class GraphRag:
         facts = self.facts_text(found.triples, self.settings.llm_facts)
         prompt = f"Facts:\n{facts}\n\nQuestion: {req.query}\nAnswer:"
         t = time.perf_counter()
-        async for ch in self.sources.complete(SYSTEM_PROMPT, prompt, req.streaming):
-            if ch.final:
-                self._stage(found.stats, "llm", t)
-                if ch.extra.get("configured") is False:
-                    yield f"{NO_MODEL_PREFIX}\n{self.facts_text(found.triples, limit)}", {"final": True}
+        began = False
+        try:
+            async for ch in self.sources.complete(SYSTEM_PROMPT, prompt, req.streaming):
+                if ch.final:
+                    self._stage(found.stats, "llm", t)
+                    if ch.extra.get("configured") is False:
+                        yield f"{NO_MODEL_PREFIX}\n{self.facts_text(found.triples, limit)}", {"final": True}
+                        return
+                    meta = {"final": True, "model": ch.model, "in_token": ch.in_token, "out_token": ch.out_token}
+                    yield ch.text, meta
                     return
-                yield ch.text, {"final": True, "model": ch.model, "in_token": ch.in_token, "out_token": ch.out_token}
-                return
-            yield ch.text, {"final": False}
+                began = began or bool(ch.text)
+                yield ch.text, {"final": False}
+        except ServiceError as e:
+            if began:  # part of an answer is out: the failure is the answer's end
+                raise
+            # The model is unavailable: the retrieved facts are still the answer, with the reason.
+            warning = Notice(type="llm-unavailable", message=f"no model answer ({e.type}): {e.message}")
+            text = f"{MODEL_FAILED_PREFIX}\n{self.facts_text(found.triples, limit)}"
+            yield text, {"final": True, "warnings": [warning]}

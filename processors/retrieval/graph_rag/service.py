@@ -57,6 +57,7 @@ class BusSources:
         return Seeds(
             [SeedEntity(id=m.entity.value, label=m.label, score=m.score, lexical=m.lexical) for m in res.entities],
             [m.entity.value for m in res.predicates],
+            res.warnings,
         )
 
     async def neighbours(self, query: NeighboursQuery) -> NeighbourResult:
@@ -73,6 +74,15 @@ class BusSources:
 
     async def complete(self, system: str, prompt: str, streaming: bool) -> AsyncIterator[CompletionChunk]:
         req = TextCompletionRequest(system=system, prompt=prompt, streaming=streaming)
+        try:
+            async for chunk in self._completion(req):
+                yield chunk
+        except RequestTimeout as e:
+            raise QueryTimeout(f"{TEXT_COMPLETION.name}: {e}") from None
+        except RemoteError as e:
+            raise ServiceError(e.type, f"{TEXT_COMPLETION.name}: {e.message}") from None
+
+    async def _completion(self, req: TextCompletionRequest) -> AsyncIterator[CompletionChunk]:
         async for res in self._clients[TEXT_COMPLETION.name].stream(req):
             if res.end_of_stream:
                 yield CompletionChunk(
@@ -121,6 +131,7 @@ class GraphRagProcessor(FlowProcessor):
                 triples=found.triples,
                 end_of_stream=False,
                 end_of_session=False,
+                warnings=found.warnings,
             )
         text: list[str] = []
         async for piece, meta in rag.answer(req, found):
@@ -144,4 +155,5 @@ class GraphRagProcessor(FlowProcessor):
                 model=meta.get("model"),
                 in_token=meta.get("in_token"),
                 out_token=meta.get("out_token"),  # type: ignore[arg-type]
+                warnings=[*found.warnings, *meta.get("warnings", [])],  # type: ignore[list-item]
             )

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from processors.models.text_completion.backend import CompletionChunk
 from processors.retrieval.common import Tenant
 from processors.retrieval.relevance.ranking import NeighbourResult
+from schemas.base import Notice
 from schemas.graph_rag import SeedEntity
 from schemas.triples import NeighboursQuery
 
@@ -19,6 +20,7 @@ class Seeds:
 
     entities: list[SeedEntity]
     predicates: list[str]
+    warnings: list[Notice] = field(default_factory=list)  # the collection is unknown or incomplete
 
 
 @dataclass

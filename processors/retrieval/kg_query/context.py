@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from schemas.documents import Chunk
 from schemas.kg_query import TokenUse
@@ -14,6 +14,15 @@ from schemas.kg_query import TokenUse
 T = TypeVar("T")
 K = TypeVar("K")
 Count = Callable[[str], int]
+
+
+class NamedCount(Protocol):
+    """A token counter that names its tokenizer (reported with the counts)."""
+
+    name: str
+
+    def __call__(self, text: str) -> int: ...
+
 
 SYSTEM = (
     "You answer a question from a knowledge graph context: entities, relationships and document "

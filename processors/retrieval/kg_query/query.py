@@ -22,7 +22,15 @@ from pydantic import BaseModel, Field
 
 from processors.base.errors import BadRequest, QueryTimeout
 from processors.retrieval.common import Stopwatch, Tenant
-from processors.retrieval.kg_query.context import SYSTEM, Count, chunk_line, fill, render, round_robin, truncate
+from processors.retrieval.kg_query.context import (
+    SYSTEM,
+    NamedCount,
+    chunk_line,
+    fill,
+    render,
+    round_robin,
+    truncate,
+)
 from processors.retrieval.kg_query.sources import KgSources
 from processors.retrieval.relevance.ranking import documents_of
 from schemas.documents import Chunk
@@ -55,8 +63,8 @@ class KgQuerySettings(BaseModel):
 class KgQuery:
     """One long-lived instance per flow."""
 
-    def __init__(self, sources: KgSources, settings: KgQuerySettings, count: Count, tokenizer: str) -> None:
-        self.sources, self.settings, self.count, self.tokenizer = sources, settings, count, tokenizer
+    def __init__(self, sources: KgSources, settings: KgQuerySettings, count: NamedCount) -> None:
+        self.sources, self.settings, self.count = sources, settings, count
 
     async def run(self, req: KgQueryRequest) -> KgQueryResponse:
         """Build the context, then answer from it (within the time budget)."""
@@ -90,7 +98,7 @@ class KgQuery:
         chunks, prompt, budget, base = fill(req.query, e_lines, r_lines, merged, self.count, s.max_total_tokens)
         watch.lap("context")
         tokens = TokenUse(
-            tokenizer=self.tokenizer,
+            tokenizer=self.count.name,
             entities=self.count("\n".join(e_lines)),
             relations=self.count("\n".join(r_lines)),
             chunks=self.count("\n".join(chunk_line(c) for c in chunks)),

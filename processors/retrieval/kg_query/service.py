@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
-from processors.models.text_completion.tokens import flow_token_counter
+from processors.models.text_completion.tokens import FlowTokenCounter
 from processors.retrieval.bus_sources import BusSources
 from processors.retrieval.kg_query.query import KgQuery, KgQuerySettings
 from schemas.kg_query import KgQueryRequest, KgQueryResponse
@@ -35,8 +35,7 @@ class KgQueryProcessor(FlowProcessor):
 
     async def on_flow_start(self, flow: FlowContext) -> None:
         settings = flow_params(KgQuerySettings, flow.parameters)
-        count, tokenizer = flow_token_counter(flow.parameters)
-        flow.state = KgQuery(BusSources(flow, settings.stage_timeout_s), settings, count, tokenizer)
+        flow.state = KgQuery(BusSources(flow, settings.stage_timeout_s), settings, FlowTokenCounter(flow.parameters))
 
     async def query(self, req: KgQueryRequest, flow: FlowContext) -> KgQueryResponse:
         """Build the context by mode, answer from it."""

@@ -194,7 +194,9 @@ def rank(
             continue
         link_w = np.fromiter((links[j] for j in js.tolist()), np.float64, len(js))
         w = link_w * np.exp((rel[js] - rel[js].max()) / p.tau)
-        mass[js] += p.beta * m_i * w / w.sum()
+        total = w.sum()
+        if total > 0:  # links of zero weight (a concept in every chunk) carry nothing
+            mass[js] += p.beta * m_i * w / total
     finite = np.isfinite(rel)
     tie = np.where(finite, (rel - rel[finite].min()) / (np.ptp(rel[finite]) + 1e-9), -np.inf)
     order = _top(mass + 1e-9 * tie, limit)

@@ -29,9 +29,10 @@ class EchoRequest(Message):
     """What the echo service does with a request."""
 
     text: str
-    mode: Literal["echo", "stream", "hang-first", "boom"] = "echo"
+    mode: Literal["echo", "stream", "hang-first", "stream-hang-first", "hang", "slow", "boom"] = "echo"
     count: int = 1
-    marker_dir: str | None = None  # hang-first: the first instance to take the request writes <pid> here
+    delay: float = 0.0  # slow: seconds before answering
+    marker_dir: str | None = None  # *hang-first: the first instance to take the request writes <pid> here
 
 
 class EchoResponse(Response):
@@ -63,12 +64,18 @@ class EchoProcessor(FlowProcessor):
 
     def handle(self, req: EchoRequest, flow: FlowContext) -> Any:
         """Dispatch on the request mode (a stream is an async generator)."""
-        if req.mode == "stream":
+        if req.mode in ("stream", "stream-hang-first"):
             return self._stream(req)
         return self._one(req)
 
     async def _stream(self, req: EchoRequest) -> AsyncIterator[EchoResponse]:
+        """`count` pieces; stream-hang-first: the first instance stops after half of them and hangs."""
+        first = req.mode == "stream-hang-first" and bool(req.marker_dir)
+        first = first and await asyncio.to_thread(_take, Path(req.marker_dir or "."))
         for i in range(req.count):
+            if first and i == req.count // 2:
+                print(f"streamed {i}", flush=True)
+                await asyncio.sleep(3600)  # killed mid-stream
             yield EchoResponse(text=f"{req.text}-{i}", pid=os.getpid(), index=i, end_of_stream=i == req.count - 1)
 
     async def _one(self, req: EchoRequest) -> EchoResponse:
@@ -77,6 +84,12 @@ class EchoProcessor(FlowProcessor):
         if req.mode == "hang-first" and req.marker_dir:
             if await asyncio.to_thread(_take, Path(req.marker_dir)):
                 await asyncio.sleep(3600)  # killed while in flight
+        if req.mode == "hang":
+            print("hanging", flush=True)
+            await asyncio.sleep(3600)  # abandoned by the handler timeout
+        if req.mode == "slow":
+            print("slow-started", flush=True)
+            await asyncio.sleep(req.delay)
         return EchoResponse(text=req.text, pid=os.getpid())
 
 
@@ -96,9 +109,11 @@ async def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--follow-config", action="store_true")
     ap.add_argument("--max-redeliveries", type=int, default=3)
     ap.add_argument("--nack-delay-ms", type=int, default=200)
+    ap.add_argument("--handler-timeout", type=float, default=300.0)
     a = ap.parse_args(argv)
     bus = PulsarBus(a.pulsar, nack_delay_ms=a.nack_delay_ms)
-    proc = EchoProcessor(bus, RuntimeSettings(concurrency=8, max_redeliveries=a.max_redeliveries))
+    rt = RuntimeSettings(concurrency=8, max_redeliveries=a.max_redeliveries, handler_timeout_s=a.handler_timeout)
+    proc = EchoProcessor(bus, rt)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
