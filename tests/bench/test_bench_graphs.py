@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from bench import graphs
-from bench.pathquestion import covered, parse_questions
 from bench.common import sample as _sample
+from bench.pathquestion import covered, parse_questions
 from bench.targets import targets
 
 
