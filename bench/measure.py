@@ -4,8 +4,10 @@ and the classic baseline against the same store, side by side in the same run.""
 from __future__ import annotations
 
 import asyncio
+import os
 import resource
 import statistics
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -48,7 +50,21 @@ class Run:
     misses: int = 0
     errors: list[str] = field(default_factory=list)
     stage_ms: dict[str, list[float]] = field(default_factory=dict)
+    per_trip_ms: list[float] = field(default_factory=list)  # store stages (all but embed) / store round trips
     labels: list[list[tuple[str, str, str]]] = field(default_factory=list)
+
+    @classmethod
+    def merged(cls, runs: Sequence[Run]) -> Run:
+        """One run holding every request of `runs`."""
+        out = cls()
+        for r in runs:
+            for name in ("ms", "ms_ex_embed", "round_trips", "rows_read", "triples", "errors", "per_trip_ms", "labels"):
+                getattr(out, name).extend(getattr(r, name))
+            out.hits += r.hits
+            out.misses += r.misses
+            for k, v in r.stage_ms.items():
+                out.stage_ms.setdefault(k, []).extend(v)
+        return out
 
     def summary(self) -> dict[str, Any]:
         """p50/p95 latency, round trips, per-stage medians."""
@@ -63,6 +79,7 @@ class Run:
             "rows_read_per_query": round(statistics.fmean(self.rows_read), 1) if self.rows_read else None,
             "triples_per_query": round(statistics.fmean(self.triples), 1) if self.triples else None,
             "stage_p50_ms": {k: round(percentile(v, 50), 2) for k, v in self.stage_ms.items()},
+            "store_ms_per_round_trip_p50": round(percentile(self.per_trip_ms, 50), 2),
         }
 
 
@@ -117,6 +134,9 @@ class KgflowClient:
                 for k, v in st.stage_ms.items():
                     out.stage_ms.setdefault(k, []).append(v)
                 out.ms_ex_embed.append(ms - st.stage_ms.get("embed", 0.0))
+                if st.store_round_trips:
+                    store = sum(v for k, v in st.stage_ms.items() if k not in ("embed", "llm"))
+                    out.per_trip_ms.append(store / st.store_round_trips)
             out.triples.append(len(res.triples))
             if keep_labels:
                 out.labels.append([(t.s, t.p, t.o) for t in res.triples])
@@ -127,16 +147,38 @@ class KgflowClient:
         await self.client.stop()
 
 
-async def throughput(kg: KgflowClient, questions: Sequence[str], levels: Sequence[int], per_level: int) -> dict:  # type: ignore[type-arg]
-    """Requests per second at each concurrency level (`per_level` requests each, questions cycled)."""
-    out: dict[str, float] = {}
+def cpu_seconds(pid: int | str = "self", tid: int | None = None) -> float:
+    """CPU time (user + system) of a process, or of one of its threads, so far (Linux /proc)."""
+    path = f"/proc/{pid}/task/{tid}/stat" if tid is not None else f"/proc/{pid}/stat"
+    try:
+        fields = open(path).read().rsplit(")", 1)[1].split()  # noqa: SIM115 - one short read
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def throughput(
+    kg: KgflowClient,
+    questions: Sequence[str],
+    levels: Sequence[int],
+    per_level: int,
+    servers: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """Requests per second at each concurrency level (`per_level` requests each, questions cycled),
+    and the CPU cores in use meanwhile: this process, its event loop thread, each server (pid)."""
+    rps: dict[str, float] = {}
+    cores: dict[str, dict[str, float]] = {}
+    procs = {"process": ("self", None), "event_loop": ("self", threading.main_thread().native_id)}
+    procs.update({name: (pid, None) for name, pid in (servers or {}).items()})
     for c in levels:
         batch = [questions[i % len(questions)] for i in range(per_level)]
+        before = {k: cpu_seconds(*v) for k, v in procs.items()}
         t = time.perf_counter()
         run = await kg.run(batch, concurrency=c)
         wall = time.perf_counter() - t
-        out[str(c)] = round((len(batch) - len(run.errors)) / wall, 1)
-    return out
+        rps[str(c)] = round((len(batch) - len(run.errors)) / wall, 1)
+        cores[str(c)] = {k: round((cpu_seconds(*v) - before[k]) / wall, 2) for k, v in procs.items()}
+    return {"throughput_rps": rps, "throughput_cpu_cores": cores, "load_average": round(os.getloadavg()[0], 1)}
 
 
 async def label_cache_workload(system: System, kg: KgflowClient, questions: Sequence[str], rounds: int) -> dict:  # type: ignore[type-arg]

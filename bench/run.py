@@ -10,70 +10,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import importlib.util
 import json
 import os
 import platform
-import socket
 import sys
 import time
-import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench import graphs, pathquestion
+from bench.bus import bench_bus
+from bench.common import CONCURRENCY, Config, Dataset, log, sample
+from bench.deployed import bench_over_pulsar, bench_server_backend
 from bench.measure import KgflowClient, classic_sample, label_cache_workload, peak_rss_mb, percentile, throughput
+from bench.servers import pulsar_url, server_pids, servers_for
+from bench.targets import targets
 from processors.base.runtime import embedded
 from processors.base.settings import RuntimeSettings, StoreSettings
 
 RESULTS = Path(__file__).resolve().parent / "results.json"
-CONCURRENCY = (1, 8, 32)
-
-
-@dataclass
-class Config:
-    """How much of each benchmark to run."""
-
-    quick: bool
-    pq_questions: int | None  # None: every question
-    gen_questions: int
-    classic_pq: int
-    classic_gen: int
-    throughput_requests: int
-    server_questions: int = 200  # per PathQuestion set on Cassandra / Neo4j
-    pulsar_questions: int = 50  # per graph over Pulsar
-    pulsar_classic: int = 10
-    cache_questions: int = 20
-    cache_rounds: int = 10
-
-
-@dataclass
-class Dataset:
-    """One graph to benchmark: where it lives and what to ask."""
-
-    key: str
-    collection: str
-    home: Path
-    questions: list[str]
-    answers: list[str] | None
-    max_path_length: int
-    info: dict[str, Any]
-    hub_questions: list[graphs.Question] | None = None  # generated graphs: questions starting at hubs
-
-
-def log(msg: str) -> None:
-    """Progress on stderr (the JSON goes to stdout)."""
-    print(msg, file=sys.stderr, flush=True)
-
-
-def _sample(items: list[Any], n: int | None) -> list[Any]:
-    """Every ⌈len/n⌉-th item (deterministic, spread over the file)."""
-    if n is None or n >= len(items):
-        return items
-    step = len(items) / n
-    return [items[int(i * step)] for i in range(n)]
 
 
 async def prepare(keys: list[str], cfg: Config) -> list[Dataset]:
@@ -84,7 +39,7 @@ async def prepare(keys: list[str], cfg: Config) -> list[Dataset]:
         if key in ("pq3", "pq2"):
             hops = int(key[2])
             home, info = await pathquestion.ensure_loaded(hops, log=log)
-            qs = _sample(pathquestion.questions(hops), cfg.pq_questions)
+            qs = sample(pathquestion.questions(hops), cfg.pq_questions)
             ds = Dataset(
                 f"pathquestion-{hops}h", pathquestion.collection(hops), home,
                 [q.question for q in qs], [q.answer for q in qs], hops, info,
@@ -149,7 +104,7 @@ async def bench_dataset(ds: Dataset, cfg: Config, store: StoreSettings) -> dict[
                     classic["classic_store_calls_per_query"] / res["store_round_trips_per_query"], 1
                 )
             log(f"[bench] {ds.key}: throughput at concurrency {CONCURRENCY}")
-            res["throughput_rps"] = await throughput(kg, ds.questions, CONCURRENCY, cfg.throughput_requests)
+            res.update(await throughput(kg, ds.questions, CONCURRENCY, cfg.throughput_requests, server_pids()))
             res["throughput_requests_per_level"] = cfg.throughput_requests
             log(f"[bench] {ds.key}: label cache workload")
             res.update(await label_cache_workload(system, kg, ds.questions[: cfg.cache_questions], cfg.cache_rounds))
@@ -178,153 +133,13 @@ async def hub_start_quality(kg: KgflowClient, questions: list[graphs.Question]) 
     }
 
 
-async def bench_over_pulsar(ds: Dataset, cfg: Config) -> dict[str, Any] | str:
-    """The same processors and store, every request over a real Pulsar broker: what a store
-    call costs when it crosses the bus, as in a deployment (classic: one request per call)."""
-    url = os.environ.get("KGFLOW_PULSAR_URL", "pulsar://127.0.0.1:6650")
-    if not _port_open("127.0.0.1", 6650):
-        return "skipped: no Pulsar broker on 127.0.0.1:6650 (make servers-up)"
-    from processors.base.pulsar_bus import PulsarBus
-
-    async with embedded(StoreSettings(home=ds.home), RuntimeSettings(), bus=PulsarBus(url)) as system:
-        kg = KgflowClient(system, ds.collection, {"max_path_length": ds.max_path_length})
-        try:
-            for q in ds.questions[:3]:
-                await kg.ask(q)
-            qs = ds.questions[: cfg.pulsar_questions]
-            log(f"[bench] {ds.key} over Pulsar: {len(qs)} kgflow queries, classic on {cfg.pulsar_classic}")
-            run = await kg.run(qs, edge_limit=25, max_subgraph_size=150)
-            classic = await classic_sample(system, ds.collection, qs[: cfg.pulsar_classic], ds.max_path_length, True)
-        finally:
-            await kg.stop()
-    main = run.summary()
-    same = percentile(run.ms[: cfg.pulsar_classic], 50)  # kgflow on the classic's questions
-    return {
-        "bus": url,
-        "questions": len(qs),
-        "p50_ms": main["p50_ms"],
-        "p95_ms": main["p95_ms"],
-        "stage_p50_ms": main["stage_p50_ms"],
-        "store_round_trips_per_query": main["store_round_trips_per_query"],
-        "classic_questions": classic["queries"],
-        "classic_via_pulsar_p50_ms": classic["classic_p50_ms"],
-        "classic_store_calls_per_query": classic["classic_store_calls_per_query"],
-        "p50_ms_on_classic_sample": round(same, 2),
-        "speedup_p50": round(classic["classic_p50_ms"] / same, 1) if same else None,
-    }
-
-
-def _port_open(host: str, port: int) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=1):
-        return True
-    return False
-
-
-async def backend_store(name: str, home: Path) -> tuple[StoreSettings | None, str]:
-    """Store settings for a server backend, or why it is skipped."""
-    module = {"cassandra": "processors.stores.cassandra_store", "neo4j": "processors.stores.neo4j_store"}[name]
-    if importlib.util.find_spec(module) is None:
-        return None, f"skipped: {module} does not exist in this build"
-    port = int(os.environ.get("KGFLOW_CASSANDRA_PORT", "9042")) if name == "cassandra" else 7687
-    if name == "neo4j":
-        port = int(os.environ.get("KGFLOW_NEO4J_BOLT_PORT", "7687"))
-    if not _port_open("127.0.0.1", port):
-        return None, f"skipped: no {name} server on 127.0.0.1:{port} (make servers-up)"
-    settings = StoreSettings(
-        home=home,
-        triples_backend=name,  # type: ignore[arg-type]
-        vectors_backend=name,  # type: ignore[arg-type]
-        cassandra_keyspace="kgflow_bench",  # collections are unique per run and dropped after
-    )
-    try:
-        from processors.stores.factory import open_stores
-
-        stores = open_stores(settings)
-    except Exception as e:  # noqa: BLE001 - any failure to open is a reason to skip, recorded
-        return None, f"skipped: cannot open {name} stores: {type(e).__name__}: {e}"
-    await stores.close()
-    return settings, ""
-
-
-async def bench_server_backend(name: str, datasets: list[Dataset], cfg: Config) -> dict[str, Any] | str:
-    """PathQuestion on a server backend (loaded fresh into a unique collection, dropped after)."""
-    home = graphs.CACHE_DIR / f"{name}-home-{uuid.uuid4().hex[:8]}"
-    settings, why = await backend_store(name, home)
-    if settings is None:
-        return why
-    from processors.ingest.triples_loader import load_triples, read_triples
-    from processors.models.embeddings.model import OnnxMiniLM
-    from processors.stores.factory import open_stores
-
-    out: dict[str, Any] = {
-        "note": f"PathQuestion only, {cfg.server_questions} evenly spaced questions per set; no generated graphs"
-    }
-    for ds in datasets:
-        if not ds.key.startswith("pathquestion"):
-            out[ds.key] = f"skipped: only PathQuestion is loaded into {name}"
-            continue
-        coll = f"{ds.collection}-{uuid.uuid4().hex[:6]}"
-        stores = open_stores(settings)
-        t = time.perf_counter()
-        try:
-            kb = pathquestion.DATASETS / f"{ds.max_path_length}H-kb.txt"
-            await load_triples(stores, OnnxMiniLM.shared(), graphs.USER, coll, read_triples(kb, "tsv"))
-            load_s = time.perf_counter() - t
-            n = cfg.server_questions
-            sub = Dataset(ds.key, coll, home, _sample(ds.questions, n), _sample(ds.answers or [], n) or None,
-                          ds.max_path_length, {"load_s": round(load_s, 1)})  # fmt: skip
-            res = await bench_dataset(sub, cfg, settings)
-            out[ds.key] = res
-        except Exception as e:  # noqa: BLE001 - a failing backend is recorded, the others still run
-            out[ds.key] = f"failed: {type(e).__name__}: {e}"
-        finally:
-            with contextlib.suppress(Exception):
-                await stores.triples.delete_collection(graphs.USER, coll)
-                await stores.entities.delete_collection(graphs.USER, coll)
-            await stores.close()
-    import shutil
-
-    shutil.rmtree(home, ignore_errors=True)  # only the flow registry lived there
-    return out
-
-
-def targets(embedded_res: dict[str, Any]) -> dict[str, Any]:
-    """Issue 4's targets, each with the measured value and whether it is met."""
-    out: dict[str, Any] = {}
-
-    def put(name: str, value: Any, target: str, met: bool | None) -> None:
-        out[name] = {"value": value, "target": target, "met": met}
-
-    for key, r in embedded_res.items():
-        if not isinstance(r, dict) or "store_round_trips_max" not in r:
-            continue
-        limit = r["max_path_length"] + 2
-        put(
-            f"{key}.store_round_trips",
-            r["store_round_trips_max"],
-            f"<= {limit} (max)",
-            r["store_round_trips_max"] <= limit,
-        )
-        if "answer_coverage" in r:
-            put(f"{key}.answer_coverage", r["answer_coverage"], ">= 0.99", r["answer_coverage"] >= 0.99)
-        if key.startswith("pathquestion"):
-            c25 = r["answer_coverage_edge_limit_25"]
-            put(f"{key}.answer_coverage_edge_limit_25", c25, ">= 0.95", c25 >= 0.95)
-        ratio = r["label_cache_hit_ratio"]
-        put(f"{key}.label_cache_hit_ratio", ratio, ">= 0.90", ratio is not None and ratio >= 0.9)
-    big, small = embedded_res.get("powerlaw-1m"), embedded_res.get("powerlaw-10k")
-    if isinstance(big, dict):
-        put(
-            "powerlaw-1m.store_call_ratio",
-            big.get("store_call_ratio"),
-            ">= 100",
-            (big.get("store_call_ratio") or 0) >= 100,
-        )
-        put("powerlaw-1m.p50_ms", big["p50_ms"], "<= 30", big["p50_ms"] <= 30)
-        put("powerlaw-1m.speedup_p50", big["speedup_p50"], ">= 20", (big["speedup_p50"] or 0) >= 20)
-        if isinstance(small, dict):
-            ratio = round(big["p50_ms"] / small["p50_ms"], 2) if small["p50_ms"] else None
-            put("p50_1m_over_10k", ratio, "<= 2", ratio is not None and ratio <= 2)
+async def bench_pulsar(data: list[Dataset], cfg: Config, url: str) -> dict[str, Any]:
+    """The bus alone (echo round trips, and the bare client's floor), then each generated graph
+    with every request over Pulsar (embedded stores behind the processors)."""
+    out: dict[str, Any] = {"bus_round_trip": await bench_bus(url, cfg.bus_rounds, cfg.bus_requests, log)}
+    for ds in data:
+        if not ds.key.startswith("path"):
+            out[ds.key] = await bench_over_pulsar(ds, cfg, url, StoreSettings(home=ds.home))
     return out
 
 
@@ -371,11 +186,21 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
             emb[ds.key] = await bench_dataset(ds, cfg, StoreSettings(home=ds.home))
             log(f"[bench] {ds.key}: p50 {emb[ds.key]['p50_ms']} ms, classic {emb[ds.key]['classic_p50_ms']} ms")
         results["embedded"] = emb
-    for name in ("cassandra", "neo4j"):
-        if name in backends:
-            results[name] = await bench_server_backend(name, data, cfg)
-    if "pulsar" in backends:
-        results["pulsar"] = {ds.key: await bench_over_pulsar(ds, cfg) for ds in data if not ds.key.startswith("path")}
+    deployed = [b for b in ("pulsar", "cassandra", "neo4j") if b in backends]
+    if deployed:
+        with servers_for(deployed, log) as srv:
+            results["servers"] = {"reused": sorted(srv.ready - set(srv.started)), "started": srv.started,
+                                  "start_s": srv.start_s, "failed": srv.failed}  # fmt: skip
+            url = pulsar_url() if "pulsar" in srv.ready else None
+            if "pulsar" in backends:
+                results["pulsar"] = await bench_pulsar(data, cfg, url) if url else f"skipped: {srv.why_not('pulsar')}"
+            for name in ("cassandra", "neo4j"):
+                if name in backends:
+                    why = srv.why_not(name)
+                    if why:
+                        results[name] = f"skipped: {why}"
+                    else:
+                        results[name] = await bench_server_backend(name, data, cfg, bench_dataset, url)
     out = {
         "meta": {
             "command": "python -m bench.run " + " ".join(argv if argv is not None else sys.argv[1:]),
@@ -391,7 +216,7 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
             "peak_rss_mb": peak_rss_mb(),
         },
         "graph_rag": results,
-        "targets": targets(results.get("embedded", {})),
+        "targets": targets(results),
     }
     a.out.write_text(json.dumps(out, indent=2))
     print(json.dumps(out, indent=2))

@@ -1,40 +1,48 @@
-"""Pulsar bus backend: persistent topics, Shared subscriptions, dead-letter topics.
+"""Pulsar bus backend: Shared subscriptions with dead-letter topics on persistent request topics;
+responses on non-persistent topics (see `schemas.topics.topic`).
 
-The pulsar client is blocking, so each consumer has a receive thread that hands
-messages to the event loop through a bounded queue (back-pressure: the thread waits
-while the processor is busy). Sends use the client's async send with a callback.
+Everything goes through the client's asyncio API (`pulsar.asyncio`): a receive, send or ack is a
+C++ call whose completion the client's I/O thread hands to the event loop with one
+`call_soon_threadsafe`. No receive thread, no polling, no thread→loop queue: a message reaches
+its handler with one thread handoff. Back-pressure is the consumer's receiver queue (`prefetch`):
+the client asks the broker for more only as the processor takes messages.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
+import logging
 from typing import Any
 
 import pulsar
+import pulsar.asyncio as apulsar
 
 from processors.base.bus import Bus, BusMessage, Consumer, Producer
 from schemas.topics import dead_letter
 
-_RECEIVE_POLL_MS = 200
+log = logging.getLogger(__name__)
+
 # Created on each dead-letter topic with its first message, so dead letters are retained
 # (a topic without subscriptions keeps nothing) until an operator reads them.
 DEAD_LETTER_SUBSCRIPTION = "dead-letters"
+# A reader sees every message of its topic (a response topic: the answers to every client of the
+# service). On a non-persistent topic the broker drops what a full receiver queue cannot take, so
+# readers get a deep one; they are drained by one task each, which only parses and hands over.
+READER_QUEUE = 5000
+RECEIVE_RETRY_S = 0.5  # after a failed receive (the client reconnects by itself; this is a backstop)
 
 
 class PulsarBus(Bus):
     """Bus on a real Pulsar cluster (`pulsar://host:6650`)."""
 
     def __init__(self, url: str, *, nack_delay_ms: int = 1000) -> None:
-        self._client = pulsar.Client(url, operation_timeout_seconds=30, logger=_quiet_logger())
+        self._client = apulsar.Client(url, operation_timeout_seconds=30, logger=_quiet_logger())
         self._nack_delay_ms = nack_delay_ms
         self._closables: list[Producer | Consumer] = []
 
     async def producer(self, topic: str) -> Producer:
-        p = await asyncio.to_thread(
-            self._client.create_producer, topic, block_if_queue_full=True, batching_enabled=False
-        )
+        p = await self._client.create_producer(topic, block_if_queue_full=True, batching_enabled=False)
         prod = _PulsarProducer(p)
         self._closables.append(prod)
         return prod
@@ -47,8 +55,7 @@ class PulsarBus(Bus):
                 dead_letter_topic=dead_letter(topic),
                 initial_subscription_name=DEAD_LETTER_SUBSCRIPTION,
             )
-        c = await asyncio.to_thread(
-            self._client.subscribe,
+        c = await self._client.subscribe(
             topic,
             subscription,
             consumer_type=pulsar.ConsumerType.Shared,
@@ -57,13 +64,13 @@ class PulsarBus(Bus):
             negative_ack_redelivery_delay_ms=self._nack_delay_ms,
             dead_letter_policy=policy,
         )
-        cons = _PulsarConsumer(c, prefetch)
+        cons = _PulsarConsumer(c.receive, c)
         self._closables.append(cons)
         return cons
 
     async def reader(self, topic: str) -> Consumer:
-        r = await asyncio.to_thread(self._client.create_reader, topic, pulsar.MessageId.latest)
-        cons = _PulsarConsumer(r, 256, is_reader=True)
+        r = await self._client.create_reader(topic, pulsar.MessageId.latest, receiver_queue_size=READER_QUEUE)
+        cons = _PulsarConsumer(r.read_next, r, is_reader=True)
         self._closables.append(cons)
         return cons
 
@@ -71,89 +78,73 @@ class PulsarBus(Bus):
         closables, self._closables = self._closables, []
         for c in closables:
             await c.close()  # idempotent: some were closed by their owners already
-        await asyncio.to_thread(self._client.close)
+        with contextlib.suppress(Exception):  # already closed
+            await self._client.close()
 
 
 class _PulsarProducer(Producer):
-    def __init__(self, producer: Any) -> None:
+    def __init__(self, producer: apulsar.Producer) -> None:
         self._p = producer
         self._closed = False
 
     async def send(self, data: bytes, properties: dict[str, str]) -> None:
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[None] = loop.create_future()
-
-        def callback(res: pulsar.Result, _msg_id: Any) -> None:
-            def settle() -> None:
-                if done.done():
-                    return
-                if res == pulsar.Result.Ok:
-                    done.set_result(None)
-                else:
-                    done.set_exception(RuntimeError(f"pulsar send failed: {res}"))
-
-            loop.call_soon_threadsafe(settle)
-
-        self._p.send_async(data, callback, properties=properties)
-        await done
+        await self._p.send(data, properties)
 
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         with contextlib.suppress(Exception):  # the client may be closed already
-            await asyncio.to_thread(self._p.close)
+            await self._p.close()
 
 
 class _PulsarConsumer(Consumer):
-    def __init__(self, consumer: Any, capacity: int, *, is_reader: bool = False) -> None:
-        self._c = consumer
-        self._is_reader = is_reader
-        self._loop = asyncio.get_running_loop()
-        self._queue: asyncio.Queue[BusMessage] = asyncio.Queue(maxsize=max(1, capacity))
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._pump, daemon=True, name="pulsar-receive")
-        self._thread.start()
+    """A consumer (or reader) whose `receive` survives cancellation: a receive the client has
+    already been asked for is kept and handed to the next `receive`, so a cancelled wait (a
+    timeout, a stopping task) never swallows a message."""
 
-    def _pump(self) -> None:
-        while not self._stop.is_set():
-            try:
-                if self._is_reader:
-                    msg = self._c.read_next(_RECEIVE_POLL_MS)
-                else:
-                    msg = self._c.receive(_RECEIVE_POLL_MS)
-            except pulsar.Timeout:
-                continue
-            except Exception:  # client closed under us
-                if self._stop.is_set():
-                    return
-                self._stop.wait(0.5)
-                continue
-            item = BusMessage(msg.data(), dict(msg.properties()), msg.redelivery_count(), handle=msg)
-            fut = asyncio.run_coroutine_threadsafe(self._queue.put(item), self._loop)
-            try:
-                fut.result()
-            except Exception:
-                return
+    def __init__(self, next_message: Any, handle: Any, *, is_reader: bool = False) -> None:
+        self._next = next_message
+        self._c = handle
+        self._is_reader = is_reader
+        self._pending: asyncio.Future[pulsar.Message] | None = None
+        self._closed = False
 
     async def receive(self) -> BusMessage:
-        return await self._queue.get()
+        while True:
+            if self._pending is None:
+                self._pending = asyncio.ensure_future(self._next())
+            try:
+                msg = await asyncio.shield(self._pending)
+            except apulsar.PulsarException:
+                if self._closed:
+                    raise
+                log.warning("pulsar receive failed; retrying", exc_info=True)
+                self._pending = None
+                await asyncio.sleep(RECEIVE_RETRY_S)
+                continue
+            self._pending = None
+            return BusMessage(msg.data(), msg.properties(), msg.redelivery_count(), handle=msg)
 
     async def ack(self, msg: BusMessage) -> None:
         if not self._is_reader:
-            self._c.acknowledge(msg.handle)
+            await self._c.acknowledge(msg.handle)
 
     async def nack(self, msg: BusMessage) -> None:
         if not self._is_reader:
-            self._c.negative_acknowledge(msg.handle)
+            await self._c.negative_acknowledge(msg.handle)
 
     async def close(self) -> None:
-        if self._stop.is_set():
+        if self._closed:
             return
-        self._stop.set()
-        await asyncio.to_thread(self._thread.join, 2.0)
-        with contextlib.suppress(Exception):  # already closed
-            await asyncio.to_thread(self._c.close)
+        self._closed = True
+        pending, self._pending = self._pending, None
+        with contextlib.suppress(Exception):  # already closed, or the client with it
+            await self._c.close()
+        if pending is not None:  # fails (or was answered) once the handle is closed: unacked, redelivered
+            pending.cancel()
+            with contextlib.suppress(BaseException):
+                await pending
 
 
 def _quiet_logger() -> Any:

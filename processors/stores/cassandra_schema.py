@@ -14,8 +14,10 @@ Tables (all partitioned by user + collection + something, so no query needs ALLO
 * ``predicates   ((user, collection), p)``: the predicates of a collection (small; used to scan
   or delete a collection).
 * ``labels       ((user, collection, iri), label)``: rdfs:label of each IRI.
-* ``entity_vectors ((user, collection, kind), iri, label, vec vector<float, VECTOR_DIMENSIONS>)`` with an SAI
-  cosine index on ``vec``; ANN queries restrict the partition (tenant + kind).
+* ``entity_vectors ((user, collection, kind), iri, label, vec vector<float, VECTOR_DIMENSIONS>, vec_raw blob)``
+  with an SAI cosine index on ``vec``; ANN queries restrict the partition (tenant + kind). ``vec_raw`` holds
+  the same floats as bytes, which is what queries read back (decoded at once with numpy, where the driver
+  decodes a vector one element at a time).
 * ``entity_tokens ((user, collection, tok), iri, label)``: lexical label search.
 * ``entity_names ((user, collection, name), iri)``: entities by normalised label (linking text).
 * ``collections ((user), collection)``: a user's collections (written with their triples).
@@ -25,10 +27,14 @@ Tables (all partitioned by user + collection + something, so no query needs ALLO
 from __future__ import annotations
 
 import asyncio
+import collections
+import functools
 import re
 import threading
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from processors.stores.protocol import VECTOR_DIMENSIONS, int_literal
 
@@ -52,7 +58,8 @@ TABLES = (
     "CREATE TABLE IF NOT EXISTS labels (user text, collection text, iri text, label text,"
     " PRIMARY KEY ((user, collection, iri)))",
     "CREATE TABLE IF NOT EXISTS entity_vectors (user text, collection text, kind text, iri text, label text,"
-    " vec vector<float, " + int_literal(VECTOR_DIMENSIONS) + ">, PRIMARY KEY ((user, collection, kind), iri))",
+    " vec vector<float, " + int_literal(VECTOR_DIMENSIONS) + ">, vec_raw blob,"
+    " PRIMARY KEY ((user, collection, kind), iri))",
     "CREATE CUSTOM INDEX IF NOT EXISTS entity_vectors_vec ON entity_vectors (vec) USING 'StorageAttachedIndex'"
     " WITH OPTIONS = {'similarity_function': 'cosine'}",
     "CREATE TABLE IF NOT EXISTS entity_tokens (user text, collection text, tok text, iri text, label text,"
@@ -65,10 +72,15 @@ TABLES = (
 )
 _LOAD_COLS = "started, finished, source, triples, vectors, error"  # LoadState.row() order
 
+# Added after the first release: tables created before it get the column (idempotent).
+MIGRATIONS = ("ALTER TABLE entity_vectors ADD vec_raw blob",)
+
 _OUT_COLS = "INSERT INTO triples_out (user, collection, s, lbl, p, o, o_lit, o_dt, o_lang)"
 _IN_COLS = "INSERT INTO triples_in (user, collection, o, o_lit, o_dt, o_lang, lbl, p, s)"
 _OUT_KEY = "WHERE user = ? AND collection = ? AND s = ?"
 _IN_KEY = "WHERE user = ? AND collection = ? AND o = ? AND o_lit = ? AND o_dt = ? AND o_lang = ?"
+_OUT_IN = "WHERE user = ? AND collection = ? AND s IN ?"
+_IN_IN = "WHERE user = ? AND collection = ? AND o IN ? AND o_lit = ? AND o_dt = ? AND o_lang = ?"
 _OUT_SEL = "SELECT s, p, o, o_lit, o_dt, o_lang FROM triples_out "
 _IN_SEL = "SELECT s, p, o, o_lit, o_dt, o_lang FROM triples_in "
 
@@ -94,14 +106,20 @@ STATEMENTS: dict[str, str] = {
     "out_sp": _OUT_SEL + _OUT_KEY + " AND lbl = ? AND p = ? LIMIT ?",
     "out_spo": _OUT_SEL + _OUT_KEY + " AND lbl = ? AND p = ? AND o = ? AND o_lit = ? AND o_dt = ? AND o_lang = ?",
     "out_edges": _OUT_SEL + _OUT_KEY + " AND lbl = false LIMIT ?",
+    # a whole frontier chunk in one request: the first N edges of each partition, as N queries would
+    "out_edges_in": _OUT_SEL + _OUT_IN + " AND lbl = false PER PARTITION LIMIT ?",
+    "out_sp_in": _OUT_SEL + _OUT_IN + " AND lbl = ? AND p = ? PER PARTITION LIMIT ?",
     "in_o": _IN_SEL + _IN_KEY + " LIMIT ?",
     "in_po": _IN_SEL + _IN_KEY + " AND lbl = ? AND p = ? LIMIT ?",
     "in_edges": _IN_SEL + _IN_KEY + " AND lbl = false LIMIT ?",
+    "in_edges_in": _IN_SEL + _IN_IN + " AND lbl = false PER PARTITION LIMIT ?",
+    "in_po_in": _IN_SEL + _IN_IN + " AND lbl = ? AND p = ? PER PARTITION LIMIT ?",
     "pred_p": "SELECT s, p, o, o_lit, o_dt, o_lang FROM triples_pred WHERE user = ? AND collection = ? AND p = ?"
     " LIMIT ?",
     "pred_all": "SELECT s, p, o, o_lit, o_dt, o_lang FROM triples_pred WHERE user = ? AND collection = ? AND p = ?",
     "predicates": "SELECT p FROM predicates WHERE user = ? AND collection = ?",
     "label": "SELECT iri, label FROM labels WHERE user = ? AND collection = ? AND iri = ?",
+    "labels_in": "SELECT iri, label FROM labels WHERE user = ? AND collection = ? AND iri IN ?",
     # collection deletion
     "del_out": "DELETE FROM triples_out WHERE user = ? AND collection = ? AND s = ?",
     "del_in": "DELETE FROM triples_in " + _IN_KEY,
@@ -109,12 +127,17 @@ STATEMENTS: dict[str, str] = {
     "del_predicates": "DELETE FROM predicates WHERE user = ? AND collection = ?",
     "del_label": "DELETE FROM labels WHERE user = ? AND collection = ? AND iri = ?",
     # entity index
-    "ins_vec": "INSERT INTO entity_vectors (user, collection, kind, iri, label, vec) VALUES (?, ?, ?, ?, ?, ?)",
+    # vec feeds the SAI index; vec_raw (the same float32s, big-endian) is what queries read back:
+    # the driver decodes a vector<float> one element at a time (~0.3-0.7 ms per 384-float vector)
+    "ins_vec": "INSERT INTO entity_vectors (user, collection, kind, iri, label, vec, vec_raw)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)",
     "ins_token": "INSERT INTO entity_tokens (user, collection, tok, iri, label) VALUES (?, ?, ?, ?, ?)",
     "del_token": "DELETE FROM entity_tokens WHERE user = ? AND collection = ? AND tok = ? AND iri = ?",
     "vec_labels": "SELECT iri, label FROM entity_vectors WHERE user = ? AND collection = ? AND kind = ? AND iri IN ?",
-    "vec_get": "SELECT iri, vec FROM entity_vectors WHERE user = ? AND collection = ? AND kind IN ? AND iri IN ?",
-    "vec_ann": "SELECT iri, label, vec FROM entity_vectors WHERE user = ? AND collection = ? AND kind = ?"
+    "vec_get": "SELECT iri, vec_raw FROM entity_vectors WHERE user = ? AND collection = ? AND kind IN ? AND iri IN ?",
+    "vec_get_legacy": "SELECT iri, vec FROM entity_vectors WHERE user = ? AND collection = ? AND kind IN ?"
+    " AND iri IN ?",
+    "vec_ann": "SELECT iri, label, vec_raw FROM entity_vectors WHERE user = ? AND collection = ? AND kind = ?"
     " ORDER BY vec ANN OF ? LIMIT ?",
     "vec_all_labels": "SELECT iri, label FROM entity_vectors WHERE user = ? AND collection = ? AND kind = ?",
     "token": "SELECT iri, label FROM entity_tokens WHERE user = ? AND collection = ? AND tok = ? LIMIT ?",
@@ -138,6 +161,42 @@ def cql_identifier(name: str) -> str:
     if not _IDENT.fullmatch(name):
         raise ValueError(f"invalid Cassandra keyspace name {name!r}: use [a-z_][a-z0-9_]* (max 48 chars)")
     return name
+
+
+def _migrate(session: Any, keyspace: str) -> None:
+    """Add the columns later releases read to tables an earlier release created."""
+    have = {
+        (r.table_name, r.column_name)
+        for r in session.execute(
+            "SELECT table_name, column_name FROM system_schema.columns WHERE keyspace_name = %s", (keyspace,)
+        )
+    }
+    for ddl in MIGRATIONS:
+        table, column = ddl.split()[2], ddl.split()[4]
+        if (table, column) not in have:
+            session.execute(ddl, timeout=120)
+
+
+@functools.lru_cache(maxsize=256)
+def _row_type(names: tuple[str, ...]) -> Any:
+    return collections.namedtuple("Row", names)  # type: ignore[misc]
+
+
+def cached_namedtuple_factory(colnames: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[Any]:
+    """Rows as named tuples, one class per column list: the driver's own factory builds a new
+    namedtuple class (an exec) for every result page, which cost more than decoding the rows."""
+    row = _row_type(tuple(colnames))
+    return [row._make(r) for r in rows]
+
+
+def raw_vector(v: Sequence[float]) -> bytes:
+    """A vector as the `vec_raw` column stores it (float32, big-endian)."""
+    return np.asarray(v, dtype=">f4").tobytes()
+
+
+def vector_of(raw: bytes) -> list[float]:
+    """The floats of a `vec_raw` value."""
+    return np.frombuffer(raw, dtype=">f4").astype(np.float32).tolist()
 
 
 class CassandraConnection:
@@ -174,7 +233,10 @@ class CassandraConnection:
             from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
 
             # token-aware: each single-partition query goes straight to a replica of its partition
-            profile = ExecutionProfile(load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy()))
+            profile = ExecutionProfile(
+                load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy()),
+                row_factory=cached_namedtuple_factory,
+            )
             cluster = Cluster(
                 self.hosts, port=self.port, protocol_version=5, execution_profiles={EXEC_PROFILE_DEFAULT: profile}
             )
@@ -188,6 +250,7 @@ class CassandraConnection:
                 session.set_keyspace(ks)
                 for ddl in TABLES:
                     session.execute(ddl, timeout=120)
+                _migrate(session, ks)
                 self._prepared = {name: session.prepare(cql) for name, cql in STATEMENTS.items()}
             except Exception:
                 cluster.shutdown()

@@ -6,7 +6,8 @@ round trip: one prepared query per partition, all in flight at once, gathered.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,8 +21,14 @@ from processors.retrieval.relevance.ranking import (
 )
 from processors.retrieval.relevance.scoring import cosines
 from processors.retrieval.relevance.text_match import content_tokens, label_match_score, normalize
-from processors.stores.cassandra_schema import VECTOR_WRITE_CONCURRENCY, VECTOR_WRITE_RETRIES, CassandraConnection
-from processors.stores.protocol import EntityHit, EntityIndex, LoadState, VectorItem, VectorKind
+from processors.stores.cassandra_schema import (
+    VECTOR_WRITE_CONCURRENCY,
+    VECTOR_WRITE_RETRIES,
+    CassandraConnection,
+    raw_vector,
+    vector_of,
+)
+from processors.stores.protocol import VECTOR_DIMENSIONS, EntityHit, EntityIndex, LoadState, VectorItem, VectorKind
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
 
@@ -41,6 +48,18 @@ def _raw(r: Any) -> RawEdge:
 
 def _chunks(items: Sequence[str]) -> list[list[str]]:
     return [list(items[i : i + IN_CHUNK]) for i in range(0, len(items), IN_CHUNK)]
+
+
+def _edges_call(q: NeighboursQuery, d: str, chunk: list[str], p: str | None) -> tuple[str, Sequence[Any]]:
+    """The query reading, for each entity of `chunk`, its first edges in direction `d` (with predicate `p`)."""
+    uc = (q.user, q.collection)
+    if p is None:
+        if d == "out":
+            return "out_edges_in", (*uc, chunk, q.limit_per_entity)
+        return "in_edges_in", (*uc, chunk, False, "", "", q.limit_per_entity)
+    if d == "out":
+        return "out_sp_in", (*uc, chunk, False, p, q.focus_limit)
+    return "in_po_in", (*uc, chunk, False, "", "", False, p, q.focus_limit)
 
 
 class CassandraTripleStore:
@@ -116,34 +135,42 @@ class CassandraTripleStore:
         return [edge_triple(_raw(r)) for r in rows[:limit]]
 
     async def neighbours(self, q: NeighboursQuery) -> NeighbourResult:
-        """Edges of the frontier: one LIMITed query per entity partition and direction, all
-        concurrent; then, for the partitions that filled their limit, one per focus predicate.
-        Clustering order is (predicate, far end), as the protocol asks."""
+        """Edges of the frontier: per direction one query per chunk of entities, reading each
+        entity's first `limit_per_entity` edges (PER PARTITION LIMIT); then, for the entities
+        that filled it, one query per focus predicate. Clustering order is (predicate, far end),
+        as the protocol asks; rows come back in frontier order, out-edges first."""
         frontier = list(dict.fromkeys(q.entities))
-        user, collection, limit, focus_limit = q.user, q.collection, q.limit_per_entity, q.focus_limit
-        out, into = q.direction in ("both", "out"), q.direction in ("both", "in")
-        calls: list[tuple[str, Sequence[Any]]] = []
-        calls += [("out_edges", (user, collection, e, limit)) for e in frontier if out]
-        calls += [("in_edges", (user, collection, e, False, "", "", limit)) for e in frontier if into]
-        pages = await self.conn.run_many(calls)
-        preds = [p for p in dict.fromkeys(q.focus) if p != RDFS_LABEL] if focus_limit > 0 else []
-        full = [(name, args[2]) for (name, args), page in zip(calls, pages, strict=True) if len(page) >= limit]
-        focus_calls: list[tuple[str, Sequence[Any]]] = []
-        for name, e in full if preds else ():  # below the limit every edge of the partition is already here
-            if name == "out_edges":
-                focus_calls += [("out_sp", (user, collection, e, False, p, focus_limit)) for p in preds]
-            else:
-                focus_calls += [("in_po", (user, collection, e, False, "", "", False, p, focus_limit)) for p in preds]
-        if focus_calls:
-            calls += focus_calls
-            pages += await self.conn.run_many(focus_calls)
-        rows = [(r, call[1][2]) for call, page in zip(calls, pages, strict=True) for r in page]
-        found = ((_raw(r), entity) for r, entity in rows)
-        return await rank_neighbours(found, len(rows), q, self.entity_index)
+        dirs = [d for d in ("out", "in") if q.direction in ("both", d)]
+        part = await self._read(q, {d: frontier for d in dirs})
+        preds = [p for p in dict.fromkeys(q.focus) if p != RDFS_LABEL] if q.focus_limit > 0 else []
+        full = {d: [e for e in frontier if len(part.get((d, e, None), ())) >= q.limit_per_entity] for d in dirs}
+        if preds and any(full.values()):  # below the limit every edge of the partition is already here
+            part.update(await self._read(q, full, preds))
+        rows = [(r, e) for d in dirs for e in frontier for r in part.get((d, e, None), ())]
+        rows += [(r, e) for d in dirs for e in full[d] for p in preds for r in part.get((d, e, p), ())]
+        index = self.entity_index
+        if isinstance(index, CassandraEntityIndex):  # one vector read per hop, paths included
+            index = _HopVectors(index, {rel for rels in q.paths.values() for rel in rels})
+        return await rank_neighbours(((_raw(r), e) for r, e in rows), len(rows), q, index)
+
+    async def _read(
+        self, q: NeighboursQuery, entities: dict[str, list[str]], preds: Sequence[str] = ()
+    ) -> dict[tuple[str, str, str | None], list[Any]]:
+        """Rows of each (direction, entity, focus predicate or None) read, in clustering order."""
+        calls = [_edges_call(q, d, chunk, p) for d, es in entities.items() for chunk in _chunks(es)
+                 for p in (preds or [None])]  # fmt: skip
+        out: dict[tuple[str, str, str | None], list[Any]] = defaultdict(list)
+        for (name, _), page in zip(calls, await self.conn.run_many(calls, page_all=True), strict=True):
+            d = "out" if name.startswith("out") else "in"
+            for r in page:
+                out[d, r.s if d == "out" else r.o, r.p if preds else None].append(r)
+        return out
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
-        """Labels of many IRIs: one single-partition query each, concurrently."""
-        pages = await self.conn.run_many([("label", (user, collection, i)) for i in dict.fromkeys(iris)])
+        """Labels of many IRIs: one multi-partition query per chunk of keys."""
+        pages = await self.conn.run_many(
+            [("labels_in", (user, collection, c)) for c in _chunks(list(dict.fromkeys(iris)))]
+        )
         return {r.iri: r.label for page in pages for r in page}
 
     async def delete_collection(self, user: str, collection: str) -> None:
@@ -171,6 +198,30 @@ class CassandraTripleStore:
         await self.conn.release()
 
 
+class _HopVectors:
+    """The entity index as one neighbour query ranks with it: the vectors of the edges' ends and
+    predicates and of the relations on the frontier's paths are read in one query, cosines are
+    taken here, and the path scoring's vectors come from the same read."""
+
+    def __init__(self, index: CassandraEntityIndex, path_relations: Iterable[str]) -> None:
+        self.index = index
+        self.extra = list(path_relations)
+        self.asked: set[str] = set()
+        self.got: dict[str, list[float]] = {}
+
+    async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
+        want = [i for i in dict.fromkeys([*iris, *self.extra]) if i not in self.asked]
+        if want:
+            self.asked.update(want)
+            self.got.update(await self.index.vectors(user, collection, want))
+        return {i: self.got[i] for i in iris if i in self.got}
+
+    async def similarities(
+        self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
+    ) -> dict[str, float]:
+        return cosines(vector, iris, await self.vectors(user, collection, iris))
+
+
 def _obj_row(r: Any) -> _ObjKey:
     return (r.o, bool(r.o_lit), r.o_dt, r.o_lang)
 
@@ -185,7 +236,7 @@ class CassandraEntityIndex:
         self, user: str, collection: str, items: Sequence[VectorItem], kind: VectorKind = "entity"
     ) -> None:
         """Store vectors; for entities also (re)index the label's content tokens."""
-        latest = {iri: (label, [float(x) for x in np.asarray(v, dtype=np.float32)]) for iri, label, v in items}
+        latest = {iri: (label, np.asarray(v, dtype=np.float32)) for iri, label, v in items}
         calls: list[tuple[str, Sequence[Any]]] = []
         if kind == "entity":
             olds = await self.conn.run_many(
@@ -199,7 +250,10 @@ class CassandraEntityIndex:
             for iri, (label, _) in latest.items():
                 calls += [("ins_token", (user, collection, tok, iri, label)) for tok in content_tokens(label)]
                 calls.append(("ins_name", (user, collection, normalize(label), iri)))
-        vec_calls = [("ins_vec", (user, collection, kind, iri, lab, vec)) for iri, (lab, vec) in latest.items()]
+        vec_calls = [
+            ("ins_vec", (user, collection, kind, iri, lab, vec.tolist(), raw_vector(vec)))
+            for iri, (lab, vec) in latest.items()
+        ]
         await self.conn.run_many(calls)
         await self.conn.run_many(vec_calls, concurrency=VECTOR_WRITE_CONCURRENCY, write_retries=VECTOR_WRITE_RETRIES)
 
@@ -225,7 +279,7 @@ class CassandraEntityIndex:
                     hits[r.iri] = EntityHit(r.iri, r.label, label_match_score(r.label, text or ""), lexical=True)
         if len(pages) > len(toks) and pages[-1]:
             ann = pages[-1]
-            m = np.asarray([r.vec for r in ann], dtype=np.float32)
+            m = await self._matrix(user, collection, ann)
             norms = np.linalg.norm(m, axis=1, keepdims=True)
             sims = (m / np.where(norms == 0, 1, norms)) @ (q / qnorm)  # type: ignore[operator]
             for i in np.argsort(-sims, kind="stable"):
@@ -244,16 +298,37 @@ class CassandraEntityIndex:
             return []
         k = max(4 * limit, 32)
         rows = await self.conn.run("vec_ann", (user, collection, "predicate", [float(x) for x in q], k))
-        sims = cosines(q, [r.iri for r in rows], {r.iri: r.vec for r in rows})
+        m = await self._matrix(user, collection, rows)
+        sims = cosines(q, [r.iri for r in rows], dict(zip((r.iri for r in rows), m, strict=True)))
         hits = [EntityHit(r.iri, r.label, sims[r.iri]) for r in rows if r.iri in sims]
         return sorted(hits, key=lambda h: (-h.score, h.iri))[:limit]
 
     async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
         """Stored vectors (entities or predicates), IN-lists of keys queried concurrently."""
+        rows = await self._vector_rows(user, collection, list(dict.fromkeys(iris)))
+        return {iri: vector_of(raw) for iri, raw in rows.items()}
+
+    async def _vector_rows(self, user: str, collection: str, iris: list[str]) -> dict[str, bytes]:
+        """`vec_raw` of each IRI that has a vector (read from `vec` for rows written before it existed)."""
         kinds = ["entity", "predicate"]
-        calls = [("vec_get", (user, collection, kinds, c)) for c in _chunks(list(dict.fromkeys(iris)))]
-        pages = await self.conn.run_many(calls)
-        return {r.iri: list(r.vec) for page in pages for r in page}
+        pages = await self.conn.run_many([("vec_get", (user, collection, kinds, c)) for c in _chunks(iris)])
+        found = {r.iri: r.vec_raw for page in pages for r in page}
+        legacy = [i for i, raw in found.items() if raw is None]
+        if legacy:
+            pages = await self.conn.run_many(
+                [("vec_get_legacy", (user, collection, kinds, c)) for c in _chunks(legacy)]
+            )
+            found.update({r.iri: raw_vector(r.vec) for page in pages for r in page})
+        return found
+
+    async def _matrix(self, user: str, collection: str, rows: Sequence[Any]) -> np.ndarray:
+        """The vectors of ANN result rows as one float32 matrix (row order kept)."""
+        raws = [r.vec_raw for r in rows]
+        if any(raw is None for raw in raws):  # rows written before vec_raw existed
+            legacy = await self._vector_rows(user, collection, [r.iri for r, raw in zip(rows, raws, strict=True)
+                                                                if raw is None])  # fmt: skip
+            raws = [raw if raw is not None else legacy[r.iri] for r, raw in zip(rows, raws, strict=True)]
+        return np.frombuffer(b"".join(raws), dtype=">f4").reshape(len(raws), VECTOR_DIMENSIONS).astype(np.float32)
 
     async def similarities(
         self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]

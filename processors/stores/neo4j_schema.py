@@ -173,7 +173,9 @@ class Neo4jConnection:
         await self.ready()
 
         async def work(tx: Any) -> list[dict[str, Any]]:
-            return await (await tx.run(cypher, params)).data()
+            # dict(record), not record.data(): data() walks every value again, element by element
+            # (a vector is 384 of them); the values here are plain lists, maps and scalars already
+            return [dict(r) async for r in await tx.run(cypher, params)]
 
         async with self._driver.session(database=self.database) as session:
             return await session.execute_read(work)

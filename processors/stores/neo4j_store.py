@@ -6,6 +6,7 @@ Every call is one Cypher query (or one write transaction): a BFS level is a sing
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
@@ -138,8 +139,8 @@ _COS = "2 * coalesce(vector.similarity.cosine(n.embedding, $vec), 0.5) - 1"
 ANN = (
     "CALL db.index.vector.queryNodes('kg_entity_embedding', $k, $vec) YIELD node AS n "
     "WITH count(*) AS total, collect(CASE WHEN n.user = $user AND n.collection = $collection "
-    "THEN {iri: n.uri, label: n.index_label, sim: " + _COS + "} END) AS hits RETURN total, hits"
-)
+    "THEN {iri: n.uri, label: n.index_label, sim: " + _COS + "} END) AS hits RETURN total, hits[0..$limit] AS hits"
+)  # the index yields nodes best first: only the best `limit` of the tenant's cross the wire
 
 # exact nearest nodes of one kind in the tenant: MATCH (n:Kind {scope}) + this + the label column
 _NEAREST = (
@@ -186,6 +187,30 @@ DELETE_INDEX = (
     "REMOVE n.embedding, n.index_label, n.search_text "
     "WITH n WHERE n.label IS NULL AND NOT (n)--() DELETE n" + _BATCHED,
 )
+
+
+class _HopVectors:
+    """The entity index as one neighbour query ranks with it: the edge similarities (computed by the
+    server) and the vectors path scoring will ask for are read concurrently."""
+
+    def __init__(self, index: Neo4jEntityIndex, wanted: set[str]) -> None:
+        self.index = index
+        self.wanted = wanted
+        self.got: dict[str, list[float]] | None = None
+
+    async def similarities(
+        self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
+    ) -> dict[str, float]:
+        sims, self.got = await asyncio.gather(
+            self.index.similarities(user, collection, vector, iris),
+            self.index.vectors(user, collection, sorted(self.wanted)),
+        )
+        return sims
+
+    async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
+        if self.got is None or any(i not in self.wanted for i in iris):
+            return await self.index.vectors(user, collection, iris)
+        return {i: self.got[i] for i in iris if i in self.got}
 
 
 def _raw(r: dict[str, Any]) -> RawEdge:
@@ -266,7 +291,13 @@ class Neo4jTripleStore:
         rows = await self.conn.read(NEIGHBOURS[q.direction, bool(preds)], params)
         rows.sort(key=lambda r: (r["dir"], r["i"]))  # out-edges first, in frontier order (as SQLite)
         found = ((_raw(r), frontier[r["i"]]) for r in rows)
-        return await rank_neighbours(found, len(rows), q, self.entity_index)
+        index = self.entity_index
+        if isinstance(index, Neo4jEntityIndex) and q.paths:
+            # path scoring reads the vectors of the hop's predicates and of the paths' relations:
+            # read them alongside the edge similarities instead of after them
+            wanted = {r["p"] for r in rows} | {rel for rels in q.paths.values() for rel in rels}
+            index = _HopVectors(index, wanted)
+        return await rank_neighbours(found, len(rows), q, index)
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
         """Labels of many IRIs in one UNWIND query."""
@@ -357,7 +388,7 @@ class Neo4jEntityIndex:
         if q32 is not None and float(np.linalg.norm(q32)) > 0:
             vec = _f32(q32)
             k = min(max(limit * ANN_OVERFETCH, 100), ANN_MAX_K)
-            ann = (await self.conn.read(ANN, {**scope, "k": k, "vec": vec}))[0]
+            ann = (await self.conn.read(ANN, {**scope, "k": k, "vec": vec, "limit": limit}))[0]
             found = ann["hits"]
             if len(found) < limit and ann["total"] >= k:
                 found = await self.conn.read(EXACT, {**scope, "vec": vec, "limit": limit})

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 
 from bench import graphs
+from bench.common import sample as _sample
 from bench.pathquestion import covered, parse_questions
-from bench.run import _sample, targets
+from bench.targets import targets
 
 
 def test_same_spec_same_graph_and_questions() -> None:
@@ -98,7 +99,7 @@ def test_sample_is_spread_and_targets_flag_misses() -> None:
             "label_cache_hit_ratio": 0.95,
         }
     }
-    t = targets(res)
+    t = targets({"embedded": res})
     assert t["pathquestion-3h.store_round_trips"]["met"] is False
     assert t["pathquestion-3h.answer_coverage"]["met"] is True
     assert t["pathquestion-3h.answer_coverage_edge_limit_25"]["met"] is False
@@ -119,3 +120,22 @@ def test_code_shape_ignores_docstrings_not_code() -> None:
 
     shape = graphs._code_shape
     assert shape(a).replace("'a'", "'b'") == shape(b) and shape(a).replace("'a'", "'c'") != shape(c)
+
+
+def test_deployed_targets_cover_every_backend_that_ran() -> None:
+    res = {
+        "pulsar": {
+            "bus_round_trip": {"pulsar_overhead_per_round_trip_p50_ms": 2.5},
+            "powerlaw-1m": {"p50_ms": 50.0, "speedup_p50": 25.0, "throughput_rps": {"1": 10.0, "8": 16.0}},
+        },
+        "cassandra": {"pathquestion-3h": {"p50_ms": 59.0, "throughput_rps": {"1": 10.0, "8": 14.0}}},
+        "neo4j": "skipped: no neo4j server on 127.0.0.1:7687",
+    }
+    t = targets(res)
+    assert t["pulsar.overhead_per_round_trip_p50_ms"]["met"] is True
+    assert t["pulsar.powerlaw-1m.p50_ms"]["met"] is False
+    assert t["pulsar.powerlaw-1m.speedup_p50"]["met"] is True
+    assert t["pulsar.powerlaw-1m.throughput_8_over_1"] == {"value": 1.6, "target": ">= 1.5", "met": True}
+    assert t["cassandra.pathquestion-3h.p50_ms"]["met"] is True
+    assert t["cassandra.pathquestion-3h.throughput_8_over_1"]["met"] is False
+    assert not any(k.startswith("neo4j") for k in t)
