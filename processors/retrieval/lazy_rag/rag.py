@@ -12,20 +12,24 @@ import asyncio
 import json
 import time
 
-from processors.base.errors import QueryTimeout
-from processors.retrieval.common import Stopwatch, Tenant
-from processors.retrieval.lazy_rag.prompts import SUMMARY_SCHEMA, SUMMARY_SYSTEM, retrieval_only_answer, summary_prompt
+from processors.base.errors import QueryTimeout, ServiceError
+from processors.retrieval.common import Stopwatch, Tenant, TokenCounter
+from processors.retrieval.lazy_rag.prompts import (
+    SUMMARY_SCHEMA,
+    SUMMARY_SYSTEM,
+    fitted_summary_prompt,
+    retrieval_only_answer,
+)
 from processors.retrieval.lazy_rag.retrieve import LazyRagSettings, Neighbourhood, retrieve
 from processors.retrieval.lazy_rag.sources import LazySources
 from processors.retrieval.relevance.ranking import documents_of
 from processors.retrieval.relevance.text_match import normalize
+from schemas.base import Notice
 from schemas.communities import CommunityInfo
 from schemas.extraction import ConceptMention
 from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
 from schemas.retrieval import Citation, EntityRef, RetrievalStats
 
-PROMPT_CHUNK_CHARS = 1200
-PROMPT_RELATIONSHIPS = 30
 CONTEXT_COMMUNITIES = 3
 NO_DATA = "Nothing in this collection (or scope) matches the question."
 
@@ -33,9 +37,10 @@ NO_DATA = "Nothing in this collection (or scope) matches the question."
 class LazyRag:
     """One long-lived instance per flow; a request is a call on it."""
 
-    def __init__(self, sources: LazySources, settings: LazyRagSettings) -> None:
+    def __init__(self, sources: LazySources, settings: LazyRagSettings, count: TokenCounter) -> None:
         self.sources = sources
         self.settings = settings
+        self.count = count
 
     async def run(self, req: LazyRagRequest) -> LazyRagResponse:
         """Answer (or, for `expand`, only retrieve) within the request's time budget."""
@@ -89,17 +94,16 @@ class LazyRag:
         return res
 
     async def _summarize(self, req: LazyRagRequest, res: LazyRagResponse, stats: RetrievalStats) -> None:
-        """One model call with structured output; with no model the retrieval-only answer stays."""
+        """One model call with structured output, its prompt within the model's budget; with no
+        model (or one that fails) the retrieval-only answer stays, with a warning saying why."""
         rels = [f"{r.s_label or r.s} | {r.p_label or 'related to'} | {r.o_label or r.o}" for r in res.relationships]
-        prompt = summary_prompt(
-            req.query,
-            [e.label or e.id for e in res.entities],
-            rels[:PROMPT_RELATIONSHIPS],
-            res.communities,
-            res.chunks,
-            PROMPT_CHUNK_CHARS,
-        )
-        done = await self.sources.complete(SUMMARY_SYSTEM, prompt, SUMMARY_SCHEMA)
+        entities = [e.label or e.id for e in res.entities]
+        prompt = fitted_summary_prompt(req.query, entities, rels, res.communities, res.chunks, self.count)
+        try:
+            done = await self.sources.complete(SUMMARY_SYSTEM, prompt, SUMMARY_SCHEMA)
+        except ServiceError as e:
+            res.warnings.append(Notice(type="llm-unavailable", message=f"no model summary ({e.type}): {e.message}"))
+            return
         if not done.configured:
             return
         stats.llm_calls += 1

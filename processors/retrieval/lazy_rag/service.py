@@ -5,6 +5,7 @@ from __future__ import annotations
 from processors.base.metrics import STAGE, STORE_ROUND_TRIPS
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
+from processors.models.text_completion.tokens import FlowTokenCounter
 from processors.retrieval.bus_sources import BusSources
 from processors.retrieval.lazy_rag.rag import LazyRag
 from processors.retrieval.lazy_rag.retrieve import LazyRagSettings
@@ -35,7 +36,8 @@ class LazyRagProcessor(FlowProcessor):
 
     async def on_flow_start(self, flow: FlowContext) -> None:
         settings = flow_params(LazyRagSettings, flow.parameters)
-        flow.state = LazyRag(BusSources(flow, settings.stage_timeout_s), settings)
+        count = FlowTokenCounter(flow.parameters)
+        flow.state = LazyRag(BusSources(flow, settings.stage_timeout_s), settings, count)
 
     async def query(self, req: LazyRagRequest, flow: FlowContext) -> LazyRagResponse:
         """Retrieve and (unless `expand` or no model) summarise."""
