@@ -84,6 +84,8 @@ class FlowProcessor:
         self._slots = asyncio.Semaphore(self.runtime.concurrency)
         self._flows: dict[str, _RunningFlow] = {}
         self._inflight: set[asyncio.Task[None]] = set()
+        self._running: dict[tuple[str, str, str], asyncio.Task[None]] = {}  # (service, flow, id) -> its task
+        self._cancelled: set[tuple[str, str, str]] = set()  # requests their client cancelled
         self._producers: dict[str, Producer] = {}
         self._watcher: ConfigWatcher | None = None
 
@@ -158,6 +160,9 @@ class FlowProcessor:
             )
             consumers.append(cons)
             tasks.append(asyncio.create_task(self._serve(cons, spec, ctx), name=f"{name}:{flow_id}"))
+            cancels = await self.bus.reader(topic(name, flow_id, "cancel"))
+            consumers.append(cancels)
+            tasks.append(asyncio.create_task(self._watch_cancels(cancels, name, flow_id), name=f"cancel:{name}"))
         self._flows[flow_id] = _RunningFlow(ctx, consumers, tasks)
         log.info("flow started", extra={"processor": self.name, "flow": flow_id})
         return ctx
@@ -183,11 +188,26 @@ class FlowProcessor:
             await self._slots.acquire()
             task = asyncio.create_task(self._handle(msg, consumer, spec, ctx))
             self._inflight.add(task)
-            task.add_done_callback(self._done)
+            key = (spec.service.name, ctx.id, msg.properties.get("id", ""))
+            self._running[key] = task
+            task.add_done_callback(lambda t, k=key: self._done(t, k))  # type: ignore[misc]
 
-    def _done(self, task: asyncio.Task[None]) -> None:
+    def _done(self, task: asyncio.Task[None], key: tuple[str, str, str]) -> None:
         self._inflight.discard(task)
+        if self._running.get(key) is task:
+            del self._running[key]
+        self._cancelled.discard(key)
         self._slots.release()
+
+    async def _watch_cancels(self, reader: Consumer, service: str, flow_id: str) -> None:
+        """Cancel the requests whose client went away (their ids arrive on the cancel topic)."""
+        while True:
+            msg = await reader.receive()
+            key = (service, flow_id, msg.properties.get("id", ""))
+            task = self._running.get(key)
+            if task is not None and not task.done():
+                self._cancelled.add(key)
+                task.cancel()
 
     async def _respond(self, spec: ServiceSpec, ctx: FlowContext, rid: str, res: Response) -> None:
         name = topic(spec.service.name, ctx.id, "response")
@@ -212,9 +232,10 @@ class FlowProcessor:
                 req = parse_request(service.request, msg.data)
                 result = spec.handler(req, ctx)
                 if inspect.isasyncgen(result):
-                    async for res in result:
-                        await self._respond(spec, ctx, rid, res)
-                        sent += 1
+                    async with contextlib.aclosing(result):
+                        async for res in result:
+                            await self._respond(spec, ctx, rid, res)
+                            sent += 1
                 else:
                     await self._respond(spec, ctx, rid, await result)  # type: ignore[misc]
                     sent += 1
@@ -223,7 +244,11 @@ class FlowProcessor:
                 await self._respond(spec, ctx, rid, error_response(service.response, e))
             await consumer.ack(msg)
         except asyncio.CancelledError:
-            raise
+            if (service.name, ctx.id, rid) not in self._cancelled:
+                raise  # the flow or the process is stopping: the request goes back to the subscription
+            outcome = "cancelled"  # its client went away: nobody wants the answer, done with it
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
+            await consumer.ack(msg)
         except Exception as e:
             outcome = "failed"
             log.exception("request failed", extra={"service": service.name, "flow": ctx.id})
