@@ -29,6 +29,15 @@ class Completion:
     out_token: int = 0
 
 
+@dataclass
+class Usage:
+    """Model calls another service made for a request (e.g. community summaries), and their tokens."""
+
+    calls: int = 0
+    in_token: int = 0
+    out_token: int = 0
+
+
 class Stopwatch:
     """Per-stage wall times of one request."""
 
