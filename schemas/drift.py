@@ -36,6 +36,8 @@ class DriftParams(BaseModel):
     max_followups: int | None = Field(default=None, ge=1, le=10)
     max_summaries: int | None = Field(default=None, ge=0, le=20)
     max_tokens: int | None = Field(default=None, ge=16, le=8192)
+    prompt_chunks: int | None = Field(default=None, ge=1, le=50)
+    prompt_chunk_chars: int | None = Field(default=None, ge=50, le=10_000)
     timeout_s: float | None = Field(default=None, gt=0, le=3600)
 
 

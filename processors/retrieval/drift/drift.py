@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from processors.base.errors import QueryTimeout, ServiceError
 from processors.retrieval.drift.progress import Progress, document_names
-from processors.retrieval.drift.prompts import retrieval_only_answer
+from processors.retrieval.drift.prompts import NO_ANSWER_PREFIX, NO_MODEL_PREFIX, retrieval_only_answer
 from processors.retrieval.drift.search import Search
 from processors.retrieval.drift.settings import DriftSettings
 from processors.retrieval.drift.sources import DriftSources
@@ -117,7 +117,8 @@ def answer(search: Search) -> DriftResponse:
     labels = search.labels
     entities = sorted(search.entities.items(), key=lambda kv: (-kv[1], kv[0]))[:RESULT_ENTITIES]
     return DriftResponse(
-        response=search.final_answer or retrieval_only_answer(chunks),
+        response=search.final_answer
+        or retrieval_only_answer(chunks, NO_ANSWER_PREFIX if search.stats.llm_calls else NO_MODEL_PREFIX),
         final_answer=search.final_answer,
         key_facts=search.key_facts,
         residual_uncertainty=search.residual,

@@ -114,7 +114,7 @@ class Search:
         if text is None:
             return None
         try:
-            out = json.loads(text)
+            out = json.loads(text, strict=False)
         except ValueError:
             self.stats.unusable_outputs += 1
             return None
@@ -166,7 +166,7 @@ class Search:
         if self.use_model:
             shown = self.book.handles(samples[: self.s.prompt_chunks])
             prompt = pr.primer_prompt(self.req.query, handles, shown, self.s.prompt_chunk_chars)
-            out = await self._ask(pr.PRIMER_SYSTEM, prompt, pr.PRIMER_SCHEMA)
+            out = await self._ask(pr.PRIMER_SYSTEM, prompt, pr.primer_schema(self.s.max_tokens))
         self.watch.lap("primer")
         pending: list[Pending] = []
         if out:
@@ -241,7 +241,9 @@ class Search:
         new: list[Pending] = []
         out = None
         if nb.chunks:  # nothing retrieved: no call
-            out = await self._ask(pr.LOCAL_SYSTEM, self._local_prompt(p.question, nb), pr.LOCAL_SCHEMA)
+            out = await self._ask(
+                pr.LOCAL_SYSTEM, self._local_prompt(p.question, nb), pr.local_schema(self.s.max_tokens)
+            )
         if out:
             node.answer = str(out.get("answer") or "").strip()
             node.citations = self.book.cite_all(out.get("citations") or [])
@@ -288,11 +290,14 @@ class Search:
             "primer": {"answer": self.initial_answer},
             "followups": [
                 {"question": n.question, "answer": n.answer, "confidence": n.confidence,
-                 "citations": [self.book.handle_of(c if isinstance(c, str) else c.chunk_id) for c in n.citations]}
+                 "citations": [self.book.handle_of(c if isinstance(c, str) else c.chunk_id) for c in n.citations],
+                 "passages": [self.book.handle_of(c) for c in n.chunks[: self.s.prompt_chunks]]}
                 for n in answered
             ],
         }  # fmt: skip
-        out = await self._ask(pr.AGGREGATE_SYSTEM, pr.aggregate_prompt(self.req.query, tree), pr.AGGREGATE_SCHEMA)
+        out = await self._ask(
+            pr.AGGREGATE_SYSTEM, pr.aggregate_prompt(self.req.query, tree), pr.aggregate_schema(self.s.max_tokens)
+        )
         self.watch.lap("aggregate")
         if out:
             self.final_answer = str(out.get("final_answer") or "").strip()

@@ -17,7 +17,7 @@ class DriftSettings(BaseModel):
     followup_chunks: int = Field(default=8, ge=1, le=50)  # chunks retrieved per follow-up
     max_followups: int = Field(default=3, ge=1, le=10)  # follow-ups run per pass (concurrently)
     max_summaries: int = Field(default=2, ge=0, le=20)  # community summaries a request may write
-    max_tokens: int = Field(default=400, ge=16, le=8192)  # completion budget of each model call
+    max_tokens: int = Field(default=800, ge=16, le=8192)  # completion budget of each model call
     timeout_s: float = Field(default=300.0, gt=0, le=3600)
     stage_timeout_s: float = Field(default=30.0, gt=0)  # one store or embedding call
     model_timeout_s: float = Field(default=180.0, gt=0)  # one model call (summaries too)
@@ -25,8 +25,8 @@ class DriftSettings(BaseModel):
     neighbour_entities: int = Field(default=10, ge=0)  # entities of a follow-up's chunks expanded
     neighbour_relations: int = Field(default=20, ge=1)  # relations read from them, best first
     neighbour_chunks: int = Field(default=3, ge=0)  # chunks naming the related entities, kept
-    prompt_chunks: int = Field(default=8, ge=1)  # passages shown to the model per prompt
-    prompt_chunk_chars: int = Field(default=700, ge=50)
+    prompt_chunks: int = Field(default=8, ge=1, le=50)  # passages shown to the model per prompt
+    prompt_chunk_chars: int = Field(default=700, ge=50, le=10_000)
     novelty_weight: float = Field(default=0.5, ge=0, le=1)  # follow-up rank: novelty vs confidence
     min_novelty: float = Field(default=0.05, ge=0, le=1)  # below: a repeat of what was answered
 
