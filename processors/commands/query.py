@@ -154,51 +154,29 @@ def _drift_progress(res: DriftResponse) -> None:
         print(f"[{p.progress_pct:3d}%] {p.phase}: {p.thought_summary}", file=sys.stderr, flush=True)
 
 
+def _asked(a: argparse.Namespace, q: str) -> dict[str, Any]:
+    """The fields every query request takes from the command line."""
+    return {"query": q, "user": a.user, "collection": a.collection, "no_llm": a.no_llm, "scope": parse_scope(a)}
+
+
 KINDS: dict[str, QueryKind] = {
     GRAPH_RAG.name: QueryKind(
-        GRAPH_RAG,
-        lambda a, q, p: GraphRagRequest(
-            query=q, user=a.user, collection=a.collection, no_llm=a.no_llm, scope=parse_scope(a), **p
-        ),
-        _graph_rag_json,
-        _graph_rag_text,
+        GRAPH_RAG, lambda a, q, p: GraphRagRequest(**_asked(a, q), **p), _graph_rag_json, _graph_rag_text
     ),
     LAZY_RAG.name: QueryKind(
         LAZY_RAG,
-        lambda a, q, p: LazyRagRequest(
-            query=q,
-            user=a.user,
-            collection=a.collection,
-            no_llm=a.no_llm,
-            scope=parse_scope(a),
-            operation=a.operation,
-            **p,
-        ),  # fmt: skip
+        lambda a, q, p: LazyRagRequest(**_asked(a, q), operation=a.operation, **p),
         _document_json,
         _lazy_rag_text,
     ),
     KG_QUERY.name: QueryKind(
         KG_QUERY,
-        lambda a, q, p: KgQueryRequest(
-            query=q,
-            user=a.user,
-            collection=a.collection,
-            no_llm=a.no_llm,
-            scope=parse_scope(a),
-            **({"mode": a.mode} if a.mode else {}),
-            **p,
-        ),  # fmt: skip
+        lambda a, q, p: KgQueryRequest(**_asked(a, q), **({"mode": a.mode} if a.mode else {}), **p),
         _document_json,
         _kg_query_text,
     ),
     DRIFT.name: QueryKind(
-        DRIFT,
-        lambda a, q, p: DriftRequest(
-            query=q, user=a.user, collection=a.collection, no_llm=a.no_llm, scope=parse_scope(a), **p
-        ),
-        _document_json,
-        _drift_text,
-        _drift_progress,
+        DRIFT, lambda a, q, p: DriftRequest(**_asked(a, q), **p), _document_json, _drift_text, _drift_progress
     ),
 }
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from schemas.scope import Scope
 
+NO_DATA = "Nothing in this collection (or scope) matches the question."
+
 
 @dataclass(frozen=True)
 class Tenant:

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 
 from processors.base.errors import QueryTimeout, ServiceError
+from processors.retrieval.common import NO_DATA
 from processors.retrieval.drift.progress import Progress, document_names
 from processors.retrieval.drift.prompts import NO_ANSWER_PREFIX, NO_MODEL_PREFIX, retrieval_only_answer
 from processors.retrieval.drift.search import Search
@@ -29,7 +30,6 @@ from schemas.retrieval import EntityRef
 RESULT_CHUNKS = 20
 RESULT_ENTITIES = 30
 RESULT_RELATIONSHIPS = 30
-NO_DATA = "Nothing in this collection (or scope) matches the question."
 
 
 class Drift:

@@ -13,7 +13,7 @@ import json
 import time
 
 from processors.base.errors import QueryTimeout
-from processors.retrieval.common import Stopwatch, Tenant
+from processors.retrieval.common import NO_DATA, Stopwatch, Tenant
 from processors.retrieval.lazy_rag.prompts import SUMMARY_SCHEMA, SUMMARY_SYSTEM, retrieval_only_answer, summary_prompt
 from processors.retrieval.lazy_rag.retrieve import LazyRagSettings, Neighbourhood, retrieve
 from processors.retrieval.lazy_rag.sources import LazySources
@@ -27,7 +27,6 @@ from schemas.retrieval import Citation, EntityRef, RetrievalStats
 PROMPT_CHUNK_CHARS = 1200
 PROMPT_RELATIONSHIPS = 30
 CONTEXT_COMMUNITIES = 3
-NO_DATA = "Nothing in this collection (or scope) matches the question."
 
 
 class LazyRag:
