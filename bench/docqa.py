@@ -30,7 +30,7 @@ from prometheus_client import REGISTRY
 from bench.measure import peak_rss_mb, percentile
 from processors.base.client import RequestResponseClient
 from processors.base.runtime import System, embedded
-from processors.base.settings import StoreSettings
+from processors.base.settings import RuntimeSettings, StoreSettings
 from processors.commands.load_documents import batches
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.query.documents.linking import RELATED_TO
@@ -171,7 +171,7 @@ async def drift_with_model(home: Path, questions: list[dict[str, Any]]) -> dict[
     os.environ.setdefault("KGFLOW_LLM_TIMEOUT", "900")
     rows: list[dict[str, Any]] = []
     try:
-        async with embedded(StoreSettings(home=home)) as system:
+        async with embedded(StoreSettings(home=home), RuntimeSettings(request_timeout_s=TIMEOUT_S)) as system:
             drift = client(system, DRIFT)
             for q in questions:
                 req = DriftRequest(user=USER, collection=COLLECTION, query=q["question"], streaming=False,
@@ -208,7 +208,7 @@ async def bench_set(name: str, path: Path, limit: int | None, llm_questions: int
     questions = [q for q in questions if q.get("supporting_paragraph_ids")][:limit]
     home = CACHE / name
     shutil.rmtree(home, ignore_errors=True)
-    async with embedded(StoreSettings(home=home)) as system:
+    async with embedded(StoreSettings(home=home), RuntimeSettings(request_timeout_s=TIMEOUT_S)) as system:
         log(f"[docqa] {name}: indexing {len(docs)} documents")
         cost = await index(system, docs)
         log(f"[docqa] {name}: indexed in {cost['index_s']} s; {len(questions)} questions")

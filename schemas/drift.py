@@ -76,7 +76,7 @@ class FollowUp(BaseModel):
     depth: int = 1  # 1: proposed by the primer; n: by an answer at depth n - 1
     priority: float = 0.0  # the score it was ranked by (confidence and novelty)
     answer: str = ""
-    citations: list[Citation] = []
+    citations: list[Citation | str] = []  # as in KeyFact
     confidence: float = 0.0
     should_continue: bool = False
     chunks: list[str] = []  # ids of the chunks retrieved for it, best first

@@ -41,7 +41,8 @@ async def test_hallucinated_citations_are_dropped_counted_and_the_rest_enriched_
     class Liar(Fake):
         def local(self, prompt: str) -> Any:
             out = super().local(prompt)
-            out["citations"] += [{"chunk_id": "P999", "span": "x"}, {"chunk_id": "c-made-up", "span": "y"}]
+            out["citations"] += [{"chunk_id": "P999", "span": "x"}, {"chunk_id": "c-made-up", "span": "y"},
+                                 {"chunk_id": "n2", "span": ""}]  # fmt: skip
             return out
 
         def aggregate(self, prompt: str) -> Any:
@@ -62,8 +63,10 @@ async def test_hallucinated_citations_are_dropped_counted_and_the_rest_enriched_
     enriched = {c.chunk_id: c for c in cited if isinstance(c, Citation)}
     assert enriched["c2"].document_name == "Doc d1" and enriched["c2"].span.startswith("text of c2")
     assert "n2" in cited  # known id, unknown text: the bare id string
-    assert res.stats.citations_returned == len(cited) + 2  # plus one valid per local answer
+    assert res.stats.citations_returned == len(cited) + 2 * 2  # plus two valid per local answer
     assert all(isinstance(c, Citation) for c in res.citations)
+    assert all("n2" in f.citations for f in res.followups)  # a bare id in the Q/A tree too
+    assert DriftResponse.model_validate_json(res.model_dump_json()) == res
 
 
 def test_followups_are_ranked_by_confidence_and_novelty_deterministically() -> None:

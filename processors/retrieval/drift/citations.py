@@ -95,6 +95,10 @@ class CitationBook:
         for c in cited:
             ref, span = (c.get("chunk_id"), c.get("span", "")) if isinstance(c, dict) else (c, "")
             got = self.cite(ref, span)
-            if got is not None:
-                out.setdefault(got if isinstance(got, str) else got.chunk_id, got)
+            if got is None:
+                continue
+            key = got if isinstance(got, str) else got.chunk_id
+            if key in out:
+                self.returned -= 1  # the same chunk twice is one citation
+            out.setdefault(key, got)
         return list(out.values())
