@@ -21,6 +21,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 demo: $(STAMP)
 	$(BIN)/kgflow load triples examples/sample.tsv --collection demo
 	$(BIN)/kgflow query graph-rag "Where was marie_curie's husband born?" --collection demo
+	$(BIN)/kgflow load documents examples/documents --collection demo-docs
+	$(BIN)/kgflow query lazy-rag "Which element did Marie Curie name after her homeland?" --collection demo-docs
 
 test: $(STAMP)
 	bash deploy/local-llm.sh $(VENV)
@@ -32,6 +34,7 @@ unit: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.docqa
 
 lint: $(STAMP)
 	$(BIN)/ruff check schemas processors tests bench

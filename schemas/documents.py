@@ -83,6 +83,7 @@ class IndexedDocument(BaseModel):
     concepts: list[ConceptRef] = []
     mentions: list[KeyedMention] = []
     cooccurrences: list[CoOccurrence] = []
+    title_key: str = ""  # the concept its title names (the subject of every chunk), if any
 
 
 # --- the `documents` service --------------------------------------------------------------------
@@ -107,14 +108,15 @@ class DocumentStatus(ScopedDocRequest):
 
 
 class ChunkSearch(ScopedDocRequest):
-    """Chunks by vector and/or text, fused by reciprocal rank (or one of the two alone). With
+    """Chunks by vector and/or text, fused by reciprocal rank (or one of the two alone), or
+    `graph`: graph-aware multi-hop ranking (dense + BM25 + one hop over the concept graph). With
     `communities`, only the chunks of those communities; with `per_community` too, the best
     `per_community` of each (`by_community` in the response says which are whose)."""
 
     operation: Literal["search"] = "search"
     vector: list[float] | None = None
     text: str | None = Field(default=None, max_length=8192)
-    mode: Literal["fused", "vector", "lexical"] = "fused"
+    mode: Literal["fused", "vector", "lexical", "graph"] = "fused"
     limit: int = Field(default=10, ge=1, le=1000)
     communities: list[str] | None = Field(default=None, max_length=100)
     per_community: int | None = Field(default=None, ge=1, le=100)

@@ -12,8 +12,9 @@ import numpy as np
 
 from processors.retrieval.relevance.bm25 import Bm25Index
 from processors.retrieval.relevance.fusion import reciprocal_rank_fusion
+from processors.retrieval.relevance.graphrank import Concepts, GraphRankParams, rank
 
-SearchMode = Literal["fused", "vector", "lexical"]
+SearchMode = Literal["fused", "vector", "lexical", "graph"]
 FUSION_DEPTH = 4  # each retriever contributes its best `FUSION_DEPTH * limit` to the fusion
 
 
@@ -25,17 +26,24 @@ class ChunkIndex:
     ids: list[str]
     document_ids: list[str]
     vectors: np.ndarray  # unit rows (n x d)
-    bm25: Bm25Index
+    bm25: Bm25Index  # over each chunk's document title and text
+    concepts: Concepts
     row: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def build(
-        cls, version: int, ids: list[str], document_ids: list[str], texts: Sequence[str], vectors: np.ndarray
+        cls,
+        version: int,
+        ids: list[str],
+        document_ids: list[str],
+        texts: Sequence[str],
+        vectors: np.ndarray,
+        concepts: Concepts,
     ) -> ChunkIndex:
-        """Index the collection's chunks (vectors are normalised here)."""
+        """Index the collection's chunks (`texts`: title and text; vectors are normalised here)."""
         norms = np.linalg.norm(vectors, axis=1, keepdims=True) if len(vectors) else np.ones((0, 1))
         unit = (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
-        return cls(version, ids, document_ids, unit, Bm25Index(texts), {c: i for i, c in enumerate(ids)})
+        return cls(version, ids, document_ids, unit, Bm25Index(texts), concepts, {c: i for i, c in enumerate(ids)})
 
     def mask(self, document_ids: set[str] | None, chunk_ids: Collection[str] | None = None) -> np.ndarray | None:
         """Rows of chunks whose document is in `document_ids` and, when given, whose id is in
@@ -50,9 +58,18 @@ class ChunkIndex:
         return out
 
     def search(
-        self, vector: Sequence[float] | None, text: str | None, mode: SearchMode, limit: int, mask: np.ndarray | None
+        self,
+        vector: Sequence[float] | None,
+        text: str | None,
+        mode: SearchMode,
+        limit: int,
+        mask: np.ndarray | None,
+        params: GraphRankParams | None = None,
     ) -> list[tuple[int, float]]:
-        """(row, score) of the best `limit` chunks, best first. Fused scores are RRF scores."""
+        """(row, score) of the best `limit` chunks, best first. Fused scores are RRF scores; graph
+        scores are graphrank's mass (see relevance/graphrank)."""
+        if mode == "graph":
+            return self._graph(vector, text or "", limit, mask, params or GraphRankParams())
         rankings: list[list[int]] = []
         if mode in ("fused", "vector") and vector is not None and len(self.ids):
             q = np.asarray(vector, dtype=np.float32)
@@ -70,6 +87,22 @@ class ChunkIndex:
         fused = reciprocal_rank_fusion(rankings)
         return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
 
+    def _graph(
+        self, vector: Sequence[float] | None, text: str, limit: int, mask: np.ndarray | None, p: GraphRankParams
+    ) -> list[tuple[int, float]]:
+        if not len(self.ids):
+            return []
+        dense = _cosines(self, vector) if vector is not None else np.zeros(len(self.ids), dtype=np.float32)
+        rows, scores = rank(
+            self.concepts.graph, dense, self.bm25.scores(text, mask), self.concepts.named_in(text), limit, p, mask
+        )
+        return list(zip(rows.tolist(), scores.tolist(), strict=True))
+
+
+def _cosines(index: ChunkIndex, vector: Sequence[float]) -> np.ndarray:
+    q = np.asarray(vector, dtype=np.float32)
+    return index.vectors @ (q / (np.linalg.norm(q) or 1.0))
+
 
 def _top(scores: np.ndarray, mask: np.ndarray | None, k: int) -> list[int]:
     """Rows of the `k` best scores among `mask`, best first (ties by row)."""
@@ -79,8 +112,9 @@ def _top(scores: np.ndarray, mask: np.ndarray | None, k: int) -> list[int]:
     k = min(k, len(scores))
     if k <= 0:
         return []
-    top = np.argpartition(-scores, k - 1)[:k]
-    return top[np.lexsort((top, -scores[top]))].tolist()
+    kth = np.partition(-scores, k - 1)[k - 1]  # minus the k-th best score
+    top = np.flatnonzero(-scores <= kth)  # every row as good, so a tie at the cut goes to the lower row
+    return top[np.lexsort((top, -scores[top]))][:k].tolist()
 
 
 @dataclass

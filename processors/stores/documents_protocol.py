@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from processors.ingest.communities.profiles import CommunityRecord
+from processors.retrieval.relevance.graphrank import GraphRankParams
 from processors.stores.chunk_index import SearchMode
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Document, DocumentInfo, Mention, Scope
@@ -37,6 +38,8 @@ class DocumentRecord:
     mentions: list[Mention] = field(default_factory=list)
     relations: list[Relation] = field(default_factory=list)
     owned: set[str] = field(default_factory=set)  # entities this document's indexing created
+    keys: dict[str, str] = field(default_factory=dict)  # entity -> the concept key it was found by
+    title_entity: str | None = None  # the entity the document's title names (its subject)
 
 
 @dataclass
@@ -97,10 +100,11 @@ class DocumentStore(Protocol):
         mode: SearchMode,
         limit: int,
         scope: Scope | None = None,
+        params: GraphRankParams | None = None,
         chunk_ids: Collection[str] | None = None,
     ) -> list[Chunk]:
-        """The best chunks of the scope by vector and/or text, fused (one store call); with
-        `chunk_ids`, only among those chunks (an exact search of them, not a filter of a top k)."""
+        """The best chunks of the scope by vector and/or text, fused, or by graphrank (one store call);
+        with `chunk_ids`, only among those chunks (an exact search of them, not a filter of a top k)."""
         ...
 
     async def chunks(self, user: str, collection: str, ids: Sequence[str], scope: Scope | None = None) -> list[Chunk]:

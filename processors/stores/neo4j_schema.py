@@ -10,6 +10,9 @@ Model (every node and relationship carries `user` and `collection`):
 * ``(:KgPredicate {key, user, collection, uri, label, embedding})``: a predicate's label vector.
 * ``(:KgEntity)-[:KG_EDGE {p, user, collection}]->(:KgEntity|:KgLiteral)``: a triple.
 
+Documents, chunks, relation provenance and communities (DOCUMENT_SCHEMA) are modelled in
+neo4j_documents.py and neo4j_communities.py; their chunks link to these same KgEntity nodes.
+
 `key` is the JSON array [user, collection, iri] (literals: [user, collection, value, datatype,
 language]) under a uniqueness constraint, so a lookup by key is an index seek and can never
 cross tenants. All Cypher is constant text; values are always parameters.
@@ -19,8 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 from processors.stores.protocol import VECTOR_DIMENSIONS, int_literal
 
@@ -42,6 +45,34 @@ SCHEMA = (
     "CREATE FULLTEXT INDEX kg_entity_text IF NOT EXISTS FOR (n:KgEntity) ON EACH [n.search_text]",
     "CREATE INDEX kg_entity_name IF NOT EXISTS FOR (n:KgEntity) ON (n.search_text)",
 )
+# Documents, chunks, relation provenance and communities (see neo4j_documents.py for the model).
+DOCUMENT_SCHEMA = (
+    "CREATE CONSTRAINT kg_document_key IF NOT EXISTS FOR (n:KgDocument) REQUIRE n.key IS UNIQUE",
+    "CREATE CONSTRAINT kg_chunk_key IF NOT EXISTS FOR (n:KgChunk) REQUIRE n.key IS UNIQUE",
+    "CREATE CONSTRAINT kg_relation_key IF NOT EXISTS FOR (n:KgRelation) REQUIRE n.key IS UNIQUE",
+    "CREATE CONSTRAINT kg_community_key IF NOT EXISTS FOR (n:KgCommunity) REQUIRE n.key IS UNIQUE",
+    "CREATE INDEX kg_document_scope IF NOT EXISTS FOR (n:KgDocument) ON (n.user, n.collection)",
+    "CREATE INDEX kg_chunk_scope IF NOT EXISTS FOR (n:KgChunk) ON (n.user, n.collection)",
+    "CREATE INDEX kg_relation_scope IF NOT EXISTS FOR (n:KgRelation) ON (n.user, n.collection, n.s)",
+    "CREATE INDEX kg_relation_object IF NOT EXISTS FOR (n:KgRelation) ON (n.user, n.collection, n.o)",
+    "CREATE INDEX kg_community_scope IF NOT EXISTS FOR (n:KgCommunity) ON (n.user, n.collection)",
+    "CREATE VECTOR INDEX kg_chunk_embedding IF NOT EXISTS FOR (n:KgChunk) ON n.embedding OPTIONS "
+    "{indexConfig: {`vector.dimensions`: "
+    + int_literal(VECTOR_DIMENSIONS)
+    + ", `vector.similarity_function`: 'cosine'}}",
+    "CREATE VECTOR INDEX kg_relation_embedding IF NOT EXISTS FOR (n:KgRelation) ON n.embedding OPTIONS "
+    "{indexConfig: {`vector.dimensions`: "
+    + int_literal(VECTOR_DIMENSIONS)
+    + ", `vector.similarity_function`: 'cosine'}}",
+    "CREATE VECTOR INDEX kg_community_embedding IF NOT EXISTS FOR (n:KgCommunity) ON n.embedding OPTIONS "
+    "{indexConfig: {`vector.dimensions`: "
+    + int_literal(VECTOR_DIMENSIONS)
+    + ", `vector.similarity_function`: 'cosine'}}",
+    # BM25 terms of the chunk (relevance.bm25.terms, space-joined): the index finds candidates,
+    # the query scores them with the scope's own statistics.
+    "CREATE FULLTEXT INDEX kg_chunk_lexical IF NOT EXISTS FOR (n:KgChunk) ON EACH [n.lexical] "
+    "OPTIONS {indexConfig: {`fulltext.analyzer`: 'whitespace'}}",
+)
 AWAIT_INDEXES = "CALL db.awaitIndexes(300)"
 
 # Lucene treats these as syntax; inside a quoted phrase only \ and " need escaping, but every
@@ -55,6 +86,11 @@ def entity_key(user: str, collection: str, iri: str) -> str:
     return json.dumps([user, collection, iri], ensure_ascii=False)
 
 
+def node_key(user: str, collection: str, *parts: str) -> str:
+    """The unique key of a document, chunk, relation or community node of one tenant."""
+    return json.dumps([user, collection, *parts], ensure_ascii=False)
+
+
 def literal_key(user: str, collection: str, value: str, datatype: str, language: str) -> str:
     """The unique key of a literal node of one tenant."""
     return json.dumps([user, collection, value, datatype, language], ensure_ascii=False)
@@ -63,6 +99,19 @@ def literal_key(user: str, collection: str, value: str, datatype: str, language:
 def lucene_phrase(token: str) -> str:
     """`token` as a quoted Lucene phrase with every special character escaped (data, not syntax)."""
     return '"' + "".join("\\" + ch if ch in _LUCENE_SPECIAL else ch for ch in token) + '"'
+
+
+Runner = Callable[[str, Mapping[str, Any]], Awaitable[list[dict[str, Any]]]]
+T = TypeVar("T")
+
+
+def _runner(tx: Any) -> Runner:
+    """Run one query of a transaction; records as dicts."""
+
+    async def run(cypher: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return await (await tx.run(cypher, params)).data()
+
+    return run
 
 
 class Neo4jConnection:
@@ -104,7 +153,7 @@ class Neo4jConnection:
                 self._ready = True
                 return
             async with self._driver.session(database=self.database) as session:
-                for ddl in SCHEMA:
+                for ddl in SCHEMA + DOCUMENT_SCHEMA:
                     try:
                         await (await session.run(ddl)).consume()
                     except ClientError as exc:  # a concurrent process created an equivalent rule
@@ -137,6 +186,18 @@ class Neo4jConnection:
 
         async with self._driver.session(database=self.database) as session:
             return await session.execute_write(work)
+
+    async def read_tx(self, work: Callable[[Runner], Awaitable[T]]) -> T:
+        """Run `work` in one managed read transaction; it runs queries with the `Runner` it gets."""
+        await self.ready()
+        async with self._driver.session(database=self.database) as session:
+            return await session.execute_read(lambda tx: work(_runner(tx)))
+
+    async def write_tx(self, work: Callable[[Runner], Awaitable[T]]) -> T:
+        """Run `work` in one managed write transaction (retried as a whole on transient errors)."""
+        await self.ready()
+        async with self._driver.session(database=self.database) as session:
+            return await session.execute_write(lambda tx: work(_runner(tx)))
 
     async def autocommit(self, cypher: str, params: Mapping[str, Any]) -> None:
         """Run one auto-commit query (needed for CALL { ... } IN TRANSACTIONS)."""

@@ -7,6 +7,7 @@ import sqlite3
 
 import numpy as np
 
+from processors.retrieval.relevance.graphrank import build_concepts
 from processors.stores.chunk_index import ChunkIndex, RelationIndex
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks, ScopeSql, scope_params
 from schemas.documents import Chunk, Scope
@@ -15,6 +16,7 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
     user TEXT NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL, title TEXT NOT NULL,
     timestamp REAL, metadata TEXT NOT NULL, content_hash TEXT NOT NULL, chunks INTEGER NOT NULL,
+    title_entity TEXT,
     PRIMARY KEY (user, collection, id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS doc_meta (
@@ -47,7 +49,7 @@ CREATE TABLE IF NOT EXISTS relation_vectors (
     PRIMARY KEY (user, collection, s, p, o)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS concepts (
-    user TEXT NOT NULL, collection TEXT NOT NULL, iri TEXT NOT NULL, owned INTEGER NOT NULL,
+    user TEXT NOT NULL, collection TEXT NOT NULL, iri TEXT NOT NULL, owned INTEGER NOT NULL, key TEXT NOT NULL,
     PRIMARY KEY (user, collection, iri)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS docs_version (
@@ -129,6 +131,12 @@ FROM relation_vectors v JOIN relation_sources r
   ON r.user = v.user AND r.collection = v.collection AND r.s = v.s AND r.p = v.p AND r.o = v.o
 WHERE v.user = ? AND v.collection = ? GROUP BY v.s, v.p, v.o ORDER BY v.s, v.p, v.o
 """
+INDEX_CHUNKS = """
+SELECT c.id, c.document_id, c.text, c.vec, d.title, d.title_entity FROM chunks c JOIN documents d
+  ON d.user = c.user AND d.collection = c.collection AND d.id = c.document_id
+WHERE c.user = ? AND c.collection = ? ORDER BY c.id
+"""
+INDEX_MENTIONS = "SELECT chunk_id, entity FROM mentions WHERE user = ? AND collection = ?"
 VERSION_CHECK_S = 1.0
 
 
@@ -177,24 +185,29 @@ def build_relation_index(conn: sqlite3.Connection, user: str, collection: str, v
 
 
 def build_index(conn: sqlite3.Connection, user: str, collection: str, version: int) -> ChunkIndex:
-    rows = conn.execute(
-        "SELECT id, document_id, text, vec FROM chunks WHERE user = ? AND collection = ? ORDER BY id",
-        (user, collection),
-    ).fetchall()
+    """The collection's chunk search index (vectors, BM25 over title and text, concept graph)."""
+    uc = (user, collection)
+    rows = conn.execute(INDEX_CHUNKS, uc).fetchall()
     vecs = (
         np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), -1)
         if rows
         else np.zeros((0, 1), dtype=np.float32)
     )
-    return ChunkIndex.build(version, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], vecs)
+    ids = [r[0] for r in rows]
+    at = {c: i for i, c in enumerate(ids)}
+    mentions = [(at[c], e) for c, e in conn.execute(INDEX_MENTIONS, uc) if c in at]
+    keys = dict(conn.execute("SELECT iri, key FROM concepts WHERE user = ? AND collection = ?", uc).fetchall())
+    texts = [f"{r[4]}\n{r[2]}" if r[4] else r[2] for r in rows]
+    concepts = build_concepts([r[2] for r in rows], [r[5] for r in rows], mentions, keys)
+    return ChunkIndex.build(version, ids, [r[1] for r in rows], texts, vecs, concepts)
 
 
 def insert_record(conn: sqlite3.Connection, user: str, collection: str, r: DocumentRecord) -> None:
     d = r.document
     ts = d.timestamp.timestamp() if d.timestamp else None
     conn.execute(
-        "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?)",
-        (user, collection, d.id, d.title, ts, json.dumps(d.metadata), r.content_hash, len(r.chunks)),
+        "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?)",
+        (user, collection, d.id, d.title, ts, json.dumps(d.metadata), r.content_hash, len(r.chunks), r.title_entity),
     )
     meta = [(user, collection, d.id, k, json.dumps(v)) for k, vs in d.metadata.items() for v in _as_list(vs)]
     conn.executemany("INSERT OR IGNORE INTO doc_meta VALUES (?,?,?,?,?)", meta)
@@ -221,8 +234,8 @@ def insert_record(conn: sqlite3.Connection, user: str, collection: str, r: Docum
     )  # fmt: skip
     owned = r.owned
     conn.executemany(
-        "INSERT INTO concepts VALUES (?,?,?,?) ON CONFLICT DO NOTHING",
-        [(user, collection, e, int(e in owned)) for e in {m.entity for m in r.mentions}],
+        "INSERT INTO concepts VALUES (?,?,?,?,?) ON CONFLICT DO NOTHING",
+        [(user, collection, e, int(e in owned), r.keys.get(e, "")) for e in {m.entity for m in r.mentions}],
     )
 
 
@@ -260,3 +273,14 @@ def unlinked(conn: sqlite3.Connection, user: str, collection: str, removed: Remo
     owned = [e for e in orphans if one(CONCEPT_OWNED, e) == (1,)]
     conn.executemany(DELETE_CONCEPT, [(user, collection, e) for e in orphans])
     return RemovedLinks(rels, owned, removed.concepts)
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Bring a docs.db written by an earlier version up to date (columns added since)."""
+    for table, column, ddl in (
+        ("documents", "title_entity", "ALTER TABLE documents ADD COLUMN title_entity TEXT"),
+        ("concepts", "key", "ALTER TABLE concepts ADD COLUMN key TEXT NOT NULL DEFAULT ''"),
+    ):
+        cols = [r[1] for r in conn.execute("PRAGMA table_info(" + table + ")")]
+        if cols and column not in cols:
+            conn.execute(ddl)

@@ -12,6 +12,7 @@ import time
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
+from processors.retrieval.relevance.graphrank import GraphRankParams
 from processors.stores.chunk_index import ChunkIndex, RelationIndex, SearchMode
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
 from processors.stores.sqlite_docs_schema import (
@@ -32,6 +33,7 @@ from processors.stores.sqlite_docs_schema import (
     collection_version,
     delete_docs,
     insert_record,
+    migrate,
     scoped_ids,
     unlinked,
 )
@@ -43,7 +45,7 @@ class SqliteDocumentStore:
     """DocumentStore on SQLite (see module docstring)."""
 
     def __init__(self, path: Path) -> None:
-        self.db = SqlitePool(path, SCHEMA)
+        self.db = SqlitePool(path, SCHEMA, migrate=migrate)
         self._index: dict[tuple[str, str], ChunkIndex] = {}
         self._relations: dict[tuple[str, str], RelationIndex] = {}
         self._checked: dict[tuple[str, str], float] = {}
@@ -107,16 +109,17 @@ class SqliteDocumentStore:
         mode: SearchMode,
         limit: int,
         scope: Scope | None = None,
+        params: GraphRankParams | None = None,
         chunk_ids: Collection[str] | None = None,
     ) -> list[Chunk]:
-        """The best chunks of the scope (and of `chunk_ids`, when given) by vector and/or text
-        (one store call)."""
+        """The best chunks of the scope (and of `chunk_ids`, when given) by vector and/or text,
+        or by graphrank (one store call)."""
         allowed = await self._allowed(user, collection, scope)
         index = await self._chunk_index(user, collection)
         if index is None or (allowed is not None and not allowed) or (chunk_ids is not None and not chunk_ids):
             return []
         mask = index.mask(allowed, chunk_ids)
-        hits = await asyncio.to_thread(index.search, vector, text, mode, limit, mask)
+        hits = await asyncio.to_thread(index.search, vector, text, mode, limit, mask, params)
         found = {c.id: c for c in await self.chunks(user, collection, [index.ids[i] for i, _ in hits])}
         return [found[index.ids[i]].model_copy(update={"score": s}) for i, s in hits if index.ids[i] in found]
 

@@ -48,8 +48,10 @@ class Graph:
     async def embed(self, text: str) -> list[float]:
         return [1.0]
 
-    async def search_chunks(self, t: Tenant, vector: list[float], text: str, limit: int) -> list[Chunk]:
-        self.calls.append(("search", limit))
+    async def search_chunks(
+        self, t: Tenant, vector: list[float], text: str | None, limit: int, mode: str = "fused"
+    ) -> list[Chunk]:
+        self.calls.append(("search", mode))
         return [chunk("q1"), chunk("q2"), chunk("n1")][:limit]
 
     async def seeds(self, t: Tenant, vector: list[float], text: str, limit: int) -> list[SeedEntity]:
@@ -86,7 +88,7 @@ class Graph:
 
 
 async def test_a_bridge_chunk_that_shares_no_words_outranks_the_noise() -> None:
-    nb = await retrieve(Graph(), T, "q", LazyRagSettings(max_hops=2, chunk_limit=4))
+    nb = await retrieve(Graph(), T, "q", LazyRagSettings(max_hops=2, chunk_limit=4, chunk_ranking="walk"))
     ids = [c.id for c in nb.chunks]
     assert ids[0] == "q1" and "b1" in ids
     assert "n2" not in ids  # reached only through the hub `american`, which every chunk names
@@ -95,10 +97,10 @@ async def test_a_bridge_chunk_that_shares_no_words_outranks_the_noise() -> None:
 
 async def test_hops_bound_the_expansion_and_entities_are_capped() -> None:
     zero = Graph()
-    nb = await retrieve(zero, T, "q", LazyRagSettings(max_hops=0))
+    nb = await retrieve(zero, T, "q", LazyRagSettings(max_hops=0, chunk_ranking="walk"))
     assert not any(name == "links" for name, _ in zero.calls) and {c.id for c in nb.chunks} <= {"q1", "q2", "n1"}
     one = Graph()
-    nb1 = await retrieve(one, T, "q", LazyRagSettings(max_hops=1, max_entities=2))
+    nb1 = await retrieve(one, T, "q", LazyRagSettings(max_hops=1, max_entities=2, chunk_ranking="walk"))
     assert sum(name == "links" for name, _ in one.calls) == 1 and "far" not in {c.id for c in nb1.chunks}
     assert len(nb1.entities) <= 2
     two = Graph()
@@ -143,7 +145,7 @@ async def test_no_model_keeps_the_retrieval_only_answer_and_no_data_is_not_an_er
     assert res.response.startswith("No language model is configured") and "[q1]" in res.response
 
     class Empty(Graph):
-        async def search_chunks(self, t, vector, text, limit):  # type: ignore[no-untyped-def]
+        async def search_chunks(self, t, vector, text, limit, mode="fused"):  # type: ignore[no-untyped-def]
             return []
 
         async def seeds(self, t, vector, text, limit):  # type: ignore[no-untyped-def]
@@ -151,6 +153,13 @@ async def test_no_model_keeps_the_retrieval_only_answer_and_no_data_is_not_an_er
 
     empty = await LazyRag(Empty(), LazyRagSettings()).run(LazyRagRequest(user="u", collection="c", query="q"))
     assert empty.no_data_found and not empty.chunks and empty.error is None
+
+
+async def test_graph_ranking_takes_the_stores_order_and_asks_for_it() -> None:
+    g = Graph()
+    nb = await retrieve(g, T, "q", LazyRagSettings(chunk_limit=2))
+    assert ("search", "graph") in g.calls and [c.id for c in nb.chunks] == ["q1", "q2"]
+    assert not any(name == "chunks" for name, _ in g.calls)  # the store's hits carry their texts
 
 
 def test_personalized_pagerank_conserves_mass_and_prefers_the_seed_side() -> None:

@@ -70,6 +70,14 @@ def t(s: str, p: str, o: Term | str) -> Triple:
     return Triple(s=Term.iri(s), p=Term.iri(p), o=o if isinstance(o, Term) else Term.iri(o))
 
 
+def new_tenant(handed_out: list[tuple[str, str]], user: str | None, collection: str | None) -> tuple[str, str]:
+    """A (user, collection) pair no other test uses (or the given names), added to `handed_out`."""
+    tag = uuid.uuid4().hex[:10]
+    pair = (user if user is not None else f"u-{tag}", collection if collection is not None else f"c-{tag}")
+    handed_out.append(pair)
+    return pair
+
+
 @dataclass
 class StoreBackend:
     """One backend's triple store and entity index, plus tenant names for a test."""
@@ -81,10 +89,7 @@ class StoreBackend:
 
     def scope(self, user: str | None = None, collection: str | None = None) -> tuple[str, str]:
         """A (user, collection) pair no other test uses (or the given names); deleted at teardown."""
-        tag = uuid.uuid4().hex[:10]
-        pair = (user if user is not None else f"u-{tag}", collection if collection is not None else f"c-{tag}")
-        self.scopes.append(pair)
-        return pair
+        return new_tenant(self.scopes, user, collection)
 
     async def cleanup(self) -> None:
         """Delete everything written under the scopes handed out."""

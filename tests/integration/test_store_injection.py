@@ -112,8 +112,10 @@ Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 class QueryTextChecker(ast.NodeVisitor):
     """Finds query text built from non-constant values (see `problems`)."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, root: Path | None = None, seen: frozenset[str] = frozenset()) -> None:
         self.tree = ast.parse(source)
+        self.root = root  # the repository: names imported from processors.stores modules are checked there
+        self.seen = seen  # "module.name" already being followed (no import cycles)
         self.parent: dict[ast.AST, ast.AST] = {}
         for node in ast.walk(self.tree):
             for child in ast.iter_child_nodes(node):
@@ -198,7 +200,24 @@ class QueryTextChecker(ast.NodeVisitor):
             if e.id in seen:
                 return True
             kind, values = self.resolve(e.id, e)
+            if kind == "unknown":
+                return self.imported_const(e.id)
             return kind == "bound" and all(self.const(v, seen | {e.id}) for v in values)
+        return False
+
+    def imported_const(self, name: str) -> bool:
+        """True when `name` is imported from a processors.stores module that binds it to a constant."""
+        for node in self.tree.body:
+            if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("processors.stores.")):
+                continue
+            for alias in node.names:
+                where = f"{node.module}.{alias.name}"
+                if (alias.asname or alias.name) != name or self.root is None or where in self.seen:
+                    continue
+                path = self.root / ((node.module or "").replace(".", "/") + ".py")
+                other = QueryTextChecker(path.read_text(), self.root, self.seen | {where})
+                kind, values = other.resolve(alias.name, other.tree.body[-1])
+                return kind == "bound" and all(other.const(v) for v in values)
         return False
 
     def passed_through(self, name: ast.Name) -> bool:
@@ -277,9 +296,25 @@ def test_checker_accepts_constant_fragments() -> None:
     assert QueryTextChecker(GOOD).problems() == []
 
 
+def test_checker_follows_fragments_imported_from_store_modules(tmp_path: Path) -> None:
+    stores = tmp_path / "processors" / "stores"
+    stores.mkdir(parents=True)
+    (stores / "frags.py").write_text("import os\nGOOD = 'MATCH (d) WHERE ' + 'd.x = $x'\nBAD = os.environ['Q']\n")
+    use = "from processors.stores.frags import {0}\ndef f(conn):\n    conn.read({0} + ' RETURN d', {{}})\n"
+    assert QueryTextChecker(use.format("GOOD"), tmp_path).problems() == []
+    assert QueryTextChecker(use.format("BAD"), tmp_path).problems()
+    assert QueryTextChecker(use.format("GOOD")).problems()  # without the repository nothing is assumed
+
+
 def test_store_code_builds_no_query_text_from_values() -> None:
-    stores = Path(__file__).resolve().parents[2] / "processors" / "stores"
-    files = sorted(stores.glob("*.py"))
-    assert {"sqlite_triples.py", "cassandra_schema.py", "neo4j_store.py"} <= {f.name for f in files}
-    problems = {f.name: QueryTextChecker(f.read_text()).problems() for f in files}
+    root = Path(__file__).resolve().parents[2]
+    files = sorted((root / "processors" / "stores").glob("*.py"))
+    assert {
+        "sqlite_triples.py",
+        "cassandra_schema.py",
+        "neo4j_store.py",
+        "neo4j_documents.py",
+        "sqlite_documents.py",
+    } <= {f.name for f in files}
+    problems = {f.name: QueryTextChecker(f.read_text(), root).problems() for f in files}
     assert {k: v for k, v in problems.items() if v} == {}

@@ -1,6 +1,7 @@
 """Reading documents from files: JSONL (one document per line), or text/markdown files and
-directories of them (title = file name). A bad line is reported with file:line and skipped;
-the other documents are read."""
+directories of them (id = path under the directory; title = a markdown file's first `# `
+heading, else the file name). A bad line is reported with file:line and skipped; the other
+documents are read."""
 
 from __future__ import annotations
 
@@ -44,7 +45,9 @@ def _text(path: Path, root: Path) -> Document | Unreadable:
     except (OSError, UnicodeDecodeError) as e:
         return Unreadable(str(path), str(e))
     doc_id = path.name if path == root else str(path.relative_to(root))
-    return Document(id=doc_id, title=path.name, text=text)
+    first = text.lstrip().split("\n", 1)[0]
+    title = first[2:].strip() if path.suffix.lower() in (".md", ".markdown") and first.startswith("# ") else ""
+    return Document(id=doc_id, title=title or path.name, text=text)
 
 
 def read_documents(paths: list[Path], fmt: DocumentFormat = "auto") -> Iterator[Document | Unreadable]:

@@ -18,7 +18,7 @@ from itertools import combinations
 from typing import Any, Protocol
 
 from processors.ingest.documents.chunker import ChunkingParams, chunk_spans
-from processors.retrieval.relevance.text_match import normalize
+from processors.retrieval.relevance.text_match import title_key as title_key_of
 from schemas.documents import Chunk, ConceptRef, CoOccurrence, Document, IndexedDocument, KeyedMention
 from schemas.extraction import ConceptMention
 
@@ -77,11 +77,17 @@ def chunk_document(doc: Document, tokenizer: Any, params: ChunkingParams) -> lis
     return out
 
 
+def embedded_text(chunk: Chunk) -> str:
+    """What a chunk's vector is computed from: its document's title, then its text (a passage
+    often names its subject only in the title)."""
+    return f"{chunk.title}\n{chunk.text}" if chunk.title else chunk.text
+
+
 def index_document(
     doc: Document, chunks: list[Chunk], vectors: list[list[float]], mentions: list[list[ConceptMention]]
 ) -> IndexedDocument:
     """Concepts, mentions and sentence co-occurrences of one document (mentions per chunk)."""
-    title_key = normalize(doc.title)
+    title_key = title_key_of(doc.title)
     labels: dict[str, Counter[str]] = {}
     keyed: list[KeyedMention] = []
     pairs: dict[tuple[str, str], list[str]] = {}
@@ -98,8 +104,9 @@ def index_document(
                 pairs.setdefault((a, b), []).append(chunk.id)
     concepts = [ConceptRef(key=k, label=c.most_common(1)[0][0][:512]) for k, c in labels.items()]
     cooc = [CoOccurrence(a=a, b=b, chunk_ids=list(dict.fromkeys(ids))) for (a, b), ids in pairs.items()]
+    titled = title_key if title_key in labels else ""
     return IndexedDocument(document=doc, content_hash=content_hash(doc), chunks=chunks, vectors=vectors,
-                           concepts=concepts, mentions=keyed, cooccurrences=cooc)  # fmt: skip
+                           concepts=concepts, mentions=keyed, cooccurrences=cooc, title_key=titled)  # fmt: skip
 
 
 def _sentences(found: Sequence[ConceptMention], title_key: str) -> list[set[str]]:
@@ -143,7 +150,7 @@ async def load_batch(
         except Exception as e:  # one bad document must not stop the others
             report.failed[d.id] = f"chunking failed: {e}"
     texts = [c.text for _, cs in chunked for c in cs]
-    vectors = await _batched(sources.embed, texts, EMBED_BATCH)
+    vectors = await _batched(sources.embed, [embedded_text(c) for _, cs in chunked for c in cs], EMBED_BATCH)
     progress("embedded", len(texts))
     mentions = await _batched(sources.extract, texts, EXTRACT_BATCH)
     progress("extracted", len(texts))

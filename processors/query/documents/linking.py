@@ -68,8 +68,9 @@ def link(documents: Sequence[IndexedDocument], named: Mapping[str, str]) -> Link
                 relations.append(Relation(s, RELATED_TO, o, co.chunk_ids))
                 out.relations.add((s, RELATED_TO, o))
         out.records.append(
-            DocumentRecord(doc.document, doc.content_hash, doc.chunks, doc.vectors, mentions, relations, owned)
-        )
+            DocumentRecord(doc.document, doc.content_hash, doc.chunks, doc.vectors, mentions, relations, owned,
+                           keys={i: k for k, i in iri.items()}, title_entity=iri.get(doc.title_key))
+        )  # fmt: skip
     return out
 
 

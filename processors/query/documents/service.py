@@ -12,7 +12,7 @@ import asyncio
 
 from processors.base.bus import Bus, Producer
 from processors.base.processor import FlowContext, FlowProcessor, Host, ServiceSpec
-from processors.base.settings import RuntimeSettings
+from processors.base.settings import RuntimeSettings, flow_params
 from processors.models.embeddings.client import FlowEmbedder
 from processors.query.documents.linking import (
     RELATED_TO,
@@ -21,6 +21,7 @@ from processors.query.documents.linking import (
     link,
     unlinked_triples,
 )
+from processors.retrieval.relevance.graphrank import GraphRankParams
 from processors.stores.documents_protocol import RemovedLinks
 from processors.stores.factory import Stores
 from schemas.documents import (
@@ -80,6 +81,9 @@ class DocumentsProcessor(FlowProcessor):
     def services(self) -> list[ServiceSpec]:
         return [ServiceSpec(DOCUMENTS, self.handle)]
 
+    async def on_flow_start(self, flow: FlowContext) -> None:
+        flow.state = flow_params(GraphRankParams, flow.parameters)
+
     def calls(self) -> list[Service]:
         return [EMBEDDINGS]
 
@@ -92,8 +96,10 @@ class DocumentsProcessor(FlowProcessor):
             return DocumentsResponse(hashes=await docs.hashes(req.user, req.collection, req.document_ids))
         if isinstance(req, ChunkSearch):
             if req.communities is not None:
-                return await self.community_search(req)
-            found = await docs.search(req.user, req.collection, req.vector, req.text, req.mode, req.limit, req.scope)
+                return await self.community_search(req, flow)
+            found = await docs.search(
+                req.user, req.collection, req.vector, req.text, req.mode, req.limit, req.scope, flow.state
+            )
             return DocumentsResponse(chunks=found, store_round_trips=1)
         if isinstance(req, EntityChunks):
             links = await docs.links(req.user, req.collection, req.entities, req.chunk_ids, req.per_entity, req.scope)
@@ -120,14 +126,14 @@ class DocumentsProcessor(FlowProcessor):
         await self.delete_collection(req.user, req.collection)
         return DocumentsResponse(deleted=1)
 
-    async def community_search(self, req: ChunkSearch) -> DocumentsResponse:
+    async def community_search(self, req: ChunkSearch, flow: FlowContext) -> DocumentsResponse:
         """Chunks of the scope among the chunks of `req.communities`: the best `limit` of them
         all, or with `per_community` the best of each community (one search per community)."""
         members = await self.stores.communities.member_chunks(req.user, req.collection, req.communities or [])
 
         async def among(ids: list[str], limit: int) -> list[Chunk]:
             return await self.stores.documents.search(
-                req.user, req.collection, req.vector, req.text, req.mode, limit, req.scope, chunk_ids=ids
+                req.user, req.collection, req.vector, req.text, req.mode, limit, req.scope, flow.state, chunk_ids=ids
             )
 
         if req.per_community is None:

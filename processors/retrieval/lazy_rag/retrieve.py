@@ -1,15 +1,18 @@
 """How lazy-rag finds the context of a question (bus-free).
 
-1. The question's vector; the best chunks by vector + text (fused) and the entities it names or
-   is nearest to — concurrently, one store round trip each.
+1. The question's vector; the best chunks and the entities the question names or is nearest to
+   — concurrently, one store round trip each. With `chunk-ranking: graph` (the default) the
+   store ranks the chunks by graphrank (dense + BM25 + one question-aware hop over the concept
+   graph, see relevance/graphrank), which finds the bridge passage of a multi-hop question; with
+   `walk` it returns them fused (vector + BM25) and step 3 ranks them.
 2. `max_hops` levels of expansion over chunk-entity links (one round trip per level): the
    entities the frontier chunks mention and the chunks that mention the frontier entities; the
    next frontier is the best `max_entities` entities, by how strongly the retrieved chunks name
    them.
 3. Personalised PageRank over that neighbourhood (chunks, entities, their links), restarting at
-   the best chunks and the question's entities; chunks are ranked by their mass, which lifts a
-   bridge chunk that shares no words with the question but names what its best chunks name.
-4. The texts of the winning chunks not yet fetched (one round trip).
+   the best chunks and the question's entities: it ranks the entities (and, with `walk`, the
+   chunks).
+4. (`walk`) The texts of the winning chunks not yet fetched (one round trip).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -44,6 +48,7 @@ class LazyRagSettings(BaseModel):
     seed_entities: int = Field(default=10, ge=1)  # entities from the question's vector and names
     per_entity: int = Field(default=20, ge=1)  # chunks read per expanded entity
     chunk_seed_weight: float = Field(default=0.5, ge=0, le=1)  # restart mass on chunks (the rest: entities)
+    chunk_ranking: Literal["graph", "walk"] = "graph"  # graphrank in the store, or the neighbourhood walk
 
     def for_request(self, req: LazyRagRequest) -> LazyRagSettings:
         """These settings with the request's overrides."""
@@ -67,8 +72,11 @@ async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettin
     watch, trips = Stopwatch(), 0
     vector = await sources.embed(query)
     watch.lap("embed")
+    graph = s.chunk_ranking == "graph"
+    depth = max(s.search_depth, s.chunk_limit)
     hits, seeds = await asyncio.gather(
-        sources.search_chunks(t, vector, query, s.search_depth), sources.seeds(t, vector, query, s.seed_entities)
+        sources.search_chunks(t, vector, query, depth, "graph" if graph else "fused"),
+        sources.seeds(t, vector, query, s.seed_entities),
     )
     trips += 2
     watch.lap("search")
@@ -92,7 +100,8 @@ async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettin
     seeds = [e for e in seeds if t.scope is None or e.id in in_scope]  # a seed outside the scope names nothing in it
     ranked_chunks, ranked_entities = _rank(hits, seeds, mentions, s)
     watch.lap("rank")
-    top = ranked_chunks[: s.chunk_limit]
+    top = [(c.id, c.score or 0.0) for c in hits] if graph else ranked_chunks
+    top = top[: s.chunk_limit]
     missing = [cid for cid, _ in top if cid not in known]
     if missing:
         known.update({c.id: c for c in await sources.chunks(t, missing)})

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from processors.retrieval.common import Completion, Tenant
+from processors.stores.chunk_index import SearchMode
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Mention
 from schemas.extraction import ConceptMention
@@ -21,8 +22,10 @@ class LazySources(Protocol):
         """Vector of `text`."""
         ...
 
-    async def search_chunks(self, t: Tenant, vector: list[float], text: str, limit: int) -> list[Chunk]:
-        """Best chunks by vector + text, fused."""
+    async def search_chunks(
+        self, t: Tenant, vector: list[float], text: str | None, limit: int, mode: SearchMode = "fused"
+    ) -> list[Chunk]:
+        """Best chunks: by vector + text, fused, or ranked by graphrank (`mode`)."""
         ...
 
     async def seeds(self, t: Tenant, vector: list[float], text: str, limit: int) -> list[SeedEntity]:

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
+import Stemmer
 
 from processors.retrieval.relevance.text_match import STOPWORDS
 
@@ -18,17 +19,12 @@ _WORD = re.compile(r"[0-9a-z\u00c0-\uffff]+")
 K1, B = 1.2, 0.75
 
 
-def _stem(word: str) -> str:
-    """A light English suffix strip, so "albums" finds "album" and "studies" finds "study"."""
-    for suffix, keep in (("ies", "y"), ("sses", "ss"), ("es", "e"), ("s", ""), ("ing", ""), ("ed", "")):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
-            return word[: -len(suffix)] + keep
-    return word
+_STEMMER = Stemmer.Stemmer("english")  # Snowball: "albums" finds "album", "studies" "study"
 
 
 def terms(text: str) -> list[str]:
-    """Lexical terms of `text`: lower-case words without stopwords, lightly stemmed."""
-    return [_stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+    """Lexical terms of `text`: lower-case words without stopwords, Snowball-stemmed."""
+    return _STEMMER.stemWords([w for w in _WORD.findall(text.lower()) if w not in STOPWORDS])
 
 
 class Bm25Index:

@@ -17,6 +17,17 @@ def normalize(text: str) -> str:
     return " ".join(_NON_WORD.split(text.lower().replace("_", " "))).strip()
 
 
+_DISAMBIGUATION = re.compile(r"\s*\([^)]*\)\s*$")
+_ARTICLE = re.compile(r"^(the|a|an) ")
+
+
+def title_key(title: str) -> str:
+    """The concept a document title names: normalized, without a trailing disambiguation or a
+    leading article ("The Beatles (band)" -> "beatles"), as the mentions of its subject read."""
+    key = normalize(_DISAMBIGUATION.sub("", title)) or normalize(title)
+    return _ARTICLE.sub("", key)
+
+
 def content_tokens(text: str, max_tokens: int = 32) -> list[str]:
     """Distinct non-stopword tokens of `text`, in order."""
     seen: dict[str, None] = {}

@@ -1,0 +1,217 @@
+"""Multi-hop chunk ranking without a model: dense + BM25 relevance, and one question-aware hop
+over the chunk-concept graph (pure numpy).
+
+A multi-hop question names one thing and asks about another: its first passage is found by text
+similarity, its bridge passage is the one *about* something the first passage names. So:
+
+1. rel = z(cosine) + `w_lex` * z(BM25), z-scored over the chunks searched; chunks titled by a
+   concept the question names get `title_boost` (the question names their subject).
+2. The best `seeds` chunks get seed mass softmax(rel / tau).
+3. Each seed passes its mass to the chunks it links to — strongly to the chunks titled by a
+   concept it mentions, weakly (`w_concept_link` * idf / ln N) to chunks sharing a rarer concept
+   — in proportion to link weight * exp(rel / tau) of the target, so the hop stays on the question.
+   Concepts the question names, and concepts in more than max(3, `max_df` * N) chunks, carry no
+   hop (they say nothing new).
+4. Chunks rank by seed + `beta` * hop mass; chunks with no mass follow by rel.
+
+Measured on the public doc-QA sets with MiniLM (issue 14's notes): recall@5 +0.10 (HotpotQA) and
++0.13 (MuSiQue) over the better of dense and BM25. Personalised PageRank over the same graph
+gained +0.04 / +0.02: without the question steering each step its mass spreads over every chunk
+sharing any concept with the seeds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from processors.retrieval.relevance.text_match import STOPWORDS, normalize
+
+MAX_TITLE_WORDS = 8  # longer titles are not looked for in text
+
+
+class GraphRankParams(BaseModel):
+    """The knobs of `rank` (flow parameters of the documents service)."""
+
+    w_lex: float = Field(default=0.3, ge=0)
+    title_boost: float = Field(default=3.0, ge=0)
+    seeds: int = Field(default=10, ge=1)
+    tau: float = Field(default=1.0, gt=0)
+    beta: float = Field(default=1.0, ge=0)
+    w_title_link: float = Field(default=1.0, ge=0)
+    w_concept_link: float = Field(default=0.05, ge=0)
+    max_df: float = Field(default=0.02, ge=0)
+
+
+@dataclass
+class Csr:
+    """A sparse 0/1 matrix as row pointers and column indices."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+
+    @classmethod
+    def build(cls, rows: np.ndarray, cols: np.ndarray, n_rows: int) -> Csr:
+        """From (row, column) pairs; duplicates kept once."""
+        pairs = np.unique(np.stack([rows, cols], axis=1), axis=0) if len(rows) else np.zeros((0, 2), np.int64)
+        counts = np.bincount(pairs[:, 0], minlength=n_rows) if len(pairs) else np.zeros(n_rows, np.int64)
+        return cls(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), pairs[:, 1].astype(np.int64))
+
+    def row(self, i: int) -> np.ndarray:
+        """Column indices of row i."""
+        return self.indices[self.indptr[i] : self.indptr[i + 1]]
+
+    def sizes(self) -> np.ndarray:
+        """Entries per row."""
+        return np.diff(self.indptr)
+
+
+@dataclass
+class ConceptGraph:
+    """Which chunks mention which concepts, and which chunk is titled by which concept."""
+
+    mentions: Csr  # chunk -> concepts it mentions (its own title excluded)
+    titled: Csr  # concept -> chunks it is the title of
+    mentioned_by: Csr  # concept -> chunks that mention it or are titled by it
+    df: np.ndarray  # per concept: chunks in `mentioned_by`
+    idf: np.ndarray  # per concept: ln(N / df)
+
+    @classmethod
+    def build(cls, n_chunks: int, n_concepts: int, mention_pairs: np.ndarray, title_of: np.ndarray) -> ConceptGraph:
+        """`mention_pairs`: (chunk, concept) rows; `title_of[chunk]`: its title concept or -1."""
+        r, c = (mention_pairs[:, 0], mention_pairs[:, 1]) if len(mention_pairs) else (np.zeros(0, np.int64),) * 2
+        keep = c != title_of[r]  # a chunk does not mention its own title
+        mentions = Csr.build(r[keep], c[keep], n_chunks)
+        has = np.flatnonzero(title_of >= 0)
+        titled = Csr.build(title_of[has], has, n_concepts)
+        by = np.concatenate([np.stack([c[keep], r[keep]], 1), np.stack([title_of[has], has], 1)])
+        mentioned_by = Csr.build(by[:, 0], by[:, 1], n_concepts)
+        df = mentioned_by.sizes().astype(np.float64)
+        idf = np.log(max(n_chunks, 2) / np.maximum(df, 1.0))
+        return cls(mentions, titled, mentioned_by, df, idf)
+
+
+@dataclass
+class Concepts:
+    """A collection's concept graph and how to find its concepts in a question."""
+
+    graph: ConceptGraph
+    by_key: dict[str, int]  # normalised key -> concept id
+    max_words: int
+
+    def named_in(self, question: str) -> list[int]:
+        """Concepts the question names: its word n-grams that are concept keys, maximal matches only
+        (a match inside a longer one is dropped), stopwords alone excluded."""
+        words = normalize(question).split()
+        found = {
+            key
+            for n in range(1, self.max_words + 1)
+            for i in range(len(words) - n + 1)
+            if (key := " ".join(words[i : i + n])) in self.by_key and key not in STOPWORDS
+        }
+        return [self.by_key[k] for k in found if not any(k != o and f" {k} " in f" {o} " for o in found)]
+
+
+def build_concepts(
+    texts: Sequence[str], titles: Sequence[str | None], mentions: Sequence[tuple[int, str]], keys: Mapping[str, str]
+) -> Concepts:
+    """The concept graph of chunks: `titles[i]` is the entity chunk i's document title names (or
+    None), `mentions` the (chunk row, entity) pairs indexing found, `keys` each entity's key. A chunk
+    whose text names a title's key as whole words also mentions that entity (links "X" anywhere to
+    the passages about X, where extraction missed or split the mention)."""
+    ids: dict[str, int] = {}
+    for e in [*(t for t in titles if t), *(e for _, e in mentions)]:
+        ids.setdefault(e, len(ids))
+    title_of = np.array([ids[t] if t else -1 for t in titles], dtype=np.int64)
+    pairs = [(r, ids[e]) for r, e in mentions]
+    title_keys = {keys[t]: ids[t] for t in titles if t and keys.get(t)}
+    longest = max((len(k.split()) for k in title_keys), default=0)
+    for row, text in enumerate(texts):
+        words = normalize(text).split()
+        for n in range(1, min(longest, MAX_TITLE_WORDS) + 1):
+            for i in range(len(words) - n + 1):
+                c = title_keys.get(" ".join(words[i : i + n]))
+                if c is not None:
+                    pairs.append((row, c))
+    graph = ConceptGraph.build(len(texts), len(ids), np.asarray(pairs, dtype=np.int64).reshape(-1, 2), title_of)
+    by_key = {keys[e]: i for e, i in ids.items() if keys.get(e)}
+    return Concepts(graph, by_key, min(max((len(k.split()) for k in by_key), default=1), MAX_TITLE_WORDS))
+
+
+def zscore(x: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    """(x - mean) / std over the rows in `mask` (all rows when None)."""
+    sub = x if mask is None else x[mask]
+    if len(sub) == 0:
+        return np.zeros_like(x)
+    return (x - sub.mean()) / (sub.std() + 1e-9)
+
+
+def _top(scores: np.ndarray, k: int) -> np.ndarray:
+    k = min(k, int(np.isfinite(scores).sum()))
+    if k <= 0:
+        return np.zeros(0, np.int64)
+    idx = np.argpartition(-scores, k - 1)[:k]
+    return idx[np.lexsort((idx, -scores[idx]))]
+
+
+def rank(
+    g: ConceptGraph,
+    dense: np.ndarray,
+    lexical: np.ndarray,
+    question_concepts: list[int],
+    limit: int,
+    p: GraphRankParams,
+    mask: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The best `limit` chunks (rows, best first) and their scores; see the module docstring.
+    `mask` restricts everything (statistics, seeds, hops) to a scope's rows."""
+    n = len(dense)
+    rel = zscore(dense.astype(np.float64), mask) + p.w_lex * zscore(lexical.astype(np.float64), mask)
+    for c in question_concepts:
+        rel[g.titled.row(c)] += p.title_boost
+    if mask is not None:
+        rel = np.where(mask, rel, -np.inf)
+    seeds = _top(rel, p.seeds)
+    if len(seeds) == 0:
+        return seeds, np.zeros(0)
+    seed_mass = np.exp((rel[seeds] - rel[seeds[0]]) / p.tau)
+    seed_mass /= seed_mass.sum()
+    mass = np.zeros(n)
+    mass[seeds] = seed_mass
+    searched = n if mask is None else int(mask.sum())
+    named, cap, ln_n = set(question_concepts), max(3.0, p.max_df * searched), math.log(max(n, 2))
+    for i, m_i in zip(seeds.tolist(), seed_mass.tolist(), strict=True):
+        links = _links(g, i, named, cap, ln_n, p)
+        links.pop(i, None)
+        js = np.fromiter(links, np.int64, len(links))
+        if mask is not None and len(js):
+            js = js[mask[js]]
+        if len(js) == 0:
+            continue
+        link_w = np.fromiter((links[j] for j in js.tolist()), np.float64, len(js))
+        w = link_w * np.exp((rel[js] - rel[js].max()) / p.tau)
+        mass[js] += p.beta * m_i * w / w.sum()
+    finite = np.isfinite(rel)
+    tie = np.where(finite, (rel - rel[finite].min()) / (np.ptp(rel[finite]) + 1e-9), -np.inf)
+    order = _top(mass + 1e-9 * tie, limit)
+    return order, mass[order]
+
+
+def _links(g: ConceptGraph, i: int, named: set[int], cap: float, ln_n: float, p: GraphRankParams) -> dict[int, float]:
+    """Chunk j -> the strongest link weight from chunk i (title links, then rarer shared concepts)."""
+    links: dict[int, float] = {}
+    for c in g.mentions.row(i).tolist():
+        if c in named or g.df[c] > cap:
+            continue
+        for j in g.titled.row(c).tolist():
+            links[j] = max(links.get(j, 0.0), p.w_title_link)
+        if p.w_concept_link:
+            w = p.w_concept_link * float(g.idf[c]) / ln_n
+            for j in g.mentioned_by.row(c).tolist():
+                if links.get(j, 0.0) < w:
+                    links[j] = w
+    return links

@@ -1,0 +1,51 @@
+"""graphrank (pure): the bridge passage is found through the title its first passage names; the
+question's own concepts and hubs carry no hop; a scope restricts statistics, seeds and hops."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from processors.retrieval.relevance.graphrank import GraphRankParams, build_concepts, rank
+
+# chunk 0 answers hop 1 and names "Rush"; chunk 1 is titled "Rush" (the bridge) but shares no
+# words with the question; chunks 2..9 are noise that all mention the hub "music".
+TEXTS = ["Nobody's Hero is a song by Rush from Counterparts.", "The band was formed in Toronto in 1968."] + [
+    f"Unrelated passage {i} about music." for i in range(8)
+]
+TITLES = ["nobody's hero", "rush"] + [None] * 8
+KEYS = {"nobody's hero": "nobody s hero", "rush": "rush", "music": "music", "counterparts": "counterparts"}
+MENTIONS = [(0, "counterparts")] + [(i, "music") for i in range(2, 10)]
+
+
+def scores(first: float, bridge: float) -> np.ndarray:
+    dense = np.full(10, 0.1)
+    dense[0], dense[1] = first, bridge
+    return dense
+
+
+def test_the_bridge_passage_is_found_through_a_title_its_first_passage_names() -> None:
+    concepts = build_concepts(TEXTS, TITLES, MENTIONS, KEYS)
+    assert concepts.named_in("Which band released Counterparts?") == [concepts.by_key["counterparts"]]
+    dense = scores(0.9, 0.05)  # the bridge is the least similar chunk of all
+    rows, mass = rank(concepts.graph, dense, np.zeros(10), concepts.named_in("Which band released Counterparts?"),
+                      3, GraphRankParams(seeds=3))  # fmt: skip
+    assert rows.tolist()[:2] == [0, 1] and mass[1] > 0  # the bridge holds what its seed passed on
+    plain, _ = rank(
+        concepts.graph, dense, np.zeros(10), [], 3, GraphRankParams(seeds=3, w_title_link=0, w_concept_link=0)
+    )
+    assert 1 not in plain.tolist()  # without the hop the bridge is not in the top 3
+
+
+def test_a_concept_the_question_names_boosts_the_chunks_it_titles() -> None:
+    concepts = build_concepts(TEXTS, TITLES, MENTIONS, KEYS)
+    named = concepts.named_in("Where was Rush formed?")
+    assert named == [concepts.by_key["rush"]]
+    rows, _ = rank(concepts.graph, scores(0.2, 0.2), np.zeros(10), named, 1, GraphRankParams())
+    assert rows.tolist() == [1]
+
+
+def test_a_scope_restricts_seeds_and_hops() -> None:
+    concepts = build_concepts(TEXTS, TITLES, MENTIONS, KEYS)
+    mask = np.array([True] + [False] + [True] * 8)
+    rows, _ = rank(concepts.graph, scores(0.9, 0.05), np.zeros(10), [], 10, GraphRankParams(seeds=3), mask)
+    assert 1 not in rows.tolist() and set(rows.tolist()) <= set(np.flatnonzero(mask).tolist())

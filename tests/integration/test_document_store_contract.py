@@ -1,0 +1,393 @@
+"""One contract for the document store on SQLite and on the real Neo4j: writes and what they
+unlink, hashes, search (ranked as the embedded reference index ranks), links, chunks,
+relations, listing, counts, deletion, tenant isolation, and a seeded property test that no
+result ever comes from outside a scope and a scoped search ranks as a fresh collection of the
+scope's documents. Communities: test_community_store_contract.py (same fixture)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from processors.retrieval.relevance.fusion import reciprocal_rank_fusion
+from processors.stores.chunk_index import FUSION_DEPTH, ChunkIndex, SearchMode
+from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
+from schemas.documents import Chunk, Scope
+from tests.integration.doc_store_fixtures import (
+    REL,
+    DocBackend,
+    communities_of,
+    e,
+    in_scope,
+    random_corpus,
+    random_scope,
+    record,
+    reference_index,
+    reference_relations,
+    sources,
+    support,
+)
+from tests.integration.store_fixtures import near, unit
+
+MODES: tuple[SearchMode, ...] = ("vector", "lexical", "fused")
+
+
+def ranked(index: ChunkIndex, vector: list[float], text: str, mode: SearchMode, limit: int, docs: set[str] | None):
+    """The reference ranking: (chunk id, score), best first."""
+    return [(index.ids[i], s) for i, s in index.search(vector, text, mode, limit, index.mask(docs))]
+
+
+def assert_ranking(got: Sequence[Chunk], want: Sequence[tuple[str, float]], limit: int) -> None:
+    """The first `limit` of `want` (a deeper reference ranking) with the same scores, in order;
+    chunks may swap only inside a near-tie (SQLite scores in float32, Neo4j in float64)."""
+    assert len(got) == min(limit, len(want)), ([c.id for c in got], want)
+    score_of = dict(want)
+    for chunk, (cid, score) in zip(got, want, strict=False):
+        assert chunk.score == pytest.approx(score, rel=1e-4, abs=1e-6)
+        assert chunk.id == cid or abs(score_of.get(chunk.id, -1.0) - score) < 1e-5, ([c.id for c in got], want)
+
+
+async def assert_search(
+    docs: DocBackend, tenant: tuple[str, str], vector: list[float], text: str, limit: int, scope: Scope | None,
+    ref: ChunkIndex, allowed: set[str] | None,
+) -> None:  # fmt: skip
+    """Vector and lexical rankings (to the fusion's depth) match the reference; fused is their
+    reciprocal rank fusion; nothing comes from outside `allowed`."""
+    depth = FUSION_DEPTH * limit
+    rankings = []
+    for mode in ("vector", "lexical"):
+        deep = await docs.documents.search(*tenant, vector, text, mode, depth, scope)
+        assert_ranking(deep, ranked(ref, vector, text, mode, depth + 5, allowed), depth)
+        assert await docs.documents.search(*tenant, vector, text, mode, limit, scope) == deep[:limit]
+        rankings.append([c.id for c in deep])
+    fused = await docs.documents.search(*tenant, vector, text, "fused", limit, scope)
+    want = sorted(reciprocal_rank_fusion(rankings).items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    assert [(c.id, c.score) for c in fused] == want
+    assert allowed is None or {c.document_id for c in fused} <= allowed
+
+
+async def assert_relations(
+    docs: DocBackend, tenant: tuple[str, str], records: Sequence[DocumentRecord], vector: list[float], scope: Scope
+) -> None:
+    """Relation search, source chunks, scoped entities and edges: exactly the scope's (oracles
+    from the records)."""
+    inside = [r for r in records if in_scope(r, scope)]
+    allowed = {r.document.id for r in inside}
+    got = await docs.documents.search_relations(*tenant, vector, 5, scope)
+    want = reference_relations(records).search(vector, 5, allowed)
+    assert [(s, p, o, n) for s, p, o, _, n in got] == [(*k, n) for k, _, n in want]
+    assert [x[3] for x in got] == pytest.approx([x[1] for x in want], abs=1e-5)
+    held = sources(inside)
+    pairs = await docs.documents.relation_chunks(*tenant, sorted(support(records)), 1, scope)
+    assert sorted(pairs) == sorted((k, min(c)) for k, c in held.items())
+    assert await docs.documents.scoped_entities(*tenant, scope) == {m.entity for r in inside for m in r.mentions}
+    frontier = [e(x) for x in ("curie", "piano", "paris")]
+    edges = await docs.documents.scoped_neighbours(*tenant, frontier, 2, scope)
+    out = [(k, x) for x in frontier for k in sorted(k for k in held if k[0] == x)[:2]]  # by (p, o)
+    into = [(k, x) for x in frontier for k in sorted((k for k in held if k[2] == x), key=lambda k: (k[1], k[0]))[:2]]
+    want_edges = [((*k, 0, "", ""), x) for k, x in out + into]
+    assert edges == want_edges
+
+
+def unlinked(removed: RemovedLinks) -> tuple[list[tuple[str, str, str]], list[str], list[str]]:
+    """A RemovedLinks with its lists sorted (their order is not part of the contract)."""
+    return sorted(removed.relations), sorted(removed.concepts), sorted(removed.touched)
+
+
+def mentions_of(records: Sequence[DocumentRecord]) -> set[tuple[str, str, int]]:
+    """(entity, chunk, count) of every mention, counts summed."""
+    out: dict[tuple[str, str], int] = {}
+    for r in records:
+        for m in r.mentions:
+            out[m.entity, m.chunk_id] = out.get((m.entity, m.chunk_id), 0) + m.count
+    return {(en, c, n) for (en, c), n in out.items()}
+
+
+async def test_store_hashes_listing_and_counts(docs: DocBackend) -> None:
+    user, coll = docs.scope()
+    a = record("a", ["alpha river", "beta mountain"], metadata={"lang": "en", "tags": ["x", "y"]})
+    b = record("b", ["gamma album"], metadata={"lang": "fr", "n": 1})
+    b.document.timestamp = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert await docs.documents.store(user, coll, [b, a]) == RemovedLinks()
+    assert await docs.documents.hashes(user, coll, ["b", "a", "zz"]) == {"a": a.content_hash, "b": b.content_hash}
+    listed = await docs.documents.documents(user, coll, 10)
+    assert [(d.id, d.title, d.chunks, d.content_hash) for d in listed] == [
+        ("a", "A", 2, a.content_hash),
+        ("b", "B", 1, b.content_hash),
+    ]
+    assert listed[0].timestamp is None and listed[1].timestamp == b.document.timestamp
+    assert [d.id for d in await docs.documents.documents(user, coll, 1)] == ["a"]
+    for scope, want in [
+        (Scope(metadata={"tags": "y"}), ["a"]),
+        (Scope(metadata={"n": 1}), ["b"]),
+        (Scope(metadata={"n": "1"}), []),  # 1 and "1" differ
+        (Scope(metadata={"lang": ["fr", "en"], "tags": "x"}), ["a"]),
+        (Scope(document_ids=["b", "zz"]), ["b"]),
+        (Scope(document_ids=[]), []),
+    ]:
+        assert [d.id for d in await docs.documents.documents(user, coll, 10, scope)] == want, scope
+    _, other = docs.scope(user)
+    await docs.documents.store(user, other, [record("c", ["delta"])])
+    assert await docs.documents.counts(user) == {coll: (2, 3), other: (1, 1)}
+
+
+async def test_replace_and_delete_return_what_nothing_links_any_more(docs: DocBackend) -> None:
+    user, coll = docs.scope()
+    a = record("a", ["curie paris", "curie warsaw"], mentions=[(0, "curie", 1), (0, "paris", 1), (1, "curie", 1),
+               (1, "warsaw", 2)], relations=[("curie", "paris", [0]), ("curie", "warsaw", [1])],
+               owned=["curie", "warsaw"])  # fmt: skip
+    b = record("b", ["curie paris seine"], mentions=[(0, "curie", 1), (0, "paris", 1), (0, "seine", 1)],
+               relations=[("curie", "paris", [0]), ("paris", "seine", [0])], owned=["seine"])  # fmt: skip
+    await docs.documents.store(user, coll, [a, b])
+    a2 = record("a", ["paris louvre"], mentions=[(0, "paris", 1), (0, "louvre", 1)],
+                relations=[("louvre", "paris", [0])], owned=["louvre"])  # fmt: skip
+    removed = unlinked(await docs.documents.store(user, coll, [a2]))
+    assert removed == ([(e("curie"), REL, e("warsaw"))], [e("warsaw")], [e("curie"), e("paris"), e("warsaw")])
+    assert [c.text for c in await docs.documents.chunks(user, coll, ["a:0", "a:1"])] == ["paris louvre"]
+    assert await docs.documents.hashes(user, coll, ["a"]) == {"a": a2.content_hash}
+    again = await docs.documents.store(user, coll, [a2])  # the same version again unlinks nothing
+    assert unlinked(again) == ([], [], [e("louvre"), e("paris")])
+
+    removed = unlinked(await docs.documents.delete_documents(user, coll, ["b", "zz"]))
+    want_rels = [(e("curie"), REL, e("paris")), (e("paris"), REL, e("seine"))]
+    assert removed == (want_rels, [e("curie"), e("seine")], [e("curie"), e("paris"), e("seine")])
+    assert await docs.documents.links(user, coll, [e("curie"), e("seine")], ["b:0"], 10) == []
+    removed = unlinked(await docs.documents.delete_documents(user, coll, ["a"]))
+    assert removed == ([(e("louvre"), REL, e("paris"))], [e("louvre")], [e("louvre"), e("paris")])
+    assert await docs.documents.documents(user, coll, 10) == []
+    assert await docs.documents.relations(user, coll, [e(x) for x in ("curie", "paris", "louvre")], 10) == []
+    assert await docs.documents.search(user, coll, unit(1), "paris", "fused", 5) == []
+    assert await docs.leftovers(user) == 0
+
+
+async def test_search_modes_rank_as_the_reference_index(docs: DocBackend) -> None:
+    user, coll = docs.scope()
+    records = random_corpus(np.random.default_rng(1), 12)
+    await docs.documents.store(user, coll, records)
+    ref = reference_index(records)
+    scopes = [None, Scope(document_ids=["d1", "d4", "d7", "zz"]), Scope(metadata={"group": ["g0", "g2"], "tags": "t1"})]
+    for n, (text, limit) in enumerate([("album river studies", 5), ("curie paris the", 3), ("music music bridge", 20)]):
+        vector = near(unit(7000 + n), 99 + n, 0.5)
+        for scope in scopes:
+            allowed = {r.document.id for r in records if in_scope(r, scope)} if scope else None
+            await assert_search(docs, (user, coll), vector, text, limit, scope, ref, allowed)
+    chunk = records[3].chunks[0]
+    (hit,) = await docs.documents.search(user, coll, records[3].vectors[0], None, "vector", 1)
+    assert hit.model_dump(exclude={"score"}) == chunk.model_copy(update={"title": "D3"}).model_dump(exclude={"score"})
+    assert await docs.documents.search(user, coll, None, "the", "fused", 5) == []  # stopwords only
+    assert await docs.documents.search(user, coll, unit(5), "album", "fused", 5, Scope(document_ids=[])) == []
+
+
+async def test_links_cap_per_entity_and_read_both_directions(docs: DocBackend) -> None:
+    user, coll = docs.scope()
+    a = record("a", ["t0", "t1", "t2", "t3"], mentions=[(0, "curie", 1), (1, "curie", 3), (2, "curie", 3),
+               (3, "curie", 2), (0, "paris", 1), (3, "seine", 1), (3, "seine", 2)])  # fmt: skip
+    b = record("b", ["u0"], mentions=[(0, "curie", 5), (0, "paris", 2)])
+    await docs.documents.store(user, coll, [a, b])
+
+    async def links(ents: list[str], chunks: list[str], per: int, scope: Scope | None = None) -> set[tuple]:  # type: ignore[type-arg]
+        found = await docs.documents.links(user, coll, [e(x) for x in ents], chunks, per, scope)
+        return {(m.entity[len("http://e/") :], m.chunk_id, m.count) for m in found}
+
+    assert await links(["curie"], [], 3) == {("curie", "b:0", 5), ("curie", "a:1", 3), ("curie", "a:2", 3)}
+    assert await links(["curie", "paris"], [], 1) == {("curie", "b:0", 5), ("paris", "b:0", 2)}
+    assert await links([], ["a:3"], 1) == {("curie", "a:3", 2), ("seine", "a:3", 3)}  # mentions summed, no cap
+    assert await links(["paris"], ["a:0", "zz"], 10) == {("paris", "a:0", 1), ("paris", "b:0", 2), ("curie", "a:0", 1)}
+    in_a = Scope(document_ids=["a"])
+    assert await links(["curie"], [], 3, in_a) == {("curie", "a:1", 3), ("curie", "a:2", 3), ("curie", "a:3", 2)}
+    assert await links(["paris"], ["a:0"], 10, Scope(document_ids=["b"])) == {("paris", "b:0", 2)}
+    assert await links(["louvre"], [], 5) == set()
+
+
+async def test_chunks_come_in_the_order_asked_inside_the_scope(docs: DocBackend) -> None:
+    user, coll = docs.scope()
+    a, b = record("a", ["one two", "three"]), record("b", ["four five six"], metadata={"k": "v"})
+    await docs.documents.store(user, coll, [a, b])
+    got = await docs.documents.chunks(user, coll, ["b:0", "zz", "a:1", "b:0", "a:0"])
+    assert [c.id for c in got] == ["b:0", "a:1", "a:0"]
+    assert got[0] == b.chunks[0].model_copy(update={"title": "B"}) and got[1].start == 8 and got[1].end == 13
+    assert [c.id for c in await docs.documents.chunks(user, coll, ["a:0", "b:0"], Scope(metadata={"k": "v"}))] == [
+        "b:0"
+    ]
+    assert await docs.documents.chunks(user, coll, ["a:0"], Scope(document_ids=["b"])) == []
+    assert await docs.documents.chunks(user, coll, []) == []
+
+
+async def test_relation_weight_is_its_support_in_scope(docs: DocBackend) -> None:
+    user, coll = docs.scope()
+    a = record("a", ["x", "y"], relations=[("curie", "paris", [0, 1, 1]), ("paris", "warsaw", [1])])
+    b = record("b", ["z"], relations=[("curie", "paris", [0]), ("curie", "seine", [0])])
+    await docs.documents.store(user, coll, [a, b])
+    every = [e(x) for x in ("curie", "paris", "warsaw", "seine", "louvre")]
+
+    async def rels(ents: list[str], limit: int = 10, scope: Scope | None = None) -> list[tuple[str, str, int]]:
+        found = await docs.documents.relations(user, coll, ents, limit, scope)
+        assert all(p == REL for _, p, _, _ in found)
+        return [(s[len("http://e/") :], o[len("http://e/") :], w) for s, _, o, w in found]
+
+    assert await rels(every) == [("curie", "paris", 3), ("curie", "seine", 1), ("paris", "warsaw", 1)]
+    assert await rels(every, 1) == [("curie", "paris", 3)]
+    assert await rels([e("curie"), e("paris")]) == [("curie", "paris", 3)]  # both ends among the entities
+    assert await rels([e("curie"), e("warsaw")]) == []
+    assert await rels(every, scope=Scope(document_ids=["a"])) == [("curie", "paris", 2), ("paris", "warsaw", 1)]
+    assert await rels(every, scope=Scope(document_ids=["b"])) == [("curie", "paris", 1), ("curie", "seine", 1)]
+
+
+async def test_relation_search_sources_and_scoped_reach(docs: DocBackend) -> None:
+    user, coll = docs.scope()
+    v1, v2 = unit(11), unit(12)
+    a = record("a", ["x", "y"], mentions=[(0, "curie", 1), (1, "warsaw", 1)],
+               relations=[("curie", "paris", [0, 1], v1), ("paris", "warsaw", [1], v2)])  # fmt: skip
+    b = record("b", ["z"], mentions=[(0, "seine", 1)], relations=[("curie", "paris", [0], unit(13)),
+               ("curie", "seine", [0], unit(14)), ("louvre", "seine", [0])])  # fmt: skip
+    await docs.documents.store(user, coll, [a, b])
+    cp, pw, cs = (e("curie"), REL, e("paris")), (e("paris"), REL, e("warsaw")), (e("curie"), REL, e("seine"))
+
+    async def nearest(vector: list[float], limit: int, scope: Scope | None = None) -> list[tuple[object, ...]]:
+        return [
+            (s, p, o, n) for s, p, o, _, n in await docs.documents.search_relations(user, coll, vector, limit, scope)
+        ]
+
+    hits = await docs.documents.search_relations(user, coll, near(v1, 5, 0.1), 1)
+    assert [(h[:3], h[4]) for h in hits] == [(cp, 3)] and hits[0][3] == pytest.approx(
+        float(np.dot(near(v1, 5, 0.1), v1)), abs=1e-5
+    )
+    assert len(await nearest(v2, 10)) == 3  # louvre-seine has no vector: not searchable
+    assert {x[:3] for x in await nearest(v2, 5, Scope(document_ids=["b"]))} == {cp, cs}
+
+    pairs = await docs.documents.relation_chunks(user, coll, [cp, pw, (e("x"), REL, e("y"))], 2)
+    assert sorted(pairs) == [(cp, "a:0"), (cp, "a:1"), (pw, "a:1")]
+    assert await docs.documents.relation_chunks(user, coll, [cp, pw], 5, Scope(document_ids=["b"])) == [(cp, "b:0")]
+    assert await docs.documents.scoped_entities(user, coll, Scope(document_ids=["a"])) == {e("curie"), e("warsaw")}
+    with pytest.raises(ValueError):
+        await docs.documents.scoped_entities(user, coll, Scope())
+    edges = await docs.documents.scoped_neighbours(user, coll, [e("paris"), e("curie")], 1, Scope(document_ids=["a"]))
+    assert edges == [((*pw, 0, "", ""), e("paris")), ((*cp, 0, "", ""), e("curie")), ((*cp, 0, "", ""), e("paris"))]
+    in_b = await docs.documents.scoped_neighbours(user, coll, [e("curie")], 5, Scope(metadata={"k": "none"}))
+    assert in_b == []
+    await docs.documents.delete_documents(user, coll, ["a"])
+    assert {x[:3] for x in await nearest(v1, 10)} == {cp, cs}
+
+
+async def test_delete_collection_leaves_nothing_and_spares_the_others(docs: DocBackend) -> None:
+    user, coll = docs.scope()
+    _, keep = docs.scope(user)
+    records = random_corpus(np.random.default_rng(2), 5)
+    for c in (coll, keep):
+        await docs.documents.store(user, c, records)
+        await docs.communities.replace(user, c, communities_of(records))
+    await docs.documents.delete_collection(user, coll)
+    await docs.communities.delete_collection(user, coll)
+    assert await docs.documents.documents(user, coll, 10) == [] and await docs.communities.list(user, coll) == []
+    assert await docs.documents.search(user, coll, unit(1), "album curie", "fused", 5) == []
+    assert await docs.documents.counts(user) == {keep: (5, sum(len(r.chunks) for r in records))}
+    assert len(await docs.documents.search(user, keep, unit(1), "album curie", "fused", 5)) == 5
+    assert len(await docs.communities.list(user, keep)) == 3
+    await docs.documents.delete_collection(user, keep)
+    await docs.communities.delete_collection(user, keep)
+    assert await docs.leftovers(user) == 0
+
+
+INJECTIONS = ["x' OR '1'='1", '"}) MATCH (n) DETACH DELETE n //', "label:* OR *", "$user {key: $collection}", 'a\\" b']
+
+
+async def test_injection_strings_are_data(docs: DocBackend) -> None:
+    bystander, safe = docs.scope(), [record("safe", ["album river"], mentions=[(0, "curie", 1)])]
+    await docs.documents.store(*bystander, safe)
+    before = await snapshot(docs, *bystander, safe)
+    for bad in INJECTIONS:
+        user, coll = docs.scope(bad + bystander[0], bad)
+        r = record(bad, [bad + " album", "river"], mentions=[(0, bad, 1)], relations=[(bad, "curie", [0])],
+                   metadata={bad: bad})  # fmt: skip
+        await docs.documents.store(user, coll, [r])
+        assert await docs.documents.hashes(user, coll, [bad]) == {bad: r.content_hash}
+        assert [d.id for d in await docs.documents.documents(user, coll, 5, Scope(metadata={bad: bad}))] == [bad]
+        hits = await docs.documents.search(user, coll, None, bad + " album", "lexical", 5, Scope(document_ids=[bad]))
+        assert [(h.id, h.text) for h in hits] == [(bad + ":0", bad + " album")]
+        assert await docs.documents.links(user, coll, [e(bad)], [], 5) == r.mentions
+        assert await docs.documents.relations(user, coll, [e(bad), e("curie")], 5) == [(e(bad), REL, e("curie"), 1)]
+        await docs.documents.delete_collection(user, coll)
+        assert await docs.documents.documents(user, coll, 5) == []
+    assert await snapshot(docs, *bystander, safe) == before
+
+
+async def snapshot(docs: DocBackend, user: str, coll: str, records: Sequence[DocumentRecord]) -> tuple[object, ...]:
+    """Everything a reader of the collection can see."""
+    ids = [c.id for r in records for c in r.chunks]
+    ents = sorted({m.entity for r in records for m in r.mentions})
+    return (
+        await docs.documents.documents(user, coll, 100),
+        await docs.documents.hashes(user, coll, [r.document.id for r in records]),
+        [(c.id, c.score) for c in await docs.documents.search(user, coll, unit(7000), "album curie", "fused", 50)],
+        await docs.documents.chunks(user, coll, ids),
+        sorted(await docs.documents.links(user, coll, ents, ids, 100), key=repr),
+        await docs.documents.relations(user, coll, ents, 1000),
+        await docs.communities.list(user, coll),
+        await docs.communities.search(user, coll, unit(7001), None, 5),
+        await docs.communities.of_entities(user, coll, ents, 0),
+        await docs.communities.graph(user, coll),
+    )
+
+
+async def test_another_user_or_collection_never_sees_or_touches_anything(docs: DocBackend) -> None:
+    user, coll = docs.scope()
+    records = random_corpus(np.random.default_rng(3), 6)
+    await docs.documents.store(user, coll, records)
+    await docs.communities.replace(user, coll, communities_of(records))
+    before = await snapshot(docs, user, coll, records)
+    assert all(before[:3]) and before[6] and before[7]
+    empty = await snapshot(docs, *docs.scope(user), records)
+    assert not any(x for x in empty[:9]) and empty[9] == ([], [], {})
+    for u, c in (docs.scope(user), docs.scope(None, coll), docs.scope(user + "x", coll)):
+        assert await snapshot(docs, u, c, records) == empty
+        other = random_corpus(np.random.default_rng(4), 6)  # same ids, other texts
+        await docs.documents.store(u, c, other)
+        await docs.communities.replace(u, c, communities_of(other))
+        await docs.communities.mark_stale(u, c, [e("curie"), e("piano")])
+        await docs.communities.set_summary(u, c, "k-low", "x", "s", "m")
+        await docs.documents.delete_documents(u, c, ["d0", "d1"])
+        await docs.documents.delete_collection(u, c)
+        await docs.communities.delete_collection(u, c)
+    assert await snapshot(docs, user, coll, records) == before
+
+
+async def test_random_scopes_never_leak_and_rank_as_a_fresh_collection(docs: DocBackend) -> None:
+    rng = np.random.default_rng(13)
+    records = random_corpus(rng, 10)
+    user, coll = docs.scope()
+    await docs.documents.store(user, coll, records)
+    communities = communities_of(records)
+    await docs.communities.replace(user, coll, communities)
+    ref = reference_index(records)
+    chunk_ids = sorted(c.id for r in records for c in r.chunks)
+    ents = sorted({m.entity for r in records for m in r.mentions})
+    for case in range(30):
+        scope = random_scope(rng, records)
+        inside = [r for r in records if in_scope(r, scope)]
+        allowed = {r.document.id for r in inside}
+        got = await docs.documents.chunks(user, coll, chunk_ids, scope)
+        assert [c.id for c in got] == [c for c in chunk_ids if c.split(":")[0] in allowed], scope
+        links = await docs.documents.links(user, coll, ents, chunk_ids, 1000, scope)
+        assert {(m.entity, m.chunk_id, m.count) for m in links} == mentions_of(inside), scope
+        rels = await docs.documents.relations(user, coll, ents, 1000, scope)
+        assert {(s, p, o): w for s, p, o, w in rels} == support(inside), scope
+        seen = {c for r in communities for c in r.chunks if c.split(":")[0] in allowed}
+        want = sorted((-len(r.members), r.id) for r in communities if set(r.chunks) & seen)
+        assert [c.id for c in await docs.communities.list(user, coll, scope=scope)] == [i for _, i in want]
+        found = await docs.communities.search(user, coll, unit(7000 + case % 3), None, 4, scope)
+        assert {c.id for c in found} <= {i for _, i in want}
+
+        vector = near(unit(7000 + case % 3), case, 0.6)
+        text = " ".join(rng.choice(["album", "curie", "river", "piano", "studies"], 2))
+        fresh = docs.scope(user, f"fresh-{case}")[1]
+        await docs.documents.store(user, fresh, inside)
+        await assert_relations(docs, (user, coll), records, vector, scope)
+        await assert_search(docs, (user, coll), vector, text, 6, scope, ref, allowed)
+        for mode in MODES:
+            scoped = await docs.documents.search(user, coll, vector, text, mode, 6, scope)
+            alone = await docs.documents.search(user, fresh, vector, text, mode, 6)
+            assert [(c.id, c.score) for c in alone] == [(c.id, pytest.approx(c.score, abs=1e-6)) for c in scoped]
+        await docs.documents.delete_collection(user, fresh)
