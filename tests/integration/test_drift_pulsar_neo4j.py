@@ -25,14 +25,15 @@ from tests.conftest import Servers
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "docqa" / "msgraphrag_msft_earnings"
 QUESTION = "What were the key financial achievements for Microsoft reported on the calls?"
-SMALL = {"max_llm_calls": 3, "max_tokens": 400, "prompt_chunks": 2, "prompt_chunk_chars": 300, "community_limit": 3}
+SMALL = {"max_llm_calls": 3, "max_tokens": 400, "prompt_chunks": 2, "prompt_chunk_chars": 300, "community_limit": 3,
+         "timeout_s": 1800}  # fmt: skip
 
 
 @pytest.fixture
 async def stack(servers: Servers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[System]:
     monkeypatch.setenv("KGFLOW_LLM", "local")  # the flow leaves `llm` unset: text-completion reads these
     monkeypatch.setenv("KGFLOW_LLM_TIMEOUT", "900")
-    rt = RuntimeSettings(bus="pulsar", pulsar_url=servers.pulsar_url, request_timeout_s=120)
+    rt = RuntimeSettings(bus="pulsar", pulsar_url=servers.pulsar_url, request_timeout_s=600)
     store = StoreSettings(home=tmp_path / "home", triples_backend="neo4j", vectors_backend="neo4j",
                           documents_backend="neo4j", neo4j_url=servers.neo4j_url)  # fmt: skip
     async with embedded(store, rt, bus=make_bus(rt)) as system:

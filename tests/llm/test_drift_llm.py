@@ -34,8 +34,10 @@ CORPUS = ROOT.parent / "shared" / "datasets" / "docqa" / "msgraphrag_msft_earnin
 DOCUMENTS, CHARS = 3, 5000  # a few transcripts, the opening of each
 COLLECTION = "msft"
 QUESTION = "What were the key financial achievements for Microsoft reported on the calls?"
-SMALL = {"max-llm-calls": 3, "max-tokens": 400, "prompt-chunks": 2, "prompt-chunk-chars": 300, "community-limit": 3}
-ENV = {"KGFLOW_LLM": "local", "KGFLOW_LLM_TIMEOUT": "900"}
+SMALL = {"max-llm-calls": 3, "max-tokens": 400, "prompt-chunks": 2, "prompt-chunk-chars": 300, "community-limit": 3,
+         "timeout-s": 1800}  # fmt: skip
+SLOW = {"KGFLOW_REQUEST_TIMEOUT_S": "600"}  # a loaded machine may take long between responses
+ENV = {"KGFLOW_LLM": "local", "KGFLOW_LLM_TIMEOUT": "900", **SLOW}
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +50,8 @@ def msft_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
             d = json.loads(line)
             out.write(json.dumps({**d, "text": d["text"][:CHARS]}) + "\n")
     done = subprocess.run([KGFLOW, "load", "documents", str(docs), "--collection", COLLECTION, "--home", str(home),
-                           "--no-progress"], capture_output=True, text=True, timeout=900, check=False)  # fmt: skip
+                           "--no-progress"], capture_output=True, text=True, timeout=1800, check=False,
+                          env={**os.environ, **SLOW})  # fmt: skip
     assert done.returncode == 0, done.stderr
     return home
 
@@ -93,7 +96,7 @@ def test_cli_drift_answers_with_key_facts_citing_collection_chunks_and_shows_pro
 @pytest.fixture
 async def gateway(msft_home: Path, gguf_path: str) -> AsyncIterator[tuple[System, GatewayProcessor]]:
     params = {"llm": "local", "llm-timeout": 900}
-    async with embedded(StoreSettings(home=msft_home), RuntimeSettings(request_timeout_s=120), params) as system:
+    async with embedded(StoreSettings(home=msft_home), RuntimeSettings(request_timeout_s=600), params) as system:
         gw = GatewayProcessor(system.bus, system.runtime, GatewaySettings())
         await gw.start(port=0)
         try:

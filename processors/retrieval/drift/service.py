@@ -9,7 +9,7 @@ from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
 from processors.retrieval.bus_sources import BusSources
 from processors.retrieval.drift.drift import Drift
-from processors.retrieval.drift.settings import DriftSettings
+from processors.retrieval.drift.settings import MAX_TIMEOUT_S, DriftSettings
 from schemas.drift import DriftRequest, DriftResponse
 from schemas.services import (
     COMMUNITIES,
@@ -36,7 +36,9 @@ class DriftProcessor(FlowProcessor):
 
     async def on_flow_start(self, flow: FlowContext) -> None:
         settings = flow_params(DriftSettings, flow.parameters)
-        flow.state = Drift(BusSources(flow, settings.stage_timeout_s, settings.model_timeout_s), settings)
+        # A model call is bounded by text-completion's own `llm-timeout` and by the request's
+        # `timeout-s` (the search runs within it), not by a second limit here.
+        flow.state = Drift(BusSources(flow, settings.stage_timeout_s, MAX_TIMEOUT_S), settings)
 
     async def query(self, req: DriftRequest, flow: FlowContext) -> AsyncIterator[DriftResponse]:
         """Progress responses (unless `streaming` is off), then the answer."""

@@ -6,6 +6,8 @@ from pydantic import BaseModel, Field
 
 from schemas.drift import DriftParams, DriftRequest
 
+MAX_TIMEOUT_S = 3600.0
+
 
 class DriftSettings(BaseModel):
     """drift's flow parameters (a request may override the `DriftParams` names)."""
@@ -18,9 +20,8 @@ class DriftSettings(BaseModel):
     max_followups: int = Field(default=3, ge=1, le=10)  # follow-ups run per pass (concurrently)
     max_summaries: int = Field(default=2, ge=0, le=20)  # community summaries a request may write
     max_tokens: int = Field(default=800, ge=16, le=8192)  # completion budget of each model call
-    timeout_s: float = Field(default=300.0, gt=0, le=3600)
+    timeout_s: float = Field(default=300.0, gt=0, le=MAX_TIMEOUT_S)  # the whole search; model calls wait within it
     stage_timeout_s: float = Field(default=30.0, gt=0)  # one store or embedding call
-    model_timeout_s: float = Field(default=180.0, gt=0)  # one model call (summaries too)
     heartbeat_s: float = Field(default=15.0, gt=0)  # progress repeated while a step takes longer
     neighbour_entities: int = Field(default=10, ge=0)  # entities of a follow-up's chunks expanded
     neighbour_relations: int = Field(default=20, ge=1)  # relations read from them, best first
