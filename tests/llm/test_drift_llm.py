@@ -94,9 +94,12 @@ def test_cli_drift_answers_with_key_facts_citing_collection_chunks_and_shows_pro
 
 
 @pytest.fixture
-async def gateway(msft_home: Path, gguf_path: str) -> AsyncIterator[tuple[System, GatewayProcessor]]:
-    params = {"llm": "local", "llm-timeout": 900}
-    async with embedded(StoreSettings(home=msft_home), RuntimeSettings(request_timeout_s=600), params) as system:
+async def gateway(
+    msft_home: Path, gguf_path: str, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[System, GatewayProcessor]]:
+    for k, v in ENV.items():  # the home's flow (started by the CLI) leaves `llm` unset: text-completion reads these
+        monkeypatch.setenv(k, v)
+    async with embedded(StoreSettings(home=msft_home), RuntimeSettings(request_timeout_s=600)) as system:
         gw = GatewayProcessor(system.bus, system.runtime, GatewaySettings())
         await gw.start(port=0)
         try:
