@@ -1,12 +1,15 @@
 """`make bench` (documents): index cost and document-retrieval quality on the public doc-QA sets.
 
-    python -m bench.docqa [--datasets hotpotqa,musique] [--questions N] [--out bench/results.json]
+    python -m bench.docqa [--datasets hotpotqa,musique] [--questions N] [--drift-llm-questions N]
+                          [--out bench/results.json]
 
 For each set, in one run: the corpus is indexed into a fresh embedded home through the real
 documents flow (documents/s, chunks/s, concepts, relations, communities per level, build time,
-model calls at index time, peak RSS); then every question is asked of lazy-rag (no model) and of
-the chunk search alone (vector only, lexical only, fused), and recall@2/5/10 of the supporting
-paragraphs is computed as ../shared/tools/docqa_eval.py does (distinct documents in rank order).
+model calls at index time, peak RSS); then every question is asked of lazy-rag and DRIFT (no
+model) and of the chunk search alone (vector only, lexical only, fused), and recall@2/5/10 of the
+supporting paragraphs is computed as ../shared/tools/docqa_eval.py does (distinct documents in
+rank order). Then DRIFT answers the first few questions with the local model (small requests):
+model calls, prompt/completion tokens, wall time p50/p95, citations kept and dropped.
 The section is merged into bench/results.json under "documents".
 """
 
@@ -27,15 +30,16 @@ from prometheus_client import REGISTRY
 from bench.measure import peak_rss_mb, percentile
 from processors.base.client import RequestResponseClient
 from processors.base.runtime import System, embedded
-from processors.base.settings import StoreSettings
+from processors.base.settings import RuntimeSettings, StoreSettings
 from processors.commands.load_documents import batches
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.query.documents.linking import RELATED_TO
 from processors.retrieval.relevance.ranking import documents_of
 from schemas.communities import BuildCommunities
 from schemas.documents import ChunkSearch, Document, LoadDocuments
+from schemas.drift import DriftRequest
 from schemas.lazy_rag import LazyRagRequest
-from schemas.services import COMMUNITIES, DOCUMENT_LOAD, DOCUMENTS, LAZY_RAG
+from schemas.services import COMMUNITIES, DOCUMENT_LOAD, DOCUMENTS, DRIFT, LAZY_RAG
 from schemas.terms import Term
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,6 +50,9 @@ CACHE = Path(__file__).resolve().parent / ".cache" / "docqa"
 USER, COLLECTION = "bench", "docqa"
 KS = (2, 5, 10)
 TIMEOUT_S = 3600.0
+# DRIFT's requests with the local model: HyDE, primer, one follow-up, aggregation; prompts that fit
+# the local model's 2048-token context.
+DRIFT_LLM_REQUEST = {"max_llm_calls": 4, "max_tokens": 400, "prompt_chunks": 3, "prompt_chunk_chars": 400}
 
 
 def log(msg: str) -> None:
@@ -119,9 +126,10 @@ async def quality(system: System, questions: list[dict[str, Any]]) -> dict[str, 
     """recall@k of lazy-rag and of the chunk search by mode, same questions, same store."""
     lazy, docs = client(system, LAZY_RAG), client(system, DOCUMENTS)
     embedder = OnnxMiniLM.shared()
-    rows: dict[str, list[dict[str, float]]] = {"lazy_rag": [], "fused": [], "vector": [], "lexical": []}
+    rows: dict[str, list[dict[str, float]]] = {"lazy_rag": [], "drift": [], "fused": [], "vector": [], "lexical": []}
     latency: list[float] = []
     trips: list[int] = []
+    drift, drift_ms = client(system, DRIFT), []
     for q in questions:
         gold = set(q["supporting_paragraph_ids"])
         req = LazyRagRequest(user=USER, collection=COLLECTION, query=q["question"], no_llm=True)
@@ -130,6 +138,11 @@ async def quality(system: System, questions: list[dict[str, Any]]) -> dict[str, 
         latency.append((time.perf_counter() - began) * 1000)
         trips.append(res.stats.store_round_trips if res.stats else 0)
         rows["lazy_rag"].append(recall([d.id for d in res.documents], gold))
+        began = time.perf_counter()
+        found_d = await drift.request(DriftRequest(user=USER, collection=COLLECTION, query=q["question"], no_llm=True,
+                                                   streaming=False))  # fmt: skip
+        drift_ms.append((time.perf_counter() - began) * 1000)
+        rows["drift"].append(recall([d.id for d in found_d.documents], gold))
         vector = (await embedder.embed([q["question"]]))[0]
         for mode in ("fused", "vector", "lexical"):
             search = ChunkSearch(
@@ -144,22 +157,65 @@ async def quality(system: System, questions: list[dict[str, Any]]) -> dict[str, 
     out["lazy_rag_p95_ms"] = round(percentile(latency, 95), 1)
     out["lazy_rag_store_round_trips_per_query"] = round(sum(trips) / len(trips), 2)
     out["lazy_rag_store_round_trips_max"] = max(trips)
+    out["drift_recall@5_minus_lazy_rag"] = round(out["drift"]["recall@5"] - out["lazy_rag"]["recall@5"], 4)
+    out["drift_no_model_p50_ms"] = round(percentile(drift_ms, 50), 1)
+    out["drift_no_model_p95_ms"] = round(percentile(drift_ms, 95), 1)
     out["questions"] = len(questions)
     return out
 
 
-async def bench_set(name: str, path: Path, limit: int | None) -> dict[str, Any]:
+async def drift_with_model(home: Path, questions: list[dict[str, Any]]) -> dict[str, Any]:
+    """DRIFT answering with the local model (small requests: it is slow on a shared machine): per
+    question its model calls, tokens and wall time, and the citations kept and dropped."""
+    os.environ["KGFLOW_LLM"] = "local"  # read when the flow starts; the flow leaves `llm` unset
+    os.environ.setdefault("KGFLOW_LLM_TIMEOUT", "900")
+    rows: list[dict[str, Any]] = []
+    try:
+        async with embedded(StoreSettings(home=home), RuntimeSettings(request_timeout_s=TIMEOUT_S)) as system:
+            drift = client(system, DRIFT)
+            for q in questions:
+                req = DriftRequest(user=USER, collection=COLLECTION, query=q["question"], streaming=False,
+                                   **DRIFT_LLM_REQUEST)  # fmt: skip
+                began = time.perf_counter()
+                res = await drift.request(req)
+                st = res.stats
+                assert st is not None
+                rows.append({"wall_s": time.perf_counter() - began, "llm_calls": st.llm_calls, "in_token": st.in_token,
+                             "out_token": st.out_token, "citations_returned": st.citations_returned,
+                             "citations_dropped": st.citations_dropped, "unusable_outputs": st.unusable_outputs,
+                             "answered": bool(res.final_answer), "key_facts": len(res.key_facts)})  # fmt: skip
+                log(f"[docqa] drift+model: {rows[-1]}")
+    finally:
+        os.environ.pop("KGFLOW_LLM", None)
+    walls = [r["wall_s"] for r in rows]
+    total = {k: sum(r[k] for r in rows) for k in ("llm_calls", "in_token", "out_token", "citations_returned",
+                                                  "citations_dropped", "unusable_outputs", "key_facts")}  # fmt: skip
+    return {
+        "questions": len(rows),
+        "request": DRIFT_LLM_REQUEST,
+        "per_question": {k: round(v / max(1, len(rows)), 2) for k, v in total.items()},
+        **{f"total_{k}": v for k, v in total.items()},
+        "answered": sum(r["answered"] for r in rows),
+        "wall_p50_s": round(percentile(walls, 50), 1) if walls else None,
+        "wall_p95_s": round(percentile(walls, 95), 1) if walls else None,
+    }
+
+
+async def bench_set(name: str, path: Path, limit: int | None, llm_questions: int = 0) -> dict[str, Any]:
     """Index one set into a fresh home, then measure retrieval on it."""
     docs = [Document.model_validate_json(line) for line in (path / "corpus.jsonl").read_text().splitlines() if line]
     questions = [json.loads(line) for line in (path / "questions.jsonl").read_text().splitlines() if line]
     questions = [q for q in questions if q.get("supporting_paragraph_ids")][:limit]
     home = CACHE / name
     shutil.rmtree(home, ignore_errors=True)
-    async with embedded(StoreSettings(home=home)) as system:
+    async with embedded(StoreSettings(home=home), RuntimeSettings(request_timeout_s=TIMEOUT_S)) as system:
         log(f"[docqa] {name}: indexing {len(docs)} documents")
         cost = await index(system, docs)
         log(f"[docqa] {name}: indexed in {cost['index_s']} s; {len(questions)} questions")
-        return {"index": cost, "retrieval": await quality(system, questions)}
+        out = {"index": cost, "retrieval": await quality(system, questions)}
+    if llm_questions:
+        out["drift_with_local_model"] = await drift_with_model(home, questions[:llm_questions])
+    return out
 
 
 async def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -167,14 +223,19 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(prog="python -m bench.docqa", description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default="hotpotqa,musique")
     ap.add_argument("--questions", type=int, default=None, help="questions per set (default all)")
+    ap.add_argument("--drift-llm-questions", type=int, default=3, help="questions DRIFT answers with the local model")
     ap.add_argument("--out", type=Path, default=RESULTS)
     a = ap.parse_args(argv)
     load_at_start = [round(x, 2) for x in os.getloadavg()]
-    section: dict[str, Any] = {name: await bench_set(name, SETS[name], a.questions) for name in a.datasets.split(",")}
+    names = a.datasets.split(",")
+    section: dict[str, Any] = {
+        name: await bench_set(name, SETS[name], a.questions, a.drift_llm_questions if i == 0 else 0)
+        for i, name in enumerate(names)
+    }
     section["meta"] = {
         "load_average_at_start": load_at_start,
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-        "llm": "none: indexing makes no model call; retrieval no_llm",
+        "llm": "none at index time and for recall (no_llm); drift_with_local_model: SmolLM2-135M (llama.cpp)",
     }
     section["targets"] = targets(section)
     results = json.loads(a.out.read_text()) if a.out.exists() else {}

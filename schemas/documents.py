@@ -109,13 +109,17 @@ class DocumentStatus(ScopedDocRequest):
 
 class ChunkSearch(ScopedDocRequest):
     """Chunks by vector and/or text, fused by reciprocal rank (or one of the two alone), or
-    `graph`: graph-aware multi-hop ranking (dense + BM25 + one hop over the concept graph)."""
+    `graph`: graph-aware multi-hop ranking (dense + BM25 + one hop over the concept graph). With
+    `communities`, only the chunks of those communities; with `per_community` too, the best
+    `per_community` of each (`by_community` in the response says which are whose)."""
 
     operation: Literal["search"] = "search"
     vector: list[float] | None = None
     text: str | None = Field(default=None, max_length=8192)
     mode: Literal["fused", "vector", "lexical", "graph"] = "fused"
     limit: int = Field(default=10, ge=1, le=1000)
+    communities: list[str] | None = Field(default=None, max_length=100)
+    per_community: int | None = Field(default=None, ge=1, le=100)
 
 
 class EntityChunks(ScopedDocRequest):
@@ -241,6 +245,7 @@ class DocumentsResponse(Response):
     deleted: int = 0
     hashes: dict[str, str] = {}
     chunks: list[Chunk] = []
+    by_community: dict[str, list[str]] = {}  # search with communities: community -> its chunks found
     links: ChunkLinks | None = None
     relations: list[RelationshipRef] = []
     relation_chunks: list[tuple[tuple[str, str, str], str]] = []  # (relation, chunk id)

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from schemas.base import Response
 from schemas.communities import CommunitiesRequest, CommunitiesResponse
 from schemas.documents import DocumentsRequest, DocumentsResponse, LoadDocuments, LoadResponse
+from schemas.drift import DriftParams, DriftRequest, DriftResponse
 from schemas.embeddings import EmbeddingsRequest, EmbeddingsResponse
 from schemas.extraction import ExtractRequest, ExtractResponse
 from schemas.graph_embeddings import GraphEmbeddingsRequest, GraphEmbeddingsResponse
@@ -54,6 +55,7 @@ DOCUMENT_LOAD = Service("document-load", LoadDocuments, LoadResponse)
 COMMUNITIES = Service("communities", CommunitiesRequest, CommunitiesResponse)
 LAZY_RAG = Service("lazy-rag", LazyRagRequest, LazyRagResponse, LazyRagParams)
 KG_QUERY = Service("kg-query", KgQueryRequest, KgQueryResponse, KgQueryParams)
+DRIFT = Service("drift", DriftRequest, DriftResponse, DriftParams)
 
 SERVICES: dict[str, Service] = {
     s.name: s
@@ -70,5 +72,6 @@ SERVICES: dict[str, Service] = {
         COMMUNITIES,
         LAZY_RAG,
         KG_QUERY,
+        DRIFT,
     )
 }

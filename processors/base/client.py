@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -17,11 +18,14 @@ from schemas.services import Service
 from schemas.topics import topic
 
 ResT = TypeVar("ResT", bound=Response)
+log = logging.getLogger(__name__)
 
-# Message properties: the client's deadline (epoch seconds; a processor does not start, and
-# abandons, work nobody waits for) and each response frame's number within its request (a
-# client drops frames it has already seen when a redelivered request is served again).
+# Message properties: the client's deadline for the first response (epoch seconds) and how long
+# it then waits for each next one (a processor does not start, and abandons, work nobody waits
+# for), and each response frame's number within its request (a client drops frames it has
+# already seen when a redelivered request is served again).
 DEADLINE = "deadline"
+IDLE = "idle"
 SEQ = "seq"
 
 
@@ -42,7 +46,9 @@ class RequestResponseClient(Generic[ResT]):
     """Sends requests to a service topic and matches responses by the `id` property.
 
     Every client reads the whole response topic (a non-durable reader) and keeps only
-    the responses to its own requests, so several clients can share one topic.
+    the responses to its own requests, so several clients can share one topic. A stream
+    abandoned before its last response (the caller was cancelled, timed out or stopped
+    reading) is cancelled at the service too: its `id` goes to the service's cancel topic.
     """
 
     def __init__(
@@ -52,10 +58,14 @@ class RequestResponseClient(Generic[ResT]):
         response_topic: str,
         response_model: type[ResT],
         timeout_s: float,
+        cancel_topic: str | None = None,
     ) -> None:
         self._bus = bus
         self._request_topic = request_topic
         self._response_topic = response_topic
+        self._cancel_topic = cancel_topic
+        self._cancel_producer: Producer | None = None
+        self._cancels: set[asyncio.Task[None]] = set()
         self._model = response_model
         self.timeout_s = timeout_s
         self._pending: dict[str, asyncio.Queue[tuple[int, ResT]]] = {}
@@ -68,7 +78,12 @@ class RequestResponseClient(Generic[ResT]):
     def for_service(cls, bus: Bus, service: Service, flow_id: str, timeout_s: float) -> RequestResponseClient[Any]:
         """A client of `service` in flow `flow_id`."""
         return cls(
-            bus, topic(service.name, flow_id), topic(service.name, flow_id, "response"), service.response, timeout_s
+            bus,
+            topic(service.name, flow_id),
+            topic(service.name, flow_id, "response"),
+            service.response,
+            timeout_s,
+            topic(service.name, flow_id, "cancel"),
         )
 
     async def start(self) -> None:
@@ -82,6 +97,8 @@ class RequestResponseClient(Generic[ResT]):
 
     async def stop(self) -> None:
         """Stop reading responses; pending requests fail with a timeout."""
+        if self._cancels:
+            await asyncio.wait(set(self._cancels), timeout=5.0)
         await cancel_and_wait(self._task)
         self._task = None
         if self._reader:
@@ -105,27 +122,30 @@ class RequestResponseClient(Generic[ResT]):
                 queue.put_nowait((seq, err))
 
     async def stream(self, request: BaseModel, timeout_s: float | None = None) -> AsyncIterator[ResT]:
-        """Send `request`; yield each response until `end_of_stream`. Errors are raised."""
+        """Send `request`; yield each response until `end_of_stream`. Errors are raised.
+
+        The timeout is the longest wait for the next response (a streaming service that reports
+        progress stays alive); leaving early cancels the request at the service."""
         await self.start()
         assert self._producer is not None
         rid = str(uuid.uuid4())
         queue: asyncio.Queue[tuple[int, ResT]] = asyncio.Queue()
         self._pending[rid] = queue
-        budget = timeout_s or self.timeout_s
-        deadline = asyncio.get_running_loop().time() + budget
+        wait = timeout_s or self.timeout_s
         expected = 0  # the next frame number; lower ones are repeats of a redelivered request
+        finished = False
         try:
-            props = {"id": rid, DEADLINE: f"{time.time() + budget:.3f}"}
+            props = {"id": rid, DEADLINE: f"{time.time() + wait:.3f}", IDLE: f"{wait:.3f}"}
             await self._producer.send(request.model_dump_json(by_alias=False).encode(), props)
             while True:
-                remaining = deadline - asyncio.get_running_loop().time()
                 try:
-                    seq, res = await asyncio.wait_for(queue.get(), max(remaining, 0.001))
+                    seq, res = await asyncio.wait_for(queue.get(), wait)
                 except TimeoutError:
-                    raise RequestTimeout(f"no response from {self._request_topic} within {budget}s") from None
+                    raise RequestTimeout(f"no response from {self._request_topic} within {wait}s") from None
                 if 0 <= seq < expected:
                     continue
                 expected = max(expected, seq + 1)
+                finished = res.end_of_stream
                 if res.error is not None:
                     raise RemoteError(res.error.type, res.error.message)
                 yield res
@@ -133,6 +153,26 @@ class RequestResponseClient(Generic[ResT]):
                     return
         finally:
             self._pending.pop(rid, None)
+            if not finished:
+                self._cancel(rid)
+
+    def _cancel(self, rid: str) -> None:
+        """Tell the service to stop working on `rid` (in the background: the caller may be
+        being cancelled itself)."""
+        if self._cancel_topic is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._send_cancel(rid))
+        self._cancels.add(task)
+        task.add_done_callback(self._cancels.discard)
+
+    async def _send_cancel(self, rid: str) -> None:
+        assert self._cancel_topic is not None
+        try:
+            if self._cancel_producer is None:
+                self._cancel_producer = await self._bus.producer(self._cancel_topic)
+            await self._cancel_producer.send(b"{}", {"id": rid})
+        except Exception:  # best effort: the service finishes the request unobserved
+            log.warning("could not send a cancellation", extra={"topic": self._cancel_topic}, exc_info=True)
 
     async def request(self, request: BaseModel, timeout_s: float | None = None) -> ResT:
         """Send `request` and return its (last) response."""

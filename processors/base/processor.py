@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from processors.base.bus import Bus, BusMessage, Consumer, Producer
-from processors.base.client import DEADLINE, SEQ, RequestResponseClient
+from processors.base.client import DEADLINE, IDLE, SEQ, RequestResponseClient
 from processors.base.config_client import ConfigWatcher
 from processors.base.errors import QueryTimeout, ServiceError
 from processors.base.metrics import LATENCY, REQUESTS
@@ -93,6 +93,8 @@ class FlowProcessor:
         self._bulk_slots = asyncio.Semaphore(self.runtime.bulk_concurrency)  # bulk requests running
         self._flows: dict[str, _RunningFlow] = {}
         self._inflight: set[asyncio.Task[None]] = set()
+        self._running: dict[tuple[str, str, str], asyncio.Task[None]] = {}  # (service, flow, id) -> its task
+        self._cancelled: set[tuple[str, str, str]] = set()  # requests their client cancelled
         self._producers: dict[str, Producer] = {}
         self._watcher: ConfigWatcher | None = None
 
@@ -172,6 +174,11 @@ class FlowProcessor:
                 )
                 running.consumers.append(cons)
                 running.tasks.append(asyncio.create_task(self._serve(cons, spec, running), name=f"{name}:{flow_id}"))
+                cancels = await self.bus.reader(topic(name, flow_id, "cancel"))
+                running.consumers.append(cancels)
+                running.tasks.append(
+                    asyncio.create_task(self._watch_cancels(cancels, name, flow_id), name=f"cancel:{name}:{flow_id}")
+                )
         except BaseException:
             await self._release(running)
             raise
@@ -227,6 +234,24 @@ class FlowProcessor:
             task.add_done_callback(self._inflight.discard)
             task.add_done_callback(running.inflight.discard)
             task.add_done_callback(lambda _t, p=places: p.release())
+            key = (spec.service.name, running.ctx.id, msg.properties.get("id", ""))
+            self._running[key] = task
+            task.add_done_callback(lambda t, k=key: self._forget(t, k))  # type: ignore[misc]
+
+    def _forget(self, task: asyncio.Task[None], key: tuple[str, str, str]) -> None:
+        if self._running.get(key) is task:
+            del self._running[key]
+        self._cancelled.discard(key)
+
+    async def _watch_cancels(self, reader: Consumer, service: str, flow_id: str) -> None:
+        """Cancel the requests whose client went away (their ids arrive on the cancel topic)."""
+        while True:
+            msg = await reader.receive()
+            key = (service, flow_id, msg.properties.get("id", ""))
+            task = self._running.get(key)
+            if task is not None and not task.done():
+                self._cancelled.add(key)
+                task.cancel()
 
     async def _respond(self, spec: ServiceSpec, ctx: FlowContext, rid: str, res: Response, seq: int = 0) -> None:
         """Send one response frame, numbered (`seq`) so a client drops the repeats of a redelivery."""
@@ -244,12 +269,15 @@ class FlowProcessor:
         await consumer.ack(msg)
         REQUESTS.labels(self.name, ctx.id, spec.service.name, "busy").inc()
 
-    def _budget(self, msg: BusMessage) -> float:
-        """Seconds this request may run: the handler timeout, or less when the client's deadline is nearer."""
-        budget = self.runtime.handler_timeout_s
+    def _budget(self, msg: BusMessage) -> tuple[float, float | None]:
+        """Seconds this request may run before its first frame (the handler timeout, or less when
+        the client's deadline is nearer), and how long its client waits for each next frame."""
+        budget, idle = self.runtime.handler_timeout_s, None
         with contextlib.suppress(KeyError, ValueError):
             budget = min(budget, float(msg.properties[DEADLINE]) - time.time())
-        return budget
+        with contextlib.suppress(KeyError, ValueError):
+            idle = float(msg.properties[IDLE]) or None
+        return budget, idle
 
     async def _handle(
         self, msg: BusMessage, consumer: Consumer, spec: ServiceSpec, ctx: FlowContext, bulk: bool = False
@@ -265,7 +293,9 @@ class FlowProcessor:
                 outcome = "no-id"
                 await consumer.ack(msg)
                 return
-            budget = self._budget(msg)
+            budget, idle = self._budget(msg)
+            loop = asyncio.get_running_loop()
+            hard = loop.time() + self.runtime.handler_timeout_s  # no request runs longer, frames or not
             try:
                 if budget <= 0:
                     raise QueryTimeout(f"{service.name}: the client stopped waiting before the request was served")
@@ -273,9 +303,12 @@ class FlowProcessor:
                     req = parse_request(service.request, msg.data)
                     result = spec.handler(req, ctx)
                     if inspect.isasyncgen(result):
-                        async for res in result:
-                            await self._respond(spec, ctx, rid, res, sent)
-                            sent += 1
+                        async with contextlib.aclosing(result):
+                            async for res in result:
+                                await self._respond(spec, ctx, rid, res, sent)
+                                sent += 1
+                                if idle:  # the client waits `idle` more seconds for the next frame
+                                    limit.reschedule(min(hard, loop.time() + idle))
                     else:
                         await self._respond(spec, ctx, rid, await result)  # type: ignore[misc]
                         sent += 1
@@ -283,15 +316,20 @@ class FlowProcessor:
                 if not limit.expired():
                     raise
                 outcome = "timeout"
-                log.warning("%s: request abandoned after %.1fs", service.name, budget, extra={"flow": ctx.id})
-                err = QueryTimeout(f"{service.name} did not finish within {budget:.1f}s; request abandoned")
+                took = time.perf_counter() - started
+                log.warning("%s: request abandoned after %.1fs", service.name, took, extra={"flow": ctx.id})
+                err = QueryTimeout(f"{service.name} did not finish within {took:.1f}s; request abandoned")
                 await self._respond(spec, ctx, rid, error_response(service.response, err), sent)
             except (ServiceError, ValidationError, ValueError) as e:
                 outcome = "error"
                 await self._respond(spec, ctx, rid, error_response(service.response, e), sent)
             await consumer.ack(msg)
         except asyncio.CancelledError:
-            raise
+            if (service.name, ctx.id, rid) not in self._cancelled:
+                raise  # the flow or the process is stopping: the request goes back to the subscription
+            outcome = "cancelled"  # its client went away: nobody wants the answer, done with it
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
+            await consumer.ack(msg)
         except Exception as e:
             outcome = "failed"
             log.exception("request failed", extra={"service": service.name, "flow": ctx.id})

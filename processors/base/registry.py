@@ -98,6 +98,11 @@ FLOW_PROCESSORS = (
         "processors.retrieval.kg_query.service:KgQueryProcessor",
         "processors.retrieval.kg_query.query:KgQuerySettings",
     ),
+    _serving(
+        sv.DRIFT,
+        "processors.retrieval.drift.service:DriftProcessor",
+        "processors.retrieval.drift.settings:DriftSettings",
+    ),
 )
 PROCESSORS: dict[str, ProcessorEntry] = {p.name: p for p in (CONFIG, *FLOW_PROCESSORS, GATEWAY)}
 

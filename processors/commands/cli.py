@@ -41,7 +41,7 @@ def _query_parser(q: argparse.ArgumentParser, service: str) -> None:
         default=[],
         metavar="NAME=VALUE",
         help="request parameter by gateway name, e.g. "
-        + ("max-subgraph-size=150" if service == "graph-rag" else "max-hops=2"),
+        + {"graph-rag": "max-subgraph-size=150", "drift": "passes=2"}.get(service, "max-hops=2"),
     )
     q.add_argument("--scope-document", action="append", metavar="ID", help="only these documents (repeatable)")
     q.add_argument("--scope", action="append", metavar="KEY=VALUE", help="only documents with this metadata")
@@ -94,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("graph-rag", "answer a question with GraphRAG over the collection's triples"),
         ("lazy-rag", "answer a question from the collection's documents (graph-aware retrieval, lazy summary)"),
         ("kg-query", "LightRAG-style modes (local, global, hybrid, mix, naive) with token budgets"),
+        ("drift", "DRIFT search: a primer over communities, ranked follow-ups, key facts with citations"),
     ):
         _query_parser(query.add_parser(name, help=text), name)
 

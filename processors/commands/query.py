@@ -1,6 +1,6 @@
-"""`kgflow query SERVICE`: graph-rag over triples, lazy-rag over documents. In-process by default,
-over Pulsar with --pulsar, via a gateway with --url; one question, or --batch (JSON lines out,
-in input order)."""
+"""`kgflow query SERVICE`: graph-rag over triples, lazy-rag, kg-query and drift over documents.
+In-process by default, over Pulsar with --pulsar, via a gateway with --url; one question (a
+service that streams progress shows it on stderr), or --batch (JSON lines out, in input order)."""
 
 from __future__ import annotations
 
@@ -22,12 +22,15 @@ from processors.commands.connect import flow_bus, require_data, service_client
 from processors.commands.options import runtime_settings
 from schemas.base import Response
 from schemas.documents import Scope
+from schemas.drift import DriftRequest, DriftResponse
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
 from schemas.kg_query import KgQueryRequest, KgQueryResponse
 from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
-from schemas.services import GRAPH_RAG, KG_QUERY, LAZY_RAG, Service
+from schemas.retrieval import Citation
+from schemas.services import DRIFT, GRAPH_RAG, KG_QUERY, LAZY_RAG, Service
 
 Ask = Callable[[BaseModel], Awaitable[Any]]
+Stream = Callable[[BaseModel], AsyncIterator[Any]]
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class QueryKind:
     request: Callable[[argparse.Namespace, str, dict[str, Any]], BaseModel]
     to_json: Callable[[str, Any], dict[str, Any]]
     show: Callable[[Any], None]
+    progress: Callable[[Any], None] | None = None  # shows a streamed progress response (stderr)
 
 
 def parse_params(service: Service, pairs: list[str]) -> dict[str, Any]:
@@ -96,7 +100,7 @@ def _graph_rag_text(res: GraphRagResponse) -> None:
 
 def _document_json(question: str, res: Response) -> dict[str, Any]:
     """A document service's response as the CLI's JSON (`answer` is its `response`)."""
-    out = res.model_dump(mode="json", exclude={"schema_version", "error", "end_of_stream", "message_type"})
+    out = res.model_dump(mode="json", exclude={"schema_version", "error", "end_of_stream", "message_type", "progress"})
     return {"question": question, "answer": out.pop("response"), **out}
 
 
@@ -128,58 +132,86 @@ def _kg_query_text(res: KgQueryResponse) -> None:
         )
 
 
+def _drift_text(res: DriftResponse) -> None:
+    print(res.response)
+    for f in res.key_facts:
+        refs = ", ".join(f"{c.document_name} ({c.chunk_id})" if isinstance(c, Citation) else c for c in f.citations)
+        print(f"- {f.fact}" + (f"  [{refs}]" if refs else ""))
+    if res.residual_uncertainty:
+        print("\nuncertain: " + res.residual_uncertainty)
+    if res.documents:
+        print("\nsources: " + "; ".join(f"{d.title or d.id} ({d.id})" for d in res.documents[:5]))
+    if res.stats:
+        st = res.stats
+        print(
+            f"\n({len(res.followups)} follow-ups, {len(res.chunks)} chunks; {st.llm_calls}/{st.max_llm_calls} model "
+            f"calls, {st.citations_returned} citations kept, {st.citations_dropped} dropped; "
+            f"{st.store_round_trips} store round trips, {st.elapsed_ms:.0f} ms)"
+        )
+
+
+def _drift_progress(res: DriftResponse) -> None:
+    if res.progress is not None:
+        p = res.progress
+        print(f"[{p.progress_pct:3d}%] {p.phase}: {p.thought_summary}", file=sys.stderr, flush=True)
+
+
+def _asked(a: argparse.Namespace, q: str) -> dict[str, Any]:
+    """The fields every query request takes from the command line."""
+    return {"query": q, "user": a.user, "collection": a.collection, "no_llm": a.no_llm, "scope": parse_scope(a)}
+
+
 KINDS: dict[str, QueryKind] = {
     GRAPH_RAG.name: QueryKind(
-        GRAPH_RAG,
-        lambda a, q, p: GraphRagRequest(
-            query=q, user=a.user, collection=a.collection, no_llm=a.no_llm, scope=parse_scope(a), **p
-        ),
-        _graph_rag_json,
-        _graph_rag_text,
+        GRAPH_RAG, lambda a, q, p: GraphRagRequest(**_asked(a, q), **p), _graph_rag_json, _graph_rag_text
     ),
     LAZY_RAG.name: QueryKind(
         LAZY_RAG,
-        lambda a, q, p: LazyRagRequest(
-            query=q,
-            user=a.user,
-            collection=a.collection,
-            no_llm=a.no_llm,
-            scope=parse_scope(a),
-            operation=a.operation,
-            **p,
-        ),  # fmt: skip
+        lambda a, q, p: LazyRagRequest(**_asked(a, q), operation=a.operation, **p),
         _document_json,
         _lazy_rag_text,
     ),
     KG_QUERY.name: QueryKind(
         KG_QUERY,
-        lambda a, q, p: KgQueryRequest(
-            query=q,
-            user=a.user,
-            collection=a.collection,
-            no_llm=a.no_llm,
-            scope=parse_scope(a),
-            **({"mode": a.mode} if a.mode else {}),
-            **p,
-        ),  # fmt: skip
+        lambda a, q, p: KgQueryRequest(**_asked(a, q), **({"mode": a.mode} if a.mode else {}), **p),
         _document_json,
         _kg_query_text,
+    ),
+    DRIFT.name: QueryKind(
+        DRIFT, lambda a, q, p: DriftRequest(**_asked(a, q), **p), _document_json, _drift_text, _drift_progress
     ),
 }
 
 
 @contextlib.asynccontextmanager
-async def _asker(a: argparse.Namespace, kind: QueryKind) -> AsyncIterator[Ask]:
+async def _streamer(a: argparse.Namespace, kind: QueryKind) -> AsyncIterator[Stream]:
+    """Every response to a request (progress, then the answer), from the flow or a gateway."""
     if a.url:
         from processors.gateway.client import GatewayClient
 
         async with GatewayClient(a.url, a.token or os.environ.get("KGFLOW_GATEWAY_TOKEN")) as gw:
-            yield lambda req: gw.call(kind.service, a.flow, req)
+            yield lambda req: gw.stream_call(kind.service, a.flow, req)
         return
     timeout = runtime_settings(a).request_timeout_s
     require_data(a)
     async with flow_bus(a) as bus, service_client(bus, kind.service, a.flow, timeout) as client:
-        yield client.request
+        yield client.stream
+
+
+@contextlib.asynccontextmanager
+async def _asker(a: argparse.Namespace, kind: QueryKind, progress: bool) -> AsyncIterator[Ask]:
+    """The answer to a request (its last response), showing progress responses if `progress`."""
+    async with _streamer(a, kind) as stream:
+
+        async def ask(req: BaseModel) -> Any:
+            last = None
+            async for res in stream(req):
+                if progress and kind.progress is not None and not res.end_of_stream:
+                    kind.progress(res)
+                last = res
+            return last
+
+        yield ask
 
 
 async def run_query(a: argparse.Namespace) -> int:
@@ -195,7 +227,7 @@ async def run_query(a: argparse.Namespace) -> int:
         except ValidationError as e:
             raise ValueError(f"invalid request: {describe_errors(e)}") from None
 
-    async with _asker(a, kind) as ask:
+    async with _asker(a, kind, progress=bool(a.question)) as ask:
         if a.question:
             res: Response = await ask(request(a.question))
             if a.json:

@@ -144,9 +144,17 @@ class GatewayClient:
     async def call(self, service: Service, flow_id: str, req: BaseModel) -> Any:
         """A kgflow service through the gateway (its `user` is sent as the workspace): the final
         response, validated as the service's response model."""
+        last = None
+        async for res in self.stream_call(service, flow_id, req):
+            last = res
+        return last
+
+    async def stream_call(self, service: Service, flow_id: str, req: BaseModel) -> AsyncIterator[Any]:
+        """Every response of a kgflow service through the gateway (progress, then the answer),
+        validated as the service's response model; graph-rag answers once."""
         if service.name == GRAPH_RAG.name:
-            return await self.graph_rag(flow_id, req)  # type: ignore[arg-type]
+            yield await self.graph_rag(flow_id, req)  # type: ignore[arg-type]
+            return
         wire = tr.kgflow_request_to_wire(req)
-        return service.response.model_validate(
-            await self.request(service.name, wire, flow_id, getattr(req, "user", None))
-        )
+        async for payload in self.stream(service.name, wire, flow_id, getattr(req, "user", None)):
+            yield service.response.model_validate(payload)

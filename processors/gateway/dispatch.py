@@ -27,6 +27,7 @@ from schemas.services import (
     COMMUNITIES,
     DOCUMENT_LOAD,
     DOCUMENTS,
+    DRIFT,
     EMBEDDINGS,
     GRAPH_EMBEDDINGS,
     GRAPH_RAG,
@@ -49,7 +50,7 @@ TRUSTGRAPH_SERVICES: dict[str, Service] = {
     s.name: s for s in (GRAPH_RAG, TRIPLES, EMBEDDINGS, GRAPH_EMBEDDINGS, TEXT_COMPLETION)
 }
 # kgflow's own services: their wire format is the kgflow schema's JSON (kebab- or snake-case names).
-KGFLOW_SERVICES: dict[str, Service] = {s.name: s for s in (LAZY_RAG, KG_QUERY, DOCUMENTS, COMMUNITIES)}
+KGFLOW_SERVICES: dict[str, Service] = {s.name: s for s in (LAZY_RAG, KG_QUERY, DRIFT, DOCUMENTS, COMMUNITIES)}
 # TrustGraph service names kgflow answers with a service of its own (see tg_documents.py).
 TRUSTGRAPH_ALIASES: dict[str, Service] = {
     "document-rag": LAZY_RAG,

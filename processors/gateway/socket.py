@@ -5,7 +5,8 @@
 2. Requests `{"id", "workspace"?, "service", "flow"?, "request"}`; every reply frame echoes `id`:
    `{"id", "response", "complete"}`, errors `{"id", "error": {"type", "message"}, "complete": true}`.
 At most `max_inflight` requests run per socket: while that many are open the gateway stops
-reading frames (TCP back-pressure), it never queues without bound.
+reading frames (TCP back-pressure), it never queues without bound. When the socket closes, its
+requests are cancelled, and so is the work the services do for them (see RequestResponseClient).
 """
 
 from __future__ import annotations
@@ -184,16 +185,18 @@ class SocketSession:
         outcome = "ok"
         metrics.INFLIGHT.inc()
         try:
-            async with asyncio.timeout(self.limits.request_timeout_s + 10):
+            idle = self.limits.request_timeout_s + 10  # the longest wait for the next frame
+            async with asyncio.timeout(idle) as deadline:
                 frames = self.dispatcher.handle(principal, frame.get("workspace"), service, flow, frame["request"])
                 async for payload, complete in frames:
                     await self.send({"id": rid, "response": payload, "complete": complete})
+                    deadline.reschedule(asyncio.get_running_loop().time() + idle)
         except GatewayError as e:
             outcome = e.type
             await self.error(rid, e.type, e.message)
         except TimeoutError:
             outcome = "timeout"
-            await self.error(rid, "timeout", f"no complete answer within {self.limits.request_timeout_s}s")
+            await self.error(rid, "timeout", f"no answer for {self.limits.request_timeout_s}s")
         finally:
             metrics.INFLIGHT.dec()
             metrics.REQUESTS.labels("socket", metrics.service_label(service), outcome).inc()

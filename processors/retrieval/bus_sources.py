@@ -11,9 +11,9 @@ from pydantic import BaseModel
 from processors.base.client import RemoteError, RequestTimeout
 from processors.base.errors import QueryTimeout, ServiceError
 from processors.base.processor import FlowContext
-from processors.retrieval.common import Completion, Tenant
+from processors.retrieval.common import Completion, Tenant, Usage
 from processors.stores.chunk_index import SearchMode
-from schemas.communities import CommunitiesOf, CommunityInfo
+from schemas.communities import CommunitiesOf, CommunityInfo, SearchCommunities, SummarizeCommunities
 from schemas.documents import (
     Chunk,
     ChunkSearch,
@@ -51,27 +51,56 @@ class BusSources:
     """The retrieval services' sources (lazy-rag, kg-query, drift) over the flow's clients; a call
     that fails or times out ends the request with a typed error (not a redelivery)."""
 
-    def __init__(self, flow: FlowContext, stage_timeout_s: float) -> None:
+    def __init__(self, flow: FlowContext, stage_timeout_s: float, model_timeout_s: float | None = None) -> None:
         self.flow = flow
         self.timeout = stage_timeout_s
+        self.model_timeout = model_timeout_s or stage_timeout_s  # a model call (summaries too) may take longer
 
-    async def _call(self, service: Service, req: BaseModel) -> Any:
+    async def _call(self, service: Service, req: BaseModel, timeout_s: float | None = None) -> Any:
+        wait = timeout_s or self.timeout
         try:
-            return await self.flow.client(service).request(req, timeout_s=self.timeout)
+            return await self.flow.client(service).request(req, timeout_s=wait)
         except RequestTimeout:
-            raise QueryTimeout(f"{service.name} did not answer within {self.timeout}s; query abandoned") from None
+            raise QueryTimeout(f"{service.name} did not answer within {wait}s; query abandoned") from None
         except RemoteError as e:
             raise ServiceError(e.type, f"{service.name}: {e.message}") from None
 
     async def embed(self, text: str) -> list[float]:
-        return (await self._call(EMBEDDINGS, EmbeddingsRequest(texts=[text]))).vectors[0]
+        return (await self.embed_texts([text]))[0]
+
+    async def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:
+        return (await self._call(EMBEDDINGS, EmbeddingsRequest(texts=list(texts)))).vectors
 
     async def search_chunks(
-        self, t: Tenant, vector: list[float], text: str | None, limit: int, mode: SearchMode = "fused"
+        self,
+        t: Tenant,
+        vector: list[float],
+        text: str | None,
+        limit: int,
+        mode: SearchMode = "fused",
+        communities: Sequence[str] | None = None,
     ) -> list[Chunk]:
         req = ChunkSearch(user=t.user, collection=t.collection, scope=t.scope, vector=vector, text=text, limit=limit,
-                          mode=mode)  # fmt: skip
+                          mode=mode, communities=None if communities is None else list(communities))  # fmt: skip
         return (await self._call(DOCUMENTS, req)).chunks
+
+    async def community_chunks(
+        self, t: Tenant, communities: Sequence[str], vector: list[float], text: str, per_community: int
+    ) -> dict[str, list[Chunk]]:
+        req = ChunkSearch(user=t.user, collection=t.collection, scope=t.scope, vector=vector, text=text,
+                          communities=list(communities), per_community=per_community)  # fmt: skip
+        res = await self._call(DOCUMENTS, req)
+        by_id = {c.id: c for c in res.chunks}
+        return {k: [by_id[i] for i in ids if i in by_id] for k, ids in res.by_community.items()}
+
+    async def search_communities(self, t: Tenant, vector: list[float], limit: int) -> list[CommunityInfo]:
+        req = SearchCommunities(user=t.user, collection=t.collection, scope=t.scope, vector=vector, limit=limit)
+        return (await self._call(COMMUNITIES, req)).communities
+
+    async def summarize_communities(self, t: Tenant, ids: Sequence[str]) -> tuple[list[CommunityInfo], Usage]:
+        req = SummarizeCommunities(user=t.user, collection=t.collection, ids=list(ids))
+        res = await self._call(COMMUNITIES, req, self.model_timeout)
+        return res.communities, Usage(res.llm_calls, res.in_token, res.out_token)
 
     async def seeds(self, t: Tenant, vector: list[float], text: str, limit: int) -> list[SeedEntity]:
         req = GraphEmbeddingsRequest(
@@ -115,9 +144,11 @@ class BusSources:
     async def concepts(self, text: str) -> list[ConceptMention]:
         return (await self._call(EXTRACTOR, ExtractRequest(texts=[text]))).mentions[0]
 
-    async def complete(self, system: str, prompt: str, json_schema: dict[str, Any] | None) -> Completion:
-        req = TextCompletionRequest(system=system, prompt=prompt, json_schema=json_schema)
-        res = await self._call(TEXT_COMPLETION, req)
+    async def complete(
+        self, system: str, prompt: str, json_schema: dict[str, Any] | None, max_tokens: int | None = None
+    ) -> Completion:
+        req = TextCompletionRequest(system=system, prompt=prompt, json_schema=json_schema, max_tokens=max_tokens)
+        res = await self._call(TEXT_COMPLETION, req, self.model_timeout)
         return Completion(res.response, res.configured, res.model or "", res.in_token or 0, res.out_token or 0)
 
     async def neighbour_relations(

@@ -10,6 +10,8 @@ from typing import Protocol
 
 from schemas.scope import Scope
 
+NO_DATA = "Nothing in this collection (or scope) matches the question."
+
 
 @dataclass(frozen=True)
 class Tenant:
@@ -48,6 +50,15 @@ class Completion:
     text: str
     configured: bool = True
     model: str = ""
+    in_token: int = 0
+    out_token: int = 0
+
+
+@dataclass
+class Usage:
+    """Model calls another service made for a request (e.g. community summaries), and their tokens."""
+
+    calls: int = 0
     in_token: int = 0
     out_token: int = 0
 

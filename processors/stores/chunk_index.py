@@ -4,7 +4,7 @@ BM25 over their text, fused by reciprocal rank. A scope is a row mask applied be
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -45,11 +45,17 @@ class ChunkIndex:
         unit = (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
         return cls(version, ids, document_ids, unit, Bm25Index(texts), concepts, {c: i for i, c in enumerate(ids)})
 
-    def mask(self, document_ids: set[str] | None) -> np.ndarray | None:
-        """Rows of chunks whose document is in `document_ids` (None: every row)."""
-        if document_ids is None:
-            return None
-        return np.fromiter((d in document_ids for d in self.document_ids), dtype=bool, count=len(self.ids))
+    def mask(self, document_ids: set[str] | None, chunk_ids: Collection[str] | None = None) -> np.ndarray | None:
+        """Rows of chunks whose document is in `document_ids` and, when given, whose id is in
+        `chunk_ids` (None for both: every row)."""
+        out = None
+        if document_ids is not None:
+            out = np.fromiter((d in document_ids for d in self.document_ids), dtype=bool, count=len(self.ids))
+        if chunk_ids is not None:
+            rows = np.zeros(len(self.ids), dtype=bool)
+            rows[[self.row[c] for c in chunk_ids if c in self.row]] = True
+            out = rows if out is None else out & rows
+        return out
 
     def search(
         self,

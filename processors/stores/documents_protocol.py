@@ -5,7 +5,7 @@ inside the store's queries."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -101,8 +101,10 @@ class DocumentStore(Protocol):
         limit: int,
         scope: Scope | None = None,
         params: GraphRankParams | None = None,
+        chunk_ids: Collection[str] | None = None,
     ) -> list[Chunk]:
-        """The best chunks of the scope by vector and/or text, fused, or by graphrank (one store call)."""
+        """The best chunks of the scope by vector and/or text, fused, or by graphrank (one store call);
+        with `chunk_ids`, only among those chunks (an exact search of them, not a filter of a top k)."""
         ...
 
     async def chunks(self, user: str, collection: str, ids: Sequence[str], scope: Scope | None = None) -> list[Chunk]:
@@ -213,6 +215,10 @@ class CommunityStore(Protocol):
 
     async def of_entities(self, user: str, collection: str, entities: Sequence[str], level: int) -> dict[str, str]:
         """Entity -> its community at `level`."""
+        ...
+
+    async def member_chunks(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, list[str]]:
+        """Community id -> the ids of its chunks (a parent's are its children's)."""
         ...
 
     async def membership(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, str]:

@@ -6,6 +6,8 @@ statistics of the chunks searched, reciprocal rank fusion (ties by chunk id).
   exact scan of the tenant's chunks answers instead.
 * vector, scoped: exact `vector.similarity.cosine` over the scope's chunks (no index can filter
   a document set or metadata before ranking).
+* among given chunks (`$chunk_ids`, e.g. a community's): the exact scan and the full-text
+  query keep only those chunks (never the index's global top k).
 * lexical: the full-text index (whitespace analyzer over the chunk's BM25 terms) finds each
   query term's chunks in the tenant and scope; the query scores them with the scope's chunk
   count and mean length (kept per document) and the terms' in-scope document frequencies, so
@@ -47,8 +49,9 @@ VECTOR_ANN = (
     "WITH count(*) AS total, collect(CASE WHEN c.user = $user AND c.collection = $collection "
     "THEN {id: c.id, sim: " + _COS + "} END) AS hits RETURN total, hits"
 )
+AMONG = "($chunk_ids IS NULL OR c.id IN $chunk_ids)"
 VECTOR_EXACT = (
-    SCOPE_DOCS + " MATCH (d)-[:HAS_CHUNK]->(c:KgChunk) WITH c, " + _COS + " AS sim "
+    SCOPE_DOCS + " MATCH (d)-[:HAS_CHUNK]->(c:KgChunk) WHERE " + AMONG + " WITH c, " + _COS + " AS sim "
     "ORDER BY sim DESC, c.id LIMIT $k RETURN c.id AS id, sim"
 )
 LEXICAL = (
@@ -57,7 +60,7 @@ LEXICAL = (
     "UNWIND $terms AS term CALL (term) { "
     "CALL db.index.fulltext.queryNodes('kg_chunk_lexical', term.q) YIELD node AS c "
     "WHERE c.user = $user AND c.collection = $collection "
-    "MATCH (d:KgDocument)-[:HAS_CHUNK]->(c) WHERE " + IN_SCOPE + " "
+    "MATCH (d:KgDocument)-[:HAS_CHUNK]->(c) WHERE " + IN_SCOPE + " AND " + AMONG + " "
     "WITH c, size([x IN split(c.lexical, ' ') WHERE x = term.t]) AS tf WHERE tf > 0 "
     "RETURN collect({c: c, tf: tf}) AS posts } "
     "WITH n, mean_len, posts, log(1 + (n - size(posts) + 0.5) / (size(posts) + 0.5)) AS idf "
@@ -113,7 +116,7 @@ async def nearest(
     q = np.asarray(vector, dtype=np.float32)
     zero = float(np.linalg.norm(q)) == 0
     args = {**params, "vec": [float(x) for x in q], "zero": zero, "k": depth}
-    if not zero and params["doc_ids"] is None and params["meta"] is None:
+    if not zero and params["doc_ids"] is None and params["meta"] is None and params.get("chunk_ids") is None:
         k = min(max(depth * ANN_OVERFETCH, ANN_MIN_K), ANN_MAX_K)
         (found,) = await run(ann, {**args, "k": k})
         if len(found["hits"]) >= depth or found["total"] < k:

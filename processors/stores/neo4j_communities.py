@@ -85,6 +85,11 @@ OF_ENTITIES = (
     "UNWIND $ekeys AS k MATCH (e:KgEntity {key: k})-[m:IN_COMMUNITY]->(c:KgCommunity) "
     "WHERE m.level = $level AND c.user = $user AND c.collection = $collection RETURN e.uri AS entity, c.id AS id"
 )
+MEMBER_CHUNKS = (
+    "UNWIND $ckeys AS k MATCH (ch:KgChunk)-[r:IN_COMMUNITY]->(c:KgCommunity {key: k}) "
+    "WHERE c.user = $user AND c.collection = $collection "
+    "RETURN c.id AS id, ch.id AS chunk ORDER BY id, r.weight DESC, chunk"
+)
 MEMBERSHIP = (
     "UNWIND $ckeys AS k MATCH (c:KgCommunity {key: k}) WHERE c.user = $user AND c.collection = $collection "
     "RETURN c.id AS id, c.membership_hash AS hash"
@@ -197,6 +202,14 @@ class Neo4jCommunityStore:
         ekeys = [entity_key(user, collection, e) for e in dict.fromkeys(entities)]
         params = {**tenant(user, collection), "ekeys": ekeys, "level": level}
         return {r["entity"]: r["id"] for r in await self.conn.read(OF_ENTITIES, params)} if ekeys else {}
+
+    async def member_chunks(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, list[str]]:
+        """Community id -> the ids of its chunks, heaviest first."""
+        params = {**tenant(user, collection), "ckeys": keys(user, collection, ids)}
+        out: dict[str, list[str]] = {}
+        for r in await self.conn.read(MEMBER_CHUNKS, params):
+            out.setdefault(r["id"], []).append(r["chunk"])
+        return out
 
     async def membership(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, str]:
         """Community id -> membership hash."""

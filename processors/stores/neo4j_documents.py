@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -198,17 +198,23 @@ class Neo4jDocumentStore:
         limit: int,
         scope: Scope | None = None,
         params: GraphRankParams | None = None,
+        chunk_ids: Collection[str] | None = None,
     ) -> list[Chunk]:
-        """The best chunks of the scope by vector and/or text (see neo4j_chunk_search), or by
-        graphrank over the collection's index held in memory (see neo4j_graph_index)."""
+        """The best chunks of the scope (and of `chunk_ids`, when given) by vector and/or text (see
+        neo4j_chunk_search), or by graphrank over the collection's index held in memory (see
+        neo4j_graph_index)."""
+        if chunk_ids is not None and not chunk_ids:
+            return []
         tp = tenant(user, collection, scope)
         if mode != "graph":
-            return await self.conn.read_tx(lambda run: search_chunks(run, tp, vector, text, mode, limit))
+            args = {**tp, "chunk_ids": None if chunk_ids is None else list(chunk_ids)}
+            return await self.conn.read_tx(lambda run: search_chunks(run, args, vector, text, mode, limit))
         index = await self._graph.index(user, collection)
         if index is None:
             return []
         allowed = None if scope is None or scope.is_empty else await self._graph.allowed(tp)
-        hits = await asyncio.to_thread(self._graph.search, index, vector, text, limit, allowed, params)
+        mask = index.mask(allowed, chunk_ids)
+        hits = await asyncio.to_thread(self._graph.search, index, vector, text, limit, mask, params)
         by_id = {c.id: c for c in await self.chunks(user, collection, [c for c, _ in hits])}
         return [by_id[c].model_copy(update={"score": s}) for c, s in hits if c in by_id]
 

@@ -84,11 +84,11 @@ class Neo4jGraphIndex:
         vector: Sequence[float] | None,
         text: str | None,
         limit: int,
-        allowed: set[str] | None,
+        mask: np.ndarray | None,
         params: GraphRankParams | None,
     ) -> list[tuple[str, float]]:
-        """(chunk id, score) by graphrank."""
-        hits = index.search(vector, text, "graph", limit, index.mask(allowed), params)
+        """(chunk id, score) by graphrank over the rows of `mask` (None: all)."""
+        hits = index.search(vector, text, "graph", limit, mask, params)
         return [(index.ids[i], s) for i, s in hits]
 
 

@@ -172,6 +172,18 @@ class SqliteCommunityStore:
         args = (user, collection, level, json.dumps(list(entities)))
         return dict(await self.db.read(lambda c: c.execute(sql, args).fetchall()))
 
+    async def member_chunks(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, list[str]]:
+        """Community id -> the ids of its chunks, heaviest first."""
+        sql = (
+            "SELECT community, chunk_id FROM community_chunks WHERE user = ? AND collection = ?"
+            " AND community IN (SELECT value FROM json_each(?)) ORDER BY community, weight DESC, chunk_id"
+        )
+        rows = await self.db.read(lambda c: c.execute(sql, (user, collection, json.dumps(list(ids)))).fetchall())
+        out: dict[str, list[str]] = {}
+        for community, chunk_id in rows:
+            out.setdefault(community, []).append(chunk_id)
+        return out
+
     async def set_summary(
         self, user: str, collection: str, community: str, membership: str, summary: str, model: str
     ) -> None:

@@ -9,7 +9,7 @@ import asyncio
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from processors.retrieval.relevance.graphrank import GraphRankParams
@@ -110,13 +110,16 @@ class SqliteDocumentStore:
         limit: int,
         scope: Scope | None = None,
         params: GraphRankParams | None = None,
+        chunk_ids: Collection[str] | None = None,
     ) -> list[Chunk]:
-        """The best chunks of the scope by vector and/or text, or by graphrank (one store call)."""
+        """The best chunks of the scope (and of `chunk_ids`, when given) by vector and/or text,
+        or by graphrank (one store call)."""
         allowed = await self._allowed(user, collection, scope)
         index = await self._chunk_index(user, collection)
-        if index is None or (allowed is not None and not allowed):
+        if index is None or (allowed is not None and not allowed) or (chunk_ids is not None and not chunk_ids):
             return []
-        hits = await asyncio.to_thread(index.search, vector, text, mode, limit, index.mask(allowed), params)
+        mask = index.mask(allowed, chunk_ids)
+        hits = await asyncio.to_thread(index.search, vector, text, mode, limit, mask, params)
         found = {c.id: c for c in await self.chunks(user, collection, [index.ids[i] for i, _ in hits])}
         return [found[index.ids[i]].model_copy(update={"score": s}) for i, s in hits if index.ids[i] in found]
 

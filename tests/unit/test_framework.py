@@ -1,5 +1,5 @@
 """The processor framework over the memory bus: request/response, streaming, timeouts,
-concurrency, malformed input, dead letters."""
+concurrency, malformed input, dead letters, cancellation when the client goes away."""
 
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ class Echo(FlowProcessor):
         self.active = 0
         self.peak = 0
         self.crashes = 0
+        self.started = 0
 
     def services(self) -> list[ServiceSpec]:
         return [
@@ -49,6 +50,7 @@ class Echo(FlowProcessor):
         ]
 
     async def echo(self, req: EchoRequest, flow: FlowContext) -> EchoResponse:
+        self.started += 1
         self.active += 1
         self.peak = max(self.peak, self.active)
         try:
@@ -155,3 +157,25 @@ async def test_unknown_flow_times_out_with_clear_message(served: tuple[MemoryBus
     with pytest.raises(RequestTimeout, match="echo:nosuchflow"):
         await client(bus, flow="nosuchflow").request(EchoRequest(text="x"), timeout_s=0.2)
     assert (await client(bus).request(EchoRequest(text="ok"))).text == "f1:ok"
+
+
+async def until(cond, what: str) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(1000):
+        if cond():
+            return
+        await asyncio.sleep(0.01)
+    pytest.fail(f"never: {what}")
+
+
+async def test_a_request_its_client_abandons_is_cancelled_at_the_service_and_not_redone(
+    served: tuple[MemoryBus, Echo],
+) -> None:
+    bus, proc = served
+    c = RequestResponseClient.for_service(bus, ECHO, "f1", 5.0)
+    asking = asyncio.create_task(c.request(EchoRequest(text="long", delay=60)))
+    await until(lambda: proc.active == 1, "the request runs")
+    asking.cancel()
+    await until(lambda: proc.active == 0, "the service stops working on it")
+    assert (await c.request(EchoRequest(text="next"))).text == "f1:next"
+    assert proc.started == 2  # acknowledged when cancelled: never redelivered
+    await c.stop()

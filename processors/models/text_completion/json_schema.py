@@ -131,9 +131,11 @@ def validate(value: Any, schema: dict[str, Any]) -> None:
 
 
 def parse_and_validate(text: str, schema: dict[str, Any]) -> Any:
-    """Decode `text` as JSON and validate it; raise `LLMError("schema-mismatch")` otherwise."""
+    """Decode `text` as JSON and validate it; raise `LLMError("schema-mismatch")` otherwise.
+    A raw control character inside a string (a newline a small model writes under a grammar) is
+    accepted, as most JSON readers do."""
     try:
-        value = json.loads(text)
+        value = json.loads(text, strict=False)
     except (json.JSONDecodeError, TypeError) as exc:
         raise LLMError("schema-mismatch", f"output is not valid JSON: {exc}") from exc
     validate(value, schema)

@@ -8,6 +8,8 @@ user + collection and the request's scope.
 
 from __future__ import annotations
 
+import asyncio
+
 from processors.base.bus import Bus, Producer
 from processors.base.processor import FlowContext, FlowProcessor, Host, ServiceSpec
 from processors.base.settings import RuntimeSettings, flow_params
@@ -23,6 +25,7 @@ from processors.retrieval.relevance.graphrank import GraphRankParams
 from processors.stores.documents_protocol import RemovedLinks
 from processors.stores.factory import Stores
 from schemas.documents import (
+    Chunk,
     ChunkLinks,
     ChunkSearch,
     CollectionInfo,
@@ -92,6 +95,8 @@ class DocumentsProcessor(FlowProcessor):
         if isinstance(req, DocumentStatus):
             return DocumentsResponse(hashes=await docs.hashes(req.user, req.collection, req.document_ids))
         if isinstance(req, ChunkSearch):
+            if req.communities is not None:
+                return await self.community_search(req, flow)
             found = await docs.search(
                 req.user, req.collection, req.vector, req.text, req.mode, req.limit, req.scope, flow.state
             )
@@ -120,6 +125,26 @@ class DocumentsProcessor(FlowProcessor):
             return await self.delete_documents(req)
         await self.delete_collection(req.user, req.collection)
         return DocumentsResponse(deleted=1)
+
+    async def community_search(self, req: ChunkSearch, flow: FlowContext) -> DocumentsResponse:
+        """Chunks of the scope among the chunks of `req.communities`: the best `limit` of them
+        all, or with `per_community` the best of each community (one search per community)."""
+        members = await self.stores.communities.member_chunks(req.user, req.collection, req.communities or [])
+
+        async def among(ids: list[str], limit: int) -> list[Chunk]:
+            return await self.stores.documents.search(
+                req.user, req.collection, req.vector, req.text, req.mode, limit, req.scope, flow.state, chunk_ids=ids
+            )
+
+        if req.per_community is None:
+            every = list(dict.fromkeys(c for ids in members.values() for c in ids))
+            found = await among(every, req.limit)
+            return DocumentsResponse(chunks=found, store_round_trips=2)
+        wanted = [c for c in dict.fromkeys(req.communities or []) if members.get(c)]
+        per = await asyncio.gather(*(among(members[c], req.per_community) for c in wanted))
+        chunks = {ch.id: ch for found in per for ch in found}
+        by_community = {c: [ch.id for ch in found] for c, found in zip(wanted, per, strict=True) if found}
+        return DocumentsResponse(chunks=list(chunks.values()), by_community=by_community, store_round_trips=2)
 
     async def store(self, req: StoreDocuments, flow: FlowContext) -> DocumentsResponse:
         """Link the documents' concepts into the graph, then store them."""

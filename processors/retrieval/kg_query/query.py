@@ -21,7 +21,7 @@ import time
 from pydantic import BaseModel, Field
 
 from processors.base.errors import BadRequest, QueryTimeout
-from processors.retrieval.common import Stopwatch, Tenant, TokenCounter
+from processors.retrieval.common import NO_DATA, Stopwatch, Tenant, TokenCounter
 from processors.retrieval.kg_query.context import (
     SYSTEM,
     chunk_line,
@@ -36,7 +36,6 @@ from schemas.documents import Chunk
 from schemas.kg_query import KgQueryParams, KgQueryRequest, KgQueryResponse, Mode, TokenUse
 from schemas.retrieval import EntityRef, RelationshipRef, RetrievalStats
 
-NO_DATA = "Nothing in this collection (or scope) matches the question."
 NO_MODEL = "No language model is configured; the context retrieved for the question is below."
 
 

@@ -13,7 +13,7 @@ import json
 import time
 
 from processors.base.errors import QueryTimeout, ServiceError
-from processors.retrieval.common import Stopwatch, Tenant, TokenCounter
+from processors.retrieval.common import NO_DATA, Stopwatch, Tenant, TokenCounter
 from processors.retrieval.lazy_rag.prompts import (
     SUMMARY_SCHEMA,
     SUMMARY_SYSTEM,
@@ -31,7 +31,6 @@ from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
 from schemas.retrieval import Citation, EntityRef, RetrievalStats
 
 CONTEXT_COMMUNITIES = 3
-NO_DATA = "Nothing in this collection (or scope) matches the question."
 
 
 class LazyRag:

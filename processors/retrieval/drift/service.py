@@ -1,0 +1,50 @@
+"""drift processor: binds a long-lived Drift per flow to the bus; streams progress, then answers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from processors.base.metrics import STAGE, STORE_ROUND_TRIPS
+from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
+from processors.base.settings import flow_params
+from processors.retrieval.bus_sources import BusSources
+from processors.retrieval.drift.drift import Drift
+from processors.retrieval.drift.settings import MAX_TIMEOUT_S, DriftSettings
+from schemas.drift import DriftRequest, DriftResponse
+from schemas.services import (
+    COMMUNITIES,
+    DOCUMENTS,
+    DRIFT,
+    EMBEDDINGS,
+    LABEL_RESOLVER,
+    TEXT_COMPLETION,
+    TRIPLES,
+    Service,
+)
+
+
+class DriftProcessor(FlowProcessor):
+    """Serves `drift`."""
+
+    name = DRIFT.name
+
+    def services(self) -> list[ServiceSpec]:
+        return [ServiceSpec(DRIFT, self.query)]
+
+    def calls(self) -> list[Service]:
+        return [EMBEDDINGS, DOCUMENTS, COMMUNITIES, TRIPLES, LABEL_RESOLVER, TEXT_COMPLETION]
+
+    async def on_flow_start(self, flow: FlowContext) -> None:
+        settings = flow_params(DriftSettings, flow.parameters)
+        # A model call is bounded by text-completion's own `llm-timeout` and by the request's
+        # `timeout-s` (the search runs within it), not by a second limit here.
+        flow.state = Drift(BusSources(flow, settings.stage_timeout_s, MAX_TIMEOUT_S), settings)
+
+    async def query(self, req: DriftRequest, flow: FlowContext) -> AsyncIterator[DriftResponse]:
+        """Progress responses (unless `streaming` is off), then the answer."""
+        async for res in flow.state.stream(req):
+            if res.stats:
+                for stage, ms in res.stats.stage_ms.items():
+                    STAGE.labels(self.name, stage).observe(ms / 1000)
+                STORE_ROUND_TRIPS.labels(self.name).inc(res.stats.store_round_trips)
+            yield res
