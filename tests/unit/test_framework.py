@@ -66,6 +66,7 @@ class Echo(FlowProcessor):
 
     async def echo_stream(self, req: EchoRequest, flow: FlowContext) -> AsyncIterator[EchoResponse]:
         for i in range(req.pieces):
+            await asyncio.sleep(req.delay)
             yield EchoResponse(text=f"{req.text}{i}", end_of_stream=i == req.pieces - 1)
 
 
@@ -92,6 +93,14 @@ async def test_streaming_yields_every_piece_in_order(served: tuple[MemoryBus, Ec
     bus, _ = served
     got = [r.text async for r in client(bus, "echo-stream").stream(EchoRequest(text="p", pieces=4))]
     assert got == ["p0", "p1", "p2", "p3"]
+
+
+async def test_a_stream_that_keeps_answering_outlives_the_clients_wait(served: tuple[MemoryBus, Echo]) -> None:
+    bus, _ = served
+    # a piece every 0.25 s for 2 s; the client waits at most 0.6 s for each next one
+    req = EchoRequest(text="p", pieces=8, delay=0.25)
+    got = [r.text async for r in client(bus, "echo-stream").stream(req, timeout_s=0.6)]
+    assert got == [f"p{i}" for i in range(8)]
 
 
 async def test_timeout_raises_and_later_requests_still_work(served: tuple[MemoryBus, Echo]) -> None:
