@@ -14,7 +14,7 @@ from processors.base.bus import Bus
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
 from processors.commands.connect import flow_bus, service_client
 from processors.ingest.documents.files import Unreadable, read_documents
-from schemas.communities import BuildCommunities, CommunitiesResponse
+from schemas.communities import BuildCommunities, CommunitiesResponse, ListCommunities
 from schemas.documents import Document, LoadDocuments, LoadResponse
 from schemas.services import COMMUNITIES, DOCUMENT_LOAD
 
@@ -82,7 +82,7 @@ async def load_documents(a: argparse.Namespace) -> int:
     for bad in (d for d in read if isinstance(d, Unreadable)):
         print(f"kgflow: skipped {bad.where}: {bad.error}", file=sys.stderr)
     totals = Totals()
-    communities = CommunitiesResponse()
+    communities, rebuilt = CommunitiesResponse(), False
     docs_bar = tqdm(total=len(docs), unit="doc", desc="documents", disable=a.no_progress, file=sys.stderr)
     chunks_bar = tqdm(total=0, unit="chunk", desc="chunks   ", disable=a.no_progress, file=sys.stderr, position=1)
     try:
@@ -95,7 +95,8 @@ async def load_documents(a: argparse.Namespace) -> int:
                     await _load_batch(client, req, docs_bar, chunks_bar, totals)
 
             await asyncio.gather(*(one(b) for b in batches(docs)))
-            if totals.loaded or totals.failed:
+            rebuilt = bool(totals.loaded or totals.failed) or await communities_outdated(bus, a)
+            if rebuilt:  # also after an interrupted load whose rerun found every document stored
                 communities = await build_communities(bus, a)
     finally:
         chunks_bar.close()
@@ -107,10 +108,18 @@ async def load_documents(a: argparse.Namespace) -> int:
         f"{len(totals.failed)} failed, {len(read) - len(docs)} unreadable) into {a.user}/{a.collection}",
         file=sys.stderr,
     )
-    if totals.loaded or totals.failed:
+    if rebuilt:
         per_level = ", ".join(f"level {lv}: {n}" for lv, n in sorted(communities.levels.items())) or "none"
         print(f"communities rebuilt in {communities.build_ms / 1000:.1f} s ({per_level})", file=sys.stderr)
     return 1 if totals.failed or len(read) != len(docs) else 0
+
+
+async def communities_outdated(bus: Bus, a: argparse.Namespace) -> bool:
+    """Whether the collection has no communities or stale ones (a load stopped before rebuilding)."""
+    async with service_client(bus, COMMUNITIES, a.flow, LOAD_TIMEOUT_S) as client:
+        req = ListCommunities(user=a.user, collection=a.collection, limit=100_000)
+        found = (await client.request(req)).communities
+    return not found or any(c.stale for c in found)
 
 
 async def build_communities(bus: Bus, a: argparse.Namespace) -> CommunitiesResponse:

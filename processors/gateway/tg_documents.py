@@ -17,7 +17,7 @@ import base64
 import binascii
 from typing import Any
 
-from processors.gateway.translate import DEFAULT_COLLECTION, BadRequest, _require_object, _validate
+from processors.gateway.translate import DEFAULT_COLLECTION, BadRequest, require_object, validate_as
 from schemas.documents import CollectionInfo, Document, LoadDocuments, LoadResponse
 from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
 
@@ -35,7 +35,7 @@ COLLECTION_OPS = ("list-collections", "delete-collection")
 
 def document_rag_request(wire: Any, user: str) -> LazyRagRequest:
     """A TrustGraph document-rag request as a lazy-rag question for `user`."""
-    wire = _require_object(wire)
+    wire = require_object(wire)
     limit = wire.get("doc-limit", wire.get("doc_limit")) or DOC_LIMIT_DEFAULT
     if not isinstance(limit, int) or limit < 1:
         raise BadRequest("invalid request: doc-limit: expected a positive integer")
@@ -47,7 +47,7 @@ def document_rag_request(wire: Any, user: str) -> LazyRagRequest:
     }
     if wire.get("scope") is not None:
         data["scope"] = wire["scope"]
-    return _validate(LazyRagRequest, data)
+    return validate_as(LazyRagRequest, data)
 
 
 def document_rag_response_to_wire(res: LazyRagResponse) -> dict[str, Any]:
@@ -81,7 +81,7 @@ def _title(wire_metadata: Any, doc_id: str) -> str:
 
 def text_load_request(wire: Any, user: str) -> LoadDocuments:
     """A TrustGraph `text-load` (`text`) or `document-load` (`data`) body as one document to load."""
-    wire = _require_object(wire)
+    wire = require_object(wire)
     field = "text" if "text" in wire else "data"
     encoded, doc_id = wire.get(field), wire.get("id")
     if not isinstance(encoded, str):
@@ -97,8 +97,9 @@ def text_load_request(wire: Any, user: str) -> LoadDocuments:
         raise BadRequest(f"invalid request: {field}: not base64 {charset} text ({e}); kgflow loads text only") from None
     except LookupError:
         raise BadRequest(f"invalid request: charset: unknown charset {charset!r}") from None
-    doc = _validate(Document, {"id": doc_id, "title": _title(wire.get("metadata"), doc_id), "text": text}, "document.")
-    return _validate(
+    title = _title(wire.get("metadata"), doc_id)
+    doc = validate_as(Document, {"id": doc_id, "title": title, "text": text}, "document.")
+    return validate_as(
         LoadDocuments, {"user": user, "collection": wire.get("collection") or DEFAULT_COLLECTION, "documents": [doc]}
     )
 
@@ -112,7 +113,7 @@ def load_response_to_wire(res: LoadResponse) -> dict[str, Any]:
 
 def collection_operation(wire: Any) -> tuple[str, str | None]:
     """(operation, collection) of a collection-management request; unsupported operations refused."""
-    wire = _require_object(wire)
+    wire = require_object(wire)
     op = wire.get("operation")
     if op not in COLLECTION_OPS:
         raise BadRequest(

@@ -54,7 +54,8 @@ def _field_error(e: ValidationError, prefix: str = "") -> BadRequest:
     return BadRequest("invalid request: " + "; ".join(parts))
 
 
-def _validate(model: type[BaseModel], data: dict[str, Any], prefix: str = "") -> Any:
+def validate_as(model: type[BaseModel], data: dict[str, Any], prefix: str = "") -> Any:
+    """`data` as a `model`; a BadRequest naming the client's fields (after `prefix`) otherwise."""
     try:
         return model.model_validate(data)
     except ValidationError as e:
@@ -71,7 +72,8 @@ def _pick(wire: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-def _require_object(wire: Any, what: str = "request") -> dict[str, Any]:
+def require_object(wire: Any, what: str = "request") -> dict[str, Any]:
+    """`wire` if it is a JSON object; a BadRequest otherwise."""
     if not isinstance(wire, dict):
         raise BadRequest(f"invalid request: {what}: expected a JSON object")
     return wire
@@ -121,9 +123,9 @@ def triple_from_wire(d: Any, field: str) -> Triple:
 # --- graph-rag ---------------------------------------------------------------------
 def graph_rag_request(wire: Any, user: str) -> GraphRagRequest:
     """A TrustGraph graph-rag request (TrustGraph-only knobs are ignored) for `user`."""
-    data = _pick(_require_object(wire), GRAPH_RAG_FIELDS)
+    data = _pick(require_object(wire), GRAPH_RAG_FIELDS)
     data.setdefault("collection", DEFAULT_COLLECTION)
-    return _validate(GraphRagRequest, {**data, "user": user})
+    return validate_as(GraphRagRequest, {**data, "user": user})
 
 
 def graph_rag_request_to_wire(req: GraphRagRequest) -> dict[str, Any]:
@@ -183,7 +185,7 @@ def graph_rag_response_from_wire(d: dict[str, Any]) -> GraphRagResponse:
 # --- kgflow's own services (no TrustGraph counterpart) -------------------------------------
 def kgflow_request(service: Service, wire: Any, user: str) -> BaseModel:
     """A request of a kgflow service: its JSON with kebab- or snake-case names, for `user`."""
-    data = {_snake(k): v for k, v in _require_object(wire).items() if v is not None and k != "user"}
+    data = {_snake(k): v for k, v in require_object(wire).items() if v is not None and k != "user"}
     model = service.request
     if "collection" in getattr(model, "model_fields", {}):
         data.setdefault("collection", DEFAULT_COLLECTION)
@@ -218,14 +220,14 @@ class TriplesQuery:
 
 def triples_request(wire: Any, user: str) -> TriplesQuery:
     """A TrustGraph triples query (`s`/`p`/`o` compact terms, `g`, `limit`, `streaming`, `batch-size`)."""
-    wire = _require_object(wire)
+    wire = require_object(wire)
     data: dict[str, Any] = {"user": user, "collection": wire.get("collection") or DEFAULT_COLLECTION}
     for pos in ("s", "p", "o"):
         if wire.get(pos) is not None:
             data[pos] = term_from_wire(wire[pos], pos)
     if wire.get("limit") is not None:
         data["limit"] = wire["limit"]
-    query = _validate(PatternQuery, data)
+    query = validate_as(PatternQuery, data)
     batch = wire.get("batch-size", wire.get("batch_size", 20))
     if not isinstance(batch, int) or isinstance(batch, bool) or not 1 <= batch <= 100000:
         raise BadRequest("invalid request: batch-size: expected an integer between 1 and 100000")
@@ -246,7 +248,7 @@ def triples_batch_to_wire(triples: list[Triple], is_final: bool | None = None) -
 # --- embeddings, graph-embeddings, text-completion ---------------------------------------
 def embeddings_request(wire: Any) -> EmbeddingsRequest:
     """`{"texts": [...]}`."""
-    return _validate(EmbeddingsRequest, _pick(_require_object(wire), ("texts",)))
+    return validate_as(EmbeddingsRequest, _pick(require_object(wire), ("texts",)))
 
 
 def embeddings_response_to_wire(res: EmbeddingsResponse) -> dict[str, Any]:
@@ -256,9 +258,9 @@ def embeddings_response_to_wire(res: EmbeddingsResponse) -> dict[str, Any]:
 
 def graph_embeddings_request(wire: Any, user: str) -> GraphEmbeddingsRequest:
     """`{"vector", "limit", "collection"}` (kgflow also takes an optional `text` for label matches)."""
-    data = _pick(_require_object(wire), ("vector", "limit", "collection", "text"))
+    data = _pick(require_object(wire), ("vector", "limit", "collection", "text"))
     data.setdefault("collection", DEFAULT_COLLECTION)
-    return _validate(GraphEmbeddingsRequest, {**data, "user": user})
+    return validate_as(GraphEmbeddingsRequest, {**data, "user": user})
 
 
 def graph_embeddings_response_to_wire(res: GraphEmbeddingsResponse) -> dict[str, Any]:
@@ -275,7 +277,7 @@ def graph_embeddings_response_to_wire(res: GraphEmbeddingsResponse) -> dict[str,
 def text_completion_request(wire: Any) -> TextCompletionRequest:
     """`{"system", "prompt", "streaming"}` (plus kgflow's `max-tokens`, `temperature`)."""
     fields = ("system", "prompt", "streaming", "max-tokens", "temperature")
-    return _validate(TextCompletionRequest, _pick(_require_object(wire), fields))
+    return validate_as(TextCompletionRequest, _pick(require_object(wire), fields))
 
 
 def text_completion_response_to_wire(res: TextCompletionResponse) -> dict[str, Any]:
@@ -300,14 +302,14 @@ def blueprint_from_wire(name: Any, definition: Any) -> Blueprint:
             definition = json.loads(definition)
         except ValueError as e:
             raise BadRequest(f"invalid request: blueprint-definition: not JSON ({e})") from None
-    definition = dict(_require_object(definition, "blueprint-definition"))
+    definition = dict(require_object(definition, "blueprint-definition"))
     params = definition.get("parameters") or {}
     if isinstance(params, dict):
         definition["parameters"] = {
             k: v["default"] if isinstance(v, dict) and "default" in v else v for k, v in params.items()
         }
     definition["name"] = name if name is not None else definition.get("name")
-    return _validate(Blueprint, definition, "blueprint-definition.")
+    return validate_as(Blueprint, definition, "blueprint-definition.")
 
 
 def blueprint_to_wire(bp: Blueprint) -> dict[str, Any]:
@@ -321,7 +323,7 @@ def blueprint_to_wire(bp: Blueprint) -> dict[str, Any]:
 
 def flow_request(wire: Any) -> FlowRequest:
     """A TrustGraph flow-service request (`operation`, `blueprint-name`, `blueprint-definition`, `flow-id`, ...)."""
-    wire = _require_object(wire)
+    wire = require_object(wire)
     data = _pick(wire, ("operation", "blueprint-name", "flow-id", "description", "parameters"))
     if "operation" not in data:
         raise BadRequest("invalid request: operation: Field required")
@@ -330,7 +332,7 @@ def flow_request(wire: Any) -> FlowRequest:
         if definition is None:
             raise BadRequest("invalid request: blueprint-definition: Field required")
         data["blueprint"] = blueprint_from_wire(data.get("blueprint_name"), definition)
-    return _validate(FlowRequest, data)
+    return validate_as(FlowRequest, data)
 
 
 def flow_response_to_wire(op: str, res: FlowResponse) -> dict[str, Any]:
@@ -358,7 +360,7 @@ def flow_response_to_wire(op: str, res: FlowResponse) -> dict[str, Any]:
 # --- bulk import ------------------------------------------------------------------------------
 def import_frame(wire: Any) -> tuple[str, list[Triple]]:
     """A triples-import frame `{"metadata": {"collection", ...}, "triples": [...]}` as (collection, triples)."""
-    wire = _require_object(wire, "frame")
+    wire = require_object(wire, "frame")
     meta = wire.get("metadata") or {}
     if not isinstance(meta, dict):
         raise BadRequest("invalid request: metadata: expected an object")
