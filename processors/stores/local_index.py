@@ -160,10 +160,23 @@ class LocalEntityIndex:
         return [EntityHit(m.iris[m.entities + i], m.labels[m.entities + i], s) for i, s in zip(top, sims, strict=True)]
 
     async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
-        m = await self._matrix(user, collection)
-        if m is None:
-            return {}
-        return {i: m.vecs[m.pos[i]] for i in iris if i in m.pos}  # type: ignore[misc]
+        """Unit vectors of `iris`: from the loaded matrix while it is current (queries), else read
+        by key (a load asks for a few after each of its writes; reloading the whole matrix each
+        time made loading quadratic in the collection's size)."""
+        key = (user, collection)
+        m = self._cache.get(key)
+        if m is not None and time.monotonic() - self._checked.get(key, -VERSION_CHECK_S) < VERSION_CHECK_S:
+            return {i: m.vecs[m.pos[i]] for i in iris if i in m.pos}  # type: ignore[misc]
+        sql = (
+            "SELECT iri, vec FROM vectors WHERE user = ? AND collection = ? AND iri IN (SELECT value FROM json_each(?))"
+        )
+        args = (user, collection, json.dumps(list(dict.fromkeys(iris))))
+        rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
+        out: dict[str, list[float]] = {}
+        for iri, blob in rows:
+            v = np.frombuffer(blob, dtype=np.float32)
+            out[str(iri)] = (v / (np.linalg.norm(v) or 1.0)).tolist()
+        return out
 
     async def similarities(
         self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
