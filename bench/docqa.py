@@ -1,16 +1,17 @@
 """`make bench` (documents): index cost and document-retrieval quality on the public doc-QA sets.
 
-    python -m bench.docqa [--datasets hotpotqa,musique] [--questions N] [--drift-llm-questions N]
+    python -m bench.docqa [--datasets hotpotqa,musique] [--questions N] [--llm-questions N]
                           [--out bench/results.json]
 
 For each set, in one run: the corpus is indexed into a fresh embedded home through the real
 documents flow (documents/s, chunks/s, concepts, relations, communities per level, build time,
-model calls at index time, peak RSS); then every question is asked of lazy-rag and DRIFT (no
-model) and of the chunk search alone (vector only, lexical only, fused), and recall@2/5/10 of the
-supporting paragraphs is computed as ../shared/tools/docqa_eval.py does (distinct documents in
-rank order). Then DRIFT answers the first few questions with the local model (small requests):
-model calls, prompt/completion tokens, wall time p50/p95, citations kept and dropped.
-The section is merged into bench/results.json under "documents".
+model calls at index time, peak RSS); then every question is asked of lazy-rag, DRIFT and
+kg-query in each mode (no model) and of the chunk search alone (vector only, lexical only,
+fused), and recall@2/5/10 of the supporting paragraphs is computed as ../shared/tools/docqa_eval.py
+does (distinct documents in rank order); the same questions scoped to their own context
+paragraphs give the cost of a scope (bench/docqa_quality.py). Then lazy-rag and DRIFT answer the
+first few questions of the first set with the local model (bench/docqa_llm.py).
+The section is merged into bench/results.json under "documents", with the issues' targets.
 """
 
 from __future__ import annotations
@@ -27,19 +28,16 @@ from typing import Any
 
 from prometheus_client import REGISTRY
 
-from bench.measure import peak_rss_mb, percentile
-from processors.base.client import RequestResponseClient
+from bench.docqa_llm import with_local_model
+from bench.docqa_quality import COLLECTION, SCOPE_TARGET, TIMEOUT_S, USER, client, kg_query_modes, quality, scope_cost
+from bench.measure import peak_rss_mb
 from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings, StoreSettings
 from processors.commands.load_documents import batches
-from processors.models.embeddings.model import OnnxMiniLM
 from processors.query.documents.linking import RELATED_TO
-from processors.retrieval.relevance.ranking import documents_of
 from schemas.communities import BuildCommunities
-from schemas.documents import ChunkSearch, Document, LoadDocuments
-from schemas.drift import DriftRequest
-from schemas.lazy_rag import LazyRagRequest
-from schemas.services import COMMUNITIES, DOCUMENT_LOAD, DOCUMENTS, DRIFT, LAZY_RAG
+from schemas.documents import Document, LoadDocuments
+from schemas.services import COMMUNITIES, DOCUMENT_LOAD
 from schemas.terms import Term
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,12 +45,6 @@ DOCQA = ROOT.parent / "shared" / "datasets" / "docqa"
 SETS = {"hotpotqa": DOCQA / "hotpotqa_dev200_migres", "musique": DOCQA / "musique_train100_kag"}
 RESULTS = Path(__file__).resolve().parent / "results.json"
 CACHE = Path(__file__).resolve().parent / ".cache" / "docqa"
-USER, COLLECTION = "bench", "docqa"
-KS = (2, 5, 10)
-TIMEOUT_S = 3600.0
-# DRIFT's requests with the local model: HyDE, primer, one follow-up, aggregation; prompts that fit
-# the local model's 2048-token context.
-DRIFT_LLM_REQUEST = {"max_llm_calls": 4, "max_tokens": 400, "prompt_chunks": 3, "prompt_chunk_chars": 400}
 
 
 def log(msg: str) -> None:
@@ -68,11 +60,6 @@ def _llm_requests() -> float:
             if sample.name == "kgflow_requests_total" and sample.labels.get("service") == "text-completion":
                 total += sample.value
     return total
-
-
-def client(system: System, service: Any) -> RequestResponseClient[Any]:
-    """A client of `service` in flow default."""
-    return RequestResponseClient.for_service(system.bus, service, "default", TIMEOUT_S)
 
 
 async def index(system: System, docs: list[Document]) -> dict[str, Any]:
@@ -112,95 +99,6 @@ async def index(system: System, docs: list[Document]) -> dict[str, Any]:
     }
 
 
-def recall(ranked: list[str], gold: set[str]) -> dict[str, float]:
-    """recall@k of the gold documents among the first k distinct ranked ones."""
-    distinct = list(dict.fromkeys(ranked))
-    return {f"recall@{k}": len(gold & set(distinct[:k])) / len(gold) for k in KS}
-
-
-def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
-    return {k: round(sum(r[k] for r in rows) / len(rows), 4) for k in rows[0]} if rows else {}
-
-
-async def quality(system: System, questions: list[dict[str, Any]]) -> dict[str, Any]:
-    """recall@k of lazy-rag and of the chunk search by mode, same questions, same store."""
-    lazy, docs = client(system, LAZY_RAG), client(system, DOCUMENTS)
-    embedder = OnnxMiniLM.shared()
-    rows: dict[str, list[dict[str, float]]] = {"lazy_rag": [], "drift": [], "fused": [], "vector": [], "lexical": []}
-    latency: list[float] = []
-    trips: list[int] = []
-    drift, drift_ms = client(system, DRIFT), []
-    for q in questions:
-        gold = set(q["supporting_paragraph_ids"])
-        req = LazyRagRequest(user=USER, collection=COLLECTION, query=q["question"], no_llm=True)
-        began = time.perf_counter()
-        res = await lazy.request(req)
-        latency.append((time.perf_counter() - began) * 1000)
-        trips.append(res.stats.store_round_trips if res.stats else 0)
-        rows["lazy_rag"].append(recall([d.id for d in res.documents], gold))
-        began = time.perf_counter()
-        found_d = await drift.request(DriftRequest(user=USER, collection=COLLECTION, query=q["question"], no_llm=True,
-                                                   streaming=False))  # fmt: skip
-        drift_ms.append((time.perf_counter() - began) * 1000)
-        rows["drift"].append(recall([d.id for d in found_d.documents], gold))
-        vector = (await embedder.embed([q["question"]]))[0]
-        for mode in ("fused", "vector", "lexical"):
-            search = ChunkSearch(
-                user=USER, collection=COLLECTION, vector=vector, text=q["question"], mode=mode, limit=10
-            )
-            found = (await docs.request(search)).chunks
-            rows[mode].append(recall([d.id for d in documents_of(found)], gold))
-    out: dict[str, Any] = {name: _mean(r) for name, r in rows.items()}
-    best = max(out["vector"]["recall@5"], out["lexical"]["recall@5"])
-    out["lazy_rag_recall@5_over_better_baseline"] = round(out["lazy_rag"]["recall@5"] - best, 4)
-    out["lazy_rag_p50_ms"] = round(percentile(latency, 50), 1)
-    out["lazy_rag_p95_ms"] = round(percentile(latency, 95), 1)
-    out["lazy_rag_store_round_trips_per_query"] = round(sum(trips) / len(trips), 2)
-    out["lazy_rag_store_round_trips_max"] = max(trips)
-    out["drift_recall@5_minus_lazy_rag"] = round(out["drift"]["recall@5"] - out["lazy_rag"]["recall@5"], 4)
-    out["drift_no_model_p50_ms"] = round(percentile(drift_ms, 50), 1)
-    out["drift_no_model_p95_ms"] = round(percentile(drift_ms, 95), 1)
-    out["questions"] = len(questions)
-    return out
-
-
-async def drift_with_model(home: Path, questions: list[dict[str, Any]]) -> dict[str, Any]:
-    """DRIFT answering with the local model (small requests: it is slow on a shared machine): per
-    question its model calls, tokens and wall time, and the citations kept and dropped."""
-    os.environ["KGFLOW_LLM"] = "local"  # read when the flow starts; the flow leaves `llm` unset
-    os.environ.setdefault("KGFLOW_LLM_TIMEOUT", "900")
-    rows: list[dict[str, Any]] = []
-    try:
-        async with embedded(StoreSettings(home=home), RuntimeSettings(request_timeout_s=TIMEOUT_S)) as system:
-            drift = client(system, DRIFT)
-            for q in questions:
-                req = DriftRequest(user=USER, collection=COLLECTION, query=q["question"], streaming=False,
-                                   **DRIFT_LLM_REQUEST)  # fmt: skip
-                began = time.perf_counter()
-                res = await drift.request(req)
-                st = res.stats
-                assert st is not None
-                rows.append({"wall_s": time.perf_counter() - began, "llm_calls": st.llm_calls, "in_token": st.in_token,
-                             "out_token": st.out_token, "citations_returned": st.citations_returned,
-                             "citations_dropped": st.citations_dropped, "unusable_outputs": st.unusable_outputs,
-                             "answered": bool(res.final_answer), "key_facts": len(res.key_facts)})  # fmt: skip
-                log(f"[docqa] drift+model: {rows[-1]}")
-    finally:
-        os.environ.pop("KGFLOW_LLM", None)
-    walls = [r["wall_s"] for r in rows]
-    total = {k: sum(r[k] for r in rows) for k in ("llm_calls", "in_token", "out_token", "citations_returned",
-                                                  "citations_dropped", "unusable_outputs", "key_facts")}  # fmt: skip
-    return {
-        "questions": len(rows),
-        "request": DRIFT_LLM_REQUEST,
-        "per_question": {k: round(v / max(1, len(rows)), 2) for k, v in total.items()},
-        **{f"total_{k}": v for k, v in total.items()},
-        "answered": sum(r["answered"] for r in rows),
-        "wall_p50_s": round(percentile(walls, 50), 1) if walls else None,
-        "wall_p95_s": round(percentile(walls, 95), 1) if walls else None,
-    }
-
-
 async def bench_set(name: str, path: Path, limit: int | None, llm_questions: int = 0) -> dict[str, Any]:
     """Index one set into a fresh home, then measure retrieval on it."""
     docs = [Document.model_validate_json(line) for line in (path / "corpus.jsonl").read_text().splitlines() if line]
@@ -213,8 +111,10 @@ async def bench_set(name: str, path: Path, limit: int | None, llm_questions: int
         cost = await index(system, docs)
         log(f"[docqa] {name}: indexed in {cost['index_s']} s; {len(questions)} questions")
         out = {"index": cost, "retrieval": await quality(system, questions)}
+        out["kg_query_modes"] = await kg_query_modes(system, questions)
+        out["scope_cost"] = await scope_cost(system, questions)
     if llm_questions:
-        out["drift_with_local_model"] = await drift_with_model(home, questions[:llm_questions])
+        out["with_local_model"] = await with_local_model(home, questions[:llm_questions], log)
     return out
 
 
@@ -223,19 +123,19 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(prog="python -m bench.docqa", description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default="hotpotqa,musique")
     ap.add_argument("--questions", type=int, default=None, help="questions per set (default all)")
-    ap.add_argument("--drift-llm-questions", type=int, default=3, help="questions DRIFT answers with the local model")
+    ap.add_argument("--llm-questions", type=int, default=3, help="questions answered with the local model")
     ap.add_argument("--out", type=Path, default=RESULTS)
     a = ap.parse_args(argv)
     load_at_start = [round(x, 2) for x in os.getloadavg()]
     names = a.datasets.split(",")
     section: dict[str, Any] = {
-        name: await bench_set(name, SETS[name], a.questions, a.drift_llm_questions if i == 0 else 0)
+        name: await bench_set(name, SETS[name], a.questions, a.llm_questions if i == 0 else 0)
         for i, name in enumerate(names)
     }
     section["meta"] = {
         "load_average_at_start": load_at_start,
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-        "llm": "none at index time and for recall (no_llm); drift_with_local_model: SmolLM2-135M (llama.cpp)",
+        "llm": "none at index time and for recall (no_llm); with_local_model: SmolLM2-135M (llama.cpp)",
     }
     section["targets"] = targets(section)
     results = json.loads(a.out.read_text()) if a.out.exists() else {}
@@ -258,9 +158,20 @@ def targets(section: dict[str, Any]) -> dict[str, Any]:
         p50, p95 = h["retrieval"]["lazy_rag_p50_ms"], h["retrieval"]["lazy_rag_p95_ms"]
         out["hotpotqa_lazy_rag_p50_ms (<= 150)"] = {"value": p50, "met": p50 <= 150}
         out["hotpotqa_lazy_rag_p95_ms (<= 400)"] = {"value": p95, "met": p95 <= 400}
+        llm = h.get("with_local_model", {}).get("lazy_rag")
+        if llm:
+            wall = llm["wall_p50_s"]
+            out["hotpotqa_lazy_rag_local_model_p50_s (< 3, <= 50 entities)"] = {"value": wall, "met": wall < 3}
     if "musique" in section:
         gain = section["musique"]["retrieval"]["lazy_rag_recall@5_over_better_baseline"]
         out["musique_lazy_rag_recall@5_gain (>= 0.12)"] = {"value": gain, "met": gain >= 0.12}
+    for name in ("hotpotqa", "musique"):
+        cost = section.get(name, {}).get("scope_cost", {})
+        for service in ("lazy_rag", "kg_query_mix"):
+            if service in cost:
+                ratio = cost[service]["scoped_p50_over_unscoped"]
+                key = f"{name}_{service}_scoped_p50_over_unscoped (<= {SCOPE_TARGET})"
+                out[key] = {"value": ratio, "met": ratio <= SCOPE_TARGET}
     return out
 
 

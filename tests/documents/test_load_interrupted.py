@@ -14,7 +14,7 @@ from pathlib import Path
 
 KGFLOW = Path(sys.executable).parent / "kgflow"
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "docqa" / "hotpotqa_dev200_migres"
-DOCS = 160  # three request batches of at most 64 documents
+DOCS = 100  # two request batches (at most 64 documents each)
 QUESTIONS = ["Which band was Jeff Porcaro the drummer of?", "Who directed the film?", "Where was the singer born?"]
 
 
