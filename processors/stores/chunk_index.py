@@ -94,7 +94,7 @@ class ChunkIndex:
             return []
         dense = _cosines(self, vector) if vector is not None else np.zeros(len(self.ids), dtype=np.float32)
         rows, scores = rank(
-            self.concepts.graph, dense, self.bm25.scores(text, mask), self.concepts.named_in(text), limit, p, mask
+            self.concepts.graph, dense, self.bm25.scores(text, mask), self.concepts.named_in(text, mask), limit, p, mask
         )
         return list(zip(rows.tolist(), scores.tolist(), strict=True))
 

@@ -53,3 +53,32 @@ def test_a_scope_restricts_seeds_and_hops() -> None:
     mask = np.array([True] + [False] + [True] * 8)
     rows, _ = rank(concepts.graph, scores(0.9, 0.05), np.zeros(10), [], 10, GraphRankParams(seeds=3), mask)
     assert 1 not in rows.tolist() and set(rows.tolist()) <= set(np.flatnonzero(mask).tolist())
+
+
+def test_a_scope_ranks_as_a_collection_of_only_its_chunks() -> None:
+    """Statistics, title mentions and the question's concepts are the scope's: masked ranking over
+    the whole graph equals ranking a graph built from the scope's chunks alone."""
+    rng = np.random.default_rng(5)
+    names = ["rush", "toronto", "neil peart", "counterparts", "music", "canada"]
+    texts, titles, mentions = [], [], []
+    for row in range(24):
+        picked = rng.choice(names, 3, replace=False).tolist()
+        texts.append(f"A passage naming {picked[0]} and {picked[1]}.")
+        titles.append(picked[2] if row % 2 else None)
+        mentions += [(row, n) for n in rng.choice(names, 2, replace=False).tolist()]
+    keys = {n: n for n in names}
+    dense, lexical = rng.random(24), rng.random(24)
+    question = "Which band from Toronto released Counterparts with Neil Peart?"
+    full = build_concepts(texts, titles, mentions, keys)
+    for seed in range(6):
+        rows = np.sort(np.random.default_rng(seed).choice(24, 12, replace=False))
+        mask = np.zeros(24, bool)
+        mask[rows] = True
+        at = {int(r): k for k, r in enumerate(rows)}
+        alone = build_concepts([texts[r] for r in rows], [titles[r] for r in rows],
+                               [(at[r], e) for r, e in mentions if r in at], keys)  # fmt: skip
+        p = GraphRankParams(seeds=4, max_df=0.5)
+        got, got_mass = rank(full.graph, dense, lexical, full.named_in(question, mask), 8, p, mask)
+        want, want_mass = rank(alone.graph, dense[rows], lexical[rows], alone.named_in(question), 8, p)
+        assert rows[want].tolist() == got.tolist(), seed
+        assert got_mass == pytest.approx(want_mass)

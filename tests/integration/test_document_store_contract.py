@@ -394,7 +394,7 @@ async def test_random_scopes_never_leak_and_rank_as_a_fresh_collection(docs: Doc
         await docs.documents.store(user, fresh, inside)
         await assert_relations(docs, (user, coll), records, vector, scope)
         await assert_search(docs, (user, coll), vector, text, 6, scope, ref, allowed)
-        for mode in MODES:
+        for mode in (*MODES, "graph"):
             scoped = await docs.documents.search(user, coll, vector, text, mode, 6, scope)
             alone = await docs.documents.search(user, fresh, vector, text, mode, 6)
             assert [(c.id, c.score) for c in alone] == [(c.id, pytest.approx(c.score, abs=1e-6)) for c in scoped]

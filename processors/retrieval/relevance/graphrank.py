@@ -72,27 +72,86 @@ class Csr:
 
 @dataclass
 class ConceptGraph:
-    """Which chunks mention which concepts, and which chunk is titled by which concept."""
+    """Which chunks mention which concepts, and which chunk is titled by which concept. Mentions
+    found only by a title's words in a chunk's text are kept apart: they hold only where a chunk
+    titled by that concept is searched (a scope without that document has no such concept)."""
 
-    mentions: Csr  # chunk -> concepts it mentions (its own title excluded)
+    mentions: Csr  # chunk -> concepts extraction found in it (its own title excluded)
+    title_mentions: Csr  # chunk -> title concepts only its text names
     titled: Csr  # concept -> chunks it is the title of
-    mentioned_by: Csr  # concept -> chunks that mention it or are titled by it
-    df: np.ndarray  # per concept: chunks in `mentioned_by`
-    idf: np.ndarray  # per concept: ln(N / df)
+    mentioned_by: Csr  # concept -> chunks that mention it (extraction) or are titled by it
+    title_mentioned_by: Csr  # concept -> chunks whose text alone names it
+    df: np.ndarray  # per concept: chunks that mention it or are titled by it, all rows searched
 
     @classmethod
-    def build(cls, n_chunks: int, n_concepts: int, mention_pairs: np.ndarray, title_of: np.ndarray) -> ConceptGraph:
-        """`mention_pairs`: (chunk, concept) rows; `title_of[chunk]`: its title concept or -1."""
-        r, c = (mention_pairs[:, 0], mention_pairs[:, 1]) if len(mention_pairs) else (np.zeros(0, np.int64),) * 2
+    def build(
+        cls, n_chunks: int, n_concepts: int, mention_pairs: np.ndarray, title_of: np.ndarray, text_pairs: np.ndarray
+    ) -> ConceptGraph:
+        """`mention_pairs` / `text_pairs`: (chunk, concept) rows found by extraction / by a title's
+        words in the text; `title_of[chunk]`: its title concept or -1."""
+        r, c = _columns(mention_pairs)
         keep = c != title_of[r]  # a chunk does not mention its own title
         mentions = Csr.build(r[keep], c[keep], n_chunks)
+        tr, tc = _columns(text_pairs)
+        found = set(zip(r.tolist(), c.tolist(), strict=True))
+        pairs = zip(tr.tolist(), tc.tolist(), strict=True)
+        only = np.fromiter(((a, b) not in found and b != title_of[a] for a, b in pairs), bool, len(tr))
+        title_mentions = Csr.build(tr[only], tc[only], n_chunks)
         has = np.flatnonzero(title_of >= 0)
         titled = Csr.build(title_of[has], has, n_concepts)
         by = np.concatenate([np.stack([c[keep], r[keep]], 1), np.stack([title_of[has], has], 1)])
         mentioned_by = Csr.build(by[:, 0], by[:, 1], n_concepts)
-        df = mentioned_by.sizes().astype(np.float64)
-        idf = np.log(max(n_chunks, 2) / np.maximum(df, 1.0))
-        return cls(mentions, titled, mentioned_by, df, idf)
+        title_mentioned_by = Csr.build(tc[only], tr[only], n_concepts)
+        df = (mentioned_by.sizes() + title_mentioned_by.sizes()).astype(np.float64)
+        return cls(mentions, title_mentions, titled, mentioned_by, title_mentioned_by, df)
+
+
+def _columns(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if len(pairs):
+        return pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
+    return np.zeros(0, np.int64), np.zeros(0, np.int64)
+
+
+class Searched:
+    """A concept graph seen from the rows searched (a scope's, or all): document frequencies,
+    and which title mentions hold, as if the collection held only those rows."""
+
+    def __init__(self, g: ConceptGraph, mask: np.ndarray | None, n: int) -> None:
+        self.g, self.mask = g, mask
+        self.n = n if mask is None else int(mask.sum())
+        self._df: dict[int, float] = {}
+
+    def rows(self, chunks: np.ndarray) -> np.ndarray:
+        """`chunks` that are searched."""
+        return chunks if self.mask is None else chunks[self.mask[chunks]]
+
+    def titled_here(self, c: int) -> bool:
+        """Whether a searched chunk is titled by `c` (its title mentions hold)."""
+        return len(self.rows(self.g.titled.row(c))) > 0
+
+    def present(self, c: int) -> bool:
+        """Whether a searched chunk mentions or is titled by `c`."""
+        return len(self.rows(self.g.mentioned_by.row(c))) > 0
+
+    def concepts_of(self, i: int) -> list[int]:
+        """The concepts chunk `i` mentions, title mentions only where they hold."""
+        out = self.g.mentions.row(i).tolist()
+        return out + [c for c in self.g.title_mentions.row(i).tolist() if self.titled_here(c)]
+
+    def chunks_of(self, c: int) -> np.ndarray:
+        """The searched chunks that mention or are titled by `c`."""
+        rows = self.rows(self.g.mentioned_by.row(c))
+        if self.titled_here(c):
+            rows = np.concatenate([rows, self.rows(self.g.title_mentioned_by.row(c))])
+        return rows
+
+    def df(self, c: int) -> float:
+        """Searched chunks that mention or are titled by `c`."""
+        if self.mask is None:
+            return float(self.g.df[c])
+        if c not in self._df:
+            self._df[c] = float(len(self.chunks_of(c)))
+        return self._df[c]
 
 
 @dataclass
@@ -103,15 +162,19 @@ class Concepts:
     by_key: dict[str, int]  # normalised key -> concept id
     max_words: int
 
-    def named_in(self, question: str) -> list[int]:
-        """Concepts the question names: its word n-grams that are concept keys, maximal matches only
-        (a match inside a longer one is dropped), stopwords alone excluded."""
+    def named_in(self, question: str, mask: np.ndarray | None = None) -> list[int]:
+        """Concepts the question names: its word n-grams that are keys of concepts in the searched
+        rows (`mask`, or all), maximal matches only (a match inside a longer one is dropped),
+        stopwords alone excluded."""
         words = normalize(question).split()
+        here = Searched(self.graph, mask, 0)
         found = {
             key
             for n in range(1, self.max_words + 1)
             for i in range(len(words) - n + 1)
-            if (key := " ".join(words[i : i + n])) in self.by_key and key not in STOPWORDS
+            if (key := " ".join(words[i : i + n])) in self.by_key
+            and key not in STOPWORDS
+            and (mask is None or here.present(self.by_key[key]))
         }
         return [self.by_key[k] for k in found if not any(k != o and f" {k} " in f" {o} " for o in found)]
 
@@ -128,6 +191,7 @@ def build_concepts(
         ids.setdefault(e, len(ids))
     title_of = np.array([ids[t] if t else -1 for t in titles], dtype=np.int64)
     pairs = [(r, ids[e]) for r, e in mentions]
+    text_pairs: list[tuple[int, int]] = []
     title_keys = {keys[t]: ids[t] for t in titles if t and keys.get(t)}
     longest = max((len(k.split()) for k in title_keys), default=0)
     for row, text in enumerate(texts):
@@ -136,10 +200,14 @@ def build_concepts(
             for i in range(len(words) - n + 1):
                 c = title_keys.get(" ".join(words[i : i + n]))
                 if c is not None:
-                    pairs.append((row, c))
-    graph = ConceptGraph.build(len(texts), len(ids), np.asarray(pairs, dtype=np.int64).reshape(-1, 2), title_of)
+                    text_pairs.append((row, c))
+    graph = ConceptGraph.build(len(texts), len(ids), _pairs(pairs), title_of, _pairs(text_pairs))
     by_key = {keys[e]: i for e, i in ids.items() if keys.get(e)}
     return Concepts(graph, by_key, min(max((len(k.split()) for k in by_key), default=1), MAX_TITLE_WORDS))
+
+
+def _pairs(pairs: list[tuple[int, int]]) -> np.ndarray:
+    return np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
 
 
 def zscore(x: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
@@ -182,10 +250,10 @@ def rank(
     seed_mass /= seed_mass.sum()
     mass = np.zeros(n)
     mass[seeds] = seed_mass
-    searched = n if mask is None else int(mask.sum())
-    named, cap, ln_n = set(question_concepts), max(3.0, p.max_df * searched), math.log(max(n, 2))
+    here = Searched(g, mask, n)
+    named, cap = set(question_concepts), max(3.0, p.max_df * here.n)
     for i, m_i in zip(seeds.tolist(), seed_mass.tolist(), strict=True):
-        links = _links(g, i, named, cap, ln_n, p)
+        links = _links(here, i, named, cap, p)
         links.pop(i, None)
         js = np.fromiter(links, np.int64, len(links))
         if mask is not None and len(js):
@@ -203,17 +271,19 @@ def rank(
     return order, mass[order]
 
 
-def _links(g: ConceptGraph, i: int, named: set[int], cap: float, ln_n: float, p: GraphRankParams) -> dict[int, float]:
+def _links(here: Searched, i: int, named: set[int], cap: float, p: GraphRankParams) -> dict[int, float]:
     """Chunk j -> the strongest link weight from chunk i (title links, then rarer shared concepts)."""
     links: dict[int, float] = {}
-    for c in g.mentions.row(i).tolist():
-        if c in named or g.df[c] > cap:
+    ln_n = math.log(max(here.n, 2))
+    for c in here.concepts_of(i):
+        df = here.df(c)
+        if c in named or df > cap:
             continue
-        for j in g.titled.row(c).tolist():
+        for j in here.g.titled.row(c).tolist():
             links[j] = max(links.get(j, 0.0), p.w_title_link)
         if p.w_concept_link:
-            w = p.w_concept_link * float(g.idf[c]) / ln_n
-            for j in g.mentioned_by.row(c).tolist():
+            w = p.w_concept_link * math.log(max(here.n, 2) / max(df, 1.0)) / ln_n
+            for j in here.chunks_of(c).tolist():
                 if links.get(j, 0.0) < w:
                     links[j] = w
     return links
