@@ -51,6 +51,7 @@ FLOW_PROCESSORS = (
     _serving(sv.COMMUNITIES, "processors.ingest.communities.service:CommunitiesProcessor"),
     _serving(sv.LAZY_RAG, "processors.retrieval.lazy_rag.service:LazyRagProcessor"),
     _serving(sv.KG_QUERY, "processors.retrieval.kg_query.service:KgQueryProcessor"),
+    _serving(sv.RERANKER, "processors.retrieval.reranker.service:RerankerProcessor"),
 )
 PROCESSORS: dict[str, ProcessorEntry] = {p.name: p for p in (CONFIG, *FLOW_PROCESSORS, GATEWAY)}
 

@@ -29,6 +29,7 @@ from schemas.services import (
     GRAPH_RAG,
     KG_QUERY,
     LAZY_RAG,
+    RERANKER,
     TEXT_COMPLETION,
     TRIPLES,
     Service,
@@ -46,7 +47,7 @@ TRUSTGRAPH_SERVICES: dict[str, Service] = {
     s.name: s for s in (GRAPH_RAG, TRIPLES, EMBEDDINGS, GRAPH_EMBEDDINGS, TEXT_COMPLETION)
 }
 # kgflow's own services: their wire format is the kgflow schema's JSON (kebab- or snake-case names).
-KGFLOW_SERVICES: dict[str, Service] = {s.name: s for s in (LAZY_RAG, KG_QUERY, DOCUMENTS, COMMUNITIES)}
+KGFLOW_SERVICES: dict[str, Service] = {s.name: s for s in (LAZY_RAG, KG_QUERY, RERANKER, DOCUMENTS, COMMUNITIES)}
 FLOW_SERVICES: dict[str, Service] = {**TRUSTGRAPH_SERVICES, **KGFLOW_SERVICES}
 WORKSPACE_SERVICES = ("flow", "config")
 FLOW_WRITE_OPS = ("put-blueprint", "delete-blueprint", "start-flow", "stop-flow")

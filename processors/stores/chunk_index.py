@@ -64,6 +64,20 @@ class ChunkIndex:
         fused = reciprocal_rank_fusion(rankings)
         return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
 
+    def similarities(
+        self, vector: Sequence[float], ids: Sequence[str], document_ids: set[str] | None
+    ) -> dict[str, float]:
+        """Cosine of `vector` to each chunk of `ids` that is indexed (and whose document is in
+        `document_ids`, unless None)."""
+        rows = {c: self.row[c] for c in ids if c in self.row}
+        if document_ids is not None:
+            rows = {c: r for c, r in rows.items() if self.document_ids[r] in document_ids}
+        if not rows:
+            return {}
+        q = np.asarray(vector, dtype=np.float32)
+        sims = self.vectors[list(rows.values())] @ (q / (np.linalg.norm(q) or 1.0))
+        return dict(zip(rows, sims.tolist(), strict=True))
+
 
 def _top(scores: np.ndarray, mask: np.ndarray | None, k: int) -> list[int]:
     """Rows of the `k` best scores among `mask`, best first (ties by row)."""

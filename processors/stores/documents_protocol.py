@@ -142,6 +142,28 @@ class DocumentStore(Protocol):
         `per_relation` each."""
         ...
 
+    async def episodes(
+        self,
+        user: str,
+        collection: str,
+        entities: Sequence[str],
+        chunk_ids: Sequence[str],
+        since: float,
+        until: float,
+        scope: Scope | None = None,
+    ) -> tuple[list[Mention], dict[str, int]]:
+        """The mentions of `chunk_ids` (in scope) and, for `entities` and every entity those chunks
+        mention, the distinct documents in scope with a timestamp in [since, until] (epoch
+        seconds) whose chunks mention it (entities with none left out) — one store call.
+        Documents without a timestamp are no episodes."""
+        ...
+
+    async def chunk_similarities(
+        self, user: str, collection: str, vector: Sequence[float], chunk_ids: Sequence[str], scope: Scope | None = None
+    ) -> dict[str, float]:
+        """Cosine of `vector` to the stored vector of each chunk of `chunk_ids` in scope."""
+        ...
+
     async def scoped_entities(self, user: str, collection: str, scope: Scope) -> set[str]:
         """Entities a chunk in the (narrowing) scope mentions."""
         ...

@@ -87,6 +87,16 @@ SELECT m.entity, m.chunk_id, m.count FROM mentions m INDEXED BY mentions_chunk
 WHERE m.user = ?1 AND m.collection = ?2 AND m.chunk_id IN (SELECT value FROM json_each(?3))
   AND (?4 IS NULL OR m.document_id IN (SELECT value FROM json_each(?4)))
 """
+# Per entity (?3: JSON array), the distinct documents with a timestamp in [?4, ?5] whose chunks
+# mention it; ?6: JSON array of allowed documents or null.
+EPISODE_COUNTS = """
+SELECT m.entity, count(DISTINCT m.document_id) FROM mentions m
+JOIN documents d ON d.user = m.user AND d.collection = m.collection AND d.id = m.document_id
+WHERE m.user = ?1 AND m.collection = ?2 AND m.entity IN (SELECT value FROM json_each(?3))
+  AND d.timestamp BETWEEN ?4 AND ?5
+  AND (?6 IS NULL OR m.document_id IN (SELECT value FROM json_each(?6)))
+GROUP BY m.entity
+"""
 RELATION_HAS_SOURCE = (
     "SELECT 1 FROM relation_sources WHERE user = ? AND collection = ? AND s = ? AND p = ? AND o = ? LIMIT 1"
 )

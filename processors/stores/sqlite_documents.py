@@ -17,6 +17,7 @@ from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
 from processors.stores.sqlite_docs_schema import (
     CHUNK_LINKS,
     ENTITY_LINKS,
+    EPISODE_COUNTS,
     GET_CHUNKS,
     RELATION_CHUNKS,
     RELATIONS_AMONG,
@@ -196,6 +197,44 @@ class SqliteDocumentStore:
             return [((s, p, o), c) for s, p, o, c in conn.execute(RELATION_CHUNKS, args)]
 
         return await self.db.read(read)
+
+    async def episodes(
+        self,
+        user: str,
+        collection: str,
+        entities: Sequence[str],
+        chunk_ids: Sequence[str],
+        since: float,
+        until: float,
+        scope: Scope | None = None,
+    ) -> tuple[list[Mention], dict[str, int]]:
+        """The chunks' mentions and each entity's episodes in the window (see `EPISODE_COUNTS`),
+        in one read transaction."""
+
+        def read(conn: sqlite3.Connection) -> tuple[list[Mention], dict[str, int]]:
+            allowed = scoped_ids(conn, user, collection, scope)
+            docs = None if allowed is None else json.dumps(sorted(allowed))
+            rows = []
+            if chunk_ids:
+                rows = conn.execute(CHUNK_LINKS, (user, collection, json.dumps(list(chunk_ids)), docs)).fetchall()
+            wanted = list(dict.fromkeys([*entities, *(e for e, _, _ in rows)]))
+            counts = {}
+            if wanted:
+                args = (user, collection, json.dumps(wanted), since, until, docs)
+                counts = {str(e): int(n) for e, n in conn.execute(EPISODE_COUNTS, args)}
+            return [Mention(entity=e, chunk_id=c, count=n) for e, c, n in rows], counts
+
+        return await self.db.read(read)
+
+    async def chunk_similarities(
+        self, user: str, collection: str, vector: Sequence[float], chunk_ids: Sequence[str], scope: Scope | None = None
+    ) -> dict[str, float]:
+        """Cosine of `vector` to the stored vectors of the chunks (in scope), from the search index."""
+        allowed = await self._allowed(user, collection, scope)
+        index = await self._chunk_index(user, collection)
+        if index is None or not chunk_ids:
+            return {}
+        return index.similarities(vector, chunk_ids, allowed)
 
     async def scoped_entities(self, user: str, collection: str, scope: Scope) -> set[str]:
         """Entities a chunk in the scope mentions."""

@@ -24,6 +24,7 @@ from processors.stores.factory import Stores
 from schemas.documents import (
     ChunkLinks,
     ChunkSearch,
+    ChunkSimilarities,
     CollectionInfo,
     DeleteCollection,
     DeleteDocuments,
@@ -31,6 +32,7 @@ from schemas.documents import (
     DocumentStatus,
     EntityChunks,
     EntityRelations,
+    EpisodeMentions,
     GetChunks,
     ListCollections,
     ListDocuments,
@@ -56,6 +58,8 @@ DocumentsRequest = (
     | ListDocuments
     | SearchRelations
     | RelationChunks
+    | EpisodeMentions
+    | ChunkSimilarities
 )
 
 
@@ -104,6 +108,14 @@ class DocumentsProcessor(FlowProcessor):
         if isinstance(req, RelationChunks):
             pairs = await docs.relation_chunks(req.user, req.collection, req.relations, req.per_relation, req.scope)
             return DocumentsResponse(relation_chunks=pairs, store_round_trips=1)
+        if isinstance(req, EpisodeMentions):
+            since, until = req.since.timestamp(), req.until.timestamp()
+            mentions, counts = await docs.episodes(req.user, req.collection, req.entities, req.chunk_ids, since, until,
+                                                   req.scope)  # fmt: skip
+            return DocumentsResponse(links=ChunkLinks(mentions=mentions), episodes=counts, store_round_trips=1)
+        if isinstance(req, ChunkSimilarities):
+            sims = await docs.chunk_similarities(req.user, req.collection, req.vector, req.chunk_ids, req.scope)
+            return DocumentsResponse(similarities=sims, store_round_trips=1)
         if isinstance(req, GetChunks):
             return DocumentsResponse(chunks=await docs.chunks(req.user, req.collection, req.chunk_ids, req.scope))
         if isinstance(req, ListDocuments):

@@ -14,7 +14,7 @@ from processors.base.errors import QueryTimeout
 from processors.retrieval.common import Tenant
 from processors.retrieval.graph_rag.sources import GraphSources
 from processors.retrieval.graph_rag.traversal import TraversalLimits, batched_traversal
-from processors.retrieval.relevance.text_match import normalize
+from processors.retrieval.relevance.ranking import choose_anchors
 from schemas.graph_rag import GraphRagParams, GraphRagRequest, GraphRagStats, SeedEntity
 from schemas.terms import LabelledTriple
 
@@ -53,17 +53,6 @@ class Retrieval:
     triples: list[LabelledTriple]
     stats: GraphRagStats
     started: float = field(default_factory=time.perf_counter)
-
-
-def choose_anchors(seeds: list[SeedEntity]) -> list[str]:
-    """Where traversal starts: the entities the question names, longest mention first, without
-    those named only inside a longer mention ("austria" in "archduke johann of austria");
-    the most similar entities when the question names none."""
-    named = [e for e in seeds if e.lexical and e.label]
-    if not named:
-        return [e.id for e in seeds]
-    names = [f" {normalize(e.label or '')} " for e in named]
-    return [e.id for e, n in zip(named, names, strict=True) if not any(n != other and n in other for other in names)]
 
 
 class GraphRag:
