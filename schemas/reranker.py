@@ -25,11 +25,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from schemas.base import Response, ScopedRequest
 from schemas.graph_rag import SeedEntity
-from schemas.retrieval import RetrievalStats
+from schemas.retrieval import RerankStrategy, RetrievalStats
 from schemas.scope import Scope
 
-Strategy = Literal["semantic", "episode", "distance", "hybrid"]
-RerankerChoice = Literal["none", "semantic", "episode", "distance", "hybrid"]  # a retrieval service's flow parameter
+Strategy = RerankStrategy
 ResultKind = Literal["entity", "chunk", "triple"]
 WEIGHT_TOLERANCE = 1e-6
 MAX_RESULTS = 5000

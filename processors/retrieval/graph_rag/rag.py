@@ -15,8 +15,11 @@ from processors.retrieval.common import Tenant
 from processors.retrieval.graph_rag.sources import GraphSources
 from processors.retrieval.graph_rag.traversal import TraversalLimits, batched_traversal
 from processors.retrieval.relevance.ranking import choose_anchors
+from processors.retrieval.reranker.stage import rank_scores, rerank_stage
 from schemas.graph_rag import GraphRagParams, GraphRagRequest, GraphRagStats, SeedEntity
-from schemas.terms import LabelledTriple
+from schemas.reranker import RerankItem
+from schemas.retrieval import RerankerChoice
+from schemas.terms import LabelledTriple, Triple
 
 SYSTEM_PROMPT = (
     "You answer questions using only the knowledge-graph facts given. "
@@ -43,6 +46,7 @@ class GraphRagSettings(BaseModel):
     stage_timeout_s: float = Field(default=30.0, gt=0)  # each call to another service
     answer_facts: int = Field(default=10, ge=1)  # facts listed in a retrieval-only answer
     llm_facts: int = Field(default=40, ge=1)  # most relevant facts in the model's prompt (prompt reading is slow)
+    reranker: RerankerChoice = "none"  # rerank the retrieved triples with this reranker strategy
 
 
 @dataclass
@@ -134,6 +138,13 @@ class GraphRag:
             )
             for tr, sc in zip(sub.triples, sub.scores, strict=True)
         ]
+        if s.reranker != "none":
+            items = _rerank_items(sub.triples, triples)
+            reranked = await rerank_stage(self.sources, s.reranker, scope, req.query, vector, items, seeds)
+            if reranked:
+                triples = [triples[i].model_copy(update={"score": sc}) for i, sc in reranked.order]
+                stats.store_round_trips += reranked.store_round_trips
+                stats.stage_ms["rerank"] = reranked.ms
         stats.elapsed_ms = round((time.perf_counter() - began) * 1000, 3)
         return Retrieval(seeds, triples, stats, began)
 
@@ -160,3 +171,18 @@ class GraphRag:
                 yield ch.text, {"final": True, "model": ch.model, "in_token": ch.in_token, "out_token": ch.out_token}
                 return
             yield ch.text, {"final": False}
+
+
+def _rerank_items(raw: list[Triple], triples: list[LabelledTriple]) -> list[RerankItem]:
+    """Retrieved triples as reranker results: their ends are their entities, their labels their text."""
+    scores = rank_scores([t.score for t in triples])
+    return [
+        RerankItem(
+            id=str(i),
+            kind="triple",
+            score=sc,
+            entity_ids=[tr.s.value, *([tr.o.value] if tr.o.is_iri else [])],
+            text=f"{t.s} {t.p} {t.o}",
+        )  # fmt: skip
+        for i, (tr, t, sc) in enumerate(zip(raw, triples, scores, strict=True))
+    ]

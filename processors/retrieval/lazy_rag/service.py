@@ -17,6 +17,7 @@ from schemas.services import (
     GRAPH_EMBEDDINGS,
     LABEL_RESOLVER,
     LAZY_RAG,
+    RERANKER,
     TEXT_COMPLETION,
     Service,
 )
@@ -31,7 +32,16 @@ class LazyRagProcessor(FlowProcessor):
         return [ServiceSpec(LAZY_RAG, self.query)]
 
     def calls(self) -> list[Service]:
-        return [EMBEDDINGS, DOCUMENTS, GRAPH_EMBEDDINGS, LABEL_RESOLVER, COMMUNITIES, EXTRACTOR, TEXT_COMPLETION]
+        return [
+            EMBEDDINGS,
+            DOCUMENTS,
+            GRAPH_EMBEDDINGS,
+            LABEL_RESOLVER,
+            COMMUNITIES,
+            EXTRACTOR,
+            TEXT_COMPLETION,
+            RERANKER,
+        ]
 
     async def on_flow_start(self, flow: FlowContext) -> None:
         settings = flow_params(LazyRagSettings, flow.parameters)
