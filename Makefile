@@ -32,6 +32,7 @@ unit: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.rerank
 
 lint: $(STAMP)
 	$(BIN)/ruff check schemas processors tests bench
