@@ -152,15 +152,15 @@ class RelationChunks(ScopedDocRequest):
 
 
 class EpisodeMentions(ScopedDocRequest):
-    """Per entity, the distinct documents with a timestamp in [`since`, `until`] ("episodes") whose
-    chunks mention it, for `entities` and every entity the chunks `chunk_ids` mention; and those
-    chunks' mentions — one store call for a whole result list (the reranker's episode signal)."""
+    """The entities the chunks `chunk_ids` mention and, with a window [`since`, `until`], for those
+    and `entities` the distinct documents with a timestamp in it ("episodes") whose chunks
+    mention each — one store call for a whole result list (the reranker's entity lookup)."""
 
     operation: Literal["episodes"] = "episodes"
     entities: list[str] = Field(default=[], max_length=50_000)
     chunk_ids: list[str] = Field(default=[], max_length=5000)
-    since: datetime
-    until: datetime
+    since: datetime | None = None
+    until: datetime | None = None
 
 
 class ChunkSimilarities(ScopedDocRequest):
@@ -264,6 +264,7 @@ class DocumentsResponse(Response):
     links: ChunkLinks | None = None
     relations: list[RelationshipRef] = []
     relation_chunks: list[tuple[tuple[str, str, str], str]] = []  # (relation, chunk id)
+    chunk_entities: list[tuple[str, str]] = []  # (chunk id, entity it mentions)
     episodes: dict[str, int] = {}  # entity -> episodes that mention it (entities with none left out)
     similarities: dict[str, float] = {}  # chunk id -> cosine
     collections: list[CollectionInfo] = []

@@ -48,7 +48,7 @@ from schemas.services import (
     Service,
 )
 from schemas.text_completion import TextCompletionRequest
-from schemas.triples import NeighboursQuery
+from schemas.triples import AdjacencyQuery, NeighboursQuery
 
 CANDIDATES_PER_ENTITY = 32  # edges read per entity before the best are kept
 
@@ -163,17 +163,22 @@ class BusSources:
         return (await self._call(DOCUMENTS, req)).relation_chunks
 
     async def episodes(
-        self, t: Tenant, entities: Sequence[str], chunk_ids: Sequence[str], since: datetime, until: datetime
-    ) -> tuple[list[Mention], dict[str, int]]:
+        self,
+        t: Tenant,
+        entities: Sequence[str],
+        chunk_ids: Sequence[str],
+        window: tuple[datetime, datetime] | None,
+    ) -> tuple[list[tuple[str, str]], dict[str, int]]:
+        since, until = window or (None, None)
         req = EpisodeMentions(user=t.user, collection=t.collection, scope=t.scope, entities=list(entities),
                               chunk_ids=list(chunk_ids), since=since, until=until)  # fmt: skip
         res = await self._call(DOCUMENTS, req)
-        return (res.links.mentions if res.links else []), res.episodes
+        return res.chunk_entities, res.episodes
 
     async def frontier_edges(self, t: Tenant, entities: Sequence[str], per_entity: int) -> list[tuple[str, str]]:
-        q = NeighboursQuery(user=t.user, collection=t.collection, scope=t.scope, entities=list(entities),
-                            limit_per_entity=per_entity)  # fmt: skip
-        return [(x.s.value, x.o.value) for x in (await self._call(TRIPLES, q)).triples if x.o.is_iri]
+        q = AdjacencyQuery(user=t.user, collection=t.collection, scope=t.scope, entities=list(entities),
+                           limit_per_entity=per_entity)  # fmt: skip
+        return (await self._call(TRIPLES, q)).pairs
 
     async def entity_similarities(self, t: Tenant, vector: list[float], iris: Sequence[str]) -> dict[str, float]:
         req = GraphEmbeddingsRequest(user=t.user, collection=t.collection, scope=t.scope, vector=vector,

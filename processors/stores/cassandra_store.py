@@ -141,6 +141,18 @@ class CassandraTripleStore:
         found = ((_raw(r), entity) for r, entity in rows)
         return await rank_neighbours(found, len(rows), q, self.entity_index)
 
+    async def adjacent(
+        self, user: str, collection: str, entities: Sequence[str], limit_per_entity: int
+    ) -> list[tuple[str, str]]:
+        """The frontier's first edges as (s, o): the partition reads of `neighbours`, concurrent."""
+        frontier = list(dict.fromkeys(entities))
+        calls: list[tuple[str, Sequence[Any]]] = [
+            ("out_edges", (user, collection, e, limit_per_entity)) for e in frontier
+        ]
+        calls += [("in_edges", (user, collection, e, False, "", "", limit_per_entity)) for e in frontier]
+        pages = await self.conn.run_many(calls)
+        return [(r.s, r.o) for page in pages for r in page if not r.o_lit and r.p != RDFS_LABEL]
+
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
         """Labels of many IRIs: one single-partition query each, concurrently."""
         pages = await self.conn.run_many([("label", (user, collection, i)) for i in dict.fromkeys(iris)])

@@ -148,14 +148,13 @@ class DocumentStore(Protocol):
         collection: str,
         entities: Sequence[str],
         chunk_ids: Sequence[str],
-        since: float,
-        until: float,
+        window: tuple[float, float] | None,
         scope: Scope | None = None,
-    ) -> tuple[list[Mention], dict[str, int]]:
-        """The mentions of `chunk_ids` (in scope) and, for `entities` and every entity those chunks
-        mention, the distinct documents in scope with a timestamp in [since, until] (epoch
-        seconds) whose chunks mention it (entities with none left out) — one store call.
-        Documents without a timestamp are no episodes."""
+    ) -> tuple[list[tuple[str, str]], dict[str, int]]:
+        """(chunk id, entity) for what the chunks `chunk_ids` mention (in scope) and, with a
+        window (since, until in epoch seconds), for `entities` and those the chunks mention, the
+        distinct documents in scope with a timestamp in it whose chunks mention each (entities
+        with none left out) — one store call. Documents without a timestamp are no episodes."""
         ...
 
     async def chunk_similarities(

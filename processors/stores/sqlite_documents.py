@@ -15,9 +15,11 @@ from pathlib import Path
 from processors.stores.chunk_index import ChunkIndex, RelationIndex, SearchMode
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
 from processors.stores.sqlite_docs_schema import (
+    CHUNK_ENTITIES,
     CHUNK_LINKS,
     ENTITY_LINKS,
     EPISODE_COUNTS,
+    EPISODES,
     GET_CHUNKS,
     RELATION_CHUNKS,
     RELATIONS_AMONG,
@@ -204,25 +206,26 @@ class SqliteDocumentStore:
         collection: str,
         entities: Sequence[str],
         chunk_ids: Sequence[str],
-        since: float,
-        until: float,
+        window: tuple[float, float] | None,
         scope: Scope | None = None,
-    ) -> tuple[list[Mention], dict[str, int]]:
-        """The chunks' mentions and each entity's episodes in the window (see `EPISODE_COUNTS`),
-        in one read transaction."""
+    ) -> tuple[list[tuple[str, str]], dict[str, int]]:
+        """What the chunks mention and each entity's episodes in the window (see `CHUNK_ENTITIES`,
+        `EPISODES`, `EPISODE_COUNTS`), in one read transaction."""
 
-        def read(conn: sqlite3.Connection) -> tuple[list[Mention], dict[str, int]]:
+        def read(conn: sqlite3.Connection) -> tuple[list[tuple[str, str]], dict[str, int]]:
             allowed = scoped_ids(conn, user, collection, scope)
             docs = None if allowed is None else json.dumps(sorted(allowed))
-            rows = []
+            rows: list[tuple[str, str]] = []
             if chunk_ids:
-                rows = conn.execute(CHUNK_LINKS, (user, collection, json.dumps(list(chunk_ids)), docs)).fetchall()
-            wanted = list(dict.fromkeys([*entities, *(e for e, _, _ in rows)]))
-            counts = {}
-            if wanted:
-                args = (user, collection, json.dumps(wanted), since, until, docs)
-                counts = {str(e): int(n) for e, n in conn.execute(EPISODE_COUNTS, args)}
-            return [Mention(entity=e, chunk_id=c, count=n) for e, c, n in rows], counts
+                rows = conn.execute(CHUNK_ENTITIES, (user, collection, json.dumps(list(chunk_ids)), docs)).fetchall()
+            wanted = list(dict.fromkeys([*entities, *(e for _, e in rows)]))
+            if window is None or not wanted:
+                return rows, {}
+            episodes = [r[0] for r in conn.execute(EPISODES, (user, collection, *window, docs))]
+            if not episodes:
+                return rows, {}
+            args = (user, collection, json.dumps(wanted), json.dumps(episodes))
+            return rows, {str(e): int(n) for e, n in conn.execute(EPISODE_COUNTS, args)}
 
         return await self.db.read(read)
 

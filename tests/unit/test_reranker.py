@@ -15,7 +15,6 @@ from processors.base.processor import error_response, parse_request
 from processors.retrieval.common import Tenant
 from processors.retrieval.reranker.rerank import NO_ENTITIES, NO_QUESTION_ENTITIES, Reranker, RerankerSettings
 from processors.retrieval.reranker.signals import distance_score, question_entities, shortest_distances
-from schemas.documents import Mention
 from schemas.graph_rag import SeedEntity
 from schemas.reranker import RerankItem, RerankRequest, RerankResponse, RerankWeights
 
@@ -53,17 +52,13 @@ class Fake:
         self.calls.append(("seeds", text))
         return self.seed_list
 
-    async def links(self, t: Tenant, entities: Sequence[str], chunk_ids: Sequence[str], per: int) -> list[Mention]:
-        self.calls.append(("links", list(chunk_ids)))
-        return [Mention(chunk_id=c, entity=e) for c in chunk_ids for e in self.mentions.get(c, [])]
-
     async def episodes(
-        self, t: Tenant, entities: Sequence[str], chunk_ids: Sequence[str], since: datetime, until: datetime
-    ) -> tuple[list[Mention], dict[str, int]]:
-        self.calls.append(("episodes", (list(entities), list(chunk_ids), since, until)))
-        found = [Mention(chunk_id=c, entity=e) for c in chunk_ids for e in self.mentions.get(c, [])]
-        wanted = set(entities) | {m.entity for m in found}
-        return found, {e: n for e, n in self.episode_counts.items() if e in wanted}
+        self, t: Tenant, entities: Sequence[str], chunk_ids: Sequence[str], window: tuple[datetime, datetime] | None
+    ) -> tuple[list[tuple[str, str]], dict[str, int]]:
+        self.calls.append(("episodes", (list(entities), list(chunk_ids), window)))
+        found = [(c, e) for c in chunk_ids for e in self.mentions.get(c, [])]
+        wanted = set(entities) | {e for _, e in found}
+        return found, {e: n for e, n in self.episode_counts.items() if e in wanted} if window else {}
 
     async def frontier_edges(self, t: Tenant, entities: Sequence[str], per_entity: int) -> list[tuple[str, str]]:
         self.calls.append(("edges", list(entities)))
@@ -134,11 +129,30 @@ async def test_shortest_distances_reads_each_level_once() -> None:
         seen.append(frontier)
         return [(s, o) for s, o in EDGES if s in frontier or o in frontier]
 
-    d = await shortest_distances(read, ["Q", "Y"], {"C", "Z"}, 5, 100)
+    d = await shortest_distances(read, ["Q", "Y"], [["C"], ["Z"]], 5, 100)
     assert d.hops == {"Q": 0, "Y": 0, "A": 1, "Z": 1, "B": 2, "C": 3} and d.round_trips == 3
     assert seen == [["Q", "Y"], ["A", "Z"], ["B"]]
-    cut = await shortest_distances(read, ["Q", "Y"], {"C"}, 5, 1)
+    cut = await shortest_distances(read, ["Q", "Y"], [["C"]], 5, 1)
     assert cut.truncated and "Z" not in cut.hops
+    # a result is resolved by its nearest entity: once every result has one, the search stops
+    seen.clear()
+    early = await shortest_distances(read, ["Q"], [["C", "A"], ["A"]], 5, 100)
+    assert early.round_trips == 1 and early.hops["A"] == 1 and "C" not in early.hops
+
+
+async def test_the_last_level_reads_the_fewer_side() -> None:
+    hub = [("Q", "A")] + [("A", f"B{i}") for i in range(5)] + [("B3", "C")]
+    seen: list[list[str]] = []
+
+    async def read(ask: list[str]) -> list[tuple[str, str]]:
+        seen.append(ask)
+        return [(s, o) for s, o in hub if s in ask or o in ask]
+
+    d = await shortest_distances(read, ["Q"], [["C"], ["X"]], 3, 100)
+    assert seen == [["Q"], ["A"], ["C", "X"]]  # 2 unresolved entities rather than a frontier of 5
+    assert d.hops["C"] == 3 and "X" not in d.hops and d.round_trips == 3
+    seen.clear()
+    assert (await shortest_distances(read, ["Q"], [["C"]], 2, 100)).hops.get("C") is None
 
 
 async def test_episode_ranks_entities_mentioned_in_more_episodes_first() -> None:
@@ -151,8 +165,8 @@ async def test_episode_ranks_entities_mentioned_in_more_episodes_first() -> None
     assert (ctx["c2"].episode_mentions, ctx["c2"].episode_score) == (2, 0.5)  # its best entity (Z)
     assert ctx["A"].episode_score == 0.25
     # one documents call for every chunk's mentions and every entity's episodes, window ending at as_of
-    assert fake.count("episodes") == 1 and fake.count("links") == 0
-    (_, (ents, chunks, since, until)) = next(c for c in fake.calls if c[0] == "episodes")
+    assert fake.count("episodes") == 1
+    (_, (ents, chunks, (since, until))) = next(c for c in fake.calls if c[0] == "episodes")
     assert ents == ["A"] and chunks == ["c1", "c2"] and until == NOW and (until - since).days == 30
     assert res.stats is not None and res.stats.store_round_trips == 1
 

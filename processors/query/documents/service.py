@@ -109,10 +109,11 @@ class DocumentsProcessor(FlowProcessor):
             pairs = await docs.relation_chunks(req.user, req.collection, req.relations, req.per_relation, req.scope)
             return DocumentsResponse(relation_chunks=pairs, store_round_trips=1)
         if isinstance(req, EpisodeMentions):
-            since, until = req.since.timestamp(), req.until.timestamp()
-            mentions, counts = await docs.episodes(req.user, req.collection, req.entities, req.chunk_ids, since, until,
-                                                   req.scope)  # fmt: skip
-            return DocumentsResponse(links=ChunkLinks(mentions=mentions), episodes=counts, store_round_trips=1)
+            window = (req.since.timestamp(), req.until.timestamp()) if req.since and req.until else None
+            pairs, counts = await docs.episodes(
+                req.user, req.collection, req.entities, req.chunk_ids, window, req.scope
+            )
+            return DocumentsResponse(chunk_entities=pairs, episodes=counts, store_round_trips=1)
         if isinstance(req, ChunkSimilarities):
             sims = await docs.chunk_similarities(req.user, req.collection, req.vector, req.chunk_ids, req.scope)
             return DocumentsResponse(similarities=sims, store_round_trips=1)

@@ -66,7 +66,7 @@ class RerankerSettings(BaseModel):
     seed_entities: int = Field(default=10, ge=1, le=1000)  # entities the seed search returns
     vector_seeds: int = Field(default=3, ge=0)  # question entities by vector when the question names none
     seed_min_similarity: float = Field(default=0.5, ge=-1.0, le=1.0)  # ... and only this similar
-    edges_per_entity: int = Field(default=100, ge=1, le=10_000)  # read per frontier entity and direction
+    edges_per_entity: int = Field(default=30, ge=1, le=10_000)  # read per frontier entity and direction
     max_frontier: int = Field(default=MAX_BATCH, ge=1, le=MAX_BATCH)  # entities per BFS round trip
     timeout_s: float = Field(default=30.0, gt=0)
     stage_timeout_s: float = Field(default=30.0, gt=0)
@@ -111,11 +111,10 @@ class Reranker:
         trips = found.round_trips
         hops: dict[str, int] = {}
         if s.strategy in ("distance", "hybrid") and found.question:
-            targets = {e for ents in found.entities for e in ents}
             dist = await shortest_distances(
                 lambda frontier: self.sources.frontier_edges(t, frontier, s.edges_per_entity),
                 found.question,
-                targets,
+                found.entities,
                 s.max_distance,
                 s.max_frontier,
             )
@@ -146,11 +145,10 @@ class Reranker:
         since = until - timedelta(days=s.window_days)
 
         async def mentions() -> tuple[list[tuple[str, str]], dict[str, int], int]:
-            if episodes and (explicit or lookup):
-                found, counts = await self.sources.episodes(t, explicit, lookup, since, until)
-                return [(m.chunk_id, m.entity) for m in found], counts, 1
-            if distance and lookup:
-                return [(m.chunk_id, m.entity) for m in await self.sources.links(t, [], lookup, 1)], {}, 1
+            window = (since, until) if episodes else None
+            if (episodes and (explicit or lookup)) or (distance and lookup):
+                pairs, counts = await self.sources.episodes(t, explicit if episodes else [], lookup, window)
+                return pairs, counts, 1
             return [], {}, 0
 
         async def question() -> tuple[list[str], int]:

@@ -34,30 +34,48 @@ class Distances:
 
 
 async def shortest_distances(
-    read_edges: EdgeReader, sources: Iterable[str], targets: Iterable[str], max_distance: int, max_frontier: int
+    read_edges: EdgeReader,
+    sources: Iterable[str],
+    groups: Iterable[Sequence[str]],
+    max_distance: int,
+    max_frontier: int,
 ) -> Distances:
     """Breadth-first search from `sources`, one `read_edges` round trip per level for the whole
-    frontier, up to `max_distance` levels, stopping as soon as every target is reached (or
-    nothing new is). Edges count in both directions."""
+    frontier (edges count in both directions), up to `max_distance` levels.
+
+    `groups` are the results' entities: a result's distance is its nearest entity's, so the
+    search stops as soon as every result has an entity reached (or nothing new is). The last
+    level only has to tell which entities of unresolved results touch the frontier, so it reads
+    their edges instead when they are fewer than the frontier."""
     hops = {e: 0 for e in sources}
     frontier = list(hops)
-    remaining = set(targets) - hops.keys()
+    open_groups = [g for g in groups if g and not any(e in hops for e in g)]
     trips, truncated = 0, False
     for level in range(1, max_distance + 1):
-        if not remaining or not frontier:
+        if not open_groups or not frontier:
             break
-        if len(frontier) > max_frontier:
-            frontier, truncated = frontier[:max_frontier], True
-        edges = await read_edges(frontier)
+        pending = list(dict.fromkeys(e for g in open_groups for e in g))
+        reverse = level == max_distance and len(pending) < len(frontier)
+        ask = pending if reverse else frontier
+        if len(ask) > max_frontier:
+            ask, truncated = ask[:max_frontier], True
+        edges = await read_edges(ask)
         trips += 1
-        inside = set(frontier)
+        asked = set(ask)
+        if reverse:  # the last level: which pending entities touch the frontier
+            inside = set(frontier)
+            for a, b in edges:
+                for near, far in ((a, b), (b, a)):
+                    if near in asked and far in inside:
+                        hops.setdefault(near, level)
+            break
         reached: list[str] = []
         for a, b in edges:
             for near, far in ((a, b), (b, a)):
-                if near in inside and far not in hops:
+                if near in asked and far not in hops:
                     hops[far] = level
                     reached.append(far)
-        remaining.difference_update(reached)
+        open_groups = [g for g in open_groups if not any(e in hops for e in g)]
         frontier = reached
     return Distances(hops, trips, truncated)
 

@@ -9,7 +9,6 @@ from datetime import datetime
 from typing import Protocol
 
 from processors.retrieval.common import Tenant
-from schemas.documents import Mention
 from schemas.graph_rag import SeedEntity
 
 
@@ -28,17 +27,11 @@ class RerankSources(Protocol):
         """Entities the question names, then the nearest by vector (in scope)."""
         ...
 
-    async def links(
-        self, t: Tenant, entities: Sequence[str], chunk_ids: Sequence[str], per_entity: int
-    ) -> list[Mention]:
-        """Chunks mentioning `entities` and the mentions of `chunk_ids` (in scope)."""
-        ...
-
     async def episodes(
-        self, t: Tenant, entities: Sequence[str], chunk_ids: Sequence[str], since: datetime, until: datetime
-    ) -> tuple[list[Mention], dict[str, int]]:
-        """The mentions of `chunk_ids` and, per entity (given or mentioned), the distinct
-        timestamped documents in [since, until] that mention it (in scope)."""
+        self, t: Tenant, entities: Sequence[str], chunk_ids: Sequence[str], window: tuple[datetime, datetime] | None
+    ) -> tuple[list[tuple[str, str]], dict[str, int]]:
+        """(chunk id, entity) for what `chunk_ids` mention and, with a window, per entity (given
+        or mentioned) the distinct timestamped documents in it that mention it (in scope)."""
         ...
 
     async def frontier_edges(self, t: Tenant, entities: Sequence[str], per_entity: int) -> list[tuple[str, str]]:
