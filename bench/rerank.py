@@ -1,6 +1,7 @@
 """`make bench` (reranker): latency, store round trips and effect on retrieval quality.
 
-    python -m bench.rerank [--doc-sets hotpotqa,musique] [--questions N] [--pq-questions N] [--out FILE]
+    python -m bench.rerank [--doc-sets hotpotqa,musique] [--questions N] [--latency-questions N]
+                           [--pq-questions N] [--out FILE]
 
 In one run, on the embedded default (every processor in this process, memory bus, no LLM):
 
@@ -201,23 +202,28 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(prog="python -m bench.rerank", description=__doc__.splitlines()[0])
     ap.add_argument("--doc-sets", default="hotpotqa,musique")
     ap.add_argument("--questions", type=int, default=None, help="doc-QA questions per set for recall (default all)")
-    ap.add_argument("--latency-questions", type=int, default=21, help="questions per latency cell (+1 warm-up)")
-    ap.add_argument("--pq-questions", type=int, default=300, help="PathQuestion questions per set")
+    ap.add_argument(
+        "--latency-questions", type=int, default=21, help="questions per latency cell, +1 warm-up (0: skip)"
+    )
+    ap.add_argument("--pq-questions", type=int, default=300, help="PathQuestion questions per set (0: skip)")
     ap.add_argument("--out", type=Path, default=docqa.RESULTS)
     a = ap.parse_args(argv)
     load_at_start = [round(x, 2) for x in os.getloadavg()]
     began = time.perf_counter()
-    section: dict[str, Any] = {"recall": {}, "pathquestion": {}}
-    for i, name in enumerate(a.doc_sets.split(",")):
+    earlier = json.loads(a.out.read_text()) if a.out.exists() else {}
+    section: dict[str, Any] = earlier.get("reranker", {})  # a partial run updates what it measures
+    section.setdefault("recall", {})
+    section.setdefault("pathquestion", {})
+    for i, name in enumerate(x for x in a.doc_sets.split(",") if x):
         home, questions = await indexed_home(name)
         async with embedded(StoreSettings(home=home)) as system:
-            if i == 0:
+            if i == 0 and a.latency_questions > 1:
                 log(f"[rerank] latency on {name}: {a.latency_questions} questions x {len(SIZES)} sizes")
                 section["latency"] = await latency(system, questions[: a.latency_questions])
                 section["latency"]["doc_set"] = name
             log(f"[rerank] {name}: lazy-rag recall with reranker {CHOICES}")
             section["recall"][name] = await recall_effect(system, questions[: a.questions])
-    for hops in (2, 3):
+    for hops in (2, 3) if a.pq_questions else ():
         log(f"[rerank] PathQuestion {hops}H: graph-rag coverage with reranker {CHOICES}")
         section["pathquestion"][f"pq{hops}"] = await pathquestion_effect(hops, a.pq_questions)
     section["meta"] = {
@@ -228,10 +234,7 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
         "defaults": RerankerSettings().model_dump(mode="json"),
     }
     section["targets"] = targets(section)
-    results = json.loads(a.out.read_text()) if a.out.exists() else {}
-    results["reranker"] = section
-    a.out.write_text(json.dumps(results, indent=2))
-    print(json.dumps(section, indent=2))
+    docqa.write_section(a.out, "reranker", section)
     return section
 
 

@@ -1,7 +1,8 @@
 """The reranker's node distance on the real triple stores: every processor in one process on the
 memory bus, triples and entity vectors on Cassandra or Neo4j (documents stay on SQLite: the
 Neo4j document store is another branch's). A 3-hop distance Graphiti would call infinite, one
-store round trip per BFS level, and another tenant's shortcut that must not count."""
+store round trip per BFS level, and another tenant's shortcut that must not count; and each
+backend's adjacency query (a BFS level) against its neighbour query."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from schemas.reranker import RerankItem, RerankRequest, RerankWeights
 from schemas.services import RERANKER, TRIPLES
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import StoreTriples
+from tests.integration.store_fixtures import StoreBackend, nq, t
 
 PEOPLE = {"ada": "Ada Lovelace", "bob": "Bob Smith", "carl": "Carl Jung", "dora": "Dora Maar", "eve": "Eve Curie",
           "lima": "Lima"}  # fmt: skip
@@ -84,3 +86,19 @@ async def test_distance_on_a_real_triple_store(system: tuple[System, str]) -> No
     hybrid = await reranker.request(ask(alice).model_copy(update={"strategy": "hybrid", "weights": None}))
     assert {r.id: r.graph_context.min_distance for r in hybrid.results}[iri("dora")] == 3
     assert all(r.graph_context.episode_mentions == 0 for r in hybrid.results)  # no timestamped documents
+
+
+@pytest.mark.usefixtures("servers")
+async def test_adjacency_is_what_a_neighbour_query_reads(store: StoreBackend) -> None:
+    """Every backend's adjacency: the IRI edges its neighbour query reads first, as (s, o) pairs."""
+    user, coll = store.scope()
+    await store.triples.add_triples(user, coll, [*graph(CHAIN), t(iri("bob"), iri("age"), Term.literal("42"))])
+    for per in (1, 30):
+        frontier = [iri("bob"), iri("carl"), iri("nobody")]
+        pairs = await store.triples.adjacent(user, coll, frontier, per)
+        read = await store.triples.neighbours(nq(user, coll, frontier, per))
+        assert set(pairs) == {(x.s.value, x.o.value) for x in read.triples if x.o.is_iri}  # neighbours dedupes
+    everything = await store.triples.adjacent(user, coll, [iri("bob"), iri("carl")], 30)
+    assert sorted(everything) == sorted([(iri("ada"), iri("bob")), (iri("bob"), iri("carl")),
+                                         (iri("bob"), iri("carl")), (iri("carl"), iri("dora"))])  # fmt: skip
+    assert await store.triples.adjacent(user, "other-" + coll, [iri("bob")], 30) == []
