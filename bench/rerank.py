@@ -201,7 +201,9 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the reranker benchmark and merge it into the results file."""
     ap = argparse.ArgumentParser(prog="python -m bench.rerank", description=__doc__.splitlines()[0])
     ap.add_argument("--doc-sets", default="hotpotqa,musique")
-    ap.add_argument("--questions", type=int, default=None, help="doc-QA questions per set for recall (default all)")
+    ap.add_argument(
+        "--questions", type=int, default=None, help="doc-QA questions per set for recall (default all; 0: skip)"
+    )
     ap.add_argument(
         "--latency-questions", type=int, default=21, help="questions per latency cell, +1 warm-up (0: skip)"
     )
@@ -221,8 +223,9 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
                 log(f"[rerank] latency on {name}: {a.latency_questions} questions x {len(SIZES)} sizes")
                 section["latency"] = await latency(system, questions[: a.latency_questions])
                 section["latency"]["doc_set"] = name
-            log(f"[rerank] {name}: lazy-rag recall with reranker {CHOICES}")
-            section["recall"][name] = await recall_effect(system, questions[: a.questions])
+            if a.questions != 0:
+                log(f"[rerank] {name}: lazy-rag recall with reranker {CHOICES}")
+                section["recall"][name] = await recall_effect(system, questions[: a.questions])
     for hops in (2, 3) if a.pq_questions else ():
         log(f"[rerank] PathQuestion {hops}H: graph-rag coverage with reranker {CHOICES}")
         section["pathquestion"][f"pq{hops}"] = await pathquestion_effect(hops, a.pq_questions)
