@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from processors.base.metrics import STAGE, STORE_ROUND_TRIPS
+from processors.base.metrics import record_stages
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
 from processors.retrieval.bus_sources import BusSources
@@ -51,7 +51,5 @@ class LazyRagProcessor(FlowProcessor):
         """Retrieve and (unless `expand` or no model) summarise."""
         res = await flow.state.run(req)
         if res.stats:
-            for stage, ms in res.stats.stage_ms.items():
-                STAGE.labels(self.name, stage).observe(ms / 1000)
-            STORE_ROUND_TRIPS.labels(self.name).inc(res.stats.store_round_trips)
+            record_stages(self.name, res.stats.stage_ms, res.stats.store_round_trips)
         return res
