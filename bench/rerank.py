@@ -78,6 +78,7 @@ async def indexed_home(name: str) -> tuple[Path, list[dict[str, Any]]]:
 
 async def latency(system: System, questions: list[dict[str, Any]]) -> dict[str, Any]:
     """Rerank latency and round trips per strategy and result count (see the module docstring)."""
+    load_at_start = [round(x, 2) for x in os.getloadavg()]
     rerank = docqa.client(system, RERANKER)
     search, ge = docqa.client(system, DOCUMENTS), docqa.client(system, GRAPH_EMBEDDINGS)
     embedder = OnnxMiniLM.shared()
@@ -125,6 +126,7 @@ async def latency(system: System, questions: list[dict[str, Any]]) -> dict[str, 
             for size in SIZES
         }
         out[strategy]["standalone_100_store_round_trips_max"] = max(alone[strategy])
+    out["load_average"] = {"start": load_at_start, "end": [round(x, 2) for x in os.getloadavg()]}
     out["requests_per_cell"] = len(questions) - 1
     out["results"] = (
         "chunks (best of a fused chunk search); vector + entity-search seeds given, as retrieval services do"
