@@ -138,11 +138,16 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
         "llm": "none at index time and for recall (no_llm); with_local_model: SmolLM2-135M (llama.cpp)",
     }
     section["targets"] = targets(section)
-    results = json.loads(a.out.read_text()) if a.out.exists() else {}
-    results["documents"] = section
-    a.out.write_text(json.dumps(results, indent=2))
-    print(json.dumps(section, indent=2))
+    write_section(a.out, "documents", section)
     return section
+
+
+def write_section(path: Path, name: str, section: dict[str, Any]) -> None:
+    """Merge `section` into the results file under `name` (other sections kept), and print it."""
+    results = json.loads(path.read_text()) if path.exists() else {}
+    results[name] = section
+    path.write_text(json.dumps(results, indent=2))
+    print(json.dumps(section, indent=2))
 
 
 def targets(section: dict[str, Any]) -> dict[str, Any]:

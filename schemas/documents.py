@@ -157,6 +157,26 @@ class RelationChunks(ScopedDocRequest):
     per_relation: int = Field(default=5, ge=1, le=1000)
 
 
+class EpisodeMentions(ScopedDocRequest):
+    """The entities the chunks `chunk_ids` mention and, with a window [`since`, `until`], for those
+    and `entities` the distinct documents with a timestamp in it ("episodes") whose chunks
+    mention each — one store call for a whole result list (the reranker's entity lookup)."""
+
+    operation: Literal["episodes"] = "episodes"
+    entities: list[str] = Field(default=[], max_length=50_000)
+    chunk_ids: list[str] = Field(default=[], max_length=5000)
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+class ChunkSimilarities(ScopedDocRequest):
+    """Cosine of `vector` to the stored vector of each chunk of `chunk_ids` in scope."""
+
+    operation: Literal["chunk-similarities"] = "chunk-similarities"
+    vector: list[float] = Field(min_length=1)
+    chunk_ids: list[str] = Field(min_length=1, max_length=5000)
+
+
 class GetChunks(ScopedDocRequest):
     """Chunks by id (text, offsets, document title)."""
 
@@ -202,6 +222,8 @@ class DocumentsRequest(RootModel):
         | EntityRelations
         | SearchRelations
         | RelationChunks
+        | EpisodeMentions
+        | ChunkSimilarities
         | GetChunks
         | ListCollections
         | DeleteDocuments
@@ -249,6 +271,9 @@ class DocumentsResponse(Response):
     links: ChunkLinks | None = None
     relations: list[RelationshipRef] = []
     relation_chunks: list[tuple[tuple[str, str, str], str]] = []  # (relation, chunk id)
+    chunk_entities: list[tuple[str, str]] = []  # (chunk id, entity it mentions)
+    episodes: dict[str, int] = {}  # entity -> episodes that mention it (entities with none left out)
+    similarities: dict[str, float] = {}  # chunk id -> cosine
     collections: list[CollectionInfo] = []
     documents: list[DocumentInfo] = []
     store_round_trips: int = 0

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from schemas.base import Notice, Response, ScopedRequest
+from schemas.retrieval import RerankerChoice
 from schemas.scope import Scope
 from schemas.terms import LabelledTriple
 
@@ -23,6 +24,7 @@ class GraphRagParams(BaseModel):
     edge_limit: int | None = Field(default=None, ge=1, le=10000)
     traversal: Literal["relevance", "bfs"] | None = None
     timeout_s: float | None = Field(default=None, gt=0, le=3600)
+    reranker: RerankerChoice | None = None
 
 
 class GraphRagRequest(ScopedRequest, GraphRagParams):

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from schemas.base import Response, ScopedRequest
 from schemas.documents import Chunk, Scope
-from schemas.retrieval import DocumentRef, EntityRef, RelationshipRef, RetrievalStats
+from schemas.retrieval import DocumentRef, EntityRef, RelationshipRef, RerankerChoice, RetrievalStats
 
 Mode = Literal["local", "global", "hybrid", "mix", "naive"]
 
@@ -23,6 +23,7 @@ class KgQueryParams(BaseModel):
     max_relation_tokens: int | None = Field(default=None, ge=0, le=1_000_000)
     max_total_tokens: int | None = Field(default=None, ge=1, le=2_000_000)
     timeout_s: float | None = Field(default=None, gt=0, le=3600)
+    reranker: RerankerChoice | None = None
 
 
 class KgQueryRequest(ScopedRequest, KgQueryParams):

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from schemas.base import Notice, Response, ScopedRequest
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Scope
-from schemas.retrieval import Citation, DocumentRef, EntityRef, RelationshipRef, RetrievalStats
+from schemas.retrieval import Citation, DocumentRef, EntityRef, RelationshipRef, RerankerChoice, RetrievalStats
 
 
 class LazyRagParams(BaseModel):
@@ -21,6 +21,7 @@ class LazyRagParams(BaseModel):
     use_communities: bool | None = None
     relevance_budget: int | None = Field(default=None, ge=0, le=100)
     timeout_s: float | None = Field(default=None, gt=0, le=3600)
+    reranker: RerankerChoice | None = None
 
 
 class LazyRagRequest(ScopedRequest, LazyRagParams):

@@ -3,7 +3,13 @@ answer: the documents, chunks, entities and relationships it retrieved, and what
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel
+
+# The reranker's strategies, and the flow parameter `reranker` of the services that can call it.
+RerankStrategy = Literal["semantic", "episode", "distance", "hybrid"]
+RerankerChoice = Literal["none", "semantic", "episode", "distance", "hybrid"]
 
 
 class DocumentRef(BaseModel):

@@ -22,6 +22,7 @@ from schemas.graph_rag import GraphRagParams, GraphRagRequest, GraphRagResponse
 from schemas.kg_query import KgQueryParams, KgQueryRequest, KgQueryResponse
 from schemas.labels import LabelRequest, LabelResponse
 from schemas.lazy_rag import LazyRagParams, LazyRagRequest, LazyRagResponse
+from schemas.reranker import RerankerParams, RerankRequest, RerankResponse
 from schemas.text_completion import TextCompletionRequest, TextCompletionResponse
 from schemas.triples import TriplesRequest, TriplesResponse
 
@@ -56,6 +57,7 @@ COMMUNITIES = Service("communities", CommunitiesRequest, CommunitiesResponse)
 LAZY_RAG = Service("lazy-rag", LazyRagRequest, LazyRagResponse, LazyRagParams)
 KG_QUERY = Service("kg-query", KgQueryRequest, KgQueryResponse, KgQueryParams)
 DRIFT = Service("drift", DriftRequest, DriftResponse, DriftParams)
+RERANKER = Service("reranker", RerankRequest, RerankResponse, RerankerParams)
 
 SERVICES: dict[str, Service] = {
     s.name: s
@@ -73,5 +75,6 @@ SERVICES: dict[str, Service] = {
         LAZY_RAG,
         KG_QUERY,
         DRIFT,
+        RERANKER,
     )
 }

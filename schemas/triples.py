@@ -52,6 +52,18 @@ class NeighboursQuery(ScopedRequest):
     scope: Scope | None = None
 
 
+class AdjacencyQuery(ScopedRequest):
+    """The (s, o) pairs of the edges between entities that touch any of `entities`, both
+    directions: the edges a neighbour query reads first (each entity's first `limit_per_entity`
+    per direction in key order), label and literal edges left out, no scores. What a graph
+    search needs, in one round trip; with `scope`, only relations with a source chunk in it."""
+
+    operation: Literal["adjacency"] = "adjacency"
+    entities: list[str] = Field(min_length=1, max_length=MAX_BATCH)
+    limit_per_entity: int = Field(default=30, ge=1, le=10000)
+    scope: Scope | None = None
+
+
 class LabelsQuery(ScopedRequest):
     """`rdfs:label` of each IRI, in one round trip."""
 
@@ -69,7 +81,9 @@ class StoreTriples(ScopedRequest):
 class TriplesRequest(RootModel):
     """Any triples-service request, told apart by `operation`."""
 
-    root: Annotated[PatternQuery | NeighboursQuery | LabelsQuery | StoreTriples, Field(discriminator="operation")]
+    root: Annotated[
+        PatternQuery | NeighboursQuery | AdjacencyQuery | LabelsQuery | StoreTriples, Field(discriminator="operation")
+    ]
 
 
 class ScoredTriple(Triple):
@@ -83,5 +97,6 @@ class TriplesResponse(Response):
 
     triples: list[ScoredTriple] = []
     labels: dict[str, str] = {}
+    pairs: list[tuple[str, str]] = []  # adjacency queries: (s, o)
     rows_read: int = 0
     stored: int = 0

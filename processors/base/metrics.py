@@ -26,6 +26,13 @@ TOKENS = Counter("kgflow_llm_tokens_total", "Language-model tokens", ["model", "
 _started: set[int] = set()
 
 
+def record_stages(processor: str, stage_ms: dict[str, float], store_round_trips: int) -> None:
+    """What one retrieval request cost (per-stage times, store round trips), into the metrics."""
+    for stage, ms in stage_ms.items():
+        STAGE.labels(processor, stage).observe(ms / 1000)
+    STORE_ROUND_TRIPS.labels(processor).inc(store_round_trips)
+
+
 def serve_metrics(port: int | None, host: str = "127.0.0.1") -> None:
     """Expose /metrics on `host:port` (once per port; None or 0 disables it)."""
     if port and port not in _started:

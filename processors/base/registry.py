@@ -103,6 +103,11 @@ FLOW_PROCESSORS = (
         "processors.retrieval.drift.service:DriftProcessor",
         "processors.retrieval.drift.settings:DriftSettings",
     ),
+    _serving(
+        sv.RERANKER,
+        "processors.retrieval.reranker.service:RerankerProcessor",
+        "processors.retrieval.reranker.rerank:RerankerSettings",
+    ),
 )
 PROCESSORS: dict[str, ProcessorEntry] = {p.name: p for p in (CONFIG, *FLOW_PROCESSORS, GATEWAY)}
 

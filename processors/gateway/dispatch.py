@@ -33,6 +33,7 @@ from schemas.services import (
     GRAPH_RAG,
     KG_QUERY,
     LAZY_RAG,
+    RERANKER,
     TEXT_COMPLETION,
     TRIPLES,
     Service,
@@ -50,7 +51,7 @@ TRUSTGRAPH_SERVICES: dict[str, Service] = {
     s.name: s for s in (GRAPH_RAG, TRIPLES, EMBEDDINGS, GRAPH_EMBEDDINGS, TEXT_COMPLETION)
 }
 # kgflow's own services: their wire format is the kgflow schema's JSON (kebab- or snake-case names).
-KGFLOW_SERVICES: dict[str, Service] = {s.name: s for s in (LAZY_RAG, KG_QUERY, DRIFT, DOCUMENTS, COMMUNITIES)}
+KGFLOW_SERVICES: dict[str, Service] = {s.name: s for s in (LAZY_RAG, KG_QUERY, DRIFT, RERANKER, DOCUMENTS, COMMUNITIES)}
 # TrustGraph service names kgflow answers with a service of its own (see tg_documents.py).
 TRUSTGRAPH_ALIASES: dict[str, Service] = {
     "document-rag": LAZY_RAG,

@@ -1,9 +1,11 @@
 """The retrieval services' view of the rest of the system over the bus: one method per call,
-shared by lazy-rag, kg-query and drift (each declares, as a protocol, the methods it uses)."""
+shared by lazy-rag, kg-query, drift, the reranker and (for the reranker call) graph-rag; each
+declares, as a protocol, the methods it uses."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
@@ -17,8 +19,10 @@ from schemas.communities import CommunitiesOf, CommunityInfo, SearchCommunities,
 from schemas.documents import (
     Chunk,
     ChunkSearch,
+    ChunkSimilarities,
     EntityChunks,
     EntityRelations,
+    EpisodeMentions,
     GetChunks,
     Mention,
     RelationChunks,
@@ -29,6 +33,7 @@ from schemas.extraction import ConceptMention, ExtractRequest
 from schemas.graph_embeddings import GraphEmbeddingsRequest
 from schemas.graph_rag import SeedEntity
 from schemas.labels import LabelRequest
+from schemas.reranker import RerankRequest, RerankResponse
 from schemas.retrieval import RelationshipRef
 from schemas.services import (
     COMMUNITIES,
@@ -37,12 +42,13 @@ from schemas.services import (
     EXTRACTOR,
     GRAPH_EMBEDDINGS,
     LABEL_RESOLVER,
+    RERANKER,
     TEXT_COMPLETION,
     TRIPLES,
     Service,
 )
 from schemas.text_completion import TextCompletionRequest
-from schemas.triples import NeighboursQuery
+from schemas.triples import AdjacencyQuery, NeighboursQuery
 
 CANDIDATES_PER_ENTITY = 32  # edges read per entity before the best are kept
 
@@ -183,3 +189,34 @@ class BusSources:
         req = RelationChunks(user=t.user, collection=t.collection, scope=t.scope, relations=list(relations),
                              per_relation=per_relation)  # fmt: skip
         return (await self._call(DOCUMENTS, req)).relation_chunks
+
+    async def episodes(
+        self,
+        t: Tenant,
+        entities: Sequence[str],
+        chunk_ids: Sequence[str],
+        window: tuple[datetime, datetime] | None,
+    ) -> tuple[list[tuple[str, str]], dict[str, int]]:
+        since, until = window or (None, None)
+        req = EpisodeMentions(user=t.user, collection=t.collection, scope=t.scope, entities=list(entities),
+                              chunk_ids=list(chunk_ids), since=since, until=until)  # fmt: skip
+        res = await self._call(DOCUMENTS, req)
+        return res.chunk_entities, res.episodes
+
+    async def frontier_edges(self, t: Tenant, entities: Sequence[str], per_entity: int) -> list[tuple[str, str]]:
+        q = AdjacencyQuery(user=t.user, collection=t.collection, scope=t.scope, entities=list(entities),
+                           limit_per_entity=per_entity)  # fmt: skip
+        return (await self._call(TRIPLES, q)).pairs
+
+    async def entity_similarities(self, t: Tenant, vector: list[float], iris: Sequence[str]) -> dict[str, float]:
+        req = GraphEmbeddingsRequest(user=t.user, collection=t.collection, scope=t.scope, vector=vector,
+                                     iris=list(iris))  # fmt: skip
+        return (await self._call(GRAPH_EMBEDDINGS, req)).similarities
+
+    async def chunk_similarities(self, t: Tenant, vector: list[float], chunk_ids: Sequence[str]) -> dict[str, float]:
+        req = ChunkSimilarities(user=t.user, collection=t.collection, scope=t.scope, vector=vector,
+                                chunk_ids=list(chunk_ids))  # fmt: skip
+        return (await self._call(DOCUMENTS, req)).similarities
+
+    async def rerank(self, req: RerankRequest) -> RerankResponse:
+        return await self._call(RERANKER, req)

@@ -166,6 +166,18 @@ class CassandraTripleStore:
                 out[d, r.s if d == "out" else r.o, r.p if preds else None].append(r)
         return out
 
+    async def adjacent(
+        self, user: str, collection: str, entities: Sequence[str], limit_per_entity: int
+    ) -> list[tuple[str, str]]:
+        """The frontier's first edges as (s, o): the partition reads of `neighbours`, concurrent."""
+        frontier = list(dict.fromkeys(entities))
+        calls: list[tuple[str, Sequence[Any]]] = [
+            ("out_edges", (user, collection, e, limit_per_entity)) for e in frontier
+        ]
+        calls += [("in_edges", (user, collection, e, False, "", "", limit_per_entity)) for e in frontier]
+        pages = await self.conn.run_many(calls)
+        return [(r.s, r.o) for page in pages for r in page if not r.o_lit and r.p != RDFS_LABEL]
+
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
         """Labels of many IRIs: one multi-partition query per chunk of keys."""
         pages = await self.conn.run_many(

@@ -92,16 +92,30 @@ class ChunkIndex:
     ) -> list[tuple[int, float]]:
         if not len(self.ids):
             return []
-        dense = _cosines(self, vector) if vector is not None else np.zeros(len(self.ids), dtype=np.float32)
+        dense = _cosines(self.vectors, vector) if vector is not None else np.zeros(len(self.ids), dtype=np.float32)
         rows, scores = rank(
             self.concepts.graph, dense, self.bm25.scores(text, mask), self.concepts.named_in(text, mask), limit, p, mask
         )
         return list(zip(rows.tolist(), scores.tolist(), strict=True))
 
 
-def _cosines(index: ChunkIndex, vector: Sequence[float]) -> np.ndarray:
+    def similarities(
+        self, vector: Sequence[float], ids: Sequence[str], document_ids: set[str] | None
+    ) -> dict[str, float]:
+        """Cosine of `vector` to each chunk of `ids` that is indexed (and whose document is in
+        `document_ids`, unless None)."""
+        rows = {c: self.row[c] for c in ids if c in self.row}
+        if document_ids is not None:
+            rows = {c: r for c, r in rows.items() if self.document_ids[r] in document_ids}
+        if not rows:
+            return {}
+        sims = _cosines(self.vectors[list(rows.values())], vector)
+        return dict(zip(rows, sims.tolist(), strict=True))
+
+
+def _cosines(vectors: np.ndarray, vector: Sequence[float]) -> np.ndarray:
     q = np.asarray(vector, dtype=np.float32)
-    return index.vectors @ (q / (np.linalg.norm(q) or 1.0))
+    return vectors @ (q / (np.linalg.norm(q) or 1.0))
 
 
 def _top(scores: np.ndarray, mask: np.ndarray | None, k: int) -> list[int]:

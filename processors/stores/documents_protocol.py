@@ -148,6 +148,27 @@ class DocumentStore(Protocol):
         `per_relation` each."""
         ...
 
+    async def episodes(
+        self,
+        user: str,
+        collection: str,
+        entities: Sequence[str],
+        chunk_ids: Sequence[str],
+        window: tuple[float, float] | None,
+        scope: Scope | None = None,
+    ) -> tuple[list[tuple[str, str]], dict[str, int]]:
+        """(chunk id, entity) for what the chunks `chunk_ids` mention (in scope) and, with a
+        window (since, until in epoch seconds), for `entities` and those the chunks mention, the
+        distinct documents in scope with a timestamp in it whose chunks mention each (entities
+        with none left out) — one store call. Documents without a timestamp are no episodes."""
+        ...
+
+    async def chunk_similarities(
+        self, user: str, collection: str, vector: Sequence[float], chunk_ids: Sequence[str], scope: Scope | None = None
+    ) -> dict[str, float]:
+        """Cosine of `vector` to the stored vector of each chunk of `chunk_ids` in scope."""
+        ...
+
     async def scoped_entities(self, user: str, collection: str, scope: Scope) -> set[str]:
         """Entities a chunk in the (narrowing) scope mentions."""
         ...

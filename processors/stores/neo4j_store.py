@@ -299,6 +299,15 @@ class Neo4jTripleStore:
             index = _HopVectors(index, wanted)
         return await rank_neighbours(found, len(rows), q, index)
 
+    async def adjacent(
+        self, user: str, collection: str, entities: Sequence[str], limit_per_entity: int
+    ) -> list[tuple[str, str]]:
+        """The frontier's first edges as (s, o): the UNWIND query of `neighbours`, no focus reads."""
+        keys = [entity_key(user, collection, e) for e in dict.fromkeys(entities)]
+        params = {"keys": keys, "user": user, "collection": collection, "label": RDFS_LABEL, "lim": limit_per_entity}
+        rows = await self.conn.read(NEIGHBOURS["both", False], params)
+        return [(r["s"], r["o"]) for r in rows if not r["lit"]]
+
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
         """Labels of many IRIs in one UNWIND query."""
         keys = [entity_key(user, collection, i) for i in dict.fromkeys(iris)]

@@ -91,6 +91,14 @@ class TripleStore(Protocol):
         """
         ...
 
+    async def adjacent(
+        self, user: str, collection: str, entities: Sequence[str], limit_per_entity: int
+    ) -> list[tuple[str, str]]:
+        """(s, o) of the edges between entities that `neighbours` reads first for `entities`
+        (each entity's first `limit_per_entity` per direction in key order; label and literal
+        edges left out), unscored: a graph search's level in one round trip."""
+        ...
+
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
         """Label of each IRI that has one."""
         ...

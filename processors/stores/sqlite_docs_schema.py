@@ -19,6 +19,7 @@ CREATE TABLE IF NOT EXISTS documents (
     title_entity TEXT,
     PRIMARY KEY (user, collection, id)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS documents_time ON documents(user, collection, timestamp);
 CREATE TABLE IF NOT EXISTS doc_meta (
     user TEXT NOT NULL, collection TEXT NOT NULL, document_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
     PRIMARY KEY (user, collection, document_id, key, value)
@@ -88,6 +89,24 @@ CHUNK_LINKS = """
 SELECT m.entity, m.chunk_id, m.count FROM mentions m INDEXED BY mentions_chunk
 WHERE m.user = ?1 AND m.collection = ?2 AND m.chunk_id IN (SELECT value FROM json_each(?3))
   AND (?4 IS NULL OR m.document_id IN (SELECT value FROM json_each(?4)))
+"""
+# What chunks (?3: JSON array) mention, from the index alone (?4: JSON array of allowed documents or null).
+CHUNK_ENTITIES = """
+SELECT m.chunk_id, m.entity FROM mentions m INDEXED BY mentions_chunk
+WHERE m.user = ?1 AND m.collection = ?2 AND m.chunk_id IN (SELECT value FROM json_each(?3))
+  AND (?4 IS NULL OR m.document_id IN (SELECT value FROM json_each(?4)))
+"""
+# The documents with a timestamp in [?3, ?4] ("episodes"); ?5: JSON array of allowed documents or null.
+EPISODES = """
+SELECT id FROM documents INDEXED BY documents_time WHERE user = ?1 AND collection = ?2 AND timestamp BETWEEN ?3 AND ?4
+  AND (?5 IS NULL OR id IN (SELECT value FROM json_each(?5)))
+"""
+# Per entity (?3: JSON array), the distinct episodes (?4: JSON array) whose chunks mention it.
+EPISODE_COUNTS = """
+SELECT m.entity, count(DISTINCT m.document_id) FROM mentions m
+WHERE m.user = ?1 AND m.collection = ?2 AND m.entity IN (SELECT value FROM json_each(?3))
+  AND m.document_id IN (SELECT value FROM json_each(?4))
+GROUP BY m.entity
 """
 RELATION_HAS_SOURCE = (
     "SELECT 1 FROM relation_sources WHERE user = ? AND collection = ? AND s = ? AND p = ? AND o = ? LIMIT 1"

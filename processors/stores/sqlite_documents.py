@@ -16,8 +16,11 @@ from processors.retrieval.relevance.graphrank import GraphRankParams
 from processors.stores.chunk_index import ChunkIndex, RelationIndex, SearchMode
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
 from processors.stores.sqlite_docs_schema import (
+    CHUNK_ENTITIES,
     CHUNK_LINKS,
     ENTITY_LINKS,
+    EPISODE_COUNTS,
+    EPISODES,
     GET_CHUNKS,
     RELATION_CHUNKS,
     RELATIONS_AMONG,
@@ -202,6 +205,45 @@ class SqliteDocumentStore:
             return [((s, p, o), c) for s, p, o, c in conn.execute(RELATION_CHUNKS, args)]
 
         return await self.db.read(read)
+
+    async def episodes(
+        self,
+        user: str,
+        collection: str,
+        entities: Sequence[str],
+        chunk_ids: Sequence[str],
+        window: tuple[float, float] | None,
+        scope: Scope | None = None,
+    ) -> tuple[list[tuple[str, str]], dict[str, int]]:
+        """What the chunks mention and each entity's episodes in the window (see `CHUNK_ENTITIES`,
+        `EPISODES`, `EPISODE_COUNTS`), in one read transaction."""
+
+        def read(conn: sqlite3.Connection) -> tuple[list[tuple[str, str]], dict[str, int]]:
+            allowed = scoped_ids(conn, user, collection, scope)
+            docs = None if allowed is None else json.dumps(sorted(allowed))
+            rows: list[tuple[str, str]] = []
+            if chunk_ids:
+                rows = conn.execute(CHUNK_ENTITIES, (user, collection, json.dumps(list(chunk_ids)), docs)).fetchall()
+            wanted = list(dict.fromkeys([*entities, *(e for _, e in rows)]))
+            if window is None or not wanted:
+                return rows, {}
+            episodes = [r[0] for r in conn.execute(EPISODES, (user, collection, *window, docs))]
+            if not episodes:
+                return rows, {}
+            args = (user, collection, json.dumps(wanted), json.dumps(episodes))
+            return rows, {str(e): int(n) for e, n in conn.execute(EPISODE_COUNTS, args)}
+
+        return await self.db.read(read)
+
+    async def chunk_similarities(
+        self, user: str, collection: str, vector: Sequence[float], chunk_ids: Sequence[str], scope: Scope | None = None
+    ) -> dict[str, float]:
+        """Cosine of `vector` to the stored vectors of the chunks (in scope), from the search index."""
+        allowed = await self._allowed(user, collection, scope)
+        index = await self._chunk_index(user, collection)
+        if index is None or not chunk_ids:
+            return {}
+        return index.similarities(vector, chunk_ids, allowed)
 
     async def scoped_entities(self, user: str, collection: str, scope: Scope) -> set[str]:
         """Entities a chunk in the scope mentions."""

@@ -140,6 +140,22 @@ class SqliteTripleStore:
         found = await self.db.read(read)
         return await rank_neighbours(found, len(found), q, self.entity_index)
 
+    async def adjacent(
+        self, user: str, collection: str, entities: Sequence[str], limit_per_entity: int
+    ) -> list[tuple[str, str]]:
+        """The frontier's first edges as (s, o), out-edges first (the scans of `neighbours`)."""
+        uc = (user, collection)
+
+        def read(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+            found: list[tuple[str, str]] = []
+            for sql in (_NB_OUT, _NB_IN):
+                for e in dict.fromkeys(entities):
+                    rows = conn.execute(sql, (*uc, e, RDFS_LABEL, limit_per_entity))
+                    found += [(s, o) for s, _, o, lit, _, _ in rows if not lit]
+            return found
+
+        return await self.db.read(read)
+
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
         sql = (
             "SELECT iri, label FROM labels WHERE user = ? AND collection = ?"

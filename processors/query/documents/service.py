@@ -28,6 +28,7 @@ from schemas.documents import (
     Chunk,
     ChunkLinks,
     ChunkSearch,
+    ChunkSimilarities,
     CollectionInfo,
     DeleteCollection,
     DeleteDocuments,
@@ -35,6 +36,7 @@ from schemas.documents import (
     DocumentStatus,
     EntityChunks,
     EntityRelations,
+    EpisodeMentions,
     GetChunks,
     ListCollections,
     ListDocuments,
@@ -60,6 +62,8 @@ DocumentsRequest = (
     | ListDocuments
     | SearchRelations
     | RelationChunks
+    | EpisodeMentions
+    | ChunkSimilarities
 )
 
 
@@ -115,6 +119,15 @@ class DocumentsProcessor(FlowProcessor):
         if isinstance(req, RelationChunks):
             pairs = await docs.relation_chunks(req.user, req.collection, req.relations, req.per_relation, req.scope)
             return DocumentsResponse(relation_chunks=pairs, store_round_trips=1)
+        if isinstance(req, EpisodeMentions):
+            window = (req.since.timestamp(), req.until.timestamp()) if req.since and req.until else None
+            pairs, counts = await docs.episodes(
+                req.user, req.collection, req.entities, req.chunk_ids, window, req.scope
+            )
+            return DocumentsResponse(chunk_entities=pairs, episodes=counts, store_round_trips=1)
+        if isinstance(req, ChunkSimilarities):
+            sims = await docs.chunk_similarities(req.user, req.collection, req.vector, req.chunk_ids, req.scope)
+            return DocumentsResponse(similarities=sims, store_round_trips=1)
         if isinstance(req, GetChunks):
             return DocumentsResponse(chunks=await docs.chunks(req.user, req.collection, req.chunk_ids, req.scope))
         if isinstance(req, ListDocuments):

@@ -40,6 +40,8 @@ class GraphEmbeddingsProcessor(FlowProcessor):
     async def search(self, req: GraphEmbeddingsRequest, flow: FlowContext) -> GraphEmbeddingsResponse:
         """Search the request's user + collection, and scope if it has one (the collection's state
         is read alongside)."""
+        if req.iris is not None:
+            return GraphEmbeddingsResponse(similarities=await self._similarities(req))
         if req.scope is not None and not req.scope.is_empty:
             first = self._scoped(req)
         else:
@@ -51,6 +53,17 @@ class GraphEmbeddingsProcessor(FlowProcessor):
         return GraphEmbeddingsResponse(
             entities=_matches(hits), predicates=_matches(preds[0] if preds else []), warnings=notices
         )
+
+    async def _similarities(self, req: GraphEmbeddingsRequest) -> dict[str, float]:
+        """Cosine of the vector to each of `req.iris` (in scope: those a chunk in it mentions)."""
+        assert req.iris is not None
+        iris = req.iris
+        if req.scope is not None and not req.scope.is_empty:
+            allowed = await self.stores.documents.scoped_entities(req.user, req.collection, req.scope)
+            iris = [i for i in iris if i in allowed]
+        if not iris:
+            return {}
+        return await self.entities.similarities(req.user, req.collection, req.vector, iris)
 
     async def _scoped(self, req: GraphEmbeddingsRequest) -> list[EntityHit]:
         """Exact search over the entities a chunk in the scope mentions (the index cannot filter)."""

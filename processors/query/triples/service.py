@@ -14,6 +14,7 @@ from schemas.flows import GraphChanged
 from schemas.services import EMBEDDINGS, TRIPLES, Service
 from schemas.topics import GRAPH_CHANGED
 from schemas.triples import (
+    AdjacencyQuery,
     LabelsQuery,
     NeighboursQuery,
     PatternQuery,
@@ -45,7 +46,7 @@ class TriplesProcessor(FlowProcessor):
         return [EMBEDDINGS]
 
     async def query(
-        self, req: PatternQuery | NeighboursQuery | LabelsQuery | StoreTriples, flow: FlowContext
+        self, req: PatternQuery | NeighboursQuery | AdjacencyQuery | LabelsQuery | StoreTriples, flow: FlowContext
     ) -> TriplesResponse:
         """Dispatch on the request's operation."""
         store = self.stores.triples
@@ -54,6 +55,15 @@ class TriplesProcessor(FlowProcessor):
         if isinstance(req, LabelsQuery):
             labels = await store.labels(req.user, req.collection, req.iris)
             return TriplesResponse(labels=labels, rows_read=len(labels))
+        if isinstance(req, AdjacencyQuery):
+            if req.scope is None or req.scope.is_empty:
+                pairs = await store.adjacent(req.user, req.collection, req.entities, req.limit_per_entity)
+            else:  # relations with a source chunk in the scope, from the document store's provenance
+                found = await self.stores.documents.scoped_neighbours(
+                    req.user, req.collection, req.entities, req.limit_per_entity, req.scope
+                )
+                pairs = [(e[0], e[2]) for e, _ in found]
+            return TriplesResponse(pairs=pairs, rows_read=len(pairs))
         if isinstance(req, NeighboursQuery):
             res = await self._neighbours(req)
             triples = [

@@ -14,10 +14,13 @@ from processors.base.errors import QueryTimeout, ServiceError
 from processors.retrieval.common import Tenant
 from processors.retrieval.graph_rag.sources import GraphSources
 from processors.retrieval.graph_rag.traversal import TraversalLimits, batched_traversal
-from processors.retrieval.relevance.text_match import normalize
+from processors.retrieval.relevance.ranking import choose_anchors
+from processors.retrieval.reranker.stage import rank_scores, rerank_stage
 from schemas.base import Notice
 from schemas.graph_rag import GraphRagParams, GraphRagRequest, GraphRagStats, SeedEntity
-from schemas.terms import LabelledTriple
+from schemas.reranker import RerankItem
+from schemas.retrieval import RerankerChoice
+from schemas.terms import LabelledTriple, Triple
 
 SYSTEM_PROMPT = (
     "You answer questions using only the knowledge-graph facts given. "
@@ -45,6 +48,7 @@ class GraphRagSettings(BaseModel):
     stage_timeout_s: float = Field(default=30.0, gt=0)  # each call to another service
     answer_facts: int = Field(default=10, ge=1)  # facts listed in a retrieval-only answer
     llm_facts: int = Field(default=40, ge=1)  # most relevant facts in the model's prompt (prompt reading is slow)
+    reranker: RerankerChoice = "none"  # rerank the retrieved triples with this reranker strategy
 
 
 @dataclass
@@ -56,17 +60,6 @@ class Retrieval:
     stats: GraphRagStats
     started: float = field(default_factory=time.perf_counter)
     warnings: list[Notice] = field(default_factory=list)
-
-
-def choose_anchors(seeds: list[SeedEntity]) -> list[str]:
-    """Where traversal starts: the entities the question names, longest mention first, without
-    those named only inside a longer mention ("austria" in "archduke johann of austria");
-    the most similar entities when the question names none."""
-    named = [e for e in seeds if e.lexical and e.label]
-    if not named:
-        return [e.id for e in seeds]
-    names = [f" {normalize(e.label or '')} " for e in named]
-    return [e.id for e, n in zip(named, names, strict=True) if not any(n != other and n in other for other in names)]
 
 
 class GraphRag:
@@ -148,6 +141,13 @@ class GraphRag:
             )
             for tr, sc in zip(sub.triples, sub.scores, strict=True)
         ]
+        if s.reranker != "none":
+            items = _rerank_items(sub.triples, triples)
+            reranked = await rerank_stage(self.sources, s.reranker, scope, req.query, vector, items, seeds)
+            if reranked:
+                triples = [triples[i].model_copy(update={"score": sc}) for i, sc in reranked.order]
+                stats.store_round_trips += reranked.store_round_trips
+                stats.stage_ms["rerank"] = reranked.ms
         stats.elapsed_ms = round((time.perf_counter() - began) * 1000, 3)
         return Retrieval(seeds, triples, stats, began, found.warnings)
 
@@ -185,3 +185,18 @@ class GraphRag:
             warning = Notice(type="llm-unavailable", message=f"no model answer ({e.type}): {e.message}")
             text = f"{MODEL_FAILED_PREFIX}\n{self.facts_text(found.triples, limit)}"
             yield text, {"final": True, "warnings": [warning]}
+
+
+def _rerank_items(raw: list[Triple], triples: list[LabelledTriple]) -> list[RerankItem]:
+    """Retrieved triples as reranker results: their ends are their entities, their labels their text."""
+    scores = rank_scores([t.score for t in triples])
+    return [
+        RerankItem(
+            id=str(i),
+            kind="triple",
+            score=sc,
+            entity_ids=[tr.s.value, *([tr.o.value] if tr.o.is_iri else [])],
+            text=f"{t.s} {t.p} {t.o}",
+        )  # fmt: skip
+        for i, (tr, t, sc) in enumerate(zip(raw, triples, scores, strict=True))
+    ]

@@ -22,7 +22,17 @@ from schemas.embeddings import EmbeddingsRequest
 from schemas.graph_embeddings import GraphEmbeddingsRequest
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse, GraphRagStats, SeedEntity
 from schemas.labels import LabelRequest
-from schemas.services import EMBEDDINGS, GRAPH_EMBEDDINGS, GRAPH_RAG, LABEL_RESOLVER, TEXT_COMPLETION, TRIPLES, Service
+from schemas.reranker import RerankRequest, RerankResponse
+from schemas.services import (
+    EMBEDDINGS,
+    GRAPH_EMBEDDINGS,
+    GRAPH_RAG,
+    LABEL_RESOLVER,
+    RERANKER,
+    TEXT_COMPLETION,
+    TRIPLES,
+    Service,
+)
 from schemas.terms import Triple
 from schemas.text_completion import TextCompletionRequest
 from schemas.triples import NeighboursQuery
@@ -72,6 +82,9 @@ class BusSources:
         )
         return LabelBatch(res.labels, res.cache_hits, res.cache_misses, res.store_round_trips)
 
+    async def rerank(self, req: RerankRequest) -> RerankResponse:
+        return await self._call(RERANKER, req)
+
     async def complete(self, system: str, prompt: str, streaming: bool) -> AsyncIterator[CompletionChunk]:
         req = TextCompletionRequest(system=system, prompt=prompt, streaming=streaming)
         try:
@@ -106,7 +119,7 @@ class GraphRagProcessor(FlowProcessor):
         return [ServiceSpec(GRAPH_RAG, self.query)]
 
     def calls(self) -> list[Service]:
-        return [EMBEDDINGS, GRAPH_EMBEDDINGS, TRIPLES, LABEL_RESOLVER, TEXT_COMPLETION]
+        return [EMBEDDINGS, GRAPH_EMBEDDINGS, TRIPLES, LABEL_RESOLVER, TEXT_COMPLETION, RERANKER]
 
     async def on_flow_start(self, flow: FlowContext) -> None:
         settings = flow_params(GraphRagSettings, flow.parameters)

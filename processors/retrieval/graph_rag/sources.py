@@ -11,6 +11,7 @@ from processors.retrieval.common import Tenant
 from processors.retrieval.relevance.ranking import NeighbourResult
 from schemas.base import Notice
 from schemas.graph_rag import SeedEntity
+from schemas.reranker import RerankRequest, RerankResponse
 from schemas.triples import NeighboursQuery
 
 
@@ -55,4 +56,8 @@ class GraphSources(Protocol):
 
     def complete(self, system: str, prompt: str, streaming: bool) -> AsyncIterator[CompletionChunk]:
         """The answer, streamed; a single final chunk with `extra['configured']=False` if no model."""
+        ...
+
+    async def rerank(self, req: RerankRequest) -> RerankResponse:
+        """Rerank retrieved triples (one call to the reranker)."""
         ...

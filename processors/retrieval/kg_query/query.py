@@ -8,7 +8,8 @@ Stage 1 (search, by mode):
   naive: those chunks only.
 Stage 2 keeps the leading entities and relations that fit `max-entity-tokens` and
 `max-relation-tokens`; stage 3 merges, round-robin, the chunks linked to the kept relations, to
-the kept entities and (mix) the vector chunks, deduplicated by id; stage 4 fills what
+the kept entities and (mix) the vector chunks, deduplicated by id (with a `reranker`, then
+reordered by it); stage 4 fills what
 `max-total-tokens` leaves after the system prompt, question, entities and relations with
 chunks. Every count is in the flow's model's tokens; every store call carries the scope.
 """
@@ -32,9 +33,12 @@ from processors.retrieval.kg_query.context import (
 )
 from processors.retrieval.kg_query.sources import KgSources
 from processors.retrieval.relevance.ranking import documents_of
+from processors.retrieval.reranker.stage import rank_scores, rerank_stage
 from schemas.documents import Chunk
+from schemas.graph_rag import SeedEntity
 from schemas.kg_query import KgQueryParams, KgQueryRequest, KgQueryResponse, Mode, TokenUse
-from schemas.retrieval import EntityRef, RelationshipRef, RetrievalStats
+from schemas.reranker import RerankItem
+from schemas.retrieval import EntityRef, RelationshipRef, RerankerChoice, RetrievalStats
 
 NO_MODEL = "No language model is configured; the context retrieved for the question is below."
 
@@ -52,6 +56,7 @@ class KgQuerySettings(BaseModel):
     chunks_per_item: int = Field(default=5, ge=1)  # chunks linked per kept entity / relation
     timeout_s: float = Field(default=60.0, gt=0)
     stage_timeout_s: float = Field(default=30.0, gt=0)
+    reranker: RerankerChoice = "none"  # reorder the merged chunks with this reranker strategy
 
     def for_request(self, req: KgQueryRequest) -> KgQuerySettings:
         """These settings with the request's overrides."""
@@ -77,7 +82,7 @@ class KgQuery:
         began, watch, t = time.perf_counter(), Stopwatch(), Tenant(req.user, req.collection, req.scope)
         vector = await self.sources.embed(req.query)
         watch.lap("embed")
-        entities, relations, vector_chunks, trips = await self._search(t, req.query, vector, s)
+        entities, relations, vector_chunks, seeds, trips = await self._search(t, req.query, vector, s)
         watch.lap("search")
         labels = await self.sources.labels(
             t, sorted({e.id for e in entities} | {x for r in relations for x in (r.s, r.p, r.o)})
@@ -92,6 +97,10 @@ class KgQuery:
         merged, more = await self._chunks(t, kept_e, kept_r, vector_chunks, s)
         trips += more
         watch.lap("merge")
+        if s.reranker != "none":
+            merged, more = await self._rerank(t, req.query, vector, merged, seeds, s.reranker)
+            trips += more
+            watch.lap("rerank")
         e_lines, r_lines = [_entity_line(e) for e in kept_e], [_relation_line(r) for r in kept_r]
         chunks, prompt, budget, base = fill(req.query, e_lines, r_lines, merged, self.count, s.max_total_tokens)
         watch.lap("context")
@@ -127,6 +136,23 @@ class KgQuery:
         res.stats = stats
         return res
 
+    async def _rerank(
+        self,
+        t: Tenant,
+        query: str,
+        vector: list[float],
+        merged: list[Chunk],
+        seeds: list[SeedEntity] | None,
+        choice: RerankerChoice,
+    ) -> tuple[list[Chunk], int]:
+        """The merged chunks in the reranker's order (scored by their rank where they have no score)."""
+        scores = rank_scores([c.score for c in merged])
+        items = [RerankItem(id=c.id, kind="chunk", score=sc) for c, sc in zip(merged, scores, strict=True)]
+        reranked = await rerank_stage(self.sources, choice, t, query, vector, items, seeds)
+        if reranked is None:
+            return merged, 0
+        return [merged[i].model_copy(update={"score": sc}) for i, sc in reranked.order], reranked.store_round_trips
+
     def _truncate(
         self, query: str, entities: list[EntityRef], relations: list[RelationshipRef], s: KgQuerySettings
     ) -> tuple[list[EntityRef], list[RelationshipRef]]:
@@ -144,8 +170,9 @@ class KgQuery:
 
     async def _search(
         self, t: Tenant, query: str, vector: list[float], s: KgQuerySettings
-    ) -> tuple[list[EntityRef], list[RelationshipRef], list[Chunk], int]:
-        """Stage 1: entities, relations and vector chunks by mode; store round trips made."""
+    ) -> tuple[list[EntityRef], list[RelationshipRef], list[Chunk], list[SeedEntity] | None, int]:
+        """Stage 1: entities, relations and vector chunks by mode, the entity search's seeds (None:
+        the mode searches none); store round trips made."""
         local, glob, chunk = (
             s.mode in ("local", "hybrid", "mix"),
             s.mode in ("global", "hybrid", "mix"),
@@ -165,7 +192,7 @@ class KgQuery:
         global_ents = [EntityRef(id=x, score=r.score or 0.0) for r in found_rel for x in (r.s, r.o)]
         entities = round_robin([local_ents, global_ents], key=lambda e: e.id)
         relations = round_robin([local_rels, found_rel], key=lambda r: (r.s, r.p, r.o))
-        return entities, relations, vec_chunks, trips
+        return entities, relations, vec_chunks, seeds if local else None, trips
 
     async def _chunks(
         self,

@@ -14,6 +14,7 @@ from schemas.services import (
     GRAPH_EMBEDDINGS,
     KG_QUERY,
     LABEL_RESOLVER,
+    RERANKER,
     TEXT_COMPLETION,
     TRIPLES,
     Service,
@@ -31,7 +32,7 @@ class KgQueryProcessor(FlowProcessor):
         return [ServiceSpec(KG_QUERY, self.query)]
 
     def calls(self) -> list[Service]:
-        return [EMBEDDINGS, GRAPH_EMBEDDINGS, TRIPLES, DOCUMENTS, LABEL_RESOLVER, TEXT_COMPLETION]
+        return [EMBEDDINGS, GRAPH_EMBEDDINGS, TRIPLES, DOCUMENTS, LABEL_RESOLVER, TEXT_COMPLETION, RERANKER]
 
     async def on_flow_start(self, flow: FlowContext) -> None:
         settings = flow_params(KgQuerySettings, flow.parameters)

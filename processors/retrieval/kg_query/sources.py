@@ -9,6 +9,7 @@ from processors.retrieval.common import Completion, Tenant
 from processors.stores.chunk_index import SearchMode
 from schemas.documents import Chunk, Mention
 from schemas.graph_rag import SeedEntity
+from schemas.reranker import RerankRequest, RerankResponse
 from schemas.retrieval import RelationshipRef
 
 
@@ -59,4 +60,8 @@ class KgSources(Protocol):
 
     async def complete(self, system: str, prompt: str, json_schema: dict[str, Any] | None) -> Completion:
         """One model call."""
+        ...
+
+    async def rerank(self, req: RerankRequest) -> RerankResponse:
+        """Rerank merged chunks (one call to the reranker)."""
         ...

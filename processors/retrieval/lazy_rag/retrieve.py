@@ -12,7 +12,8 @@
 3. Personalised PageRank over that neighbourhood (chunks, entities, their links), restarting at
    the best chunks and the question's entities: it ranks the entities (and, with `walk`, the
    chunks).
-4. (`walk`) The texts of the winning chunks not yet fetched (one round trip).
+4. With a `reranker`, the best `rerank-depth` chunks reordered by the reranker (one call).
+5. (`walk`) The texts of the winning chunks not yet fetched (one round trip).
 """
 
 from __future__ import annotations
@@ -29,9 +30,12 @@ from pydantic import BaseModel, Field
 from processors.retrieval.common import Stopwatch, Tenant
 from processors.retrieval.lazy_rag.sources import LazySources
 from processors.retrieval.relevance.graph_rank import WeightedGraph, normalise, personalized_pagerank
+from processors.retrieval.reranker.stage import rerank_stage
 from schemas.documents import Chunk, Mention
 from schemas.graph_rag import SeedEntity
 from schemas.lazy_rag import LazyRagParams, LazyRagRequest
+from schemas.reranker import RerankItem
+from schemas.retrieval import RerankerChoice
 
 
 class LazyRagSettings(BaseModel):
@@ -49,6 +53,8 @@ class LazyRagSettings(BaseModel):
     per_entity: int = Field(default=20, ge=1)  # chunks read per expanded entity
     chunk_seed_weight: float = Field(default=0.5, ge=0, le=1)  # restart mass on chunks (the rest: entities)
     chunk_ranking: Literal["graph", "walk"] = "graph"  # graphrank in the store, or the neighbourhood walk
+    reranker: RerankerChoice = "none"  # rerank the best chunks with this reranker strategy
+    rerank_depth: int = Field(default=30, ge=1, le=1000)  # chunks the reranker reorders
 
     def for_request(self, req: LazyRagRequest) -> LazyRagSettings:
         """These settings with the request's overrides."""
@@ -100,8 +106,16 @@ async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettin
     seeds = [e for e in seeds if t.scope is None or e.id in in_scope]  # a seed outside the scope names nothing in it
     ranked_chunks, ranked_entities = _rank(hits, seeds, mentions, s)
     watch.lap("rank")
-    top = [(c.id, c.score or 0.0) for c in hits] if graph else ranked_chunks
-    top = top[: s.chunk_limit]
+    ranked = [(c.id, c.score or 0.0) for c in hits] if graph else ranked_chunks
+    top = ranked[: s.chunk_limit]
+    if s.reranker != "none":
+        depth = ranked[: max(s.chunk_limit, s.rerank_depth)]
+        items = [RerankItem(id=cid, kind="chunk", score=score) for cid, score in depth]
+        reranked = await rerank_stage(sources, s.reranker, t, query, vector, items, seeds)
+        if reranked:
+            top = [(depth[i][0], score) for i, score in reranked.order[: s.chunk_limit]]
+            trips += reranked.store_round_trips
+            watch.lap("rerank")
     missing = [cid for cid, _ in top if cid not in known]
     if missing:
         known.update({c.id: c for c in await sources.chunks(t, missing)})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from processors.base.metrics import STAGE, STORE_ROUND_TRIPS
+from processors.base.metrics import record_stages
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
 from processors.models.text_completion.tokens import FlowTokenCounter
@@ -18,6 +18,7 @@ from schemas.services import (
     GRAPH_EMBEDDINGS,
     LABEL_RESOLVER,
     LAZY_RAG,
+    RERANKER,
     TEXT_COMPLETION,
     Service,
 )
@@ -32,7 +33,16 @@ class LazyRagProcessor(FlowProcessor):
         return [ServiceSpec(LAZY_RAG, self.query)]
 
     def calls(self) -> list[Service]:
-        return [EMBEDDINGS, DOCUMENTS, GRAPH_EMBEDDINGS, LABEL_RESOLVER, COMMUNITIES, EXTRACTOR, TEXT_COMPLETION]
+        return [
+            EMBEDDINGS,
+            DOCUMENTS,
+            GRAPH_EMBEDDINGS,
+            LABEL_RESOLVER,
+            COMMUNITIES,
+            EXTRACTOR,
+            TEXT_COMPLETION,
+            RERANKER,
+        ]
 
     async def on_flow_start(self, flow: FlowContext) -> None:
         settings = flow_params(LazyRagSettings, flow.parameters)
@@ -43,7 +53,5 @@ class LazyRagProcessor(FlowProcessor):
         """Retrieve and (unless `expand` or no model) summarise."""
         res = await flow.state.run(req)
         if res.stats:
-            for stage, ms in res.stats.stage_ms.items():
-                STAGE.labels(self.name, stage).observe(ms / 1000)
-            STORE_ROUND_TRIPS.labels(self.name).inc(res.stats.store_round_trips)
+            record_stages(self.name, res.stats.stage_ms, res.stats.store_round_trips)
         return res

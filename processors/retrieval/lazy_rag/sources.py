@@ -12,6 +12,7 @@ from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Mention
 from schemas.extraction import ConceptMention
 from schemas.graph_rag import SeedEntity
+from schemas.reranker import RerankRequest, RerankResponse
 from schemas.retrieval import RelationshipRef
 
 
@@ -61,4 +62,8 @@ class LazySources(Protocol):
 
     async def complete(self, system: str, prompt: str, json_schema: dict[str, Any] | None) -> Completion:
         """One model call."""
+        ...
+
+    async def rerank(self, req: RerankRequest) -> RerankResponse:
+        """Rerank retrieved chunks (one call to the reranker)."""
         ...

@@ -12,7 +12,9 @@ from typing import Protocol, TypeVar
 from processors.retrieval.relevance.fair_share import best
 from processors.retrieval.relevance.paths import path_cosines
 from processors.retrieval.relevance.scoring import combine
+from processors.retrieval.relevance.text_match import normalize
 from schemas.documents import Chunk
+from schemas.graph_rag import SeedEntity
 from schemas.retrieval import DocumentRef
 from schemas.terms import Term, Triple
 from schemas.triples import NeighboursQuery
@@ -124,3 +126,14 @@ def documents_of(chunks: Sequence[Chunk]) -> list[DocumentRef]:
         if c.document_id not in out:
             out[c.document_id] = DocumentRef(id=c.document_id, title=c.title, score=c.score or 0.0)
     return list(out.values())
+
+
+def choose_anchors(seeds: list[SeedEntity]) -> list[str]:
+    """Where traversal starts: the entities the question names, longest mention first, without
+    those named only inside a longer mention ("austria" in "archduke johann of austria");
+    the most similar entities when the question names none."""
+    named = [e for e in seeds if e.lexical and e.label]
+    if not named:
+        return [e.id for e in seeds]
+    names = [f" {normalize(e.label or '')} " for e in named]
+    return [e.id for e, n in zip(named, names, strict=True) if not any(n != other and n in other for other in names)]

@@ -1,0 +1,1 @@
+"""reranker: graph-aware reranking (semantic, episode-mentions, node-distance, hybrid; spec 001)."""

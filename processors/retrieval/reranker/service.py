@@ -1,0 +1,34 @@
+"""reranker processor: binds a long-lived Reranker per flow to the bus."""
+
+from __future__ import annotations
+
+from processors.base.metrics import record_stages
+from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
+from processors.base.settings import flow_params
+from processors.retrieval.bus_sources import BusSources
+from processors.retrieval.reranker.rerank import Reranker, RerankerSettings
+from schemas.reranker import RerankRequest, RerankResponse
+from schemas.services import DOCUMENTS, EMBEDDINGS, GRAPH_EMBEDDINGS, RERANKER, TRIPLES, Service
+
+
+class RerankerProcessor(FlowProcessor):
+    """Serves `reranker`."""
+
+    name = RERANKER.name
+
+    def services(self) -> list[ServiceSpec]:
+        return [ServiceSpec(RERANKER, self.rerank)]
+
+    def calls(self) -> list[Service]:
+        return [EMBEDDINGS, GRAPH_EMBEDDINGS, TRIPLES, DOCUMENTS]
+
+    async def on_flow_start(self, flow: FlowContext) -> None:
+        settings = flow_params(RerankerSettings, flow.parameters)
+        flow.state = Reranker(BusSources(flow, settings.stage_timeout_s), settings)
+
+    async def rerank(self, req: RerankRequest, flow: FlowContext) -> RerankResponse:
+        """Reorder the request's results."""
+        res = await flow.state.run(req)
+        if res.stats:
+            record_stages(self.name, res.stats.stage_ms, res.stats.store_round_trips)
+        return res

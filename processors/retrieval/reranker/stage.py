@@ -1,0 +1,66 @@
+"""The reranker as a stage of another retrieval service (graph-rag, lazy-rag, kg-query): build the
+request from what the service retrieved, call the reranker (over the bus, through the service's
+sources) and read back the new order (bus-free)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from processors.retrieval.common import Tenant
+from schemas.graph_rag import SeedEntity
+from schemas.reranker import RerankItem, RerankRequest, RerankResponse
+from schemas.retrieval import RerankerChoice
+
+
+class Reranks(Protocol):
+    """A service's sources that can call the reranker."""
+
+    async def rerank(self, req: RerankRequest) -> RerankResponse:
+        """Rerank results (one call to the `reranker` service)."""
+        ...
+
+
+@dataclass
+class Reranked:
+    """The new order, as (position in the input, combined score), and what it cost."""
+
+    order: list[tuple[int, float]]
+    store_round_trips: int = 0
+    ms: float = 0.0
+    question_entities: list[str] = field(default_factory=list)
+
+
+def rank_scores(scores: Sequence[float | None]) -> list[float]:
+    """The scores as given when every one is set; else scores by rank (1 for the first, then
+    falling linearly), for lists merged from sources whose scores do not compare."""
+    if all(s is not None for s in scores):
+        return [float(s) for s in scores]  # type: ignore[arg-type]
+    n = len(scores)
+    return [(n - i) / n for i in range(n)]
+
+
+async def rerank_stage(
+    sources: Reranks,
+    choice: RerankerChoice,
+    t: Tenant,
+    query: str,
+    vector: list[float] | None,
+    items: list[RerankItem],
+    seeds: Sequence[SeedEntity] | None,
+) -> Reranked | None:
+    """Rerank `items` with strategy `choice` (None: `none`, or nothing to rerank)."""
+    if choice == "none" or not items:
+        return None
+    began = time.perf_counter()
+    req = RerankRequest(user=t.user, collection=t.collection, scope=t.scope, query=query, results=items,
+                        strategy=choice, vector=vector, seeds=list(seeds) if seeds is not None else None)  # fmt: skip
+    res = await sources.rerank(req)
+    return Reranked(
+        [(r.index, r.combined_score) for r in res.results],
+        res.stats.store_round_trips if res.stats else 0,
+        round((time.perf_counter() - began) * 1000, 3),
+        res.question_entities,
+    )
