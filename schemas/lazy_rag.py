@@ -11,6 +11,8 @@ from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Scope
 from schemas.retrieval import Citation, DocumentRef, EntityRef, RelationshipRef, RerankerChoice, RetrievalStats
 
+MAX_TIMEOUT_S = 3600.0  # the longest a request may ask for (a slow local model on a busy machine)
+
 
 class LazyRagParams(BaseModel):
     """The knobs a request may set over its flow's (unset: the flow's value)."""
@@ -20,7 +22,7 @@ class LazyRagParams(BaseModel):
     chunk_limit: int | None = Field(default=None, ge=1, le=100)
     use_communities: bool | None = None
     relevance_budget: int | None = Field(default=None, ge=0, le=100)
-    timeout_s: float | None = Field(default=None, gt=0, le=3600)
+    timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S)
     reranker: RerankerChoice | None = None
 
 

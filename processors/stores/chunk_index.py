@@ -98,7 +98,6 @@ class ChunkIndex:
         )
         return list(zip(rows.tolist(), scores.tolist(), strict=True))
 
-
     def similarities(
         self, vector: Sequence[float], ids: Sequence[str], document_ids: set[str] | None
     ) -> dict[str, float]:

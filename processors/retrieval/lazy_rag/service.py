@@ -9,7 +9,7 @@ from processors.models.text_completion.tokens import FlowTokenCounter
 from processors.retrieval.bus_sources import BusSources
 from processors.retrieval.lazy_rag.rag import LazyRag
 from processors.retrieval.lazy_rag.retrieve import LazyRagSettings
-from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
+from schemas.lazy_rag import MAX_TIMEOUT_S, LazyRagRequest, LazyRagResponse
 from schemas.services import (
     COMMUNITIES,
     DOCUMENTS,
@@ -47,7 +47,8 @@ class LazyRagProcessor(FlowProcessor):
     async def on_flow_start(self, flow: FlowContext) -> None:
         settings = flow_params(LazyRagSettings, flow.parameters)
         count = FlowTokenCounter(flow.parameters)
-        flow.state = LazyRag(BusSources(flow, settings.stage_timeout_s), settings, count)
+        # The summary call may take what is left of the request's own timeout (which bounds it).
+        flow.state = LazyRag(BusSources(flow, settings.stage_timeout_s, MAX_TIMEOUT_S), settings, count)
 
     async def query(self, req: LazyRagRequest, flow: FlowContext) -> LazyRagResponse:
         """Retrieve and (unless `expand` or no model) summarise."""
