@@ -3,12 +3,17 @@ how its tokens are counted, per-stage timing, quoting retrieved text as data. Bu
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
+from processors.base.errors import QueryTimeout
 from schemas.scope import Scope
+
+T = TypeVar("T")
 
 NO_DATA = "Nothing in this collection (or scope) matches the question."
 
@@ -35,6 +40,16 @@ class TokenCounter(Protocol):
 
 
 _DATA_TAG = re.compile(r"<\s*(/?)\s*data\s*>", re.IGNORECASE)
+
+
+async def within(seconds: float, service: str, work: Awaitable[T]) -> T:
+    """`work`'s result, or a `QueryTimeout` naming `service` once it has taken `seconds` (the
+    request's whole time budget; what was found so far is discarded)."""
+    try:
+        async with asyncio.timeout(seconds):
+            return await work
+    except TimeoutError:
+        raise QueryTimeout(f"{service} exceeded {seconds}s; partial results discarded") from None
 
 
 def as_data(text: str) -> str:

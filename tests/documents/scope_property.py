@@ -22,24 +22,17 @@ from schemas.terms import RDFS_LABEL, Term
 from schemas.triples import PatternQuery
 
 C = "shared"
-CORPUS = [
-    Document(id="curie", title="Marie Curie", text="Marie Curie was a physicist in Paris. She married Pierre Curie.",
-             metadata={"topic": "science"}),
-    Document(id="pierre", title="Pierre Curie", text="Pierre Curie was born in Paris and worked with Marie Curie.",
-             metadata={"topic": "science"}),
-    Document(id="paris", title="Paris", text="Paris is the capital of France. The Seine flows through Paris.",
-             metadata={"topic": "places"}),
-    Document(id="warsaw", title="Warsaw", text="Warsaw is the capital of Poland. Marie Curie was born in Warsaw.",
-             metadata={"topic": "places"}),
-    Document(id="seine", title="Seine", text="The Seine is a river in France that flows through Paris to the sea.",
-             metadata={"topic": "places"}),
-    Document(id="sorbonne", title="Sorbonne", text="The Sorbonne is a university in Paris where Marie Curie taught.",
-             metadata={"topic": "science"}),
-    Document(id="chopin", title="Frederic Chopin", text="Frederic Chopin was a composer born near Warsaw in Poland.",
-             metadata={"topic": "music"}),
-    Document(id="poland", title="Poland", text="Poland is a country whose capital is Warsaw. Chopin is from Poland.",
-             metadata={"topic": "places"}),
-]  # fmt: skip
+ROWS = [  # id, title, text, topic
+    ("curie", "Marie Curie", "Marie Curie was a physicist in Paris. She married Pierre Curie.", "science"),
+    ("pierre", "Pierre Curie", "Pierre Curie was born in Paris and worked with Marie Curie.", "science"),
+    ("paris", "Paris", "Paris is the capital of France. The Seine flows through Paris.", "places"),
+    ("warsaw", "Warsaw", "Warsaw is the capital of Poland. Marie Curie was born in Warsaw.", "places"),
+    ("seine", "Seine", "The Seine is a river in France that flows through Paris to the sea.", "places"),
+    ("sorbonne", "Sorbonne", "The Sorbonne is a university in Paris where Marie Curie taught.", "science"),
+    ("chopin", "Frederic Chopin", "Frederic Chopin was a composer born near Warsaw in Poland.", "music"),
+    ("poland", "Poland", "Poland is a country whose capital is Warsaw. Chopin is from Poland.", "places"),
+]
+CORPUS = [Document(id=i, title=title, text=text, metadata={"topic": topic}) for i, title, text, topic in ROWS]
 QUESTIONS = ["Where was Marie Curie born?", "Which river flows through Paris?", "Who was born near Warsaw?"]
 KG_MODES = ("local", "global", "hybrid", "mix", "naive")
 

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 
 from processors.base.errors import QueryTimeout, ServiceError
-from processors.retrieval.common import NO_DATA
+from processors.retrieval.common import NO_DATA, within
 from processors.retrieval.drift.progress import Progress, document_names
 from processors.retrieval.drift.prompts import NO_ANSWER_PREFIX, NO_MODEL_PREFIX, retrieval_only_answer
 from processors.retrieval.drift.search import Search
@@ -77,12 +77,10 @@ class Drift:
         search = Search(self.sources, s, req, progress)
         began = time.perf_counter()
         try:
-            async with asyncio.timeout(s.timeout_s):
-                found = await search.run()
-        except TimeoutError:
-            err = QueryTimeout(f"drift exceeded {s.timeout_s}s; partial results discarded")
+            found = await within(s.timeout_s, "drift", search.run())
+        except QueryTimeout as err:
             progress.error(err.message)
-            raise err from None
+            raise
         except ServiceError as e:
             progress.error(f"DRIFT search failed: {e.message}")
             raise

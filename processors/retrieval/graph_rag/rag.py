@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -10,8 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from processors.base.errors import QueryTimeout, ServiceError
-from processors.retrieval.common import Tenant
+from processors.base.errors import ServiceError
+from processors.retrieval.common import Tenant, within
 from processors.retrieval.graph_rag.sources import GraphSources
 from processors.retrieval.graph_rag.traversal import TraversalLimits, batched_traversal
 from processors.retrieval.relevance.ranking import choose_anchors
@@ -81,11 +80,7 @@ class GraphRag:
     async def retrieve(self, req: GraphRagRequest) -> Retrieval:
         """Retrieve the labelled subgraph for `req.query` within the overall timeout."""
         s = self.settings_for(req)
-        try:
-            async with asyncio.timeout(s.timeout_s):
-                return await self._retrieve(req, s)
-        except TimeoutError:
-            raise QueryTimeout(f"graph retrieval exceeded {s.timeout_s}s; partial results discarded") from None
+        return await within(s.timeout_s, "graph retrieval", self._retrieve(req, s))
 
     async def _retrieve(self, req: GraphRagRequest, s: GraphRagSettings) -> Retrieval:
         limits = TraversalLimits(

@@ -21,8 +21,8 @@ import time
 
 from pydantic import BaseModel, Field
 
-from processors.base.errors import BadRequest, QueryTimeout
-from processors.retrieval.common import NO_DATA, Stopwatch, Tenant, TokenCounter
+from processors.base.errors import BadRequest
+from processors.retrieval.common import NO_DATA, Stopwatch, Tenant, TokenCounter, within
 from processors.retrieval.kg_query.context import (
     SYSTEM,
     chunk_line,
@@ -72,11 +72,7 @@ class KgQuery:
     async def run(self, req: KgQueryRequest) -> KgQueryResponse:
         """Build the context, then answer from it (within the time budget)."""
         s = self.settings.for_request(req)
-        try:
-            async with asyncio.timeout(s.timeout_s):
-                return await self._run(req, s)
-        except TimeoutError:
-            raise QueryTimeout(f"kg-query exceeded {s.timeout_s}s; partial results discarded") from None
+        return await within(s.timeout_s, "kg-query", self._run(req, s))
 
     async def _run(self, req: KgQueryRequest, s: KgQuerySettings) -> KgQueryResponse:
         began, watch, t = time.perf_counter(), Stopwatch(), Tenant(req.user, req.collection, req.scope)

@@ -12,8 +12,8 @@ import asyncio
 import json
 import time
 
-from processors.base.errors import QueryTimeout, ServiceError
-from processors.retrieval.common import NO_DATA, Stopwatch, Tenant, TokenCounter
+from processors.base.errors import ServiceError
+from processors.retrieval.common import NO_DATA, Stopwatch, Tenant, TokenCounter, within
 from processors.retrieval.lazy_rag.prompts import (
     MODEL_FAILED_PREFIX,
     SUMMARY_SCHEMA,
@@ -45,11 +45,7 @@ class LazyRag:
     async def run(self, req: LazyRagRequest) -> LazyRagResponse:
         """Answer (or, for `expand`, only retrieve) within the request's time budget."""
         s = self.settings.for_request(req)
-        try:
-            async with asyncio.timeout(s.timeout_s):
-                return await self._run(req, s)
-        except TimeoutError:
-            raise QueryTimeout(f"lazy-rag exceeded {s.timeout_s}s; partial results discarded") from None
+        return await within(s.timeout_s, "lazy-rag", self._run(req, s))
 
     async def _run(self, req: LazyRagRequest, s: LazyRagSettings) -> LazyRagResponse:
         began = time.perf_counter()

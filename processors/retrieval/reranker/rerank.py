@@ -22,8 +22,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from pydantic import BaseModel, Field
 
-from processors.base.errors import QueryTimeout
-from processors.retrieval.common import Stopwatch, Tenant
+from processors.retrieval.common import Stopwatch, Tenant, within
 from processors.retrieval.reranker.signals import (
     Signals,
     distance_score,
@@ -98,11 +97,7 @@ class Reranker:
     async def run(self, req: RerankRequest) -> RerankResponse:
         """Rerank within the time budget."""
         s = self.settings.for_request(req)
-        try:
-            async with asyncio.timeout(s.timeout_s):
-                return await self._run(req, s)
-        except TimeoutError:
-            raise QueryTimeout(f"reranker exceeded {s.timeout_s}s; partial results discarded") from None
+        return await within(s.timeout_s, "reranker", self._run(req, s))
 
     async def _run(self, req: RerankRequest, s: RerankerSettings) -> RerankResponse:
         began, watch = time.perf_counter(), Stopwatch()
