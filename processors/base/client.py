@@ -12,7 +12,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from processors.base.bus import Bus, Consumer, Producer
-from processors.base.tasks import cancel_and_wait
+from processors.base.tasks import cancel_and_close
 from schemas.base import Response
 from schemas.services import Service
 from schemas.topics import topic
@@ -99,10 +99,8 @@ class RequestResponseClient(Generic[ResT]):
         """Stop reading responses; pending requests fail with a timeout."""
         if self._cancels:
             await asyncio.wait(set(self._cancels), timeout=5.0)
-        await cancel_and_wait(self._task)
+        await cancel_and_close(self._task, self._reader)
         self._task = None
-        if self._reader:
-            await self._reader.close()
 
     async def _dispatch(self) -> None:
         assert self._reader is not None

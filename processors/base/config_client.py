@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 
 from processors.base.bus import Bus, Consumer
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
-from processors.base.tasks import cancel_and_wait
+from processors.base.tasks import cancel_and_close
 from schemas.flows import ConfigState, FlowRequest, FlowResponse
 from schemas.topics import CONFIG_PUSH, CONFIG_REQUEST, CONFIG_RESPONSE
 
@@ -54,10 +54,8 @@ class ConfigWatcher:
 
     async def stop(self) -> None:
         """Stop following config changes."""
-        await cancel_and_wait(self._task)
+        await cancel_and_close(self._task, self._reader)
         await self._client.stop()
-        if self._reader:
-            await self._reader.close()
 
     async def _follow(self) -> None:
         assert self._reader is not None

@@ -12,7 +12,7 @@ from processors.base.errors import BadRequest
 from processors.base.processor import Host, error_response, parse_request
 from processors.base.registry import PROCESSORS
 from processors.base.settings import RuntimeSettings, flow_params, param_names
-from processors.base.tasks import cancel_and_wait
+from processors.base.tasks import cancel_and_close
 from schemas.flows import Blueprint, ConfigState, Flow, FlowRequest, FlowResponse
 from schemas.topics import CONFIG_PUSH, CONFIG_REQUEST, CONFIG_RESPONSE
 
@@ -140,9 +140,7 @@ class ConfigService:
 
     async def stop(self) -> None:
         """Stop serving."""
-        await cancel_and_wait(self._task)
-        if self._consumer:
-            await self._consumer.close()
+        await cancel_and_close(self._task, self._consumer)
 
     async def _serve(self) -> None:
         assert self._consumer is not None

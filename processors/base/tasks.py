@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from typing import Any, Protocol
+
+
+class Closable(Protocol):
+    """A bus endpoint (reader, consumer, producer)."""
+
+    async def close(self) -> None: ...
 
 
 async def cancel_and_wait(task: asyncio.Task[Any] | None) -> None:
@@ -14,3 +20,11 @@ async def cancel_and_wait(task: asyncio.Task[Any] | None) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
+
+
+async def cancel_and_close(task: asyncio.Task[Any] | None, *endpoints: Closable | None) -> None:
+    """Cancel the loop `task`, wait until it has stopped, then close the endpoints it used."""
+    await cancel_and_wait(task)
+    for endpoint in endpoints:
+        if endpoint is not None:
+            await endpoint.close()

@@ -10,29 +10,20 @@ from processors.base.settings import flow_params
 from processors.retrieval.bus_sources import BusSources
 from processors.retrieval.drift.drift import Drift
 from processors.retrieval.drift.settings import MAX_TIMEOUT_S, DriftSettings
+from schemas import services as sv
 from schemas.drift import DriftRequest, DriftResponse
-from schemas.services import (
-    COMMUNITIES,
-    DOCUMENTS,
-    DRIFT,
-    EMBEDDINGS,
-    LABEL_RESOLVER,
-    TEXT_COMPLETION,
-    TRIPLES,
-    Service,
-)
 
 
 class DriftProcessor(FlowProcessor):
     """Serves `drift`."""
 
-    name = DRIFT.name
+    name = sv.DRIFT.name
 
     def services(self) -> list[ServiceSpec]:
-        return [ServiceSpec(DRIFT, self.query)]
+        return [ServiceSpec(sv.DRIFT, self.query)]
 
-    def calls(self) -> list[Service]:
-        return [EMBEDDINGS, DOCUMENTS, COMMUNITIES, TRIPLES, LABEL_RESOLVER, TEXT_COMPLETION]
+    def calls(self) -> list[sv.Service]:
+        return [sv.EMBEDDINGS, sv.DOCUMENTS, sv.COMMUNITIES, sv.TRIPLES, sv.LABEL_RESOLVER, sv.TEXT_COMPLETION]
 
     async def on_flow_start(self, flow: FlowContext) -> None:
         settings = flow_params(DriftSettings, flow.parameters)

@@ -7,32 +7,28 @@ from processors.base.settings import flow_params
 from processors.models.text_completion.tokens import FlowTokenCounter
 from processors.retrieval.bus_sources import BusSources
 from processors.retrieval.kg_query.query import KgQuery, KgQuerySettings
+from schemas import services as sv
 from schemas.kg_query import KgQueryRequest, KgQueryResponse
-from schemas.services import (
-    DOCUMENTS,
-    EMBEDDINGS,
-    GRAPH_EMBEDDINGS,
-    KG_QUERY,
-    LABEL_RESOLVER,
-    RERANKER,
-    TEXT_COMPLETION,
-    TRIPLES,
-    Service,
-)
-
-CANDIDATES_PER_ENTITY = 32  # edges read per entity before the best are kept
 
 
 class KgQueryProcessor(FlowProcessor):
     """Serves `kg-query`."""
 
-    name = KG_QUERY.name
+    name = sv.KG_QUERY.name
 
     def services(self) -> list[ServiceSpec]:
-        return [ServiceSpec(KG_QUERY, self.query)]
+        return [ServiceSpec(sv.KG_QUERY, self.query)]
 
-    def calls(self) -> list[Service]:
-        return [EMBEDDINGS, GRAPH_EMBEDDINGS, TRIPLES, DOCUMENTS, LABEL_RESOLVER, TEXT_COMPLETION, RERANKER]
+    def calls(self) -> list[sv.Service]:
+        return [
+            sv.EMBEDDINGS,
+            sv.GRAPH_EMBEDDINGS,
+            sv.TRIPLES,
+            sv.DOCUMENTS,
+            sv.LABEL_RESOLVER,
+            sv.TEXT_COMPLETION,
+            sv.RERANKER,
+        ]
 
     async def on_flow_start(self, flow: FlowContext) -> None:
         settings = flow_params(KgQuerySettings, flow.parameters)

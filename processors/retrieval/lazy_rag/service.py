@@ -9,39 +9,28 @@ from processors.models.text_completion.tokens import FlowTokenCounter
 from processors.retrieval.bus_sources import BusSources
 from processors.retrieval.lazy_rag.rag import LazyRag
 from processors.retrieval.lazy_rag.retrieve import LazyRagSettings
+from schemas import services as sv
 from schemas.lazy_rag import MAX_TIMEOUT_S, LazyRagRequest, LazyRagResponse
-from schemas.services import (
-    COMMUNITIES,
-    DOCUMENTS,
-    EMBEDDINGS,
-    EXTRACTOR,
-    GRAPH_EMBEDDINGS,
-    LABEL_RESOLVER,
-    LAZY_RAG,
-    RERANKER,
-    TEXT_COMPLETION,
-    Service,
-)
 
 
 class LazyRagProcessor(FlowProcessor):
     """Serves `lazy-rag`."""
 
-    name = LAZY_RAG.name
+    name = sv.LAZY_RAG.name
 
     def services(self) -> list[ServiceSpec]:
-        return [ServiceSpec(LAZY_RAG, self.query)]
+        return [ServiceSpec(sv.LAZY_RAG, self.query)]
 
-    def calls(self) -> list[Service]:
+    def calls(self) -> list[sv.Service]:
         return [
-            EMBEDDINGS,
-            DOCUMENTS,
-            GRAPH_EMBEDDINGS,
-            LABEL_RESOLVER,
-            COMMUNITIES,
-            EXTRACTOR,
-            TEXT_COMPLETION,
-            RERANKER,
+            sv.EMBEDDINGS,
+            sv.DOCUMENTS,
+            sv.GRAPH_EMBEDDINGS,
+            sv.LABEL_RESOLVER,
+            sv.COMMUNITIES,
+            sv.EXTRACTOR,
+            sv.TEXT_COMPLETION,
+            sv.RERANKER,
         ]
 
     async def on_flow_start(self, flow: FlowContext) -> None:
