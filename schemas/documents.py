@@ -72,6 +72,15 @@ class CoOccurrence(BaseModel):
     chunk_ids: list[str]
 
 
+class KeyedRelation(BaseModel):
+    """A typed relation an extractor found, by concept key, and the chunks that state it."""
+
+    s: str
+    p: str  # the predicate's normalised words ("born in")
+    o: str
+    chunk_ids: list[str]
+
+
 class IndexedDocument(BaseModel):
     """Everything indexing made of one document; the documents service links its concepts to the
     collection's entities (a concept whose label names an existing entity is that entity)."""
@@ -83,6 +92,7 @@ class IndexedDocument(BaseModel):
     concepts: list[ConceptRef] = []
     mentions: list[KeyedMention] = []
     cooccurrences: list[CoOccurrence] = []
+    relations: list[KeyedRelation] = []  # typed relations (the `llm` extractor only)
     title_key: str = ""  # the concept its title names (the subject of every chunk), if any
 
 
@@ -304,3 +314,6 @@ class LoadResponse(Response):
     chunks: int = 0
     mentions: int = 0
     cooccurrences: int = 0
+    relations: int = 0  # typed relations stored (extractor `llm`)
+    llm_calls: int = 0  # model calls this load made (0 unless extractor `llm`)
+    warnings: list[str] = []  # what the load skipped without failing (e.g. chunks whose relations were dropped)

@@ -81,7 +81,7 @@ FLOW_PROCESSORS = (
     _serving(
         sv.DOCUMENT_LOAD,
         "processors.ingest.documents.service:DocumentLoadProcessor",
-        "processors.ingest.documents.chunker:ChunkingParams",
+        "processors.ingest.documents.params:DocumentLoadParams",
     ),
     _serving(
         sv.COMMUNITIES,

@@ -31,7 +31,10 @@ class Totals:
     loaded: int = 0
     unchanged: int = 0
     chunks: int = 0
+    relations: int = 0  # typed relations (extractor `llm`)
+    llm_calls: int = 0
     failed: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
 def batches(docs: list[Document]) -> list[list[Document]]:
@@ -64,6 +67,9 @@ async def _load_batch(
                 totals.loaded += res.loaded
                 totals.unchanged += res.unchanged
                 totals.chunks += res.chunks
+                totals.relations += res.relations
+                totals.llm_calls += res.llm_calls
+                totals.warnings += res.warnings
                 totals.failed.update({f.id: f.error for f in res.failed})
     except (RemoteError, RequestTimeout) as e:
         if len(req.documents) == 1:
@@ -103,6 +109,10 @@ async def load_documents(a: argparse.Namespace) -> int:
         docs_bar.close()
     for doc_id, why in totals.failed.items():
         print(f"kgflow: document {doc_id!r} failed: {why}", file=sys.stderr)
+    for warning in totals.warnings:
+        print(f"kgflow: {warning}", file=sys.stderr)
+    if totals.llm_calls:  # extractor `llm` only: the default load makes no model call and says nothing here
+        print(f"{totals.llm_calls} model calls, {totals.relations} typed relations", file=sys.stderr)
     print(
         f"loaded {totals.loaded} documents ({totals.chunks} chunks; {totals.unchanged} unchanged, "
         f"{len(totals.failed)} failed, {len(read) - len(docs)} unreadable) into {a.user}/{a.collection}",

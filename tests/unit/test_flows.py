@@ -107,6 +107,8 @@ def test_default_blueprint_names_every_processor() -> None:
         ({"entity-limit": -5}, "entity-limit=-5"),
         ({"max-subgraph-sise": 10}, "unknown parameter max-subgraph-sise"),
         ({"llm": "loud"}, "llm='loud'"),
+        ({"extractor": "gpt"}, "extractor='gpt': Input should be 'concepts' or 'llm' (processor document-load)"),
+        ({"extractor-concurrency": 0}, "extractor-concurrency=0"),
     ],
 )
 def test_start_flow_refuses_bad_parameters_and_stores_nothing(
@@ -119,7 +121,7 @@ def test_start_flow_refuses_bad_parameters_and_stores_nothing(
         reg.handle(FlowRequest(operation="start-flow", flow_id="f1", blueprint_name="default", parameters=params))
     assert "flow 'f1'" in str(err.value) and named in str(err.value), err.value
     assert reg.state.flows == {} and (tmp_path / "flows.json").read_text() == saved
-    ok = {"max-subgraph-size": "300", "label-cache-ttl": 5, "llm-api-key": "k"}
+    ok = {"max-subgraph-size": "300", "label-cache-ttl": 5, "llm-api-key": "k", "extractor": "llm"}
     reg.handle(FlowRequest(operation="start-flow", flow_id="f2", blueprint_name="default", parameters=ok))
     assert list(reg.state.flows) == ["f2"]
 

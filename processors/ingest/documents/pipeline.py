@@ -1,4 +1,5 @@
-"""Indexing documents with no model call: chunk, embed the chunks, extract concepts, link.
+"""Indexing documents with no model call: chunk, embed the chunks, extract concepts, link
+(with extractor `llm`, also one model call per chunk for typed relations: `llm_relations`).
 
 `load_batch` runs a batch of documents through the pipeline over `IngestSources` (the bus in
 the service, fakes in tests): unchanged documents (same content hash) are skipped, a document
@@ -18,8 +19,20 @@ from itertools import combinations
 from typing import Any, Protocol
 
 from processors.ingest.documents.chunker import ChunkingParams, chunk_spans
+from processors.ingest.documents.llm_relations import extract_relations
+from processors.ingest.documents.params import DocumentLoadParams
+from processors.ingest.extractor.relations import FoundRelation
+from processors.retrieval.common import Completion
 from processors.retrieval.relevance.text_match import title_key as title_key_of
-from schemas.documents import Chunk, ConceptRef, CoOccurrence, Document, IndexedDocument, KeyedMention
+from schemas.documents import (
+    Chunk,
+    ConceptRef,
+    CoOccurrence,
+    Document,
+    IndexedDocument,
+    KeyedMention,
+    KeyedRelation,
+)
 from schemas.extraction import ConceptMention
 
 MAX_PAIRS_PER_SENTENCE = 8  # concepts of a sentence that pair up (the first ones): 28 pairs at most
@@ -46,6 +59,11 @@ class IngestSources(Protocol):
         """Write indexed documents (replacing earlier versions)."""
         ...
 
+    async def complete(self, system: str, prompt: str, json_schema: dict[str, Any], max_tokens: int) -> Completion:
+        """One text-completion call (extractor `llm` only); raises `ModelCallFailed` or
+        `ExtractorNeedsModel` (see `llm_relations`)."""
+        ...
+
 
 @dataclass
 class LoadReport:
@@ -57,6 +75,9 @@ class LoadReport:
     chunks: int = 0
     mentions: int = 0
     cooccurrences: int = 0
+    relations: int = 0  # typed relations (extractor `llm`)
+    llm_calls: int = 0
+    warnings: list[str] = field(default_factory=list)
 
 
 def content_hash(doc: Document) -> str:
@@ -84,9 +105,14 @@ def embedded_text(chunk: Chunk) -> str:
 
 
 def index_document(
-    doc: Document, chunks: list[Chunk], vectors: list[list[float]], mentions: list[list[ConceptMention]]
+    doc: Document,
+    chunks: list[Chunk],
+    vectors: list[list[float]],
+    mentions: list[list[ConceptMention]],
+    relations: Sequence[list[FoundRelation]] | None = None,
 ) -> IndexedDocument:
-    """Concepts, mentions and sentence co-occurrences of one document (mentions per chunk)."""
+    """Concepts, mentions and sentence co-occurrences of one document (mentions per chunk), and
+    the typed relations each chunk states, if an extractor found some."""
     title_key = title_key_of(doc.title)
     labels: dict[str, Counter[str]] = {}
     keyed: list[KeyedMention] = []
@@ -104,9 +130,15 @@ def index_document(
                 pairs.setdefault((a, b), []).append(chunk.id)
     concepts = [ConceptRef(key=k, label=c.most_common(1)[0][0][:512]) for k, c in labels.items()]
     cooc = [CoOccurrence(a=a, b=b, chunk_ids=list(dict.fromkeys(ids))) for (a, b), ids in pairs.items()]
+    typed: dict[FoundRelation, list[str]] = {}
+    for chunk, found_relations in zip(chunks, relations or [], strict=False):
+        for r in found_relations:
+            typed.setdefault(r, []).append(chunk.id)
+    rels = [KeyedRelation(s=r.s, p=r.p, o=r.o, chunk_ids=ids) for r, ids in typed.items()]
     titled = title_key if title_key in labels else ""
     return IndexedDocument(document=doc, content_hash=content_hash(doc), chunks=chunks, vectors=vectors,
-                           concepts=concepts, mentions=keyed, cooccurrences=cooc, title_key=titled)  # fmt: skip
+                           concepts=concepts, mentions=keyed, cooccurrences=cooc, relations=rels,
+                           title_key=titled)  # fmt: skip
 
 
 def _sentences(found: Sequence[ConceptMention], title_key: str) -> list[set[str]]:
@@ -114,6 +146,8 @@ def _sentences(found: Sequence[ConceptMention], title_key: str) -> list[set[str]
     first sentence, where a document usually says what its subject is."""
     by_sentence: dict[int, list[str]] = {}
     for m in found:
+        if m.sentence < 0:  # an end only a model's relation found: the relation links it already
+            continue
         keys = by_sentence.setdefault(m.sentence, [])
         if m.key not in keys and len(keys) < MAX_PAIRS_PER_SENTENCE:
             keys.append(m.key)
@@ -154,15 +188,24 @@ async def load_batch(
     progress("embedded", len(texts))
     mentions = await _batched(sources.extract, texts, EXTRACT_BATCH)
     progress("extracted", len(texts))
+    relations: list[list[FoundRelation]] | None = None
+    if isinstance(params, DocumentLoadParams) and params.extractor == "llm" and texts:
+        every = [c for _, cs in chunked for c in cs]
+        outcome = await extract_relations(sources.complete, every, mentions, params.extractor_concurrency, progress)
+        relations, mentions = outcome.relations, outcome.mentions
+        report.llm_calls = outcome.calls
+        report.warnings += outcome.warnings()
     indexed, at = [], 0
     for d, cs in chunked:
-        indexed.append(index_document(d, cs, vectors[at : at + len(cs)], mentions[at : at + len(cs)]))
+        span = slice(at, at + len(cs))
+        indexed.append(index_document(d, cs, vectors[span], mentions[span], relations[span] if relations else None))
         at += len(cs)
     await _store(sources, indexed, report)
     report.loaded = len(indexed) - sum(1 for x in indexed if x.document.id in report.failed)
     report.chunks = sum(len(x.chunks) for x in indexed if x.document.id not in report.failed)
     report.mentions = sum(len(x.mentions) for x in indexed if x.document.id not in report.failed)
     report.cooccurrences = sum(len(x.cooccurrences) for x in indexed if x.document.id not in report.failed)
+    report.relations = sum(len(x.relations) for x in indexed if x.document.id not in report.failed)
     progress("stored", report.loaded)
     return report
 

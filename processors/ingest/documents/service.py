@@ -1,6 +1,7 @@
 """Document-load processor: runs a batch of documents through the documents flow — chunk,
-embed (`embeddings`), extract concepts (`extractor`), link and store (`documents`) — streaming
-progress. Every step is a bus call, so each scales on its own processors."""
+embed (`embeddings`), extract concepts (`extractor`), with `extractor: llm` typed relations
+(`text-completion`, one call per chunk), link and store (`documents`) — streaming progress.
+Every step is a bus call, so each scales on its own processors."""
 
 from __future__ import annotations
 
@@ -9,14 +10,16 @@ import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
-from processors.base.client import RemoteError
+from processors.base.client import RemoteError, RequestTimeout
 from processors.base.errors import ServiceError
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
-from processors.ingest.documents.chunker import ChunkingParams
+from processors.ingest.documents.llm_relations import NEEDS_MODEL, ExtractorNeedsModel, ModelCallFailed
+from processors.ingest.documents.params import DocumentLoadParams
 from processors.ingest.documents.pipeline import LoadReport, load_batch
 from processors.models.embeddings.client import FlowEmbedder
 from processors.models.embeddings.model import plain_tokenizer
+from processors.retrieval.common import Completion
 from schemas.documents import (
     DocumentStatus,
     FailedDocument,
@@ -26,7 +29,10 @@ from schemas.documents import (
     StoreDocuments,
 )
 from schemas.extraction import ConceptMention, ExtractRequest
-from schemas.services import DOCUMENT_LOAD, DOCUMENTS, EMBEDDINGS, EXTRACTOR, Service
+from schemas.services import DOCUMENT_LOAD, DOCUMENTS, EMBEDDINGS, EXTRACTOR, TEXT_COMPLETION, Service
+from schemas.text_completion import TextCompletionRequest
+
+LLM_CONFIG = "llm-config"  # text-completion's error type for a model it cannot build
 
 _tokenizer: Any = None
 _tokenizer_lock = threading.Lock()
@@ -43,8 +49,9 @@ def _shared_tokenizer() -> Any:
 class BusIngest:
     """IngestSources over the flow's clients, for one user + collection."""
 
-    def __init__(self, flow: FlowContext, user: str, collection: str) -> None:
+    def __init__(self, flow: FlowContext, user: str, collection: str, model_timeout_s: float = 300.0) -> None:
         self.flow, self.user, self.collection = flow, user, collection
+        self.model_timeout_s = model_timeout_s
 
     async def hashes(self, ids: list[str]) -> dict[str, str]:
         req = DocumentStatus(user=self.user, collection=self.collection, document_ids=ids)
@@ -60,6 +67,18 @@ class BusIngest:
         req = StoreDocuments(user=self.user, collection=self.collection, documents=documents)
         await self.flow.client(DOCUMENTS).request(req)
 
+    async def complete(self, system: str, prompt: str, json_schema: dict[str, Any], max_tokens: int) -> Completion:
+        req = TextCompletionRequest(system=system, prompt=prompt, json_schema=json_schema, max_tokens=max_tokens)
+        try:
+            res = await self.flow.client(TEXT_COMPLETION).request(req, timeout_s=self.model_timeout_s)
+        except RequestTimeout:
+            raise ModelCallFailed(f"no answer within {self.model_timeout_s:g}s") from None
+        except RemoteError as e:
+            if e.type == LLM_CONFIG:
+                raise ExtractorNeedsModel(f"{NEEDS_MODEL} ({e.message})") from None
+            raise ModelCallFailed(f"model error {e.type}") from None
+        return Completion(res.response, res.configured, res.model or "", res.in_token or 0, res.out_token or 0)
+
 
 class DocumentLoadProcessor(FlowProcessor):
     """Serves `document-load`."""
@@ -70,18 +89,19 @@ class DocumentLoadProcessor(FlowProcessor):
         return [ServiceSpec(DOCUMENT_LOAD, self.load)]
 
     def calls(self) -> list[Service]:
-        return [DOCUMENTS, EMBEDDINGS, EXTRACTOR]
+        return [DOCUMENTS, EMBEDDINGS, EXTRACTOR, TEXT_COMPLETION]
 
     async def on_flow_start(self, flow: FlowContext) -> None:
-        flow.state = flow_params(ChunkingParams, flow.parameters)
+        flow.state = flow_params(DocumentLoadParams, flow.parameters)
 
     async def load(self, req: LoadDocuments, flow: FlowContext) -> AsyncIterator[LoadResponse]:
         """Progress steps, then the batch's report."""
         steps: asyncio.Queue[tuple[str, int]] = asyncio.Queue()
         tokenizer = await asyncio.to_thread(_shared_tokenizer)
-        sources = BusIngest(flow, req.user, req.collection)
+        params: DocumentLoadParams = flow.state
+        sources = BusIngest(flow, req.user, req.collection, params.extractor_timeout_s)
         task = asyncio.create_task(
-            load_batch(sources, req.documents, tokenizer, flow.state, lambda st, n: steps.put_nowait((st, n)))
+            load_batch(sources, req.documents, tokenizer, params, lambda st, n: steps.put_nowait((st, n)))
         )
         try:
             while not task.done() or not steps.empty():
@@ -95,6 +115,8 @@ class DocumentLoadProcessor(FlowProcessor):
             report: LoadReport = task.result()
         except RemoteError as e:
             raise ServiceError(e.type, f"loading failed: {e.message}") from None
+        except ExtractorNeedsModel as e:
+            raise ServiceError(LLM_CONFIG, f"loading failed: {e}") from None
         finally:
             task.cancel()
         yield LoadResponse(
@@ -104,4 +126,7 @@ class DocumentLoadProcessor(FlowProcessor):
             chunks=report.chunks,
             mentions=report.mentions,
             cooccurrences=report.cooccurrences,
+            relations=report.relations,
+            llm_calls=report.llm_calls,
+            warnings=report.warnings,
         )

@@ -2,7 +2,10 @@
 
 A concept whose normalised label names an entity already in the collection *is* that entity;
 any other concept becomes a new entity with a deterministic IRI. Co-occurrences become
-`related to` relations between the two entities, one triple per unordered pair.
+`related to` relations between the two entities, one triple per unordered pair; typed
+relations (the `llm` extractor's) keep their direction and get a predicate IRI from their words
+(`born in` -> `http://kgflow.org/r/born_in`, the TSV loader's IRI for the same relation, so
+they join triples loaded into the collection) with an rdfs:label.
 """
 
 from __future__ import annotations
@@ -21,6 +24,11 @@ RELATED_TO = RELATION_NS + "related_to"
 RELATED_TO_LABEL = "related to"
 
 
+def predicate_iri(words: str) -> str:
+    """The IRI of a typed relation's predicate (the TSV loader's IRI for the same words)."""
+    return field_iri(words.replace(" ", "_"), RELATION_NS)
+
+
 def concept_iri(key: str) -> str:
     """The IRI a new concept gets (the TSV loader's IRI for the same words)."""
     return field_iri(key.replace(" ", "_"), ENTITY_NS)
@@ -33,14 +41,16 @@ class Linked:
     records: list[DocumentRecord]
     new_concepts: dict[str, str] = field(default_factory=dict)  # IRI -> label
     relations: set[tuple[str, str, str]] = field(default_factory=set)
+    predicates: dict[str, str] = field(default_factory=dict)  # typed relations' predicate IRI -> label
 
     def triples(self) -> list[Triple]:
         """Label triples of the new concepts and the relation triples."""
         out = [
             Triple(s=Term.iri(i), p=Term.iri(RDFS_LABEL), o=Term.literal(lab)) for i, lab in self.new_concepts.items()
         ]
-        if self.relations:
+        if any(p == RELATED_TO for _, p, _ in self.relations):
             out.append(Triple(s=Term.iri(RELATED_TO), p=Term.iri(RDFS_LABEL), o=Term.literal(RELATED_TO_LABEL)))
+        out += [Triple(s=Term.iri(i), p=Term.iri(RDFS_LABEL), o=Term.literal(x)) for i, x in self.predicates.items()]
         out += [Triple(s=Term.iri(s), p=Term.iri(p), o=Term.iri(o)) for s, p, o in sorted(self.relations)]
         return out
 
@@ -67,6 +77,12 @@ def link(documents: Sequence[IndexedDocument], named: Mapping[str, str]) -> Link
                 s, o = sorted((iri[co.a], iri[co.b]))
                 relations.append(Relation(s, RELATED_TO, o, co.chunk_ids))
                 out.relations.add((s, RELATED_TO, o))
+        for r in doc.relations:
+            if r.s in iri and r.o in iri and iri[r.s] != iri[r.o]:
+                p = predicate_iri(r.p)
+                relations.append(Relation(iri[r.s], p, iri[r.o], r.chunk_ids))
+                out.relations.add((iri[r.s], p, iri[r.o]))
+                out.predicates.setdefault(p, r.p)
         out.records.append(
             DocumentRecord(doc.document, doc.content_hash, doc.chunks, doc.vectors, mentions, relations, owned,
                            keys={i: k for k, i in iri.items()}, title_entity=iri.get(doc.title_key))

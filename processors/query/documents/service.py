@@ -17,6 +17,7 @@ from processors.models.embeddings.client import FlowEmbedder
 from processors.query.documents.linking import (
     RELATED_TO,
     RELATED_TO_LABEL,
+    Linked,
     attach_relation_vectors,
     link,
     unlinked_triples,
@@ -47,6 +48,7 @@ from schemas.documents import (
 from schemas.flows import GraphChanged
 from schemas.retrieval import RelationshipRef
 from schemas.services import DOCUMENTS, EMBEDDINGS, Service
+from schemas.terms import Term
 from schemas.topics import GRAPH_CHANGED
 
 DocumentsRequest = (
@@ -174,9 +176,13 @@ class DocumentsProcessor(FlowProcessor):
         ends = sorted({x for s, _, o in linked.relations for x in (s, o)} - set(vectors))
         vectors.update(await self.stores.entities.vectors(user, coll, ends) if ends else {})
         attach_relation_vectors(linked, vectors)
-        if linked.relations and not await self.stores.entities.vectors(user, coll, [RELATED_TO]):
+        if any(p == RELATED_TO for _, p, _ in linked.relations) and not await self.stores.entities.vectors(
+            user, coll, [RELATED_TO]
+        ):
             (v,) = await FlowEmbedder(flow.client(EMBEDDINGS)).embed([RELATED_TO_LABEL])
             await self.stores.entities.upsert(user, coll, [(RELATED_TO, RELATED_TO_LABEL, v)], "predicate")
+        if linked.predicates:
+            await self._add_predicates(user, coll, linked, flow)
         await self.stores.triples.add_triples(user, coll, linked.triples())
         removed = await self.stores.documents.store(user, coll, linked.records)
         await self._unlink(user, coll, removed, announce=False)
@@ -184,6 +190,19 @@ class DocumentsProcessor(FlowProcessor):
         await self.stores.communities.mark_stale(user, coll, sorted(touched))
         await self._announce(user, coll)
         return DocumentsResponse(stored=len(linked.records))
+
+    async def _add_predicates(self, user: str, coll: str, linked: Linked, flow: FlowContext) -> None:
+        """Typed relations' predicates: a label where the collection has none (a predicate loaded
+        from triples keeps its own) and a vector in the entity index, as `related to` has."""
+        named = await self.stores.triples.labels(user, coll, sorted(linked.predicates))
+        for iri in named:
+            linked.predicates.pop(iri)
+        have = await self.stores.entities.vectors(user, coll, sorted(linked.predicates))
+        todo = [(iri, label) for iri, label in sorted(linked.predicates.items()) if iri not in have]
+        if todo:
+            embedded = await FlowEmbedder(flow.client(EMBEDDINGS)).embed([label for _, label in todo])
+            items = [(iri, label, v) for (iri, label), v in zip(todo, embedded, strict=True)]
+            await self.stores.entities.upsert(user, coll, items, "predicate")
 
     async def delete_documents(self, req: DeleteDocuments) -> DocumentsResponse:
         """Delete documents; what only they supported leaves the graph; their communities go stale."""
@@ -201,8 +220,21 @@ class DocumentsProcessor(FlowProcessor):
             await self.stores.triples.remove_triples(user, coll, unlinked_triples(removed.relations, labels))
             if removed.concepts:
                 await self.stores.entities.delete(user, coll, removed.concepts)
+            await self._drop_unused_predicates(user, coll, {p for _, p, _ in removed.relations} - {RELATED_TO})
         if announce:
             await self._announce(user, coll)
+
+    async def _drop_unused_predicates(self, user: str, coll: str, predicates: set[str]) -> None:
+        """Typed relations' predicates no triple of the collection uses any more: their label and
+        vector go with the last relation (a predicate of loaded triples is still used: it stays)."""
+        unused = []
+        for p in sorted(predicates):
+            if not await self.stores.triples.pattern(user, coll, None, Term.iri(p), None, 1):
+                unused.append(p)
+        if unused:
+            labels = await self.stores.triples.labels(user, coll, unused)
+            await self.stores.triples.remove_triples(user, coll, unlinked_triples([], labels))
+            await self.stores.entities.delete(user, coll, unused)
 
     async def _announce(self, user: str, coll: str) -> None:
         """Tell label caches the collection changed."""
