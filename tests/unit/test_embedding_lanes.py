@@ -4,6 +4,7 @@ tokens, questions do not queue behind bulk work, and work nobody waits for stops
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,15 @@ def test_chunks_bound_padded_tokens_and_keep_every_text() -> None:
     groups = chunks(lengths, budget=512)
     assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
     assert all(len(g) * max(lengths[i] for i in g) <= 512 for g in groups)
+
+
+def test_chunks_group_texts_of_similar_length_so_padding_stays_small() -> None:
+    rng = random.Random(3)
+    labels = [rng.randint(3, 11) for _ in range(300)]  # concept labels: one group held them all (1.5x padded)
+    groups = chunks(labels)
+    padded = sum(len(g) * max(labels[i] for i in g) for g in groups)
+    assert padded < 1.1 * sum(labels), (padded, sum(labels))
+    assert len(groups) < 20  # still batches, not one call per text
 
 
 async def test_a_request_beyond_the_token_budget_is_refused(system: System) -> None:

@@ -24,6 +24,7 @@ import numpy as np
 MAX_TOKENS = 256  # per text: the model's window (longer texts are truncated)
 CHUNK_TOKENS = 2048  # padded tokens per bulk inference call
 TOKENIZE_SLICE = 64  # texts tokenized at a time, so a request far over budget is refused early
+PAD_RATIO, PAD_SLACK = 1.1, 1  # a group's longest text is at most 1.1 x its shortest + 1 token
 QUERY_TEXTS = 8  # requests of at most this many texts and QUERY_TOKENS tokens take the query lane
 QUERY_TOKENS = 512
 
@@ -82,11 +83,16 @@ def plain_tokenizer() -> Any:
 
 def chunks(lengths: Sequence[int], budget: int = CHUNK_TOKENS) -> list[list[int]]:
     """Indexes of texts grouped for inference: shortest first, each group's padded size
-    (count x longest) within `budget` (a text longer than the budget goes alone)."""
+    (count x longest) within `budget` (a text longer than the budget goes alone), and its texts
+    of similar length once a group is a quarter full, so padding stays a small share of the work
+    (labels of 3 to 11 tokens in one group were 59% padding)."""
     out: list[list[int]] = []
     group: list[int] = []
     for i in sorted(range(len(lengths)), key=lengths.__getitem__):
-        if group and (len(group) + 1) * lengths[i] > budget:
+        # A new group for a longer text once this one is worth a call of its own (each call costs
+        # ~15 ms beyond its tokens: 4x the calls ate what the padding saved).
+        uneven = group and lengths[i] > lengths[group[0]] * PAD_RATIO + PAD_SLACK
+        if group and ((len(group) + 1) * lengths[i] > budget or (uneven and len(group) * lengths[i] >= budget // 4)):
             out.append(group)
             group = []
         group.append(i)
