@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export KGFLOW_HOME ?= .kgflow
 
-.PHONY: demo test unit bench bench-reliability lint servers-up servers-down servers-status clean
+.PHONY: demo test unit web bench bench-reliability lint servers-up servers-down servers-status clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,14 @@ test: $(STAMP)
 	bash deploy/local-llm.sh $(VENV)
 	$(BIN)/ruff check schemas processors tests bench
 	$(BIN)/python -m pytest -q -ra
+
+# The explorer page: type-check web/src and bundle it into processors/gateway/static/ (committed, so
+# installing or running kgflow needs no Node; tests/web/test_bundle.py checks it matches web/).
+web/node_modules/.package-lock.json: web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund
+
+web: web/node_modules/.package-lock.json
+	cd web && node_modules/.bin/tsc --noEmit -p . && node build.mjs
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit
@@ -54,4 +62,4 @@ servers-status:
 	$(PYTHON) deploy/servers.py status
 
 clean:
-	rm -rf $(VENV) .kgflow
+	rm -rf $(VENV) .kgflow web/node_modules
