@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 from processors.base.bus import Bus
 from processors.base.processor import Host
 from processors.base.settings import RuntimeSettings, from_env
+from processors.gateway import explorer
 from processors.gateway.auth import Authenticator
 from processors.gateway.dispatch import Dispatcher
 from processors.gateway.rest import RestHandlers, add_routes
@@ -54,7 +55,7 @@ def tls_context(settings: GatewaySettings) -> ssl.SSLContext | None:
 
 
 class GatewayProcessor:
-    """Serves `/api/v1/socket`, the REST API, triples import, health and metrics."""
+    """Serves `/api/v1/socket`, the REST API, triples import, health, metrics and the explorer page (`/`)."""
 
     name = "gateway"
 
@@ -71,6 +72,7 @@ class GatewayProcessor:
         self._runner: web.AppRunner | None = None
         self.host: str = LOOPBACK
         self.port: int | None = None
+        self.scheme = "http"
 
     @classmethod
     def create(cls, host: Host) -> GatewayProcessor:
@@ -82,6 +84,7 @@ class GatewayProcessor:
         app = web.Application(client_max_size=self.settings.max_frame_bytes)
         app.router.add_get("/api/v1/socket", self._socket)
         add_routes(app, RestHandlers(self.dispatcher, self.auth, self.settings.max_frame_bytes))
+        explorer.add_routes(app)
         return app
 
     async def _socket(self, request: web.Request) -> web.WebSocketResponse:
@@ -112,11 +115,18 @@ class GatewayProcessor:
             ) from None
         sockets = getattr(site._server, "sockets", None) or []  # noqa: SLF001 - the bound port when port=0
         self.port = sockets[0].getsockname()[1] if sockets else port
-        scheme = "https" if ssl_context else "http"
+        self.scheme = "https" if ssl_context else "http"
         notes = ["token required" if self.auth.enabled else "no token: loopback only"]
         if ssl_context is None and self.host not in LOOPBACKS:
             notes.append("plain HTTP beyond loopback: set KGFLOW_GATEWAY_TLS_CERT and KGFLOW_GATEWAY_TLS_KEY")
-        log.warning("gateway listening on %s://%s:%s/ (%s)", scheme, self.host, self.port, "; ".join(notes))
+        log.warning("gateway listening on %s://%s:%s/ (%s)", self.scheme, self.host, self.port, "; ".join(notes))
+
+    @property
+    def url(self) -> str:
+        """The base URL to open (the explorer's page); a wildcard bind address is reached on loopback."""
+        host = LOOPBACK if self.host in ("0.0.0.0", "::", "") else self.host
+        host = f"[{host}]" if ":" in host else host
+        return f"{self.scheme}://{host}:{self.port}/"
 
     async def stop(self) -> None:
         """Stop listening and release the bus clients."""
