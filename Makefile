@@ -26,6 +26,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	bash deploy/local-llm.sh $(VENV)
+	bash deploy/chromium.sh
 	$(BIN)/ruff check schemas processors tests bench
 	$(BIN)/python -m pytest -q -ra
 
