@@ -2,10 +2,11 @@
 
 The page (sources in `web/`, bundled by `make web` into `static/`, which is committed and shipped in
 the Python package) is code and holds no data, so it loads without a token; everything it shows
-comes from the same socket and REST API as any client's, with the token the page asks for when
-the gateway has tokens (`/api/v1/health` tells it: with tokens configured and no valid token it
-names no flows). Files are read with aiohttp's FileResponse (sent off the event loop), and only the
-names built into `static/` are served: the route never maps a client's path onto the file system.
+comes from the same socket and REST API as any client's, with the token the page asks for when the
+gateway answers 401 (it lists the flows over REST first; an open gateway on loopback needs none).
+The few built files (about 0.5 MB) are read once when the routes are added and answered from
+memory, so serving them never touches the disk from the event loop; only the names the build
+writes are served: the route never maps a client's path onto the file system.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ ASSETS = {
     "explorer.js": "text/javascript; charset=utf-8",
     "explorer.css": "text/css; charset=utf-8",
 }
+CONTENT_TYPES = {INDEX: "text/html; charset=utf-8", **ASSETS}
 # Scripts and styles only from the gateway itself, data only over its own HTTP and websocket
 # (no CDN: machines may be offline, and nothing else should see what a user asks); never framed,
 # so a page that asks for a token cannot be overlaid by another site.
@@ -36,28 +38,32 @@ SECURITY_HEADERS = {
 }
 
 
-def _file(name: str, content_type: str) -> web.StreamResponse:
-    path = STATIC / name
-    if not path.is_file():  # a source checkout whose bundle was deleted: say how to rebuild it
-        return web.Response(status=404, text=f"the explorer's {name} is missing: run `make web`")
-    return web.FileResponse(path, headers={**SECURITY_HEADERS, "Content-Type": content_type})
+class Explorer:
+    """The built files, read once; a file missing from the build answers 404 saying how to rebuild it."""
+
+    def __init__(self, folder: Path = STATIC) -> None:
+        self.files = {name: (folder / name).read_bytes() for name in CONTENT_TYPES if (folder / name).is_file()}
+
+    def _file(self, name: str) -> web.Response:
+        body = self.files.get(name)
+        if body is None:  # a source checkout whose bundle was deleted
+            return web.Response(status=404, text=f"the explorer's {name} is missing: run `make web`")
+        return web.Response(body=body, headers={**SECURITY_HEADERS, "Content-Type": CONTENT_TYPES[name]})
+
+    async def index(self, request: web.Request) -> web.Response:
+        """`GET /`: the page."""
+        return self._file(INDEX)
+
+    async def asset(self, request: web.Request) -> web.Response:
+        """`GET /static/{name}`: one file of the build."""
+        name = request.match_info["name"]
+        if name not in ASSETS:
+            raise web.HTTPNotFound(text=f"no explorer file {name!r}")
+        return self._file(name)
 
 
-async def index(request: web.Request) -> web.StreamResponse:
-    """`GET /`: the page."""
-    return _file(INDEX, "text/html; charset=utf-8")
-
-
-async def asset(request: web.Request) -> web.StreamResponse:
-    """`GET /static/{name}`: one file of the build."""
-    name = request.match_info["name"]
-    content_type = ASSETS.get(name)
-    if content_type is None:
-        raise web.HTTPNotFound(text=f"no explorer file {name!r}")
-    return _file(name, content_type)
-
-
-def add_routes(app: web.Application) -> None:
-    """Register `/` and `/static/{name}`."""
-    app.router.add_get("/", index)
-    app.router.add_get("/static/{name}", asset)
+def add_routes(app: web.Application, folder: Path = STATIC) -> None:
+    """Register `/` and `/static/{name}` (reads the built files now, at startup)."""
+    explorer = Explorer(folder)
+    app.router.add_get("/", explorer.index)
+    app.router.add_get("/static/{name}", explorer.asset)

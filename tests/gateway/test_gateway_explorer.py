@@ -14,10 +14,11 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from aiohttp import web
 from gw_support import BIN, LiveGateway, free_port, up_env
 from test_gateway_socket import collect, connect
 
-from processors.gateway.explorer import ASSETS, STATIC
+from processors.gateway.explorer import ASSETS, STATIC, add_routes
 from processors.gateway.service import GatewaySettings
 
 TOKEN = "explorer-secret"
@@ -47,15 +48,43 @@ async def test_nothing_else_is_served(live: LiveGateway, path: str) -> None:
         assert r.status in (404, 405), (path, r.status)
 
 
+async def test_without_a_token_on_loopback_the_probe_lists_the_flows(live: LiveGateway) -> None:
+    async with aiohttp.ClientSession() as s, s.post(live.url + "/api/v1/flow", json={"operation": "list-flows"}) as r:
+        assert r.status == 200 and "default" in (await r.json())["flow-ids"]
+
+
+async def test_a_deleted_bundle_answers_404_saying_how_to_rebuild(tmp_path: Path) -> None:
+    (tmp_path / "index.html").write_text("<!doctype html><title>x</title>")
+    app = web.Application()
+    add_routes(app, tmp_path)  # no explorer.js: a source checkout whose bundle was deleted
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]  # noqa: SLF001
+    try:
+        async with aiohttp.ClientSession() as s:
+            async with s.get(f"http://127.0.0.1:{port}/") as r:
+                assert r.status == 200 and "<title>x</title>" in await r.text()
+            async with s.get(f"http://127.0.0.1:{port}/static/explorer.js") as r:
+                assert r.status == 404 and "make web" in await r.text()
+    finally:
+        await runner.cleanup()
+
+
 @pytest.mark.parametrize("live", [SECURED], indirect=True)
 async def test_with_a_token_the_page_loads_but_the_data_needs_the_token(live: LiveGateway) -> None:
     async with aiohttp.ClientSession() as s:
         async with s.get(live.url + "/") as r:
             assert r.status == 200  # the page is code, no data: it asks for the token itself
-        async with s.get(live.url + "/api/v1/health") as r:
-            assert "flows" not in await r.json()  # how the page learns it must ask
-        async with s.get(live.url + "/api/v1/health", headers={"Authorization": f"Bearer {TOKEN}"}) as r:
-            assert "default" in (await r.json())["flows"]
+        # The page's probe (web/src/api.ts): a 401 is how it learns it must ask for the token.
+        probe = {"operation": "list-flows"}
+        async with s.post(live.url + "/api/v1/flow", json=probe) as r:
+            assert r.status == 401
+        async with s.post(live.url + "/api/v1/flow", json=probe, headers={"Authorization": "Bearer wrong"}) as r:
+            assert r.status == 401
+        async with s.post(live.url + "/api/v1/flow", json=probe, headers={"Authorization": f"Bearer {TOKEN}"}) as r:
+            assert r.status == 200 and "default" in (await r.json())["flow-ids"]
         ws = await s.ws_connect(live.ws)
         await ws.send_json({"type": "auth", "token": "wrong"})
         assert (await ws.receive_json(timeout=10))["type"] == "auth-failed"

@@ -1,5 +1,6 @@
 // The gateway, as the page talks to it: one multiplexed websocket (TrustGraph framing, see
-// docs/clients.md) for every service, REST only for the health probe, and the triples import socket.
+// docs/clients.md) for every service, REST only for the probe (the flow list, whose 401 tells the
+// page to ask for a token), and the triples import socket.
 
 /** A JSON object as the gateway sends it. */
 export type Json = Record<string, any>;
@@ -14,9 +15,9 @@ export class RemoteError extends Error {
   }
 }
 
-/** What `/api/v1/health` says to the page's token (or to none). */
+/** What the gateway says to the page's token (or to none). */
 export interface Health {
-  /** The gateway has tokens and the page's token is not one of them (or there is none). */
+  /** The gateway answered 401: it has tokens and the page's token is not one of them (or there is none). */
   needsToken: boolean;
   flows: string[];
 }
@@ -34,14 +35,16 @@ function wsBase(): string {
   return (location.protocol === "https:" ? "wss://" : "ws://") + location.host;
 }
 
-/** Ask `/api/v1/health` with the token (REST takes it as a Bearer header, never in the URL). */
+/** List the flows over REST with the token (a Bearer header, never in the URL): a 401 means the
+ * gateway wants a token the page does not have; an open gateway on loopback answers without one. */
 export async function probe(token: string): Promise<Health> {
-  const headers: HeadersInit = token ? { Authorization: `Bearer ${token}` } : {};
-  const res = await fetch("/api/v1/health", { headers, cache: "no-store" });
-  if (!res.ok) throw new RemoteError("unavailable", `the gateway answered ${res.status}`);
-  const body: Json = await res.json();
-  // With tokens configured, health names the flows only to a valid token.
-  return { needsToken: !Array.isArray(body.flows), flows: body.flows ?? [] };
+  const headers: HeadersInit = { "Content-Type": "application/json" };
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const res = await fetch("/api/v1/flow", { method: "POST", headers, cache: "no-store", body: JSON.stringify({ operation: "list-flows" }) });
+  if (res.status === 401) return { needsToken: true, flows: [] };
+  const body: Json = await res.json().catch(() => ({}));
+  if (!res.ok) throw new RemoteError(body.error?.type ?? "unavailable", body.error?.message ?? `the gateway answered ${res.status}`);
+  return { needsToken: false, flows: body["flow-ids"] ?? [] };
 }
 
 /** The gateway's socket: authenticate once, then any number of concurrent requests. */
@@ -53,7 +56,8 @@ export class Gateway {
 
   constructor(readonly token: string) {}
 
-  /** Open the socket and send the auth frame; rejects with the gateway's reason when it refuses. */
+  /** Open the socket and send the auth frame; rejects with the gateway's reason when it refuses
+   * (type `unauthorized`: the page asks for a token again). */
   connect(): Promise<void> {
     return new Promise((resolve, reject) => {
       const ws = new WebSocket(`${wsBase()}/api/v1/socket`);

@@ -64,19 +64,29 @@ function askToken(message: string): Promise<string> {
 
 async function connect(): Promise<void> {
   status("connecting…");
-  let health = await probe(token);
-  while (health.needsToken) {
-    token = await askToken(token ? "The gateway did not accept that token." : "This gateway needs a token.");
-    health = await probe(token);
+  for (;;) {
+    let health = await probe(token);
+    while (health.needsToken) {
+      sessionStorage.removeItem(TOKEN_KEY); // a stored token the gateway no longer accepts is dropped
+      token = await askToken(token ? "The gateway did not accept that token." : "This gateway needs a token.");
+      health = await probe(token);
+    }
+    const g = new Gateway(token);
+    try {
+      await g.connect();
+    } catch (e) {
+      if (!(e instanceof RemoteError && e.type === "unauthorized")) throw e;
+      token = await askToken("The gateway's socket did not accept that token."); // e.g. one bound to a workspace
+      continue;
+    }
+    if (token) sessionStorage.setItem(TOKEN_KEY, token);
+    gateway = g;
+    const flows = health.flows.length ? health.flows : ["default"];
+    fill(byId("flow"), ...flows.map((f) => h("option", { value: f, selected: f === "default" }, f)));
+    status(`connected as ${g.workspace}${token ? " (token)" : ""}`, "ok");
+    await refreshCollections();
+    return;
   }
-  if (token) sessionStorage.setItem(TOKEN_KEY, token);
-  const g = new Gateway(token);
-  await g.connect();
-  gateway = g;
-  const flows = health.flows.length ? health.flows : ["default"];
-  fill(byId("flow"), ...flows.map((f) => h("option", { value: f, selected: f === "default" }, f)));
-  status(`connected as ${g.workspace}${token ? " (token)" : ""}`, "ok");
-  await refreshCollections();
 }
 
 async function refreshCollections(choose?: string): Promise<void> {
