@@ -59,16 +59,30 @@ def wait_connected(pg: Page, url: str) -> None:
     pg.wait_for_selector("#status.ok")
 
 
-def ask(pg: Page, collection: str, service: str, question: str) -> str:
+def ask(pg: Page, collection: str, service: str, question: str, *, no_model: bool = False) -> str:
     """Ask a question from the page and return the answer once it is complete."""
     pg.select_option("#collection", collection)
     pg.select_option("#service", service)
+    pg.set_checked("#no-llm", no_model)
     pg.fill("#question", question)
     pg.click("#ask-button")
     pg.wait_for_selector("#answer.done, #answer.error")
     answer = pg.inner_text("#answer")
     assert pg.get_attribute("#answer", "class") == "done", answer
     return answer
+
+
+def watch_answer(pg: Page) -> None:
+    """Record, from now on, each text the answer panel shows and how many graph nodes were drawn then
+    (`window.answerSeen`: `[text, nodes]` pairs): how a test sees that the answer streamed in."""
+    pg.evaluate(
+        """() => {
+            window.answerSeen = [];
+            const el = document.querySelector('#answer');
+            new MutationObserver(() => window.answerSeen.push([el.textContent, explorer.cy.nodes().length]))
+                .observe(el, {childList: true, characterData: true, subtree: true});
+        }"""
+    )
 
 
 def node_labels(pg: Page, selector: str) -> list[str]:
