@@ -1,7 +1,7 @@
 """The committed explorer bundle (processors/gateway/static/) is what web/ builds: the sources are
 type-checked and bundled again into a temporary folder, and every file must match byte for byte.
-Needs Node and npm (the npm registry for `npm ci` the first time); without Node the test is skipped,
-and says so."""
+Needs Node and npm (`make test` installs them with deploy/node.sh, and web/node_modules with `npm ci`);
+without them the tests fail rather than skip: an unchecked bundle could be stale."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def _run(*cmd: str) -> None:
 def node_modules() -> Path:
     """web/node_modules as the lockfile pins it (installed with `npm ci` when missing or stale)."""
     if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("node and npm are needed to rebuild the explorer bundle")
+        pytest.fail("node and npm are needed to rebuild the explorer bundle: run `bash deploy/node.sh`")
     marker = WEB / "node_modules" / ".package-lock.json"
     lock = WEB / "package-lock.json"
     if not marker.exists() or marker.stat().st_mtime < lock.stat().st_mtime:
