@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import ssl
 
-from aiohttp import web
+from aiohttp import WSCloseCode, web
 from pydantic import BaseModel, Field
 
 from processors.base.bus import Bus
@@ -73,6 +73,10 @@ class GatewayProcessor:
         self.host: str = LOOPBACK
         self.port: int | None = None
         self.scheme = "http"
+        # Open client sockets, closed on shutdown: aiohttp would otherwise wait for each to end (a page
+        # like the explorer keeps one open while it is shown), which holds `kgflow up` for its shutdown
+        # timeout after Ctrl-C and leaves the client unaware that the gateway is going.
+        self._sockets: set[web.WebSocketResponse] = set()
 
     @classmethod
     def create(cls, host: Host) -> GatewayProcessor:
@@ -85,10 +89,21 @@ class GatewayProcessor:
         app.router.add_get("/api/v1/socket", self._socket)
         add_routes(app, RestHandlers(self.dispatcher, self.auth, self.settings.max_frame_bytes))
         explorer.add_routes(app)
+        app.on_shutdown.append(self._close_sockets)
         return app
 
     async def _socket(self, request: web.Request) -> web.WebSocketResponse:
-        return await SocketSession(self.dispatcher, self.auth, self.limits).run(request)
+        session = SocketSession(self.dispatcher, self.auth, self.limits)
+        self._sockets.add(session.ws)
+        try:
+            return await session.run(request)
+        finally:
+            self._sockets.discard(session.ws)
+
+    async def _close_sockets(self, app: web.Application) -> None:
+        """On shutdown: close every client socket with 1001 (going away), so clients know to reconnect."""
+        for ws in list(self._sockets):
+            await ws.close(code=WSCloseCode.GOING_AWAY, message=b"gateway shutting down")
 
     async def start(self, port: int | None = None, host: str | None = None) -> None:
         """Follow the flow registry, then listen on `host:port` (defaults: the settings'); an address

@@ -4,6 +4,7 @@ and the progress frames a load sends when asked to stream (what the page's Load 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import queue
@@ -133,3 +134,14 @@ def test_kgflow_up_prints_the_explorer_url(tmp_path: Path) -> None:
         finally:
             proc.terminate()
             proc.wait(timeout=30)
+
+
+async def test_stopping_the_gateway_closes_open_sockets_at_once(live: LiveGateway) -> None:
+    """A page keeps its socket open while shown: stopping must close it (1001) rather than wait for it."""
+    async with aiohttp.ClientSession() as s:
+        ws = await connect(live, s)
+        began = time.monotonic()
+        await asyncio.wait_for(live.gateway.stop(), timeout=10)
+        assert time.monotonic() - began < 5
+        msg = await ws.receive(timeout=5)
+        assert msg.type == aiohttp.WSMsgType.CLOSE and msg.data == aiohttp.WSCloseCode.GOING_AWAY, msg
