@@ -107,12 +107,12 @@ def up_env(**extra: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def kgflow_up(home: Path, env: dict[str, str]) -> Iterator[str]:
-    """`kgflow up` over `home` on a free port until the block ends; yields its base URL once healthy
-    (its output goes to `up.log` beside `home`)."""
-    port = free_port()
+def kgflow_up(home: Path, env: dict[str, str], port: int | None = None) -> Iterator[str]:
+    """`kgflow up` over `home` on `port` (default: a free one) until the block ends; yields its base URL
+    once healthy (its output is appended to `up.log` beside `home`)."""
+    port = port or free_port()
     log = home.parent / "up.log"
-    with log.open("wb") as out:
+    with log.open("ab") as out:
         proc = subprocess.Popen(
             [str(BIN / "kgflow"), "up", "--home", str(home), "--gateway-port", str(port)],
             env=env,

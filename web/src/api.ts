@@ -54,6 +54,9 @@ export class Gateway {
   private pending = new Map<string, Pending>();
   private next = 1;
 
+  /** Called once when an authenticated socket closes (the gateway restarted, the network dropped). */
+  onClose: () => void = () => {};
+
   constructor(readonly token: string) {}
 
   /** Open the socket and send the auth frame; rejects with the gateway's reason when it refuses
@@ -83,6 +86,7 @@ export class Gateway {
         this.ws = null;
         for (const p of this.pending.values()) p.reject(new RemoteError("unavailable", "the socket closed"));
         this.pending.clear();
+        if (authed) this.onClose();
       };
     });
   }

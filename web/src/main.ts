@@ -62,8 +62,9 @@ function askToken(message: string): Promise<string> {
   });
 }
 
-async function connect(): Promise<void> {
-  status("connecting…");
+/** Connect to the gateway (asking for a token while it answers 401); `state` is shown meanwhile. */
+async function connect(state = "connecting…", cls = ""): Promise<void> {
+  status(state, cls);
   for (;;) {
     let health = await probe(token);
     while (health.needsToken) {
@@ -80,13 +81,26 @@ async function connect(): Promise<void> {
       continue;
     }
     if (token) sessionStorage.setItem(TOKEN_KEY, token);
+    g.onClose = reconnect;
     gateway = g;
     const flows = health.flows.length ? health.flows : ["default"];
     fill(byId("flow"), ...flows.map((f) => h("option", { value: f, selected: f === "default" }, f)));
     status(`connected as ${g.workspace}${token ? " (token)" : ""}`, "ok");
-    await refreshCollections();
+    await refreshCollections().catch((e) => status(messageOf(e), "error")); // connected all the same
     return;
   }
+}
+
+const RETRY_MS = [500, 1000, 2000, 5000]; // then every 5 s: a restarting gateway takes seconds
+
+/** The socket closed under us: say so, and connect again (same token) until the gateway is back. */
+function reconnect(): void {
+  gateway = null;
+  let attempt = 0;
+  const again = (): void => {
+    connect("disconnected: reconnecting…", "error").catch(() => setTimeout(again, RETRY_MS[Math.min(attempt++, RETRY_MS.length - 1)]));
+  };
+  setTimeout(again, RETRY_MS[0]);
 }
 
 async function refreshCollections(choose?: string): Promise<void> {
@@ -195,4 +209,7 @@ function wire(): void {
 }
 
 wire();
-connect().catch((e) => status(`not connected: ${messageOf(e)}`, "error"));
+connect().catch((e) => {
+  status(`not connected: ${messageOf(e)}`, "error");
+  reconnect(); // e.g. the page was opened before the gateway was up
+});
