@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export KGFLOW_HOME ?= .kgflow
 
-.PHONY: demo test unit bench bench-reliability lint servers-up servers-down servers-status clean
+.PHONY: demo test unit web bench bench-reliability lint servers-up servers-down servers-status clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,10 +24,23 @@ demo: $(STAMP)
 	$(BIN)/kgflow load documents examples/documents --collection demo-docs
 	$(BIN)/kgflow query lazy-rag "Which element did Marie Curie name after her homeland?" --collection demo-docs
 
+# The browser tests (tests/web) need Debian's Chromium and the bundle check needs Node and the
+# explorer's pinned npm packages: installed here, so those tests never skip.
 test: $(STAMP)
 	bash deploy/local-llm.sh $(VENV)
+	bash deploy/chromium.sh
+	bash deploy/node.sh
+	$(MAKE) web/node_modules/.package-lock.json
 	$(BIN)/ruff check schemas processors tests bench
 	$(BIN)/python -m pytest -q -ra
+
+# The explorer page: type-check web/src and bundle it into processors/gateway/static/ (committed, so
+# installing or running kgflow needs no Node; tests/web/test_bundle.py checks it matches web/).
+web/node_modules/.package-lock.json: web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund
+
+web: web/node_modules/.package-lock.json
+	cd web && node_modules/.bin/tsc --noEmit -p . && node build.mjs
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit
@@ -55,4 +68,4 @@ servers-status:
 	$(PYTHON) deploy/servers.py status
 
 clean:
-	rm -rf $(VENV) .kgflow
+	rm -rf $(VENV) .kgflow web/node_modules

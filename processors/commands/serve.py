@@ -36,6 +36,12 @@ def _gateway(system: System, port: int | None) -> Any:
     return GatewayProcessor(system.bus, system.runtime, settings)
 
 
+def _print_explorer(gw: Any) -> None:
+    """Tell the operator where the explorer page is (and that it will ask for a token, when one is needed)."""
+    token = " (it asks for the gateway's token)" if gw.auth.enabled else ""
+    print(f"kgflow: explorer at {gw.url}{token}", file=sys.stderr, flush=True)
+
+
 async def up(a: argparse.Namespace) -> int:
     """Run every processor in this process and start flow `default` from the default blueprint."""
     rt = runtime_settings(a)
@@ -45,6 +51,7 @@ async def up(a: argparse.Namespace) -> int:
         await system.start([CONFIG.name])
         await ensure_default_flow(system.bus)
         await system.start([p.name for p in FLOW_PROCESSORS])
+        gw = None
         if not a.no_gateway:
             gw = _gateway(system, a.gateway_port)
             await gw.start()
@@ -55,6 +62,8 @@ async def up(a: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
+        if gw is not None:
+            _print_explorer(gw)
         await _wait_for_signal()
     finally:
         await system.stop()
@@ -72,6 +81,8 @@ async def run(a: argparse.Namespace) -> int:
         await proc.start()
         system.processors.append(proc)
         print(f"kgflow run: {a.processor} ready", file=sys.stderr, flush=True)
+        if a.processor == GATEWAY.name:
+            _print_explorer(proc)
         await _wait_for_signal()
     finally:
         await system.stop()

@@ -170,7 +170,7 @@ class Dispatcher:
         self, user: str, service: str, flow: str, wire: Any, streaming_allowed: bool
     ) -> AsyncIterator[Frame]:
         if service in TRUSTGRAPH_ALIASES:
-            async for frame in self._trustgraph_alias(user, service, flow, wire):
+            async for frame in self._trustgraph_alias(user, service, flow, wire, streaming_allowed):
                 yield frame
         elif service not in FLOW_SERVICES:
             raise GatewayError("unknown-service", f"no flow service {service!r}; known: {', '.join(_known())}")
@@ -216,14 +216,23 @@ class Dispatcher:
             async for res in client.stream(req_tc):
                 yield tr.text_completion_response_to_wire(res), res.end_of_stream
 
-    async def _trustgraph_alias(self, user: str, service: str, flow: str, wire: Any) -> AsyncIterator[Frame]:
-        """TrustGraph's document-rag and text/document loads, answered by lazy-rag and document-load."""
+    async def _trustgraph_alias(
+        self, user: str, service: str, flow: str, wire: Any, streaming_allowed: bool
+    ) -> AsyncIterator[Frame]:
+        """TrustGraph's document-rag and text/document loads, answered by lazy-rag and document-load (a load
+        with `streaming: true` also sends `{stage, done}` progress frames before its report)."""
         target = TRUSTGRAPH_ALIASES[service]
         client = await self._client(target, flow)
         if target is LAZY_RAG:
             req = tgd.document_rag_request(wire, user)
             res = await client.request(req, max(self.timeout_s, (req.timeout_s or 0) + 5))
             yield tgd.document_rag_response_to_wire(res), True
+        elif streaming_allowed and isinstance(wire, dict) and wire.get("streaming") is True:  # a kgflow extra
+            async for res in client.stream(tgd.text_load_request(wire, user)):
+                if res.end_of_stream:
+                    yield tgd.load_response_to_wire(res), True
+                else:
+                    yield {"stage": res.stage, "done": res.done}, False
         else:
             yield tgd.load_response_to_wire(await client.request(tgd.text_load_request(wire, user))), True
 

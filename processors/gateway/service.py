@@ -10,12 +10,13 @@ from __future__ import annotations
 import logging
 import ssl
 
-from aiohttp import web
+from aiohttp import WSCloseCode, web
 from pydantic import BaseModel, Field
 
 from processors.base.bus import Bus
 from processors.base.processor import Host
 from processors.base.settings import RuntimeSettings, from_env
+from processors.gateway import explorer
 from processors.gateway.auth import Authenticator
 from processors.gateway.dispatch import Dispatcher
 from processors.gateway.rest import RestHandlers, add_routes
@@ -54,7 +55,7 @@ def tls_context(settings: GatewaySettings) -> ssl.SSLContext | None:
 
 
 class GatewayProcessor:
-    """Serves `/api/v1/socket`, the REST API, triples import, health and metrics."""
+    """Serves `/api/v1/socket`, the REST API, triples import, health, metrics and the explorer page (`/`)."""
 
     name = "gateway"
 
@@ -71,6 +72,11 @@ class GatewayProcessor:
         self._runner: web.AppRunner | None = None
         self.host: str = LOOPBACK
         self.port: int | None = None
+        self.scheme = "http"
+        # Open client sockets, closed on shutdown: aiohttp would otherwise wait for each to end (a page
+        # like the explorer keeps one open while it is shown), which holds `kgflow up` for its shutdown
+        # timeout after Ctrl-C and leaves the client unaware that the gateway is going.
+        self._sockets: set[web.WebSocketResponse] = set()
 
     @classmethod
     def create(cls, host: Host) -> GatewayProcessor:
@@ -82,10 +88,22 @@ class GatewayProcessor:
         app = web.Application(client_max_size=self.settings.max_frame_bytes)
         app.router.add_get("/api/v1/socket", self._socket)
         add_routes(app, RestHandlers(self.dispatcher, self.auth, self.settings.max_frame_bytes))
+        explorer.add_routes(app)
+        app.on_shutdown.append(self._close_sockets)
         return app
 
     async def _socket(self, request: web.Request) -> web.WebSocketResponse:
-        return await SocketSession(self.dispatcher, self.auth, self.limits).run(request)
+        session = SocketSession(self.dispatcher, self.auth, self.limits)
+        self._sockets.add(session.ws)
+        try:
+            return await session.run(request)
+        finally:
+            self._sockets.discard(session.ws)
+
+    async def _close_sockets(self, app: web.Application) -> None:
+        """On shutdown: close every client socket with 1001 (going away), so clients know to reconnect."""
+        for ws in list(self._sockets):
+            await ws.close(code=WSCloseCode.GOING_AWAY, message=b"gateway shutting down")
 
     async def start(self, port: int | None = None, host: str | None = None) -> None:
         """Follow the flow registry, then listen on `host:port` (defaults: the settings'); an address
@@ -112,11 +130,18 @@ class GatewayProcessor:
             ) from None
         sockets = getattr(site._server, "sockets", None) or []  # noqa: SLF001 - the bound port when port=0
         self.port = sockets[0].getsockname()[1] if sockets else port
-        scheme = "https" if ssl_context else "http"
+        self.scheme = "https" if ssl_context else "http"
         notes = ["token required" if self.auth.enabled else "no token: loopback only"]
         if ssl_context is None and self.host not in LOOPBACKS:
             notes.append("plain HTTP beyond loopback: set KGFLOW_GATEWAY_TLS_CERT and KGFLOW_GATEWAY_TLS_KEY")
-        log.warning("gateway listening on %s://%s:%s/ (%s)", scheme, self.host, self.port, "; ".join(notes))
+        log.warning("gateway listening on %s://%s:%s/ (%s)", self.scheme, self.host, self.port, "; ".join(notes))
+
+    @property
+    def url(self) -> str:
+        """The base URL to open (the explorer's page); a wildcard bind address is reached on loopback."""
+        host = LOOPBACK if self.host in ("0.0.0.0", "::", "") else self.host
+        host = f"[{host}]" if ":" in host else host
+        return f"{self.scheme}://{host}:{self.port}/"
 
     async def stop(self) -> None:
         """Stop listening and release the bus clients."""

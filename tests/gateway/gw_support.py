@@ -4,6 +4,7 @@ with PathQuestion 2H loaded (trustgraph-cli and load tests)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import subprocess
@@ -97,25 +98,21 @@ def _wait_health(url: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: 
     raise RuntimeError(f"kgflow up not healthy within {timeout_s}s:\n{log.read_text()[-4000:]}")
 
 
-@pytest.fixture(scope="session")
-def up_2h(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpServer]:
-    """`kgflow up` on a free port over a fresh home where PathQuestion 2H was loaded with `kgflow load triples`."""
-    home = tmp_path_factory.mktemp("gw-up") / "home"
-    collection = "pq2h"
+def up_env(**extra: str) -> dict[str, str]:
+    """The environment of a test's `kgflow` subprocess: this one's, less any gateway token, plus `extra`."""
     env = {**os.environ, "KGFLOW_LOG_LEVEL": "WARNING"}
     env.pop("KGFLOW_GATEWAY_TOKEN", None)
     env.pop("KGFLOW_GATEWAY_TOKEN_FILE", None)
-    subprocess.run(
-        [str(BIN / "kgflow"), "load", "triples", str(PQ / "2H-kb.txt"), "--home", str(home), "-C", collection]
-        + ["--no-progress"],
-        check=True,
-        env=env,
-        capture_output=True,
-        timeout=300,
-    )
-    port = free_port()
+    return {**env, **extra}
+
+
+@contextlib.contextmanager
+def kgflow_up(home: Path, env: dict[str, str], port: int | None = None) -> Iterator[str]:
+    """`kgflow up` over `home` on `port` (default: a free one) until the block ends; yields its base URL
+    once healthy (its output is appended to `up.log` beside `home`)."""
+    port = port or free_port()
     log = home.parent / "up.log"
-    with log.open("wb") as out:
+    with log.open("ab") as out:
         proc = subprocess.Popen(
             [str(BIN / "kgflow"), "up", "--home", str(home), "--gateway-port", str(port)],
             env=env,
@@ -125,7 +122,7 @@ def up_2h(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpServer]:
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_health(url, proc, log)
-        yield UpServer(url, collection, home)
+        yield url
     finally:
         proc.terminate()
         try:
@@ -133,6 +130,24 @@ def up_2h(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpServer]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="session")
+def up_2h(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpServer]:
+    """`kgflow up` on a free port over a fresh home where PathQuestion 2H was loaded with `kgflow load triples`."""
+    home = tmp_path_factory.mktemp("gw-up") / "home"
+    collection = "pq2h"
+    env = up_env()
+    subprocess.run(
+        [str(BIN / "kgflow"), "load", "triples", str(PQ / "2H-kb.txt"), "--home", str(home), "-C", collection]
+        + ["--no-progress"],
+        check=True,
+        env=env,
+        capture_output=True,
+        timeout=300,
+    )
+    with kgflow_up(home, env) as url:
+        yield UpServer(url, collection, home)
 
 
 def pq2h_questions(n: int) -> list[tuple[str, str]]:

@@ -1,0 +1,3 @@
+"""Explorer test fixtures (defined in browser.py, whose helpers the tests also import)."""
+
+from tests.web.browser import browser, page  # noqa: F401

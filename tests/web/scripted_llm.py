@@ -1,0 +1,111 @@
+"""A scripted OpenAI-compatible chat endpoint for the explorer's tests: it streams a fixed answer a few
+words at a time, with a pause between pieces, so the page really receives the answer in pieces (the
+embedded default has no model, and its retrieval-only answer arrives in one frame).
+
+It runs in a thread of the test process (`kgflow up` is a subprocess pointed at it with KGFLOW_LLM=openai)
+and records the requests it answered.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+ANSWER = "Pierre Curie, the husband of Marie Curie, was born in Paris, France."
+PIECE_WORDS = 2
+PAUSE_S = 0.25  # between pieces: long enough for the page to draw each one before the next arrives
+
+
+@dataclass
+class ScriptedLlm:
+    """Where the endpoint listens and what it was asked."""
+
+    base_url: str
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    def env(self) -> dict[str, str]:
+        """The environment that points `kgflow up`'s text-completion at this endpoint."""
+        return {
+            "KGFLOW_LLM": "openai",
+            "KGFLOW_LLM_MODEL": "scripted-model",
+            "KGFLOW_LLM_BASE_URL": self.base_url,
+            "KGFLOW_LLM_API_KEY": "test-key",
+            "KGFLOW_LLM_MAX_RETRIES": "0",
+        }
+
+
+def pieces(text: str = ANSWER) -> list[str]:
+    """The answer as the endpoint streams it: PIECE_WORDS words a piece, the spaces between them kept."""
+    words = text.split(" ")
+    groups = [" ".join(words[i : i + PIECE_WORDS]) for i in range(0, len(words), PIECE_WORDS)]
+    return [g + " " for g in groups[:-1]] + groups[-1:]
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None, usage: dict[str, int] | None = None) -> bytes:
+    event: dict[str, Any] = {"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 1}
+    event["model"] = "scripted-model"
+    event["choices"] = [] if usage else [{"index": 0, "delta": delta, "finish_reason": finish}]
+    if usage:
+        event["usage"] = usage
+    return f"data: {json.dumps(event)}\n\n".encode()
+
+
+def _handler(script: ScriptedLlm) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+            """Quiet: the test's output is the page's."""
+
+        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            """`POST /v1/chat/completions`: the scripted answer, streamed when asked."""
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
+            script.requests.append(body)
+            usage = {"prompt_tokens": 40, "completion_tokens": len(pieces()), "total_tokens": 40 + len(pieces())}
+            if not body.get("stream"):
+                answer = {"id": "chatcmpl-s", "object": "chat.completion", "created": 1, "model": "scripted-model"}
+                answer["choices"] = [{"index": 0, "message": {"role": "assistant", "content": ANSWER}}]
+                answer["choices"][0]["finish_reason"] = "stop"
+                answer["usage"] = usage
+                data = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")  # the stream ends when the connection does
+            self.end_headers()
+            self.wfile.write(_chunk({"role": "assistant"}))
+            for piece in pieces():
+                self.wfile.write(_chunk({"content": piece}))
+                self.wfile.flush()
+                time.sleep(PAUSE_S)  # this thread's own pause: the gateway sees a slow model
+            self.wfile.write(_chunk({}, "stop") + _chunk({}, usage=usage) + b"data: [DONE]\n\n")
+            self.wfile.flush()
+            self.close_connection = True
+
+    return Handler
+
+
+@contextmanager
+def scripted_llm() -> Iterator[ScriptedLlm]:
+    """Serve the scripted endpoint on a free loopback port until the block ends."""
+    script = ScriptedLlm("")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(script))
+    script.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield script
+    finally:
+        server.shutdown()
+        server.server_close()

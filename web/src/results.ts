@@ -1,0 +1,64 @@
+// The answer's panels: citations and chunks (each opens its text), source documents, warnings, and
+// what the query cost (store round trips, model calls, tokens, ms per stage, label cache hits).
+import type { Json } from "./api";
+import { chunkItem, openChunk } from "./chunks";
+import { byId, fill, fmt, h } from "./dom";
+import type { ChunkView, Evidence } from "./evidence";
+
+/** Looks a chunk up by id: among the answer's chunks first, else from the documents service. */
+export type ChunkLookup = (id: string) => Promise<ChunkView | null>;
+
+function statsRows(stats: Json): HTMLTableRowElement[] {
+  const rows: HTMLTableRowElement[] = [];
+  for (const [key, value] of Object.entries(stats)) {
+    if (key === "stage_ms" || value === null || typeof value === "object") continue;
+    rows.push(h("tr", {}, h("th", {}, key.replace(/_/g, " ")), h("td", { class: "num" }, fmt(value))));
+  }
+  const stages = Object.entries((stats.stage_ms ?? {}) as Record<string, number>);
+  const longest = Math.max(1, ...stages.map(([, ms]) => ms));
+  for (const [stage, ms] of stages) {
+    const bar = h("span", { class: "bar", style: `width:${Math.max(2, (100 * ms) / longest).toFixed(0)}%` });
+    rows.push(h("tr", { class: "stage" }, h("th", {}, `${stage.replace(/_/g, " ")} ms`), h("td", { class: "num" }, fmt(ms), bar)));
+  }
+  return rows;
+}
+
+/** Show the cost of a query (`extra` adds rows, e.g. the time the page waited). */
+export function showStats(stats: Json | null, extra: Json = {}): void {
+  fill(byId("stats"), ...statsRows({ ...(stats ?? {}), ...extra }));
+}
+
+/** Show the final answer; a `[chunk id]` it names (lazy-rag and kg-query cite that way) opens that chunk. */
+export function showAnswer(el: HTMLElement, text: string, ev: Evidence, lookup: ChunkLookup): void {
+  const known = new Set(ev.chunks.map((c) => c.id));
+  const parts = text.split(/\[([0-9A-Za-z_-]{6,64})\]/);
+  fill(
+    el,
+    ...parts.map((part, i) => {
+      if (i % 2 === 0) return part;
+      if (!known.has(part)) return `[${part}]`;
+      const cite = h("button", { type: "button", class: "link cite", dataset: { chunk: part } }, `[${part}]`);
+      cite.addEventListener("click", async () => {
+        const chunk = await lookup(part);
+        if (chunk) openChunk(chunk);
+      });
+      return cite;
+    }),
+  );
+}
+
+/** Show an answer's evidence: citations, chunks, documents (graph-rag: its source entities) and warnings. */
+export function showEvidence(service: string, ev: Evidence, lookup: ChunkLookup): void {
+  byId("documents-heading").textContent = service === "graph-rag" ? "Sources (entities)" : "Documents";
+  const cite = ev.citations.map((c, i) =>
+    chunkItem(`[${i + 1}] ${c.documentName || c.documentId || c.chunkId}`, c.span ? `“${c.span.slice(0, 120)}”` : "", () => lookup(c.chunkId), c.span),
+  );
+  fill(byId("citations"), ...(cite.length ? cite : [h("li", { class: "muted" }, "no citations (they come with a model's answer)")]));
+  const chunks = ev.chunks.map((c, i) =>
+    chunkItem(`${i + 1}. ${c.title || c.documentId}`, c.score === undefined ? "" : `score ${fmt(c.score)}`, async () => c),
+  );
+  fill(byId("chunks"), ...(chunks.length ? chunks : [h("li", { class: "muted" }, "no chunks")]));
+  const docs = ev.documents.map((d) => h("li", {}, h("strong", {}, d.title), h("span", { class: "muted" }, ` ${d.id}${d.score === undefined ? "" : ` · ${fmt(d.score)}`}`)));
+  fill(byId("documents"), ...(docs.length ? docs : [h("li", { class: "muted" }, "none")]));
+  fill(byId("warnings"), ...ev.warnings.map((w) => h("li", {}, w)));
+}
