@@ -134,6 +134,11 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
         name: await bench_set(name, SETS[name], a.questions, a.llm_questions if i == 0 else 0)
         for i, name in enumerate(names)
     }
+    earlier = json.loads(a.out.read_text()).get("documents", {}) if a.out.exists() else {}
+    # A run of some sets keeps the others' figures (each set says when it was measured).
+    section = {**{k: v for k, v in earlier.items() if k in SETS and k not in section}, **section}
+    for name in names:
+        section[name]["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     section["meta"] = {
         "load_average_at_start": load_at_start,
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],

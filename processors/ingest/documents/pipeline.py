@@ -10,6 +10,7 @@ subject, which links it to every other document that names it) and sentence co-o
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections import Counter
@@ -184,10 +185,19 @@ async def load_batch(
         except Exception as e:  # one bad document must not stop the others
             report.failed[d.id] = f"chunking failed: {e}"
     texts = [c.text for _, cs in chunked for c in cs]
-    vectors = await _batched(sources.embed, [embedded_text(c) for _, cs in chunked for c in cs], EMBED_BATCH)
-    progress("embedded", len(texts))
-    mentions = await _batched(sources.extract, texts, EXTRACT_BATCH)
-    progress("extracted", len(texts))
+
+    async def embed() -> list[list[float]]:
+        found = await _batched(sources.embed, [embedded_text(c) for _, cs in chunked for c in cs], EMBED_BATCH)
+        progress("embedded", len(texts))
+        return found
+
+    async def extract() -> list[list[ConceptMention]]:
+        found = await _batched(sources.extract, texts, EXTRACT_BATCH)
+        progress("extracted", len(texts))
+        return found
+
+    # The embedding model and spaCy each keep a core busy: run them side by side.
+    vectors, mentions = await asyncio.gather(embed(), extract())
     relations: list[list[FoundRelation]] | None = None
     if isinstance(params, DocumentLoadParams) and params.extractor == "llm" and texts:
         every = [c for _, cs in chunked for c in cs]
