@@ -149,3 +149,11 @@ def test_a_model_that_cannot_answer_keeps_the_facts(
     assert code == 0 and "pierre curie | place of birth | paris" in out, out
     assert err.count("\n") == 1 and "kgflow: warning: no model answer (llm-config)" in err
     assert "missing.gguf" in err or "llama-cpp-python is not installed" in err  # before the local-llm build
+
+
+@pytest.mark.parametrize("command", [["load", "documents", "README.md", "--no-progress"], ["query", "drift", "who?"]])
+def test_a_flow_nobody_runs_is_named_at_once_not_waited_for(
+    loaded: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    code, _, err = run([*command, "--home", str(loaded), "-C", "demo", "--flow", "nope"], capsys)
+    assert code != 0 and "no flow 'nope' is running (flows: default)" in err, err
