@@ -88,7 +88,8 @@ class KgQuery:
             e.label = labels.get(e.id, e.label)
         relations = [r.model_copy(update={"s_label": labels.get(r.s), "p_label": labels.get(r.p),
                                           "o_label": labels.get(r.o)}) for r in relations]  # fmt: skip
-        kept_e, kept_r = self._truncate(req.query, entities, relations, s)
+        # Token counting is CPU work (a 30k-token context): off the event loop, like the stores'.
+        kept_e, kept_r = await asyncio.to_thread(self._truncate, req.query, entities, relations, s)
         watch.lap("truncate")
         merged, more = await self._chunks(t, kept_e, kept_r, vector_chunks, s)
         trips += more
@@ -97,19 +98,8 @@ class KgQuery:
             merged, more = await self._rerank(t, req.query, vector, merged, seeds, s.reranker)
             trips += more
             watch.lap("rerank")
-        e_lines, r_lines = [_entity_line(e) for e in kept_e], [_relation_line(r) for r in kept_r]
-        chunks, prompt, budget, base = fill(req.query, e_lines, r_lines, merged, self.count, s.max_total_tokens)
+        chunks, prompt, tokens = await asyncio.to_thread(self._context, req.query, kept_e, kept_r, merged, s)
         watch.lap("context")
-        tokens = TokenUse(
-            tokenizer=self.count.name,
-            entities=self.count("\n".join(e_lines)),
-            relations=self.count("\n".join(r_lines)),
-            chunks=self.count("\n".join(chunk_line(c) for c in chunks)),
-            prompt=base,
-            total=self.count(SYSTEM) + self.count(prompt),
-            chunk_budget=budget,
-            max_total_tokens=s.max_total_tokens,
-        )
         refs = documents_of(chunks)
         res = KgQueryResponse(mode=s.mode, entities=kept_e, relationships=kept_r, chunks=chunks, documents=refs,
                               references=refs, context=prompt, tokens=tokens,
@@ -148,6 +138,25 @@ class KgQuery:
         if reranked is None:
             return merged, 0
         return [merged[i].model_copy(update={"score": sc}) for i, sc in reranked.order], reranked.store_round_trips
+
+    def _context(
+        self, query: str, entities: list[EntityRef], relations: list[RelationshipRef], merged: list[Chunk],
+        s: KgQuerySettings,
+    ) -> tuple[list[Chunk], str, TokenUse]:  # fmt: skip
+        """Stage 4: the chunks that fit what the budget leaves, the prompt, and what each part costs."""
+        e_lines, r_lines = [_entity_line(e) for e in entities], [_relation_line(r) for r in relations]
+        chunks, prompt, budget, base = fill(query, e_lines, r_lines, merged, self.count, s.max_total_tokens)
+        tokens = TokenUse(
+            tokenizer=self.count.name,
+            entities=self.count("\n".join(e_lines)),
+            relations=self.count("\n".join(r_lines)),
+            chunks=self.count("\n".join(chunk_line(c) for c in chunks)),
+            prompt=base,
+            total=self.count(SYSTEM) + self.count(prompt),
+            chunk_budget=budget,
+            max_total_tokens=s.max_total_tokens,
+        )
+        return chunks, prompt, tokens
 
     def _truncate(
         self, query: str, entities: list[EntityRef], relations: list[RelationshipRef], s: KgQuerySettings
