@@ -42,6 +42,14 @@ def test_truncate_keeps_the_leading_items_that_fit_exactly() -> None:
     assert truncate(items, lambda x: x, count, 0) == []
 
 
+def test_truncate_stays_exact_where_joining_lines_merges_tokens() -> None:
+    bpe = token_counter("openai", None)  # tiktoken: a newline merges with the spaces before it
+    items = [f"- entity {i} | related to thing {i * 7}\t  " for i in range(300)]
+    for budget in (7, 120, 3000):
+        kept = truncate(items, lambda x: x, bpe, budget)
+        assert bpe("\n".join(kept)) <= budget < bpe("\n".join(items[: len(kept) + 1]))
+
+
 def test_fill_never_goes_over_the_total_and_prefers_what_fits() -> None:
     chunks = [Chunk(id=f"c{i}", document_id="d", text="word " * (40 if i % 2 else 5), title="t") for i in range(12)]
     for total in (100, 150, 400, 2000):

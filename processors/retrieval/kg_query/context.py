@@ -36,13 +36,29 @@ class Context:
     tokens: TokenUse
 
 
+EXACT_STEPS = 8  # exact recounts allowed past the line-by-line estimate
+
+
 def truncate(items: Sequence[T], line: Callable[[T], str], count: Count, budget: int) -> list[T]:
-    """The leading items whose lines (joined by newlines) fit in `budget` tokens."""
+    """The leading items whose lines (joined by newlines) fit in `budget` tokens: each line is
+    counted once (recounting the growing text made a 6,000-token budget cost ~1M tokens of
+    counting), then the joined text is counted to stay exact where joining merges tokens."""
+    newline = count("\n")
     kept: list[T] = []
+    used = 0
     for item in items:
-        if count("\n".join([*(line(x) for x in kept), line(item)])) > budget:
+        n = count(line(item)) + (newline if kept else 0)
+        if used + n > budget:
             break
         kept.append(item)
+        used += n
+    while kept and count("\n".join(line(x) for x in kept)) > budget:
+        kept.pop()
+    for _ in range(EXACT_STEPS):  # ...and where it merges tokens, a few more lines may fit
+        more = items[: len(kept) + 1]
+        if len(more) == len(kept) or count("\n".join(line(x) for x in more)) > budget:
+            break
+        kept = list(more)
     return kept
 
 
