@@ -36,30 +36,32 @@ class Context:
     tokens: TokenUse
 
 
-EXACT_STEPS = 8  # exact recounts allowed past the line-by-line estimate
-
-
 def truncate(items: Sequence[T], line: Callable[[T], str], count: Count, budget: int) -> list[T]:
-    """The leading items whose lines (joined by newlines) fit in `budget` tokens: each line is
-    counted once (recounting the growing text made a 6,000-token budget cost ~1M tokens of
-    counting), then the joined text is counted to stay exact where joining merges tokens."""
-    newline = count("\n")
-    kept: list[T] = []
-    used = 0
-    for item in items:
-        n = count(line(item)) + (newline if kept else 0)
+    """The leading items whose lines (joined by newlines) fit in `budget` tokens, exactly: each
+    line is counted once for an estimate (recounting the growing text made a 6,000-token budget
+    cost ~1M tokens of counting), then the joined text is counted a few times around it (joining
+    may merge tokens) to find the longest prefix that fits."""
+    lines = [line(x) for x in items]
+
+    def fits(k: int) -> bool:
+        return count("\n".join(lines[:k])) <= budget
+
+    newline, used, k = count("\n"), 0, 0
+    for text in lines:
+        n = count(text) + (newline if k else 0)
         if used + n > budget:
             break
-        kept.append(item)
-        used += n
-    while kept and count("\n".join(line(x) for x in kept)) > budget:
-        kept.pop()
-    for _ in range(EXACT_STEPS):  # ...and where it merges tokens, a few more lines may fit
-        more = items[: len(kept) + 1]
-        if len(more) == len(kept) or count("\n".join(line(x) for x in more)) > budget:
-            break
-        kept = list(more)
-    return kept
+        used, k = used + n, k + 1
+    # The joined count grows with the prefix: gallop up from the estimate, or search below it.
+    lo, hi = (k, k + 1) if fits(k) else (0, k)
+    step = 1
+    while hi == lo + step and hi <= len(lines) and fits(hi):
+        lo, step = hi, step * 2
+        hi = min(lo + step, len(lines) + 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return list(items[:lo])
 
 
 def round_robin(lists: Iterable[Sequence[T]], key: Callable[[T], K]) -> list[T]:
