@@ -140,11 +140,14 @@ class BusSources:
         req = EntityRelations(user=t.user, collection=t.collection, scope=t.scope, entities=list(entities))
         return (await self._call(DOCUMENTS, req)).relations
 
-    async def communities(self, t: Tenant, entities: Sequence[str], summarize: bool) -> tuple[list[CommunityInfo], int]:
+    async def communities(
+        self, t: Tenant, entities: Sequence[str], summarize: bool, limit: int
+    ) -> tuple[list[CommunityInfo], int]:
         if not entities:
             return [], 0
-        req = CommunitiesOf(user=t.user, collection=t.collection, entities=list(entities), summarize=summarize)
-        res = await self._call(COMMUNITIES, req)
+        req = CommunitiesOf(user=t.user, collection=t.collection, entities=list(entities), summarize=summarize,
+                            limit=limit)  # fmt: skip
+        res = await self._call(COMMUNITIES, req, self.model_timeout if summarize else None)  # summaries: model calls
         return res.communities, res.llm_calls
 
     async def concepts(self, text: str) -> list[ConceptMention]:

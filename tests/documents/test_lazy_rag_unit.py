@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from processors.base.errors import ServiceError
+from processors.base.errors import QueryTimeout, ServiceError
 from processors.retrieval.common import Completion, Tenant, as_data
 from processors.retrieval.lazy_rag.prompts import MODEL_FAILED_PREFIX, SUMMARY_SYSTEM, fitted_summary_prompt
 from processors.retrieval.lazy_rag.rag import LazyRag, coverage
@@ -91,8 +91,12 @@ class Graph:
     async def relations(self, t: Tenant, entities: Sequence[str]) -> list[RelationshipRef]:
         return [RelationshipRef(s="rush", p="r", o="neil peart", weight=2)] if "rush" in entities else []
 
-    async def communities(self, t: Tenant, entities: Sequence[str], summarize: bool) -> tuple[list[CommunityInfo], int]:
+    async def communities(
+        self, t: Tenant, entities: Sequence[str], summarize: bool, limit: int
+    ) -> tuple[list[CommunityInfo], int]:
         self.calls.append(("communities", summarize))
+        if summarize and self.completion == "slow-summaries":
+            raise QueryTimeout("communities did not answer within 30.0s; query abandoned")
         return [CommunityInfo(id="k1", level=0, top_entity_labels=["Rush"], summary="Rock bands.")], 0
 
     async def concepts(self, text: str) -> list[ConceptMention]:
@@ -227,3 +231,11 @@ async def test_a_model_that_fails_leaves_the_retrieval_only_answer_and_a_warning
     )
     assert res.error is None and res.response.startswith(MODEL_FAILED_PREFIX) and res.chunks
     assert [w.type for w in res.warnings] == ["llm-unavailable"] and "context" in res.warnings[0].message
+
+
+async def test_community_summaries_that_fail_leave_profiles_and_a_warning_not_an_error() -> None:
+    graph = Graph(completion="slow-summaries")
+    res = await LazyRag(graph, LazyRagSettings(), WORDS).run(LazyRagRequest(user="u", collection="c", query="q"))
+    assert res.error is None and res.communities and res.communities[0].id == "k1"
+    assert ("communities", True) in graph.calls and ("communities", False) in graph.calls
+    assert [w.type for w in res.warnings] == ["llm-unavailable"] and "profiles stand in" in res.warnings[0].message

@@ -58,10 +58,11 @@ class LazyRag:
         watch = Stopwatch()
         ids = [e for e, _ in nb.entities]
         summarize = s.use_communities and req.operation == "query" and not req.no_llm
+        warnings: list[Notice] = []
         labels, relations, communities, concepts = await asyncio.gather(
             self.sources.labels(t, ids),
             self.sources.relations(t, ids),
-            self.sources.communities(t, ids, summarize) if s.use_communities else _none(),
+            self._communities(t, ids, summarize, warnings) if s.use_communities else _none(),
             self.sources.concepts(req.query),
         )
         communities, summary_calls = communities
@@ -80,6 +81,7 @@ class LazyRag:
                 r.model_copy(update={"s_label": labels.get(r.s), "o_label": labels.get(r.o)}) for r in relations
             ],  # fmt: skip
             communities=communities[:CONTEXT_COMMUNITIES],
+            warnings=warnings,
         )
         if req.operation == "query" and not req.no_llm:
             await self._summarize(req, res, stats)
@@ -88,6 +90,20 @@ class LazyRag:
         stats.elapsed_ms = _ms(began)
         res.stats = stats
         return res
+
+    async def _communities(
+        self, t: Tenant, ids: list[str], summarize: bool, warnings: list[Notice]
+    ) -> tuple[list[CommunityInfo], int]:
+        """The entities' first communities; when their summaries cannot be written (the model
+        failed or took too long), their profiles stand in and a warning says why."""
+        try:
+            return await self.sources.communities(t, ids, summarize, CONTEXT_COMMUNITIES)
+        except ServiceError as e:
+            if not summarize:
+                raise
+            why = f"community summaries not written ({e.type}): {e.message}; their profiles stand in"
+            warnings.append(Notice(type="llm-unavailable", message=why))
+            return await self.sources.communities(t, ids, False, CONTEXT_COMMUNITIES)
 
     async def _summarize(self, req: LazyRagRequest, res: LazyRagResponse, stats: RetrievalStats) -> None:
         """One model call with structured output, its prompt within the model's budget; with no

@@ -51,9 +51,11 @@ class LazySources(Protocol):
         """Relations among `entities` with a source chunk in scope, strongest first."""
         ...
 
-    async def communities(self, t: Tenant, entities: Sequence[str], summarize: bool) -> tuple[list[CommunityInfo], int]:
-        """Level-0 communities of the entities (in their order), with summaries when `summarize`,
-        and how many model calls writing summaries took."""
+    async def communities(
+        self, t: Tenant, entities: Sequence[str], summarize: bool, limit: int
+    ) -> tuple[list[CommunityInfo], int]:
+        """The first `limit` level-0 communities of the entities (in their order), with summaries
+        when `summarize`, and how many model calls writing summaries took."""
         ...
 
     async def concepts(self, text: str) -> list[ConceptMention]:
