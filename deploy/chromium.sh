@@ -12,16 +12,7 @@ CHROMIUM=${KGFLOW_CHROMIUM:-/usr/bin/chromium}
 if [ -x "$CHROMIUM" ] && "$CHROMIUM" --version >/dev/null 2>&1; then
     exit 0
 fi
-if [ "$(id -u)" -eq 0 ]; then
-    SUDO=()
-elif command -v sudo >/dev/null 2>&1; then
-    SUDO=(sudo -n)
-else
-    echo "chromium: $CHROMIUM is missing and apt-get needs root; install Debian's chromium package" >&2
-    exit 2
-fi
-echo "chromium: installing Debian's chromium package (browser tests)" >&2
-export DEBIAN_FRONTEND=noninteractive
-"${SUDO[@]}" apt-get update -q >/dev/null
-"${SUDO[@]}" apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core >/dev/null
+# shellcheck source=deploy/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
+apt_install chromium chromium fonts-dejavu-core
 "$CHROMIUM" --version >&2

@@ -12,16 +12,7 @@ set -euo pipefail
 if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
     exit 0
 fi
-if [ "$(id -u)" -eq 0 ]; then
-    SUDO=()
-elif command -v sudo >/dev/null 2>&1; then
-    SUDO=(sudo -n)
-else
-    echo "node: node/npm are missing and apt-get needs root; install Debian's nodejs and npm packages" >&2
-    exit 2
-fi
-echo "node: installing Debian's nodejs and npm packages (explorer bundle check)" >&2
-export DEBIAN_FRONTEND=noninteractive
-"${SUDO[@]}" apt-get update -q >/dev/null
-"${SUDO[@]}" apt-get install -y -q --no-install-recommends nodejs npm >/dev/null
+# shellcheck source=deploy/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
+apt_install node nodejs npm
 node --version >&2

@@ -1,7 +1,8 @@
 // Build the explorer into the Python package: `node build.mjs [OUTDIR]` (default
 // ../processors/gateway/static). The output is committed, so neither `pip install` nor the gateway
-// needs Node; tests/web/test_bundle.py rebuilds into a temporary folder and compares.
-import { copyFileSync, mkdirSync } from "node:fs";
+// needs Node; tests/web/test_bundle.py rebuilds into a temporary folder and compares. The page's
+// skeleton, static/index.html, is not built: it is written there, once.
+import { mkdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -27,4 +28,3 @@ await build({
   minify: true,
   logLevel: "warning",
 });
-copyFileSync(join(here, "index.html"), join(out, "index.html"));

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 
 from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings, StoreSettings
@@ -170,3 +171,16 @@ async def wait_for(predicate, timeout_s: float = 30.0, every_s: float = 0.1) -> 
             return
         await asyncio.sleep(every_s)
     raise AssertionError(f"condition not met within {timeout_s}s")
+
+
+@contextlib.asynccontextmanager
+async def served(app: web.Application) -> AsyncIterator[int]:
+    """`app` served on a free loopback port (yielded) until the block ends."""
+    runner = web.AppRunner(app)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        yield runner.addresses[0][1]
+    finally:
+        await runner.cleanup()

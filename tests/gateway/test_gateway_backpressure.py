@@ -9,7 +9,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
-from gw_support import wait_for
+from gw_support import served, wait_for
 
 from processors.gateway.auth import Authenticator
 from processors.gateway.socket import SocketLimits, SocketSession
@@ -50,12 +50,7 @@ async def test_socket_stops_reading_while_full() -> None:
 
     app = web.Application()
     app.router.add_get("/api/v1/socket", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]  # noqa: SLF001
-    try:
+    async with served(app) as port:
         async with aiohttp.ClientSession() as s:
             ws = await s.ws_connect(f"ws://127.0.0.1:{port}/api/v1/socket")
             await ws.send_json({"type": "auth", "token": ""})
@@ -77,5 +72,3 @@ async def test_socket_stops_reading_while_full() -> None:
                 got[frame["id"]] = frame["response"]["n"]
             assert got == {f"r{n}": n for n in range(10)}
             assert stub.max_seen == 3
-    finally:
-        await runner.cleanup()

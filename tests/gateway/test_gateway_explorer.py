@@ -16,7 +16,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 from aiohttp import web
-from gw_support import BIN, LiveGateway, free_port, up_env
+from gw_support import BIN, LiveGateway, free_port, served, up_env
 from test_gateway_socket import collect, connect
 
 from processors.gateway.explorer import ASSETS, STATIC, add_routes
@@ -58,19 +58,11 @@ async def test_a_deleted_bundle_answers_404_saying_how_to_rebuild(tmp_path: Path
     (tmp_path / "index.html").write_text("<!doctype html><title>x</title>")
     app = web.Application()
     add_routes(app, tmp_path)  # no explorer.js: a source checkout whose bundle was deleted
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]  # noqa: SLF001
-    try:
-        async with aiohttp.ClientSession() as s:
-            async with s.get(f"http://127.0.0.1:{port}/") as r:
-                assert r.status == 200 and "<title>x</title>" in await r.text()
-            async with s.get(f"http://127.0.0.1:{port}/static/explorer.js") as r:
-                assert r.status == 404 and "make web" in await r.text()
-    finally:
-        await runner.cleanup()
+    async with served(app) as port, aiohttp.ClientSession() as s:
+        async with s.get(f"http://127.0.0.1:{port}/") as r:
+            assert r.status == 200 and "<title>x</title>" in await r.text()
+        async with s.get(f"http://127.0.0.1:{port}/static/explorer.js") as r:
+            assert r.status == 404 and "make web" in await r.text()
 
 
 @pytest.mark.parametrize("live", [SECURED], indirect=True)

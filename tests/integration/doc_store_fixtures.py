@@ -24,7 +24,7 @@ from processors.retrieval.relevance.graphrank import build_concepts
 from processors.stores.chunk_index import ChunkIndex, RelationIndex
 from processors.stores.documents_protocol import CommunityStore, DocumentRecord, DocumentStore, Relation
 from schemas.documents import Chunk, Document, Mention, Scope
-from tests.integration.store_fixtures import near, new_tenant, unit
+from tests.integration.store_fixtures import cleaned_up, near, new_tenant, unit
 
 DOC_BACKENDS = ("sqlite", "neo4j")
 REL = "http://r/related_to"
@@ -80,14 +80,8 @@ async def docs(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
 
         conn = Neo4jConnection(request.getfixturevalue("servers").neo4j_url)
         backend = DocBackend("neo4j", Neo4jDocumentStore(conn), Neo4jCommunityStore(conn), conn)
-    try:
+    async with cleaned_up(backend, backend.communities, backend.documents):
         yield backend
-    finally:
-        try:
-            await backend.cleanup()
-        finally:
-            await backend.communities.close()
-            await backend.documents.close()
 
 
 def record(

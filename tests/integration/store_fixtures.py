@@ -8,6 +8,7 @@ handle deletes what it wrote afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -150,11 +151,18 @@ async def open_backend(name: str, tmp_path: Path, request: pytest.FixtureRequest
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreBackend]:
     """Each backend in turn (the contract is the same for all three)."""
     backend = await open_backend(request.param, tmp_path, request)
-    try:
+    async with cleaned_up(backend, backend.triples, backend.index):
         yield backend
+
+
+@contextlib.asynccontextmanager
+async def cleaned_up(backend: Any, *stores: Any) -> AsyncIterator[None]:
+    """Run the block; then delete what `backend` handed out (its `cleanup`) and close `stores`."""
+    try:
+        yield
     finally:
         try:
             await backend.cleanup()
         finally:
-            await backend.triples.close()
-            await backend.index.close()
+            for store in stores:
+                await store.close()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from processors.gateway.explorer import ASSETS, INDEX, STATIC
+from processors.gateway.explorer import ASSETS, STATIC
 
 ROOT = Path(__file__).resolve().parents[2]
 WEB = ROOT / "web"
@@ -43,6 +43,6 @@ def test_sources_type_check(node_modules: Path) -> None:
 def test_committed_bundle_matches_its_sources(node_modules: Path, tmp_path: Path) -> None:
     _run("node", "build.mjs", str(tmp_path))
     built = sorted(p.name for p in tmp_path.iterdir())
-    assert built == sorted([INDEX, *ASSETS]), "web/build.mjs and explorer.ASSETS disagree on the files"
+    assert built == sorted(ASSETS), "web/build.mjs and explorer.ASSETS disagree on the files"
     stale = [name for name in built if (tmp_path / name).read_bytes() != (STATIC / name).read_bytes()]
     assert not stale, f"processors/gateway/static/{stale} differ from web/: run `make web` and commit"

@@ -19,7 +19,7 @@ export function h<K extends keyof HTMLElementTagNameMap>(
   return el;
 }
 
-/** The element with this id (the page's skeleton is index.html: a missing one is a bug). */
+/** The element with this id (the page's skeleton is processors/gateway/static/index.html: a missing one is a bug). */
 export function byId<T extends HTMLElement = HTMLElement>(id: string): T {
   const el = document.getElementById(id);
   if (!el) throw new Error(`the page has no #${id}`);
