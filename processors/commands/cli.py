@@ -147,5 +147,17 @@ def _one_line(e: BaseException) -> str:
     return str(e)
 
 
+def run() -> None:
+    """The `kgflow` console script: `main`, then exit. After a command that used Pulsar, exit at
+    once: the Pulsar C++ client can abort in its destructors at interpreter exit (`terminate called
+    without an active exception`, status -6) although the work is done and the bus was closed."""
+    code = main()
+    if "processors.base.pulsar_bus" in sys.modules:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
