@@ -87,7 +87,10 @@ async def test_questions_pass_bulk_work_and_abandoned_work_stops(
         assert 0 < len(refused) < len(bulk)  # ...and the question passed every accepted one
         outcomes = await asyncio.gather(*bulk, return_exceptions=True)
         kinds = {type(e).__name__ + ":" + getattr(e, "type", "") for e in outcomes}
-        assert kinds <= {"RemoteError:busy", "RemoteError:timeout", "RequestTimeout:"}, kinds
+        # One bulk call per core: the first accepted requests may finish within the wait.
+        assert kinds <= {"RemoteError:busy", "RemoteError:timeout", "RequestTimeout:", "EmbeddingsResponse:"}, kinds
+        done = sum(1 for e in outcomes if not isinstance(e, BaseException))
+        assert done < len(bulk) - len(refused)  # ...but the rest were abandoned
         await asyncio.sleep(1.0)  # a chunk already running may finish
         settled = len(bulk_calls)
         await asyncio.sleep(2.0)

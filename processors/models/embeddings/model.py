@@ -1,11 +1,12 @@
 """Embedding models: local all-MiniLM-L6-v2 (int8 ONNX) or an OpenAI-compatible endpoint.
 
-The local model serves two lanes, each its own thread and ONNX session, so a question never
+The local model serves two lanes, each its own threads and ONNX session, so a question never
 queues behind bulk work: requests of a few short texts (a question) take the query lane (a
-one-thread session); bigger ones take the bulk lane, in chunks of at most CHUNK_TOKENS padded
-tokens (texts sorted by length, so little is padding). A chunk is the most any request holds the
-bulk lane at a time, what bounds memory (ONNX keeps its peak allocation), and the point where work
-nobody waits for any more stops: a cancelled request runs no further chunk.
+one-thread session); bigger ones take the bulk lane (a single-threaded call per core), in chunks
+of at most CHUNK_TOKENS padded tokens (texts sorted by length, so little is padding). A chunk is
+the most any request holds a bulk worker at a time, what bounds memory (ONNX keeps its peak
+allocation), and the point where work nobody waits for any more stops: a cancelled request runs
+no further chunk.
 """
 
 from __future__ import annotations
@@ -123,14 +124,16 @@ class OnnxMiniLM:
         # Questions run on one thread, leaving the other cores to the stores and the event loop.
         self._query_session = session(1, arena=True)
         # Bulk chunks without ONNX's arena, which keeps its peak for good (+440 MB measured at 4,096-token
-        # chunks; +140 MB and flat without it at 2,048, at the same speed).
-        self._bulk_session = session(os.cpu_count() or 1, arena=False)
+        # chunks; +140 MB and flat without it at 2,048, at the same speed). One thread per call and a
+        # call per core: a multi-threaded call waits at every layer for its slowest thread, and during a
+        # load spaCy holds a core (HotpotQA indexed in 160 s this way, 178 s with one 2-thread call).
+        self._bulk_session = session(1, arena=False)
         self.dimensions = int(self._query_session.get_outputs()[0].shape[-1])
         self._tok = Tokenizer.from_file(str(tok))
         self._tok.enable_truncation(MAX_TOKENS)
         self._tok.no_padding()  # each chunk is padded to its own longest text
         self._query_lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-query")
-        self._bulk_lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-bulk")
+        self._bulk_lane = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="embed-bulk")
 
     @classmethod
     def shared(cls) -> OnnxMiniLM:
