@@ -65,6 +65,9 @@ class System:
             self._stores = open_stores(self.store_settings)
         return self._stores
 
+    def __post_init__(self) -> None:
+        limit_blas_threads(self.runtime.blas_threads)
+
     def build(self, name: str) -> Any:
         """Instantiate processor `name` (see `processors.base.registry`)."""
         return processor_entry(name).load().create(self)
@@ -89,6 +92,14 @@ class System:
     def processor(self, name: str) -> Any:
         """A started processor by name."""
         return next(p for p in self.processors if getattr(p, "name", None) == name)
+
+
+def limit_blas_threads(threads: int) -> None:
+    """At most `threads` BLAS threads in this process from now on (numpy's vector search and
+    ranking are small products: a second thread saves little and spins while idle)."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=threads, user_api="blas")
 
 
 async def ensure_default_flow(bus: Bus, flow_id: str = DEFAULT_FLOW, params: dict[str, Any] | None = None) -> None:

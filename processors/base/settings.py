@@ -43,6 +43,9 @@ class RuntimeSettings(BaseModel):
     handler_timeout_s: float = 300.0  # a handler running longer is abandoned (error response, acked)
     drain_timeout_s: float = 10.0  # stopping a flow waits this long for its in-flight handlers
     max_redeliveries: int = 3
+    # numpy's BLAS threads: its idle workers spin between calls, so on a small machine each extra
+    # thread takes a core from the handlers (measured: half the CPU of a graph-rag question)
+    blas_threads: int = Field(default=1, ge=1)
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"  # 0.0.0.0 inside containers, so Prometheus can scrape
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING"
