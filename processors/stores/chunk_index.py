@@ -29,6 +29,7 @@ class ChunkIndex:
     bm25: Bm25Index  # over each chunk's document title and text
     concepts: Concepts
     row: dict[str, int] = field(default_factory=dict)
+    mentions: list[list[str]] = field(default_factory=list)  # per row, the entities the chunk mentions
 
     @classmethod
     def build(
@@ -39,11 +40,17 @@ class ChunkIndex:
         texts: Sequence[str],
         vectors: np.ndarray,
         concepts: Concepts,
+        mentions: Sequence[tuple[int, str]] = (),
     ) -> ChunkIndex:
-        """Index the collection's chunks (`texts`: title and text; vectors are normalised here)."""
+        """Index the collection's chunks (`texts`: title and text; vectors are normalised here;
+        `mentions`: (row, entity) pairs)."""
         norms = np.linalg.norm(vectors, axis=1, keepdims=True) if len(vectors) else np.ones((0, 1))
         unit = (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
-        return cls(version, ids, document_ids, unit, Bm25Index(texts), concepts, {c: i for i, c in enumerate(ids)})
+        per_row: list[list[str]] = [[] for _ in ids]
+        for row, entity in mentions:
+            per_row[row].append(entity)
+        rows = {c: i for i, c in enumerate(ids)}
+        return cls(version, ids, document_ids, unit, Bm25Index(texts), concepts, rows, per_row)
 
     def mask(self, document_ids: set[str] | None, chunk_ids: Collection[str] | None = None) -> np.ndarray | None:
         """Rows of chunks whose document is in `document_ids` and, when given, whose id is in
@@ -97,6 +104,16 @@ class ChunkIndex:
             self.concepts.graph, dense, self.bm25.scores(text, mask), self.concepts.named_in(text, mask), limit, p, mask
         )
         return list(zip(rows.tolist(), scores.tolist(), strict=True))
+
+    def mentioned(self, ids: Sequence[str], document_ids: set[str] | None) -> list[tuple[str, str]]:
+        """(chunk id, entity) for what each chunk of `ids` mentions (chunks whose document is in
+        `document_ids`, unless None)."""
+        out: list[tuple[str, str]] = []
+        for c in dict.fromkeys(ids):
+            r = self.row.get(c)
+            if r is not None and (document_ids is None or self.document_ids[r] in document_ids):
+                out += [(c, e) for e in self.mentions[r]]
+        return out
 
     def similarities(
         self, vector: Sequence[float], ids: Sequence[str], document_ids: set[str] | None

@@ -102,4 +102,4 @@ def _assemble(version: int, chunks: list[dict[str, Any]], mentions: list[dict[st
     keys = {m["entity"]: m["key"] for m in mentions if m["key"]}
     texts = [f"{r['title']}\n{r['text']}" if r["title"] else r["text"] for r in chunks]
     concepts = build_concepts([r["text"] for r in chunks], [r["title_entity"] for r in chunks], pairs, keys)
-    return ChunkIndex.build(version, ids, [r["document_id"] for r in chunks], texts, vecs, concepts)
+    return ChunkIndex.build(version, ids, [r["document_id"] for r in chunks], texts, vecs, concepts, pairs)

@@ -16,7 +16,6 @@ from processors.retrieval.relevance.graphrank import GraphRankParams
 from processors.stores.chunk_index import ChunkIndex, RelationIndex, SearchMode
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
 from processors.stores.sqlite_docs_schema import (
-    CHUNK_ENTITIES,
     CHUNK_LINKS,
     ENTITY_LINKS,
     EPISODE_COUNTS,
@@ -215,15 +214,14 @@ class SqliteDocumentStore:
         window: tuple[float, float] | None,
         scope: Scope | None = None,
     ) -> tuple[list[tuple[str, str]], dict[str, int]]:
-        """What the chunks mention and each entity's episodes in the window (see `CHUNK_ENTITIES`,
-        `EPISODES`, `EPISODE_COUNTS`), in one read transaction."""
+        """What the chunks mention (from the search index, as chunk similarities are) and each
+        entity's episodes in the window (see `EPISODES`, `EPISODE_COUNTS`)."""
+        index = await self._chunk_index(user, collection) if chunk_ids else None
 
         def read(conn: sqlite3.Connection) -> tuple[list[tuple[str, str]], dict[str, int]]:
             allowed = scoped_ids(conn, user, collection, scope)
             docs = None if allowed is None else json.dumps(sorted(allowed))
-            rows: list[tuple[str, str]] = []
-            if chunk_ids:
-                rows = conn.execute(CHUNK_ENTITIES, (user, collection, json.dumps(list(chunk_ids)), docs)).fetchall()
+            rows = index.mentioned(chunk_ids, allowed) if index is not None else []
             wanted = list(dict.fromkeys([*entities, *(e for _, e in rows)]))
             if window is None or not wanted:
                 return rows, {}

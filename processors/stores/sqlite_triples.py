@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 from processors.retrieval.relevance.ranking import NeighbourResult, RawEdge, edge_triple, rank_neighbours
 from processors.stores.protocol import EntityIndex, LoadState
+from processors.stores.sqlite_adjacency import GRAPH_VERSION, Adjacency, bump_version, graph_version, load_adjacency
 from processors.stores.sqlite_pool import SqlitePool
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
@@ -48,12 +50,14 @@ _NB_OUT = f"{_OUT} AND p != ? ORDER BY p, o, o_lit, o_dt, o_lang LIMIT ?"
 _NB_IN = f"{_IN} AND p != ? ORDER BY p, s LIMIT ?"
 _NB_OUT_FOCUS = f"{_OUT} AND p = ? ORDER BY o, o_lit, o_dt, o_lang LIMIT ?"
 _NB_IN_FOCUS = f"{_IN} AND p = ? ORDER BY s LIMIT ?"
+MAX_HELD_EDGES = 5_000_000  # a collection's adjacency is held in memory up to this many triples (~100 MB)
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
     """Drop what earlier versions indexed differently (in-edges were keyed (o, s), not (o, p, s));
     record collections loaded before loads were recorded as complete loads of unknown source."""
     conn.execute("DROP INDEX IF EXISTS osp")
+    conn.executescript(GRAPH_VERSION)
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if "triples" in tables and "load_state" not in tables:
         conn.execute(LOAD_STATE)
@@ -73,6 +77,8 @@ class SqliteTripleStore:
     def __init__(self, path: Path, entity_index: EntityIndex | None = None) -> None:
         self.db = SqlitePool(path, SCHEMA, migrate=_migrate)
         self.entity_index = entity_index
+        self._held: dict[tuple[str, str], tuple[int, Adjacency | None]] = {}  # (version, adjacency or too big)
+        self._holding = threading.Lock()  # one thread reads a collection's adjacency at a time
 
     async def add_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> int:
         rows = [(user, collection, t.s.value, t.p.value, *_obj_cols(t.o)) for t in triples]
@@ -84,6 +90,8 @@ class SqliteTripleStore:
             before = conn.total_changes
             conn.executemany(f"INSERT OR IGNORE INTO triples(user, collection, {_COLS}) VALUES (?,?,?,?,?,?,?,?)", rows)
             stored = conn.total_changes - before  # new triples only, not the label rows below
+            if stored:
+                bump_version(conn, user, collection)
             conn.executemany("INSERT OR REPLACE INTO labels VALUES (?,?,?,?)", labels)
             return stored
 
@@ -143,10 +151,15 @@ class SqliteTripleStore:
     async def adjacent(
         self, user: str, collection: str, entities: Sequence[str], limit_per_entity: int
     ) -> list[tuple[str, str]]:
-        """The frontier's first edges as (s, o), out-edges first (the scans of `neighbours`)."""
+        """The IRI edges among the frontier's first edges (the scans of `neighbours`) as (s, o),
+        out-edges first; from the adjacency held in memory at the collection's current graph
+        version (see `sqlite_adjacency`)."""
         uc = (user, collection)
 
         def read(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+            held = self._adjacency(conn, user, collection)
+            if held is not None:
+                return held.edges(entities, limit_per_entity)
             found: list[tuple[str, str]] = []
             for sql in (_NB_OUT, _NB_IN):
                 for e in dict.fromkeys(entities):
@@ -155,6 +168,18 @@ class SqliteTripleStore:
             return found
 
         return await self.db.read(read)
+
+    def _adjacency(self, conn: sqlite3.Connection, user: str, collection: str) -> Adjacency | None:
+        """The collection's adjacency at its current version (None: too big to hold)."""
+        version = graph_version(conn, user, collection)
+        held = self._held.get((user, collection))
+        if held is None or held[0] != version:
+            with self._holding:
+                held = self._held.get((user, collection))
+                if held is None or held[0] != version:
+                    adjacency = load_adjacency(conn, user, collection, RDFS_LABEL, MAX_HELD_EDGES)
+                    held = self._held[user, collection] = (adjacency.version if adjacency else version, adjacency)
+        return held[1]
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
         sql = (
@@ -176,6 +201,7 @@ class SqliteTripleStore:
                 rows,
             )
             conn.executemany("DELETE FROM labels WHERE user = ? AND collection = ? AND iri = ? AND label = ?", labels)
+            bump_version(conn, user, collection)
 
         await self.db.write(write)
 
@@ -188,6 +214,7 @@ class SqliteTripleStore:
         def write(conn: sqlite3.Connection) -> None:
             for table in ("triples", "labels", "load_state"):
                 conn.execute(f"DELETE FROM {table} WHERE user = ? AND collection = ?", (user, collection))
+            bump_version(conn, user, collection)
 
         await self.db.write(write)
 

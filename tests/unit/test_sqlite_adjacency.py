@@ -1,0 +1,79 @@
+"""The SQLite store's adjacency held in memory: the same edges, in the same order, as its SQL
+scans, and never stale after a write by this or another store on the same file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from processors.stores import sqlite_triples
+from processors.stores.sqlite_triples import SqliteTripleStore
+from schemas.terms import RDFS_LABEL, Term, Triple
+
+
+def iri(name: str) -> str:
+    return f"http://example.org/{name}"
+
+
+def edge(s: str, p: str, o: str) -> Triple:
+    return Triple(s=Term.iri(iri(s)), p=Term.iri(iri(p)), o=Term.iri(iri(o)))
+
+
+GRAPH = [
+    edge("ada", "knows", "bob"),
+    edge("ada", "knows", "carl"),
+    edge("ada", "admires", "dora"),
+    edge("bob", "knows", "carl"),
+    edge("carl", "knows", "ada"),
+    edge("eve", "knows", "ada"),
+    Triple(s=Term.iri(iri("ada")), p=Term.iri(iri("age")), o=Term.literal("36")),  # a literal among ada's first edges
+    Triple(s=Term.iri(iri("ada")), p=Term.iri(RDFS_LABEL), o=Term.literal("Ada")),
+]
+FRONTIERS = [["ada"], ["bob", "carl", "nobody"], ["ada", "eve", "ada"], ["dora"]]
+
+
+async def reads(store: SqliteTripleStore, coll: str = "kb") -> list[list[tuple[str, str]]]:
+    return [
+        await store.adjacent("alice", coll, [iri(x) for x in frontier], per)
+        for frontier in FRONTIERS
+        for per in (1, 2, 30)
+    ]
+
+
+async def test_held_adjacency_reads_what_the_sql_scans_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = SqliteTripleStore(tmp_path / "graph.db")
+    try:
+        await store.add_triples("alice", "kb", GRAPH)
+        held = await reads(store)
+        monkeypatch.setattr(sqlite_triples, "MAX_HELD_EDGES", 0)  # too big to hold: the SQL scans
+        store._held.clear()
+        assert await reads(store) == held
+        # per entity and direction, the first edges in key order: ada admires dora (then the age
+        # literal, no entity edge); carl, then eve, knows ada
+        assert held[0] == [(iri("ada"), iri("dora")), (iri("carl"), iri("ada"))]
+        assert held[1] == [(iri("ada"), iri("dora")), (iri("carl"), iri("ada")), (iri("eve"), iri("ada"))]
+        assert (iri("ada"), iri("bob")) in held[2] and (iri("eve"), iri("ada")) in held[2]
+        assert await store.adjacent("alice", "other", [iri("ada")], 30) == []
+        assert await store.adjacent("mallory", "kb", [iri("ada")], 30) == []
+    finally:
+        await store.db.close()
+
+
+async def test_writes_by_any_store_on_the_file_are_seen_at_once(tmp_path: Path) -> None:
+    reader, writer = SqliteTripleStore(tmp_path / "graph.db"), SqliteTripleStore(tmp_path / "graph.db")
+    try:
+        await writer.add_triples("alice", "kb", GRAPH)
+        before = await reader.adjacent("alice", "kb", [iri("dora")], 30)
+        assert before == [(iri("ada"), iri("dora"))]
+        await writer.add_triples("alice", "kb", [edge("dora", "knows", "eve")])  # another process's write
+        assert await reader.adjacent("alice", "kb", [iri("dora")], 30) == [(iri("dora"), iri("eve")), *before]
+        await writer.remove_triples("alice", "kb", [edge("ada", "admires", "dora")])
+        assert await reader.adjacent("alice", "kb", [iri("dora")], 30) == [(iri("dora"), iri("eve"))]
+        await writer.delete_collection("alice", "kb")
+        assert await reader.adjacent("alice", "kb", [iri("dora"), iri("ada")], 30) == []
+        await reader.add_triples("alice", "kb", [edge("ada", "knows", "bob")])  # its own write
+        assert await reader.adjacent("alice", "kb", [iri("ada")], 30) == [(iri("ada"), iri("bob"))]
+    finally:
+        await reader.db.close()
+        await writer.db.close()
