@@ -64,6 +64,21 @@ class AdjacencyQuery(ScopedRequest):
     scope: Scope | None = None
 
 
+class DistancesQuery(ScopedRequest):
+    """Hops from `sources` to the entities of `targets` (groups: a reranked result's entities),
+    up to `max_distance`: a breadth-first search of adjacency reads, one store round trip per
+    level for the whole frontier, run by the service so the search is one request. It stops
+    once every group has an entity reached; edges as `AdjacencyQuery` reads them."""
+
+    operation: Literal["distances"] = "distances"
+    sources: list[str] = Field(min_length=1, max_length=MAX_BATCH)
+    targets: list[list[str]] = Field(min_length=1, max_length=MAX_BATCH)
+    max_distance: int = Field(default=3, ge=1, le=8)
+    limit_per_entity: int = Field(default=30, ge=1, le=10000)
+    max_frontier: int = Field(default=MAX_BATCH, ge=1, le=MAX_BATCH)  # entities read per level
+    scope: Scope | None = None
+
+
 class LabelsQuery(ScopedRequest):
     """`rdfs:label` of each IRI, in one round trip."""
 
@@ -82,7 +97,8 @@ class TriplesRequest(RootModel):
     """Any triples-service request, told apart by `operation`."""
 
     root: Annotated[
-        PatternQuery | NeighboursQuery | AdjacencyQuery | LabelsQuery | StoreTriples, Field(discriminator="operation")
+        PatternQuery | NeighboursQuery | AdjacencyQuery | DistancesQuery | LabelsQuery | StoreTriples,
+        Field(discriminator="operation"),
     ]
 
 
@@ -98,5 +114,8 @@ class TriplesResponse(Response):
     triples: list[ScoredTriple] = []
     labels: dict[str, str] = {}
     pairs: list[tuple[str, str]] = []  # adjacency queries: (s, o)
+    hops: dict[str, int] = {}  # distance queries: target entity -> hops from the nearest source (reached only)
+    truncated: bool = False  # distance queries: a frontier was cut to max_frontier entities
+    store_round_trips: int = 0  # distance queries: adjacency reads (levels searched)
     rows_read: int = 0
     stored: int = 0

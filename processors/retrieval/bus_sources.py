@@ -14,6 +14,7 @@ from processors.base.client import RemoteError, RequestTimeout
 from processors.base.errors import QueryTimeout, ServiceError
 from processors.base.processor import FlowContext
 from processors.retrieval.common import Completion, Tenant, Usage
+from processors.retrieval.relevance.distances import Distances, DistanceSearch
 from processors.stores.chunk_index import SearchMode
 from schemas.communities import CommunitiesOf, CommunityInfo, SearchCommunities, SummarizeCommunities
 from schemas.documents import (
@@ -48,7 +49,7 @@ from schemas.services import (
     Service,
 )
 from schemas.text_completion import TextCompletionRequest
-from schemas.triples import AdjacencyQuery, NeighboursQuery
+from schemas.triples import DistancesQuery, NeighboursQuery
 
 CANDIDATES_PER_ENTITY = 32  # edges read per entity before the best are kept
 
@@ -206,10 +207,12 @@ class BusSources:
         res = await self._call(DOCUMENTS, req)
         return res.chunk_entities, res.episodes
 
-    async def frontier_edges(self, t: Tenant, entities: Sequence[str], per_entity: int) -> list[tuple[str, str]]:
-        q = AdjacencyQuery(user=t.user, collection=t.collection, scope=t.scope, entities=list(entities),
-                           limit_per_entity=per_entity)  # fmt: skip
-        return (await self._call(TRIPLES, q)).pairs
+    async def distances(self, t: Tenant, search: DistanceSearch) -> Distances:
+        q = DistancesQuery(user=t.user, collection=t.collection, scope=t.scope, sources=search.sources,
+                           targets=search.targets, max_distance=search.max_distance,
+                           limit_per_entity=search.per_entity, max_frontier=search.max_frontier)  # fmt: skip
+        res = await self._call(TRIPLES, q)
+        return Distances(res.hops, res.store_round_trips, res.truncated)
 
     async def entity_similarities(self, t: Tenant, vector: list[float], iris: Sequence[str]) -> dict[str, float]:
         req = GraphEmbeddingsRequest(user=t.user, collection=t.collection, scope=t.scope, vector=vector,

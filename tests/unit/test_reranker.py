@@ -13,8 +13,9 @@ from pydantic import ValidationError
 
 from processors.base.processor import error_response, parse_request
 from processors.retrieval.common import Tenant
+from processors.retrieval.relevance.distances import Distances, DistanceSearch, shortest_distances
 from processors.retrieval.reranker.rerank import NO_ENTITIES, NO_QUESTION_ENTITIES, Reranker, RerankerSettings
-from processors.retrieval.reranker.signals import distance_score, question_entities, shortest_distances
+from processors.retrieval.reranker.signals import distance_score, question_entities
 from schemas.graph_rag import SeedEntity
 from schemas.reranker import RerankItem, RerankRequest, RerankResponse, RerankWeights
 
@@ -60,9 +61,13 @@ class Fake:
         wanted = set(entities) | {e for _, e in found}
         return found, {e: n for e, n in self.episode_counts.items() if e in wanted} if window else {}
 
-    async def frontier_edges(self, t: Tenant, entities: Sequence[str], per_entity: int) -> list[tuple[str, str]]:
-        self.calls.append(("edges", list(entities)))
-        return [(s, o) for s, o in EDGES if s in entities or o in entities]
+    async def distances(self, t: Tenant, search: DistanceSearch) -> Distances:
+        async def level(entities: list[str]) -> list[tuple[str, str]]:
+            self.calls.append(("edges", list(entities)))  # one store round trip
+            return [(s, o) for s, o in EDGES if s in entities or o in entities]
+
+        return await shortest_distances(level, search.sources, search.targets, search.max_distance,
+                                        search.max_frontier)  # fmt: skip
 
     async def entity_similarities(self, t: Tenant, vector: list[float], iris: Sequence[str]) -> dict[str, float]:
         self.calls.append(("entity_sims", list(iris)))

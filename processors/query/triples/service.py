@@ -1,5 +1,6 @@
-"""Triples processor: queries are one store round trip each, scoped by user/collection;
-writes store the triples, embed new labels and tell label caches the collection changed."""
+"""Triples processor: queries are one store round trip each (a distance query one per level it
+searches), scoped by user/collection; writes store the triples, embed new labels and tell label
+caches the collection changed."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from processors.base.processor import FlowContext, FlowProcessor, Host, ServiceS
 from processors.base.settings import RuntimeSettings
 from processors.ingest.triples_loader import load_triples
 from processors.models.embeddings.client import FlowEmbedder
+from processors.retrieval.relevance.distances import shortest_distances
 from processors.retrieval.relevance.ranking import NeighbourResult, rank_neighbours
 from processors.stores.factory import Stores
 from schemas.flows import GraphChanged
@@ -15,6 +17,7 @@ from schemas.services import EMBEDDINGS, TRIPLES, Service
 from schemas.topics import GRAPH_CHANGED
 from schemas.triples import (
     AdjacencyQuery,
+    DistancesQuery,
     LabelsQuery,
     NeighboursQuery,
     PatternQuery,
@@ -46,7 +49,9 @@ class TriplesProcessor(FlowProcessor):
         return [EMBEDDINGS]
 
     async def query(
-        self, req: PatternQuery | NeighboursQuery | AdjacencyQuery | LabelsQuery | StoreTriples, flow: FlowContext
+        self,
+        req: PatternQuery | NeighboursQuery | AdjacencyQuery | DistancesQuery | LabelsQuery | StoreTriples,
+        flow: FlowContext,
     ) -> TriplesResponse:
         """Dispatch on the request's operation."""
         store = self.stores.triples
@@ -56,14 +61,10 @@ class TriplesProcessor(FlowProcessor):
             labels = await store.labels(req.user, req.collection, req.iris)
             return TriplesResponse(labels=labels, rows_read=len(labels))
         if isinstance(req, AdjacencyQuery):
-            if req.scope is None or req.scope.is_empty:
-                pairs = await store.adjacent(req.user, req.collection, req.entities, req.limit_per_entity)
-            else:  # relations with a source chunk in the scope, from the document store's provenance
-                found = await self.stores.documents.scoped_neighbours(
-                    req.user, req.collection, req.entities, req.limit_per_entity, req.scope
-                )
-                pairs = [(e[0], e[2]) for e, _ in found]
+            pairs = await self._adjacent(req, req.entities)
             return TriplesResponse(pairs=pairs, rows_read=len(pairs))
+        if isinstance(req, DistancesQuery):
+            return await self._distances(req)
         if isinstance(req, NeighboursQuery):
             res = await self._neighbours(req)
             triples = [
@@ -72,6 +73,31 @@ class TriplesProcessor(FlowProcessor):
             return TriplesResponse(triples=triples, rows_read=res.rows_read)
         found = await store.pattern(req.user, req.collection, req.s, req.p, req.o, req.limit)
         return TriplesResponse(triples=[ScoredTriple(s=t.s, p=t.p, o=t.o) for t in found], rows_read=len(found))
+
+    async def _adjacent(self, req: AdjacencyQuery | DistancesQuery, entities: list[str]) -> list[tuple[str, str]]:
+        """One adjacency read; with a scope, relations with a source chunk in it (the document
+        store's provenance)."""
+        if req.scope is None or req.scope.is_empty:
+            return await self.stores.triples.adjacent(req.user, req.collection, entities, req.limit_per_entity)
+        found = await self.stores.documents.scoped_neighbours(
+            req.user, req.collection, entities, req.limit_per_entity, req.scope
+        )
+        return [(e[0], e[2]) for e, _ in found]
+
+    async def _distances(self, req: DistancesQuery) -> TriplesResponse:
+        """The breadth-first search, one adjacency read per level; hops of the targets reached."""
+        read = 0
+
+        async def level(frontier: list[str]) -> list[tuple[str, str]]:
+            nonlocal read
+            pairs = await self._adjacent(req, frontier)
+            read += len(pairs)
+            return pairs
+
+        d = await shortest_distances(level, req.sources, req.targets, req.max_distance, req.max_frontier)
+        wanted = {e for group in req.targets for e in group}
+        hops = {e: n for e, n in d.hops.items() if e in wanted}
+        return TriplesResponse(hops=hops, truncated=d.truncated, store_round_trips=d.round_trips, rows_read=read)
 
     async def _neighbours(self, req: NeighboursQuery) -> NeighbourResult:
         """The frontier's edges; with a scope, only relations with a source chunk in it (from the

@@ -7,7 +7,8 @@ are in `schemas.reranker`.
    the caller's seeds, or one entity search) (distance, hybrid); the stored vectors'
    similarities (semantic).
 2. distance, hybrid: breadth-first search from the question's entities, one store round trip
-   per level for the whole frontier, until every result entity is reached or `max-distance`.
+   per level for the whole frontier, until every result has an entity reached or `max-distance`
+   (one request: the triples service runs the search beside the store).
 3. Signals fused per result; a stable sort keeps ties in input order.
 """
 
@@ -23,6 +24,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from processors.retrieval.common import Stopwatch, Tenant, within
+from processors.retrieval.relevance.distances import DistanceSearch
 from processors.retrieval.reranker.signals import (
     Signals,
     distance_score,
@@ -31,7 +33,6 @@ from processors.retrieval.reranker.signals import (
     nearest,
     normalised,
     question_entities,
-    shortest_distances,
 )
 from processors.retrieval.reranker.sources import RerankSources
 from schemas.reranker import (
@@ -105,14 +106,10 @@ class Reranker:
         found = await self._gather(req, s, t, watch)
         trips = found.round_trips
         hops: dict[str, int] = {}
-        if s.strategy in ("distance", "hybrid") and found.question:
-            dist = await shortest_distances(
-                lambda frontier: self.sources.frontier_edges(t, frontier, s.edges_per_entity),
-                found.question,
-                found.entities,
-                s.max_distance,
-                s.max_frontier,
-            )
+        targets = [g for g in found.entities if g]
+        if s.strategy in ("distance", "hybrid") and found.question and targets:
+            search = DistanceSearch(found.question, targets, s.max_distance, s.edges_per_entity, s.max_frontier)
+            dist = await self.sources.distances(t, search)
             hops, trips = dist.hops, trips + dist.round_trips
             watch.lap("distance")
         results = score(req.results, found, hops, s)

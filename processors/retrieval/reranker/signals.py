@@ -1,17 +1,14 @@
-"""The reranker's signals, pure: question entities, shortest distances by batched breadth-first
-search, and the per-result scores and their fusion (bus-free)."""
+"""The reranker's signals, pure: question entities and the per-result scores and their fusion
+(bus-free; the distances come from `relevance.distances`, run where the graph is)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from processors.retrieval.relevance.ranking import choose_anchors
 from schemas.graph_rag import SeedEntity
 from schemas.reranker import RerankWeights, Strategy
-
-# The edges (s, o) between IRIs that touch any entity of a frontier: one store round trip.
-EdgeReader = Callable[[list[str]], Awaitable[list[tuple[str, str]]]]
 
 
 def question_entities(seeds: Sequence[SeedEntity], vector_seeds: int, min_similarity: float) -> list[str]:
@@ -22,62 +19,6 @@ def question_entities(seeds: Sequence[SeedEntity], vector_seeds: int, min_simila
         return choose_anchors(named)
     near = [e for e in seeds if not e.lexical and e.score >= min_similarity]
     return [e.id for e in sorted(near, key=lambda e: -e.score)[:vector_seeds]]
-
-
-@dataclass
-class Distances:
-    """Hops from the nearest source to every entity reached, and what finding them cost."""
-
-    hops: dict[str, int]
-    round_trips: int
-    truncated: bool  # a frontier was cut to `max_frontier` entities
-
-
-async def shortest_distances(
-    read_edges: EdgeReader,
-    sources: Iterable[str],
-    groups: Iterable[Sequence[str]],
-    max_distance: int,
-    max_frontier: int,
-) -> Distances:
-    """Breadth-first search from `sources`, one `read_edges` round trip per level for the whole
-    frontier (edges count in both directions), up to `max_distance` levels.
-
-    `groups` are the results' entities: a result's distance is its nearest entity's, so the
-    search stops as soon as every result has an entity reached (or nothing new is). The last
-    level only has to tell which entities of unresolved results touch the frontier, so it reads
-    their edges instead when they are fewer than the frontier."""
-    hops = {e: 0 for e in sources}
-    frontier = list(hops)
-    open_groups = [g for g in groups if g and not any(e in hops for e in g)]
-    trips, truncated = 0, False
-    for level in range(1, max_distance + 1):
-        if not open_groups or not frontier:
-            break
-        pending = list(dict.fromkeys(e for g in open_groups for e in g))
-        reverse = level == max_distance and len(pending) < len(frontier)
-        ask = pending if reverse else frontier
-        if len(ask) > max_frontier:
-            ask, truncated = ask[:max_frontier], True
-        edges = await read_edges(ask)
-        trips += 1
-        asked = set(ask)
-        if reverse:  # the last level: which pending entities touch the frontier
-            inside = set(frontier)
-            for a, b in edges:
-                for near, far in ((a, b), (b, a)):
-                    if near in asked and far in inside:
-                        hops.setdefault(near, level)
-            break
-        reached: list[str] = []
-        for a, b in edges:
-            for near, far in ((a, b), (b, a)):
-                if near in asked and far not in hops:
-                    hops[far] = level
-                    reached.append(far)
-        open_groups = [g for g in open_groups if not any(e in hops for e in g)]
-        frontier = reached
-    return Distances(hops, trips, truncated)
 
 
 def distance_score(hops: int | None) -> float:

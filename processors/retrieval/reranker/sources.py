@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Protocol
 
 from processors.retrieval.common import Tenant
+from processors.retrieval.relevance.distances import Distances, DistanceSearch
 from schemas.graph_rag import SeedEntity
 
 
@@ -34,9 +35,9 @@ class RerankSources(Protocol):
         or mentioned) the distinct timestamped documents in it that mention it (in scope)."""
         ...
 
-    async def frontier_edges(self, t: Tenant, entities: Sequence[str], per_entity: int) -> list[tuple[str, str]]:
-        """(s, o) of the edges between entities that touch any of `entities`, both directions,
-        at most `per_entity` per entity and direction (in scope)."""
+    async def distances(self, t: Tenant, search: DistanceSearch) -> Distances:
+        """Hops from the search's sources to its targets' entities (in scope): one request, one
+        store round trip per level searched."""
         ...
 
     async def entity_similarities(self, t: Tenant, vector: list[float], iris: Sequence[str]) -> dict[str, float]:
