@@ -82,3 +82,22 @@ def test_a_scope_ranks_as_a_collection_of_only_its_chunks() -> None:
         want, want_mass = rank(alone.graph, dense[rows], lexical[rows], alone.named_in(question), 8, p)
         assert rows[want].tolist() == got.tolist(), seed
         assert got_mass == pytest.approx(want_mass)
+
+
+def test_a_second_hop_reaches_the_third_passage_of_a_chain() -> None:
+    """Counterparts -> Rush (titled, names Neil Peart) -> Neil Peart (titled): the last passage
+    shares no word with the question and is reached only through the passage the first hop found."""
+    texts = [*TEXTS[:2], "The drummer Neil Peart joined in 1974.", "He was born in Hamilton, Ontario."]
+    texts += [f"Unrelated passage {i} about music." for i in range(8)]
+    titles = [*TITLES[:2], None, "neil peart"] + [None] * 8
+    keys = {**KEYS, "neil peart": "neil peart"}
+    mentions = [(0, "counterparts"), (1, "neil peart")] + [(i, "music") for i in range(4, 12)]
+    concepts = build_concepts(texts, titles, mentions, keys)
+    named = concepts.named_in("Where was the drummer of the band that released Counterparts born?")
+    dense = np.full(12, 0.1)
+    dense[0] = 0.9
+    dense[1] = dense[3] = 0.05  # the bridge and the answer are the least similar chunks of all
+    one, _ = rank(concepts.graph, dense, np.zeros(12), named, 3, GraphRankParams(seeds=3, hops=1))
+    two, mass = rank(concepts.graph, dense, np.zeros(12), named, 3, GraphRankParams(seeds=3, hops=2))
+    assert 1 in one.tolist() and 3 not in one.tolist()
+    assert {0, 1, 3} == set(two.tolist()) and mass[-1] > 0
