@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from typing import Any
 
 import numpy as np
@@ -33,10 +33,8 @@ from schemas.triples import NeighboursQuery
 
 # A collection's load state (`n += $state`: a null field removes the property).
 SET_LOAD = "MERGE (n:KgLoad {key: $key}) SET n.user = $user, n.collection = $collection, n += $state"
-GET_LOAD = (
-    "MATCH (n:KgLoad {key: $key}) RETURN n.started AS started, n.finished AS finished, n.source AS source,"
-    " n.triples AS triples, n.vectors AS vectors, n.error AS error"
-)
+# All properties: naming one no node has yet (`error`) makes the server warn on every read.
+GET_LOAD = "MATCH (n:KgLoad {key: $key}) RETURN properties(n) AS state"
 DELETE_LOAD = "MATCH (n:KgLoad {key: $key}) DELETE n"
 
 LEXICAL_CANDIDATES = 200
@@ -344,7 +342,10 @@ class Neo4jTripleStore:
 
     async def load_state(self, user: str, collection: str) -> LoadState | None:
         rows = await self.conn.read(GET_LOAD, {"key": entity_key(user, collection, "")})
-        return LoadState(**rows[0]) if rows else None
+        if not rows:
+            return None
+        state = rows[0]["state"]
+        return LoadState(**{f.name: state[f.name] for f in fields(LoadState) if f.name in state})
 
     async def set_load_state(self, user: str, collection: str, state: LoadState) -> None:
         key = entity_key(user, collection, "")  # the collection's own key (no IRI is empty)
