@@ -8,8 +8,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
+from processors.retrieval.relevance.distances import Distances, DistanceSearch
 from processors.retrieval.relevance.ranking import NeighbourResult
 from schemas.terms import Term, Triple
 from schemas.triples import NeighboursQuery
@@ -65,6 +66,17 @@ class LoadState:
             f"collection {collection!r} is incomplete: the load of {self.source or 'data'} started {when} {how}; "
             "answers may miss facts. Load the same data again to complete it."
         )
+
+
+@runtime_checkable
+class HeldDistances(Protocol):
+    """A triple store that runs a whole distance search where it holds the graph (the embedded
+    store, in memory): one store round trip instead of one per level."""
+
+    async def distances(self, user: str, collection: str, search: DistanceSearch) -> Distances | None:
+        """The search's target hops, as `shortest_distances` over `adjacent` finds them (None:
+        this collection is not held; search level by level)."""
+        ...
 
 
 class TripleStore(Protocol):

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from processors.retrieval.relevance.distances import Distances, DistanceSearch
+
 GRAPH_VERSION = """
 CREATE TABLE IF NOT EXISTS graph_version (
     user TEXT NOT NULL, collection TEXT NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (user, collection)
@@ -66,19 +68,86 @@ class Adjacency:
     def edges(self, entities: Sequence[str], per_entity: int) -> list[tuple[str, str]]:
         """(s, o) of the entity edges among the first `per_entity` out-edges of each entity, then
         among its first in-edges (out-edges of all entities first, as the SQL reads them)."""
-        nums = [i for e in dict.fromkeys(entities) if (i := self.ids.get(e)) is not None]
-        names, out = self.names, []
-        for i in nums:
-            out += [(names[i], names[j]) for j in _first(self.out_ptr, self.out_to, i, per_entity) if j >= 0]
-        for i in nums:
-            out += [(names[j], names[i]) for j in _first(self.in_ptr, self.in_from, i, per_entity)]
-        return out
+        a, b = self._edges(self._numbers(list(dict.fromkeys(entities))), per_entity)
+        names = self.names
+        return [(names[x], names[y]) for x, y in zip(a.tolist(), b.tolist(), strict=True)]
+
+    def distances(self, q: DistanceSearch) -> Distances:
+        """`shortest_distances` over the held arrays: the same levels, edges, frontier order and
+        truncation (tested equal), with numbers instead of an (s, o) pair per edge and the open
+        results tracked as arrays. Returns the targets' hops."""
+        hops = np.full(len(self.names), -1, np.int64)
+        sources = list(dict.fromkeys(q.sources))
+        unknown = {e for e in sources if e not in self.ids}  # hop 0, no edges
+        hops[self._numbers(sources)] = 0
+        members = [e for g in q.targets for e in g]
+        group = np.repeat(np.arange(len(q.targets)), [len(g) for g in q.targets])
+        member = np.fromiter((self.ids.get(e, -1) for e in members), np.int64, len(members))
+        given = np.zeros(len(members), bool)  # members that are sources the graph does not hold
+        if unknown:
+            given = np.fromiter((e in unknown for e in members), bool, len(members))
+
+        def open_groups() -> np.ndarray:
+            reached = given | ((member >= 0) & (hops[member] >= 0))
+            return np.setdiff1d(group, group[reached])  # groups (non-empty) with no entity reached
+
+        frontier: list[str] | np.ndarray = sources
+        still, trips, truncated = open_groups(), 0, False
+        for level in range(1, q.max_distance + 1):
+            if not len(still) or not len(frontier):
+                break
+            reverse = False
+            if level == q.max_distance:
+                pending = list(dict.fromkeys(members[k] for k in np.flatnonzero(np.isin(group, still)).tolist()))
+                reverse = len(pending) < len(frontier)
+            ask = pending if reverse else frontier
+            if len(ask) > q.max_frontier:
+                ask, truncated = ask[: q.max_frontier], True
+            asked = np.zeros(len(self.names), bool)
+            asked[self._numbers(ask)] = True
+            a, b = self._edges(self._numbers(ask), q.per_entity)
+            trips += 1
+            if reverse:  # the last level: which pending entities touch the frontier
+                inside = np.zeros(len(self.names), bool)
+                inside[self._numbers(frontier)] = True
+                near = np.concatenate([a[asked[a] & inside[b]], b[asked[b] & inside[a]]])
+                hops[near[hops[near] < 0]] = level
+                break
+            # far ends in edge order (each edge: its object, then its subject), first time seen
+            far = np.stack([np.where(asked[a], b, -1), np.where(asked[b], a, -1)], axis=1).ravel()
+            far = far[far >= 0]
+            far = far[hops[far] < 0]
+            _, first = np.unique(far, return_index=True)
+            frontier = far[np.sort(first)]
+            hops[frontier] = level
+            still = open_groups()
+        reached = (member >= 0) & (hops[member] >= 0)
+        out = {members[k]: int(hops[member[k]]) for k in np.flatnonzero(reached).tolist()}
+        return Distances({**out, **{e: 0 for e in members if e in unknown}}, trips, truncated)
+
+    def _numbers(self, entities: Sequence[str] | np.ndarray) -> np.ndarray:
+        """Entity numbers of `entities` (names, or numbers already), unknown names left out."""
+        if isinstance(entities, np.ndarray):
+            return entities
+        return np.fromiter((i for e in entities if (i := self.ids.get(e)) is not None), np.int64)
+
+    def _edges(self, asked: np.ndarray, per_entity: int) -> tuple[np.ndarray, np.ndarray]:
+        """(subjects, objects) of the asked entities' first entity edges, in `edges`'s order."""
+        out_owner, out_to = _gather(self.out_ptr, self.out_to, asked, per_entity)
+        in_owner, in_from = _gather(self.in_ptr, self.in_from, asked, per_entity)
+        a, b = np.concatenate([out_owner, in_from]), np.concatenate([out_to, in_owner])
+        keep = b >= 0  # a literal object takes a place among the first edges but is no entity edge
+        return a[keep], b[keep]
 
 
-def _first(ptr: np.ndarray, to: np.ndarray, i: int, n: int) -> list[int]:
-    """The first `n` neighbours of entity `i` in a CSR."""
-    start = int(ptr[i])
-    return to[start : min(start + n, int(ptr[i + 1]))].tolist()  # type: ignore[no-any-return]
+def _gather(ptr: np.ndarray, to: np.ndarray, rows: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row, neighbour) for the first `n` neighbours of each of `rows`, rows in order (a
+    vectorised slice of every row at once)."""
+    starts = ptr[rows]
+    lengths = np.minimum(ptr[rows + 1] - starts, n)
+    total = int(lengths.sum())
+    offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(total)
+    return np.repeat(rows, lengths), to[offsets]
 
 
 def load_adjacency(

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from processors.retrieval.relevance.distances import Distances, DistanceSearch
 from processors.retrieval.relevance.ranking import NeighbourResult, RawEdge, edge_triple, rank_neighbours
 from processors.stores.protocol import EntityIndex, LoadState
 from processors.stores.sqlite_adjacency import GRAPH_VERSION, Adjacency, bump_version, graph_version, load_adjacency
@@ -166,6 +167,16 @@ class SqliteTripleStore:
                     rows = conn.execute(sql, (*uc, e, RDFS_LABEL, limit_per_entity))
                     found += [(s, o) for s, _, o, lit, _, _ in rows if not lit]
             return found
+
+        return await self.db.read(read)
+
+    async def distances(self, user: str, collection: str, search: DistanceSearch) -> Distances | None:
+        """The whole breadth-first search over the held adjacency, in one read (None: too big to
+        hold, search level by level)."""
+
+        def read(conn: sqlite3.Connection) -> Distances | None:
+            held = self._adjacency(conn, user, collection)
+            return None if held is None else held.distances(search)
 
         return await self.db.read(read)
 

@@ -276,3 +276,30 @@ async def test_request_overrides_the_flow_settings() -> None:
     got = s.for_request(r)
     assert (got.strategy, got.max_distance, got.window_days, got.weights.original) == ("distance", 5, 7, 1.0)
     assert isinstance(got.weights, RerankWeights)
+
+
+async def test_each_result_gets_its_true_distance_on_random_graphs() -> None:
+    """Against a plain breadth-first search over the whole graph: a result's nearest entity is at
+    its true shortest distance when that is within max-distance, and unreached otherwise."""
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        n = int(rng.integers(4, 30))
+        edges = [(f"n{rng.integers(n)}", f"n{rng.integers(n)}") for _ in range(int(rng.integers(n, 3 * n)))]
+        sources = [f"n{i}" for i in rng.choice(n, int(rng.integers(1, 3)), replace=False)]
+        groups = [[f"n{i}" for i in rng.choice(n, int(rng.integers(1, 4)))] for _ in range(int(rng.integers(1, 9)))]
+        max_distance = int(rng.integers(1, 5))
+        true = {e: 0 for e in sources}
+        while True:  # plain BFS to a fixed point
+            more = {b: true[a] + 1 for a, b in edges + [(o, s) for s, o in edges] if a in true and b not in true}
+            if not more:
+                break
+            true.update({b: min(d, true.get(b, d)) for b, d in more.items()})
+
+        async def read(frontier: list[str], edges: list[tuple[str, str]] = edges) -> list[tuple[str, str]]:
+            return [(s, o) for s, o in edges if s in frontier or o in frontier]
+
+        d = await shortest_distances(read, sources, groups, max_distance, 1000)
+        for g in groups:
+            want = min((true[e] for e in g if e in true), default=None)
+            got = min((d.hops[e] for e in g if e in d.hops), default=None)
+            assert got == (want if want is not None and want <= max_distance else None), (g, edges, sources)

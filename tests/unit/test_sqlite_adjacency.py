@@ -3,10 +3,13 @@ scans, and never stale after a write by this or another store on the same file."
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from processors.retrieval.relevance.distances import DistanceSearch, shortest_distances
 from processors.stores import sqlite_triples
 from processors.stores.sqlite_triples import SqliteTripleStore
 from schemas.terms import RDFS_LABEL, Term, Triple
@@ -77,3 +80,40 @@ async def test_writes_by_any_store_on_the_file_are_seen_at_once(tmp_path: Path) 
     finally:
         await reader.db.close()
         await writer.db.close()
+
+
+async def test_the_held_search_finds_what_the_search_level_by_level_finds(tmp_path: Path) -> None:
+    """Random graphs (literals, labels, several relations), sources, targets, limits and frontier
+    caps: the store's own search over its held arrays = `shortest_distances` over its adjacency
+    reads (hops of the targets, levels searched, truncation)."""
+    rng = np.random.default_rng(11)
+    seen: set[str] = set()
+    for case in range(60):
+        store = SqliteTripleStore(tmp_path / f"graph{case}.db")
+        try:
+            n = int(rng.integers(5, 40))
+            triples = [edge(f"n{rng.integers(n)}", f"r{rng.integers(3)}", f"n{rng.integers(n)}") for _ in range(n * 2)]
+            triples += [Triple(s=Term.iri(iri(f"n{i}")), p=Term.iri(iri("r1")), o=Term.literal(f"v{i}"))
+                        for i in range(0, n, 3)]  # fmt: skip
+            await store.add_triples("alice", "kb", triples)
+            names = [iri(f"n{i}") for i in range(n + 3)]  # three entities the graph does not hold
+            search = DistanceSearch(
+                sources=rng.choice(names, int(rng.integers(1, 4))).tolist(),
+                targets=[rng.choice(names, int(rng.integers(0, 4))).tolist() for _ in range(int(rng.integers(1, 8)))],
+                max_distance=int(rng.integers(1, 5)),
+                per_entity=int(rng.integers(1, 4)),
+                max_frontier=int(rng.integers(1, 12)),
+            )
+            held = await store.distances("alice", "kb", search)
+            read = partial(store.adjacent, "alice", "kb", limit_per_entity=search.per_entity)
+            by_level = await shortest_distances(
+                read, search.sources, search.targets, search.max_distance, search.max_frontier
+            )
+            wanted = {e for g in search.targets for e in g}
+            assert held is not None
+            assert held.hops == {e: h for e, h in by_level.hops.items() if e in wanted}, (case, search)
+            assert (held.round_trips, held.truncated) == (by_level.round_trips, by_level.truncated), case
+            seen.update({"truncated"} if held.truncated else set(), {f"hop {h}" for h in held.hops.values()})
+        finally:
+            await store.db.close()
+    assert {"truncated", "hop 0", "hop 1", "hop 2", "hop 3"} <= seen  # the cases reach what they test

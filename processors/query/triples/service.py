@@ -9,9 +9,10 @@ from processors.base.processor import FlowContext, FlowProcessor, Host, ServiceS
 from processors.base.settings import RuntimeSettings
 from processors.ingest.triples_loader import load_triples
 from processors.models.embeddings.client import FlowEmbedder
-from processors.retrieval.relevance.distances import shortest_distances
+from processors.retrieval.relevance.distances import DistanceSearch, shortest_distances
 from processors.retrieval.relevance.ranking import NeighbourResult, rank_neighbours
 from processors.stores.factory import Stores
+from processors.stores.protocol import HeldDistances
 from schemas.flows import GraphChanged
 from schemas.services import EMBEDDINGS, TRIPLES, Service
 from schemas.topics import GRAPH_CHANGED
@@ -85,7 +86,14 @@ class TriplesProcessor(FlowProcessor):
         return [(e[0], e[2]) for e, _ in found]
 
     async def _distances(self, req: DistancesQuery) -> TriplesResponse:
-        """The breadth-first search, one adjacency read per level; hops of the targets reached."""
+        """The breadth-first search, one adjacency read per level (or the store's own search over
+        the graph it holds); hops of the targets reached."""
+        store = self.stores.triples
+        if isinstance(store, HeldDistances) and (req.scope is None or req.scope.is_empty):
+            search = DistanceSearch(req.sources, req.targets, req.max_distance, req.limit_per_entity, req.max_frontier)
+            held = await store.distances(req.user, req.collection, search)
+            if held is not None:
+                return TriplesResponse(hops=held.hops, truncated=held.truncated, store_round_trips=1)
         read = 0
 
         async def level(frontier: list[str]) -> list[tuple[str, str]]:

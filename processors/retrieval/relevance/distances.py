@@ -48,13 +48,20 @@ async def shortest_distances(
     their edges instead when they are fewer than the frontier."""
     hops = {e: 0 for e in sources}
     frontier = list(hops)
-    open_groups = [g for g in groups if g and not any(e in hops for e in g)]
+    groups = list(groups)
+    owners: dict[str, list[int]] = {}  # entity -> the groups it is in: a reached entity closes them
+    for i, g in enumerate(groups):
+        for e in g:
+            owners.setdefault(e, []).append(i)
+    open_groups = {i for i, g in enumerate(groups) if g and not any(e in hops for e in g)}
     trips, truncated = 0, False
     for level in range(1, max_distance + 1):
         if not open_groups or not frontier:
             break
-        pending = list(dict.fromkeys(e for g in open_groups for e in g))
-        reverse = level == max_distance and len(pending) < len(frontier)
+        reverse = False
+        if level == max_distance:
+            pending = list(dict.fromkeys(e for i in sorted(open_groups) for e in groups[i]))
+            reverse = len(pending) < len(frontier)
         ask = pending if reverse else frontier
         if len(ask) > max_frontier:
             ask, truncated = ask[:max_frontier], True
@@ -69,10 +76,9 @@ async def shortest_distances(
                 if b in asked and a in inside:
                     hops.setdefault(b, level)
             break
-        reached = _reached(edges, asked, hops, level)
-        if reached:
-            open_groups = [g for g in open_groups if not any(e in hops for e in g)]
-        frontier = reached
+        frontier = _reached(edges, asked, hops, level)
+        for e in frontier:
+            open_groups.difference_update(owners.get(e, ()))
     return Distances(hops, trips, truncated)
 
 
