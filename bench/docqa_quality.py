@@ -38,7 +38,8 @@ def recall(ranked: list[str], gold: set[str]) -> dict[str, float]:
     return {f"recall@{k}": len(gold & set(distinct[:k])) / len(gold) for k in KS}
 
 
-def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
+def mean_recall(rows: list[dict[str, float]]) -> dict[str, float]:
+    """Each recall@k averaged over the questions."""
     return {k: round(sum(r[k] for r in rows) / len(rows), 4) for k in rows[0]} if rows else {}
 
 
@@ -78,7 +79,7 @@ async def quality(system: System, questions: list[dict[str, Any]]) -> dict[str, 
             )
             found = (await docs.request(search)).chunks
             rows[mode].append(recall([d.id for d in documents_of(found)], gold))
-    out: dict[str, Any] = {name: _mean(r) for name, r in rows.items()}
+    out: dict[str, Any] = {name: mean_recall(r) for name, r in rows.items()}
     best = max(out["vector"]["recall@5"], out["lexical"]["recall@5"])
     out["lazy_rag_recall@5_over_better_baseline"] = round(out["lazy_rag"]["recall@5"] - best, 4)
     lat = _ms(latency)
@@ -103,7 +104,7 @@ async def kg_query_modes(system: System, questions: list[dict[str, Any]]) -> dic
             req = KgQueryRequest(user=USER, collection=COLLECTION, query=q["question"], mode=mode, no_llm=True)
             res = await _timed(kg, req, ms)
             rows.append(recall([d.id for d in res.references], set(q["supporting_paragraph_ids"])))
-        out[mode] = {**_mean(rows), **_ms(ms)}
+        out[mode] = {**mean_recall(rows), **_ms(ms)}
     return out
 
 
@@ -143,6 +144,6 @@ async def scope_cost(system: System, questions: list[dict[str, Any]]) -> dict[st
             rows.append(recall([d.id for d in docs], set(q["supporting_paragraph_ids"])))
         ratio = percentile(scoped, 50) / max(percentile(plain, 50), 1e-9)
         out[name] = {"unscoped": _ms(plain), "scoped": _ms(scoped), "scoped_p50_over_unscoped": round(ratio, 2),
-                     "scoped_recall": _mean(rows)}  # fmt: skip
+                     "scoped_recall": mean_recall(rows)}  # fmt: skip
     out["questions"] = len(scoped_qs)
     return out

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import docqa, pathquestion
+from bench.docqa_quality import mean_recall, recall
 from bench.measure import KgflowClient, percentile
 from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings, StoreSettings
@@ -146,10 +147,10 @@ async def recall_effect(system: System, questions: list[dict[str, Any]]) -> dict
         for choice in CHOICES:
             req = LazyRagRequest(user=USER, collection=COLLECTION, query=q["question"], no_llm=True, reranker=choice)
             res = await lazy.request(req)
-            rows[choice].append(docqa.recall([d.id for d in res.documents], gold))
+            rows[choice].append(recall([d.id for d in res.documents], gold))
             if choice != "none" and res.stats:
                 rerank_ms[choice].append(res.stats.stage_ms.get("rerank", 0.0))
-    out: dict[str, Any] = {c: docqa._mean(r) for c, r in rows.items()}
+    out: dict[str, Any] = {c: mean_recall(r) for c, r in rows.items()}
     base = out["none"]["recall@5"]
     out["recall@5_change"] = {c: round(out[c]["recall@5"] - base, 4) for c in STRATEGIES}
     out["rerank_stage_p50_ms"] = {c: _p(v, 50) for c, v in rerank_ms.items()}
