@@ -281,7 +281,7 @@ class DocumentsResponse(Response):
     links: ChunkLinks | None = None
     relations: list[RelationshipRef] = []
     relation_chunks: list[tuple[tuple[str, str, str], str]] = []  # (relation, chunk id)
-    chunk_entities: list[tuple[str, str]] = []  # (chunk id, entity it mentions)
+    chunk_mentions: dict[str, list[str]] = {}  # chunk id -> the entities it mentions
     episodes: dict[str, int] = {}  # entity -> episodes that mention it (entities with none left out)
     similarities: dict[str, float] = {}  # chunk id -> cosine
     collections: list[CollectionInfo] = []

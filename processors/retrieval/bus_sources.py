@@ -200,12 +200,12 @@ class BusSources:
         entities: Sequence[str],
         chunk_ids: Sequence[str],
         window: tuple[datetime, datetime] | None,
-    ) -> tuple[list[tuple[str, str]], dict[str, int]]:
+    ) -> tuple[dict[str, list[str]], dict[str, int]]:
         since, until = window or (None, None)
         req = EpisodeMentions(user=t.user, collection=t.collection, scope=t.scope, entities=list(entities),
                               chunk_ids=list(chunk_ids), since=since, until=until)  # fmt: skip
         res = await self._call(DOCUMENTS, req)
-        return res.chunk_entities, res.episodes
+        return res.chunk_mentions, res.episodes
 
     async def distances(self, t: Tenant, search: DistanceSearch) -> Distances:
         q = DistancesQuery(user=t.user, collection=t.collection, scope=t.scope, sources=search.sources,

@@ -82,14 +82,18 @@ class Adjacency:
         hops[self._numbers(sources)] = 0
         members = [e for g in q.targets for e in g]
         group = np.repeat(np.arange(len(q.targets)), [len(g) for g in q.targets])
-        member = np.fromiter((self.ids.get(e, -1) for e in members), np.int64, len(members))
+        member = np.array([self.ids.get(e, -1) for e in members], np.int64)
         given = np.zeros(len(members), bool)  # members that are sources the graph does not hold
         if unknown:
             given = np.fromiter((e in unknown for e in members), bool, len(members))
 
+        non_empty = np.bincount(group, minlength=len(q.targets)) > 0
+
         def open_groups() -> np.ndarray:
-            reached = given | ((member >= 0) & (hops[member] >= 0))
-            return np.setdiff1d(group, group[reached])  # groups (non-empty) with no entity reached
+            """The non-empty groups with no entity reached, in order."""
+            closed = np.zeros(len(q.targets), bool)
+            closed[group[given | ((member >= 0) & (hops[member] >= 0))]] = True
+            return np.flatnonzero(non_empty & ~closed)
 
         frontier: list[str] | np.ndarray = sources
         still, trips, truncated = open_groups(), 0, False

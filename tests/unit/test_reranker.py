@@ -55,10 +55,10 @@ class Fake:
 
     async def episodes(
         self, t: Tenant, entities: Sequence[str], chunk_ids: Sequence[str], window: tuple[datetime, datetime] | None
-    ) -> tuple[list[tuple[str, str]], dict[str, int]]:
+    ) -> tuple[dict[str, list[str]], dict[str, int]]:
         self.calls.append(("episodes", (list(entities), list(chunk_ids), window)))
-        found = [(c, e) for c in chunk_ids for e in self.mentions.get(c, [])]
-        wanted = set(entities) | {e for _, e in found}
+        found = {c: self.mentions[c] for c in chunk_ids if c in self.mentions}
+        wanted = set(entities) | {e for es in found.values() for e in es}
         return found, {e: n for e, n in self.episode_counts.items() if e in wanted} if window else {}
 
     async def distances(self, t: Tenant, search: DistanceSearch) -> Distances:

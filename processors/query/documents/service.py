@@ -126,7 +126,10 @@ class DocumentsProcessor(FlowProcessor):
             pairs, counts = await docs.episodes(
                 req.user, req.collection, req.entities, req.chunk_ids, window, req.scope
             )
-            return DocumentsResponse(chunk_entities=pairs, episodes=counts, store_round_trips=1)
+            mentions: dict[str, list[str]] = {}
+            for chunk_id, entity in pairs:
+                mentions.setdefault(chunk_id, []).append(entity)
+            return DocumentsResponse(chunk_mentions=mentions, episodes=counts, store_round_trips=1)
         if isinstance(req, ChunkSimilarities):
             sims = await docs.chunk_similarities(req.user, req.collection, req.vector, req.chunk_ids, req.scope)
             return DocumentsResponse(similarities=sims, store_round_trips=1)

@@ -136,12 +136,12 @@ class Reranker:
         until = _aware(req.as_of) if req.as_of else datetime.now(UTC)
         since = until - timedelta(days=s.window_days)
 
-        async def mentions() -> tuple[list[tuple[str, str]], dict[str, int], int]:
+        async def mentions() -> tuple[dict[str, list[str]], dict[str, int], int]:
             window = (since, until) if episodes else None
             if (episodes and (explicit or lookup)) or (distance and lookup):
-                pairs, counts = await self.sources.episodes(t, explicit if episodes else [], lookup, window)
-                return pairs, counts, 1
-            return [], {}, 0
+                mentioned, counts = await self.sources.episodes(t, explicit if episodes else [], lookup, window)
+                return mentioned, counts, 1
+            return {}, {}, 0
 
         async def question() -> tuple[list[str], int]:
             if not distance:
@@ -162,10 +162,7 @@ class Reranker:
 
         (links, counts, n1), (qents, n2), (sims, n3) = await asyncio.gather(mentions(), question(), similarities())
         watch.lap("lookup")
-        by_chunk: dict[str, list[str]] = {}
-        for chunk_id, entity in links:
-            by_chunk.setdefault(chunk_id, []).append(entity)
-        entities = [g if g is not None else by_chunk.get(it.id, []) for it, g in zip(req.results, given, strict=True)]
+        entities = [g if g is not None else links.get(it.id, []) for it, g in zip(req.results, given, strict=True)]
         return _Found([list(dict.fromkeys(e)) for e in entities], counts, qents, sims, n1 + n2 + n3)
 
     async def _similarities(

@@ -30,8 +30,8 @@ class RerankSources(Protocol):
 
     async def episodes(
         self, t: Tenant, entities: Sequence[str], chunk_ids: Sequence[str], window: tuple[datetime, datetime] | None
-    ) -> tuple[list[tuple[str, str]], dict[str, int]]:
-        """(chunk id, entity) for what `chunk_ids` mention and, with a window, per entity (given
+    ) -> tuple[dict[str, list[str]], dict[str, int]]:
+        """The entities each of `chunk_ids` mentions (chunk id -> entities) and, with a window, per entity (given
         or mentioned) the distinct timestamped documents in it that mention it (in scope)."""
         ...
 
