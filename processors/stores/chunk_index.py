@@ -105,15 +105,13 @@ class ChunkIndex:
         )
         return list(zip(rows.tolist(), scores.tolist(), strict=True))
 
-    def mentioned(self, ids: Sequence[str], document_ids: set[str] | None) -> list[tuple[str, str]]:
-        """(chunk id, entity) for what each chunk of `ids` mentions (chunks whose document is in
-        `document_ids`, unless None)."""
-        out: list[tuple[str, str]] = []
-        for c in dict.fromkeys(ids):
-            r = self.row.get(c)
-            if r is not None and (document_ids is None or self.document_ids[r] in document_ids):
-                out += [(c, e) for e in self.mentions[r]]
-        return out
+    def mentioned(self, ids: Sequence[str], document_ids: set[str] | None) -> dict[str, list[str]]:
+        """The entities each chunk of `ids` mentions (chunks that mention one, and whose document
+        is in `document_ids` unless None)."""
+        rows = {c: r for c in ids if (r := self.row.get(c)) is not None and self.mentions[r]}
+        if document_ids is not None:
+            rows = {c: r for c, r in rows.items() if self.document_ids[r] in document_ids}
+        return {c: list(self.mentions[r]) for c, r in rows.items()}
 
     def similarities(
         self, vector: Sequence[float], ids: Sequence[str], document_ids: set[str] | None

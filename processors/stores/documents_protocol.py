@@ -156,8 +156,8 @@ class DocumentStore(Protocol):
         chunk_ids: Sequence[str],
         window: tuple[float, float] | None,
         scope: Scope | None = None,
-    ) -> tuple[list[tuple[str, str]], dict[str, int]]:
-        """(chunk id, entity) for what the chunks `chunk_ids` mention (in scope) and, with a
+    ) -> tuple[dict[str, list[str]], dict[str, int]]:
+        """The entities each of the chunks `chunk_ids` mentions (in scope) and, with a
         window (since, until in epoch seconds), for `entities` and those the chunks mention, the
         distinct documents in scope with a timestamp in it whose chunks mention each (entities
         with none left out) — one store call. Documents without a timestamp are no episodes."""

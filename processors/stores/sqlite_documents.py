@@ -213,23 +213,23 @@ class SqliteDocumentStore:
         chunk_ids: Sequence[str],
         window: tuple[float, float] | None,
         scope: Scope | None = None,
-    ) -> tuple[list[tuple[str, str]], dict[str, int]]:
+    ) -> tuple[dict[str, list[str]], dict[str, int]]:
         """What the chunks mention (from the search index, as chunk similarities are) and each
         entity's episodes in the window (see `EPISODES`, `EPISODE_COUNTS`)."""
         index = await self._chunk_index(user, collection) if chunk_ids else None
 
-        def read(conn: sqlite3.Connection) -> tuple[list[tuple[str, str]], dict[str, int]]:
+        def read(conn: sqlite3.Connection) -> tuple[dict[str, list[str]], dict[str, int]]:
             allowed = scoped_ids(conn, user, collection, scope)
+            mentioned = index.mentioned(chunk_ids, allowed) if index is not None else {}
+            if window is None:
+                return mentioned, {}
+            wanted = list(dict.fromkeys([*entities, *(e for es in mentioned.values() for e in es)]))
             docs = None if allowed is None else json.dumps(sorted(allowed))
-            rows = index.mentioned(chunk_ids, allowed) if index is not None else []
-            wanted = list(dict.fromkeys([*entities, *(e for _, e in rows)]))
-            if window is None or not wanted:
-                return rows, {}
-            episodes = [r[0] for r in conn.execute(EPISODES, (user, collection, *window, docs))]
+            episodes = [r[0] for r in conn.execute(EPISODES, (user, collection, *window, docs))] if wanted else []
             if not episodes:
-                return rows, {}
+                return mentioned, {}
             args = (user, collection, json.dumps(wanted), json.dumps(episodes))
-            return rows, {str(e): int(n) for e, n in conn.execute(EPISODE_COUNTS, args)}
+            return mentioned, {str(e): int(n) for e, n in conn.execute(EPISODE_COUNTS, args)}
 
         return await self.db.read(read)
 

@@ -123,13 +123,10 @@ class DocumentsProcessor(FlowProcessor):
             return DocumentsResponse(relation_chunks=pairs, store_round_trips=1)
         if isinstance(req, EpisodeMentions):
             window = (req.since.timestamp(), req.until.timestamp()) if req.since and req.until else None
-            pairs, counts = await docs.episodes(
+            mentioned, counts = await docs.episodes(
                 req.user, req.collection, req.entities, req.chunk_ids, window, req.scope
             )
-            mentions: dict[str, list[str]] = {}
-            for chunk_id, entity in pairs:
-                mentions.setdefault(chunk_id, []).append(entity)
-            return DocumentsResponse(chunk_mentions=mentions, episodes=counts, store_round_trips=1)
+            return DocumentsResponse(chunk_mentions=mentioned, episodes=counts, store_round_trips=1)
         if isinstance(req, ChunkSimilarities):
             sims = await docs.chunk_similarities(req.user, req.collection, req.vector, req.chunk_ids, req.scope)
             return DocumentsResponse(similarities=sims, store_round_trips=1)
