@@ -23,13 +23,10 @@ def edge(s: str, p: str, o: str) -> Triple:
     return Triple(s=Term.iri(iri(s)), p=Term.iri(iri(p)), o=Term.iri(iri(o)))
 
 
+KNOWS = "ada bob, ada carl, bob carl, carl ada, eve ada"  # and ada admires dora
 GRAPH = [
-    edge("ada", "knows", "bob"),
-    edge("ada", "knows", "carl"),
+    *(edge(a, "knows", b) for a, b in (pair.split() for pair in KNOWS.split(", "))),
     edge("ada", "admires", "dora"),
-    edge("bob", "knows", "carl"),
-    edge("carl", "knows", "ada"),
-    edge("eve", "knows", "ada"),
     Triple(s=Term.iri(iri("ada")), p=Term.iri(iri("age")), o=Term.literal("36")),  # a literal among ada's first edges
     Triple(s=Term.iri(iri("ada")), p=Term.iri(RDFS_LABEL), o=Term.literal("Ada")),
 ]
