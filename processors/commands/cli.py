@@ -9,6 +9,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from processors.base.logs import setup_logging
 from processors.commands import flows as flow_cmds
@@ -148,10 +149,14 @@ def _one_line(e: BaseException) -> str:
 
 
 def run() -> None:
-    """The `kgflow` console script: `main`, then exit. After a command that used Pulsar, exit at
-    once: the Pulsar C++ client can abort in its destructors at interpreter exit (`terminate called
-    without an active exception`, status -6) although the work is done and the bus was closed."""
-    code = main()
+    """The `kgflow` console script: `main`, then `exit_process`."""
+    exit_process(main())
+
+
+def exit_process(code: int) -> NoReturn:
+    """Exit with `code`. After Pulsar was used, exit at once: the Pulsar C++ client can abort in
+    its destructors at interpreter exit (`terminate called without an active exception`, status
+    -6) although the work is done and the bus was closed."""
     if "processors.base.pulsar_bus" in sys.modules:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.pulsar_bus import PulsarBus
 from processors.base.settings import RuntimeSettings
+from processors.commands.cli import exit_process
 from schemas.base import Message, Response
 from schemas.services import Service
 
@@ -132,3 +133,4 @@ async def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     asyncio.run(main(sys.argv[1:]))
+    exit_process(0)  # as `kgflow` exits: the Pulsar client may abort in interpreter teardown
