@@ -109,9 +109,10 @@ class Adjacency:
             ask = pending if reverse else frontier
             if len(ask) > q.max_frontier:
                 ask, truncated = ask[: q.max_frontier], True
+            numbers = self._numbers(ask)
             asked = np.zeros(len(self.names), bool)
-            asked[self._numbers(ask)] = True
-            a, b = self._edges(self._numbers(ask), q.per_entity)
+            asked[numbers] = True
+            a, b = self._edges(numbers, q.per_entity)
             trips += 1
             if reverse:  # the last level: which pending entities touch the frontier
                 inside = np.zeros(len(self.names), bool)
