@@ -1,0 +1,156 @@
+"""The Cypher the Neo4j triple store and entity index run (the store: neo4j_store.py). Every
+value is a parameter: no query text is built from a request."""
+
+from __future__ import annotations
+
+# A collection's load state (`n += $state`: a null field removes the property).
+SET_LOAD = "MERGE (n:KgLoad {key: $key}) SET n.user = $user, n.collection = $collection, n += $state"
+# All properties: naming one no node has yet (`error`) makes the server warn on every read.
+GET_LOAD = "MATCH (n:KgLoad {key: $key}) RETURN properties(n) AS state"
+DELETE_LOAD = "MATCH (n:KgLoad {key: $key}) DELETE n"
+
+
+_ROW = "coalesce(o.uri, o.value) AS o, o:KgLiteral AS lit, o.datatype AS dt, o.language AS lang"
+SCOPE_EDGE = " r.user = $user AND r.collection = $collection"
+
+ADD_IRI_EDGES = (
+    "UNWIND $rows AS row "
+    "MERGE (s:KgEntity {key: row.sk}) ON CREATE SET s.user = $user, s.collection = $collection, s.uri = row.s "
+    "MERGE (o:KgEntity {key: row.ok}) ON CREATE SET o.user = $user, o.collection = $collection, o.uri = row.o "
+    "MERGE (s)-[r:KG_EDGE {p: row.p}]->(o) ON CREATE SET r.user = $user, r.collection = $collection"
+)
+ADD_LITERAL_EDGES = (
+    "UNWIND $rows AS row "
+    "MERGE (s:KgEntity {key: row.sk}) ON CREATE SET s.user = $user, s.collection = $collection, s.uri = row.s "
+    "MERGE (o:KgLiteral {key: row.ok}) ON CREATE SET o.user = $user, o.collection = $collection, "
+    "o.value = row.o, o.datatype = row.dt, o.language = row.lang "
+    "MERGE (s)-[r:KG_EDGE {p: row.p}]->(o) ON CREATE SET r.user = $user, r.collection = $collection"
+)
+SET_LABELS = "UNWIND $rows AS row MATCH (s:KgEntity {key: row.sk}) SET s.label = row.label"
+
+PATTERN_MATCH = {
+    "s": "MATCH (s:KgEntity {key: $sk})-[r:KG_EDGE]->(o) WHERE",
+    "o_iri": "MATCH (s:KgEntity)-[r:KG_EDGE]->(o:KgEntity {key: $ok}) WHERE",
+    "o_lit": "MATCH (s:KgEntity)-[r:KG_EDGE]->(o:KgLiteral {key: $ok}) WHERE",
+    "p": "MATCH (s:KgEntity)-[r:KG_EDGE]->(o) WHERE",
+    "all": "MATCH (s:KgEntity {user: $user, collection: $collection})-[r:KG_EDGE]->(o) WHERE",
+}
+PATTERN_RETURN = " RETURN s.uri AS s, r.p AS p, " + _ROW + " LIMIT $limit"
+
+# An entity's edges in key order (predicate, then far end), the order every backend reads them in.
+_NB_OUT_ROW = "n.uri AS s, r.p AS p, " + _ROW + " ORDER BY p, o, lit, dt, lang"
+_NB_IN_ROW = "s.uri AS s, r.p AS p, n.uri AS o, false AS lit, '' AS dt, '' AS lang ORDER BY p, s"
+_NB_OUT = "MATCH (n)-[r:KG_EDGE]->(o) WHERE r.p <> $label RETURN 0 AS dir, " + _NB_OUT_ROW + " LIMIT $lim"
+_NB_IN = "MATCH (s:KgEntity)-[r:KG_EDGE]->(n) WHERE r.p <> $label RETURN 1 AS dir, " + _NB_IN_ROW + " LIMIT $lim"
+# Focus reads only where the first read can have stopped at its limit (degrees are O(1) in Neo4j).
+_NB_FOCUS_OUT = (
+    " UNION ALL UNWIND CASE WHEN COUNT { (n)-[:KG_EDGE]->() } >= $lim THEN $focus ELSE [] END AS fp"
+    " CALL (n, fp) { MATCH (n)-[r:KG_EDGE]->(o) WHERE r.p = fp RETURN 2 AS dir, " + _NB_OUT_ROW
+)
+_NB_FOCUS_IN = (
+    " UNION ALL UNWIND CASE WHEN COUNT { (n)<-[:KG_EDGE]-() } >= $lim THEN $focus ELSE [] END AS fp"
+    " CALL (n, fp) { MATCH (s:KgEntity)-[r:KG_EDGE]->(n) WHERE r.p = fp RETURN 3 AS dir, " + _NB_IN_ROW
+)
+_NB_FOCUS_TAIL = " LIMIT $flim } RETURN dir, s, p, o, lit, dt, lang"
+_NB_HEAD = (
+    "UNWIND range(0, size($keys) - 1) AS i WITH i, $keys[i] AS k "
+    "MATCH (n:KgEntity {key: k}) WHERE n.user = $user AND n.collection = $collection CALL (n) { "
+)
+_NB_TAIL = " } RETURN i, dir, s, p, o, lit, dt, lang"
+_NB_PARTS = {
+    "out": [_NB_OUT],
+    "in": [_NB_IN],
+    "both": [_NB_OUT, " UNION ALL " + _NB_IN],
+    "out_focus": [_NB_FOCUS_OUT + _NB_FOCUS_TAIL],
+    "in_focus": [_NB_FOCUS_IN + _NB_FOCUS_TAIL],
+    "both_focus": [_NB_FOCUS_OUT + _NB_FOCUS_TAIL, _NB_FOCUS_IN + _NB_FOCUS_TAIL],
+}
+NEIGHBOURS = {
+    (d, focus): _NB_HEAD + "".join(_NB_PARTS[d] + (_NB_PARTS[f"{d}_focus"] if focus else [])) + _NB_TAIL
+    for d in ("out", "in", "both")
+    for focus in (False, True)
+}
+LABELS = (
+    "UNWIND $keys AS k MATCH (n:KgEntity {key: k}) "
+    "WHERE n.user = $user AND n.collection = $collection AND n.label IS NOT NULL RETURN n.uri AS iri, n.label AS label"
+)
+REMOVE_EDGES = (
+    "UNWIND $rows AS row MATCH (s:KgEntity {key: row.sk})-[r:KG_EDGE {p: row.p}]->(o {key: row.ok}) "
+    "WHERE r.user = $user AND r.collection = $collection DELETE r"
+)
+REMOVE_LABELS = "UNWIND $rows AS row MATCH (s:KgEntity {key: row.sk}) WHERE s.label = row.label REMOVE s.label"
+COLLECTIONS = (
+    "MATCH (n:KgEntity) WHERE n.user = $user WITH DISTINCT n.collection AS c "
+    "RETURN c AS collection, COUNT { MATCH (:KgEntity {user: $user, collection: c})-[:KG_EDGE]->() } AS n"
+)
+_BATCHED = " } IN TRANSACTIONS OF 5000 ROWS"
+DELETE_TRIPLES = (
+    "MATCH (:KgEntity {user: $user, collection: $collection})-[r:KG_EDGE]->() CALL (r) { DELETE r" + _BATCHED,
+    "MATCH (n:KgLiteral {user: $user, collection: $collection}) CALL (n) { DETACH DELETE n" + _BATCHED,
+    "MATCH (n:KgEntity {user: $user, collection: $collection}) CALL (n) { REMOVE n.label "
+    "WITH n WHERE n.embedding IS NULL DETACH DELETE n" + _BATCHED,
+)
+
+UPSERT = {
+    "entity": "UNWIND $rows AS row MERGE (n:KgEntity {key: row.key}) "
+    "ON CREATE SET n.user = $user, n.collection = $collection, n.uri = row.iri "
+    "SET n.index_label = row.label, n.search_text = row.text, n.embedding = row.vec",
+    "predicate": "UNWIND $rows AS row MERGE (n:KgPredicate {key: row.key}) "
+    "ON CREATE SET n.user = $user, n.collection = $collection, n.uri = row.iri "
+    "SET n.label = row.label, n.embedding = row.vec",
+}
+# The question's cosine to node n's vector, computed by the server so vectors never cross the
+# wire (decoding 500 x 384 floats took ~280 ms); Neo4j's similarity is (1 + cos) / 2, null for
+# a zero vector (cosine 0, as in edge_scoring.cosines).
+_COS = "2 * coalesce(vector.similarity.cosine(n.embedding, $vec), 0.5) - 1"
+ANN = (
+    "CALL db.index.vector.queryNodes('kg_entity_embedding', $k, $vec) YIELD node AS n "
+    "WITH count(*) AS total, collect(CASE WHEN n.user = $user AND n.collection = $collection "
+    "THEN {iri: n.uri, label: n.index_label, sim: " + _COS + "} END) AS hits RETURN total, hits[0..$limit] AS hits"
+)  # the index yields nodes best first: only the best `limit` of the tenant's cross the wire
+
+# exact nearest nodes of one kind in the tenant: MATCH (n:Kind {scope}) + this + the label column
+_NEAREST = (
+    " WHERE n.embedding IS NOT NULL WITH n, " + _COS + " AS sim ORDER BY sim DESC, n.uri LIMIT $limit "
+    "RETURN n.uri AS iri, sim, "
+)
+EXACT = "MATCH (n:KgEntity {user: $user, collection: $collection})" + _NEAREST + "n.index_label AS label"
+NEAREST_PREDICATES = "MATCH (n:KgPredicate {user: $user, collection: $collection})" + _NEAREST + "n.label AS label"
+NAMED = (
+    "UNWIND $names AS name MATCH (n:KgEntity {search_text: name}) WHERE n.user = $user "
+    "AND n.collection = $collection AND n.embedding IS NOT NULL RETURN name, min(n.uri) AS iri"
+)
+DELETE_ENTITIES = (
+    "UNWIND $keys AS k MATCH (n:KgEntity {key: k}) WHERE n.user = $user AND n.collection = $collection "
+    "REMOVE n.embedding, n.index_label, n.search_text WITH n WHERE n.label IS NULL AND NOT (n)--() DELETE n"
+)
+DELETE_PREDICATES = (
+    "UNWIND $keys AS k MATCH (n:KgPredicate {key: k}) WHERE n.user = $user AND n.collection = $collection DELETE n"
+)
+INDEX_COLLECTIONS = (
+    "MATCH (n:KgEntity) WHERE n.user = $user AND n.embedding IS NOT NULL "
+    "RETURN n.collection AS collection, count(*) AS n"
+)
+FULLTEXT = (
+    "CALL db.index.fulltext.queryNodes('kg_entity_text', $q) YIELD node "
+    "WHERE node.user = $user AND node.collection = $collection "
+    "RETURN node.uri AS iri, node.index_label AS label LIMIT $limit"
+)
+
+# the tenant's entity (with a vector) and predicate nodes of $keys; + what each returns
+_ENTITIES_BY_KEY = (
+    "UNWIND $keys AS k MATCH (n:KgEntity {key: k}) WHERE n.user = $user AND n.collection = $collection "
+    "AND n.embedding IS NOT NULL RETURN n.uri AS iri, "
+)
+_PREDICATES_BY_KEY = (
+    "UNWIND $keys AS k MATCH (n:KgPredicate {key: k}) WHERE n.user = $user AND n.collection = $collection "
+    "RETURN n.uri AS iri, "
+)
+SIMILARITIES = _ENTITIES_BY_KEY + _COS + " AS sim UNION ALL " + _PREDICATES_BY_KEY + _COS + " AS sim"
+VECTORS = _ENTITIES_BY_KEY + "n.embedding AS vec UNION ALL " + _PREDICATES_BY_KEY + "n.embedding AS vec"
+DELETE_INDEX = (
+    "MATCH (n:KgPredicate {user: $user, collection: $collection}) CALL (n) { DETACH DELETE n" + _BATCHED,
+    "MATCH (n:KgEntity {user: $user, collection: $collection}) CALL (n) { "
+    "REMOVE n.embedding, n.index_label, n.search_text "
+    "WITH n WHERE n.label IS NULL AND NOT (n)--() DELETE n" + _BATCHED,
+)
