@@ -78,6 +78,10 @@ DOCUMENT_SCHEMA = (
     "OPTIONS {indexConfig: {`fulltext.analyzer`: 'whitespace'}}",
 )
 AWAIT_INDEXES = "CALL db.awaitIndexes(300)"
+# Auto-commit reads: attempts on a retryable error (leader switch, deadlock, lost connection), and
+# the first back-off (doubled per attempt)
+READ_ATTEMPTS = 3
+READ_RETRY_DELAY_S = 0.05
 
 
 # Lucene treats these as syntax; inside a quoted phrase only \ and " need escaping, but every
@@ -108,6 +112,16 @@ def lucene_phrase(token: str) -> str:
 
 Runner = Callable[[str, Mapping[str, Any]], Awaitable[list[dict[str, Any]]]]
 T = TypeVar("T")
+
+
+def collected(cypher: str, *columns: str) -> str:
+    """`cypher`'s rows returned as ONE record: `rows`, a list of maps of `columns`, in order.
+
+    The async driver takes a message per record, ~0.15 ms of CPU each (100 rows: 16 ms on
+    localhost); 1,000 rows as one record of maps cost 4 ms. Read with `Neo4jConnection.read_rows`.
+    """
+    fields = ", ".join(f"{c}: {c}" for c in columns)
+    return "CALL () { " + cypher + " } RETURN collect({" + fields + "}) AS rows"
 
 
 def _runner(tx: Any) -> Runner:
@@ -169,16 +183,32 @@ class Neo4jConnection:
             self._ready = True
 
     async def read(self, cypher: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """Run one read query in a managed (retried) transaction; records as dicts."""
+        """Run one read query as an auto-commit query, retried on transient errors; records as dicts.
+
+        One query needs no transaction around it: a managed one adds a COMMIT round trip to every
+        read (2.2 -> 3.5 ms for a one-row read on localhost). A read is idempotent, so the retry a
+        managed transaction would make is made here instead.
+        """
         await self.ready()
+        from neo4j import READ_ACCESS
+        from neo4j.exceptions import DriverError, Neo4jError
 
-        async def work(tx: Any) -> list[dict[str, Any]]:
-            # dict(record), not record.data(): data() walks every value again, element by element
-            # (a vector is 384 of them); the values here are plain lists, maps and scalars already
-            return [dict(r) async for r in await tx.run(cypher, params)]
+        for attempt in range(READ_ATTEMPTS):
+            try:
+                async with self._driver.session(database=self.database, default_access_mode=READ_ACCESS) as session:
+                    # dict(record), not record.data(): data() walks every value again, element by
+                    # element (a vector is 384 of them); the values are plain lists, maps and scalars
+                    return [dict(r) async for r in await session.run(cypher, params)]
+            except (DriverError, Neo4jError) as exc:
+                if attempt + 1 >= READ_ATTEMPTS or not exc.is_retryable():
+                    raise
+                await asyncio.sleep(READ_RETRY_DELAY_S * 2**attempt)
+        raise AssertionError("unreachable")
 
-        async with self._driver.session(database=self.database) as session:
-            return await session.execute_read(work)
+    async def read_rows(self, cypher: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The rows of a `collected` query (read in one record)."""
+        records = await self.read(cypher, params)
+        return records[0]["rows"] if records else []
 
     async def write(self, queries: list[tuple[str, Mapping[str, Any]]]) -> int:
         """Run write queries in ONE managed transaction; returns relationships created."""
