@@ -3,6 +3,8 @@ value is a parameter: no query text is built from a request."""
 
 from __future__ import annotations
 
+from processors.stores.neo4j_schema import collected
+
 # A collection's load state (`n += $state`: a null field removes the property).
 SET_LOAD = "MERGE (n:KgLoad {key: $key}) SET n.user = $user, n.collection = $collection, n += $state"
 # All properties: naming one no node has yet (`error`) makes the server warn on every read.
@@ -37,6 +39,12 @@ PATTERN_MATCH = {
 }
 PATTERN_RETURN = " RETURN s.uri AS s, r.p AS p, " + _ROW + " LIMIT $limit"
 
+
+def pattern_query(match: str) -> str:
+    """A pattern query from its MATCH ... WHERE part (constant text), read with `read_rows`."""
+    return collected(match + PATTERN_RETURN, *_EDGE_COLUMNS)
+
+
 # An entity's edges in key order (predicate, then far end), the order every backend reads them in.
 _NB_OUT_ROW = "n.uri AS s, r.p AS p, " + _ROW + " ORDER BY p, o, lit, dt, lang"
 _NB_IN_ROW = "s.uri AS s, r.p AS p, n.uri AS o, false AS lit, '' AS dt, '' AS lang ORDER BY p, s"
@@ -65,14 +73,22 @@ _NB_PARTS = {
     "in_focus": [_NB_FOCUS_IN + _NB_FOCUS_TAIL],
     "both_focus": [_NB_FOCUS_OUT + _NB_FOCUS_TAIL, _NB_FOCUS_IN + _NB_FOCUS_TAIL],
 }
+_EDGE_COLUMNS = ("s", "p", "o", "lit", "dt", "lang")
 NEIGHBOURS = {
-    (d, focus): _NB_HEAD + "".join(_NB_PARTS[d] + (_NB_PARTS[f"{d}_focus"] if focus else [])) + _NB_TAIL
+    (d, focus): collected(
+        _NB_HEAD + "".join(_NB_PARTS[d] + (_NB_PARTS[f"{d}_focus"] if focus else [])) + _NB_TAIL,
+        "i",
+        "dir",
+        *_EDGE_COLUMNS,
+    )
     for d in ("out", "in", "both")
     for focus in (False, True)
 }
-LABELS = (
+LABELS = collected(
     "UNWIND $keys AS k MATCH (n:KgEntity {key: k}) "
-    "WHERE n.user = $user AND n.collection = $collection AND n.label IS NOT NULL RETURN n.uri AS iri, n.label AS label"
+    "WHERE n.user = $user AND n.collection = $collection AND n.label IS NOT NULL RETURN n.uri AS iri, n.label AS label",
+    "iri",
+    "label",
 )
 REMOVE_EDGES = (
     "UNWIND $rows AS row MATCH (s:KgEntity {key: row.sk})-[r:KG_EDGE {p: row.p}]->(o {key: row.ok}) "
@@ -114,11 +130,18 @@ _NEAREST = (
     " WHERE n.embedding IS NOT NULL WITH n, " + _COS + " AS sim ORDER BY sim DESC, n.uri LIMIT $limit "
     "RETURN n.uri AS iri, sim, "
 )
-EXACT = "MATCH (n:KgEntity {user: $user, collection: $collection})" + _NEAREST + "n.index_label AS label"
-NEAREST_PREDICATES = "MATCH (n:KgPredicate {user: $user, collection: $collection})" + _NEAREST + "n.label AS label"
-NAMED = (
+_HIT = ("iri", "sim", "label")
+EXACT = collected(
+    "MATCH (n:KgEntity {user: $user, collection: $collection})" + _NEAREST + "n.index_label AS label", *_HIT
+)
+NEAREST_PREDICATES = collected(
+    "MATCH (n:KgPredicate {user: $user, collection: $collection})" + _NEAREST + "n.label AS label", *_HIT
+)
+NAMED = collected(
     "UNWIND $names AS name MATCH (n:KgEntity {search_text: name}) WHERE n.user = $user "
-    "AND n.collection = $collection AND n.embedding IS NOT NULL RETURN name, min(n.uri) AS iri"
+    "AND n.collection = $collection AND n.embedding IS NOT NULL RETURN name, min(n.uri) AS iri",
+    "name",
+    "iri",
 )
 DELETE_ENTITIES = (
     "UNWIND $keys AS k MATCH (n:KgEntity {key: k}) WHERE n.user = $user AND n.collection = $collection "
@@ -131,10 +154,12 @@ INDEX_COLLECTIONS = (
     "MATCH (n:KgEntity) WHERE n.user = $user AND n.embedding IS NOT NULL "
     "RETURN n.collection AS collection, count(*) AS n"
 )
-FULLTEXT = (
+FULLTEXT = collected(
     "CALL db.index.fulltext.queryNodes('kg_entity_text', $q) YIELD node "
     "WHERE node.user = $user AND node.collection = $collection "
-    "RETURN node.uri AS iri, node.index_label AS label LIMIT $limit"
+    "RETURN node.uri AS iri, node.index_label AS label LIMIT $limit",
+    "iri",
+    "label",
 )
 
 # the tenant's entity (with a vector) and predicate nodes of $keys; + what each returns
@@ -146,8 +171,12 @@ _PREDICATES_BY_KEY = (
     "UNWIND $keys AS k MATCH (n:KgPredicate {key: k}) WHERE n.user = $user AND n.collection = $collection "
     "RETURN n.uri AS iri, "
 )
-SIMILARITIES = _ENTITIES_BY_KEY + _COS + " AS sim UNION ALL " + _PREDICATES_BY_KEY + _COS + " AS sim"
-VECTORS = _ENTITIES_BY_KEY + "n.embedding AS vec UNION ALL " + _PREDICATES_BY_KEY + "n.embedding AS vec"
+SIMILARITIES = collected(
+    _ENTITIES_BY_KEY + _COS + " AS sim UNION ALL " + _PREDICATES_BY_KEY + _COS + " AS sim", "iri", "sim"
+)
+VECTORS = collected(
+    _ENTITIES_BY_KEY + "n.embedding AS vec UNION ALL " + _PREDICATES_BY_KEY + "n.embedding AS vec", "iri", "vec"
+)
 DELETE_INDEX = (
     "MATCH (n:KgPredicate {user: $user, collection: $collection}) CALL (n) { DETACH DELETE n" + _BATCHED,
     "MATCH (n:KgEntity {user: $user, collection: $collection}) CALL (n) { "

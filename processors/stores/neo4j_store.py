@@ -40,7 +40,6 @@ from processors.stores.neo4j_cypher import (
     NEAREST_PREDICATES,
     NEIGHBOURS,
     PATTERN_MATCH,
-    PATTERN_RETURN,
     REMOVE_EDGES,
     REMOVE_LABELS,
     SCOPE_EDGE,
@@ -49,6 +48,7 @@ from processors.stores.neo4j_cypher import (
     SIMILARITIES,
     UPSERT,
     VECTORS,
+    pattern_query,
 )
 from processors.stores.neo4j_schema import (
     Neo4jConnection,
@@ -61,7 +61,10 @@ from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
 
 LEXICAL_CANDIDATES = 200
-ANN_OVERFETCH = 10  # index candidates per wanted hit before falling back to an exact tenant scan
+# index candidates per wanted hit: first try, then the over-fetch before an exact tenant scan
+# (a lone tenant is answered by the first: k = 500 costs 20 ms of server time, k = 100 8 ms)
+ANN_OVERFETCH = (2, 10)
+ANN_MIN_K = 100
 ANN_MAX_K = 10_000
 
 
@@ -148,7 +151,7 @@ class Neo4jTripleStore:
         if ok is not None:
             cypher += " AND o.key = $ok"
             params["ok"] = ok
-        return [edge_triple(_raw(r)) for r in await self.conn.read(cypher + PATTERN_RETURN, params)]
+        return [edge_triple(_raw(r)) for r in await self.conn.read_rows(pattern_query(cypher), params)]
 
     async def neighbours(self, q: NeighboursQuery) -> NeighbourResult:
         """Edges of the whole frontier in one UNWIND query, LIMIT per entity and direction (and
@@ -164,7 +167,7 @@ class Neo4jTripleStore:
             "focus": preds,
             "flim": q.focus_limit,
         }
-        rows = await self.conn.read(NEIGHBOURS[q.direction, bool(preds)], params)
+        rows = await self.conn.read_rows(NEIGHBOURS[q.direction, bool(preds)], params)
         rows.sort(key=lambda r: (r["dir"], r["i"]))  # out-edges first, in frontier order (as SQLite)
         found = ((_raw(r), frontier[r["i"]]) for r in rows)
         index = self.entity_index
@@ -181,7 +184,7 @@ class Neo4jTripleStore:
         """The frontier's first edges as (s, o): the UNWIND query of `neighbours`, no focus reads."""
         keys = [entity_key(user, collection, e) for e in dict.fromkeys(entities)]
         params = {"keys": keys, "user": user, "collection": collection, "label": RDFS_LABEL, "lim": limit_per_entity}
-        rows = await self.conn.read(NEIGHBOURS["both", False], params)
+        rows = await self.conn.read_rows(NEIGHBOURS["both", False], params)
         return [(r["s"], r["o"]) for r in rows if not r["lit"]]
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
@@ -189,7 +192,7 @@ class Neo4jTripleStore:
         keys = [entity_key(user, collection, i) for i in dict.fromkeys(iris)]
         if not keys:
             return {}
-        rows = await self.conn.read(LABELS, {"keys": keys, "user": user, "collection": collection})
+        rows = await self.conn.read_rows(LABELS, {"keys": keys, "user": user, "collection": collection})
         return {r["iri"]: r["label"] for r in rows}
 
     async def remove_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> None:
@@ -238,9 +241,10 @@ class Neo4jTripleStore:
 class Neo4jEntityIndex:
     """EntityIndex on Neo4j: a vector index over entity embeddings and a full-text index over labels.
 
-    The vector index is global, so a query over-fetches (`ANN_OVERFETCH` x limit candidates)
-    and keeps the tenant's nodes; when that leaves fewer than `limit` hits and the index may
-    hold more, an exact scan of the tenant's nodes (`vector.similarity.cosine`) answers instead.
+    The vector index is global, so a query over-fetches (`ANN_OVERFETCH` x limit candidates, a
+    second time wider) and keeps the tenant's nodes; when that leaves fewer than `limit` hits and
+    the index may hold more, an exact scan of the tenant's nodes (`vector.similarity.cosine`)
+    answers instead.
     """
 
     def __init__(self, conn: Neo4jConnection) -> None:
@@ -264,26 +268,43 @@ class Neo4jEntityIndex:
         if limit <= 0:
             return []
         scope = {"user": user, "collection": collection}
-        hits: dict[str, EntityHit] = {}
-        toks = content_tokens(text) if text else []
-        if toks:
-            q = " OR ".join(lucene_phrase(t) for t in toks)
-            for r in await self.conn.read(FULLTEXT, {**scope, "q": q, "limit": LEXICAL_CANDIDATES}):
-                score = label_match_score(r["label"] or "", text or "")
-                if score >= 1.0 and r["iri"] not in hits:
-                    hits[r["iri"]] = EntityHit(r["iri"], r["label"], score, lexical=True)
-        q32 = np.asarray(vector, dtype=np.float32) if vector is not None else None
-        if q32 is not None and float(np.linalg.norm(q32)) > 0:
-            vec = _f32(q32)
-            k = min(max(limit * ANN_OVERFETCH, 100), ANN_MAX_K)
-            ann = (await self.conn.read(ANN, {**scope, "k": k, "vec": vec, "limit": limit}))[0]
-            found = ann["hits"]
-            if len(found) < limit and ann["total"] >= k:
-                found = await self.conn.read(EXACT, {**scope, "vec": vec, "limit": limit})
-            for r in sorted(found, key=lambda r: -r["sim"])[:limit]:
-                if r["iri"] not in hits:
-                    hits[r["iri"]] = EntityHit(r["iri"], r["label"], float(r["sim"]))
+        lexical, nearest = await asyncio.gather(  # two indexes, two queries: in flight together
+            self._lexical(scope, text), self._nearest(scope, vector, limit)
+        )
+        hits = {h.iri: h for h in lexical}
+        for h in nearest:
+            hits.setdefault(h.iri, h)
         return rank_entity_hits(list(hits.values()), limit)
+
+    async def _lexical(self, scope: dict[str, str], text: str | None) -> list[EntityHit]:
+        """Entities whose whole label the text contains (full-text candidates, checked here)."""
+        toks = content_tokens(text) if text else []
+        if not toks:
+            return []
+        q = " OR ".join(lucene_phrase(t) for t in toks)
+        hits: dict[str, EntityHit] = {}
+        for r in await self.conn.read_rows(FULLTEXT, {**scope, "q": q, "limit": LEXICAL_CANDIDATES}):
+            score = label_match_score(r["label"] or "", text or "")
+            if score >= 1.0 and r["iri"] not in hits:
+                hits[r["iri"]] = EntityHit(r["iri"], r["label"], score, lexical=True)
+        return list(hits.values())
+
+    async def _nearest(self, scope: dict[str, str], vector: Sequence[float] | None, limit: int) -> list[EntityHit]:
+        """The tenant's `limit` nearest entities by cosine (the ANN index, else an exact scan)."""
+        q32 = np.asarray(vector, dtype=np.float32) if vector is not None else None
+        if q32 is None or float(np.linalg.norm(q32)) == 0:
+            return []
+        vec = _f32(q32)
+        for factor in ANN_OVERFETCH:
+            k = min(max(limit * factor, ANN_MIN_K), ANN_MAX_K)
+            ann = (await self.conn.read(ANN, {**scope, "k": k, "vec": vec, "limit": limit}))[0]
+            found, more = ann["hits"], ann["total"] >= k  # `more`: the index may hold further nodes
+            if len(found) >= limit or not more:
+                break
+        if len(found) < limit and more:
+            found = await self.conn.read_rows(EXACT, {**scope, "vec": vec, "limit": limit})
+        best = sorted(found, key=lambda r: -r["sim"])[:limit]
+        return [EntityHit(r["iri"], r["label"], float(r["sim"])) for r in best]
 
     async def nearest_predicates(
         self, user: str, collection: str, vector: Sequence[float], limit: int
@@ -293,7 +314,7 @@ class Neo4jEntityIndex:
         if limit <= 0 or float(np.linalg.norm(q)) == 0:
             return []
         scope = {"user": user, "collection": collection, "vec": _f32(q), "limit": limit}
-        rows = await self.conn.read(NEAREST_PREDICATES, scope)
+        rows = await self.conn.read_rows(NEAREST_PREDICATES, scope)
         hits = [EntityHit(r["iri"], r["label"] or "", float(r["sim"])) for r in rows]
         return sorted(hits, key=lambda h: (-h.score, h.iri))
 
@@ -302,7 +323,7 @@ class Neo4jEntityIndex:
         keys = [entity_key(user, collection, i) for i in dict.fromkeys(iris)]
         if not keys:
             return {}
-        rows = await self.conn.read(VECTORS, {"keys": keys, "user": user, "collection": collection})
+        rows = await self.conn.read_rows(VECTORS, {"keys": keys, "user": user, "collection": collection})
         return {r["iri"]: r["vec"] for r in rows}
 
     async def similarities(
@@ -313,12 +334,12 @@ class Neo4jEntityIndex:
         if not keys:
             return {}
         params = {"keys": keys, "user": user, "collection": collection, "vec": _f32(vector)}
-        return {r["iri"]: float(r["sim"]) for r in await self.conn.read(SIMILARITIES, params)}
+        return {r["iri"]: float(r["sim"]) for r in await self.conn.read_rows(SIMILARITIES, params)}
 
     async def named(self, user: str, collection: str, names: Sequence[str]) -> dict[str, str]:
         """Entities by normalised label (`search_text`, indexed), one query."""
         params = {"names": list(dict.fromkeys(names)), "user": user, "collection": collection}
-        return {r["name"]: r["iri"] for r in await self.conn.read(NAMED, params)} if names else {}
+        return {r["name"]: r["iri"] for r in await self.conn.read_rows(NAMED, params)} if names else {}
 
     async def delete(self, user: str, collection: str, iris: Sequence[str]) -> None:
         """Drop the entities' index properties (bare nodes go) and predicate nodes of these IRIs."""
