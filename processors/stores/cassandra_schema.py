@@ -140,7 +140,8 @@ STATEMENTS: dict[str, str] = {
     "vec_ann": "SELECT iri, label, vec_raw FROM entity_vectors WHERE user = ? AND collection = ? AND kind = ?"
     " ORDER BY vec ANN OF ? LIMIT ?",
     "vec_all_labels": "SELECT iri, label FROM entity_vectors WHERE user = ? AND collection = ? AND kind = ?",
-    "token": "SELECT iri, label FROM entity_tokens WHERE user = ? AND collection = ? AND tok = ? LIMIT ?",
+    "tokens": "SELECT tok, iri, label FROM entity_tokens WHERE user = ? AND collection = ? AND tok IN ?"
+    " PER PARTITION LIMIT ?",
     "del_vec_kind": "DELETE FROM entity_vectors WHERE user = ? AND collection = ? AND kind = ?",
     "del_token_part": "DELETE FROM entity_tokens WHERE user = ? AND collection = ? AND tok = ?",
     "ins_name": "INSERT INTO entity_names (user, collection, name, iri) VALUES (?, ?, ?, ?)",

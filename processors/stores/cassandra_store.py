@@ -234,6 +234,18 @@ class _HopVectors:
         return cosines(vector, iris, await self.vectors(user, collection, iris))
 
 
+def _lexical_hits(rows: Iterable[Any], toks: Sequence[str], text: str) -> dict[str, EntityHit]:
+    """The entities of token rows whose whole label the text contains, in the text's token order."""
+    by_token: dict[str, list[Any]] = defaultdict(list)
+    for r in rows:
+        by_token[r.tok].append(r)
+    hits: dict[str, EntityHit] = {}
+    for r in (r for tok in toks for r in by_token[tok]):
+        if r.iri not in hits and (score := label_match_score(r.label, text)) >= 1.0:
+            hits[r.iri] = EntityHit(r.iri, r.label, score, lexical=True)
+    return hits
+
+
 def _obj_row(r: Any) -> _ObjKey:
     return (r.o, bool(r.o_lit), r.o_dt, r.o_lang)
 
@@ -275,21 +287,17 @@ class CassandraEntityIndex:
         """ANN hits and whole-label lexical hits, ranked like LocalEntityIndex.search."""
         if limit <= 0:
             return []
-        hits: dict[str, EntityHit] = {}
         toks = content_tokens(text) if text else []
-        calls: list[tuple[str, Sequence[Any]]] = [
-            ("token", (user, collection, tok, LEXICAL_CANDIDATES)) for tok in toks
-        ]
+        # one query for every token's partition: a request costs ~1 ms of client CPU in the driver
+        calls: list[tuple[str, Sequence[Any]]] = [("tokens", (user, collection, toks, LEXICAL_CANDIDATES))]
+        calls = calls if toks else []
         q = np.asarray(vector, dtype=np.float32) if vector is not None else None
         qnorm = float(np.linalg.norm(q)) if q is not None else 0.0
         if q is not None and qnorm > 0:  # Cassandra rejects zero vectors for cosine
             calls.append(("vec_ann", (user, collection, "entity", [float(x) for x in q], limit)))
         pages = await self.conn.run_many(calls)
-        for page in pages[: len(toks)]:
-            for r in page:
-                if r.iri not in hits and label_match_score(r.label, text or "") >= 1.0:
-                    hits[r.iri] = EntityHit(r.iri, r.label, label_match_score(r.label, text or ""), lexical=True)
-        if len(pages) > len(toks) and pages[-1]:
+        hits = _lexical_hits(pages[0] if toks else [], toks, text or "")
+        if len(pages) > bool(toks) and pages[-1]:
             ann = pages[-1]
             m = await self._matrix(user, collection, ann)
             norms = np.linalg.norm(m, axis=1, keepdims=True)
