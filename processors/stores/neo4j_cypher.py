@@ -3,7 +3,7 @@ value is a parameter: no query text is built from a request."""
 
 from __future__ import annotations
 
-from processors.stores.neo4j_schema import collected
+from processors.stores.neo4j_schema import collect_maps, collected
 
 # A collection's load state (`n += $state`: a null field removes the property).
 SET_LOAD = "MERGE (n:KgLoad {key: $key}) SET n.user = $user, n.collection = $collection, n += $state"
@@ -45,44 +45,69 @@ def pattern_query(match: str) -> str:
     return collected(match + PATTERN_RETURN, *_EDGE_COLUMNS)
 
 
-# An entity's edges in key order (predicate, then far end), the order every backend reads them in.
-_NB_OUT_ROW = "n.uri AS s, r.p AS p, " + _ROW + " ORDER BY p, o, lit, dt, lang"
-_NB_IN_ROW = "s.uri AS s, r.p AS p, n.uri AS o, false AS lit, '' AS dt, '' AS lang ORDER BY p, s"
-_NB_OUT = "MATCH (n)-[r:KG_EDGE]->(o) WHERE r.p <> $label RETURN 0 AS dir, " + _NB_OUT_ROW + " LIMIT $lim"
-_NB_IN = "MATCH (s:KgEntity)-[r:KG_EDGE]->(n) WHERE r.p <> $label RETURN 1 AS dir, " + _NB_IN_ROW + " LIMIT $lim"
-# Focus reads only where the first read can have stopped at its limit (degrees are O(1) in Neo4j).
-_NB_FOCUS_OUT = (
-    " UNION ALL UNWIND CASE WHEN COUNT { (n)-[:KG_EDGE]->() } >= $lim THEN $focus ELSE [] END AS fp"
-    " CALL (n, fp) { MATCH (n)-[r:KG_EDGE]->(o) WHERE r.p = fp RETURN 2 AS dir, " + _NB_OUT_ROW
-)
-_NB_FOCUS_IN = (
-    " UNION ALL UNWIND CASE WHEN COUNT { (n)<-[:KG_EDGE]-() } >= $lim THEN $focus ELSE [] END AS fp"
-    " CALL (n, fp) { MATCH (s:KgEntity)-[r:KG_EDGE]->(n) WHERE r.p = fp RETURN 3 AS dir, " + _NB_IN_ROW
-)
-_NB_FOCUS_TAIL = " LIMIT $flim } RETURN dir, s, p, o, lit, dt, lang"
-_NB_HEAD = (
-    "UNWIND range(0, size($keys) - 1) AS i WITH i, $keys[i] AS k "
-    "MATCH (n:KgEntity {key: k}) WHERE n.user = $user AND n.collection = $collection CALL (n) { "
-)
-_NB_TAIL = " } RETURN i, dir, s, p, o, lit, dt, lang"
-_NB_PARTS = {
-    "out": [_NB_OUT],
-    "in": [_NB_IN],
-    "both": [_NB_OUT, " UNION ALL " + _NB_IN],
-    "out_focus": [_NB_FOCUS_OUT + _NB_FOCUS_TAIL],
-    "in_focus": [_NB_FOCUS_IN + _NB_FOCUS_TAIL],
-    "both_focus": [_NB_FOCUS_OUT + _NB_FOCUS_TAIL, _NB_FOCUS_IN + _NB_FOCUS_TAIL],
-}
 _EDGE_COLUMNS = ("s", "p", "o", "lit", "dt", "lang")
-NEIGHBOURS = {
-    (d, focus): collected(
-        _NB_HEAD + "".join(_NB_PARTS[d] + (_NB_PARTS[f"{d}_focus"] if focus else [])) + _NB_TAIL,
-        "i",
-        "dir",
-        *_EDGE_COLUMNS,
+
+
+# Neo4j's similarity is (1 + cos) / 2, null for a zero vector (cosine 0, as in edge_scoring.cosines).
+def _cos(node: str) -> str:
+    """The question's ($vec) cosine to `node`'s vector, computed by the server so vectors never
+    cross the wire (decoding 500 x 384 floats took ~280 ms)."""
+    return "2 * coalesce(vector.similarity.cosine(" + node + ".embedding, $vec), 0.5) - 1"
+
+
+def _far_sim(node: str, scored: bool) -> str:
+    """The `sim` column of an edge row: the far end's cosine (null for a literal or without $vec)."""
+    if not scored:
+        return ", null AS sim"
+    return ", CASE WHEN " + node + ".embedding IS NULL THEN null ELSE " + _cos(node) + " END AS sim"
+
+
+def _neighbours(direction: str, focus: bool, scored: bool) -> str:
+    """The frontier's edges in one query: per entity (row `i` of $keys) its first $lim edges each
+    way in key order (predicate, then far end: the order every backend reads them in), and where
+    that read can have stopped at its limit (degrees are O(1) in Neo4j), its first $flim edges of
+    each $focus predicate. Scored: each row has its far end's cosine to $vec, and the tenant's
+    predicate nodes of the rows and of $rels come along with their vectors and cosines (one round
+    trip instead of a second query for them)."""
+    out_row = "n.uri AS s, r.p AS p, " + _ROW + _far_sim("o", scored) + " ORDER BY p, o, lit, dt, lang"
+    in_row = "s.uri AS s, r.p AS p, n.uri AS o, false AS lit, '' AS dt, '' AS lang" + _far_sim("s", scored)
+    in_row += " ORDER BY p, s"
+    parts = {
+        "out": "MATCH (n)-[r:KG_EDGE]->(o) WHERE r.p <> $label RETURN 0 AS dir, " + out_row + " LIMIT $lim",
+        "in": "MATCH (s:KgEntity)-[r:KG_EDGE]->(n) WHERE r.p <> $label RETURN 1 AS dir, " + in_row + " LIMIT $lim",
+    }
+    focus_parts = {
+        "out": "UNWIND CASE WHEN COUNT { (n)-[:KG_EDGE]->() } >= $lim THEN $focus ELSE [] END AS fp "
+        "CALL (n, fp) { MATCH (n)-[r:KG_EDGE]->(o) WHERE r.p = fp RETURN 2 AS dir, " + out_row,
+        "in": "UNWIND CASE WHEN COUNT { (n)<-[:KG_EDGE]-() } >= $lim THEN $focus ELSE [] END AS fp "
+        "CALL (n, fp) { MATCH (s:KgEntity)-[r:KG_EDGE]->(n) WHERE r.p = fp RETURN 3 AS dir, " + in_row,
+    }
+    ways = ["out", "in"] if direction == "both" else [direction]
+    unions = [parts[w] for w in ways]
+    if focus:
+        unions += [focus_parts[w] + " LIMIT $flim } RETURN dir, s, p, o, lit, dt, lang, sim" for w in ways]
+    query = (
+        "UNWIND range(0, size($keys) - 1) AS i WITH i, $keys[i] AS k "
+        "MATCH (n:KgEntity {key: k}) WHERE n.user = $user AND n.collection = $collection CALL (n) { "
+        + " UNION ALL ".join(unions)
+        + " } RETURN i, dir, s, p, o, lit, dt, lang, sim"
     )
+    columns = ("i", "dir", *_EDGE_COLUMNS, "sim")
+    if not scored:
+        return collected(query, *columns)
+    return (
+        "CALL () { " + query + " } WITH " + collect_maps(*columns) + " AS rows "
+        "OPTIONAL MATCH (pn:KgPredicate {user: $user, collection: $collection}) "
+        "WHERE pn.uri IN [x IN rows | x.p] + $rels "
+        "RETURN rows, [m IN collect(pn) | {iri: m.uri, vec: m.embedding, sim: " + _cos("m") + "}] AS predicates"
+    )
+
+
+NEIGHBOURS = {
+    (d, focus, scored): _neighbours(d, focus, scored)
     for d in ("out", "in", "both")
     for focus in (False, True)
+    for scored in (False, True)
 }
 LABELS = collected(
     "UNWIND $keys AS k MATCH (n:KgEntity {key: k}) "
@@ -115,10 +140,7 @@ UPSERT = {
     "ON CREATE SET n.user = $user, n.collection = $collection, n.uri = row.iri "
     "SET n.label = row.label, n.embedding = row.vec",
 }
-# The question's cosine to node n's vector, computed by the server so vectors never cross the
-# wire (decoding 500 x 384 floats took ~280 ms); Neo4j's similarity is (1 + cos) / 2, null for
-# a zero vector (cosine 0, as in edge_scoring.cosines).
-_COS = "2 * coalesce(vector.similarity.cosine(n.embedding, $vec), 0.5) - 1"
+_COS = _cos("n")
 ANN = (
     "CALL db.index.vector.queryNodes('kg_entity_embedding', $k, $vec) YIELD node AS n "
     "WITH count(*) AS total, collect(CASE WHEN n.user = $user AND n.collection = $collection "

@@ -69,27 +69,25 @@ ANN_MAX_K = 10_000
 
 
 class _HopVectors:
-    """The entity index as one neighbour query ranks with it: the edge similarities (computed by the
-    server) and the vectors path scoring will ask for are read concurrently."""
+    """The label vectors one neighbour query ranks with, all read by that query: the cosine of
+    each edge's far end (entities only) and, of the tenant's predicates on the edges and on the
+    frontier's paths, vector and cosine (a predicate's wins, as in `similarities`)."""
 
-    def __init__(self, index: Neo4jEntityIndex, wanted: set[str]) -> None:
-        self.index = index
-        self.wanted = wanted
-        self.got: dict[str, list[float]] | None = None
+    def __init__(self, rows: list[dict[str, Any]], predicates: list[dict[str, Any]]) -> None:
+        self.sims: dict[str, float] = {}
+        for r in rows:
+            if r["sim"] is not None:
+                self.sims[r["o"] if r["dir"] in (0, 2) else r["s"]] = float(r["sim"])
+        self.sims.update({m["iri"]: float(m["sim"]) for m in predicates})
+        self.vecs: dict[str, list[float]] = {m["iri"]: m["vec"] for m in predicates if m["vec"] is not None}
 
     async def similarities(
         self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
     ) -> dict[str, float]:
-        sims, self.got = await asyncio.gather(
-            self.index.similarities(user, collection, vector, iris),
-            self.index.vectors(user, collection, sorted(self.wanted)),
-        )
-        return sims
+        return {i: self.sims[i] for i in iris if i in self.sims}
 
     async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
-        if self.got is None or any(i not in self.wanted for i in iris):
-            return await self.index.vectors(user, collection, iris)
-        return {i: self.got[i] for i in iris if i in self.got}
+        return {i: self.vecs[i] for i in iris if i in self.vecs}
 
 
 def _raw(r: dict[str, Any]) -> RawEdge:
@@ -167,15 +165,18 @@ class Neo4jTripleStore:
             "focus": preds,
             "flim": q.focus_limit,
         }
-        rows = await self.conn.read_rows(NEIGHBOURS[q.direction, bool(preds)], params)
+        index = self.entity_index
+        scored = isinstance(index, Neo4jEntityIndex) and q.query_vector is not None
+        if not scored:
+            rows = await self.conn.read_rows(NEIGHBOURS[q.direction, bool(preds), False], params)
+        else:  # the far ends' cosines and the predicates' vectors come in the same round trip
+            rels = sorted({rel for rels in q.paths.values() for rel in rels})
+            params.update(vec=_f32(q.query_vector or []), rels=rels)
+            record = (await self.conn.read(NEIGHBOURS[q.direction, bool(preds), True], params))[0]
+            rows = record["rows"]
+            index = _HopVectors(rows, record["predicates"])
         rows.sort(key=lambda r: (r["dir"], r["i"]))  # out-edges first, in frontier order (as SQLite)
         found = ((_raw(r), frontier[r["i"]]) for r in rows)
-        index = self.entity_index
-        if isinstance(index, Neo4jEntityIndex) and q.paths:
-            # path scoring reads the vectors of the hop's predicates and of the paths' relations:
-            # read them alongside the edge similarities instead of after them
-            wanted = {r["p"] for r in rows} | {rel for rels in q.paths.values() for rel in rels}
-            index = _HopVectors(index, wanted)
         return await rank_neighbours(found, len(rows), q, index)
 
     async def adjacent(
@@ -184,7 +185,7 @@ class Neo4jTripleStore:
         """The frontier's first edges as (s, o): the UNWIND query of `neighbours`, no focus reads."""
         keys = [entity_key(user, collection, e) for e in dict.fromkeys(entities)]
         params = {"keys": keys, "user": user, "collection": collection, "label": RDFS_LABEL, "lim": limit_per_entity}
-        rows = await self.conn.read_rows(NEIGHBOURS["both", False], params)
+        rows = await self.conn.read_rows(NEIGHBOURS["both", False, False], params)
         return [(r["s"], r["o"]) for r in rows if not r["lit"]]
 
     async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:

@@ -364,6 +364,33 @@ async def test_batched_calls_are_one_round_trip(store: StoreBackend, monkeypatch
     assert len(calls) == 2, calls
 
 
+async def test_scored_neighbours_read_what_they_rank_with_in_few_calls(
+    store: StoreBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scored hop with paths reads its edges, the far ends' similarities and the predicates'
+    vectors together: one query on Neo4j, one per kind of read elsewhere."""
+    user, coll = store.scope()
+    await store.triples.add_triples(user, coll, GRAPH)
+    await store.index.upsert(user, coll, [(e, f"label {e}", unit(300 + n)) for n, e in enumerate("abcd")])
+    preds = sorted({tr.p.value for tr in GRAPH} - {RDFS_LABEL})
+    await store.index.upsert(user, coll, [(p, p, unit(400 + n)) for n, p in enumerate(preds)], kind="predicate")
+    target: Any = store.triples.db if store.name == "sqlite" else store.triples.conn  # type: ignore[attr-defined]
+    methods = {"sqlite": ("read",), "cassandra": ("run", "run_many"), "neo4j": ("read",)}[store.name]
+    calls: list[str] = []
+    for name in methods:
+        original = getattr(target, name)
+
+        async def counted(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
+            calls.append(_name)
+            return await _original(*args, **kwargs)
+
+        monkeypatch.setattr(target, name, counted)
+    query = near(unit(301), 9, 0.5)
+    res = await store.triples.neighbours(nq(user, coll, ["a", "b"], 10, "both", query, 4, paths={"b": preds[:1]}))
+    assert len(res.triples) == 4 and all(s is not None for s in res.scores)
+    assert len(calls) == {"sqlite": 1, "cassandra": 2, "neo4j": 1}[store.name], calls
+
+
 async def test_vector_search_ignores_closer_entities_of_other_tenants(store: StoreBackend) -> None:
     mine, noisy = store.scope(), store.scope()
     query = unit(4242)
