@@ -344,9 +344,8 @@ async def test_factory_opens_distributed_backends(servers: Any, cassandra_conn: 
             await stores.close()
 
 
-async def test_batched_calls_are_one_round_trip(store: StoreBackend, monkeypatch: pytest.MonkeyPatch) -> None:
-    user, coll = store.scope()
-    await store.triples.add_triples(user, coll, GRAPH)
+def count_store_calls(store: StoreBackend, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The store's queries from now on, one entry per call to its connection (a logical round trip)."""
     target: Any = store.triples.db if store.name == "sqlite" else store.triples.conn  # type: ignore[attr-defined]
     methods = {"sqlite": ("read",), "cassandra": ("run", "run_many"), "neo4j": ("read",)}[store.name]
     calls: list[str] = []
@@ -358,6 +357,13 @@ async def test_batched_calls_are_one_round_trip(store: StoreBackend, monkeypatch
             return await _original(*args, **kwargs)
 
         monkeypatch.setattr(target, name, counted)
+    return calls
+
+
+async def test_batched_calls_are_one_round_trip(store: StoreBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    user, coll = store.scope()
+    await store.triples.add_triples(user, coll, GRAPH)
+    calls = count_store_calls(store, monkeypatch)
     res = await store.triples.neighbours(nq(user, coll, ["a", "b", "c", "d"], 10, "both"))
     assert len(res.triples) == 10 and len(calls) == 1, calls
     assert await store.triples.labels(user, coll, ["a", "b", "c", "d"]) == {"a": "Alpha", "b": "Bee"}
@@ -374,17 +380,7 @@ async def test_scored_neighbours_read_what_they_rank_with_in_few_calls(
     await store.index.upsert(user, coll, [(e, f"label {e}", unit(300 + n)) for n, e in enumerate("abcd")])
     preds = sorted({tr.p.value for tr in GRAPH} - {RDFS_LABEL})
     await store.index.upsert(user, coll, [(p, p, unit(400 + n)) for n, p in enumerate(preds)], kind="predicate")
-    target: Any = store.triples.db if store.name == "sqlite" else store.triples.conn  # type: ignore[attr-defined]
-    methods = {"sqlite": ("read",), "cassandra": ("run", "run_many"), "neo4j": ("read",)}[store.name]
-    calls: list[str] = []
-    for name in methods:
-        original = getattr(target, name)
-
-        async def counted(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
-            calls.append(_name)
-            return await _original(*args, **kwargs)
-
-        monkeypatch.setattr(target, name, counted)
+    calls = count_store_calls(store, monkeypatch)
     query = near(unit(301), 9, 0.5)
     res = await store.triples.neighbours(nq(user, coll, ["a", "b"], 10, "both", query, 4, paths={"b": preds[:1]}))
     assert len(res.triples) == 4 and all(s is not None for s in res.scores)
