@@ -114,20 +114,6 @@ Runner = Callable[[str, Mapping[str, Any]], Awaitable[list[dict[str, Any]]]]
 T = TypeVar("T")
 
 
-def collected(cypher: str, *columns: str) -> str:
-    """`cypher`'s rows returned as ONE record: `rows`, a list of maps of `columns`, in order.
-
-    The async driver takes a message per record, ~0.15 ms of CPU each (100 rows: 16 ms on
-    localhost); 1,000 rows as one record of maps cost 4 ms. Read with `Neo4jConnection.read_rows`.
-    """
-    return "CALL () { " + cypher + " } RETURN " + collect_maps(*columns) + " AS rows"
-
-
-def collect_maps(*columns: str) -> str:
-    """The aggregation of rows into a list of maps of `columns`."""
-    return "collect({" + ", ".join(f"{c}: {c}" for c in columns) + "})"
-
-
 def _runner(tx: Any) -> Runner:
     """Run one query of a transaction; records as dicts."""
 
@@ -210,7 +196,7 @@ class Neo4jConnection:
         raise AssertionError("unreachable")
 
     async def read_rows(self, cypher: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """The rows of a `collected` query (read in one record)."""
+        """The rows of a query that returns them as one record, `rows` (see neo4j_cypher._collected)."""
         records = await self.read(cypher, params)
         return records[0]["rows"] if records else []
 

@@ -39,16 +39,14 @@ from processors.stores.neo4j_cypher import (
     NAMED,
     NEAREST_PREDICATES,
     NEIGHBOURS,
-    PATTERN_MATCH,
+    PATTERN,
     REMOVE_EDGES,
     REMOVE_LABELS,
-    SCOPE_EDGE,
     SET_LABELS,
     SET_LOAD,
     SIMILARITIES,
     UPSERT,
     VECTORS,
-    pattern_query,
 )
 from processors.stores.neo4j_schema import (
     Neo4jConnection,
@@ -136,20 +134,18 @@ class Neo4jTripleStore:
             dt, lang = o.datatype or "", o.language or ""
             ok = entity_key(user, collection, o.value) if o.is_iri else literal_key(user, collection, o.value, dt, lang)
         if s is not None:
-            head = PATTERN_MATCH["s"]
+            head = "s"
             params["sk"] = entity_key(user, collection, s.value)
         elif o is not None:
-            head = PATTERN_MATCH["o_iri" if o.is_iri else "o_lit"]
+            head = "o_iri" if o.is_iri else "o_lit"
         else:
-            head = PATTERN_MATCH["p" if p is not None else "all"]
-        cypher = head + SCOPE_EDGE
+            head = "p" if p is not None else "all"
         if p is not None:
-            cypher += " AND r.p = $p"
             params["p"] = p.value
         if ok is not None:
-            cypher += " AND o.key = $ok"
             params["ok"] = ok
-        return [edge_triple(_raw(r)) for r in await self.conn.read_rows(pattern_query(cypher), params)]
+        rows = await self.conn.read_rows(PATTERN[head, p is not None, ok is not None], params)
+        return [edge_triple(_raw(r)) for r in rows]
 
     async def neighbours(self, q: NeighboursQuery) -> NeighbourResult:
         """Edges of the whole frontier in one UNWIND query, LIMIT per entity and direction (and

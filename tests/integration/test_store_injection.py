@@ -100,6 +100,7 @@ EXEC_CALLS = {
     "prepare",
     "run",
     "read",
+    "read_rows",
     "write",
     "autocommit",
 }
@@ -192,10 +193,17 @@ class QueryTextChecker(ast.NodeVisitor):
             f = e.func
             if isinstance(f, ast.Name) and f.id in SANCTIONED:
                 return True
+            args = [*e.args, *(k.value for k in e.keywords)]
             if isinstance(f, ast.Attribute) and f.attr in STR_METHODS | {"items", "values", "keys"}:
-                args = [*e.args, *(k.value for k in e.keywords)]
                 return self.const(f.value, seen) and all(self.const(a, seen) for a in args)
+            if isinstance(f, ast.Name) and all(self.const(a, seen) for a in args):
+                return self.const_function(f.id, e, seen)  # a builder of query text, given constants
             return False
+        if isinstance(e, ast.ListComp | ast.SetComp | ast.GeneratorExp):
+            return self.const(e.elt, seen) and all(self.const(g.iter, seen) for g in e.generators)
+        if isinstance(e, ast.DictComp):
+            parts = [e.key, e.value, *(g.iter for g in e.generators)]
+            return all(self.const(v, seen) for v in parts)
         if isinstance(e, ast.Name):
             if e.id in seen:
                 return True
@@ -204,6 +212,38 @@ class QueryTextChecker(ast.NodeVisitor):
                 return self.imported_const(e.id)
             return kind == "bound" and all(self.const(v, seen | {e.id}) for v in values)
         return False
+
+    def const_function(self, name: str, at: ast.AST, seen: frozenset[str]) -> bool:
+        """True when function `name` (defined in this file, or in a processors.stores module it
+        imports) returns only values built from literals and its parameters: called with
+        constants, it returns a constant."""
+        if f"def:{name}" in seen:
+            return True  # recursion: the other returns decide
+        found = self.function(name, at)
+        if found is None:
+            return False
+        checker, fn = found
+        params = frozenset(a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg))
+        defaults = [d for d in [*fn.args.defaults, *fn.args.kw_defaults] if d is not None]
+        returns = [n.value for n in checker.own_nodes(fn) if isinstance(n, ast.Return)]
+        inner = params | {f"def:{name}"}
+        return bool(returns) and all(checker.const(v, inner) for v in [*defaults, *returns])
+
+    def function(self, name: str, at: ast.AST) -> tuple[QueryTextChecker, ast.FunctionDef] | None:
+        """The module-level def of `name` here, or in the processors.stores module it is imported from."""
+        for node in self.tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name == name:
+                return self, node
+        for node in self.tree.body:
+            if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("processors.stores.")):
+                continue
+            for alias in node.names:
+                where = f"{node.module}.{alias.name}"
+                if (alias.asname or alias.name) != name or self.root is None or where in self.seen:
+                    continue
+                path = self.root / ((node.module or "").replace(".", "/") + ".py")
+                return QueryTextChecker(path.read_text(), self.root, self.seen | {where}).function(alias.name, at)
+        return None
 
     def imported_const(self, name: str) -> bool:
         """True when `name` is imported from a processors.stores module that binds it to a constant."""
@@ -220,6 +260,26 @@ class QueryTextChecker(ast.NodeVisitor):
                 return kind == "bound" and all(other.const(v) for v in values)
         return False
 
+    def builder_params(self, node: ast.AST, visiting: frozenset[str] = frozenset()) -> frozenset[str]:
+        """The parameters of the function around `node` when it is a private builder of query
+        text: a module-level `_name` that this module only ever calls, always with constants (its
+        parameters then hold constants); none otherwise."""
+        fn = next((s for s in self.scopes(node) if not isinstance(s, ast.Module)), None)
+        if not isinstance(fn, ast.FunctionDef) or fn not in self.tree.body or not fn.name.startswith("_"):
+            return frozenset()
+        params = frozenset(a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg))
+        if fn.name in visiting:
+            return params  # a cycle: the other call sites decide
+        uses = [n for n in ast.walk(self.tree) if isinstance(n, ast.Name) and n.id == fn.name]
+        calls = [n for n in ast.walk(self.tree) if isinstance(n, ast.Call) and n.func in uses]
+        if not calls or len(calls) != len(uses):
+            return frozenset()
+        for call in calls:
+            seen = self.builder_params(call, visiting | {fn.name})
+            if not all(self.const(a, seen) for a in [*call.args, *(k.value for k in call.keywords)]):
+                return frozenset()
+        return params
+
     def passed_through(self, name: ast.Name) -> bool:
         """A callable, or a wrapper's query parameter (its callers' arguments are checked instead)."""
         kind, values = self.resolve(name.id, name)
@@ -234,13 +294,14 @@ class QueryTextChecker(ast.NodeVisitor):
             built = isinstance(node, ast.JoinedStr | ast.BinOp) or (
                 isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in STR_METHODS
             )
-            if built and _looks_like_query(node) and not self.const(node):
+            if built and _looks_like_query(node) and not self.const(node, self.builder_params(node)):
                 found.append(f"line {node.lineno}: query text built from a non-constant: {ast.unparse(node)[:80]}")
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in EXEC_CALLS:
                 arg = node.args[0] if node.args else None
                 if isinstance(arg, ast.Name) and self.passed_through(arg):
                     continue
-                if isinstance(arg, ast.Constant | ast.JoinedStr | ast.BinOp | ast.Name) and not self.const(arg):
+                checked = ast.Constant | ast.JoinedStr | ast.BinOp | ast.Name | ast.Call
+                if isinstance(arg, checked) and not self.const(arg):
                     found.append(f"line {node.lineno}: query run from a non-constant: {ast.unparse(node)[:80]}")
         return found
 
@@ -271,6 +332,9 @@ BAD = {
     "variable": "def f(tx, name):\n    cypher = 'MATCH (n:' + name + ') RETURN n'\n    tx.run(cypher)\n",
     "run_param": "def f(tx, label):\n    tx.run(label)\n",
     "closure": "def f(db, user):\n    sql = f'SELECT 1 WHERE u = {user!r}'\n    db.read(lambda c: c.execute(sql))\n",
+    "builder_arg": "def _wrap(q):\n    return 'CALL () { ' + q + ' }'\ndef f(conn, x):\n    conn.read(_wrap(x), {})\n",
+    "builder_body": "import os\ndef q():\n    return os.environ['Q']\ndef f(conn):\n    conn.read_rows(q(), {})\n",
+    "comprehension": "def f(conn, names):\n    conn.read(' UNION '.join(['MATCH (' + n + ')' for n in names]), {})\n",
 }
 GOOD = (
     "COLS = 's, p'\n"
@@ -284,6 +348,12 @@ GOOD = (
     "    for ddl in ('CREATE TABLE a (x)', 'CREATE TABLE b (y)'):\n"
     "        conn.execute(ddl)\n"
     "    conn.execute('CREATE KEYSPACE ' + cql_identifier(s) + ' WITH x')\n"
+    "def _wrap(q, *cols):\n"
+    "    return 'CALL () { ' + q + ' } RETURN ' + ', '.join(c + ': ' + c for c in cols)\n"
+    "QS = {k: _wrap('MATCH (n) RETURN n.' + k, k) for k in ('a', 'b')}\n"
+    "def g(conn, k):\n"
+    "    conn.read(QS[k], {})\n"
+    "    conn.read_rows(_wrap('MATCH (n) RETURN n', 'n'), {})\n"
 )
 
 
