@@ -234,19 +234,20 @@ class QueryTextChecker(ast.NodeVisitor):
         for node in self.tree.body:
             if isinstance(node, ast.FunctionDef) and node.name == name:
                 return self, node
-        for node in self.tree.body:
-            if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("processors.stores.")):
-                continue
-            for alias in node.names:
-                where = f"{node.module}.{alias.name}"
-                if (alias.asname or alias.name) != name or self.root is None or where in self.seen:
-                    continue
-                path = self.root / ((node.module or "").replace(".", "/") + ".py")
-                return QueryTextChecker(path.read_text(), self.root, self.seen | {where}).function(alias.name, at)
-        return None
+        found = self.imported(name)
+        return found[0].function(found[1], at) if found else None
 
     def imported_const(self, name: str) -> bool:
         """True when `name` is imported from a processors.stores module that binds it to a constant."""
+        found = self.imported(name)
+        if found is None:
+            return False
+        other, original = found
+        kind, values = other.resolve(original, other.tree.body[-1])
+        return kind == "bound" and all(other.const(v) for v in values)
+
+    def imported(self, name: str) -> tuple[QueryTextChecker, str] | None:
+        """The checker of the processors.stores module `name` is imported from, and its name there."""
         for node in self.tree.body:
             if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("processors.stores.")):
                 continue
@@ -255,10 +256,8 @@ class QueryTextChecker(ast.NodeVisitor):
                 if (alias.asname or alias.name) != name or self.root is None or where in self.seen:
                     continue
                 path = self.root / ((node.module or "").replace(".", "/") + ".py")
-                other = QueryTextChecker(path.read_text(), self.root, self.seen | {where})
-                kind, values = other.resolve(alias.name, other.tree.body[-1])
-                return kind == "bound" and all(other.const(v) for v in values)
-        return False
+                return QueryTextChecker(path.read_text(), self.root, self.seen | {where}), alias.name
+        return None
 
     def builder_params(self, node: ast.AST, visiting: frozenset[str] = frozenset()) -> frozenset[str]:
         """The parameters of the function around `node` when it is a private builder of query
