@@ -289,16 +289,16 @@ class CassandraEntityIndex:
             return []
         toks = content_tokens(text) if text else []
         # one query for every token's partition: a request costs ~1 ms of client CPU in the driver
-        calls: list[tuple[str, Sequence[Any]]] = [("tokens", (user, collection, toks, LEXICAL_CANDIDATES))]
-        calls = calls if toks else []
+        lexical: tuple[str, Sequence[Any]] = ("tokens", (user, collection, toks, LEXICAL_CANDIDATES))
+        calls = [lexical] if toks else []
         q = np.asarray(vector, dtype=np.float32) if vector is not None else None
         qnorm = float(np.linalg.norm(q)) if q is not None else 0.0
         if q is not None and qnorm > 0:  # Cassandra rejects zero vectors for cosine
             calls.append(("vec_ann", (user, collection, "entity", [float(x) for x in q], limit)))
         pages = await self.conn.run_many(calls)
-        hits = _lexical_hits(pages[0] if toks else [], toks, text or "")
-        if len(pages) > bool(toks) and pages[-1]:
-            ann = pages[-1]
+        hits = _lexical_hits(pages.pop(0) if toks else [], toks, text or "")
+        if pages and pages[0]:  # the ANN's page
+            ann = pages[0]
             m = await self._matrix(user, collection, ann)
             norms = np.linalg.norm(m, axis=1, keepdims=True)
             sims = (m / np.where(norms == 0, 1, norms)) @ (q / qnorm)  # type: ignore[operator]
