@@ -24,7 +24,7 @@ import numpy as np
 from processors.retrieval.relevance.bm25 import K1, B, terms
 from processors.retrieval.relevance.fusion import reciprocal_rank_fusion
 from processors.stores.chunk_index import FUSION_DEPTH, SearchMode
-from processors.stores.neo4j_schema import Runner, lucene_phrase, node_key
+from processors.stores.neo4j_schema import Runner, cypher_vector, lucene_phrase, node_key
 from processors.stores.neo4j_scope import IN_SCOPE, SCOPE_DOCS
 from schemas.documents import Chunk
 
@@ -113,9 +113,9 @@ async def nearest(
     """The `depth` rows nearest `vector`, best first (ties by `key`): unscoped, from the `ann`
     query (index over-fetched, hits of the tenant) unless that leaves too few while the index
     may hold more; else from the `exact` query (both take $vec, $zero, $k and the tenant)."""
-    q = np.asarray(vector, dtype=np.float32)
-    zero = float(np.linalg.norm(q)) == 0
-    args = {**params, "vec": [float(x) for x in q], "zero": zero, "k": depth}
+    vec = cypher_vector(vector)
+    zero = float(np.linalg.norm(vec)) == 0
+    args = {**params, "vec": vec, "zero": zero, "k": depth}
     if not zero and params["doc_ids"] is None and params["meta"] is None and params.get("chunk_ids") is None:
         k = min(max(depth * ANN_OVERFETCH, ANN_MIN_K), ANN_MAX_K)
         (found,) = await run(ann, {**args, "k": k})

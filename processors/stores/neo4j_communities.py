@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from processors.ingest.communities.profiles import CommunityRecord
-from processors.stores.neo4j_schema import Neo4jConnection, Runner, entity_key, node_key
+from processors.stores.neo4j_schema import Neo4jConnection, Runner, cypher_vector, entity_key, node_key, stored_vector
 from processors.stores.neo4j_scope import IN_SCOPE, UNSCOPED, keys, tenant
 from processors.stores.protocol import VECTOR_DIMENSIONS
 from schemas.communities import CommunityInfo
@@ -181,9 +181,9 @@ class Neo4jCommunityStore:
     ) -> list[CommunityInfo]:
         """Communities nearest `vector`: at `level`, else the top level first, falling back a level
         while fewer than `limit / 2` match, or every level when there is no hierarchy."""
-        q = np.asarray(vector, dtype=np.float32)
+        vec = cypher_vector(vector)
         params = {**tenant(user, collection, scope), "level": level, "ids": None, "limit": limit}
-        params |= {"vec": [float(x) for x in q], "zero": float(np.linalg.norm(q)) == 0}
+        params |= {"vec": vec, "zero": float(np.linalg.norm(vec)) == 0}
         by_level = {
             r["level"]: [CommunityInfo(**h["info"], score=float(h["sim"])) for h in r["hits"]]
             for r in await self.conn.read(NEAREST, params)
@@ -242,9 +242,8 @@ def _rows(user: str, collection: str, records: Sequence[CommunityRecord]) -> dic
         props = {"id": r.id, "level": r.level, "parent": r.parent, "children": list(r.children),
                  "size": len(r.members), "chunks": len(r.chunks), "top_entities": list(r.top_entities),
                  "top_chunks": list(r.top_chunks), "membership_hash": r.membership_hash}  # fmt: skip
-        v = np.asarray(r.vector, dtype=np.float32)
-        props["dims"] = len(v)
-        vec = [float(x) for x in v] if float(np.linalg.norm(v)) > 0 else None
+        props["dims"] = len(r.vector)
+        vec = stored_vector(r.vector)
         parent = node_key(user, collection, r.parent) if r.parent is not None else None
         rows.append({"key": key, "parent": parent, "props": props, "vec": vec, "hash": r.membership_hash})
         members += [

@@ -22,8 +22,6 @@ import json
 from collections.abc import Collection, Sequence
 from typing import Any
 
-import numpy as np
-
 from processors.retrieval.relevance.bm25 import terms
 from processors.retrieval.relevance.graphrank import GraphRankParams
 from processors.stores import neo4j_relations
@@ -32,7 +30,7 @@ from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
 from processors.stores.neo4j_chunk_search import GET_CHUNKS, chunk_of, search_chunks
 from processors.stores.neo4j_communities import Neo4jCommunityStore
 from processors.stores.neo4j_graph_index import BUMP, DROP_IF_EMPTY, Neo4jGraphIndex, version_params
-from processors.stores.neo4j_schema import Neo4jConnection, Runner, entity_key, node_key
+from processors.stores.neo4j_schema import Neo4jConnection, Runner, entity_key, node_key, stored_vector
 from processors.stores.neo4j_scope import IN_SCOPE, SCOPE_DOCS, keys, meta_pairs, tenant
 from schemas.documents import Chunk, DocumentInfo, Mention, Scope
 
@@ -315,7 +313,7 @@ def _rows(user: str, collection: str, records: Sequence[DocumentRecord]) -> dict
         for c, v, ck, x, n in zip(r.chunks, r.vectors, ckeys, lex, lexlen, strict=True):
             cprops = {"id": c.id, "document_id": d.id, "ordinal": c.ordinal, "text": c.text, "start": c.start,
                       "end": c.end, "tokens": c.tokens, "lexical": x, "lexlen": n}  # fmt: skip
-            chunks.append({"key": ck, "dkey": dkey, "props": cprops, "vec": _vector(v)})
+            chunks.append({"key": ck, "dkey": dkey, "props": cprops, "vec": stored_vector(v)})
         counts: dict[tuple[str, str], int] = {}
         for m in r.mentions:
             counts[m.chunk_id, m.entity] = counts.get((m.chunk_id, m.entity), 0) + m.count
@@ -330,17 +328,11 @@ def _rows(user: str, collection: str, records: Sequence[DocumentRecord]) -> dict
             for x in r.relations for c in dict.fromkeys(x.chunk_ids)
         ]  # fmt: skip
         relvecs += [
-            {"key": node_key(user, collection, x.s, x.p, x.o), "vec": _vector(x.vector)}
+            {"key": node_key(user, collection, x.s, x.p, x.o), "vec": stored_vector(x.vector)}
             for x in r.relations
             if x.vector is not None
         ]
     return {"docs": docs, "chunks": chunks, "mentions": mentions, "sources": sources, "relvecs": relvecs}
-
-
-def _vector(v: Sequence[float]) -> list[float] | None:
-    """A vector as stored (float32 values); a zero vector is not stored (a chunk's scores 0)."""
-    a = np.asarray(v, dtype=np.float32)
-    return [float(x) for x in a] if float(np.linalg.norm(a)) > 0 else None
 
 
 async def _linked(run: Runner, params: dict[str, Any]) -> tuple[list[str], dict[str, str]]:

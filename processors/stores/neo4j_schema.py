@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
+
+import numpy as np
 
 from processors.stores.protocol import VECTOR_DIMENSIONS, int_literal
 
@@ -108,6 +110,28 @@ def literal_key(user: str, collection: str, value: str, datatype: str, language:
 def lucene_phrase(token: str) -> str:
     """`token` as a quoted Lucene phrase with every special character escaped (data, not syntax)."""
     return '"' + "".join("\\" + ch if ch in _LUCENE_SPECIAL else ch for ch in token) + '"'
+
+
+class CypherVector(list[float]):
+    """A vector query parameter with a short repr.
+
+    The driver formats the repr of every query's parameters for a debug log line whatever the log
+    level; spelling out 384 floats cost ~0.4 ms of a 4-5 ms query."""
+
+    def __repr__(self) -> str:
+        return f"<vector of {len(self)} floats>"
+
+
+def cypher_vector(v: Sequence[float]) -> CypherVector:
+    """`v` as a query parameter of float32 values (what the stored vectors hold)."""
+    return CypherVector(np.asarray(v, dtype=np.float32).tolist())
+
+
+def stored_vector(v: Sequence[float]) -> CypherVector | None:
+    """`v` as float32 values, or None for a zero vector: one is never stored (a zero vector scores
+    0 against anything) and a zero query has nothing to search for."""
+    a = np.asarray(v, dtype=np.float32)
+    return CypherVector(a.tolist()) if float(np.linalg.norm(a)) > 0 else None
 
 
 Runner = Callable[[str, Mapping[str, Any]], Awaitable[list[dict[str, Any]]]]

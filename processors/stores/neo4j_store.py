@@ -11,8 +11,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, fields
 from typing import Any
 
-import numpy as np
-
 from processors.retrieval.relevance.ranking import (
     NeighbourResult,
     RawEdge,
@@ -50,9 +48,11 @@ from processors.stores.neo4j_cypher import (
 )
 from processors.stores.neo4j_schema import (
     Neo4jConnection,
+    cypher_vector,
     entity_key,
     literal_key,
     lucene_phrase,
+    stored_vector,
 )
 from processors.stores.protocol import EntityHit, EntityIndex, LoadState, VectorItem, VectorKind
 from schemas.terms import RDFS_LABEL, Term, Triple
@@ -90,10 +90,6 @@ class _HopVectors:
 
 def _raw(r: dict[str, Any]) -> RawEdge:
     return (r["s"], r["p"], r["o"], bool(r["lit"]), r["dt"] or "", r["lang"] or "")
-
-
-def _f32(v: Sequence[float]) -> list[float]:
-    return [float(x) for x in np.asarray(v, dtype=np.float32)]
 
 
 class Neo4jTripleStore:
@@ -167,7 +163,7 @@ class Neo4jTripleStore:
             rows = await self.conn.read_rows(NEIGHBOURS[q.direction, bool(preds), False], params)
         else:  # the far ends' cosines and the predicates' vectors come in the same round trip
             rels = sorted({rel for rels in q.paths.values() for rel in rels})
-            params.update(vec=_f32(q.query_vector or []), rels=rels)
+            params.update(vec=cypher_vector(q.query_vector or []), rels=rels)
             record = (await self.conn.read(NEIGHBOURS[q.direction, bool(preds), True], params))[0]
             rows = record["rows"]
             index = _HopVectors(rows, record["predicates"])
@@ -252,7 +248,13 @@ class Neo4jEntityIndex:
     ) -> None:
         """Set label, normalized search text and embedding on each entity (or predicate) node."""
         rows = [
-            {"key": entity_key(user, collection, iri), "iri": iri, "label": lab, "text": normalize(lab), "vec": _f32(v)}
+            {
+                "key": entity_key(user, collection, iri),
+                "iri": iri,
+                "label": lab,
+                "text": normalize(lab),
+                "vec": cypher_vector(v),
+            }
             for iri, lab, v in items
         ]
         if rows:
@@ -288,10 +290,9 @@ class Neo4jEntityIndex:
 
     async def _nearest(self, scope: dict[str, str], vector: Sequence[float] | None, limit: int) -> list[EntityHit]:
         """The tenant's `limit` nearest entities by cosine (the ANN index, else an exact scan)."""
-        q32 = np.asarray(vector, dtype=np.float32) if vector is not None else None
-        if q32 is None or float(np.linalg.norm(q32)) == 0:
+        vec = stored_vector(vector) if vector is not None else None
+        if vec is None:
             return []
-        vec = _f32(q32)
         for factor in ANN_OVERFETCH:
             k = min(max(limit * factor, ANN_MIN_K), ANN_MAX_K)
             ann = (await self.conn.read(ANN, {**scope, "k": k, "vec": vec, "limit": limit}))[0]
@@ -307,10 +308,10 @@ class Neo4jEntityIndex:
         self, user: str, collection: str, vector: Sequence[float], limit: int
     ) -> list[EntityHit]:
         """Exact cosine over the collection's predicate nodes (a handful to thousands)."""
-        q = np.asarray(vector, dtype=np.float32)
-        if limit <= 0 or float(np.linalg.norm(q)) == 0:
+        vec = stored_vector(vector)
+        if limit <= 0 or vec is None:
             return []
-        scope = {"user": user, "collection": collection, "vec": _f32(q), "limit": limit}
+        scope = {"user": user, "collection": collection, "vec": vec, "limit": limit}
         rows = await self.conn.read_rows(NEAREST_PREDICATES, scope)
         hits = [EntityHit(r["iri"], r["label"] or "", float(r["sim"])) for r in rows]
         return sorted(hits, key=lambda h: (-h.score, h.iri))
@@ -330,7 +331,7 @@ class Neo4jEntityIndex:
         keys = [entity_key(user, collection, i) for i in dict.fromkeys(iris)]
         if not keys:
             return {}
-        params = {"keys": keys, "user": user, "collection": collection, "vec": _f32(vector)}
+        params = {"keys": keys, "user": user, "collection": collection, "vec": cypher_vector(vector)}
         return {r["iri"]: float(r["sim"]) for r in await self.conn.read_rows(SIMILARITIES, params)}
 
     async def named(self, user: str, collection: str, names: Sequence[str]) -> dict[str, str]:
