@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol, TypeVar
 
 from processors.retrieval.relevance.fair_share import best
@@ -32,11 +33,15 @@ class NeighbourResult:
     rows_read: int
 
 
+# Terms are immutable, so the IRIs a graph's hops keep meeting (its hubs and predicates) are built once.
+_iri = lru_cache(maxsize=16384)(Term.iri)
+
+
 def edge_triple(e: RawEdge) -> Triple:
     """The wire triple of a raw edge (built only for edges that are kept: hubs yield thousands)."""
     s, p, o, lit, dt, lang = e
-    obj = Term.literal(o, dt or None, lang or None) if lit else Term.iri(o)
-    return Triple(s=Term.iri(s), p=Term.iri(p), o=obj)
+    obj = Term.literal(o, dt or None, lang or None) if lit else _iri(o)
+    return Triple(s=_iri(s), p=_iri(p), o=obj)
 
 
 class LabelVectors(Protocol):
