@@ -195,9 +195,9 @@ def raw_vector(v: Sequence[float]) -> bytes:
     return np.asarray(v, dtype=">f4").tobytes()
 
 
-def vector_of(raw: bytes) -> list[float]:
-    """The floats of a `vec_raw` value."""
-    return np.frombuffer(raw, dtype=">f4").astype(np.float32).tolist()
+def vector_array(raw: bytes) -> np.ndarray:
+    """The float32 array of a `vec_raw` value."""
+    return np.frombuffer(raw, dtype=">f4").astype(np.float32)
 
 
 class CassandraConnection:
