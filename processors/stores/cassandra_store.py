@@ -162,10 +162,10 @@ class CassandraTripleStore:
     ) -> dict[tuple[str, str, str | None], list[Any]]:
         """Rows of each (direction, entity, focus predicate or None) read, in clustering order,
         for the entities listed under each (direction, focus predicate or None)."""
-        keys = [(d, p) for (d, p), es in entities.items() for _ in _chunks(es)]
-        calls = [_edges_call(q, d, chunk, p) for (d, p), es in entities.items() for chunk in _chunks(es)]
+        keys = [(d, p, chunk) for (d, p), es in entities.items() for chunk in _chunks(es)]
+        pages = await self.conn.run_many([_edges_call(q, d, chunk, p) for d, p, chunk in keys], page_all=True)
         out: dict[tuple[str, str, str | None], list[Any]] = defaultdict(list)
-        for (d, p), page in zip(keys, await self.conn.run_many(calls, page_all=True), strict=True):
+        for (d, p, _), page in zip(keys, pages, strict=True):
             for r in page:
                 out[d, r.s if d == "out" else r.o, p].append(r)
         return out

@@ -19,8 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from processors.retrieval.relevance.bm25 import K1, B, terms
 from processors.retrieval.relevance.fusion import reciprocal_rank_fusion
 from processors.stores.chunk_index import FUSION_DEPTH, SearchMode
@@ -114,7 +112,7 @@ async def nearest(
     query (index over-fetched, hits of the tenant) unless that leaves too few while the index
     may hold more; else from the `exact` query (both take $vec, $zero, $k and the tenant)."""
     vec = cypher_vector(vector)
-    zero = float(np.linalg.norm(vec)) == 0
+    zero = not any(vec)
     args = {**params, "vec": vec, "zero": zero, "k": depth}
     if not zero and params["doc_ids"] is None and params["meta"] is None and params.get("chunk_ids") is None:
         k = min(max(depth * ANN_OVERFETCH, ANN_MIN_K), ANN_MAX_K)

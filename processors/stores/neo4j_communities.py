@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from processors.ingest.communities.profiles import CommunityRecord
 from processors.stores.neo4j_schema import Neo4jConnection, Runner, cypher_vector, entity_key, node_key, stored_vector
 from processors.stores.neo4j_scope import IN_SCOPE, UNSCOPED, keys, tenant
@@ -183,7 +181,7 @@ class Neo4jCommunityStore:
         while fewer than `limit / 2` match, or every level when there is no hierarchy."""
         vec = cypher_vector(vector)
         params = {**tenant(user, collection, scope), "level": level, "ids": None, "limit": limit}
-        params |= {"vec": vec, "zero": float(np.linalg.norm(vec)) == 0}
+        params |= {"vec": vec, "zero": not any(vec)}
         by_level = {
             r["level"]: [CommunityInfo(**h["info"], score=float(h["sim"])) for h in r["hits"]]
             for r in await self.conn.read(NEAREST, params)
