@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from processors.stores.protocol import EntityIndex, TripleStore
-from schemas.terms import Term, Triple
+from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
 
 BACKENDS = ("sqlite", "cassandra", "neo4j")
@@ -166,3 +166,39 @@ async def cleaned_up(backend: Any, *stores: Any) -> AsyncIterator[None]:
         finally:
             for store in stores:
                 await store.close()
+
+
+XSD_INT = "http://www.w3.org/2001/XMLSchema#integer"
+
+
+# A small graph the contract suites share: IRI edges, labels, typed and tagged literals.
+GRAPH = [
+    t("a", "p1", "b"),
+    t("a", "p1", "c"),
+    t("a", "p2", "c"),
+    t("b", "p2", "c"),
+    t("c", "p3", "a"),
+    t("d", "p1", "a"),
+    t("a", RDFS_LABEL, Term.literal("Alpha")),
+    t("b", RDFS_LABEL, Term.literal("Bee")),
+    t("a", "age", Term.literal("42", XSD_INT)),
+    t("a", "name", Term.literal("Alpha", language="en")),
+    t("a", "name", Term.literal("Alpha")),
+    t("a", "ref", Term.literal("b")),  # a literal whose text equals an IRI
+]
+
+
+def count_store_calls(store: StoreBackend, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The store's queries from now on, one entry per call to its connection (a logical round trip)."""
+    target: Any = store.triples.db if store.name == "sqlite" else store.triples.conn  # type: ignore[attr-defined]
+    methods = {"sqlite": ("read",), "cassandra": ("run", "run_many"), "neo4j": ("read",)}[store.name]
+    calls: list[str] = []
+    for name in methods:
+        original = getattr(target, name)
+
+        async def counted(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
+            calls.append(_name)
+            return await _original(*args, **kwargs)
+
+        monkeypatch.setattr(target, name, counted)
+    return calls
