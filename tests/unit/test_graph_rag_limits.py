@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from processors.base.bus import MemoryBus
 from processors.base.client import RemoteError, RequestResponseClient
-from processors.base.runtime import embedded
+from processors.base.runtime import System, embedded, ensure_default_flow
 from processors.base.settings import RuntimeSettings, StoreSettings
 from processors.ingest.triples_loader import load_triples
 from processors.models.embeddings.model import OnnxMiniLM
@@ -174,6 +175,25 @@ async def test_loading_a_collection_invalidates_its_cached_labels(tmp_path: Path
             assert stale.labels == {E + "a": "Other old"} and stale.cache_hits == 1  # other collection untouched
         finally:
             await labels.stop()
+
+
+async def test_label_misses_are_one_store_read_with_no_triples_service(tmp_path: Path) -> None:
+    """The resolver reads the store itself: no bus request to `triples` (none runs here)."""
+    system = System(MemoryBus(), StoreSettings(home=tmp_path / "home"), RuntimeSettings())
+    try:
+        await system.start(["config"])
+        await ensure_default_flow(system.bus)
+        await system.start([LABEL_RESOLVER.name])
+        await load_triples(system.stores, OnnxMiniLM.shared(), U, C, _labelled("a", "Ada"))
+        labels = RequestResponseClient.for_service(system.bus, LABEL_RESOLVER, "default", 5)
+        try:
+            res = await labels.request(LabelRequest(user=U, collection=C, iris=[E + "a", E + "z"]))
+        finally:
+            await labels.stop()
+        assert res.error is None and res.labels == {E + "a": "Ada"}
+        assert (res.cache_misses, res.store_round_trips) == (2, 1)
+    finally:
+        await system.stop()
 
 
 async def test_tiny_timeout_is_a_timeout_error_and_the_processor_keeps_serving(tmp_path: Path) -> None:

@@ -1,4 +1,8 @@
-"""Label-resolver processor: one cached batch lookup per request; invalidated on graph writes."""
+"""Label-resolver processor: one cached batch lookup per request; invalidated on graph writes.
+
+It reads the triple store itself (a store-facing query service, like `triples`): a miss costs one
+store read, not a bus request to `triples` and that read (one bus round trip less per question on
+the deployed path)."""
 
 from __future__ import annotations
 
@@ -7,17 +11,17 @@ import logging
 
 from pydantic import BaseModel
 
-from processors.base.bus import Consumer
+from processors.base.bus import Bus, Consumer
 from processors.base.metrics import CACHE, CACHE_HIT_RATIO
-from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
-from processors.base.settings import flow_params
+from processors.base.processor import FlowContext, FlowProcessor, Host, ServiceSpec
+from processors.base.settings import RuntimeSettings, flow_params
 from processors.base.tasks import cancel_and_wait
 from processors.query.label_resolver.cache import LabelCache
+from processors.stores.factory import Stores
 from schemas.flows import GraphChanged
 from schemas.labels import LabelRequest, LabelResponse
-from schemas.services import LABEL_RESOLVER, TRIPLES, Service
+from schemas.services import LABEL_RESOLVER
 from schemas.topics import GRAPH_CHANGED
-from schemas.triples import LabelsQuery
 
 log = logging.getLogger(__name__)
 
@@ -30,17 +34,23 @@ class LabelParams(BaseModel):
 
 
 class LabelResolverProcessor(FlowProcessor):
-    """Serves `label-resolver`, calling `triples` for cache misses."""
+    """Serves `label-resolver`: the flow's cache, then the triple store for the misses."""
 
     name = LABEL_RESOLVER.name
     _watch: asyncio.Task[None] | None = None
     _reader: Consumer | None = None
 
+    def __init__(self, bus: Bus, runtime: RuntimeSettings, stores: Stores) -> None:
+        super().__init__(bus, runtime)
+        self.stores = stores
+
+    @classmethod
+    def create(cls, host: Host) -> LabelResolverProcessor:
+        """Served from the process's stores."""
+        return cls(host.bus, host.runtime, host.stores)
+
     def services(self) -> list[ServiceSpec]:
         return [ServiceSpec(LABEL_RESOLVER, self.resolve)]
-
-    def calls(self) -> list[Service]:
-        return [TRIPLES]
 
     async def start(self) -> None:
         self._reader = await self.bus.reader(GRAPH_CHANGED)
@@ -78,12 +88,10 @@ class LabelResolverProcessor(FlowProcessor):
         CACHE_HIT_RATIO.labels(flow.id).set(cache.hit_ratio)
         trips = 0
         if missing:
-            res = await flow.client(TRIPLES).request(
-                LabelsQuery(user=req.user, collection=req.collection, iris=missing)
-            )
+            labels = await self.stores.triples.labels(req.user, req.collection, missing)
             trips = 1
-            cache.store(req.user, req.collection, missing, res.labels)
-            found.update(res.labels)
+            cache.store(req.user, req.collection, missing, labels)
+            found.update(labels)
         return LabelResponse(
             labels=found,
             cache_hits=len(set(req.iris)) - len(missing),
