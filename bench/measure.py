@@ -181,11 +181,19 @@ async def throughput(
     return {"throughput_rps": rps, "throughput_cpu_cores": cores, "load_average": round(os.getloadavg()[0], 1)}
 
 
+async def forget_labels(system: System, collection: str) -> None:
+    """Empty the label caches of `collection` (a GRAPH_CHANGED notice, as a load sends)."""
+    prod = await system.bus.producer(GRAPH_CHANGED)
+    try:
+        await prod.send(GraphChanged(user=USER, collection=collection).model_dump_json().encode(), {})
+    finally:
+        await prod.close()
+    await asyncio.sleep(0.2)  # the resolver applies notices asynchronously
+
+
 async def label_cache_workload(system: System, kg: KgflowClient, questions: Sequence[str], rounds: int) -> dict:  # type: ignore[type-arg]
     """Invalidate the collection's labels (GRAPH_CHANGED), then repeat `questions` `rounds` times."""
-    prod = await system.bus.producer(GRAPH_CHANGED)
-    await prod.send(GraphChanged(user=USER, collection=kg.collection).model_dump_json().encode(), {})
-    await asyncio.sleep(0.2)  # the resolver applies notices asynchronously
+    await forget_labels(system, kg.collection)
     hits = misses = later_hits = later_misses = 0
     first_round_misses = 0
     for r in range(rounds):
