@@ -7,20 +7,20 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 
-def path_cosines(
+def path_cosine_table(
     query: Sequence[float],
     paths: Sequence[tuple[str, ...]],
     predicates: Sequence[str],
     vectors: Mapping[str, Sequence[float]],
-) -> dict[tuple[tuple[str, ...], str], float]:
-    """Cosine of the question to each path extended by each predicate, the path's relations
-    standing for the sum of their label vectors.
+) -> np.ndarray:
+    """Cosine of the question to each path extended by each predicate (rows: `paths`, columns:
+    `predicates`), the path's relations standing for the sum of their label vectors.
 
     A multi-hop question names each relation of its path once, so after "parent of" the
     relation that completes the question ("born in") scores above "parent of" again.
     """
     if not paths or not predicates:
-        return {}
+        return np.zeros((len(paths), len(predicates)), dtype=np.float32)
     q = np.asarray(query, dtype=np.float32)
     q = q / (np.linalg.norm(q) or 1.0)
     dim = len(q)
@@ -34,5 +34,17 @@ def path_cosines(
     # |h + t|² = |h|² + |t|² + 2 h·t, for every (path, predicate) pair at once
     norms = np.sqrt(np.maximum((heads * heads).sum(1)[:, None] + (tails * tails).sum(1)[None, :]
                                + 2 * heads @ tails.T, 0.0))  # fmt: skip
-    sims = ((heads @ q)[:, None] + (tails @ q)[None, :]) / np.where(norms == 0, 1.0, norms)
+    return ((heads @ q)[:, None] + (tails @ q)[None, :]) / np.where(norms == 0, 1.0, norms)
+
+
+def path_cosines(
+    query: Sequence[float],
+    paths: Sequence[tuple[str, ...]],
+    predicates: Sequence[str],
+    vectors: Mapping[str, Sequence[float]],
+) -> dict[tuple[tuple[str, ...], str], float]:
+    """`path_cosine_table` keyed by (path, predicate)."""
+    if not paths or not predicates:
+        return {}
+    sims = path_cosine_table(query, paths, predicates, vectors)
     return {(path, p): float(sims[i, j]) for i, path in enumerate(paths) for j, p in enumerate(predicates)}

@@ -8,11 +8,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import repeat
 from typing import Protocol, TypeVar
 
+import numpy as np
+
 from processors.retrieval.relevance.fair_share import best
-from processors.retrieval.relevance.paths import path_cosines
-from processors.retrieval.relevance.scoring import combine
+from processors.retrieval.relevance.paths import path_cosine_table
+from processors.retrieval.relevance.scoring import PREDICATE_WEIGHT
 from processors.retrieval.relevance.text_match import normalize
 from schemas.documents import Chunk
 from schemas.graph_rag import SeedEntity
@@ -76,18 +79,28 @@ async def rank_neighbours(
     if query.query_vector is None or index is None:
         return NeighbourResult([edge_triple(e) for e in edges], [None] * len(edges), rows_read)
     via = list(first.values())
+    preds = [e[1] for e in edges]
     # the far end of an edge is the end that is not the frontier entity (None: a literal)
-    pairs = [(e[1], e[2] if not e[3] else None) if e[0] == v else (e[1], e[0]) for e, v in zip(edges, via, strict=True)]
-    keys = {p for p, _ in pairs} | {f for _, f in pairs if f is not None}
-    sims = await index.similarities(query.user, query.collection, query.query_vector, list(keys))
-    scores = combine(pairs, sims, await _path_sims(pairs, via, query, index))
+    fars = [(None if e[3] else e[2]) if e[0] == v else e[0] for e, v in zip(edges, via, strict=True)]
+    keys = list({*preds, *fars} - {None})
+    sims = await index.similarities(query.user, query.collection, query.query_vector, keys)
+    rel = await _path_sims(preds, via, query, index)
+    if rel is None:
+        rel = _lookup(sims, preds)
+    # combine(), over arrays: the same float64 operations in the same order
+    scores = PREDICATE_WEIGHT * rel + (1 - PREDICATE_WEIGHT) * _lookup(sims, fars)
     keep = best(scores, query.max_returned or len(edges), via)
-    return NeighbourResult([edge_triple(edges[i]) for i in keep], [scores[i] for i in keep], rows_read)
+    return NeighbourResult([edge_triple(edges[i]) for i in keep], scores[keep].tolist(), rows_read)
+
+
+def _lookup(sims: Mapping[str, float], keys: Sequence[str | None]) -> np.ndarray:
+    """The similarity of each key (0 for a key without one, or None) as float64."""
+    return np.fromiter(map(sims.get, keys, repeat(0.0)), dtype=np.float64, count=len(keys))  # type: ignore[arg-type]
 
 
 async def _path_sims(
-    pairs: Sequence[tuple[str, str | None]], via: Sequence[str], query: NeighboursQuery, index: LabelVectors
-) -> list[float] | None:
+    preds: Sequence[str], via: Sequence[str], query: NeighboursQuery, index: LabelVectors
+) -> np.ndarray | None:
     """Per edge, the question's cosine to its relation continuing the path to its frontier
     entity (None when no frontier entity has a path: the relation is scored alone)."""
     paths: Mapping[str, Sequence[str]] = query.paths
@@ -95,11 +108,17 @@ async def _path_sims(
     distinct = sorted({h for h in heads.values() if h})
     if not distinct or query.query_vector is None:
         return None
-    preds = sorted({p for p, _ in pairs})
-    wanted = sorted({x for h in distinct for x in h} | set(preds))
+    columns = sorted(set(preds))
+    wanted = sorted({x for h in distinct for x in h} | set(columns))
     vectors = await index.vectors(query.user, query.collection, wanted)
-    table = path_cosines(query.query_vector, [(), *distinct], preds, vectors)  # () for entities without a path
-    return [table[heads[v], p] for (p, _), v in zip(pairs, via, strict=True)]
+    rows = [(), *distinct]  # () for entities without a path
+    table = path_cosine_table(query.query_vector, rows, columns, vectors).astype(np.float64)
+    row_of = {h: i for i, h in enumerate(rows)}
+    entity_row = {v: row_of[h] for v, h in heads.items()}
+    column_of = {p: j for j, p in enumerate(columns)}
+    r = np.fromiter(map(entity_row.__getitem__, via), dtype=np.intp, count=len(via))
+    c = np.fromiter(map(column_of.__getitem__, preds), dtype=np.intp, count=len(preds))
+    return table[r, c]
 
 
 class Hit(Protocol):
