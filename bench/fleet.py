@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import socket
 import sys
 import tempfile
@@ -27,6 +28,17 @@ from processors.base.settings import StoreSettings
 GRAPH_RAG_FLEET = ("embeddings", "graph-embeddings", "triples", "label-resolver", "graph-rag")
 ROOT = Path(__file__).resolve().parents[1]  # `processors` importable from here, as `make bench` runs
 START_TIMEOUT_S = 180.0  # graph-embeddings loads the entity index before it is ready
+
+
+def die_with_parent() -> None:
+    """In a child process: SIGKILL it when its parent dies without stopping it (Linux only), so a
+    killed benchmark or test leaves no processor consuming the flow's topics."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _free_port() -> int:
@@ -65,14 +77,14 @@ class Fleet:
         with log.open("wb") as out:
             proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "processors.commands.cli", "run", name,
-                stdout=out, stderr=asyncio.subprocess.STDOUT, env=env, cwd=ROOT,
+                stdout=out, stderr=asyncio.subprocess.STDOUT, env=env, cwd=ROOT, preexec_fn=die_with_parent,
             )  # fmt: skip
         self.procs[name] = (proc, int(env["KGFLOW_METRICS_PORT"]), log)
 
     async def _ready(self, name: str) -> None:
         proc, _, log = self.procs[name]
         deadline = time.monotonic() + START_TIMEOUT_S
-        while f"kgflow run: {name} ready" not in log.read_text(errors="replace"):
+        while f"kgflow run: {name} ready" not in await asyncio.to_thread(log.read_text, errors="replace"):
             if proc.returncode is not None or time.monotonic() > deadline:
                 tail = log.read_text(errors="replace")[-1500:]
                 raise RuntimeError(f"kgflow run {name} did not start (exit {proc.returncode}): {tail}")

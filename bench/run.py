@@ -139,7 +139,10 @@ async def bench_pulsar(data: list[Dataset], cfg: Config, url: str) -> dict[str, 
     out: dict[str, Any] = {"bus_round_trip": await bench_bus(url, cfg.bus_rounds, cfg.bus_requests, log)}
     for ds in data:
         if not ds.key.startswith("path"):
-            out[ds.key] = await bench_over_pulsar(ds, cfg, url, StoreSettings(home=ds.home))
+            try:
+                out[ds.key] = await bench_over_pulsar(ds, cfg, url, StoreSettings(home=ds.home))
+            except Exception as e:  # noqa: BLE001 - recorded (e.g. a processor that would not start); the rest runs
+                out[ds.key] = f"failed: {type(e).__name__}: {e}"
     return out
 
 

@@ -17,19 +17,11 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from bench.fleet import die_with_parent
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 WORKERS = Path(__file__).resolve().parent / "workers"
 BIN = Path(sys.executable).parent
-
-
-def _die_with_parent() -> None:
-    """In the child: SIGKILL it if the test process dies without cleaning up (Linux only)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 class Proc:
@@ -49,7 +41,7 @@ class Proc:
                 stdin=subprocess.DEVNULL,
                 env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
 
     @property
