@@ -40,3 +40,21 @@ def test_projected_search_finds_nearly_all_true_neighbours() -> None:
     assert np.mean(recall) >= 0.95
     small = ProjectedIndex(m[:500])
     assert small.nearest(queries[0], 20) == nearest(m[:500], queries[0], 20)  # fewer rows than candidates: exact
+
+
+async def test_a_search_sees_another_writers_entities_at_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A process's cached matrix does not hide another process's write from its next search."""
+    from processors.stores.local_index import LocalEntityIndex
+
+    rng = np.random.default_rng(3)
+    vecs = _unit_rows(rng.standard_normal((30, 16)))
+    reader, writer = LocalEntityIndex(tmp_path / "v.db"), LocalEntityIndex(tmp_path / "v.db")
+    try:
+        await writer.upsert("u", "c", [(f"e{i}", f"entity {i}", vecs[i].tolist()) for i in range(29)])
+        assert (await reader.search("u", "c", vecs[29].tolist(), None, 3))[0].iri != "e29"  # matrix now cached
+        await writer.upsert("u", "c", [("e29", "entity 29", vecs[29].tolist())])  # another process's write
+        hits = await reader.search("u", "c", vecs[29].tolist(), None, 3)
+        assert hits[0].iri == "e29" and abs(hits[0].score - 1.0) < 1e-5
+    finally:
+        await reader.db.close()
+        await writer.db.close()
