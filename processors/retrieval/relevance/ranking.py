@@ -8,14 +8,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import repeat
 from typing import Protocol, TypeVar
 
 import numpy as np
 
 from processors.retrieval.relevance.fair_share import best
 from processors.retrieval.relevance.paths import path_cosine_table
-from processors.retrieval.relevance.scoring import PREDICATE_WEIGHT
+from processors.retrieval.relevance.scoring import edge_scores
 from processors.retrieval.relevance.text_match import normalize
 from schemas.documents import Chunk
 from schemas.graph_rag import SeedEntity
@@ -84,18 +83,9 @@ async def rank_neighbours(
     fars = [(None if e[3] else e[2]) if e[0] == v else e[0] for e, v in zip(edges, via, strict=True)]
     keys = list({*preds, *fars} - {None})
     sims = await index.similarities(query.user, query.collection, query.query_vector, keys)
-    rel = await _path_sims(preds, via, query, index)
-    if rel is None:
-        rel = _lookup(sims, preds)
-    # combine(), over arrays: the same float64 operations in the same order
-    scores = PREDICATE_WEIGHT * rel + (1 - PREDICATE_WEIGHT) * _lookup(sims, fars)
+    scores = edge_scores(preds, fars, sims, await _path_sims(preds, via, query, index))
     keep = best(scores, query.max_returned or len(edges), via)
     return NeighbourResult([edge_triple(edges[i]) for i in keep], scores[keep].tolist(), rows_read)
-
-
-def _lookup(sims: Mapping[str, float], keys: Sequence[str | None]) -> np.ndarray:
-    """The similarity of each key (0 for a key without one, or None) as float64."""
-    return np.fromiter(map(sims.get, keys, repeat(0.0)), dtype=np.float64, count=len(keys))  # type: ignore[arg-type]
 
 
 async def _path_sims(

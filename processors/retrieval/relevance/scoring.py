@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 
 import numpy as np
 
@@ -21,15 +22,28 @@ def cosines(query: Sequence[float], iris: Sequence[str], vectors: Mapping[str, S
     return dict(zip(known, sims.tolist(), strict=True))
 
 
+def edge_scores(
+    predicates: Sequence[str],
+    far_ends: Sequence[str | None],
+    sims: Mapping[str, float],
+    relation_sims: Sequence[float] | None = None,
+) -> np.ndarray:
+    """Score each edge (its predicate, its far end) from the question's cosine to both labels (or
+    to the relation's path, `relation_sims`), as float64; a missing similarity (no vector, or a
+    literal far end given as None) contributes 0."""
+    rel = _lookup(sims, predicates) if relation_sims is None else np.asarray(relation_sims, dtype=np.float64)
+    return PREDICATE_WEIGHT * rel + (1 - PREDICATE_WEIGHT) * _lookup(sims, far_ends)
+
+
 def combine(
     edges: Sequence[tuple[str, str | None]],
     sims: Mapping[str, float],
     relation_sims: Sequence[float] | None = None,
 ) -> list[float]:
-    """Score each (predicate, far end) pair from the question's cosine to both labels (or to
-    the relation's path, `relation_sims`); a missing similarity (no vector, or a literal far
-    end given as None) contributes 0."""
-    w, get = PREDICATE_WEIGHT, sims.get
-    rel = relation_sims if relation_sims is not None else [get(p, 0.0) for p, _ in edges]
-    far_sims = [get(far, 0.0) if far is not None else 0.0 for _, far in edges]
-    return [w * r + (1 - w) * f for r, f in zip(rel, far_sims, strict=True)]
+    """`edge_scores` of (predicate, far end) pairs, as a list."""
+    return edge_scores([p for p, _ in edges], [f for _, f in edges], sims, relation_sims).tolist()
+
+
+def _lookup(sims: Mapping[str, float], keys: Sequence[str | None]) -> np.ndarray:
+    """The similarity of each key (0 for a key without one, or None) as float64."""
+    return np.fromiter(map(sims.get, keys, repeat(0.0)), dtype=np.float64, count=len(keys))  # type: ignore[arg-type]
