@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -22,9 +22,12 @@ from processors.base.metrics import LATENCY, REQUESTS
 from processors.base.settings import RuntimeSettings, StoreSettings
 from processors.base.tasks import cancel_and_wait
 from schemas.base import Error, Response
-from schemas.flows import Blueprint, ConfigState, Flow
+from schemas.flows import Blueprint, ConfigState, Flow, GraphChanged
 from schemas.services import Service
-from schemas.topics import topic
+from schemas.topics import GRAPH_CHANGED, topic
+
+if TYPE_CHECKING:  # the stores import the framework's settings; only the type is needed here
+    from processors.stores.factory import Stores
 
 log = logging.getLogger(__name__)
 
@@ -255,11 +258,15 @@ class FlowProcessor:
 
     async def _respond(self, spec: ServiceSpec, ctx: FlowContext, rid: str, res: Response, seq: int = 0) -> None:
         """Send one response frame, numbered (`seq`) so a client drops the repeats of a redelivery."""
-        name = topic(spec.service.name, ctx.id, "response")
+        prod = await self._producer(topic(spec.service.name, ctx.id, "response"))
+        await prod.send(res.model_dump_json().encode(), {"id": rid, SEQ: str(seq)})
+
+    async def _producer(self, name: str) -> Producer:
+        """This processor's producer on topic `name`, opened on first use."""
         prod = self._producers.get(name)
         if prod is None:
             prod = self._producers[name] = await self.bus.producer(name)
-        await prod.send(res.model_dump_json().encode(), {"id": rid, SEQ: str(seq)})
+        return prod
 
     async def _refuse(self, msg: BusMessage, consumer: Consumer, spec: ServiceSpec, ctx: FlowContext) -> None:
         """Answer a bulk request that found every bulk place taken (`busy`), and drop it."""
@@ -342,6 +349,24 @@ class FlowProcessor:
         finally:
             REQUESTS.labels(self.name, ctx.id, service.name, outcome).inc()
             LATENCY.labels(self.name, service.name).observe(time.perf_counter() - started)
+
+
+class StoreProcessor(FlowProcessor):
+    """A processor served from the process's stores (the store-facing query services)."""
+
+    def __init__(self, bus: Bus, runtime: RuntimeSettings, stores: Stores) -> None:
+        super().__init__(bus, runtime)
+        self.stores = stores
+
+    @classmethod
+    def create(cls, host: Host) -> StoreProcessor:
+        """Served from the process's stores (opened on first use)."""
+        return cls(host.bus, host.runtime, host.stores)
+
+    async def announce_graph_changed(self, user: str, collection: str) -> None:
+        """Tell whoever follows GRAPH_CHANGED (label caches) that the collection's graph changed."""
+        note = GraphChanged(user=user, collection=collection)
+        await (await self._producer(GRAPH_CHANGED)).send(note.model_dump_json().encode(), {})
 
 
 def parse_request(model: Any, data: bytes) -> Any:

@@ -6,13 +6,11 @@ from __future__ import annotations
 import asyncio
 import time
 
-from processors.base.bus import Bus
-from processors.base.processor import FlowContext, FlowProcessor, Host, ServiceSpec
-from processors.base.settings import RuntimeSettings, flow_params
+from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
+from processors.base.settings import flow_params
 from processors.ingest.communities.detect import CommunityParams, detect
 from processors.ingest.communities.profiles import profile
 from processors.ingest.communities.prompts import SUMMARY_SYSTEM, profile_text, summary_prompt
-from processors.stores.factory import Stores
 from schemas.communities import (
     BuildCommunities,
     CommunitiesOf,
@@ -30,19 +28,10 @@ SUMMARY_TOKENS = 200
 SUMMARY_PASSAGES = 3
 
 
-class CommunitiesProcessor(FlowProcessor):
+class CommunitiesProcessor(StoreProcessor):
     """Serves `communities`."""
 
     name = COMMUNITIES.name
-
-    def __init__(self, bus: Bus, runtime: RuntimeSettings, stores: Stores) -> None:
-        super().__init__(bus, runtime)
-        self.stores = stores
-
-    @classmethod
-    def create(cls, host: Host) -> CommunitiesProcessor:
-        """Served from the process's stores."""
-        return cls(host.bus, host.runtime, host.stores)
 
     def services(self) -> list[ServiceSpec]:
         return [ServiceSpec(COMMUNITIES, self.handle)]

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import asyncio
 
-from processors.base.bus import Bus, Producer
-from processors.base.processor import FlowContext, FlowProcessor, Host, ServiceSpec
-from processors.base.settings import RuntimeSettings, flow_params
+from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
+from processors.base.settings import flow_params
 from processors.models.embeddings.client import FlowEmbedder
 from processors.query.documents.linking import (
     RELATED_TO,
@@ -24,7 +23,6 @@ from processors.query.documents.linking import (
 )
 from processors.retrieval.relevance.graphrank import GraphRankParams
 from processors.stores.documents_protocol import RemovedLinks
-from processors.stores.factory import Stores
 from schemas.documents import (
     Chunk,
     ChunkLinks,
@@ -45,11 +43,9 @@ from schemas.documents import (
     SearchRelations,
     StoreDocuments,
 )
-from schemas.flows import GraphChanged
 from schemas.retrieval import RelationshipRef
 from schemas.services import DOCUMENTS, EMBEDDINGS, Service
 from schemas.terms import Term
-from schemas.topics import GRAPH_CHANGED
 
 DocumentsRequest = (
     StoreDocuments
@@ -69,20 +65,10 @@ DocumentsRequest = (
 )
 
 
-class DocumentsProcessor(FlowProcessor):
+class DocumentsProcessor(StoreProcessor):
     """Serves `documents` (see the module docstring)."""
 
     name = DOCUMENTS.name
-
-    def __init__(self, bus: Bus, runtime: RuntimeSettings, stores: Stores) -> None:
-        super().__init__(bus, runtime)
-        self.stores = stores
-        self._changed: Producer | None = None
-
-    @classmethod
-    def create(cls, host: Host) -> DocumentsProcessor:
-        """Served from the process's stores."""
-        return cls(host.bus, host.runtime, host.stores)
 
     def services(self) -> list[ServiceSpec]:
         return [ServiceSpec(DOCUMENTS, self.handle)]
@@ -188,7 +174,7 @@ class DocumentsProcessor(FlowProcessor):
         await self._unlink(user, coll, removed, announce=False)
         touched = {m.entity for r in linked.records for m in r.mentions} | set(removed.touched)
         await self.stores.communities.mark_stale(user, coll, sorted(touched))
-        await self._announce(user, coll)
+        await self.announce_graph_changed(user, coll)
         return DocumentsResponse(stored=len(linked.records))
 
     async def _add_predicates(self, user: str, coll: str, linked: Linked, flow: FlowContext) -> None:
@@ -222,7 +208,7 @@ class DocumentsProcessor(FlowProcessor):
                 await self.stores.entities.delete(user, coll, removed.concepts)
             await self._drop_unused_predicates(user, coll, {p for _, p, _ in removed.relations} - {RELATED_TO})
         if announce:
-            await self._announce(user, coll)
+            await self.announce_graph_changed(user, coll)
 
     async def _drop_unused_predicates(self, user: str, coll: str, predicates: set[str]) -> None:
         """Typed relations' predicates no triple of the collection uses any more: their label and
@@ -235,12 +221,6 @@ class DocumentsProcessor(FlowProcessor):
             labels = await self.stores.triples.labels(user, coll, unused)
             await self.stores.triples.remove_triples(user, coll, unlinked_triples([], labels))
             await self.stores.entities.delete(user, coll, unused)
-
-    async def _announce(self, user: str, coll: str) -> None:
-        """Tell label caches the collection changed."""
-        if self._changed is None:
-            self._changed = await self.bus.producer(GRAPH_CHANGED)
-        await self._changed.send(GraphChanged(user=user, collection=coll).model_dump_json().encode(), {})
 
     async def collections(self, user: str) -> list[CollectionInfo]:
         """Every collection of the user with what it holds."""
@@ -265,4 +245,4 @@ class DocumentsProcessor(FlowProcessor):
         await self.stores.communities.delete_collection(user, collection)
         await self.stores.triples.delete_collection(user, collection)
         await self.stores.entities.delete_collection(user, collection)
-        await self._announce(user, collection)
+        await self.announce_graph_changed(user, collection)

@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import asyncio
 
-from processors.base.bus import Bus
-from processors.base.processor import FlowContext, FlowProcessor, Host, ServiceSpec
-from processors.base.settings import RuntimeSettings
+from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
 from processors.retrieval.relevance.ranking import rank_entity_hits
 from processors.retrieval.relevance.text_match import label_phrases
-from processors.stores.factory import Stores
 from processors.stores.protocol import EntityHit, TripleStore
 from schemas.base import Notice
 from schemas.graph_embeddings import EntityMatch, GraphEmbeddingsRequest, GraphEmbeddingsResponse
@@ -19,20 +16,10 @@ from schemas.services import GRAPH_EMBEDDINGS
 from schemas.terms import Term
 
 
-class GraphEmbeddingsProcessor(FlowProcessor):
+class GraphEmbeddingsProcessor(StoreProcessor):
     """Serves `graph-embeddings`: nearest entities (and predicates) of a vector, per collection."""
 
     name = GRAPH_EMBEDDINGS.name
-
-    def __init__(self, bus: Bus, runtime: RuntimeSettings, stores: Stores) -> None:
-        super().__init__(bus, runtime)
-        self.stores = stores
-        self.entities = stores.entities
-
-    @classmethod
-    def create(cls, host: Host) -> GraphEmbeddingsProcessor:
-        """Served from the process's entity index (and document store, for scopes)."""
-        return cls(host.bus, host.runtime, host.stores)
 
     def services(self) -> list[ServiceSpec]:
         return [ServiceSpec(GRAPH_EMBEDDINGS, self.search)]
@@ -45,10 +32,12 @@ class GraphEmbeddingsProcessor(FlowProcessor):
         if req.scope is not None and not req.scope.is_empty:
             first = self._scoped(req)
         else:
-            first = self.entities.search(req.user, req.collection, req.vector, req.text, req.limit)
+            first = self.stores.entities.search(req.user, req.collection, req.vector, req.text, req.limit)
         searches = [first, collection_notices(self.stores.triples, req.user, req.collection)]
         if req.predicate_limit:
-            searches.append(self.entities.nearest_predicates(req.user, req.collection, req.vector, req.predicate_limit))
+            searches.append(
+                self.stores.entities.nearest_predicates(req.user, req.collection, req.vector, req.predicate_limit)
+            )
         hits, notices, *preds = await asyncio.gather(*searches)
         return GraphEmbeddingsResponse(
             entities=_matches(hits), predicates=_matches(preds[0] if preds else []), warnings=notices
@@ -63,7 +52,7 @@ class GraphEmbeddingsProcessor(FlowProcessor):
             iris = [i for i in iris if i in allowed]
         if not iris:
             return {}
-        return await self.entities.similarities(req.user, req.collection, req.vector, iris)
+        return await self.stores.entities.similarities(req.user, req.collection, req.vector, iris)
 
     async def _scoped(self, req: GraphEmbeddingsRequest) -> list[EntityHit]:
         """Exact search over the entities a chunk in the scope mentions (the index cannot filter)."""
@@ -72,9 +61,9 @@ class GraphEmbeddingsProcessor(FlowProcessor):
         allowed = await self.stores.documents.scoped_entities(user, coll, req.scope)
         if not allowed:
             return []
-        sims = await self.entities.similarities(user, coll, req.vector, sorted(allowed))
+        sims = await self.stores.entities.similarities(user, coll, req.vector, sorted(allowed))
         nearest = sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[: req.limit]
-        named = await self.entities.named(user, coll, label_phrases(req.text)) if req.text else {}
+        named = await self.stores.entities.named(user, coll, label_phrases(req.text)) if req.text else {}
         lexical = sorted({iri for iri in named.values() if iri in allowed})
         labels = await self.stores.triples.labels(user, coll, sorted({i for i, _ in nearest} | set(lexical)))
         hits = [EntityHit(i, labels.get(i, i), 1.0, lexical=True) for i in lexical]

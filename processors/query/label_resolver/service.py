@@ -11,13 +11,12 @@ import logging
 
 from pydantic import BaseModel
 
-from processors.base.bus import Bus, Consumer
+from processors.base.bus import Consumer
 from processors.base.metrics import CACHE, CACHE_HIT_RATIO
-from processors.base.processor import FlowContext, FlowProcessor, Host, ServiceSpec
-from processors.base.settings import RuntimeSettings, flow_params
+from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
+from processors.base.settings import flow_params
 from processors.base.tasks import cancel_and_wait
 from processors.query.label_resolver.cache import LabelCache
-from processors.stores.factory import Stores
 from schemas.flows import GraphChanged
 from schemas.labels import LabelRequest, LabelResponse
 from schemas.services import LABEL_RESOLVER
@@ -33,21 +32,12 @@ class LabelParams(BaseModel):
     label_cache_ttl: float = 300.0
 
 
-class LabelResolverProcessor(FlowProcessor):
+class LabelResolverProcessor(StoreProcessor):
     """Serves `label-resolver`: the flow's cache, then the triple store for the misses."""
 
     name = LABEL_RESOLVER.name
     _watch: asyncio.Task[None] | None = None
     _reader: Consumer | None = None
-
-    def __init__(self, bus: Bus, runtime: RuntimeSettings, stores: Stores) -> None:
-        super().__init__(bus, runtime)
-        self.stores = stores
-
-    @classmethod
-    def create(cls, host: Host) -> LabelResolverProcessor:
-        """Served from the process's stores."""
-        return cls(host.bus, host.runtime, host.stores)
 
     def services(self) -> list[ServiceSpec]:
         return [ServiceSpec(LABEL_RESOLVER, self.resolve)]

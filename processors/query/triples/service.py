@@ -4,18 +4,13 @@ caches the collection changed."""
 
 from __future__ import annotations
 
-from processors.base.bus import Bus, Producer
-from processors.base.processor import FlowContext, FlowProcessor, Host, ServiceSpec
-from processors.base.settings import RuntimeSettings
+from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
 from processors.ingest.triples_loader import load_triples
 from processors.models.embeddings.client import FlowEmbedder
 from processors.retrieval.relevance.distances import DistanceSearch, shortest_distances
 from processors.retrieval.relevance.ranking import NeighbourResult, rank_neighbours
-from processors.stores.factory import Stores
 from processors.stores.protocol import HeldDistances
-from schemas.flows import GraphChanged
 from schemas.services import EMBEDDINGS, TRIPLES, Service
-from schemas.topics import GRAPH_CHANGED
 from schemas.triples import (
     AdjacencyQuery,
     DistancesQuery,
@@ -28,20 +23,10 @@ from schemas.triples import (
 )
 
 
-class TriplesProcessor(FlowProcessor):
+class TriplesProcessor(StoreProcessor):
     """Serves `triples` from the triple store (and the entity index, for writes)."""
 
     name = TRIPLES.name
-
-    def __init__(self, bus: Bus, runtime: RuntimeSettings, stores: Stores) -> None:
-        super().__init__(bus, runtime)
-        self.stores = stores
-        self._changed: Producer | None = None
-
-    @classmethod
-    def create(cls, host: Host) -> TriplesProcessor:
-        """Served from the process's stores."""
-        return cls(host.bus, host.runtime, host.stores)
 
     def services(self) -> list[ServiceSpec]:
         return [ServiceSpec(TRIPLES, self.query)]
@@ -122,8 +107,5 @@ class TriplesProcessor(FlowProcessor):
         """Store, embed labels with the flow's embeddings service, then announce the change."""
         report = await load_triples(self.stores, FlowEmbedder(flow.client(EMBEDDINGS)), req.user, req.collection,
                                     req.triples, source="imported triples")  # fmt: skip
-        if self._changed is None:
-            self._changed = await self.bus.producer(GRAPH_CHANGED)
-        note = GraphChanged(user=req.user, collection=req.collection)
-        await self._changed.send(note.model_dump_json().encode(), {})
+        await self.announce_graph_changed(req.user, req.collection)
         return TriplesResponse(stored=report.triples)
