@@ -23,6 +23,7 @@ class Config:
     classic_gen: int
     throughput_requests: int
     server_questions: int = 200  # per PathQuestion set on Cassandra / Neo4j
+    server_warmup_s: float = 30.0  # untimed questions first on Cassandra / Neo4j (a cold JVM is 1.5-2.4x slower)
     pulsar_questions: int = 50  # per graph over Pulsar (each round)
     pulsar_rounds: int = 2  # in-process and Pulsar alternate this many times on the same questions
     pulsar_classic: int = 10
