@@ -80,7 +80,7 @@ async def echo_latencies(bus: Bus, requests: int, concurrency: int = 1) -> tuple
 
 def broker_floor(url: str, requests: int) -> list[float]:
     """The same round trip with the bare pulsar client: a persistent request topic read by a Shared
-    subscription (acked after answering), a non-persistent response topic read by a reader."""
+    subscription (acked after answering), a response topic read by a reader."""
     import pulsar
 
     client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
@@ -151,7 +151,7 @@ async def bench_bus(url: str, rounds: int, requests: int, log: Callable[[str], N
         "pulsar_overhead_per_round_trip_p50_ms": round(overhead, 3),
         "broker_floor_p50_ms": round(percentile(floor, 50), 3),
         "broker_floor_p95_ms": round(percentile(floor, 95), 3),
-        "broker_floor_what": "bare pulsar client, blocking calls: persistent request + non-persistent response",
+        "broker_floor_what": "bare pulsar client, blocking calls: request (Shared subscription) + response (reader)",
         "throughput_rps_concurrency_8": {k: round(statistics.median(v), 1) for k, v in rps.items()},
     }
 

@@ -1,5 +1,5 @@
-"""Pulsar bus backend: Shared subscriptions with dead-letter topics on persistent request topics;
-responses on non-persistent topics (see `schemas.topics.topic`).
+"""Pulsar bus backend: Shared subscriptions with dead-letter topics on request topics; responses
+read by non-durable readers (see `schemas.topics.topic`).
 
 Everything goes through the client's asyncio API (`pulsar.asyncio`): a receive, send or ack is a
 C++ call whose completion the client's I/O thread hands to the event loop with one
@@ -27,8 +27,8 @@ log = logging.getLogger(__name__)
 # (a topic without subscriptions keeps nothing) until an operator reads them.
 DEAD_LETTER_SUBSCRIPTION = "dead-letters"
 # A reader sees every message of its topic (a response topic: the answers to every client of the
-# service). On a non-persistent topic the broker drops what a full receiver queue cannot take, so
-# readers get a deep one; they are drained by one task each, which only parses and hands over.
+# service), so readers get a deep receiver queue; they are drained by one task each, which only
+# parses and hands over.
 READER_QUEUE = 5000
 RECEIVE_RETRY_S = 0.5  # after a failed receive (the client reconnects by itself; this is a backstop)
 

@@ -155,10 +155,10 @@ def admin_base() -> str:
 
 
 def topic_stats(topic: str) -> dict:
-    """Broker stats of a persistent topic (`persistent://tenant/ns/name`), {} if it has none."""
-    path = topic.removeprefix("persistent://")
+    """Broker stats of a topic (`[non-]persistent://tenant/ns/name`), {} if it has none."""
+    scheme, path = topic.split("://", 1)
     tenant, ns, name = path.split("/", 2)
-    url = f"{admin_base()}/persistent/{tenant}/{ns}/{urllib.parse.quote(name, safe='')}/stats"
+    url = f"{admin_base()}/{scheme}/{tenant}/{ns}/{urllib.parse.quote(name, safe='')}/stats"
     try:
         with urllib.request.urlopen(url, timeout=10) as r:
             return json.loads(r.read())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -80,6 +81,23 @@ async def test_request_response_round_trip(bus: PulsarBus, served_flow: str) -> 
         assert [a.text for a in answers] == texts
     finally:
         await client.stop()
+
+
+async def test_a_client_that_falls_behind_loses_no_response(bus: PulsarBus, served_flow: str) -> None:
+    """A process whose Python is busy reads its responses late. The broker must hold them until it
+    reads (a non-persistent response topic dropped 25-30 % of such a burst: each a 30 s timeout)."""
+    client = echo_client(bus, served_flow, timeout_s=20)
+    big = "x" * 17_000  # a graph-rag answer's size
+    try:
+        await client.request(EchoRequest(text="warm"))
+        asked = [asyncio.create_task(client.request(EchoRequest(text=f"{i}:{big}"))) for i in range(400)]
+        sent = lambda: topic_stats(topic(SERVICE, served_flow)).get("msgInCounter", 0) >= 401  # noqa: E731
+        await wait_until(sent, 30, "the burst sent", interval_s=0.02)
+        time.sleep(4)  # noqa: ASYNC251 - the point: this process reads nothing while the answers arrive
+        answers = await asyncio.gather(*asked)
+    finally:
+        await client.stop()
+    assert [a.text.split(":", 1)[0] for a in answers] == [str(i) for i in range(400)]
 
 
 async def test_streaming_responses(bus: PulsarBus, served_flow: str) -> None:
