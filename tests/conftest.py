@@ -13,6 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS_PY = ROOT / "deploy" / "servers.py"
+SERVER_NAMES = ("pulsar", "cassandra", "neo4j")
 DATASETS = ROOT.parent / "shared" / "datasets" / "pathquestion"
 
 
@@ -38,11 +39,11 @@ def _servers(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="session")
 def servers() -> Iterator[Servers]:
-    """Pulsar, Cassandra and Neo4j, started by deploy/servers.py unless already running;
-    stopped at the end only if this session started them."""
-    already = _servers("status").returncode == 0
-    if not already:
-        started = _servers("start")
+    """Pulsar, Cassandra and Neo4j, started by deploy/servers.py unless already running; at the
+    end, those this session started are stopped (never one it found running)."""
+    missing = [name for name in SERVER_NAMES if _servers("status", name).returncode != 0]
+    if missing:
+        started = _servers("start", *missing)
         if started.returncode != 0:
             pytest.fail(f"deploy/servers.py start failed:\n{started.stdout[-6000:]}")
     yield Servers(
@@ -51,8 +52,8 @@ def servers() -> Iterator[Servers]:
         cassandra_port=int(os.environ.get("KGFLOW_CASSANDRA_PORT", "9042")),
         neo4j_url=f"bolt://127.0.0.1:{os.environ.get('KGFLOW_NEO4J_BOLT_PORT', '7687')}",
     )
-    if not already:
-        _servers("stop")
+    if missing:
+        _servers("stop", *missing)
 
 
 @pytest.fixture
