@@ -99,6 +99,7 @@ class FlowProcessor:
         self._running: dict[tuple[str, str, str], asyncio.Task[None]] = {}  # (service, flow, id) -> its task
         self._cancelled: set[tuple[str, str, str]] = set()  # requests their client cancelled
         self._producers: dict[str, Producer] = {}
+        self._opening = asyncio.Lock()  # one producer per topic, however many requests answer at once
         self._watcher: ConfigWatcher | None = None
 
     @classmethod
@@ -265,7 +266,10 @@ class FlowProcessor:
         """This processor's producer on topic `name`, opened on first use."""
         prod = self._producers.get(name)
         if prod is None:
-            prod = self._producers[name] = await self.bus.producer(name)
+            async with self._opening:  # a burst of first answers would each open one otherwise
+                prod = self._producers.get(name)
+                if prod is None:
+                    prod = self._producers[name] = await self.bus.producer(name)
         return prod
 
     async def _refuse(self, msg: BusMessage, consumer: Consumer, spec: ServiceSpec, ctx: FlowContext) -> None:

@@ -188,3 +188,29 @@ async def test_a_request_its_client_abandons_is_cancelled_at_the_service_and_not
     assert (await c.request(EchoRequest(text="next"))).text == "f1:next"
     assert proc.started == 2  # acknowledged when cancelled: never redelivered
     await c.stop()
+
+
+class SlowOpeningBus(MemoryBus):
+    """A memory bus whose producers take a moment to open, as a broker's do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.opened: list[str] = []
+
+    async def producer(self, topic: str):  # type: ignore[no-untyped-def]
+        self.opened.append(topic)
+        await asyncio.sleep(0.01)
+        return await super().producer(topic)
+
+
+async def test_a_burst_of_first_answers_opens_one_response_producer() -> None:
+    bus = SlowOpeningBus()
+    proc = Echo(bus, RuntimeSettings(concurrency=16))
+    await proc.start_flow("f1", {})
+    try:
+        c = client(bus)
+        answers = await asyncio.gather(*(c.request(EchoRequest(text=str(i))) for i in range(16)))
+    finally:
+        await proc.stop()
+    assert [a.text for a in answers] == [f"f1:{i}" for i in range(16)]
+    assert bus.opened.count(topic("echo", "f1", "response")) == 1
