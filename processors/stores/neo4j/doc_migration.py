@@ -7,6 +7,7 @@ from __future__ import annotations
 from processors.stores.documents_protocol import tenant_token
 from processors.stores.neo4j import term_stats
 from processors.stores.neo4j.schema import Neo4jConnection, entity_key
+from processors.stores.neo4j.term_stats import DELETE_TERMS, DELETE_TOTALS
 
 _BATCHED = " } IN TRANSACTIONS OF 2000 ROWS"
 PAGE = 10_000
@@ -44,8 +45,8 @@ async def migrate_documents(conn: Neo4jConnection) -> None:
         await conn.autocommit(MIGRATE_TENANT, args)
         prefix = entity_key(user, collection, "")[:-2]  # the key of an IRI is this prefix + IRI + '"]'
         await conn.autocommit(MIGRATE_SUBJECTS, {**args, "prefix": prefix})
-        await conn.autocommit(term_stats.DELETE[0], args)
-        await conn.autocommit(term_stats.DELETE[1], args)
+        await conn.autocommit(DELETE_TERMS, args)
+        await conn.autocommit(DELETE_TOTALS, args)
         skip = 0
         while page := await conn.read(CHUNK_TERMS, {**args, "skip": skip, "limit": PAGE}):
             words = [str(r["lexical"] or "").split() for r in page]

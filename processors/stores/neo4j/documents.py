@@ -41,6 +41,7 @@ from processors.stores.neo4j.doc_writes import (
 )
 from processors.stores.neo4j.schema import Neo4jConnection, Runner, entity_key
 from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, keys, tenant
+from processors.stores.neo4j.term_stats import DELETE_TERMS, DELETE_TOTALS
 from schemas.documents import Chunk, DocumentInfo, Mention, Scope
 
 __all__ = ["Neo4jCommunityStore", "Neo4jDocumentStore"]
@@ -50,11 +51,12 @@ HASHES = (
     "UNWIND $dkeys AS dk MATCH (d:KgDocument {key: dk}) WHERE d.user = $user AND d.collection = $collection "
     "RETURN d.id AS id, d.content_hash AS hash"
 )
-# Chunks mentioning each entity (most mentions first, at most $per), and the given chunks' mentions.
+LINKS_READ = 256  # mentions of one entity read before the most-mentioning are kept (a hub has thousands)
+# Chunks mentioning each entity: of its first $read mentions in scope, the $per most mentioning.
 ENTITY_LINKS = (
     "UNWIND $ekeys AS ek MATCH (e:KgEntity {key: ek}) WHERE e.user = $user AND e.collection = $collection "
     "CALL (e) { MATCH (d:KgDocument)-[:HAS_CHUNK]->(c:KgChunk)-[m:HAS_ENTITY]->(e) "
-    "WHERE m.user = $user AND m.collection = $collection AND " + IN_SCOPE + " "
+    "WHERE m.user = $user AND m.collection = $collection AND " + IN_SCOPE + " WITH c, m LIMIT $read "
     "RETURN c.id AS chunk, m.count AS n ORDER BY n DESC, chunk LIMIT $per } "
     "RETURN e.uri AS entity, chunk, n"
 )
@@ -90,6 +92,8 @@ DELETE_COLLECTION = (
     "MATCH (n:KgDocument {" + _TENANT + "}) CALL (n) { DETACH DELETE n" + _BATCHED,
     "MATCH (n:KgEntity {" + _TENANT + "}) WHERE n.concept IS NOT NULL CALL (n) { REMOVE n.concept "
     "WITH n WHERE n.label IS NULL AND n.embedding IS NULL AND NOT (n)--() DELETE n" + _BATCHED,
+    DELETE_TERMS,
+    DELETE_TOTALS,
 )
 
 
@@ -140,7 +144,7 @@ class Neo4jDocumentStore:
 
     async def delete_collection(self, user: str, collection: str) -> None:
         """Drop the collection's documents, chunks and provenance (in batches) and concept flags."""
-        for cypher in (*DELETE_COLLECTION, *term_stats.DELETE):
+        for cypher in DELETE_COLLECTION:
             await self.conn.autocommit(cypher, tenant(user, collection))
 
     async def hashes(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, str]:
@@ -226,7 +230,7 @@ class Neo4jDocumentStore:
         scope: Scope | None = None,
     ) -> list[Mention]:
         """Chunks mentioning `entities` (at most `per_entity` each) and the mentions of `chunk_ids`."""
-        params = {**tenant(user, collection, scope), "per": per_entity}
+        params = {**tenant(user, collection, scope), "per": per_entity, "read": max(per_entity, LINKS_READ)}
         params["ekeys"] = [entity_key(user, collection, e) for e in dict.fromkeys(entities)]
         params["ckeys"] = keys(user, collection, chunk_ids)
 

@@ -92,7 +92,7 @@ async def candidates(
             lucene_phrase(w) for w in words
         ) + ")"  # fmt: skip
         rows = await run(TEXT_HITS, {**args, "query": query, "k": RESCORE * k})
-        stats = await term_stats.read(run, params["user"], params["collection"], words)
+        stats = await term_stats.collection_stats(run, params["user"], params["collection"], words)
         hits = [(r["id"], str(r["lexical"] or "").split()) for r in rows]
         lexical = best_bm25(hits, words, stats, k)
         dense.update({r["id"]: float(r["sim"]) for r in rows if r["id"] not in dense and vector is not None})
@@ -100,7 +100,7 @@ async def candidates(
         tenant = tenant_token(params["user"], params["collection"])
         queries = [{"t": w, "q": f"tenant:{tenant} AND lexical:{lucene_phrase(w)}"} for w in words]
         lex_args = {**params, "chunk_ids": among, "k1": K1, "b": B, "k": RESCORE * k, "terms": queries}
-        stats = await term_stats.read(run, params["user"], params["collection"], words)
+        stats = await term_stats.collection_stats(run, params["user"], params["collection"], words)
         hits = [(r["id"], str(r["lexical"] or "").split()) for r in await run(LEXICAL, lex_args)]
         lexical = best_bm25(hits, words, stats, k)
     missing = [i for i in lexical if i not in dense]
@@ -111,7 +111,7 @@ async def candidates(
     elif scoped:
         searched = int((await run(CHUNK_COUNT, params))[0]["n"])
     else:
-        searched = (await term_stats.read(run, params["user"], params["collection"], [])).chunks
+        searched = (await term_stats.collection_stats(run, params["user"], params["collection"], [])).chunks
     ids = list(dict.fromkeys([*dense, *lexical]))
     return Candidates([Passage(i, dense.get(i, 0.0), lexical.get(i, 0.0)) for i in ids], searched)
 

@@ -30,10 +30,10 @@ OLD_TERMS = (
     "UNWIND $dkeys AS dk MATCH (d:KgDocument {key: dk}) WHERE d.user = $user AND d.collection = $collection "
     "MATCH (d)-[:HAS_CHUNK]->(c:KgChunk) RETURN c.lexical AS lexical"
 )
-DELETE = (
-    "MATCH (n:KgTerm {user: $user, collection: $collection}) CALL (n) { DELETE n } IN TRANSACTIONS OF 5000 ROWS",
-    "MATCH (n:KgCollectionStats {user: $user, collection: $collection}) DELETE n",
+DELETE_TERMS = (
+    "MATCH (n:KgTerm {user: $user, collection: $collection}) CALL (n) { DELETE n } IN TRANSACTIONS OF 5000 ROWS"
 )
+DELETE_TOTALS = "MATCH (n:KgCollectionStats {user: $user, collection: $collection}) DELETE n"
 
 
 def stats_key(user: str, collection: str) -> str:
@@ -61,7 +61,7 @@ async def take_away(run: Runner, params: dict[str, Any]) -> None:
     await adjust(run, params["user"], params["collection"], old, -1)
 
 
-async def read(run: Runner, user: str, collection: str, query_terms: Sequence[str]) -> Bm25Stats:
+async def collection_stats(run: Runner, user: str, collection: str, query_terms: Sequence[str]) -> Bm25Stats:
     """The collection's statistics for these terms."""
     totals = await run(TOTALS, {"skey": stats_key(user, collection)})
     keys = [node_key(user, collection, "term", t) for t in dict.fromkeys(query_terms)]

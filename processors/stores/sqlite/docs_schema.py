@@ -104,16 +104,13 @@ GET_CHUNKS = (
     "SELECT " + _CHUNK_COLS + " FROM chunks c JOIN documents d ON d.user = c.user AND d.collection = c.collection"
     " AND d.id = c.document_id WHERE c.user = ? AND c.collection = ? AND c.id IN (SELECT value FROM json_each(?))"
 )
-# Links of a neighbourhood: chunks mentioning the entities (at most ?4 per entity, most
-# mentions first), and what the given chunks mention. ?5: JSON array of allowed documents or null.
+# Links of a neighbourhood: chunks mentioning one entity (its first ?5 mentions in scope: the caller
+# keeps the most mentioning), and what the given chunks mention (?4: JSON array of allowed documents or null).
 ENTITY_LINKS = """
-SELECT entity, chunk_id, count FROM (
-  SELECT m.entity, m.chunk_id, m.count,
-         row_number() OVER (PARTITION BY m.entity ORDER BY m.count DESC, m.chunk_id) AS n
-  FROM mentions m WHERE m.user = ?1 AND m.collection = ?2 AND m.entity IN (SELECT value FROM json_each(?3))
-    AND (?5 IS NULL OR m.document_id IN (SELECT value FROM json_each(?5))))
-WHERE n <= ?4
+SELECT chunk_id, count FROM mentions WHERE user = ?1 AND collection = ?2 AND entity = ?3
+  AND (?4 IS NULL OR document_id IN (SELECT id FROM temp.scope_docs)) LIMIT ?5
 """
+LINKS_READ = 256  # mentions of one entity read before the most-mentioning are kept (a hub has thousands)
 CHUNK_LINKS = """
 SELECT m.entity, m.chunk_id, m.count FROM mentions m INDEXED BY mentions_by_chunk
 WHERE m.user = ?1 AND m.collection = ?2 AND m.chunk_id IN (SELECT value FROM json_each(?3))
