@@ -58,6 +58,7 @@ class ConceptRef(BaseModel):
 
     key: str = Field(min_length=1, max_length=512)
     label: str = Field(min_length=1, max_length=512)
+    aliases: list[str] = Field(default=[], max_length=64)  # other keys of the concept ("neil peart")
 
 
 class KeyedMention(BaseModel):
@@ -97,7 +98,9 @@ class IndexedDocument(BaseModel):
     mentions: list[KeyedMention] = []
     cooccurrences: list[CoOccurrence] = []
     relations: list[KeyedRelation] = []  # typed relations (the `llm` extractor only)
-    title_key: str = ""  # the concept its title names (the subject of every chunk), if any
+    # The document's subject (a concept of every chunk): its title's when the title names something
+    # the text names, else its first sentence's; "" when it has neither.
+    subject_key: str = ""
 
 
 # --- the `documents` service --------------------------------------------------------------------

@@ -38,7 +38,8 @@ class DocumentRecord:
     relations: list[Relation] = field(default_factory=list)
     owned: set[str] = field(default_factory=set)  # entities this document's indexing created
     keys: dict[str, str] = field(default_factory=dict)  # entity -> the concept key it was found by
-    title_entity: str | None = None  # the entity the document's title names (its subject)
+    aliases: dict[str, list[str]] = field(default_factory=dict)  # entity -> its other keys ("neil peart")
+    title_entity: str | None = None  # the document's subject (its title's, or its first sentence's)
 
 
 @dataclass
@@ -125,6 +126,10 @@ class DocumentStore(Protocol):
         """The `k` chunks nearest `vector` (the store's vector index) and the `k` best by BM25 over
         `terms` (its full-text index), each with its cosine to `vector`, and the number of chunks
         searched; the scope (and `among`: only those chunks, exactly) inside the queries."""
+        ...
+
+    async def concept_keys(self, user: str, collection: str, keys: Sequence[str]) -> dict[str, list[str]]:
+        """Key -> the concepts it is a key or an alias of (what documents already linked)."""
         ...
 
     async def named(

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Protocol
 
-from processors.algorithms.text_match import title_key as title_key_of
 from processors.ingest.documents.chunker import ChunkingParams, chunk_spans
 from processors.ingest.documents.llm_relations import extract_relations
 from processors.ingest.documents.params import DocumentLoadParams
+from processors.ingest.documents.subjects import Names, one_node_per_entity, subject_key
 from processors.ingest.extractor.relations import FoundRelation
 from processors.models.text_completion.prompting import ModelAnswer
 from schemas.documents import (
@@ -112,49 +112,62 @@ def index_document(
     mentions: list[list[ConceptMention]],
     relations: Sequence[list[FoundRelation]] | None = None,
 ) -> IndexedDocument:
-    """Concepts, mentions and sentence co-occurrences of one document (mentions per chunk), and
-    the typed relations each chunk states, if an extractor found some."""
-    title_key = title_key_of(doc.title)
+    """Concepts (one per entity, with its other names), mentions and sentence co-occurrences of
+    one document (mentions per chunk), its subject — a concept of every chunk — and the typed
+    relations each chunk states, if an extractor found some."""
+    names = one_node_per_entity(mentions)
+    subject = subject_key(doc.title, doc.text, mentions, names)
     labels: dict[str, Counter[str]] = {}
     keyed: list[KeyedMention] = []
     pairs: dict[tuple[str, str], list[str]] = {}
     for chunk, found in zip(chunks, mentions, strict=True):
-        counts = Counter(m.key for m in found)
+        counts = Counter(names.of(m.key) for m in found)
         for m in found:
-            labels.setdefault(m.key, Counter())[m.label] += 1
-        if title_key and any(ch.isalpha() for ch in title_key):
-            labels.setdefault(title_key, Counter())[doc.title] += 1
-            counts[title_key] += 1
+            labels.setdefault(names.of(m.key), Counter())[m.label] += 1
+        if subject:
+            if subject not in labels and doc.title:  # a subject named by the title only
+                labels.setdefault(subject, Counter())[doc.title] += 1
+            counts[subject] += 1
         keyed += [KeyedMention(chunk_id=chunk.id, key=k, count=n) for k, n in counts.items()]
-        for sentence in _sentences(found, title_key):
+        for sentence in _sentences(found, subject, names):
             for a, b in combinations(sorted(sentence), 2):
                 pairs.setdefault((a, b), []).append(chunk.id)
-    concepts = [ConceptRef(key=k, label=c.most_common(1)[0][0][:512]) for k, c in labels.items()]
+    concepts = [
+        ConceptRef(key=k, label=c.most_common(1)[0][0][:512], aliases=sorted(names.aliases.get(k, ()))[:32])
+        for k, c in labels.items()
+    ]
     cooc = [CoOccurrence(a=a, b=b, chunk_ids=list(dict.fromkeys(ids))) for (a, b), ids in pairs.items()]
     typed: dict[FoundRelation, list[str]] = {}
     for chunk, found_relations in zip(chunks, relations or [], strict=False):
         for r in found_relations:
-            typed.setdefault(r, []).append(chunk.id)
+            typed.setdefault(FoundRelation(names.of(r.s), r.p, names.of(r.o)), []).append(chunk.id)
     rels = [KeyedRelation(s=r.s, p=r.p, o=r.o, chunk_ids=ids) for r, ids in typed.items()]
-    titled = title_key if title_key in labels else ""
     return IndexedDocument(document=doc, content_hash=content_hash(doc), chunks=chunks, vectors=vectors,
                            concepts=concepts, mentions=keyed, cooccurrences=cooc, relations=rels,
-                           title_key=titled)  # fmt: skip
+                           subject_key=subject if subject in labels else "")  # fmt: skip
 
 
-def _sentences(found: Sequence[ConceptMention], title_key: str) -> list[set[str]]:
-    """The concepts of each sentence (the first `MAX_PAIRS_PER_SENTENCE`); the title joins the
-    first sentence, where a document usually says what its subject is."""
+def _sentences(found: Sequence[ConceptMention], subject: str, names: Names) -> list[set[str]]:
+    """The concepts of each sentence (the first `MAX_PAIRS_PER_SENTENCE`). The document's subject
+    joins the first sentence, where a document usually says what it is about, and every sentence
+    whose own subject is no concept ("She was born in Warsaw": a pronoun, most often the subject)."""
     by_sentence: dict[int, list[str]] = {}
+    has_subject: set[int] = set()
     for m in found:
         if m.sentence < 0:  # an end only a model's relation found: the relation links it already
             continue
         keys = by_sentence.setdefault(m.sentence, [])
-        if m.key not in keys and len(keys) < MAX_PAIRS_PER_SENTENCE:
-            keys.append(m.key)
-    out = [set(keys) for _, keys in sorted(by_sentence.items())]
-    if title_key and out:
-        out[0].add(title_key)
+        key = names.of(m.key)
+        if key not in keys and len(keys) < MAX_PAIRS_PER_SENTENCE:
+            keys.append(key)
+        if m.subject:
+            has_subject.add(m.sentence)
+    out = []
+    for n, (sentence, keys) in enumerate(sorted(by_sentence.items())):
+        joined = set(keys)
+        if subject and (n == 0 or sentence not in has_subject):
+            joined.add(subject)
+        out.append(joined)
     return out
 
 

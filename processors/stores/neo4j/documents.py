@@ -36,6 +36,7 @@ from processors.stores.neo4j.doc_writes import (
     DELETE_DOCS,
     WRITE,
     linked,
+    name_key,
     unlinked,
     write_rows,
 )
@@ -50,6 +51,10 @@ _TENANT = "user: $user, collection: $collection"
 HASHES = (
     "UNWIND $dkeys AS dk MATCH (d:KgDocument {key: dk}) WHERE d.user = $user AND d.collection = $collection "
     "RETURN d.id AS id, d.content_hash AS hash"
+)
+CONCEPT_NAMES = (
+    "UNWIND $names AS nk MATCH (n:KgName {key: nk})-[:NAME_OF]->(e:KgEntity) "
+    "WHERE n.user = $user AND n.collection = $collection RETURN n.name AS name, collect(e.uri) AS iris"
 )
 LINKS_READ = 256  # mentions of one entity read before the most-mentioning are kept (a hub has thousands)
 # Chunks mentioning each entity: of its first $read mentions in scope, the $per most mentioning.
@@ -94,6 +99,7 @@ DELETE_COLLECTION = (
     "WITH n WHERE n.label IS NULL AND n.embedding IS NULL AND NOT (n)--() DELETE n" + _BATCHED,
     DELETE_TERMS,
     DELETE_TOTALS,
+    "MATCH (n:KgName {" + _TENANT + "}) CALL (n) { DETACH DELETE n" + _BATCHED,
 )
 
 
@@ -160,6 +166,15 @@ class Neo4jDocumentStore:
         await self.migrate()
         params = tenant(user, collection, scope)
         return await self.conn.read_tx(lambda run: passages.candidates(run, params, vector, terms, k, among))
+
+    async def concept_keys(self, user: str, collection: str, keys: Sequence[str]) -> dict[str, list[str]]:
+        """Key -> the concepts it is a key or an alias of."""
+        if not keys:
+            return {}
+        await self.migrate()
+        names = [name_key(user, collection, k) for k in dict.fromkeys(keys)]
+        rows = await self.conn.read(CONCEPT_NAMES, {**tenant(user, collection), "names": names})
+        return {r["name"]: r["iris"] for r in rows}
 
     async def named(
         self, user: str, collection: str, phrases: Sequence[str], vector: Sequence[float], scope: Scope | None = None

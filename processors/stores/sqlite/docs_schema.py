@@ -61,7 +61,12 @@ CREATE TABLE IF NOT EXISTS concepts (
     user TEXT NOT NULL, collection TEXT NOT NULL, iri TEXT NOT NULL, owned INTEGER NOT NULL, key TEXT NOT NULL,
     PRIMARY KEY (user, collection, iri)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS concepts_key ON concepts(user, collection, key);
+-- Every key a concept is found by: its own and its aliases ("neil peart" of "neil ellwood peart").
+CREATE TABLE IF NOT EXISTS concept_keys (
+    user TEXT NOT NULL, collection TEXT NOT NULL, key TEXT NOT NULL, iri TEXT NOT NULL,
+    PRIMARY KEY (user, collection, key, iri)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS concept_keys_iri ON concept_keys(user, collection, iri);
 -- The chunks whose subject an entity is (their document's title names it): graphrank's strong links.
 CREATE TABLE IF NOT EXISTS chunk_subjects (
     user TEXT NOT NULL, collection TEXT NOT NULL, entity TEXT NOT NULL, chunk_id TEXT NOT NULL,
@@ -134,6 +139,10 @@ RELATION_HAS_SOURCE = (
 CONCEPT_MENTIONED = "SELECT 1 FROM mentions WHERE user = ? AND collection = ? AND entity = ? LIMIT 1"
 CONCEPT_OWNED = "SELECT owned FROM concepts WHERE user = ? AND collection = ? AND iri = ?"
 DELETE_CONCEPT = "DELETE FROM concepts WHERE user = ? AND collection = ? AND iri = ?"
+DELETE_CONCEPT_KEYS = "DELETE FROM concept_keys WHERE user = ? AND collection = ? AND iri = ?"
+CONCEPT_KEYS = (
+    "SELECT key, iri FROM concept_keys WHERE user = ? AND collection = ? AND key IN (SELECT value FROM json_each(?))"
+)
 RELATIONS_AMONG = """
 SELECT s, p, o, count(DISTINCT chunk_id) AS w FROM relation_sources
 WHERE user = ?1 AND collection = ?2
@@ -282,9 +291,14 @@ def insert_record(conn: sqlite3.Connection, vl: VectorLists, user: str, collecti
     )
     _relation_vectors(conn, vl, user, collection, r)
     owned = r.owned
+    mentioned = {m.entity for m in r.mentions}
     conn.executemany(
         "INSERT INTO concepts VALUES (?,?,?,?,?) ON CONFLICT DO NOTHING",
-        [(user, collection, e, int(e in owned), r.keys.get(e, "")) for e in {m.entity for m in r.mentions}],
+        [(user, collection, e, int(e in owned), r.keys.get(e, "")) for e in mentioned],
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO concept_keys VALUES (?,?,?,?)",
+        [(user, collection, k, e) for e in mentioned for k in (r.keys.get(e, ""), *r.aliases.get(e, ())) if k],
     )
 
 
@@ -347,6 +361,7 @@ def unlinked(
     orphans = [e for e in removed.concepts if one(CONCEPT_MENTIONED, e) is None]
     owned = [e for e in orphans if one(CONCEPT_OWNED, e) == (1,)]
     conn.executemany(DELETE_CONCEPT, [(user, collection, e) for e in orphans])
+    conn.executemany(DELETE_CONCEPT_KEYS, [(user, collection, e) for e in orphans])
     return RemovedLinks(rels, owned, removed.concepts)
 
 
@@ -391,6 +406,11 @@ def backfill(conn: sqlite3.Connection, vl: VectorLists) -> int:
             [(user, collection, r[6], r[1], r[2]) for r in rows if r[6]],
         )
         _count(conn, user, collection, words)
+        conn.execute(
+            "INSERT OR IGNORE INTO concept_keys SELECT user, collection, key, iri FROM concepts"
+            " WHERE user = ? AND collection = ? AND key != ''",
+            (user, collection),
+        )
         rels = conn.execute(
             "SELECT s, p, o, vec FROM relation_vectors WHERE user = ? AND collection = ?", (user, collection)
         ).fetchall()

@@ -20,6 +20,7 @@ from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
 from processors.stores.sqlite import passages
 from processors.stores.sqlite.docs_schema import (
     CHUNK_LINKS,
+    CONCEPT_KEYS,
     ENTITY_LINKS,
     EPISODE_COUNTS,
     EPISODES,
@@ -95,7 +96,7 @@ class SqliteDocumentStore:
                 "DELETE FROM chunk_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE user = ? AND collection = ?)", uc
             )
             for table in ("documents", "doc_meta", "chunks", "mentions", "relation_sources", "relation_vectors",
-                          "concepts", "chunk_subjects", "collection_counts"):  # fmt: skip
+                          "concepts", "concept_keys", "chunk_subjects", "collection_counts", "term_df"):  # fmt: skip
                 conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", uc)
             self.lists.drop(conn, user, collection)
 
@@ -124,6 +125,19 @@ class SqliteDocumentStore:
             return passages.candidates(conn, self.lists, user, collection, q, terms, k, (scoped, size), among)
 
         return await self._read(user, collection, scope, read)
+
+    async def concept_keys(self, user: str, collection: str, keys: Sequence[str]) -> dict[str, list[str]]:
+        """Key -> the concepts it is a key or an alias of."""
+        if not keys:
+            return {}
+
+        def read(conn: sqlite3.Connection) -> dict[str, list[str]]:
+            out: dict[str, list[str]] = {}
+            for key, iri in conn.execute(CONCEPT_KEYS, (user, collection, json.dumps(list(keys)))):
+                out.setdefault(key, []).append(iri)
+            return out
+
+        return await self.db.read(read)
 
     async def named(
         self, user: str, collection: str, phrases: Sequence[str], vector: Sequence[float], scope: Scope | None = None
