@@ -1,6 +1,8 @@
 """Token-aware chunking: windows of a document's text that fit the embedding model.
 
-Text is split into paragraphs (blank lines) and sentences; sentences are packed into chunks
+Text is split into paragraphs (blank lines) and sentences (spaCy's English tokenizer and rule-based
+sentencizer: "Dr. Smith" and "U.S. Army" stay whole; a tenth of the cost of the parser's
+boundaries, which the extractor computes later anyway); sentences are packed into chunks
 of at most `max_tokens` tokens as the embedding model's own tokenizer counts them (the model
 truncates at 256: a chunk must fit whole), a paragraph break ends a chunk that is already half
 full, and each chunk after the first repeats up to `overlap_tokens` of the sentences before it.
@@ -11,13 +13,16 @@ from __future__ import annotations
 
 import bisect
 import re
+import threading
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-# A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before whitespace.
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 _PARAGRAPH = re.compile(r"\n\s*\n")
+SPACY_SLICE = 200_000  # characters of one paragraph given to spaCy at a time (it refuses over 1M)
+_splitter: Any = None
+_splitter_lock = threading.Lock()  # one spaCy pipeline per process; its tokenizer cache is not shared safely
 
 
 class ChunkingParams(BaseModel):
@@ -36,23 +41,53 @@ class Span:
     tokens: int
 
 
+def _sentence_splitter() -> Any:
+    """spaCy's English tokenizer with its rule-based sentencizer (built once)."""
+    global _splitter
+    if _splitter is None:
+        import spacy
+
+        nlp = spacy.blank("en")
+        nlp.add_pipe("sentencizer")
+        nlp.max_length = SPACY_SLICE + 1
+        _splitter = nlp
+    return _splitter
+
+
+def _slices(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """[start, end) in pieces of at most SPACY_SLICE characters, cut at whitespace where there is some."""
+    out = []
+    while end - start > SPACY_SLICE:
+        cut = text.rfind(" ", start + SPACY_SLICE // 2, start + SPACY_SLICE)
+        cut = cut if cut > start else start + SPACY_SLICE
+        out.append((start, cut))
+        start = cut
+    out.append((start, end))
+    return out
+
+
 def sentences(text: str) -> list[tuple[int, int, bool]]:
     """(start, end, starts a paragraph) of every sentence, whitespace trimmed."""
-    out: list[tuple[int, int, bool]] = []
+    paragraphs: list[tuple[int, int]] = []
     para_start = 0
     for para_end in [m.start() for m in _PARAGRAPH.finditer(text)] + [len(text)]:
-        first = True
-        pos = para_start
-        for piece_end in [m.start() for m in _SENTENCE_END.finditer(text, para_start, para_end)] + [para_end]:
-            piece = text[pos:piece_end]
-            lead = len(piece) - len(piece.lstrip())
-            s, e = pos + lead, pos + len(piece.rstrip())
-            if e > s:
-                out.append((s, e, first))
-                first = False
-            pos = piece_end
+        paragraphs += [(para_start, para_end)] if text[para_start:para_end].strip() else []
         m = _PARAGRAPH.match(text, para_end)
         para_start = m.end() if m else para_end
+    pieces = [(s, e, i) for i, (ps, pe) in enumerate(paragraphs) for s, e in _slices(text, ps, pe)]
+    out: list[tuple[int, int, bool]] = []
+    last_paragraph = -1
+    with _splitter_lock:
+        nlp = _sentence_splitter()
+        docs = nlp.pipe(text[s:e] for s, e, _ in pieces)
+        for (offset, _, paragraph), doc in zip(pieces, docs, strict=True):
+            for sent in doc.sents:
+                span = sent.text
+                lead = len(span) - len(span.lstrip())
+                s, e = offset + sent.start_char + lead, offset + sent.start_char + len(span.rstrip())
+                if e > s:
+                    out.append((s, e, paragraph != last_paragraph))
+                    last_paragraph = paragraph
     return out
 
 

@@ -158,6 +158,19 @@ def _sentences(found: Sequence[ConceptMention], title_key: str) -> list[set[str]
     return out
 
 
+def _chunk_all(
+    docs: Sequence[Document], tokenizer: Any, params: ChunkingParams, report: LoadReport
+) -> list[tuple[Document, list[Chunk]]]:
+    """Each document with its chunks; a document that cannot be chunked is reported, the others go on."""
+    chunked: list[tuple[Document, list[Chunk]]] = []
+    for d in docs:
+        try:
+            chunked.append((d, chunk_document(d, tokenizer, params)))
+        except Exception as e:  # one bad document must not stop the others
+            report.failed[d.id] = f"chunking failed: {e}"
+    return chunked
+
+
 async def _batched(fn: Callable[[list[str]], Any], texts: list[str], size: int) -> list[Any]:
     out: list[Any] = []
     for i in range(0, len(texts), size):
@@ -178,12 +191,7 @@ async def load_batch(
     todo = [d for d in docs if stored.get(d.id) != content_hash(d)]
     report.unchanged = len(docs) - len(todo)
     progress("unchanged", report.unchanged)
-    chunked: list[tuple[Document, list[Chunk]]] = []
-    for d in todo:
-        try:
-            chunked.append((d, chunk_document(d, tokenizer, params)))
-        except Exception as e:  # one bad document must not stop the others
-            report.failed[d.id] = f"chunking failed: {e}"
+    chunked = await asyncio.to_thread(_chunk_all, todo, tokenizer, params, report)  # CPU work: off the loop
     texts = [c.text for _, cs in chunked for c in cs]
 
     async def embed() -> list[list[float]]:
