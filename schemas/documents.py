@@ -275,6 +275,7 @@ class DocumentsResponse(Response):
 
     stored: int = 0
     deleted: int = 0
+    not_found: list[str] = []  # delete-documents: the ids the collection does not hold
     hashes: dict[str, str] = {}
     chunks: list[Chunk] = []
     by_community: dict[str, list[str]] = {}  # search with communities: community -> its chunks found

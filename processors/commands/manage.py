@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from processors.commands.connect import flow_bus, service_client
 from processors.commands.options import bus_args, store_args
 from schemas.communities import BuildCommunities, ListCommunities
-from schemas.documents import DeleteCollection, DeleteDocuments, ListCollections, ListDocuments
+from schemas.documents import DeleteCollection, DeleteDocuments, DocumentsResponse, ListCollections, ListDocuments
 from schemas.services import COMMUNITIES, DOCUMENTS, Service
 
 TIMEOUT_S = 3600.0
@@ -62,13 +62,52 @@ def _request(a: argparse.Namespace) -> tuple[Service, BaseModel]:
     return DOCUMENTS, DeleteDocuments(**scope, document_ids=a.ids)
 
 
+LISTS = {"communities": "communities", "collections": "collections", "documents": "documents"}
+
+
 async def run(a: argparse.Namespace) -> int:
-    """Send the command's request and print the answer as JSON."""
+    """Send the command's request and print the answer as JSON; a delete of something that does
+    not exist is an error naming it (exit 1), an empty list a list with a note on stderr."""
     service, req = _request(a)
     async with flow_bus(a) as bus, service_client(bus, service, a.flow, TIMEOUT_S) as client:
         res = await client.request(req)
+        known = await client.request(ListCollections(user=a.user)) if _deleted_nothing(a, res) else None
+    if a.what == "list":
+        key = LISTS[a.command]
+        items = getattr(res, key)
+        print(json.dumps({key: [i.model_dump(mode="json", exclude_defaults=True) for i in items]}, indent=1,
+                         ensure_ascii=False))  # fmt: skip
+        if not items:
+            where = f"user {a.user!r}" if a.command == "collections" else f"{a.user}/{a.collection}"
+            print(f"no {key} for {where}", file=sys.stderr)
+        return 0
+    if a.what == "delete":
+        out: dict[str, Any] = {"deleted": res.deleted}
+        if res.not_found:
+            out["not_found"] = res.not_found
+        print(json.dumps(out, indent=1, ensure_ascii=False))
+        return _report_delete(a, res, known)
     out = res.model_dump(exclude_defaults=True, exclude={"schema_version", "end_of_stream"}, mode="json")
-    print(json.dumps(out or {"ok": True}, indent=1, ensure_ascii=False))
-    if a.command == "collections" and a.what == "delete":
+    print(json.dumps(out, indent=1, ensure_ascii=False))
+    return 0
+
+
+def _deleted_nothing(a: argparse.Namespace, res: DocumentsResponse) -> bool:
+    return a.command == "collections" and a.what == "delete" and res.deleted == 0
+
+
+def _report_delete(a: argparse.Namespace, res: DocumentsResponse, known: DocumentsResponse | None) -> int:
+    """What a delete did, on stderr; 1 when something named was not there."""
+    if known is not None:
+        names = ", ".join(c.collection for c in known.collections) or "none"
+        print(f"kgflow: error: collection {a.name!r} not found (collections of user {a.user!r}: {names})",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    if a.command == "collections":
         print(f"deleted collection {a.user}/{a.name}", file=sys.stderr)
+        return 0
+    if res.not_found:
+        print(f"kgflow: error: not found in {a.user}/{a.collection}: {', '.join(res.not_found)}", file=sys.stderr)
+        return 1
+    print(f"deleted {res.deleted} documents from {a.user}/{a.collection}", file=sys.stderr)
     return 0

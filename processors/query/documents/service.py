@@ -124,8 +124,9 @@ class DocumentsProcessor(StoreProcessor):
             return DocumentsResponse(collections=await self.collections(req.user))
         if isinstance(req, DeleteDocuments):
             return await self.delete_documents(req)
-        await self.delete_collection(req.user, req.collection)
-        return DocumentsResponse(deleted=1)
+        existed = any(c.collection == req.collection for c in await self.collections(req.user))
+        await self.delete_collection(req.user, req.collection)  # also clears what a failed load left
+        return DocumentsResponse(deleted=int(existed))
 
     async def community_search(self, req: ChunkSearch, flow: FlowContext) -> DocumentsResponse:
         """Chunks of the scope among the chunks of `req.communities`: the best `limit` of them
@@ -197,7 +198,7 @@ class DocumentsProcessor(StoreProcessor):
         removed = await self.stores.documents.delete_documents(user, coll, sorted(known))
         await self._unlink(user, coll, removed)
         await self.stores.communities.mark_stale(user, coll, removed.touched)
-        return DocumentsResponse(deleted=len(known))
+        return DocumentsResponse(deleted=len(known), not_found=[d for d in req.document_ids if d not in known])
 
     async def _unlink(self, user: str, coll: str, removed: RemovedLinks, announce: bool = True) -> None:
         """Remove the relations and concepts no document supports any more."""
