@@ -6,13 +6,24 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
 from schemas.base import Message, Response, ScopedRequest
 from schemas.retrieval import RelationshipRef
 from schemas.scope import MetadataValue, Scope
 
 MAX_DOCUMENT_CHARS = 10_000_000
+
+
+class Section(BaseModel):
+    """Where the document's text from `start` (a character offset) on comes from in its file: the
+    page (a PDF page, a slide; from 1) and the heading it falls under. Set by the file readers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start: int = Field(ge=0)
+    page: int | None = Field(default=None, ge=1)
+    heading: str = Field(default="", max_length=512)
 
 
 class Document(BaseModel):
@@ -25,6 +36,14 @@ class Document(BaseModel):
     text: str = Field(max_length=MAX_DOCUMENT_CHARS)
     timestamp: datetime | None = None
     metadata: dict[str, MetadataValue | list[MetadataValue]] = Field(default={}, max_length=256)
+    sections: list[Section] = Field(default=[], max_length=100_000)  # in `start` order
+
+    @field_validator("sections")
+    @classmethod
+    def _in_order(cls, v: list[Section]) -> list[Section]:
+        if any(b.start < a.start for a, b in zip(v, v[1:], strict=False)):
+            raise ValueError("sections must be in `start` order")
+        return v
 
 
 class Chunk(BaseModel):
@@ -39,6 +58,8 @@ class Chunk(BaseModel):
     tokens: int = 0
     title: str = ""  # the document's title
     score: float | None = None
+    page: int | None = None  # where in the file it starts: PDF page or slide (from 1), when the file has pages
+    section: str = ""  # the heading it falls under, when the file has headings
 
 
 class Mention(BaseModel):
