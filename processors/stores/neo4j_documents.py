@@ -3,7 +3,7 @@ relationship carrying `user` and `collection` (keys: neo4j_schema.node_key / ent
 
     (:KgDocument {key, id, title, timestamp, metadata (JSON), meta, content_hash, chunks, lexlen})
     (:KgDocument)-[:HAS_CHUNK]->(:KgChunk {key, id, document_id, ordinal, text, start, end,
-                                           tokens, embedding, lexical, lexlen})
+                                           tokens, page, section, embedding, lexical, lexlen})
     (:KgChunk)-[:HAS_ENTITY {count}]->(:KgEntity)      the triple store's entity nodes (MERGEd)
     (:KgChunk)-[:SOURCE_OF]->(:KgRelation {key, s, p, o, embedding})   provenance: weight = sources
     KgEntity.concept                                   set while chunks mention it: true when
@@ -312,7 +312,8 @@ def _rows(user: str, collection: str, records: Sequence[DocumentRecord]) -> dict
         docs.append({"key": dkey, "chunk_keys": ckeys, "props": props})
         for c, v, ck, x, n in zip(r.chunks, r.vectors, ckeys, lex, lexlen, strict=True):
             cprops = {"id": c.id, "document_id": d.id, "ordinal": c.ordinal, "text": c.text, "start": c.start,
-                      "end": c.end, "tokens": c.tokens, "lexical": x, "lexlen": n}  # fmt: skip
+                      "end": c.end, "tokens": c.tokens, "lexical": x, "lexlen": n, "page": c.page,
+                      "section": c.section}  # fmt: skip
             chunks.append({"key": ck, "dkey": dkey, "props": cprops, "vec": stored_vector(v)})
         counts: dict[tuple[str, str], int] = {}
         for m in r.mentions:
