@@ -14,12 +14,14 @@ from __future__ import annotations
 import bisect
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 _PARAGRAPH = re.compile(r"\n\s*\n")
+MIN_SECTION_TOKENS = 16  # a chunk shorter than this does not end at a section start (a heading alone)
 SPACY_SLICE = 200_000  # characters of one paragraph given to spaCy at a time (it refuses over 1M)
 _splitter: Any = None
 _splitter_lock = threading.Lock()  # one spaCy pipeline per process; its tokenizer cache is not shared safely
@@ -103,9 +105,19 @@ def _windows(offsets: list[tuple[int, int]], max_tokens: int, overlap: int) -> l
     return spans
 
 
-def chunk_spans(text: str, token_offsets: list[tuple[int, int]], max_tokens: int, overlap_tokens: int) -> list[Span]:
+def chunk_spans(
+    text: str,
+    token_offsets: list[tuple[int, int]],
+    max_tokens: int,
+    overlap_tokens: int,
+    pages: Sequence[int] = (),
+    headings: Sequence[int] = (),
+) -> list[Span]:
     """The chunks of `text`, given the (start, end) character offsets of its tokens as the
-    embedding model's tokenizer produces them (see the module docstring)."""
+    embedding model's tokenizer produces them (see the module docstring). A chunk also ends where
+    a page (or slide) of the file starts, and where a heading starts unless the chunk holds fewer
+    than MIN_SECTION_TOKENS (a short section joins the next), with no overlap across the break:
+    a chunk lies on one page, under one heading (`pages`, `headings`: character offsets)."""
     starts = [s for s, _ in token_offsets]
     units: list[tuple[int, int, int, bool]] = []  # (start, end, tokens, starts a paragraph)
     for s, e, para in sentences(text):
@@ -122,12 +134,22 @@ def chunk_spans(text: str, token_offsets: list[tuple[int, int]], max_tokens: int
     for unit in units:
         size = sum(u[2] for u in current)
         full = size + unit[2] > max_tokens or (unit[3] and size >= max_tokens // 2)
-        if current and full:
+        crossed = bool(current) and (
+            _starts_between(pages, current[0][0], unit[0])
+            or (size >= MIN_SECTION_TOKENS and _starts_between(headings, current[0][0], unit[0]))
+        )
+        if current and (full or crossed):
             chunks.append(Span(current[0][0], current[-1][1], size))
-            current = _overlap(current, overlap_tokens, max_tokens - unit[2])
+            current = [] if crossed else _overlap(current, overlap_tokens, max_tokens - unit[2])
         current.append(unit)
     chunks.append(Span(current[0][0], current[-1][1], sum(u[2] for u in current)))
     return chunks
+
+
+def _starts_between(starts: Sequence[int], after: int, at: int) -> bool:
+    """Whether one of the sorted `starts` lies in (after, at]."""
+    i = bisect.bisect_right(starts, after)
+    return i < len(starts) and starts[i] <= at
 
 
 def _overlap(previous: list[tuple[int, int, int, bool]], overlap: int, room: int) -> list[tuple[int, int, int, bool]]:

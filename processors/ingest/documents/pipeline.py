@@ -96,7 +96,10 @@ def chunk_document(doc: Document, tokenizer: Any, params: ChunkingParams) -> lis
     offsets = tokenizer.encode(doc.text, add_special_tokens=False).offsets
     starts = [s.start for s in doc.sections]
     out = []
-    for n, span in enumerate(chunk_spans(doc.text, offsets, params.chunk_tokens, params.chunk_overlap)):
+    pages = [s.start for s, prev in zip(doc.sections, [None, *doc.sections], strict=False)
+             if prev is None or s.page != prev.page]  # fmt: skip
+    spans = chunk_spans(doc.text, offsets, params.chunk_tokens, params.chunk_overlap, pages, starts)
+    for n, span in enumerate(spans):
         text = doc.text[span.start : span.end]
         digest = hashlib.sha256(f"{doc.id}\0{n}\0{text}".encode()).hexdigest()[:16]
         at = bisect.bisect_right(starts, span.start) - 1
