@@ -62,7 +62,9 @@ def test_answers_cite_the_page_or_heading(
     assert out["documents"][0]["id"] == file
 
 
-def test_documents_keep_their_files_titles(loaded: tuple[list[str], int, str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_documents_keep_their_files_titles(
+    loaded: tuple[list[str], int, str], capsys: pytest.CaptureFixture[str]
+) -> None:
     home, _, _ = loaded
     assert main(["documents", "list", "-C", "formats", *home]) == 0
     titles = {d["id"]: d["title"] for d in json.loads(capsys.readouterr().out)["documents"]}

@@ -71,9 +71,7 @@ def test_a_downstream_error_keeps_its_type() -> None:
     assert res.error is not None and res.error.type == "llm-unavailable"
 
 
-async def test_lazy_rag_over_a_dead_model_warns_llm_unavailable(
-    tmp_path: Path, dead: tuple[DeadEndpoint, str]
-) -> None:
+async def test_lazy_rag_over_a_dead_model_warns_llm_unavailable(tmp_path: Path, dead: tuple[DeadEndpoint, str]) -> None:
     endpoint, url = dead
     params = {"llm": "openai", "llm-model": "m", "llm-base-url": url}
     async with embedded(StoreSettings(home=tmp_path / "home"), flow_params=params) as system:

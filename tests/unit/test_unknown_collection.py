@@ -41,7 +41,9 @@ def test_document_services_warn_of_a_missing_collection(
 ) -> None:
     args = home[:2]
     assert main(["query", service, "Who was Marie Curie?", "-C", "dmeo", "--no-llm", *args]) == 1
-    assert "collection 'dmeo' is empty or unknown (known collections of user 'default': demo)" in capsys.readouterr().err
+    assert (
+        "collection 'dmeo' is empty or unknown (known collections of user 'default': demo)" in capsys.readouterr().err
+    )
 
 
 def test_the_readme_batch_example_names_a_loaded_collection() -> None:
