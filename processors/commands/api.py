@@ -26,10 +26,11 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from processors.base.settings import RuntimeSettings, StoreSettings, from_env
+from processors.base.settings import RuntimeSettings, from_env
 from processors.commands.loading import DocumentsLoaded, LoadProgress, load_documents
 from processors.commands.transports import BusTransport, GatewayTransport, Transport, TriplesProgress, TriplesStored
 from processors.ingest.documents.files import DocumentFormat
+from processors.stores.settings import StoreSettings
 from schemas.base import Notice, Response
 from schemas.communities import BuildCommunities, CommunitiesResponse, CommunityInfo, ListCommunities
 from schemas.documents import (
@@ -49,7 +50,19 @@ from schemas.graph_rag import GraphRagRequest, GraphRagResponse
 from schemas.kg_query import KgQueryRequest, KgQueryResponse
 from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
 from schemas.reranker import RerankItem, RerankRequest, RerankResponse
-from schemas.services import COMMUNITIES, DOCUMENTS, DRIFT, GRAPH_RAG, KG_QUERY, LAZY_RAG, RERANKER, SERVICES, Service
+from schemas.services import (
+    COMMUNITIES,
+    COMMUNITY_BUILD,
+    DOCUMENT_STORE,
+    DOCUMENTS,
+    DRIFT,
+    GRAPH_RAG,
+    KG_QUERY,
+    LAZY_RAG,
+    RERANKER,
+    SERVICES,
+    Service,
+)
 
 R = TypeVar("R", bound=Response)
 KgQueryMode = Literal["local", "global", "hybrid", "mix", "naive"]
@@ -195,7 +208,7 @@ class Kgflow:
     async def load_triples(self, path: str | Path, *, collection: str = "default", format: str | None = None,
                            progress: TriplesProgress | None = None) -> TriplesStored:  # fmt: skip
         """Load a file of triples (nt, ttl, tsv, jsonl; by extension unless `format`)."""
-        from processors.ingest.readers import guess_format
+        from processors.ingest.triples.readers import guess_format
 
         p = Path(path)
         fmt = format or guess_format(p)
@@ -209,7 +222,7 @@ class Kgflow:
 
     async def delete_collection(self, collection: str) -> bool:
         """Delete a collection from every store; False when there was no such collection."""
-        res = await self.request(DOCUMENTS, DeleteCollection(user=self.user, collection=collection))
+        res = await self.request(DOCUMENT_STORE, DeleteCollection(user=self.user, collection=collection))
         return bool(res.deleted)
 
     async def documents(self, collection: str = "default", limit: int = 1000) -> list[DocumentInfo]:
@@ -220,7 +233,7 @@ class Kgflow:
     async def delete_documents(self, ids: Sequence[str], collection: str = "default") -> DocumentsResponse:
         """Delete documents; the response says how many were `deleted` and which ids were `not_found`."""
         req = DeleteDocuments(user=self.user, collection=collection, document_ids=list(ids))
-        return await self.request(DOCUMENTS, req)  # type: ignore[no-any-return]
+        return await self.request(DOCUMENT_STORE, req)  # type: ignore[no-any-return]
 
     async def communities(self, collection: str = "default", level: int | None = None,
                           limit: int = 50) -> list[CommunityInfo]:  # fmt: skip
@@ -230,7 +243,7 @@ class Kgflow:
 
     async def build_communities(self, collection: str = "default") -> CommunitiesResponse:
         """Rebuild the collection's communities (no model calls)."""
-        return await self.request(COMMUNITIES, BuildCommunities(user=self.user, collection=collection))  # type: ignore[no-any-return]
+        return await self.request(COMMUNITY_BUILD, BuildCommunities(user=self.user, collection=collection))  # type: ignore[no-any-return]
 
     # --- flows --------------------------------------------------------------------------------
     async def flows(self) -> dict[str, list[str]]:

@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     _gateway_args(lt)
     store_args(lt)
     bus_args(lt)
-    lt.set_defaults(func=load_cmds.load_triples)
+    lt.set_defaults(func=load_cmds.load_triples_file)
 
     ld = load.add_parser(
         "documents",

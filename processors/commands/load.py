@@ -10,7 +10,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from processors.commands.connect import client
-from processors.ingest.triples_loader import Format, read_triples
+from processors.ingest.triples.readers import Format, read_triples
 from schemas.terms import Triple
 
 
@@ -47,7 +47,7 @@ class _Bars:
             self.bar.close()
 
 
-async def load_triples(a: argparse.Namespace) -> int:
+async def load_triples_file(a: argparse.Namespace) -> int:
     """Load a file into the collection: into the configured stores (then running processors are
     told the collection changed), or through a gateway's import socket with --url."""
     bars = _Bars(a.file.name, a.no_progress)

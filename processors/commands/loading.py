@@ -16,7 +16,7 @@ from processors.base.client import RemoteError, RequestTimeout
 from processors.ingest.documents.files import DocumentFormat, Unreadable, read_documents
 from schemas.communities import BuildCommunities, CommunitiesResponse, ListCommunities
 from schemas.documents import Document, LoadDocuments, LoadResponse
-from schemas.services import COMMUNITIES, DOCUMENT_LOAD, Service
+from schemas.services import COMMUNITIES, COMMUNITY_BUILD, DOCUMENT_LOAD, Service
 
 BATCH_DOCUMENTS = 64
 BATCH_CHARS = 200_000  # a batch closes at this much text (long documents make many chunks)
@@ -105,7 +105,7 @@ async def load_documents(
 
     await asyncio.gather(*(one(b) for b in batches(docs)))
     if out.loaded or out.failed or await _communities_outdated(stream, user, collection):
-        out.communities = await _last(stream, COMMUNITIES, BuildCommunities(user=user, collection=collection))
+        out.communities = await _last(stream, COMMUNITY_BUILD, BuildCommunities(user=user, collection=collection))
     return out
 
 

@@ -16,7 +16,8 @@ from pydantic import BaseModel
 
 from processors.base.bus import Bus
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
-from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.settings import RuntimeSettings
+from processors.stores.settings import StoreSettings
 from schemas.flows import FlowRequest, FlowResponse, GraphChanged
 from schemas.services import Service
 from schemas.topics import GRAPH_CHANGED
@@ -135,7 +136,7 @@ class BusTransport:
         self, path: Path, fmt: str, user: str, collection: str, flow: str, progress: TriplesProgress
     ) -> TriplesStored:
         from processors.commands.load import checked_triples
-        from processors.ingest.triples_loader import load_triples
+        from processors.ingest.triples.loader import load_triples
         from processors.models.embeddings.model import OnnxMiniLM
         from processors.stores.factory import open_stores
 
@@ -219,7 +220,7 @@ class GatewayTransport:
     ) -> TriplesStored:
         """Through the gateway's triples import socket, each frame acknowledged once stored."""
         from processors.gateway import translate as tr
-        from processors.ingest.readers import read_triples
+        from processors.ingest.triples.readers import read_triples
 
         triples = await asyncio.to_thread(lambda: list(read_triples(path, fmt)))  # type: ignore[arg-type]
         total = len(triples)

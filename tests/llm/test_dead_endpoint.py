@@ -15,9 +15,9 @@ import pytest
 from processors.base.client import RemoteError, RequestResponseClient
 from processors.base.processor import error_response
 from processors.base.runtime import embedded
-from processors.base.settings import StoreSettings
 from processors.models.text_completion.backend import ChatMessage, CompletionOptions, LLMError
 from processors.models.text_completion.openai_backend import OpenAIBackend
+from processors.stores.settings import StoreSettings
 from schemas.documents import Document, LoadDocuments
 from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
 from schemas.services import DOCUMENT_LOAD, LAZY_RAG

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from processors.commands.cli import main
-from processors.ingest.readers import read_triples
+from processors.ingest.triples.readers import read_triples
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sample.tsv"
 
