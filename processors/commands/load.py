@@ -4,24 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable
-from pathlib import Path
 
 from tqdm import tqdm
 
 from processors.commands.connect import client
-from processors.ingest.triples.readers import Format, read_triples
-from schemas.terms import Triple
-
-
-def checked_triples(path: Path, fmt: Format) -> tuple[Iterable[Triple], int]:
-    """The file's triples and their count, read once in full before anything is stored, so a
-    malformed line stops the load with the store untouched (the count sizes the progress bar).
-    N-Triples and Turtle are parsed whole anyway (rdflib); TSV and JSONL are read again to load."""
-    if fmt in ("nt", "ttl"):
-        found = list(read_triples(path, fmt))
-        return found, len(found)
-    return read_triples(path, fmt), sum(1 for _ in read_triples(path, fmt))
 
 
 class _Bars:

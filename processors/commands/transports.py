@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import itertools
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -17,9 +17,11 @@ from pydantic import BaseModel
 from processors.base.bus import Bus
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
 from processors.base.settings import RuntimeSettings
+from processors.ingest.triples.readers import Format, read_triples
 from processors.stores.settings import StoreSettings
 from schemas.flows import FlowRequest, FlowResponse, GraphChanged
 from schemas.services import Service
+from schemas.terms import Triple
 from schemas.topics import GRAPH_CHANGED
 
 # (phase "store" | "embed", items just done, the phase's total when known)
@@ -59,6 +61,16 @@ class Transport(Protocol):
     async def close(self) -> None:
         """Release the connection (and stop what was started)."""
         ...
+
+
+def checked_triples(path: Path, fmt: Format) -> tuple[Iterable[Triple], int]:
+    """The file's triples and their count, read once in full before anything is stored, so a
+    malformed line stops the load with the store untouched (the count sizes the progress bar).
+    N-Triples and Turtle are parsed whole anyway (rdflib); TSV and JSONL are read again to load."""
+    if fmt in ("nt", "ttl"):
+        found = list(read_triples(path, fmt))
+        return found, len(found)
+    return read_triples(path, fmt), sum(1 for _ in read_triples(path, fmt))
 
 
 def _flow_answer(res: FlowResponse) -> FlowResponse:
@@ -135,7 +147,6 @@ class BusTransport:
     async def load_triples(
         self, path: Path, fmt: str, user: str, collection: str, flow: str, progress: TriplesProgress
     ) -> TriplesStored:
-        from processors.commands.load import checked_triples
         from processors.ingest.triples.loader import load_triples
         from processors.models.embeddings.model import OnnxMiniLM
         from processors.stores.factory import open_stores
@@ -220,7 +231,6 @@ class GatewayTransport:
     ) -> TriplesStored:
         """Through the gateway's triples import socket, each frame acknowledged once stored."""
         from processors.gateway import translate as tr
-        from processors.ingest.triples.readers import read_triples
 
         triples = await asyncio.to_thread(lambda: list(read_triples(path, fmt)))  # type: ignore[arg-type]
         total = len(triples)
