@@ -123,7 +123,7 @@ export class Loader {
     this.note(`loaded ${loaded} of ${docs.length} documents (${chunks} chunks${skipped}) into ${collection}`);
     if (loaded) {
       byId("load-state").textContent = "building communities…";
-      const built = await this.gw().request("communities", this.flow(), { operation: "build", collection });
+      const built = await this.gw().request("community-build", this.flow(), { operation: "build", collection });
       const levels = Object.entries(built.levels ?? {}).map(([lv, n]) => `level ${lv}: ${n}`);
       this.note(`communities rebuilt (${levels.join(", ") || "none"})`);
     }
