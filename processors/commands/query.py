@@ -18,12 +18,12 @@ from processors.base.client import RemoteError, RequestTimeout
 from processors.base.settings import describe_errors
 from processors.commands.connect import client, require_data
 from schemas.base import Response
-from schemas.documents import Scope
+from schemas.documents import Chunk, Scope
 from schemas.drift import DriftProgress, DriftRequest, DriftResponse
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
 from schemas.kg_query import KgQueryRequest, KgQueryResponse
 from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
-from schemas.retrieval import Citation
+from schemas.retrieval import Citation, DocumentRef
 from schemas.services import DRIFT, GRAPH_RAG, KG_QUERY, LAZY_RAG, Service
 
 
@@ -92,6 +92,19 @@ def _graph_rag_text(res: GraphRagResponse) -> None:
         )
 
 
+def _source(d: DocumentRef, chunks: list[Chunk]) -> str:
+    """A source document as a reader cites it: title (id, the pages of its retrieved chunks, the
+    page of the best chunk first)."""
+    pages = list(dict.fromkeys(c.page for c in chunks if c.document_id == d.id and c.page))
+    where = f", p. {', '.join(str(p) for p in pages[:6])}" if pages else ""
+    return f"{d.title or d.id} ({d.id}{where})"
+
+
+def _cited(c: Citation) -> str:
+    where = f", p. {c.page}" if c.page else (f", {c.section}" if c.section else "")
+    return f"{c.document_name} ({c.chunk_id}{where})"
+
+
 def _document_json(question: str, res: Response) -> dict[str, Any]:
     """A document service's response as the CLI's JSON (`answer` is its `response`)."""
     out = res.model_dump(mode="json", exclude={"schema_version", "error", "end_of_stream", "message_type", "progress"})
@@ -103,7 +116,7 @@ def _lazy_rag_text(res: LazyRagResponse) -> None:
     if res.missing_info:
         print("\nmissing: " + "; ".join(res.missing_info))
     if res.documents:
-        print("\nsources: " + "; ".join(f"{d.title or d.id} ({d.id})" for d in res.documents[:5]))
+        print("\nsources: " + "; ".join(_source(d, res.chunks) for d in res.documents[:5]))
     if res.stats:
         print(
             f"\n(confidence {res.confidence:.2f}; {len(res.chunks)} chunks, {len(res.entities)} entities; "
@@ -117,7 +130,7 @@ def _kg_query_text(res: KgQueryResponse) -> None:
     if res.response.startswith("No language model") and res.context:
         print("\n" + res.context)
     if res.references:
-        print("\nreferences: " + "; ".join(f"{d.title or d.id} ({d.id})" for d in res.references[:8]))
+        print("\nreferences: " + "; ".join(_source(d, res.chunks) for d in res.references[:8]))
     if res.stats and res.tokens:
         print(
             f"\n(mode {res.mode}; {len(res.entities)} entities, {len(res.relationships)} relationships, "
@@ -129,12 +142,12 @@ def _kg_query_text(res: KgQueryResponse) -> None:
 def _drift_text(res: DriftResponse) -> None:
     print(res.response)
     for f in res.key_facts:
-        refs = ", ".join(f"{c.document_name} ({c.chunk_id})" if isinstance(c, Citation) else c for c in f.citations)
+        refs = ", ".join(_cited(c) if isinstance(c, Citation) else c for c in f.citations)
         print(f"- {f.fact}" + (f"  [{refs}]" if refs else ""))
     if res.residual_uncertainty:
         print("\nuncertain: " + res.residual_uncertainty)
     if res.documents:
-        print("\nsources: " + "; ".join(f"{d.title or d.id} ({d.id})" for d in res.documents[:5]))
+        print("\nsources: " + "; ".join(_source(d, res.chunks) for d in res.documents[:5]))
     if res.stats:
         st = res.stats
         print(

@@ -74,3 +74,10 @@ def test_documents_keep_their_files_titles(
         "lecture.pptx": "Radioactivity Lecture",
         "nobel.html": "Nobel Prizes of the Curie Family",
     }
+
+
+def test_the_text_answer_names_the_page(loaded: tuple[list[str], int, str], capsys: pytest.CaptureFixture[str]) -> None:
+    home, _, _ = loaded
+    assert main(["query", "lazy-rag", QUESTIONS[0][0], "-C", "formats", "--no-llm", *home]) == 0
+    out = capsys.readouterr().out
+    assert "The Curie Notes (curie-notes.pdf, p. 2" in out, out
