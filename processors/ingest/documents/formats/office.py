@@ -59,11 +59,8 @@ def extract_docx(data: bytes) -> Extracted:
                 out.page(page)
         title = document.core_properties.title or ""
     except CORRUPT as e:
-        raise UnreadableFile(f"a corrupt DOCX file ({type(e).__name__}: {str(e)[:200]})") from None
-    extracted = out.build(title)
-    if not extracted.text.strip():
-        raise UnreadableFile("a DOCX file with no text")
-    return extracted
+        raise _corrupt("DOCX", e) from None
+    return _with_text(out.build(title), "DOCX")
 
 
 def _shape_texts(shapes: Any) -> Iterator[str]:
@@ -98,8 +95,15 @@ def extract_pptx(data: bytes) -> Extracted:
                 out.paragraph(slide.notes_slide.notes_text_frame.text)
         title = deck.core_properties.title or ""
     except CORRUPT as e:
-        raise UnreadableFile(f"a corrupt PPTX file ({type(e).__name__}: {str(e)[:200]})") from None
-    extracted = out.build(title)
+        raise _corrupt("PPTX", e) from None
+    return _with_text(out.build(title), "PPTX")
+
+
+def _corrupt(kind: str, e: Exception) -> UnreadableFile:
+    return UnreadableFile(f"a corrupt {kind} file ({type(e).__name__}: {str(e)[:200]})")
+
+
+def _with_text(extracted: Extracted, kind: str) -> Extracted:
     if not extracted.text.strip():
-        raise UnreadableFile("a PPTX file with no text")
+        raise UnreadableFile(f"a {kind} file with no text")
     return extracted
