@@ -40,7 +40,9 @@ class Document(BaseModel):
     text: str = Field(max_length=MAX_DOCUMENT_CHARS)
     timestamp: datetime | None = None
     metadata: dict[str, MetadataValue | list[MetadataValue]] = Field(default={}, max_length=256)
-    sections: list[Section] = Field(default=[], max_length=100_000)  # in `start` order
+    # In `start` order; left off the wire when empty, so a processor that predates sections still
+    # takes the document (Document forbids unknown fields).
+    sections: list[Section] = Field(default=[], max_length=100_000, exclude_if=lambda v: not v)
 
     @field_validator("sections")
     @classmethod
