@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
 from schemas.base import Message, Response, ScopedRequest
 from schemas.retrieval import RelationshipRef
@@ -19,6 +19,17 @@ MAX_DOCUMENT_CHARS = 10_000_000
 SearchMode = Literal["fused", "vector", "lexical", "graph"]
 
 
+class Section(BaseModel):
+    """Where the document's text from `start` (a character offset) on comes from in its file: the
+    page (a PDF page, a slide; from 1) and the heading it falls under. Set by the file readers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start: int = Field(ge=0)
+    page: int | None = Field(default=None, ge=1)
+    heading: str = Field(default="", max_length=512)
+
+
 class Document(BaseModel):
     """A document as a user loads it; `id` and `title` are kept and returned as given."""
 
@@ -29,6 +40,16 @@ class Document(BaseModel):
     text: str = Field(max_length=MAX_DOCUMENT_CHARS)
     timestamp: datetime | None = None
     metadata: dict[str, MetadataValue | list[MetadataValue]] = Field(default={}, max_length=256)
+    # In `start` order; left off the wire when empty, so a processor that predates sections still
+    # takes the document (Document forbids unknown fields).
+    sections: list[Section] = Field(default=[], max_length=100_000, exclude_if=lambda v: not v)
+
+    @field_validator("sections")
+    @classmethod
+    def _in_order(cls, v: list[Section]) -> list[Section]:
+        if any(b.start < a.start for a, b in zip(v, v[1:], strict=False)):
+            raise ValueError("sections must be in `start` order")
+        return v
 
 
 class Chunk(BaseModel):
@@ -43,6 +64,8 @@ class Chunk(BaseModel):
     tokens: int = 0
     title: str = ""  # the document's title
     score: float | None = None
+    page: int | None = None  # where in the file it starts: PDF page or slide (from 1), when the file has pages
+    section: str = ""  # the heading it falls under, when the file has headings
 
 
 class Mention(BaseModel):
@@ -286,6 +309,7 @@ class DocumentsResponse(Response):
 
     stored: int = 0
     deleted: int = 0
+    not_found: list[str] = []  # delete-documents: the ids the collection does not hold
     hashes: dict[str, str] = {}
     chunks: list[Chunk] = []
     by_community: dict[str, list[str]] = {}  # search with communities: community -> its chunks found

@@ -69,6 +69,7 @@ TRUSTGRAPH_ALIASES: dict[str, Service] = {
 FLOW_SERVICES: dict[str, Service] = {**TRUSTGRAPH_SERVICES, **KGFLOW_SERVICES}
 WORKSPACE_SERVICES = ("flow", "config", "collection-management")
 DEFAULT_FLOW = "default"
+LOAD_TIMEOUT_S = 3600.0  # a batch of documents in kgflow's own document-load form
 FLOW_WRITE_OPS = ("put-blueprint", "delete-blueprint", "start-flow", "stop-flow")
 
 
@@ -238,14 +239,18 @@ class Dispatcher:
             req = tgd.document_rag_request(wire, user)
             res = await client.request(req, max(self.timeout_s, (req.timeout_s or 0) + 5))
             yield tgd.document_rag_response_to_wire(res), True
+        elif service == "document-load" and isinstance(wire, dict) and "documents" in wire:  # kgflow's own form
+            req_k = tr.kgflow_request(DOCUMENT_LOAD, wire, user)
+            async for res in client.stream(req_k, max(self.timeout_s, LOAD_TIMEOUT_S)):
+                yield tr.kgflow_response_to_wire(res), res.end_of_stream
         elif streaming_allowed and isinstance(wire, dict) and wire.get("streaming") is True:  # a kgflow extra
-            async for res in client.stream(tgd.text_load_request(wire, user)):
+            async for res in client.stream(await tgd.text_load_request(wire, user)):
                 if res.end_of_stream:
                     yield tgd.load_response_to_wire(res), True
                 else:
                     yield {"stage": res.stage, "done": res.done}, False
         else:
-            yield tgd.load_response_to_wire(await client.request(tgd.text_load_request(wire, user))), True
+            yield tgd.load_response_to_wire(await client.request(await tgd.text_load_request(wire, user))), True
 
     async def _documents_flow(self) -> str:
         """The flow collection-management goes through: `default`, else the first flow with documents."""

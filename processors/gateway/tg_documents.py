@@ -5,19 +5,23 @@
   the summary as `response`, the documents it rests on as `sources`. One frame even when the client
   asked for a stream (lazy-rag writes its summary in one structured call).
 - `text-load` / `document-load` (TrustGraph's `flow.load_text` / `flow.load_document`) load one
-  base64 document through the documents flow; the title comes from an `rdfs:label`/`dc:title`
-  metadata triple about the document. Only text is understood (no PDF extraction).
+  base64 document through the documents flow: text, or (document-load) a PDF's text layer, a DOCX,
+  PPTX or HTML file, with its pages and headings; the title comes from an `rdfs:label`/`dc:title`
+  metadata triple about the document, else from the file. (kgflow's own form of `document-load`,
+  `{"documents": [...]}` as in schemas/documents.py, is routed by the dispatcher.)
 - `collection-management`: `list-collections` (with kgflow's counts as the description) and
   `delete-collection` (every store); collections have no editable metadata in kgflow.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 from typing import Any
 
 from processors.gateway.translate import DEFAULT_COLLECTION, BadRequest, require_object, validate_as
+from processors.ingest.documents.formats import MAX_FILE_BYTES, Extracted, UnreadableFile, extract
 from schemas.documents import CollectionInfo, Document, LoadDocuments, LoadResponse
 from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
 
@@ -31,6 +35,7 @@ TITLE_PREDICATES = (
     "http://schema.org/name",
 )
 COLLECTION_OPS = ("list-collections", "delete-collection")
+MAX_ENCODED_CHARS = MAX_FILE_BYTES * 4 // 3 + 4  # base64 of the largest document file
 
 
 def document_rag_request(wire: Any, user: str) -> LazyRagRequest:
@@ -79,29 +84,51 @@ def _title(wire_metadata: Any, doc_id: str) -> str:
     return ""
 
 
-def text_load_request(wire: Any, user: str) -> LoadDocuments:
-    """A TrustGraph `text-load` (`text`) or `document-load` (`data`) body as one document to load."""
+async def text_load_request(wire: Any, user: str) -> LoadDocuments:
+    """A TrustGraph `text-load` (`text`: text in `charset`) or `document-load` (`data`: a file — PDF,
+    DOCX, PPTX, HTML or text, told apart by its bytes, a `kind` content type or the id's
+    extension) body as one document to load. Decoding and file parsing run off the event loop and
+    are bounded by size; an unreadable file is refused with the reason."""
     wire = require_object(wire)
     field = "text" if "text" in wire else "data"
     encoded, doc_id = wire.get(field), wire.get("id")
     if not isinstance(encoded, str):
         raise BadRequest(f"invalid request: {field}: expected the document as base64")
+    if len(encoded) > MAX_ENCODED_CHARS:
+        raise BadRequest(f"invalid request: {field}: over {MAX_FILE_BYTES:,} bytes (the limit for one document)")
     if not isinstance(doc_id, str) or not doc_id:
         doc_id = str(doc_id) if isinstance(doc_id, int) else ""
     if not doc_id:
         raise BadRequest("invalid request: id: a document id is required")
     charset = wire.get("charset") or "utf-8"
-    try:
-        text = base64.b64decode(encoded, validate=True).decode(charset)
-    except (binascii.Error, ValueError) as e:
-        raise BadRequest(f"invalid request: {field}: not base64 {charset} text ({e}); kgflow loads text only") from None
-    except LookupError:
-        raise BadRequest(f"invalid request: charset: unknown charset {charset!r}") from None
-    title = _title(wire.get("metadata"), doc_id)
-    doc = validate_as(Document, {"id": doc_id, "title": title, "text": text}, "document.")
+    kind = wire.get("kind") or wire.get("content-type") or ""
+    if not isinstance(charset, str) or not isinstance(kind, str):
+        raise BadRequest("invalid request: charset and kind are strings")
+    found = await asyncio.to_thread(_decoded, encoded, field, doc_id, kind, charset)
+    title = _title(wire.get("metadata"), doc_id) or found.title
+    doc = validate_as(Document, {"id": doc_id, "title": title, "text": found.text, "sections": found.sections},
+                      "document.")  # fmt: skip
     return validate_as(
         LoadDocuments, {"user": user, "collection": wire.get("collection") or DEFAULT_COLLECTION, "documents": [doc]}
     )
+
+
+def _decoded(encoded: str, field: str, doc_id: str, kind: str, charset: str) -> Extracted:
+    """The document's text: base64 decoded, then the text decoded or the file read (CPU work)."""
+    try:
+        data = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError) as e:
+        raise BadRequest(f"invalid request: {field}: not base64 ({e})") from None
+    try:
+        if field == "text":
+            return Extracted(data.decode(charset), [])
+        return extract(data, doc_id, kind, charset)
+    except UnicodeDecodeError as e:
+        raise BadRequest(f"invalid request: {field}: not {charset} text ({e.reason} at byte {e.start})") from None
+    except LookupError:
+        raise BadRequest(f"invalid request: charset: unknown charset {charset!r}") from None
+    except UnreadableFile as e:
+        raise BadRequest(f"document {doc_id}: {e}") from None
 
 
 def load_response_to_wire(res: LoadResponse) -> dict[str, Any]:

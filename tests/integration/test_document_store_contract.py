@@ -217,6 +217,16 @@ async def test_chunks_come_in_the_order_asked_inside_the_scope(docs: DocBackend)
     assert await docs.documents.chunks(user, coll, []) == []
 
 
+async def test_chunks_keep_the_page_and_heading_of_their_file(docs: DocBackend) -> None:
+    user, coll = docs.scope()
+    a = record("slides", ["radium glows", "polonium was named"])
+    a.chunks[0] = a.chunks[0].model_copy(update={"page": 1, "section": "Radium"})
+    a.chunks[1] = a.chunks[1].model_copy(update={"page": 2, "section": "Polonium"})
+    await docs.documents.store(user, coll, [a, record("plain", ["no pages here"])])
+    got = await docs.documents.chunks(user, coll, ["slides:1", "slides:0", "plain:0"])
+    assert [(c.page, c.section) for c in got] == [(2, "Polonium"), (1, "Radium"), (None, "")]
+
+
 async def test_relation_weight_is_its_support_in_scope(docs: DocBackend) -> None:
     user, coll = docs.scope()
     a = record("a", ["x", "y"], relations=[("curie", "paris", [0, 1, 1]), ("paris", "warsaw", [1])])

@@ -81,7 +81,7 @@ class DocumentStoreProcessor(StoreProcessor):
         await self._unlink(user, coll, removed)
         await self.stores.communities.mark_stale(user, coll, removed.touched)
         await self.announce_graph_changed(user, coll)
-        return DocumentsResponse(deleted=len(known))
+        return DocumentsResponse(deleted=len(known), not_found=[d for d in req.document_ids if d not in known])
 
     async def _unlink(self, user: str, coll: str, removed: RemovedLinks) -> None:
         """Remove the relations and concepts no document supports any more."""
@@ -108,9 +108,14 @@ class DocumentStoreProcessor(StoreProcessor):
     async def delete_collection(self, req: DeleteCollection, flow: FlowContext) -> DocumentsResponse:
         """Drop the collection from every store."""
         user, collection = req.user, req.collection
-        await self.stores.documents.delete_collection(user, collection)
+        existed = (
+            collection in await self.stores.triples.collections(user)
+            or collection in await self.stores.entities.collections(user)
+            or collection in await self.stores.documents.counts(user)
+        )
+        await self.stores.documents.delete_collection(user, collection)  # also clears what a failed load left
         await self.stores.communities.delete_collection(user, collection)
         await self.stores.triples.delete_collection(user, collection)
         await self.stores.entities.delete_collection(user, collection)
         await self.announce_graph_changed(user, collection)
-        return DocumentsResponse(deleted=1)
+        return DocumentsResponse(deleted=int(existed))

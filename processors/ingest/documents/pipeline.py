@@ -11,6 +11,7 @@ subject, which links it to every other document that names it) and sentence co-o
 from __future__ import annotations
 
 import asyncio
+import bisect
 import hashlib
 import json
 from collections import Counter
@@ -83,19 +84,29 @@ class LoadReport:
 
 def content_hash(doc: Document) -> str:
     """Hash of everything stored about a document (a reload with the same hash does nothing)."""
-    payload = json.dumps([doc.title, doc.text, doc.timestamp.isoformat() if doc.timestamp else None, doc.metadata])
-    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+    fields: list[Any] = [doc.title, doc.text, doc.timestamp.isoformat() if doc.timestamp else None, doc.metadata]
+    if doc.sections:  # (documents without sections keep the hashes they had)
+        fields.append([s.model_dump() for s in doc.sections])
+    return hashlib.sha256(json.dumps(fields).encode()).hexdigest()[:32]
 
 
 def chunk_document(doc: Document, tokenizer: Any, params: ChunkingParams) -> list[Chunk]:
-    """The document's chunks, with ids derived from the document, position and text."""
+    """The document's chunks, with ids derived from the document, position and text, and the
+    page and heading of the file where each starts."""
     offsets = tokenizer.encode(doc.text, add_special_tokens=False).offsets
+    starts = [s.start for s in doc.sections]
     out = []
-    for n, span in enumerate(chunk_spans(doc.text, offsets, params.chunk_tokens, params.chunk_overlap)):
+    pages = [s.start for s, prev in zip(doc.sections, [None, *doc.sections], strict=False)
+             if prev is None or s.page != prev.page]  # fmt: skip
+    spans = chunk_spans(doc.text, offsets, params.chunk_tokens, params.chunk_overlap, pages, starts)
+    for n, span in enumerate(spans):
         text = doc.text[span.start : span.end]
         digest = hashlib.sha256(f"{doc.id}\0{n}\0{text}".encode()).hexdigest()[:16]
+        at = bisect.bisect_right(starts, span.start) - 1
+        where = doc.sections[at] if at >= 0 else None
         out.append(Chunk(id=f"c{digest}", document_id=doc.id, ordinal=n, text=text, start=span.start, end=span.end,
-                         tokens=span.tokens, title=doc.title))  # fmt: skip
+                         tokens=span.tokens, title=doc.title, page=where.page if where else None,
+                         section=where.heading if where else ""))  # fmt: skip
     return out
 
 
@@ -171,6 +182,19 @@ def _sentences(found: Sequence[ConceptMention], subject: str, names: Names) -> l
     return out
 
 
+def _chunk_all(
+    docs: Sequence[Document], tokenizer: Any, params: ChunkingParams, report: LoadReport
+) -> list[tuple[Document, list[Chunk]]]:
+    """Each document with its chunks; a document that cannot be chunked is reported, the others go on."""
+    chunked: list[tuple[Document, list[Chunk]]] = []
+    for d in docs:
+        try:
+            chunked.append((d, chunk_document(d, tokenizer, params)))
+        except Exception as e:  # one bad document must not stop the others
+            report.failed[d.id] = f"chunking failed: {e}"
+    return chunked
+
+
 async def _batched(fn: Callable[[list[str]], Any], texts: list[str], size: int) -> list[Any]:
     out: list[Any] = []
     for i in range(0, len(texts), size):
@@ -191,12 +215,7 @@ async def load_batch(
     todo = [d for d in docs if stored.get(d.id) != content_hash(d)]
     report.unchanged = len(docs) - len(todo)
     progress("unchanged", report.unchanged)
-    chunked: list[tuple[Document, list[Chunk]]] = []
-    for d in todo:
-        try:
-            chunked.append((d, chunk_document(d, tokenizer, params)))
-        except Exception as e:  # one bad document must not stop the others
-            report.failed[d.id] = f"chunking failed: {e}"
+    chunked = await asyncio.to_thread(_chunk_all, todo, tokenizer, params, report)  # CPU work: off the loop
     texts = [c.text for _, cs in chunked for c in cs]
 
     async def embed() -> list[list[float]]:

@@ -58,7 +58,7 @@ def _trimmed(span: Any) -> tuple[str, str] | None:
         toks = toks[:-1]
     if not toks or len(toks) > MAX_WORDS:
         return None
-    label = span.doc[toks[0].i : toks[-1].i + 1].text
+    label = " ".join(span.doc[toks[0].i : toks[-1].i + 1].text.split())  # a line break inside is a space
     key = normalize(label)
     words = key.split()
     if len(key) < 2 or not any(c.isalpha() for c in key) or all(w in STOPWORDS or w in GENERIC for w in words):

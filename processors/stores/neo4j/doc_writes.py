@@ -104,7 +104,8 @@ def write_rows(user: str, collection: str, records: Sequence[DocumentRecord]) ->
         docs.append({"key": dkey, "chunk_keys": ckeys, "props": props})
         for c, v, ck, x, n in zip(r.chunks, r.vectors, ckeys, lex, lexlen, strict=True):
             cprops = {"id": c.id, "document_id": d.id, "ordinal": c.ordinal, "text": c.text, "start": c.start,
-                      "end": c.end, "tokens": c.tokens, "lexical": x, "lexlen": n}  # fmt: skip
+                      "end": c.end, "tokens": c.tokens, "lexical": x, "lexlen": n, "page": c.page,
+                      "section": c.section}  # fmt: skip
             chunks.append({"key": ck, "dkey": dkey, "props": cprops, "vec": stored_vector(v)})
             if r.title_entity:
                 subjects.append({"ckey": ck, "ekey": entity_key(user, collection, r.title_entity)})
