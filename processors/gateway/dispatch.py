@@ -14,6 +14,8 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+from pydantic import BaseModel
+
 from processors.base.bus import Bus
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
 from processors.base.config_client import CONFIG_TIMEOUT_S, ConfigWatcher, config_client
@@ -21,7 +23,7 @@ from processors.base.registry import server_of
 from processors.gateway import tg_documents as tgd
 from processors.gateway import translate as tr
 from processors.gateway.auth import AuthError, Principal
-from schemas.documents import DeleteCollection, ListCollections
+from schemas.documents import CollectionInfo, DeleteCollection, ListCollections
 from schemas.flows import ConfigState, FlowRequest, FlowResponse
 from schemas.services import (
     COMMUNITIES,
@@ -247,15 +249,29 @@ class Dispatcher:
                 return name
         raise GatewayError("unavailable", "no running flow has a documents service (start the `default` flow)")
 
+    async def ask(self, service: Service, flow: str, request: BaseModel) -> AsyncIterator[Any]:
+        """The responses of one kgflow request to `service` in `flow` (already scoped to its user), until
+        the last; raises GatewayError (the chat routes' way in: they build kgflow requests themselves)."""
+        with _as_gateway_errors():
+            client = await self._client(service, flow)
+            timeout = max(self.timeout_s, (getattr(request, "timeout_s", None) or 0) + 5)
+            async for res in client.stream(request, timeout):
+                yield res
+
+    async def list_collections(self, user: str) -> list[CollectionInfo]:
+        """The collections of `user` (through the documents service of the documents flow)."""
+        with _as_gateway_errors():
+            client = await self._client(DOCUMENTS, await self._documents_flow())
+            return list((await client.request(ListCollections(user=user))).collections)
+
     async def _collections(self, user: str, wire: Any) -> AsyncIterator[Frame]:
         op, collection = tgd.collection_operation(wire)
-        client = await self._client(DOCUMENTS, await self._documents_flow())
         if op == "list-collections":
-            res = await client.request(ListCollections(user=user))
-            yield tgd.collections_to_wire(res.collections, wire.get("tag_filter")), True
-        else:
-            await client.request(DeleteCollection(user=user, collection=collection))
-            yield {}, True
+            yield tgd.collections_to_wire(await self.list_collections(user), wire.get("tag_filter")), True
+            return
+        client = await self._client(DOCUMENTS, await self._documents_flow())
+        await client.request(DeleteCollection(user=user, collection=collection))
+        yield {}, True
 
     async def _workspace_service(
         self, principal: Principal, user: str, service: str, wire: Any

@@ -18,6 +18,8 @@ from processors.base.processor import Host
 from processors.base.settings import RuntimeSettings, from_env
 from processors.gateway import explorer
 from processors.gateway.auth import Authenticator
+from processors.gateway.chat import OpenAIRoutes, add_openai_routes
+from processors.gateway.chat_ollama import OllamaRoutes, add_ollama_routes
 from processors.gateway.dispatch import Dispatcher
 from processors.gateway.rest import RestHandlers, add_routes
 from processors.gateway.socket import SocketLimits, SocketSession
@@ -55,7 +57,8 @@ def tls_context(settings: GatewaySettings) -> ssl.SSLContext | None:
 
 
 class GatewayProcessor:
-    """Serves `/api/v1/socket`, the REST API, triples import, health, metrics and the explorer page (`/`)."""
+    """Serves `/api/v1/socket`, the REST API, triples import, health, metrics, the chat routes (OpenAI's
+    `/v1/...`, Ollama's `/api/chat` ...) and the explorer page (`/`)."""
 
     name = "gateway"
 
@@ -88,6 +91,8 @@ class GatewayProcessor:
         app = web.Application(client_max_size=self.settings.max_frame_bytes)
         app.router.add_get("/api/v1/socket", self._socket)
         add_routes(app, RestHandlers(self.dispatcher, self.auth, self.settings.max_frame_bytes))
+        add_openai_routes(app, OpenAIRoutes(self.dispatcher, self.auth, self.settings.max_frame_bytes))
+        add_ollama_routes(app, OllamaRoutes(self.dispatcher, self.auth, self.settings.max_frame_bytes))
         explorer.add_routes(app)
         app.on_shutdown.append(self._close_sockets)
         return app

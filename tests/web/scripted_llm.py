@@ -9,6 +9,7 @@ and records the requests it answered.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -18,6 +19,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 ANSWER = "Pierre Curie, the husband of Marie Curie, was born in Paris, France."
+# The answer to a structured (JSON-schema) request, lazy-rag's summary: markdown, citing the first passage
+# of the prompt by its chunk id (`{cite}`), as a model following lazy-rag's prompt does.
+SUMMARY = "**Polonium** was named after *Poland*, Marie Curie's homeland {cite}.\n\n- element: polonium"
+PASSAGE = re.compile(r"^\[([0-9A-Za-z_.:#-]+)\] \(", re.MULTILINE)
 PIECE_WORDS = 2
 PAUSE_S = 0.25  # between pieces: long enough for the page to draw each one before the next arrives
 
@@ -47,6 +52,16 @@ def pieces(text: str = ANSWER) -> list[str]:
     return [g + " " for g in groups[:-1]] + groups[-1:]
 
 
+def answer_for(body: dict[str, Any]) -> str:
+    """The scripted answer: ANSWER, or for a request with a `response_format`, lazy-rag's summary JSON."""
+    if not body.get("response_format"):
+        return ANSWER
+    prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []) if isinstance(m, dict))
+    found = PASSAGE.search(prompt)
+    summary = SUMMARY.format(cite=f"[{found.group(1)}]" if found else "")
+    return json.dumps({"summary": summary, "confidence": 0.9, "missing_info": []})
+
+
 def _chunk(delta: dict[str, Any], finish: str | None = None, usage: dict[str, int] | None = None) -> bytes:
     event: dict[str, Any] = {"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 1}
     event["model"] = "scripted-model"
@@ -67,10 +82,15 @@ def _handler(script: ScriptedLlm) -> type[BaseHTTPRequestHandler]:
             """`POST /v1/chat/completions`: the scripted answer, streamed when asked."""
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
             script.requests.append(body)
-            usage = {"prompt_tokens": 40, "completion_tokens": len(pieces()), "total_tokens": 40 + len(pieces())}
+            text = answer_for(body)
+            usage = {
+                "prompt_tokens": 40,
+                "completion_tokens": len(pieces(text)),
+                "total_tokens": 40 + len(pieces(text)),
+            }
             if not body.get("stream"):
                 answer = {"id": "chatcmpl-s", "object": "chat.completion", "created": 1, "model": "scripted-model"}
-                answer["choices"] = [{"index": 0, "message": {"role": "assistant", "content": ANSWER}}]
+                answer["choices"] = [{"index": 0, "message": {"role": "assistant", "content": text}}]
                 answer["choices"][0]["finish_reason"] = "stop"
                 answer["usage"] = usage
                 data = json.dumps(answer).encode()
@@ -85,7 +105,7 @@ def _handler(script: ScriptedLlm) -> type[BaseHTTPRequestHandler]:
             self.send_header("Connection", "close")  # the stream ends when the connection does
             self.end_headers()
             self.wfile.write(_chunk({"role": "assistant"}))
-            for piece in pieces():
+            for piece in pieces(text):
                 self.wfile.write(_chunk({"content": piece}))
                 self.wfile.flush()
                 time.sleep(PAUSE_S)  # this thread's own pause: the gateway sees a slow model
