@@ -12,6 +12,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -20,9 +21,13 @@ from processors.base.bus import Bus
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
 from processors.base.config_client import CONFIG_TIMEOUT_S, ConfigWatcher, config_client
 from processors.base.registry import server_of
+from processors.gateway import tg_config as tgc
 from processors.gateway import tg_documents as tgd
+from processors.gateway import tg_flow as tgf
+from processors.gateway import tg_workspace as tgw
 from processors.gateway import translate as tr
 from processors.gateway.auth import AuthError, Principal
+from processors.gateway.tg_library import LibraryStore
 from schemas.documents import CollectionInfo, DeleteCollection, ListCollections
 from schemas.flows import ConfigState, FlowRequest, FlowResponse
 from schemas.services import (
@@ -41,6 +46,7 @@ from schemas.services import (
     Service,
 )
 from schemas.terms import Triple
+from schemas.text_completion import TextCompletionRequest
 from schemas.topics import topic
 from schemas.triples import MAX_BATCH, StoreTriples, TriplesResponse
 
@@ -61,7 +67,7 @@ TRUSTGRAPH_ALIASES: dict[str, Service] = {
     "document-load": DOCUMENT_LOAD,
 }
 FLOW_SERVICES: dict[str, Service] = {**TRUSTGRAPH_SERVICES, **KGFLOW_SERVICES}
-WORKSPACE_SERVICES = ("flow", "config", "collection-management")
+WORKSPACE_SERVICES = ("flow", "config", "collection-management", "librarian")
 DEFAULT_FLOW = "default"
 FLOW_WRITE_OPS = ("put-blueprint", "delete-blueprint", "start-flow", "stop-flow")
 
@@ -82,9 +88,11 @@ class GatewayError(Exception):
 class Dispatcher:
     """Knows the running flows (following the config) and holds one bus client per (service, flow)."""
 
-    def __init__(self, bus: Bus, timeout_s: float) -> None:
+    def __init__(self, bus: Bus, timeout_s: float, home: Path | None = None) -> None:
         self.bus = bus
         self.timeout_s = timeout_s
+        # TrustGraph's library, in the gateway's home (None: a gateway with no home has none)
+        self.library = LibraryStore(home / "library") if home is not None else None
         self.config = ConfigState()
         self._watcher = ConfigWatcher(bus, self._on_config)
         self._config_client = config_client(bus, timeout_s=min(timeout_s, CONFIG_TIMEOUT_S))
@@ -117,6 +125,17 @@ class Dispatcher:
         res = await self._config_client.request(FlowRequest(operation="get-config"))
         if res.config is not None and res.config.version >= self.config.version:
             await self._on_config(res.config)
+
+    async def refresh(self) -> None:
+        """Fetch the config now (not only on the next push)."""
+        self._refreshed = 0.0
+        await self._refresh()
+
+    async def config_request(self, req: FlowRequest) -> FlowResponse:
+        """A change to the flow registry, then the config it leads to (so the next read sees it)."""
+        res: FlowResponse = await self._config_client.request(req)
+        await self.refresh()
+        return res
 
     async def _client(self, service: Service, flow: str) -> RequestResponseClient[Any]:
         """The client of `service` in running flow `flow` (errors for unknown flows/services)."""
@@ -159,7 +178,7 @@ class Dispatcher:
         streaming_allowed: bool = True,
     ) -> AsyncIterator[Frame]:
         """Frames answering one request; raises GatewayError (never anything else)."""
-        with _as_gateway_errors():
+        with as_gateway_errors():
             user = principal.resolve(workspace)
             if flow is None:
                 inner = self._workspace_service(principal, user, service, request)
@@ -174,8 +193,25 @@ class Dispatcher:
         if service in TRUSTGRAPH_ALIASES:
             async for frame in self._trustgraph_alias(user, service, flow, wire, streaming_allowed):
                 yield frame
+        elif service == "prompt":
+            system, prompt, streaming = tgc.prompt_call(wire, self.config.items, user)
+            client = await self._client(TEXT_COMPLETION, flow)
+            req_p = TextCompletionRequest(system=system, prompt=prompt, streaming=streaming and streaming_allowed)
+            async for res in client.stream(req_p):
+                yield tgf.prompt_frame(res), res.end_of_stream
+        elif service == RERANKER.name and tgf.is_trustgraph_rerank(wire):
+            reqs, limit = tgf.rerank_requests(wire, user)
+            client = await self._client(RERANKER, flow)
+            ids, results = tgf.document_ids(wire), []
+            for qid, req_r in reqs:
+                results += tgf.rerank_results(qid, await client.request(req_r), ids, limit)
+            yield {"results": results}, True
+        elif service in tgw.NOT_SUPPORTED_SERVICES:
+            raise tgw.refuse(service)
         elif service not in FLOW_SERVICES:
-            raise GatewayError("unknown-service", f"no flow service {service!r}; known: {', '.join(_known())}")
+            raise GatewayError(
+                "unknown-service", f"flow service {service!r} is not supported by kgflow; known: {', '.join(_known())}"
+            )
         elif service in KGFLOW_SERVICES:
             req_k = tr.kgflow_request(FLOW_SERVICES[service], wire, user)
             if not streaming_allowed and getattr(req_k, "streaming", False):
@@ -252,7 +288,7 @@ class Dispatcher:
     async def ask(self, service: Service, flow: str, request: BaseModel) -> AsyncIterator[Any]:
         """The responses of one kgflow request to `service` in `flow` (already scoped to its user), until
         the last; raises GatewayError (the chat routes' way in: they build kgflow requests themselves)."""
-        with _as_gateway_errors():
+        with as_gateway_errors():
             client = await self._client(service, flow)
             timeout = max(self.timeout_s, (getattr(request, "timeout_s", None) or 0) + 5)
             async for res in client.stream(request, timeout):
@@ -260,7 +296,7 @@ class Dispatcher:
 
     async def list_collections(self, user: str) -> list[CollectionInfo]:
         """The collections of `user` (through the documents service of the documents flow)."""
-        with _as_gateway_errors():
+        with as_gateway_errors():
             client = await self._client(DOCUMENTS, await self._documents_flow())
             return list((await client.request(ListCollections(user=user))).collections)
 
@@ -289,17 +325,19 @@ class Dispatcher:
                 await self._refresh()
             yield tr.flow_response_to_wire(req.operation, res), True
         elif service == "config":
-            op = wire.get("operation") if isinstance(wire, dict) else None
-            if op == "list":
-                yield {"directory": []}, True
-            elif op in ("get", "getvalues"):
-                yield {"values": []}, True
-            else:
-                raise GatewayError("bad-request", f"operation: config operation {op!r} is not supported by kgflow")
+            async for frame in tgw.config(self, principal, user, wire):
+                yield frame
+        elif service == "librarian":
+            async for frame in tgw.librarian(self, user, wire):
+                yield frame
+        elif service == "iam":
+            yield tgw.iam(principal, user, wire), True
+        elif service in tgw.NOT_SUPPORTED_SERVICES:
+            raise tgw.refuse(service)
         else:
             raise GatewayError(
                 "unknown-service",
-                f"no service {service!r} (flow services need a `flow`; workspace services: "
+                f"service {service!r} is not supported by kgflow (flow services need a `flow`; workspace services: "
                 f"{', '.join(WORKSPACE_SERVICES)})",
             )
 
@@ -307,7 +345,7 @@ class Dispatcher:
         self, principal: Principal, workspace: object, flow: str, collection: str, triples: list[Triple]
     ) -> int:
         """Store imported triples in `flow`'s stores; tells caches the collection changed."""
-        with _as_gateway_errors():
+        with as_gateway_errors():
             user = principal.resolve(workspace)
             if not triples:
                 return 0
@@ -321,16 +359,18 @@ class Dispatcher:
 
 def _known() -> list[str]:
     """Every flow service name the gateway answers."""
-    return [*FLOW_SERVICES, *TRUSTGRAPH_ALIASES]
+    return [*FLOW_SERVICES, *TRUSTGRAPH_ALIASES, "prompt"]
 
 
 @contextlib.contextmanager
-def _as_gateway_errors() -> Iterator[None]:
+def as_gateway_errors() -> Iterator[None]:
     """Every failure of a request as a GatewayError: a bug still ends in an error frame."""
     try:
         yield
     except GatewayError:
         raise
+    except tgw.NotSupported as e:
+        raise GatewayError("not-supported", str(e)) from None
     except tr.BadRequest as e:
         raise GatewayError("bad-request", str(e)) from None
     except (AuthError, RemoteError) as e:

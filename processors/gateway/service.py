@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import ssl
+from pathlib import Path
 
 from aiohttp import WSCloseCode, web
 from pydantic import BaseModel, Field
@@ -40,6 +41,7 @@ class GatewaySettings(BaseModel):
     tls_key: str | None = None  # its PEM private key file
     max_frame_bytes: int = Field(default=1 << 20, ge=1024)
     max_inflight: int = Field(default=64, ge=1, le=10000)
+    prometheus_url: str | None = None  # a Prometheus server for /api/metrics/query (else this process's metrics)
 
 
 def tls_context(settings: GatewaySettings) -> ssl.SSLContext | None:
@@ -62,11 +64,13 @@ class GatewayProcessor:
 
     name = "gateway"
 
-    def __init__(self, bus: Bus, runtime: RuntimeSettings, settings: GatewaySettings | None = None) -> None:
+    def __init__(
+        self, bus: Bus, runtime: RuntimeSettings, settings: GatewaySettings | None = None, home: Path | None = None
+    ) -> None:
         self.bus = bus
         self.settings = settings or from_env(GatewaySettings, prefix="KGFLOW_GATEWAY_")
         self.auth = Authenticator.from_env(self.settings.token, self.settings.token_file)
-        self.dispatcher = Dispatcher(bus, runtime.request_timeout_s)
+        self.dispatcher = Dispatcher(bus, runtime.request_timeout_s, home)  # home: where TrustGraph's library lives
         self.limits = SocketLimits(
             max_frame_bytes=self.settings.max_frame_bytes,
             max_inflight=self.settings.max_inflight,
@@ -84,13 +88,15 @@ class GatewayProcessor:
     @classmethod
     def create(cls, host: Host) -> GatewayProcessor:
         """A gateway on the host's bus (settings from KGFLOW_GATEWAY_*)."""
-        return cls(host.bus, host.runtime)
+        return cls(host.bus, host.runtime, home=host.store_settings.home)
 
     def app(self) -> web.Application:
         """The aiohttp application."""
         app = web.Application(client_max_size=self.settings.max_frame_bytes)
         app.router.add_get("/api/v1/socket", self._socket)
-        add_routes(app, RestHandlers(self.dispatcher, self.auth, self.settings.max_frame_bytes))
+        add_routes(
+            app, RestHandlers(self.dispatcher, self.auth, self.settings.max_frame_bytes, self.settings.prometheus_url)
+        )
         add_openai_routes(app, OpenAIRoutes(self.dispatcher, self.auth, self.settings.max_frame_bytes))
         add_ollama_routes(app, OllamaRoutes(self.dispatcher, self.auth, self.settings.max_frame_bytes))
         explorer.add_routes(app)
