@@ -7,6 +7,7 @@ and beyond loopback only with a token; with `tls_cert` + `tls_key` it speaks HTT
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import ssl
 from pathlib import Path
@@ -15,6 +16,7 @@ from aiohttp import WSCloseCode, web
 from pydantic import BaseModel, Field
 
 from processors.base.bus import Bus
+from processors.base.metrics import PROCESSOR_INFO
 from processors.base.processor import Host
 from processors.base.settings import RuntimeSettings, from_env
 from processors.gateway import explorer
@@ -142,6 +144,7 @@ class GatewayProcessor:
         sockets = getattr(site._server, "sockets", None) or []  # noqa: SLF001 - the bound port when port=0
         self.port = sockets[0].getsockname()[1] if sockets else port
         self.scheme = "https" if ssl_context else "http"
+        PROCESSOR_INFO.labels(self.name).set(1)
         notes = ["token required" if self.auth.enabled else "no token: loopback only"]
         if ssl_context is None and self.host not in LOOPBACKS:
             notes.append("plain HTTP beyond loopback: set KGFLOW_GATEWAY_TLS_CERT and KGFLOW_GATEWAY_TLS_KEY")
@@ -159,6 +162,8 @@ class GatewayProcessor:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+            with contextlib.suppress(KeyError):
+                PROCESSOR_INFO.remove(self.name)
         await self.dispatcher.stop()
 
     def __repr__(self) -> str:
