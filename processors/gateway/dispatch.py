@@ -32,7 +32,9 @@ from schemas.documents import CollectionInfo, DeleteCollection, ListCollections
 from schemas.flows import ConfigState, FlowRequest, FlowResponse
 from schemas.services import (
     COMMUNITIES,
+    COMMUNITY_BUILD,
     DOCUMENT_LOAD,
+    DOCUMENT_STORE,
     DOCUMENTS,
     DRIFT,
     EMBEDDINGS,
@@ -43,6 +45,7 @@ from schemas.services import (
     RERANKER,
     TEXT_COMPLETION,
     TRIPLES,
+    TRIPLES_STORE,
     Service,
 )
 from schemas.terms import Triple
@@ -59,7 +62,12 @@ TRUSTGRAPH_SERVICES: dict[str, Service] = {
     s.name: s for s in (GRAPH_RAG, TRIPLES, EMBEDDINGS, GRAPH_EMBEDDINGS, TEXT_COMPLETION)
 }
 # kgflow's own services: their wire format is the kgflow schema's JSON (kebab- or snake-case names).
-KGFLOW_SERVICES: dict[str, Service] = {s.name: s for s in (LAZY_RAG, KG_QUERY, DRIFT, RERANKER, DOCUMENTS, COMMUNITIES)}
+KGFLOW_SERVICES: dict[str, Service] = {
+    s.name: s for s in (LAZY_RAG, KG_QUERY, DRIFT, RERANKER, DOCUMENTS, DOCUMENT_STORE, COMMUNITIES, COMMUNITY_BUILD)
+}
+# Operations a client may not send through the gateway: the document-load flow's own writes (a
+# stored record is trusted to be what indexing built: its vectors, links and ownership).
+INTERNAL_OPERATIONS: dict[str, frozenset[str]] = {DOCUMENT_STORE.name: frozenset({"store"})}
 # TrustGraph service names kgflow answers with a service of its own (see tg_documents.py).
 TRUSTGRAPH_ALIASES: dict[str, Service] = {
     "document-rag": LAZY_RAG,
@@ -213,6 +221,9 @@ class Dispatcher:
                 "unknown-service", f"flow service {service!r} is not supported by kgflow; known: {', '.join(_known())}"
             )
         elif service in KGFLOW_SERVICES:
+            op = wire.get("operation") if isinstance(wire, dict) else None
+            if op in INTERNAL_OPERATIONS.get(service, ()):
+                raise GatewayError("forbidden", f"{service} operation {op!r} is internal to kgflow's flows")
             req_k = tr.kgflow_request(FLOW_SERVICES[service], wire, user)
             if not streaming_allowed and getattr(req_k, "streaming", False):
                 req_k = req_k.model_copy(update={"streaming": False})
@@ -305,8 +316,8 @@ class Dispatcher:
         if op == "list-collections":
             yield tgd.collections_to_wire(await self.list_collections(user), wire.get("tag_filter")), True
             return
-        client = await self._client(DOCUMENTS, await self._documents_flow())
-        await client.request(DeleteCollection(user=user, collection=collection))
+        flow = await self._documents_flow()
+        await (await self._client(DOCUMENT_STORE, flow)).request(DeleteCollection(user=user, collection=collection))
         yield {}, True
 
     async def _workspace_service(
@@ -349,8 +360,8 @@ class Dispatcher:
             user = principal.resolve(workspace)
             if not triples:
                 return 0
-            client = await self._client(TRIPLES, flow)
-            # The triples service stores, embeds labels and announces the change to label caches.
+            client = await self._client(TRIPLES_STORE, flow)
+            # The triples-store service stores, embeds labels and announces the change to label caches.
             for i in range(0, len(triples), MAX_BATCH):
                 batch = triples[i : i + MAX_BATCH]
                 await client.request(StoreTriples(user=user, collection=collection, triples=batch))

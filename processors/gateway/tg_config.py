@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from processors.gateway.translate import BadRequest, require_object, validate_as
-from processors.ingest.communities import prompts as community_prompts
 from processors.ingest.extractor import prompts as extractor_prompts
+from processors.query.communities import prompts as community_prompts
 from processors.retrieval.drift import prompts as drift_prompts
 from processors.retrieval.graph_rag.rag import SYSTEM_PROMPT as GRAPH_RAG_SYSTEM
 from processors.retrieval.kg_query.context import SYSTEM as KG_QUERY_SYSTEM
@@ -68,7 +68,7 @@ BUILTIN: dict[str, BuiltinPrompt] = {
         drift_prompts.AGGREGATE_SYSTEM, "json", "processors/retrieval/drift/prompts.py"
     ),  # fmt: skip
     "community-summary": BuiltinPrompt(
-        community_prompts.SUMMARY_SYSTEM, "text", "processors/ingest/communities/prompts.py"
+        community_prompts.SUMMARY_SYSTEM, "text", "processors/query/communities/prompts.py"
     ),  # fmt: skip
     "extract-relations": BuiltinPrompt(
         extractor_prompts.RELATIONS_SYSTEM, "json", "processors/ingest/extractor/prompts.py"

@@ -9,9 +9,9 @@ import pytest
 
 from processors.base.client import RemoteError, RequestResponseClient
 from processors.base.runtime import embedded
-from processors.base.settings import StoreSettings
 from processors.models.text_completion.backend import LLMError
 from processors.models.text_completion.json_schema import check_schema, parse_and_validate, schema_errors
+from processors.stores.settings import StoreSettings
 from schemas.services import TEXT_COMPLETION
 from schemas.text_completion import TextCompletionRequest
 
