@@ -258,6 +258,9 @@ class Dispatcher:
             client = await self._client(FLOW_SERVICES[service], flow)
             yield tr.graph_embeddings_response_to_wire(await client.request(req_ge)), True
         else:  # text-completion
+            if isinstance(wire, dict) and wire.get("operation") == "list-models":
+                raise tr.NotSupported("text-completion list-models is not supported by kgflow (a flow has one model: "
+                                      "its `llm-model` parameter)")  # fmt: skip
             req_tc = tr.text_completion_request(wire)
             if not streaming_allowed:
                 req_tc = req_tc.model_copy(update={"streaming": False})
@@ -380,7 +383,7 @@ def as_gateway_errors() -> Iterator[None]:
         yield
     except GatewayError:
         raise
-    except tgw.NotSupported as e:
+    except tr.NotSupported as e:
         raise GatewayError("not-supported", str(e)) from None
     except tr.BadRequest as e:
         raise GatewayError("bad-request", str(e)) from None

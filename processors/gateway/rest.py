@@ -20,7 +20,7 @@ from typing import Any
 from aiohttp import WSCloseCode, web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from processors.gateway import metrics, tg_metrics
+from processors.gateway import metrics, tg_bulk, tg_metrics
 from processors.gateway import tg_workspace as tgw
 from processors.gateway import translate as tr
 from processors.gateway.auth import Authenticator, AuthError, Principal
@@ -158,6 +158,34 @@ class RestHandlers:
             return error_response(e.type, e.message)
         return web.Response(body=content, content_type="application/octet-stream")
 
+    async def _bulk_socket(self, request: web.Request) -> tuple[web.WebSocketResponse, Principal | None]:
+        ws = web.WebSocketResponse(max_msg_size=self.max_body_bytes * 4, heartbeat=30.0)
+        await ws.prepare(request)
+        try:
+            principal = _principal(request, self.auth, url_token=True)
+            principal.resolve(request.query.get("workspace"))
+        except AuthError as e:
+            await ws.send_json({"error": {"type": e.type, "message": e.message}})
+            await ws.close()
+            return ws, None
+        return ws, principal
+
+    async def import_entity_contexts(self, request: web.Request) -> web.WebSocketResponse:
+        """`tg-load-knowledge`'s entity contexts (tg_bulk.py): read, not stored."""
+        ws, principal = await self._bulk_socket(request)
+        if principal is not None:
+            await tg_bulk.import_entity_contexts(ws)
+        return ws
+
+    async def export_document_embeddings(self, request: web.Request) -> web.WebSocketResponse:
+        """`tg-save-doc-embeds` (tg_bulk.py): every chunk's embedding, then open until the client leaves."""
+        ws, principal = await self._bulk_socket(request)
+        if principal is not None:
+            await tg_bulk.export_document_embeddings(
+                ws, self.dispatcher, principal, request.query.get("workspace"), request.match_info["flow"]
+            )
+        return ws
+
     async def not_supported(self, request: web.Request) -> web.StreamResponse:
         """A TrustGraph endpoint kgflow does not have: refused at once (a websocket is accepted, told, closed)."""
         message = f"{request.path} ({tgw.endpoint_feature(request.path)}) is not supported by kgflow"
@@ -194,7 +222,9 @@ def add_routes(app: web.Application, handlers: RestHandlers) -> None:
     app.router.add_get("/api/v1/flow/{flow}/import/triples", handlers.import_triples)
     app.router.add_post("/api/v1/flow/{flow}/service/{kind}", handlers.flow_service)
     app.router.add_post("/api/v1/{kind}", handlers.workspace_service)
-    # TrustGraph endpoints kgflow does not have: bulk import/export sockets, IAM's auth routes
+    app.router.add_get("/api/v1/flow/{flow}/import/entity-contexts", handlers.import_entity_contexts)
+    app.router.add_get("/api/v1/flow/{flow}/export/document-embeddings", handlers.export_document_embeddings)
+    # TrustGraph endpoints kgflow does not have: other bulk import/export sockets, IAM's auth routes
     app.router.add_get("/api/v1/flow/{flow}/import/{kind}", handlers.not_supported)
     app.router.add_get("/api/v1/flow/{flow}/export/{kind}", handlers.not_supported)
     app.router.add_post("/api/v1/auth/{op}", handlers.not_supported)

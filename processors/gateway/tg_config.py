@@ -128,16 +128,20 @@ def read(op: str, wire: dict[str, Any], items: ConfigItems, workspace: str, vers
 
 def write_items(op: str, wire: dict[str, Any]) -> list[ConfigItem]:
     """The items a write operation (`put` / `delete`) changes; kgflow's own prompts are refused."""
-    items = _keys(wire, "values" if op == "put" else "keys")
+    items, kept = _keys(wire, "values" if op == "put" else "keys"), []
     for item in items:
         if op == "put" and item.value is None:
             raise BadRequest(f"invalid request: values: {item.type}/{item.key} has no value")
-        if item.type == PROMPT and item.key.removeprefix(TEMPLATE) in BUILTIN and item.key.startswith(TEMPLATE):
+        builtin = BUILTIN.get(item.key.removeprefix(TEMPLATE)) if item.key.startswith(TEMPLATE) else None
+        if item.type == PROMPT and builtin is not None:
+            if op == "put" and item.value == builtin.value(item.key.removeprefix(TEMPLATE)):
+                continue  # putting back what kgflow shows (a re-imported export) changes nothing
             raise BadRequest(
                 f"prompt {item.key} is kgflow's own and read-only: kgflow's prompts are code "
-                f"({BUILTIN[item.key.removeprefix(TEMPLATE)].where}); writing it is not supported by kgflow"
+                f"({builtin.where}); writing it is not supported by kgflow"
             )
-    return items
+        kept.append(item)
+    return kept
 
 
 def render(template: str, variables: dict[str, Any]) -> str:

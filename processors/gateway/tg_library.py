@@ -23,8 +23,8 @@ from typing import Any
 from processors.gateway.translate import BadRequest, require_object
 
 MAX_CONTENT_BYTES = 10 << 20  # TrustGraph's clients switch to a chunked upload above 10 MB
-OPS = ("add-document", "list-documents", "get-document", "get-document-metadata", "update-document",
-       "remove-document", "add-processing", "remove-processing", "list-processing")  # fmt: skip
+OPS = ("add-document", "list-documents", "get-document", "get-document-metadata", "get-document-content",
+       "update-document", "remove-document", "add-processing", "remove-processing", "list-processing")  # fmt: skip
 
 
 def _name(key: str) -> str:

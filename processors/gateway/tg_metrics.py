@@ -75,8 +75,13 @@ def evaluate(query: str, registry: Any = REGISTRY) -> list[dict[str, Any]]:
             labels = {"__name__": name, **sample.labels, "job": "kgflow"}
             if name == "consumer_state":
                 labels["consumer_state"] = "running"
-            result.append({"metric": labels, "value": [now, repr(float(sample.value))]})
+            result.append({"metric": labels, "value": [now, _number(sample.value)]})
     return result
+
+
+def _number(value: float) -> str:
+    """A sample value as Prometheus writes it (`1`, not `1.0`)."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 def _error(message: str, status: int = 400) -> web.Response:

@@ -8,6 +8,7 @@ with a `not-supported` error naming them, never left to time out.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ from processors.gateway import tg_config as tgc
 from processors.gateway import tg_library as tgl
 from processors.gateway.auth import Principal
 from processors.gateway.tg_documents import load_response_to_wire
-from processors.gateway.translate import BadRequest, require_object
+from processors.gateway.translate import BadRequest, NotSupported, require_object
 from schemas.documents import Document, LoadDocuments
 from schemas.flows import FlowRequest
 from schemas.services import DOCUMENT_LOAD
@@ -68,10 +69,6 @@ def iam(principal: Principal, user: str, wire: Any) -> dict[str, Any]:
     return {"user": record}
 
 
-class NotSupported(ValueError):
-    """What kgflow does not have: answered at once as a `not-supported` error."""
-
-
 def refuse(service: str) -> NotSupported:
     """The refusal of a TrustGraph service kgflow does not have."""
     what = NOT_SUPPORTED_SERVICES.get(service, service)
@@ -118,6 +115,8 @@ async def librarian(d: Dispatcher, user: str, wire: Any) -> AsyncIterator[Frame]
         yield {"document-metadatas": [_metadata_to_wire(m) for m in await lib.list(user)]}, True
     elif op in ("get-document", "get-document-metadata"):
         yield {"document-metadata": _metadata_to_wire(await lib.get(user, _document_id(wire)))}, True
+    elif op == "get-document-content":
+        yield {"content": base64.b64encode(await lib.content(user, _document_id(wire))).decode()}, True
     elif op == "update-document":
         yield {"document-metadata": _metadata_to_wire(await lib.update(user, tgl.document_metadata(wire)))}, True
     elif op == "remove-document":

@@ -33,6 +33,7 @@ class ScriptedLlm:
 
     base_url: str
     requests: list[dict[str, Any]] = field(default_factory=list)
+    summary: str = SUMMARY  # what a structured request is answered with (`{cite}`: the first passage's id)
 
     def env(self) -> dict[str, str]:
         """The environment that points `kgflow up`'s text-completion at this endpoint."""
@@ -52,14 +53,14 @@ def pieces(text: str = ANSWER) -> list[str]:
     return [g + " " for g in groups[:-1]] + groups[-1:]
 
 
-def answer_for(body: dict[str, Any]) -> str:
+def answer_for(body: dict[str, Any], summary: str = SUMMARY) -> str:
     """The scripted answer: ANSWER, or for a request with a `response_format`, lazy-rag's summary JSON."""
     if not body.get("response_format"):
         return ANSWER
     prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []) if isinstance(m, dict))
     found = PASSAGE.search(prompt)
-    summary = SUMMARY.format(cite=f"[{found.group(1)}]" if found else "")
-    return json.dumps({"summary": summary, "confidence": 0.9, "missing_info": []})
+    text = summary.replace("{cite}", f"[{found.group(1)}]" if found else "")
+    return json.dumps({"summary": text, "confidence": 0.9, "missing_info": []})
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None, usage: dict[str, int] | None = None) -> bytes:
@@ -82,7 +83,7 @@ def _handler(script: ScriptedLlm) -> type[BaseHTTPRequestHandler]:
             """`POST /v1/chat/completions`: the scripted answer, streamed when asked."""
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
             script.requests.append(body)
-            text = answer_for(body)
+            text = answer_for(body, script.summary)
             usage = {
                 "prompt_tokens": 40,
                 "completion_tokens": len(pieces(text)),
