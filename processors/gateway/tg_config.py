@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from processors.gateway.translate import BadRequest, require_object, validate_as
+from processors.gateway.translate import BadRequest, NotSupported, require_object, validate_as
 from processors.ingest.extractor import prompts as extractor_prompts
 from processors.query.communities import prompts as community_prompts
 from processors.retrieval.drift import prompts as drift_prompts
@@ -136,7 +136,7 @@ def write_items(op: str, wire: dict[str, Any]) -> list[ConfigItem]:
         if item.type == PROMPT and builtin is not None:
             if op == "put" and item.value == builtin.value(item.key.removeprefix(TEMPLATE)):
                 continue  # putting back what kgflow shows (a re-imported export) changes nothing
-            raise BadRequest(
+            raise NotSupported(
                 f"prompt {item.key} is kgflow's own and read-only: kgflow's prompts are code "
                 f"({builtin.where}); writing it is not supported by kgflow"
             )
@@ -166,7 +166,7 @@ def prompt_call(wire: Any, items: ConfigItems, workspace: str) -> tuple[str, str
     if not isinstance(variables, dict):
         raise BadRequest("invalid request: variables: expected an object")
     if id_ in BUILTIN:
-        raise BadRequest(f"prompt {id_!r} is used by its kgflow service and is not invocable alone; "
+        raise NotSupported(f"prompt {id_!r} is used by its kgflow service and is not invocable alone; "
                          "ask the service instead (not supported by kgflow)")  # fmt: skip
     prompts = workspace_items(items, workspace)[PROMPT]
     raw = prompts.get(f"{TEMPLATE}{id_}")

@@ -41,8 +41,8 @@ def parse(query: str) -> tuple[str, dict[str, str]]:
     m = _SELECTOR.match(query)
     if m is None:
         raise QueryError(
-            f'query {query!r}: only instant vector selectors (name{{label="value"}}) are supported by kgflow\'s '
-            "built-in metrics query; set KGFLOW_GATEWAY_PROMETHEUS_URL to query a Prometheus server"
+            f"query {query!r} is not supported by kgflow's built-in metrics query (only instant vector "
+            'selectors, name{label="value"}); set KGFLOW_GATEWAY_PROMETHEUS_URL to query a Prometheus server'
         )
     name, body = m.group(1), (m.group(2) or "").strip()
     labels: dict[str, str] = {}
@@ -50,7 +50,7 @@ def parse(query: str) -> tuple[str, dict[str, str]]:
     while pos < len(body):
         mm = _MATCHER.match(body, pos)
         if mm is None:
-            raise QueryError(f'query {query!r}: only `label="value"` matchers are supported by kgflow')
+            raise QueryError(f'query {query!r} is not supported by kgflow: only `label="value"` matchers are')
         labels[mm.group(1)] = mm.group(2).encode().decode("unicode_escape")
         pos = mm.end()
     return name, labels
