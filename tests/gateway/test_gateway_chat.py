@@ -18,7 +18,7 @@ import pytest
 from gw_support import BIN, ROOT, LiveGateway, kgflow_up, up_env
 
 from processors.gateway.service import GatewaySettings
-from tests.web.scripted_llm import ANSWER, PASSAGE, ScriptedLlm, scripted_llm
+from tests.web.scripted_llm import ANSWER, PASSAGE, ScriptedLlm
 
 pytestmark = pytest.mark.timeout(600)
 NO_MODEL = "No language model is configured"
@@ -45,12 +45,6 @@ def _post(url: str, body: dict, headers: dict[str, str] | None = None) -> dict:
     )
     with urllib.request.urlopen(req, timeout=60) as r:
         return json.loads(r.read())
-
-
-@pytest.fixture(scope="module")
-def llm() -> Iterator[ScriptedLlm]:
-    with scripted_llm() as script:
-        yield script
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import pytest
+
 ANSWER = "Pierre Curie, the husband of Marie Curie, was born in Paris, France."
 # The answer to a structured (JSON-schema) request, lazy-rag's summary: markdown, citing the first passage
 # of the prompt by its chunk id (`{cite}`), as a model following lazy-rag's prompt does.
@@ -130,3 +132,10 @@ def scripted_llm() -> Iterator[ScriptedLlm]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[ScriptedLlm]:
+    """The scripted model a module's `kgflow up` answers with (import this fixture into the module)."""
+    with scripted_llm() as script:
+        yield script

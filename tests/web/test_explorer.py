@@ -24,7 +24,7 @@ from playwright.sync_api import Page
 from processors.algorithms.iris import RELATION_NS, field_iri
 from tests.gateway.gw_support import BIN, ROOT, kgflow_up, up_env
 from tests.web.browser import ask, click_node, node_labels, wait_connected, watch_answer
-from tests.web.scripted_llm import ANSWER, SUMMARY, ScriptedLlm, pieces, scripted_llm
+from tests.web.scripted_llm import ANSWER, SUMMARY, ScriptedLlm, pieces
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -32,13 +32,6 @@ pytestmark = pytest.mark.timeout(600)
 def _load(home: Path, env: dict[str, str], kind: str, path: Path, collection: str) -> None:
     cmd = [str(BIN / "kgflow"), "load", kind, str(path), "--home", str(home), "-C", collection, "--no-progress"]
     subprocess.run(cmd, check=True, env=env, capture_output=True, timeout=300)
-
-
-@pytest.fixture(scope="module")
-def llm() -> Iterator[ScriptedLlm]:
-    """The scripted model `kgflow up` answers with."""
-    with scripted_llm() as script:
-        yield script
 
 
 @pytest.fixture(scope="module")
