@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_serializer
 
 from schemas.base import Message, Response
 
@@ -115,6 +115,16 @@ class FlowRequest(Message):
     parameters: dict[str, Any] | None = None
     workspace: str | None = Field(default=None, min_length=1, max_length=256)  # of config items
     items: list[ConfigItem] | None = Field(default=None, max_length=10_000)
+
+    @model_serializer(mode="wrap")
+    def _without_unset_items(self, handler: Any) -> Any:
+        """Leave `workspace` and `items` out unless set: a flow registry of an earlier kgflow, which forbids
+        fields it does not know, still reads every other operation."""
+        data = handler(self)
+        for name in ("workspace", "items"):
+            if isinstance(data, dict) and data.get(name) is None:
+                data.pop(name, None)
+        return data
 
 
 class FlowResponse(Response):
