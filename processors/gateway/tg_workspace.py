@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import base64
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
+
+from pydantic import BaseModel
 
 from processors.gateway import tg_config as tgc
 from processors.gateway import tg_library as tgl
@@ -18,11 +20,24 @@ from processors.gateway.auth import Principal
 from processors.gateway.tg_documents import load_response_to_wire
 from processors.gateway.translate import BadRequest, NotSupported, require_object
 from schemas.documents import Document, LoadDocuments
-from schemas.flows import FlowRequest
-from schemas.services import DOCUMENT_LOAD
+from schemas.flows import ConfigState, FlowRequest
+from schemas.services import DOCUMENT_LOAD, Service
 
-if TYPE_CHECKING:
-    from processors.gateway.dispatch import Dispatcher, Frame
+Frame = tuple[dict[str, Any], bool]  # (payload, complete), as dispatch.py's
+
+
+class Dispatcher(Protocol):
+    """What these services use of dispatch.Dispatcher (which calls them: no import back)."""
+
+    config: ConfigState
+    library: tgl.LibraryStore | None
+
+    async def refresh(self) -> None: ...
+
+    async def config_request(self, req: FlowRequest) -> Any: ...
+
+    def ask(self, service: Service, flow: str, request: BaseModel) -> AsyncIterator[Any]: ...
+
 
 # TrustGraph 2.11.1 services kgflow has no counterpart for (workspace and flow services).
 NOT_SUPPORTED_SERVICES = {
