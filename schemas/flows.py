@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_serializer
 
 from schemas.base import Message, Response
 
@@ -59,19 +59,35 @@ class Flow(BaseModel):
         return self.model_copy(update={"parameters": redact(self.parameters)})
 
 
+class ConfigItem(BaseModel):
+    """One item of a workspace's key/value configuration (TrustGraph's config service: `type`, `key`,
+    `value`, e.g. a prompt template, a tool, a token cost). `value` is None in a delete."""
+
+    type: str = Field(min_length=1, max_length=256)
+    key: str = Field(min_length=1, max_length=1024)
+    value: str | None = Field(default=None, max_length=1 << 20)
+
+
+# workspace -> type -> key -> value
+ConfigItems = dict[str, dict[str, dict[str, str]]]
+
+
 class ConfigState(BaseModel):
     """Everything processors need to know: pushed whole on every change."""
 
     version: int = 0
     blueprints: dict[str, Blueprint] = {}
     flows: dict[str, Flow] = {}
+    items: ConfigItems = {}
 
     def redacted(self) -> ConfigState:
-        """The configuration as clients may see it (secret parameters replaced)."""
+        """The configuration as clients may see it (secret parameters replaced; no workspace's config
+        items, which each workspace reads through the config service)."""
         return self.model_copy(
             update={
                 "blueprints": {n: b.redacted() for n, b in self.blueprints.items()},
                 "flows": {n: f.redacted() for n, f in self.flows.items()},
+                "items": {},
             }
         )
 
@@ -89,12 +105,26 @@ class FlowRequest(Message):
         "list-flows",
         "get-flow",
         "get-config",
+        "put-config-items",
+        "delete-config-items",
     ]
     blueprint_name: str | None = None
     blueprint: Blueprint | None = None
     flow_id: str | None = None
     description: str | None = None
     parameters: dict[str, Any] | None = None
+    workspace: str | None = Field(default=None, min_length=1, max_length=256)  # of config items
+    items: list[ConfigItem] | None = Field(default=None, max_length=10_000)
+
+    @model_serializer(mode="wrap")
+    def _without_unset_items(self, handler: Any) -> Any:
+        """Leave `workspace` and `items` out unless set: a flow registry of an earlier kgflow, which forbids
+        fields it does not know, still reads every other operation."""
+        data = handler(self)
+        for name in ("workspace", "items"):
+            if isinstance(data, dict) and data.get(name) is None:
+                data.pop(name, None)
+        return data
 
 
 class FlowResponse(Response):

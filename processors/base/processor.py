@@ -18,7 +18,7 @@ from processors.base.bus import Bus, BusMessage, Consumer, Producer
 from processors.base.client import DEADLINE, IDLE, SEQ, RemoteError, RequestResponseClient
 from processors.base.config_client import ConfigWatcher
 from processors.base.errors import QueryTimeout, ServiceError
-from processors.base.metrics import LATENCY, REQUESTS
+from processors.base.metrics import CONSUMER_STATE, LATENCY, REQUESTS
 from processors.base.settings import RuntimeSettings
 from processors.base.tasks import cancel_and_wait
 from processors.stores.settings import StoreSettings
@@ -188,6 +188,8 @@ class FlowProcessor:
             await self._release(running)
             raise
         self._flows[flow_id] = running
+        for spec in self.services():
+            CONSUMER_STATE.labels(self.name, flow_id, spec.service.name).set(1)
         log.info("flow started", extra={"processor": self.name, "flow": flow_id})
         return ctx
 
@@ -198,6 +200,9 @@ class FlowProcessor:
         running = self._flows.pop(flow_id, None)
         if running is None:
             return
+        for spec in self.services():
+            with contextlib.suppress(KeyError):
+                CONSUMER_STATE.remove(self.name, flow_id, spec.service.name)
         for task in running.tasks:
             await cancel_and_wait(task)
         running.tasks.clear()

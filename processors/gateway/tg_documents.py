@@ -20,7 +20,7 @@ import base64
 import binascii
 from typing import Any
 
-from processors.gateway.translate import DEFAULT_COLLECTION, BadRequest, require_object, validate_as
+from processors.gateway.translate import DEFAULT_COLLECTION, BadRequest, NotSupported, require_object, validate_as
 from processors.ingest.documents.formats import MAX_FILE_BYTES, Extracted, UnreadableFile, extract
 from schemas.documents import CollectionInfo, Document, LoadDocuments, LoadResponse
 from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
@@ -143,7 +143,7 @@ def collection_operation(wire: Any) -> tuple[str, str | None]:
     wire = require_object(wire)
     op = wire.get("operation")
     if op not in COLLECTION_OPS:
-        raise BadRequest(
+        raise NotSupported(
             f"operation: collection-management operation {op!r} is not supported by kgflow "
             f"(supported: {', '.join(COLLECTION_OPS)}; collections have no editable metadata)"
         )

@@ -38,6 +38,13 @@ class BadRequest(ValueError):
     type = "bad-request"
 
 
+class NotSupported(ValueError):
+    """A TrustGraph service or operation kgflow does not have: refused at once (`not-supported`); the message
+    says "not supported by kgflow"."""
+
+    type = "not-supported"
+
+
 def _kebab(name: str) -> str:
     return name.replace("_", "-")
 

@@ -7,7 +7,7 @@ import base64
 import pytest
 
 from processors.gateway import tg_documents as tgd
-from processors.gateway.translate import BadRequest
+from processors.gateway.translate import BadRequest, NotSupported
 from schemas.documents import CollectionInfo, FailedDocument, LoadResponse
 from schemas.lazy_rag import LazyRagResponse
 from schemas.retrieval import DocumentRef
@@ -80,7 +80,7 @@ def test_collection_management_operations() -> None:
     assert tgd.collection_operation({"operation": "delete-collection", "collection": "c"}) == ("delete-collection", "c")
     with pytest.raises(BadRequest, match="needs a collection"):
         tgd.collection_operation({"operation": "delete-collection"})
-    with pytest.raises(BadRequest, match="not supported"):
+    with pytest.raises(NotSupported, match="not supported by kgflow"):
         tgd.collection_operation({"operation": "update-collection", "collection": "c"})
     infos = [CollectionInfo(collection="c", documents=2, chunks=3, entities=4, triples=5)]
     (row,) = tgd.collections_to_wire(infos)["collections"]

@@ -105,6 +105,9 @@ class GraphRag:
         stats.store_round_trips += 1
         self._stage(stats, "seeds", t)
         anchors = choose_anchors(seeds)
+        starts = set(anchors)
+        for e in seeds:
+            e.anchor = e.id in starts
         sub = await batched_traversal(self.sources, scope, anchors, limits, vector, found.predicates)
         for i, ms in enumerate(sub.hop_ms, 1):
             stats.stage_ms[f"hop_{i}"] = round(ms, 3)
