@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from processors.base.client import RemoteError, RequestTimeout
 from processors.base.errors import QueryTimeout, ServiceError
 from processors.base.processor import FlowContext
+from processors.models.embeddings.client import request_parts
 from processors.retrieval.common import Completion, Tenant, Usage
 from processors.retrieval.relevance.distances import Distances, DistanceSearch
 from processors.stores.chunk_index import SearchMode
@@ -76,7 +77,10 @@ class BusSources:
         return (await self.embed_texts([text]))[0]
 
     async def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:
-        return (await self._call(EMBEDDINGS, EmbeddingsRequest(texts=list(texts)))).vectors
+        out: list[list[float]] = []
+        for part in request_parts(texts):  # any number of texts, in requests the service takes
+            out += (await self._call(EMBEDDINGS, EmbeddingsRequest(texts=part))).vectors
+        return out
 
     async def search_chunks(
         self,
