@@ -227,14 +227,17 @@ class Dispatcher:
             req = tgd.document_rag_request(wire, user)
             res = await client.request(req, max(self.timeout_s, (req.timeout_s or 0) + 5))
             yield tgd.document_rag_response_to_wire(res), True
-        elif streaming_allowed and isinstance(wire, dict) and wire.get("streaming") is True:  # a kgflow extra
-            async for res in client.stream(tgd.text_load_request(wire, user)):
+            return
+        # decoding a document (up to the frame limit, in any charset) is work: not on the event loop
+        load = await asyncio.to_thread(tgd.text_load_request, wire, user)
+        if streaming_allowed and isinstance(wire, dict) and wire.get("streaming") is True:  # a kgflow extra
+            async for res in client.stream(load):
                 if res.end_of_stream:
                     yield tgd.load_response_to_wire(res), True
                 else:
                     yield {"stage": res.stage, "done": res.done}, False
         else:
-            yield tgd.load_response_to_wire(await client.request(tgd.text_load_request(wire, user))), True
+            yield tgd.load_response_to_wire(await client.request(load)), True
 
     async def _documents_flow(self) -> str:
         """The flow collection-management goes through: `default`, else the first flow with documents."""
