@@ -180,7 +180,9 @@ async def test_a_window_before_year_one_starts_at_year_one() -> None:
     fake = Fake()
     first = datetime(1, 1, 1, tzinfo=UTC)
     for as_of in (datetime(1, 1, 1), datetime(1, 1, 20, tzinfo=UTC)):
-        res = await run(fake, req(entities(("A", 0.9), ("C", 0.1)), strategy="episode").model_copy(update={"as_of": as_of}))
+        res = await run(
+            fake, req(entities(("A", 0.9), ("C", 0.1)), strategy="episode").model_copy(update={"as_of": as_of})
+        )
         assert [r.id for r in res.results] == ["C", "A"]
     windows = [c[1][2] for c in fake.calls if c[0] == "episodes"]
     assert windows == [(first, first), (first, datetime(1, 1, 20, tzinfo=UTC))]
