@@ -27,7 +27,8 @@ from bench.measure import KgflowClient, Run, classic_sample, percentile, through
 from bench.servers import server_pids
 from processors.base.bus import Bus, MemoryBus
 from processors.base.runtime import System, embedded
-from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.settings import RuntimeSettings
+from processors.stores.settings import StoreSettings
 
 DatasetBench = Callable[[Dataset, Config, StoreSettings], Awaitable[dict[str, Any]]]
 
@@ -188,7 +189,8 @@ async def bench_server_backend(
 ) -> dict[str, Any] | str:
     """PathQuestion on a server backend (loaded fresh into a unique collection, dropped after):
     the embedded benchmark's figures on the in-process bus, then PQ-3H over Pulsar (`pulsar`)."""
-    from processors.ingest.triples_loader import load_triples, read_triples
+    from processors.ingest.triples.loader import load_triples
+    from processors.ingest.triples.readers import read_triples
     from processors.models.embeddings.model import OnnxMiniLM
     from processors.stores.factory import open_stores
 

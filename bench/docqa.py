@@ -31,13 +31,14 @@ from prometheus_client import REGISTRY
 from bench.docqa_llm import with_local_model
 from bench.docqa_quality import COLLECTION, SCOPE_TARGET, TIMEOUT_S, USER, client, kg_query_modes, quality, scope_cost
 from bench.measure import peak_rss_mb
+from processors.algorithms.iris import RELATED_TO
 from processors.base.runtime import System, embedded
-from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.settings import RuntimeSettings
 from processors.commands.load_documents import batches
-from processors.query.documents.linking import RELATED_TO
+from processors.stores.settings import StoreSettings
 from schemas.communities import BuildCommunities
 from schemas.documents import Document, LoadDocuments
-from schemas.services import COMMUNITIES, DOCUMENT_LOAD
+from schemas.services import COMMUNITY_BUILD, DOCUMENT_LOAD
 from schemas.terms import Term
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,7 +80,7 @@ async def index(system: System, docs: list[Document]) -> dict[str, Any]:
 
     await asyncio.gather(*(one(b) for b in batches(docs)))
     loaded_s = time.perf_counter() - began
-    built = await client(system, COMMUNITIES).request(BuildCommunities(user=USER, collection=COLLECTION))
+    built = await client(system, COMMUNITY_BUILD).request(BuildCommunities(user=USER, collection=COLLECTION))
     total_s = time.perf_counter() - began
     relations = await system.stores.triples.pattern(USER, COLLECTION, None, Term.iri(RELATED_TO), None, 10_000_000)
     concepts = (await system.stores.entities.collections(USER)).get(COLLECTION, 0)

@@ -14,7 +14,8 @@ from typing import Any
 from bench.docqa_quality import COLLECTION, TIMEOUT_S, USER, client
 from bench.measure import percentile
 from processors.base.runtime import System, embedded
-from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.settings import RuntimeSettings
+from processors.stores.settings import StoreSettings
 from schemas.drift import DriftRequest
 from schemas.lazy_rag import LazyRagRequest
 from schemas.services import DRIFT, LAZY_RAG

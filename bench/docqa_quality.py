@@ -10,10 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.measure import percentile
+from processors.algorithms.passage_rank import documents_of
 from processors.base.client import RequestResponseClient
 from processors.base.runtime import System
 from processors.models.embeddings.model import OnnxMiniLM
-from processors.retrieval.relevance.ranking import documents_of
 from schemas.documents import ChunkSearch, Scope
 from schemas.drift import DriftRequest
 from schemas.kg_query import KgQueryRequest

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from processors.base.runtime import ensure_default_flow
-from processors.base.settings import StoreSettings
+from processors.stores.settings import StoreSettings
 
 # What a graph-rag question touches (docs/distributed.md runs text-completion too; no LLM here).
 GRAPH_RAG_FLEET = ("embeddings", "graph-embeddings", "triples", "label-resolver", "graph-rag")

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from processors.ingest.triples_loader import ENTITY_NS, RELATION_NS, field_iri
+from processors.algorithms.iris import ENTITY_NS, RELATION_NS, field_iri
 from schemas.terms import RDFS_LABEL, Term, Triple
 
 CACHE_DIR = Path(__file__).resolve().parent / ".cache"
@@ -206,7 +206,8 @@ def cache_key(spec: GraphSpec) -> str:
     """Parameters + code version (the generating code, the store schemas, the embedding model);
     editing formatting, comments or docstrings keeps the key."""
     from processors.models.embeddings.model import OnnxMiniLM
-    from processors.stores import local_index, sqlite_triples
+    from processors.stores.local import entity_index as local_index
+    from processors.stores.sqlite import triples as sqlite_triples
 
     h = hashlib.sha256(json.dumps(asdict(spec), sort_keys=True).encode())
     for fn in (generate, _names, questions, hub_questions, Graph.triples, Graph.entity_iri, Graph.relation_iri):
@@ -228,10 +229,10 @@ async def ensure_loaded(spec: GraphSpec, cache_dir: Path = CACHE_DIR, log=print)
         return home, json.loads(marker.read_text())
     import shutil
 
-    from processors.base.settings import StoreSettings
-    from processors.ingest.triples_loader import load_triples
+    from processors.ingest.triples.loader import load_triples
     from processors.models.embeddings.model import OnnxMiniLM
     from processors.stores.factory import open_stores
+    from processors.stores.settings import StoreSettings
 
     if home.exists():
         shutil.rmtree(home)  # a half-finished load

@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from processors.base.settings import StoreSettings
-from processors.ingest.triples_loader import read_triples
+from processors.ingest.triples.readers import read_triples
 from processors.query.graph_embeddings.service import collection_notices
 from processors.stores.factory import open_stores
+from processors.stores.settings import StoreSettings
 from schemas.terms import RDFS_LABEL
 
 KGFLOW = Path(sys.executable).parent / "kgflow"

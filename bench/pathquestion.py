@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bench.graphs import CACHE_DIR, USER
-from processors.ingest.triples_loader import field_label
+from processors.algorithms.iris import field_label
 
 DATASETS = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets" / "pathquestion"
 
@@ -67,7 +67,8 @@ async def ensure_loaded(
 ) -> tuple[Path, dict]:  # type: ignore[no-untyped-def, type-arg]
     """The store home holding the <hops>H knowledge base (loaded once, cached by content + schema)."""
     from processors.models.embeddings.model import OnnxMiniLM
-    from processors.stores import local_index, sqlite_triples
+    from processors.stores.local import entity_index as local_index
+    from processors.stores.sqlite import triples as sqlite_triples
 
     kb = datasets / f"{hops}H-kb.txt"
     h = hashlib.sha256(kb.read_bytes())
@@ -77,9 +78,10 @@ async def ensure_loaded(
     marker = home / "loaded.json"
     if marker.exists():
         return home, json.loads(marker.read_text())
-    from processors.base.settings import StoreSettings
-    from processors.ingest.triples_loader import load_triples, read_triples
+    from processors.ingest.triples.loader import load_triples
+    from processors.ingest.triples.readers import read_triples
     from processors.stores.factory import open_stores
+    from processors.stores.settings import StoreSettings
 
     if home.exists():
         shutil.rmtree(home)

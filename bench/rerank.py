@@ -34,10 +34,11 @@ from bench import docqa, pathquestion
 from bench.docqa_quality import mean_recall, recall
 from bench.measure import KgflowClient, percentile
 from processors.base.runtime import System, embedded
-from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.settings import RuntimeSettings
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.retrieval.graph_rag.rag import GraphRagSettings
 from processors.retrieval.reranker.rerank import RerankerSettings
+from processors.stores.settings import StoreSettings
 from schemas.documents import ChunkSearch, Document
 from schemas.graph_embeddings import GraphEmbeddingsRequest
 from schemas.graph_rag import SeedEntity

@@ -35,7 +35,8 @@ from bench.measure import (
 from bench.servers import pulsar_url, server_pids, servers_for
 from bench.targets import targets
 from processors.base.runtime import embedded
-from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.settings import RuntimeSettings
+from processors.stores.settings import StoreSettings
 
 RESULTS = Path(__file__).resolve().parent / "results.json"
 

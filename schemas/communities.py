@@ -78,10 +78,11 @@ class SummarizeCommunities(ScopedRequest):
 
 
 class CommunitiesRequest(RootModel):
-    """Any communities-service request, told apart by `operation`."""
+    """Any communities-service request (reads; a summary is written and cached the first time one is
+    asked for), told apart by `operation`. A build goes to `community-build` (`BuildCommunities`)."""
 
     root: Annotated[
-        BuildCommunities | ListCommunities | SearchCommunities | CommunitiesOf | SummarizeCommunities,
+        ListCommunities | SearchCommunities | CommunitiesOf | SummarizeCommunities,
         Field(discriminator="operation"),
     ]
 

@@ -15,6 +15,10 @@ from schemas.scope import MetadataValue, Scope
 MAX_DOCUMENT_CHARS = 10_000_000
 
 
+# How chunks are ranked: dense, lexical (BM25), both fused by reciprocal rank, or graph-aware passage ranking.
+SearchMode = Literal["fused", "vector", "lexical", "graph"]
+
+
 class Document(BaseModel):
     """A document as a user loads it; `id` and `title` are kept and returned as given."""
 
@@ -126,7 +130,7 @@ class ChunkSearch(ScopedDocRequest):
     operation: Literal["search"] = "search"
     vector: list[float] | None = None
     text: str | None = Field(default=None, max_length=8192)
-    mode: Literal["fused", "vector", "lexical", "graph"] = "fused"
+    mode: SearchMode = "fused"
     limit: int = Field(default=10, ge=1, le=1000)
     communities: list[str] | None = Field(default=None, max_length=100)
     per_community: int | None = Field(default=None, ge=1, le=100)
@@ -222,11 +226,10 @@ class ListDocuments(ScopedDocRequest):
 
 
 class DocumentsRequest(RootModel):
-    """Any documents-service request, told apart by `operation`."""
+    """Any documents-service request (reads), told apart by `operation`."""
 
     root: Annotated[
-        StoreDocuments
-        | DocumentStatus
+        DocumentStatus
         | ChunkSearch
         | EntityChunks
         | EntityRelations
@@ -236,11 +239,16 @@ class DocumentsRequest(RootModel):
         | ChunkSimilarities
         | GetChunks
         | ListCollections
-        | DeleteDocuments
-        | DeleteCollection
         | ListDocuments,
         Field(discriminator="operation"),
     ]
+
+
+class DocumentStoreRequest(RootModel):
+    """Any document-store request (writes), told apart by `operation`. `store` is internal: the
+    document-load flow sends it; the gateway routes only the deletes."""
+
+    root: Annotated[StoreDocuments | DeleteDocuments | DeleteCollection, Field(discriminator="operation")]
 
 
 class ChunkLinks(BaseModel):

@@ -21,7 +21,6 @@ class LazyRagParams(BaseModel):
     max_entities: int | None = Field(default=None, ge=1, le=500)
     chunk_limit: int | None = Field(default=None, ge=1, le=100)
     use_communities: bool | None = None
-    relevance_budget: int | None = Field(default=None, ge=0, le=100)
     timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S)
     reranker: RerankerChoice | None = None
 

@@ -12,8 +12,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from schemas.base import Response
-from schemas.communities import CommunitiesRequest, CommunitiesResponse
-from schemas.documents import DocumentsRequest, DocumentsResponse, LoadDocuments, LoadResponse
+from schemas.communities import BuildCommunities, CommunitiesRequest, CommunitiesResponse
+from schemas.documents import DocumentsRequest, DocumentsResponse, DocumentStoreRequest, LoadDocuments, LoadResponse
 from schemas.drift import DriftParams, DriftRequest, DriftResponse
 from schemas.embeddings import EmbeddingsRequest, EmbeddingsResponse
 from schemas.extraction import ExtractRequest, ExtractResponse
@@ -24,7 +24,7 @@ from schemas.labels import LabelRequest, LabelResponse
 from schemas.lazy_rag import LazyRagParams, LazyRagRequest, LazyRagResponse
 from schemas.reranker import RerankerParams, RerankRequest, RerankResponse
 from schemas.text_completion import TextCompletionRequest, TextCompletionResponse
-from schemas.triples import TriplesRequest, TriplesResponse
+from schemas.triples import StoreTriples, TriplesRequest, TriplesResponse
 
 
 @dataclass(frozen=True)
@@ -47,13 +47,16 @@ class Service:
 EMBEDDINGS = Service("embeddings", EmbeddingsRequest, EmbeddingsResponse)
 GRAPH_EMBEDDINGS = Service("graph-embeddings", GraphEmbeddingsRequest, GraphEmbeddingsResponse)
 TRIPLES = Service("triples", TriplesRequest, TriplesResponse)
+TRIPLES_STORE = Service("triples-store", StoreTriples, TriplesResponse)
 LABEL_RESOLVER = Service("label-resolver", LabelRequest, LabelResponse)
 TEXT_COMPLETION = Service("text-completion", TextCompletionRequest, TextCompletionResponse)
 GRAPH_RAG = Service("graph-rag", GraphRagRequest, GraphRagResponse, GraphRagParams)
 DOCUMENTS = Service("documents", DocumentsRequest, DocumentsResponse)
+DOCUMENT_STORE = Service("document-store", DocumentStoreRequest, DocumentsResponse)
 EXTRACTOR = Service("extractor", ExtractRequest, ExtractResponse)
 DOCUMENT_LOAD = Service("document-load", LoadDocuments, LoadResponse)
 COMMUNITIES = Service("communities", CommunitiesRequest, CommunitiesResponse)
+COMMUNITY_BUILD = Service("community-build", BuildCommunities, CommunitiesResponse)
 LAZY_RAG = Service("lazy-rag", LazyRagRequest, LazyRagResponse, LazyRagParams)
 KG_QUERY = Service("kg-query", KgQueryRequest, KgQueryResponse, KgQueryParams)
 DRIFT = Service("drift", DriftRequest, DriftResponse, DriftParams)
@@ -65,13 +68,16 @@ SERVICES: dict[str, Service] = {
         EMBEDDINGS,
         GRAPH_EMBEDDINGS,
         TRIPLES,
+        TRIPLES_STORE,
         LABEL_RESOLVER,
         TEXT_COMPLETION,
         GRAPH_RAG,
         DOCUMENTS,
+        DOCUMENT_STORE,
         EXTRACTOR,
         DOCUMENT_LOAD,
         COMMUNITIES,
+        COMMUNITY_BUILD,
         LAZY_RAG,
         KG_QUERY,
         DRIFT,

@@ -94,10 +94,11 @@ class StoreTriples(ScopedRequest):
 
 
 class TriplesRequest(RootModel):
-    """Any triples-service request, told apart by `operation`."""
+    """Any triples-service request (reads), told apart by `operation`. Writes go to `triples-store`
+    (`StoreTriples`)."""
 
     root: Annotated[
-        PatternQuery | NeighboursQuery | AdjacencyQuery | DistancesQuery | LabelsQuery | StoreTriples,
+        PatternQuery | NeighboursQuery | AdjacencyQuery | DistancesQuery | LabelsQuery,
         Field(discriminator="operation"),
     ]
 

@@ -19,8 +19,9 @@ from processors.base.client import DEADLINE, IDLE, SEQ, RequestResponseClient
 from processors.base.config_client import ConfigWatcher
 from processors.base.errors import QueryTimeout, ServiceError
 from processors.base.metrics import LATENCY, REQUESTS
-from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.settings import RuntimeSettings
 from processors.base.tasks import cancel_and_wait
+from processors.stores.settings import StoreSettings
 from schemas.base import Error, Response
 from schemas.flows import Blueprint, ConfigState, Flow, GraphChanged
 from schemas.services import Service

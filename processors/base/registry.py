@@ -57,6 +57,7 @@ FLOW_PROCESSORS = (
     ),
     _serving(sv.GRAPH_EMBEDDINGS, "processors.query.graph_embeddings.service:GraphEmbeddingsProcessor"),
     _serving(sv.TRIPLES, "processors.query.triples.service:TriplesProcessor"),
+    _serving(sv.TRIPLES_STORE, "processors.ingest.triples.service:TriplesStoreProcessor"),
     _serving(
         sv.LABEL_RESOLVER,
         "processors.query.label_resolver.service:LabelResolverProcessor",
@@ -75,8 +76,9 @@ FLOW_PROCESSORS = (
     _serving(
         sv.DOCUMENTS,
         "processors.query.documents.service:DocumentsProcessor",
-        "processors.retrieval.relevance.graphrank:GraphRankParams",
+        "processors.algorithms.passage_rank:PassageRankParams",
     ),
+    _serving(sv.DOCUMENT_STORE, "processors.ingest.document_store.service:DocumentStoreProcessor"),
     _serving(sv.EXTRACTOR, "processors.ingest.extractor.service:ExtractorProcessor"),
     _serving(
         sv.DOCUMENT_LOAD,
@@ -84,10 +86,11 @@ FLOW_PROCESSORS = (
         "processors.ingest.documents.params:DocumentLoadParams",
     ),
     _serving(
-        sv.COMMUNITIES,
-        "processors.ingest.communities.service:CommunitiesProcessor",
+        sv.COMMUNITY_BUILD,
+        "processors.ingest.communities.service:CommunityBuildProcessor",
         "processors.ingest.communities.detect:CommunityParams",
     ),
+    _serving(sv.COMMUNITIES, "processors.query.communities.service:CommunitiesProcessor"),
     _serving(
         sv.LAZY_RAG,
         "processors.retrieval.lazy_rag.service:LazyRagProcessor",

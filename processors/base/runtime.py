@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from processors.base.bus import Bus, MemoryBus
 from processors.base.flow_registry import load_blueprint
 from processors.base.registry import CONFIG, FLOW_PROCESSORS, processor_entry
-from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.settings import RuntimeSettings
+from processors.stores.settings import StoreSettings
 from schemas.flows import FlowRequest
 
 if TYPE_CHECKING:

@@ -8,28 +8,12 @@ parameter model (e.g. `GraphRagSettings`, `LabelParams`, `LLMParams`), a gateway
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 M = TypeVar("M", bound=BaseModel)
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-
-
-class StoreSettings(BaseModel):
-    """Where triples and entity vectors live."""
-
-    home: Path = Path(".kgflow")
-    triples_backend: Literal["sqlite", "cassandra", "neo4j"] = "sqlite"
-    vectors_backend: Literal["local", "neo4j", "cassandra"] = "local"
-    documents_backend: Literal["sqlite", "neo4j"] = "sqlite"  # documents, chunks, communities
-    cassandra_hosts: str = "127.0.0.1"
-    cassandra_port: int = 9042
-    cassandra_keyspace: str = "kgflow"
-    neo4j_url: str = "bolt://127.0.0.1:7687"
-    neo4j_user: str = "neo4j"
-    neo4j_password: str = ""
 
 
 class RuntimeSettings(BaseModel):

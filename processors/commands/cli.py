@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     lt.add_argument("--no-progress", action="store_true")
     store_args(lt)
     bus_args(lt)
-    lt.set_defaults(func=load_cmds.load_triples)
+    lt.set_defaults(func=load_cmds.load_triples_file)
 
     ld = load.add_parser(
         "documents", help="load documents (JSONL, .txt/.md files or directories) through the documents flow"

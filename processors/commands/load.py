@@ -11,8 +11,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from processors.commands.options import runtime_settings, store_settings
-from processors.ingest.triples_loader import Format, LoadReport, guess_format, read_triples
-from processors.ingest.triples_loader import load_triples as load
+from processors.ingest.triples.loader import LoadReport, load_triples
+from processors.ingest.triples.readers import Format, guess_format, read_triples
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.stores.factory import open_stores
 from schemas.flows import GraphChanged
@@ -50,14 +50,16 @@ class _Bars:
         self.bar.close()
 
 
-async def load_triples(a: argparse.Namespace) -> int:
+async def load_triples_file(a: argparse.Namespace) -> int:
     """Load a file into the configured stores, then tell running processors the collection changed."""
     fmt = a.format or guess_format(a.file)
     triples, total = await asyncio.to_thread(checked_triples, a.file, fmt)  # errors here: nothing was stored
     stores = open_stores(store_settings(a))
     bars = _Bars(a.file.name, total, a.no_progress)
     try:
-        report = await load(stores, OnnxMiniLM.shared(), a.user, a.collection, triples, bars, source=str(a.file))
+        report = await load_triples(
+            stores, OnnxMiniLM.shared(), a.user, a.collection, triples, bars, source=str(a.file)
+        )
     except Exception as e:
         raise RuntimeError(
             f"{e}\n  {a.user}/{a.collection} is marked incomplete (queries say so); fix the problem and load again"

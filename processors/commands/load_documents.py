@@ -16,7 +16,7 @@ from processors.commands.connect import flow_bus, service_client
 from processors.ingest.documents.files import Unreadable, read_documents
 from schemas.communities import BuildCommunities, CommunitiesResponse, ListCommunities
 from schemas.documents import Document, LoadDocuments, LoadResponse
-from schemas.services import COMMUNITIES, DOCUMENT_LOAD
+from schemas.services import COMMUNITIES, COMMUNITY_BUILD, DOCUMENT_LOAD
 
 BATCH_DOCUMENTS = 64
 BATCH_CHARS = 200_000  # a batch closes at this much text (long documents make many chunks)
@@ -134,5 +134,5 @@ async def communities_outdated(bus: Bus, a: argparse.Namespace) -> bool:
 
 async def build_communities(bus: Bus, a: argparse.Namespace) -> CommunitiesResponse:
     """Rebuild the collection's communities (after a load changed its documents)."""
-    async with service_client(bus, COMMUNITIES, a.flow, LOAD_TIMEOUT_S) as client:
+    async with service_client(bus, COMMUNITY_BUILD, a.flow, LOAD_TIMEOUT_S) as client:
         return await client.request(BuildCommunities(user=a.user, collection=a.collection))

@@ -14,7 +14,7 @@ from processors.commands.connect import flow_bus, service_client
 from processors.commands.options import bus_args, store_args
 from schemas.communities import BuildCommunities, ListCommunities
 from schemas.documents import DeleteCollection, DeleteDocuments, ListCollections, ListDocuments
-from schemas.services import COMMUNITIES, DOCUMENTS, Service
+from schemas.services import COMMUNITIES, COMMUNITY_BUILD, DOCUMENT_STORE, DOCUMENTS, Service
 
 TIMEOUT_S = 3600.0
 
@@ -50,16 +50,16 @@ def _request(a: argparse.Namespace) -> tuple[Service, BaseModel]:
     if a.command == "communities":
         scope["collection"] = a.collection
         if a.what == "build":
-            return COMMUNITIES, BuildCommunities(**scope)
+            return COMMUNITY_BUILD, BuildCommunities(**scope)
         return COMMUNITIES, ListCommunities(**scope, level=a.level, limit=a.limit)
     if a.command == "collections":
         if a.what == "list":
             return DOCUMENTS, ListCollections(**scope)
-        return DOCUMENTS, DeleteCollection(**scope, collection=a.name)
+        return DOCUMENT_STORE, DeleteCollection(**scope, collection=a.name)
     scope["collection"] = a.collection
     if a.what == "list":
         return DOCUMENTS, ListDocuments(**scope, limit=a.limit)
-    return DOCUMENTS, DeleteDocuments(**scope, document_ids=a.ids)
+    return DOCUMENT_STORE, DeleteDocuments(**scope, document_ids=a.ids)
 
 
 async def run(a: argparse.Namespace) -> int:

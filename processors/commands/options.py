@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from processors.base.settings import LOG_LEVELS, RuntimeSettings, StoreSettings, from_env
+from processors.base.settings import LOG_LEVELS, RuntimeSettings, from_env
+from processors.stores.settings import StoreSettings
 
 
 def store_args(p: argparse.ArgumentParser) -> None:

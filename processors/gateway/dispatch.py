@@ -25,7 +25,9 @@ from schemas.documents import DeleteCollection, ListCollections
 from schemas.flows import ConfigState, FlowRequest, FlowResponse
 from schemas.services import (
     COMMUNITIES,
+    COMMUNITY_BUILD,
     DOCUMENT_LOAD,
+    DOCUMENT_STORE,
     DOCUMENTS,
     DRIFT,
     EMBEDDINGS,
@@ -36,6 +38,7 @@ from schemas.services import (
     RERANKER,
     TEXT_COMPLETION,
     TRIPLES,
+    TRIPLES_STORE,
     Service,
 )
 from schemas.terms import Triple
@@ -51,7 +54,12 @@ TRUSTGRAPH_SERVICES: dict[str, Service] = {
     s.name: s for s in (GRAPH_RAG, TRIPLES, EMBEDDINGS, GRAPH_EMBEDDINGS, TEXT_COMPLETION)
 }
 # kgflow's own services: their wire format is the kgflow schema's JSON (kebab- or snake-case names).
-KGFLOW_SERVICES: dict[str, Service] = {s.name: s for s in (LAZY_RAG, KG_QUERY, DRIFT, RERANKER, DOCUMENTS, COMMUNITIES)}
+KGFLOW_SERVICES: dict[str, Service] = {
+    s.name: s for s in (LAZY_RAG, KG_QUERY, DRIFT, RERANKER, DOCUMENTS, DOCUMENT_STORE, COMMUNITIES, COMMUNITY_BUILD)
+}
+# Operations a client may not send through the gateway: the document-load flow's own writes (a
+# stored record is trusted to be what indexing built: its vectors, links and ownership).
+INTERNAL_OPERATIONS: dict[str, frozenset[str]] = {DOCUMENT_STORE.name: frozenset({"store"})}
 # TrustGraph service names kgflow answers with a service of its own (see tg_documents.py).
 TRUSTGRAPH_ALIASES: dict[str, Service] = {
     "document-rag": LAZY_RAG,
@@ -175,6 +183,9 @@ class Dispatcher:
         elif service not in FLOW_SERVICES:
             raise GatewayError("unknown-service", f"no flow service {service!r}; known: {', '.join(_known())}")
         elif service in KGFLOW_SERVICES:
+            op = wire.get("operation") if isinstance(wire, dict) else None
+            if op in INTERNAL_OPERATIONS.get(service, ()):
+                raise GatewayError("forbidden", f"{service} operation {op!r} is internal to kgflow's flows")
             req_k = tr.kgflow_request(FLOW_SERVICES[service], wire, user)
             if not streaming_allowed and getattr(req_k, "streaming", False):
                 req_k = req_k.model_copy(update={"streaming": False})
@@ -252,12 +263,12 @@ class Dispatcher:
 
     async def _collections(self, user: str, wire: Any) -> AsyncIterator[Frame]:
         op, collection = tgd.collection_operation(wire)
-        client = await self._client(DOCUMENTS, await self._documents_flow())
+        flow = await self._documents_flow()
         if op == "list-collections":
-            res = await client.request(ListCollections(user=user))
+            res = await (await self._client(DOCUMENTS, flow)).request(ListCollections(user=user))
             yield tgd.collections_to_wire(res.collections, wire.get("tag_filter")), True
         else:
-            await client.request(DeleteCollection(user=user, collection=collection))
+            await (await self._client(DOCUMENT_STORE, flow)).request(DeleteCollection(user=user, collection=collection))
             yield {}, True
 
     async def _workspace_service(
@@ -298,8 +309,8 @@ class Dispatcher:
             user = principal.resolve(workspace)
             if not triples:
                 return 0
-            client = await self._client(TRIPLES, flow)
-            # The triples service stores, embeds labels and announces the change to label caches.
+            client = await self._client(TRIPLES_STORE, flow)
+            # The triples-store service stores, embeds labels and announces the change to label caches.
             for i in range(0, len(triples), MAX_BATCH):
                 batch = triples[i : i + MAX_BATCH]
                 await client.request(StoreTriples(user=user, collection=collection, triples=batch))

@@ -10,13 +10,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from processors.algorithms.bfs import Distances, DistanceSearch
 from processors.base.client import RemoteError, RequestTimeout
 from processors.base.errors import QueryTimeout, ServiceError
 from processors.base.processor import FlowContext
 from processors.models.embeddings.client import request_parts
-from processors.retrieval.common import Completion, Tenant, Usage
-from processors.retrieval.relevance.distances import Distances, DistanceSearch
-from processors.stores.chunk_index import SearchMode
+from processors.models.text_completion.prompting import ModelAnswer
+from processors.retrieval.common import Tenant, Usage
 from schemas.communities import CommunitiesOf, CommunityInfo, SearchCommunities, SummarizeCommunities
 from schemas.documents import (
     Chunk,
@@ -28,6 +28,7 @@ from schemas.documents import (
     GetChunks,
     Mention,
     RelationChunks,
+    SearchMode,
     SearchRelations,
 )
 from schemas.embeddings import EmbeddingsRequest
@@ -160,10 +161,10 @@ class BusSources:
 
     async def complete(
         self, system: str, prompt: str, json_schema: dict[str, Any] | None, max_tokens: int | None = None
-    ) -> Completion:
+    ) -> ModelAnswer:
         req = TextCompletionRequest(system=system, prompt=prompt, json_schema=json_schema, max_tokens=max_tokens)
         res = await self._call(TEXT_COMPLETION, req, self.model_timeout)
-        return Completion(res.response, res.configured, res.model or "", res.in_token or 0, res.out_token or 0)
+        return ModelAnswer(res.response, res.configured, res.model or "", res.in_token or 0, res.out_token or 0)
 
     async def neighbour_relations(
         self, t: Tenant, entities: Sequence[str], vector: list[float], limit: int

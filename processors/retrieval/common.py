@@ -1,10 +1,9 @@
-"""What every retrieval service's algorithm shares: the tenant a request reads, a model's answer,
-how its tokens are counted, per-stage timing, quoting retrieved text as data. Bus-free."""
+"""What every retrieval service's algorithm shares: the tenant a request reads, how a model's
+tokens are counted, model usage, per-stage timing, a request's time budget. Bus-free."""
 
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
@@ -39,9 +38,6 @@ class TokenCounter(Protocol):
     def __call__(self, text: str) -> int: ...
 
 
-_DATA_TAG = re.compile(r"<\s*(/?)\s*data\s*>", re.IGNORECASE)
-
-
 async def within(seconds: float, service: str, work: Awaitable[T]) -> T:
     """`work`'s result, or a `QueryTimeout` naming `service` once it has taken `seconds` (the
     request's whole time budget; what was found so far is discarded)."""
@@ -50,23 +46,6 @@ async def within(seconds: float, service: str, work: Awaitable[T]) -> T:
             return await work
     except TimeoutError:
         raise QueryTimeout(f"{service} exceeded {seconds}s; partial results discarded") from None
-
-
-def as_data(text: str) -> str:
-    """Retrieved text made safe to quote between <data> and </data>: a document cannot close the
-    data block (its own tags become [data] / [/data]) and so cannot speak as the prompt."""
-    return _DATA_TAG.sub(lambda m: f"[{m.group(1)}data]", text)
-
-
-@dataclass
-class Completion:
-    """A model's answer (`configured` False: no model is configured, the text says so)."""
-
-    text: str
-    configured: bool = True
-    model: str = ""
-    in_token: int = 0
-    out_token: int = 0
 
 
 @dataclass

@@ -9,11 +9,9 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from processors.ingest.communities.profiles import CommunityRecord
-from processors.retrieval.relevance.graphrank import GraphRankParams
-from processors.stores.chunk_index import SearchMode
+from processors.algorithms.passage_rank import PassageRankParams
 from schemas.communities import CommunityInfo
-from schemas.documents import Chunk, Document, DocumentInfo, Mention, Scope
+from schemas.documents import Chunk, Document, DocumentInfo, Mention, Scope, SearchMode
 
 
 @dataclass
@@ -50,6 +48,22 @@ class RemovedLinks:
     relations: list[tuple[str, str, str]] = field(default_factory=list)
     concepts: list[str] = field(default_factory=list)
     touched: list[str] = field(default_factory=list)  # every entity the removed documents mentioned
+
+
+@dataclass
+class CommunityRecord:
+    """A community as stored: hierarchy, members, chunks, profile and vector."""
+
+    id: str
+    level: int
+    parent: str | None
+    children: list[str]
+    members: list[str]
+    chunks: dict[str, float]  # chunk id -> weight
+    top_entities: list[str] = field(default_factory=list)
+    top_chunks: list[str] = field(default_factory=list)
+    vector: list[float] = field(default_factory=list)
+    membership_hash: str = ""
 
 
 @dataclass(frozen=True)
@@ -100,7 +114,7 @@ class DocumentStore(Protocol):
         mode: SearchMode,
         limit: int,
         scope: Scope | None = None,
-        params: GraphRankParams | None = None,
+        params: PassageRankParams | None = None,
         chunk_ids: Collection[str] | None = None,
     ) -> list[Chunk]:
         """The best chunks of the scope by vector and/or text, fused, or by graphrank (one store call);

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from processors.base.settings import StoreSettings
 from processors.stores.documents_protocol import CommunityStore, DocumentStore
 from processors.stores.protocol import EntityIndex, TripleStore
+from processors.stores.settings import StoreSettings
 
 
 @dataclass
@@ -38,7 +38,7 @@ class _Connections:
     def cassandra(self) -> Any:
         """The shared Cassandra connection (connects lazily on first query)."""
         if self._cassandra is None:
-            from processors.stores.cassandra_schema import CassandraConnection
+            from processors.stores.cassandra.schema import CassandraConnection
 
             s = self.settings
             self._cassandra = CassandraConnection(s.cassandra_hosts, s.cassandra_port, s.cassandra_keyspace)
@@ -47,7 +47,7 @@ class _Connections:
     def neo4j(self) -> Any:
         """The shared Neo4j driver holder (opens lazily in the event loop of the first query)."""
         if self._neo4j is None:
-            from processors.stores.neo4j_schema import Neo4jConnection
+            from processors.stores.neo4j.schema import Neo4jConnection
 
             s = self.settings
             self._neo4j = Neo4jConnection(s.neo4j_url, s.neo4j_user, s.neo4j_password)
@@ -59,30 +59,30 @@ def open_stores(settings: StoreSettings) -> Stores:
     entities: EntityIndex
     conns = _Connections(settings)
     if settings.vectors_backend == "local":
-        from processors.stores.local_index import LocalEntityIndex
+        from processors.stores.local.entity_index import LocalEntityIndex
 
         entities = LocalEntityIndex(settings.home / "vectors.db")
     elif settings.vectors_backend == "cassandra":
-        from processors.stores.cassandra_store import CassandraEntityIndex
+        from processors.stores.cassandra.store import CassandraEntityIndex
 
         entities = CassandraEntityIndex(conns.cassandra())
     elif settings.vectors_backend == "neo4j":
-        from processors.stores.neo4j_store import Neo4jEntityIndex
+        from processors.stores.neo4j.store import Neo4jEntityIndex
 
         entities = Neo4jEntityIndex(conns.neo4j())
     else:
         raise ValueError(f"vectors backend {settings.vectors_backend!r} is not available in this build")
     triples: TripleStore
     if settings.triples_backend == "sqlite":
-        from processors.stores.sqlite_triples import SqliteTripleStore
+        from processors.stores.sqlite.triples import SqliteTripleStore
 
         triples = SqliteTripleStore(settings.home / "graph.db", entities)
     elif settings.triples_backend == "cassandra":
-        from processors.stores.cassandra_store import CassandraTripleStore
+        from processors.stores.cassandra.store import CassandraTripleStore
 
         triples = CassandraTripleStore(conns.cassandra(), entities)
     elif settings.triples_backend == "neo4j":
-        from processors.stores.neo4j_store import Neo4jTripleStore
+        from processors.stores.neo4j.store import Neo4jTripleStore
 
         triples = Neo4jTripleStore(conns.neo4j(), entities)
     else:
@@ -90,12 +90,12 @@ def open_stores(settings: StoreSettings) -> Stores:
     documents: DocumentStore
     communities: CommunityStore
     if settings.documents_backend == "neo4j":
-        from processors.stores.neo4j_documents import Neo4jCommunityStore, Neo4jDocumentStore
+        from processors.stores.neo4j.documents import Neo4jCommunityStore, Neo4jDocumentStore
 
         documents, communities = Neo4jDocumentStore(conns.neo4j()), Neo4jCommunityStore(conns.neo4j())
     else:
-        from processors.stores.sqlite_communities import SqliteCommunityStore
-        from processors.stores.sqlite_documents import SqliteDocumentStore
+        from processors.stores.sqlite.communities import SqliteCommunityStore
+        from processors.stores.sqlite.documents import SqliteDocumentStore
 
         sqlite_docs = SqliteDocumentStore(settings.home / "docs.db")
         documents, communities = sqlite_docs, SqliteCommunityStore(sqlite_docs.db)

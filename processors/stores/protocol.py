@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from processors.retrieval.relevance.distances import Distances, DistanceSearch
-from processors.retrieval.relevance.ranking import NeighbourResult
+from processors.algorithms.bfs import Distances, DistanceSearch
+from processors.algorithms.edges import NeighbourResult
 from schemas.terms import Term, Triple
 from schemas.triples import NeighboursQuery
 

@@ -10,7 +10,7 @@ import pytest
 
 from bench.classic import ClassicLimits, ClassicQuery, classic_retrieve
 from processors.stores.protocol import EntityHit
-from processors.stores.sqlite_triples import SqliteTripleStore
+from processors.stores.sqlite.triples import SqliteTripleStore
 from schemas.terms import RDFS_LABEL, Term, Triple
 
 E = "http://x/e/"

@@ -9,10 +9,10 @@ from pathlib import Path
 from bench.fleet import GRAPH_RAG_FLEET, processor_fleet
 from processors.base.client import RequestResponseClient
 from processors.base.pulsar_bus import PulsarBus
-from processors.base.settings import StoreSettings
-from processors.ingest.triples_loader import load_triples
+from processors.ingest.triples.loader import load_triples
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.stores.factory import open_stores
+from processors.stores.settings import StoreSettings
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
 from schemas.services import GRAPH_RAG
 from schemas.terms import RDFS_LABEL, Term, Triple

@@ -8,10 +8,11 @@ from pathlib import Path
 from bench.graphs import USER
 from bench.measure import KgflowClient, warm_up
 from processors.base.runtime import embedded
-from processors.base.settings import RuntimeSettings, StoreSettings
-from processors.ingest.triples_loader import load_triples
+from processors.base.settings import RuntimeSettings
+from processors.ingest.triples.loader import load_triples
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.stores.factory import open_stores
+from processors.stores.settings import StoreSettings
 from schemas.terms import RDFS_LABEL, Term, Triple
 
 E = "http://x/e/"

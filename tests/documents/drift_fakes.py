@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from processors.base.errors import ServiceError
-from processors.retrieval.common import Completion, Tenant, Usage
+from processors.models.text_completion.prompting import ModelAnswer
+from processors.retrieval.common import Tenant, Usage
 from processors.retrieval.drift import prompts as pr
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Mention
@@ -122,19 +123,19 @@ class Fake:
     # --- the model ------------------------------------------------------------------------------
     async def complete(
         self, system: str, prompt: str, json_schema: dict[str, Any] | None, max_tokens: int | None = None
-    ) -> Completion:
+    ) -> ModelAnswer:
         if not self.model:
-            return Completion("No language model is configured.", configured=False)
+            return ModelAnswer("No language model is configured.", configured=False)
         self.model_calls += 1
         self.prompts.append((system, prompt))
         if system == pr.HYDE_SYSTEM:
-            return Completion("Revenue grew in the cloud.", model="fake", in_token=7, out_token=5)
+            return ModelAnswer("Revenue grew in the cloud.", model="fake", in_token=7, out_token=5)
         reply = {pr.PRIMER_SYSTEM: self.primer, pr.LOCAL_SYSTEM: self.local, pr.AGGREGATE_SYSTEM: self.aggregate}
         out = reply[system](prompt)
         await asyncio.sleep(0)
         if isinstance(out, ServiceError):
             raise out
-        return Completion(json.dumps(out), model="fake", in_token=100, out_token=20)
+        return ModelAnswer(json.dumps(out), model="fake", in_token=100, out_token=20)
 
     def primer(self, prompt: str) -> Any:
         return {

@@ -11,7 +11,7 @@ from typing import Any
 from processors.base.runtime import System
 from schemas.documents import DeleteCollection, Document, Scope
 from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
-from schemas.services import DOCUMENTS, LAZY_RAG
+from schemas.services import DOCUMENT_STORE, LAZY_RAG
 from tests.documents.scope_property import CORPUS, client, load
 
 C = "lazy"
@@ -66,7 +66,7 @@ async def check_lazy_rag(system: System, user: str) -> None:
         await check_bounds(system, user)
     finally:
         for u in (user, other):
-            await client(system, DOCUMENTS).request(DeleteCollection(user=u, collection=C))
+            await client(system, DOCUMENT_STORE).request(DeleteCollection(user=u, collection=C))
 
 
 async def check_bounds(system: System, user: str) -> None:

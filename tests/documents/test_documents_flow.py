@@ -10,8 +10,9 @@ import pytest
 
 from processors.base.client import RequestResponseClient
 from processors.base.runtime import System, embedded
-from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.settings import RuntimeSettings
 from processors.models.embeddings.model import OnnxMiniLM
+from processors.stores.settings import StoreSettings
 from schemas.communities import BuildCommunities, ListCommunities
 from schemas.documents import (
     ChunkSearch,
@@ -25,7 +26,15 @@ from schemas.documents import (
 )
 from schemas.graph_embeddings import GraphEmbeddingsRequest
 from schemas.graph_rag import GraphRagRequest
-from schemas.services import COMMUNITIES, DOCUMENT_LOAD, DOCUMENTS, GRAPH_EMBEDDINGS, GRAPH_RAG
+from schemas.services import (
+    COMMUNITIES,
+    COMMUNITY_BUILD,
+    DOCUMENT_LOAD,
+    DOCUMENT_STORE,
+    DOCUMENTS,
+    GRAPH_EMBEDDINGS,
+    GRAPH_RAG,
+)
 
 U, C = "alice", "papers"
 DOCS = [
@@ -84,7 +93,7 @@ async def test_load_search_reload_and_lifecycle(system: System) -> None:
     listed = (await client(system, DOCUMENTS).request(ListCollections(user=U))).collections
     assert [(c.collection, c.documents, c.chunks) for c in listed] == [(C, 3, 3)] and listed[0].entities > 5
 
-    built = await client(system, COMMUNITIES).request(BuildCommunities(user=U, collection=C))
+    built = await client(system, COMMUNITY_BUILD).request(BuildCommunities(user=U, collection=C))
     assert built.levels.get(0, 0) >= 1
     communities = (await client(system, COMMUNITIES).request(ListCommunities(user=U, collection=C))).communities
     assert all(c.top_entity_labels for c in communities) and not any(c.stale for c in communities)
@@ -99,7 +108,7 @@ async def test_load_search_reload_and_lifecycle(system: System) -> None:
     stale = (await client(system, COMMUNITIES).request(ListCommunities(user=U, collection=C))).communities
     assert any(c.stale for c in stale)
 
-    deleted = await client(system, DOCUMENTS).request(
+    deleted = await client(system, DOCUMENT_STORE).request(
         DeleteDocuments(user=U, collection=C, document_ids=["warsaw", "x"])
     )
     assert deleted.deleted == 1

@@ -12,15 +12,16 @@ import pytest
 
 from processors.base.client import RequestResponseClient
 from processors.base.runtime import System, embedded
-from processors.base.settings import RuntimeSettings, StoreSettings
-from processors.ingest.communities.profiles import CommunityRecord
+from processors.base.settings import RuntimeSettings
 from processors.retrieval.drift.prompts import NO_MODEL_PREFIX
-from processors.stores.sqlite_communities import SqliteCommunityStore
-from processors.stores.sqlite_documents import SqliteDocumentStore
+from processors.stores.documents_protocol import CommunityRecord
+from processors.stores.settings import StoreSettings
+from processors.stores.sqlite.communities import SqliteCommunityStore
+from processors.stores.sqlite.documents import SqliteDocumentStore
 from schemas.communities import BuildCommunities, ListCommunities
 from schemas.documents import ChunkSearch, Document, LoadDocuments, Scope
 from schemas.drift import DriftRequest, DriftResponse
-from schemas.services import COMMUNITIES, DOCUMENT_LOAD, DOCUMENTS, DRIFT
+from schemas.services import COMMUNITIES, COMMUNITY_BUILD, DOCUMENT_LOAD, DOCUMENTS, DRIFT
 
 U, C = "alice", "papers"
 TEXTS = {
@@ -41,7 +42,7 @@ async def system(tmp_path: Path) -> AsyncIterator[System]:
         c = client(s, DOCUMENT_LOAD)
         async for _ in c.stream(LoadDocuments(user=U, collection=C, documents=DOCS)):
             pass
-        await client(s, COMMUNITIES).request(BuildCommunities(user=U, collection=C))
+        await client(s, COMMUNITY_BUILD).request(BuildCommunities(user=U, collection=C))
         yield s
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from processors.retrieval.relevance.graphrank import GraphRankParams, build_concepts, rank
+from processors.algorithms.passage_rank import PassageRankParams, build_concepts, rank
 
 # a NaN mass (a division by a zero link weight) would rank arbitrarily: numpy's warning fails the test
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
@@ -32,10 +32,10 @@ def test_the_bridge_passage_is_found_through_a_title_its_first_passage_names() -
     assert concepts.named_in("Which band released Counterparts?") == [concepts.by_key["counterparts"]]
     dense = scores(0.9, 0.05)  # the bridge is the least similar chunk of all
     rows, mass = rank(concepts.graph, dense, np.zeros(10), concepts.named_in("Which band released Counterparts?"),
-                      3, GraphRankParams(seeds=3))  # fmt: skip
+                      3, PassageRankParams(seeds=3))  # fmt: skip
     assert rows.tolist()[:2] == [0, 1] and mass[1] > 0  # the bridge holds what its seed passed on
     plain, _ = rank(
-        concepts.graph, dense, np.zeros(10), [], 3, GraphRankParams(seeds=3, w_title_link=0, w_concept_link=0)
+        concepts.graph, dense, np.zeros(10), [], 3, PassageRankParams(seeds=3, w_title_link=0, w_concept_link=0)
     )
     assert 1 not in plain.tolist()  # without the hop the bridge is not in the top 3
 
@@ -44,14 +44,14 @@ def test_a_concept_the_question_names_boosts_the_chunks_it_titles() -> None:
     concepts = build_concepts(TEXTS, TITLES, MENTIONS, KEYS)
     named = concepts.named_in("Where was Rush formed?")
     assert named == [concepts.by_key["rush"]]
-    rows, _ = rank(concepts.graph, scores(0.2, 0.2), np.zeros(10), named, 1, GraphRankParams())
+    rows, _ = rank(concepts.graph, scores(0.2, 0.2), np.zeros(10), named, 1, PassageRankParams())
     assert rows.tolist() == [1]
 
 
 def test_a_scope_restricts_seeds_and_hops() -> None:
     concepts = build_concepts(TEXTS, TITLES, MENTIONS, KEYS)
     mask = np.array([True] + [False] + [True] * 8)
-    rows, _ = rank(concepts.graph, scores(0.9, 0.05), np.zeros(10), [], 10, GraphRankParams(seeds=3), mask)
+    rows, _ = rank(concepts.graph, scores(0.9, 0.05), np.zeros(10), [], 10, PassageRankParams(seeds=3), mask)
     assert 1 not in rows.tolist() and set(rows.tolist()) <= set(np.flatnonzero(mask).tolist())
 
 
@@ -77,7 +77,7 @@ def test_a_scope_ranks_as_a_collection_of_only_its_chunks() -> None:
         at = {int(r): k for k, r in enumerate(rows)}
         alone = build_concepts([texts[r] for r in rows], [titles[r] for r in rows],
                                [(at[r], e) for r, e in mentions if r in at], keys)  # fmt: skip
-        p = GraphRankParams(seeds=4, max_df=0.5)
+        p = PassageRankParams(seeds=4, max_df=0.5)
         got, got_mass = rank(full.graph, dense, lexical, full.named_in(question, mask), 8, p, mask)
         want, want_mass = rank(alone.graph, dense[rows], lexical[rows], alone.named_in(question), 8, p)
         assert rows[want].tolist() == got.tolist(), seed
@@ -97,7 +97,7 @@ def test_a_second_hop_reaches_the_third_passage_of_a_chain() -> None:
     dense = np.full(12, 0.1)
     dense[0] = 0.9
     dense[1] = dense[3] = 0.05  # the bridge and the answer are the least similar chunks of all
-    one, _ = rank(concepts.graph, dense, np.zeros(12), named, 3, GraphRankParams(seeds=3, hops=1))
-    two, mass = rank(concepts.graph, dense, np.zeros(12), named, 3, GraphRankParams(seeds=3, hops=2))
+    one, _ = rank(concepts.graph, dense, np.zeros(12), named, 3, PassageRankParams(seeds=3, hops=1))
+    two, mass = rank(concepts.graph, dense, np.zeros(12), named, 3, PassageRankParams(seeds=3, hops=2))
     assert 1 in one.tolist() and 3 not in one.tolist()
     assert {0, 1, 3} == set(two.tolist()) and mass[-1] > 0

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from processors.algorithms.iris import RELATED_TO, concept_iri
+from processors.ingest.document_store.linking import link, unlinked_triples
 from processors.ingest.documents.chunker import ChunkingParams
 from processors.ingest.documents.pipeline import chunk_document, content_hash, index_document, load_batch
 from processors.models.embeddings.model import plain_tokenizer
-from processors.query.documents.linking import RELATED_TO, concept_iri, link, unlinked_triples
 from schemas.documents import Chunk, Document, IndexedDocument
 from schemas.extraction import ConceptMention
 from schemas.terms import RDFS_LABEL

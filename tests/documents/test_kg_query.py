@@ -11,9 +11,10 @@ from pydantic import ValidationError
 
 from processors.base.client import RemoteError, RequestResponseClient
 from processors.base.runtime import System, embedded
-from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.settings import RuntimeSettings
 from processors.models.text_completion.tokens import token_counter
 from processors.retrieval.kg_query.context import SYSTEM, fill, round_robin, truncate
+from processors.stores.settings import StoreSettings
 from schemas.documents import Chunk, Document, LoadDocuments, Scope
 from schemas.kg_query import KgQueryRequest
 from schemas.services import DOCUMENT_LOAD, KG_QUERY

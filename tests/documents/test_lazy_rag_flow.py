@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from processors.base.runtime import embedded
-from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.settings import RuntimeSettings
+from processors.stores.settings import StoreSettings
 from tests.documents.lazy_rag_scenario import check_lazy_rag
 
 

@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
+from processors.algorithms.pagerank import WeightedGraph, personalized_pagerank
 from processors.base.errors import QueryTimeout, ServiceError
-from processors.retrieval.common import Completion, Tenant, as_data
+from processors.models.text_completion.prompting import ModelAnswer, as_data
+from processors.retrieval.common import Tenant
 from processors.retrieval.lazy_rag.prompts import MODEL_FAILED_PREFIX, SUMMARY_SYSTEM, fitted_summary_prompt
 from processors.retrieval.lazy_rag.rag import LazyRag, coverage
 from processors.retrieval.lazy_rag.retrieve import LazyRagSettings, Neighbourhood, retrieve
-from processors.retrieval.relevance.graph_rank import WeightedGraph, personalized_pagerank
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Mention, Scope
 from schemas.extraction import ConceptMention
@@ -102,29 +103,21 @@ class Graph:
     async def concepts(self, text: str) -> list[ConceptMention]:
         return [ConceptMention(key="rush", label="Rush"), ConceptMention(key="drummer", label="drummer")]
 
-    async def complete(self, system: str, prompt: str, json_schema: dict[str, Any] | None) -> Completion:
+    async def complete(self, system: str, prompt: str, json_schema: dict[str, Any] | None) -> ModelAnswer:
         self.calls.append(("complete", prompt))
         if self.completion == "fail":
             raise ServiceError("llm-error", "prompt longer than the context")
         if self.completion is None:
-            return Completion("No language model is configured.", configured=False)
-        return Completion(self.completion, model="fake", in_token=10, out_token=5)
-
-
-async def test_a_bridge_chunk_that_shares_no_words_outranks_the_noise() -> None:
-    nb = await retrieve(Graph(), T, "q", LazyRagSettings(max_hops=2, chunk_limit=4, chunk_ranking="walk"))
-    ids = [c.id for c in nb.chunks]
-    assert ids[0] == "q1" and "b1" in ids
-    assert "n2" not in ids  # reached only through the hub `american`, which every chunk names
-    assert all(c.text for c in nb.chunks) and nb.round_trips == 2 + 2 + 1  # search, seeds, 2 hops, texts
+            return ModelAnswer("No language model is configured.", configured=False)
+        return ModelAnswer(self.completion, model="fake", in_token=10, out_token=5)
 
 
 async def test_hops_bound_the_expansion_and_entities_are_capped() -> None:
     zero = Graph()
-    nb = await retrieve(zero, T, "q", LazyRagSettings(max_hops=0, chunk_ranking="walk"))
+    nb = await retrieve(zero, T, "q", LazyRagSettings(max_hops=0))
     assert not any(name == "links" for name, _ in zero.calls) and {c.id for c in nb.chunks} <= {"q1", "q2", "n1"}
     one = Graph()
-    nb1 = await retrieve(one, T, "q", LazyRagSettings(max_hops=1, max_entities=2, chunk_ranking="walk"))
+    nb1 = await retrieve(one, T, "q", LazyRagSettings(max_hops=1, max_entities=2))
     assert sum(name == "links" for name, _ in one.calls) == 1 and "far" not in {c.id for c in nb1.chunks}
     assert len(nb1.entities) <= 2
     two = Graph()

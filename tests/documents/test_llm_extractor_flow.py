@@ -13,17 +13,17 @@ from typing import Any
 
 import pytest
 
+from processors.algorithms.iris import RELATED_TO, RELATION_NS, concept_iri
 from processors.base.client import RemoteError, RequestResponseClient
 from processors.base.runtime import System, embedded
-from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.settings import RuntimeSettings
 from processors.ingest.documents.llm_relations import NEEDS_MODEL
-from processors.ingest.readers import RELATION_NS
 from processors.models.text_completion import service as text_completion
 from processors.models.text_completion.backend import ChatMessage, Completion, CompletionOptions, LLMError
-from processors.query.documents.linking import RELATED_TO, concept_iri
+from processors.stores.settings import StoreSettings
 from schemas.documents import DeleteDocuments, Document, EntityChunks, ListCollections, LoadDocuments, LoadResponse
 from schemas.graph_rag import GraphRagRequest
-from schemas.services import DOCUMENT_LOAD, DOCUMENTS, GRAPH_RAG
+from schemas.services import DOCUMENT_LOAD, DOCUMENT_STORE, DOCUMENTS, GRAPH_RAG
 from schemas.terms import Term
 
 U, C = "alice", "papers"
@@ -136,7 +136,9 @@ async def test_reload_and_delete_remove_typed_relations(system: System, model: S
     assert await system.stores.entities.vectors(U, C, [BORN_IN]) == {}
 
     assert (await load(system, [CURIE]))[0].relations == 1 and len(await born_in(system)) == 1
-    deleted = await client(system, DOCUMENTS).request(DeleteDocuments(user=U, collection=C, document_ids=["curie"]))
+    deleted = await client(system, DOCUMENT_STORE).request(
+        DeleteDocuments(user=U, collection=C, document_ids=["curie"])
+    )
     assert deleted.deleted == 1 and await born_in(system) == []
     assert await system.stores.triples.labels(U, C, [BORN_IN]) == {}
 

@@ -13,8 +13,9 @@ import pytest
 
 from processors.base.client import RemoteError, RequestResponseClient
 from processors.base.runtime import System, embedded
-from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.settings import RuntimeSettings
 from processors.retrieval.reranker.rerank import NO_ENTITIES
+from processors.stores.settings import StoreSettings
 from schemas.documents import ChunkSearch, Document, LoadDocuments, Scope
 from schemas.graph_rag import GraphRagRequest
 from schemas.kg_query import KgQueryRequest

@@ -19,10 +19,12 @@ import pytest
 from aiohttp import web
 
 from processors.base.runtime import System, embedded
-from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.settings import RuntimeSettings
 from processors.gateway.service import GatewayProcessor, GatewaySettings
-from processors.ingest.triples_loader import load_triples, read_triples
+from processors.ingest.triples.loader import load_triples
+from processors.ingest.triples.readers import read_triples
 from processors.models.embeddings.model import OnnxMiniLM
+from processors.stores.settings import StoreSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

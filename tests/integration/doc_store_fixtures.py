@@ -18,11 +18,17 @@ from typing import Any
 import numpy as np
 import pytest
 
+from processors.algorithms.passage_rank import build_concepts
 from processors.ingest.communities.detect import Community
-from processors.ingest.communities.profiles import CommunityRecord, profile
-from processors.retrieval.relevance.graphrank import build_concepts
-from processors.stores.chunk_index import ChunkIndex, RelationIndex
-from processors.stores.documents_protocol import CommunityStore, DocumentRecord, DocumentStore, Relation
+from processors.ingest.communities.profiles import profile
+from processors.stores.documents_protocol import (
+    CommunityRecord,
+    CommunityStore,
+    DocumentRecord,
+    DocumentStore,
+    Relation,
+)
+from processors.stores.local.chunk_index import ChunkIndex, RelationIndex
 from schemas.documents import Chunk, Document, Mention, Scope
 from tests.integration.store_fixtures import cleaned_up, near, new_tenant, unit
 
@@ -69,14 +75,14 @@ class DocBackend:
 async def docs(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[DocBackend]:
     """Each document backend in turn (the contract is the same for both)."""
     if request.param == "sqlite":
-        from processors.stores.sqlite_communities import SqliteCommunityStore
-        from processors.stores.sqlite_documents import SqliteDocumentStore
+        from processors.stores.sqlite.communities import SqliteCommunityStore
+        from processors.stores.sqlite.documents import SqliteDocumentStore
 
         sqlite = SqliteDocumentStore(tmp_path / "docs.db")
         backend = DocBackend("sqlite", sqlite, SqliteCommunityStore(sqlite.db))
     else:
-        from processors.stores.neo4j_documents import Neo4jCommunityStore, Neo4jDocumentStore
-        from processors.stores.neo4j_schema import Neo4jConnection
+        from processors.stores.neo4j.documents import Neo4jCommunityStore, Neo4jDocumentStore
+        from processors.stores.neo4j.schema import Neo4jConnection
 
         conn = Neo4jConnection(request.getfixturevalue("servers").neo4j_url)
         backend = DocBackend("neo4j", Neo4jDocumentStore(conn), Neo4jCommunityStore(conn), conn)

@@ -105,7 +105,7 @@ def cassandra_conn(servers: Any) -> Iterator[Any]:
     from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
     from cassandra.policies import DCAwareRoundRobinPolicy
 
-    from processors.stores.cassandra_schema import CassandraConnection, cql_identifier
+    from processors.stores.cassandra.schema import CassandraConnection, cql_identifier
 
     keyspace = cql_identifier(f"kgflow_test_{uuid.uuid4().hex[:12]}")
     conn = CassandraConnection(servers.cassandra_host, servers.cassandra_port, keyspace).acquire()
@@ -127,19 +127,19 @@ def cassandra_conn(servers: Any) -> Iterator[Any]:
 async def open_backend(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> StoreBackend:
     """Build the stores of backend `name` (servers come from the session fixtures)."""
     if name == "sqlite":
-        from processors.stores.local_index import LocalEntityIndex
-        from processors.stores.sqlite_triples import SqliteTripleStore
+        from processors.stores.local.entity_index import LocalEntityIndex
+        from processors.stores.sqlite.triples import SqliteTripleStore
 
         local = LocalEntityIndex(tmp_path / "vectors.db")
         return StoreBackend(name, SqliteTripleStore(tmp_path / "graph.db", local), local)
     if name == "cassandra":
-        from processors.stores.cassandra_store import CassandraEntityIndex, CassandraTripleStore
+        from processors.stores.cassandra.store import CassandraEntityIndex, CassandraTripleStore
 
         conn = request.getfixturevalue("cassandra_conn")
         cidx = CassandraEntityIndex(conn)
         return StoreBackend(name, CassandraTripleStore(conn, cidx), cidx)
-    from processors.stores.neo4j_schema import Neo4jConnection
-    from processors.stores.neo4j_store import Neo4jEntityIndex, Neo4jTripleStore
+    from processors.stores.neo4j.schema import Neo4jConnection
+    from processors.stores.neo4j.store import Neo4jEntityIndex, Neo4jTripleStore
 
     servers = request.getfixturevalue("servers")
     neo = Neo4jConnection(servers.neo4j_url)

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from processors.stores.cassandra_schema import CassandraConnection, cql_identifier
-from processors.stores.cassandra_store import CassandraEntityIndex
+from processors.stores.cassandra.schema import CassandraConnection, cql_identifier
+from processors.stores.cassandra.store import CassandraEntityIndex
 from processors.stores.protocol import VECTOR_DIMENSIONS
 
 pytestmark = pytest.mark.usefixtures("servers")

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from processors.ingest.communities.profiles import CommunityRecord, membership_hash
+from processors.ingest.communities.profiles import membership_hash
+from processors.stores.documents_protocol import CommunityRecord
 from schemas.documents import Scope
 from tests.integration.doc_store_fixtures import DocBackend, e, record
 from tests.integration.store_fixtures import near, unit

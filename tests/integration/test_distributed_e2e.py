@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from processors.base.settings import StoreSettings
+from processors.stores.settings import StoreSettings
 from tests.integration.pulsar_helpers import BIN, ROOT, Procs, running
 
 DATASET = ROOT.parent / "shared" / "datasets" / "pathquestion"

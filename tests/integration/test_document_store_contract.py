@@ -12,10 +12,10 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from processors.retrieval.relevance.fusion import reciprocal_rank_fusion
-from processors.stores.chunk_index import FUSION_DEPTH, ChunkIndex, SearchMode
+from processors.algorithms.fusion import reciprocal_rank_fusion
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
-from schemas.documents import Chunk, Scope
+from processors.stores.local.chunk_index import FUSION_DEPTH, ChunkIndex
+from schemas.documents import Chunk, Scope, SearchMode
 from tests.integration.doc_store_fixtures import (
     REL,
     DocBackend,

@@ -11,9 +11,10 @@ from typing import Any
 
 from processors.base.client import RequestResponseClient
 from processors.base.runtime import System, embedded
-from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.settings import RuntimeSettings
 from processors.models.embeddings.model import OnnxMiniLM
-from processors.stores.neo4j_schema import Neo4jConnection
+from processors.stores.neo4j.schema import Neo4jConnection
+from processors.stores.settings import StoreSettings
 from schemas.communities import BuildCommunities, ListCommunities
 from schemas.documents import (
     Chunk,
@@ -29,7 +30,15 @@ from schemas.documents import (
 )
 from schemas.graph_embeddings import GraphEmbeddingsRequest
 from schemas.graph_rag import GraphRagRequest
-from schemas.services import COMMUNITIES, DOCUMENT_LOAD, DOCUMENTS, GRAPH_EMBEDDINGS, GRAPH_RAG
+from schemas.services import (
+    COMMUNITIES,
+    COMMUNITY_BUILD,
+    DOCUMENT_LOAD,
+    DOCUMENT_STORE,
+    DOCUMENTS,
+    GRAPH_EMBEDDINGS,
+    GRAPH_RAG,
+)
 from tests.conftest import Servers
 from tests.documents.test_documents_flow import DOCS
 
@@ -94,7 +103,7 @@ async def scenario(system: System, user: str, bob: str) -> None:
     listed = (await client(system, DOCUMENTS).request(ListCollections(user=user))).collections
     assert [(c.collection, c.documents, c.chunks) for c in listed] == [(C, 3, 3)] and listed[0].entities > 5
 
-    assert (await client(system, COMMUNITIES).request(BuildCommunities(user=user, collection=C))).levels.get(0, 0)
+    assert (await client(system, COMMUNITY_BUILD).request(BuildCommunities(user=user, collection=C))).levels.get(0, 0)
     listing = ListCommunities(user=user, collection=C)
     built = (await client(system, COMMUNITIES).request(listing)).communities
     assert built and all(c.top_entity_labels for c in built) and not any(c.stale for c in built)
@@ -111,7 +120,7 @@ async def scenario(system: System, user: str, bob: str) -> None:
     assert {h.document_id for h in await search(system, bob, "Warsaw")} == {"bob-doc"}
     assert "bob-doc" not in {h.document_id for h in await search(system, user, "Where does Bob live? Warsaw")}
     req = DeleteDocuments(user=user, collection=C, document_ids=["warsaw", "x"])
-    assert (await client(system, DOCUMENTS).request(req)).deleted == 1
+    assert (await client(system, DOCUMENT_STORE).request(req)).deleted == 1
     assert {h.document_id for h in await search(system, user, "Warsaw Poland")} == {"curie", "paris"}
 
 
@@ -130,7 +139,7 @@ async def test_documents_flow_with_every_store_on_neo4j(servers: Servers, tmp_pa
                 assert chunks == [{"n": 2}]  # curie and the changed paris, in Neo4j
             finally:
                 for u in (user, bob):
-                    await client(system, DOCUMENTS).request(DeleteCollection(user=u, collection=C))
+                    await client(system, DOCUMENT_STORE).request(DeleteCollection(user=u, collection=C))
             assert (await client(system, DOCUMENTS).request(ListCollections(user=user))).collections == []
         left = await conn.read("MATCH (n) WHERE n.user IN $users RETURN count(n) AS n", {"users": [user, bob]})
         assert left == [{"n": 0}]

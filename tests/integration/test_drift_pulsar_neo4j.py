@@ -14,13 +14,14 @@ import pytest
 
 from processors.base.client import RequestResponseClient
 from processors.base.runtime import System, embedded, make_bus
-from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.settings import RuntimeSettings
 from processors.retrieval.drift.prompts import NO_ANSWER_PREFIX, NO_MODEL_PREFIX
+from processors.stores.settings import StoreSettings
 from schemas.communities import BuildCommunities
 from schemas.documents import DeleteCollection, Document, GetChunks, LoadDocuments
 from schemas.drift import DriftRequest
 from schemas.retrieval import Citation
-from schemas.services import COMMUNITIES, DOCUMENT_LOAD, DOCUMENTS, DRIFT
+from schemas.services import COMMUNITY_BUILD, DOCUMENT_LOAD, DOCUMENT_STORE, DOCUMENTS, DRIFT
 from tests.conftest import Servers
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "docqa" / "msgraphrag_msft_earnings"
@@ -51,7 +52,7 @@ async def test_drift_over_pulsar_and_neo4j_streams_progress_and_cites_collection
     try:
         async for _ in client(stack, DOCUMENT_LOAD).stream(LoadDocuments(user=user, collection=coll, documents=docs)):
             pass
-        built = await client(stack, COMMUNITIES).request(BuildCommunities(user=user, collection=coll))
+        built = await client(stack, COMMUNITY_BUILD).request(BuildCommunities(user=user, collection=coll))
         assert built.levels
         req = DriftRequest(user=user, collection=coll, query=QUESTION, **SMALL)  # type: ignore[arg-type]
         stream = [r async for r in client(stack, DRIFT).stream(req)]
@@ -66,4 +67,4 @@ async def test_drift_over_pulsar_and_neo4j_streams_progress_and_cites_collection
         assert {c.id for c in found.chunks} == set(ids)
         assert {c.document_id for c in res.chunks} <= {d.id for d in docs}
     finally:
-        await client(stack, DOCUMENTS).request(DeleteCollection(user=user, collection=coll))
+        await client(stack, DOCUMENT_STORE).request(DeleteCollection(user=user, collection=coll))

@@ -7,7 +7,8 @@ import uuid
 from pathlib import Path
 
 from processors.base.runtime import embedded, make_bus
-from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.settings import RuntimeSettings
+from processors.stores.settings import StoreSettings
 from tests.conftest import Servers
 from tests.documents.lazy_rag_scenario import check_lazy_rag
 

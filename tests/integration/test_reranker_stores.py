@@ -15,9 +15,10 @@ import pytest
 
 from processors.base.client import RequestResponseClient
 from processors.base.runtime import System, embedded
-from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.settings import RuntimeSettings
+from processors.stores.settings import StoreSettings
 from schemas.reranker import RerankItem, RerankRequest, RerankWeights
-from schemas.services import RERANKER, TRIPLES
+from schemas.services import RERANKER, TRIPLES_STORE
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import StoreTriples
 from tests.integration.store_fixtures import StoreBackend, nq, t
@@ -61,7 +62,7 @@ async def system(request: pytest.FixtureRequest, tmp_path: Path, servers: Any) -
 async def test_distance_on_a_real_triple_store(system: tuple[System, str]) -> None:
     s, tag = system
     alice, mallory = f"alice-{tag}", f"mallory-{tag}"
-    triples = RequestResponseClient.for_service(s.bus, TRIPLES, "default", 300)
+    triples = RequestResponseClient.for_service(s.bus, TRIPLES_STORE, "default", 300)
     await triples.request(StoreTriples(user=alice, collection="kb", triples=graph(CHAIN)))
     await triples.request(StoreTriples(user=mallory, collection="kb", triples=graph([("ada", "dora")])))
     reranker = RequestResponseClient.for_service(s.bus, RERANKER, "default", 300)

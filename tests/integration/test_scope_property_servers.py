@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from processors.base.runtime import embedded
-from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.settings import RuntimeSettings
+from processors.stores.settings import StoreSettings
 from schemas.documents import DeleteCollection
-from schemas.services import DOCUMENTS
+from schemas.services import DOCUMENT_STORE
 from tests.conftest import Servers
 from tests.documents.scope_property import QUESTIONS, C, check_scopes, client, scopes_count
 
@@ -38,4 +39,4 @@ async def test_no_service_leaks_a_scope_on_the_servers(
             assert await check_scopes(system, user) == scopes_count() * len(QUESTIONS)
         finally:
             for collection in [C, *(f"fresh-{n}" for n in range(scopes_count()))]:
-                await client(system, DOCUMENTS).request(DeleteCollection(user=user, collection=collection))
+                await client(system, DOCUMENT_STORE).request(DeleteCollection(user=user, collection=collection))

@@ -183,8 +183,8 @@ async def test_malformed_and_unknown_input(store: StoreBackend) -> None:
 
 
 async def test_factory_opens_distributed_backends(servers: Any, cassandra_conn: Any, tmp_path: Path) -> None:
-    from processors.base.settings import StoreSettings
     from processors.stores.factory import open_stores
+    from processors.stores.settings import StoreSettings
 
     common = {
         "home": tmp_path,

@@ -2,7 +2,7 @@
 
 The live part feeds CQL/Cypher/SQL/Lucene fragments as IRIs, labels, literal values, user and
 collection names and question text to SQLite, Cassandra and Neo4j; they come back verbatim and
-a bystander collection stays intact. The static part parses processors/stores/*.py and fails on
+a bystander collection stays intact. The static part parses processors/stores/**/*.py and fails on
 any query text formatted from a value that is not a constant.
 """
 
@@ -377,13 +377,15 @@ def test_checker_follows_fragments_imported_from_store_modules(tmp_path: Path) -
 
 def test_store_code_builds_no_query_text_from_values() -> None:
     root = Path(__file__).resolve().parents[2]
-    files = sorted((root / "processors" / "stores").glob("*.py"))
+    stores = root / "processors" / "stores"
+    files = sorted(stores.rglob("*.py"))
+    names = {str(f.relative_to(stores)) for f in files}
     assert {
-        "sqlite_triples.py",
-        "cassandra_schema.py",
-        "neo4j_store.py",
-        "neo4j_documents.py",
-        "sqlite_documents.py",
-    } <= {f.name for f in files}
-    problems = {f.name: QueryTextChecker(f.read_text(), root).problems() for f in files}
+        "sqlite/triples.py",
+        "cassandra/schema.py",
+        "neo4j/store.py",
+        "neo4j/documents.py",
+        "sqlite/documents.py",
+    } <= names
+    problems = {str(f.relative_to(stores)): QueryTextChecker(f.read_text(), root).problems() for f in files}
     assert {k: v for k, v in problems.items() if v} == {}

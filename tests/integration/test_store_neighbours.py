@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from processors.retrieval.relevance.fair_share import best
-from processors.retrieval.relevance.paths import path_cosines
-from processors.retrieval.relevance.scoring import combine, cosines
+from processors.algorithms.edges import best_edges, edge_scores, path_cosine_table
+from processors.algorithms.vectors import cosines
 from schemas.terms import RDFS_LABEL, Term, Triple
 from tests.integration.store_fixtures import GRAPH, StoreBackend, count_store_calls, near, nq, t, unit
 
@@ -126,8 +125,8 @@ async def test_neighbours_scored_by_query_vector(store: StoreBackend) -> None:
     vecs = {**{e: unit(100 + n) for n, e in enumerate(ents)}, **{f"r{i}": unit(200 + i) for i in range(3)}}
     far = [x.o.value if x.s.value == e else x.s.value for x, e in uniq]
     pairs = [(x.p.value, f) for (x, _), f in zip(uniq, far, strict=True)]
-    scores = combine(pairs, cosines(query, [*(p for p, _ in pairs), *far], vecs))
-    keep = best(scores, 6, [e for _, e in uniq])
+    scores = edge_scores([p for p, _ in pairs], far, cosines(query, [*(p for p, _ in pairs), *far], vecs)).tolist()
+    keep = best_edges(scores, 6, [e for _, e in uniq])
 
     res = await store.triples.neighbours(nq(user, coll, frontier, 50, "both", query_vector=query, max_returned=6))
     assert res.triples == [uniq[i][0] for i in keep]
@@ -136,7 +135,12 @@ async def test_neighbours_scored_by_query_vector(store: StoreBackend) -> None:
 
     # with a path to "g" (reached through r2, then r1), its edges' relations continue that path
     pth = ("r2", "r1")
-    rel = path_cosines(query, [(), pth], ["r0", "r1", "r2", "r9"], vecs)
+    table = path_cosine_table(query, [(), pth], ["r0", "r1", "r2", "r9"], vecs)
+    rel = {
+        (path, p): float(table[i, j])
+        for i, path in enumerate([(), pth])
+        for j, p in enumerate(["r0", "r1", "r2", "r9"])
+    }
     far_sim = cosines(query, far, vecs)
     literal = [not x.o.is_iri and e == x.s.value for x, e in uniq]
     path_scores = [
@@ -144,7 +148,7 @@ async def test_neighbours_scored_by_query_vector(store: StoreBackend) -> None:
         for (x, e), f, lit in zip(uniq, far, literal, strict=True)
     ]
     assert any(abs(a - b) > 1e-3 for a, b in zip(path_scores, scores, strict=True))  # the path matters here
-    keep = best(path_scores, 6, [e for _, e in uniq])
+    keep = best_edges(path_scores, 6, [e for _, e in uniq])
     res = await store.triples.neighbours(nq(user, coll, frontier, 50, "both", query, 6, paths={"g": list(pth)}))
     assert res.triples == [uniq[i][0] for i in keep]
     assert res.scores == pytest.approx([path_scores[i] for i in keep], abs=1e-5)

@@ -19,11 +19,12 @@ import aiohttp
 import pytest
 
 from processors.base.runtime import System, embedded
-from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.settings import RuntimeSettings
 from processors.gateway.client import GatewayClient
 from processors.gateway.service import GatewayProcessor, GatewaySettings
 from processors.retrieval.drift.prompts import NO_ANSWER_PREFIX, NO_MODEL_PREFIX
-from processors.stores.sqlite_documents import SqliteDocumentStore
+from processors.stores.settings import StoreSettings
+from processors.stores.sqlite.documents import SqliteDocumentStore
 from schemas.drift import DriftRequest, DriftResponse
 from schemas.retrieval import Citation
 from schemas.services import DRIFT

@@ -12,8 +12,8 @@ import pytest
 
 from processors.base.client import RequestResponseClient
 from processors.base.runtime import embedded
-from processors.base.settings import StoreSettings
 from processors.retrieval.graph_rag.rag import NO_MODEL_PREFIX
+from processors.stores.settings import StoreSettings
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
 from schemas.topics import topic
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from processors.base.runtime import embedded
-from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.settings import RuntimeSettings
+from processors.stores.settings import StoreSettings
 from schemas.lazy_rag import LazyRagRequest
 from schemas.services import LAZY_RAG
 from tests.documents.scope_property import CORPUS, client, load

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from prometheus_client import REGISTRY
 
+from processors.algorithms.iris import RELATED_TO, RELATION_NS
 from processors.base.client import RequestResponseClient
 from processors.base.runtime import embedded
-from processors.base.settings import RuntimeSettings, StoreSettings
-from processors.ingest.readers import RELATION_NS
-from processors.query.documents.linking import RELATED_TO
+from processors.base.settings import RuntimeSettings
+from processors.stores.settings import StoreSettings
 from schemas.documents import Document, EntityChunks, LoadDocuments, LoadResponse
 from schemas.services import DOCUMENT_LOAD, DOCUMENTS
 from schemas.terms import RDFS_LABEL

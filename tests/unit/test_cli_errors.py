@@ -15,7 +15,7 @@ import yaml
 
 from processors.base.logs import JsonFormatter, TextFormatter, setup_logging
 from processors.commands.cli import main
-from processors.ingest.readers import read_triples
+from processors.ingest.triples.readers import read_triples
 from schemas.terms import Term
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,8 +11,9 @@ import pytest
 import yaml
 
 from processors.base.registry import PROCESSORS
-from processors.base.settings import RuntimeSettings, StoreSettings
+from processors.base.settings import RuntimeSettings
 from processors.commands.cli import build_parser
+from processors.stores.settings import StoreSettings
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 COMPOSE = ROOT / "docker-compose.yml"

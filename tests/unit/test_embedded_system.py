@@ -12,10 +12,11 @@ import pytest
 
 from processors.base.client import RequestResponseClient
 from processors.base.runtime import System, embedded
-from processors.base.settings import StoreSettings
-from processors.ingest.triples_loader import load_triples, read_triples
+from processors.ingest.triples.loader import load_triples
+from processors.ingest.triples.readers import read_triples
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.stores.factory import open_stores
+from processors.stores.settings import StoreSettings
 from schemas.embeddings import EmbeddingsResponse
 from schemas.graph_embeddings import GraphEmbeddingsResponse
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse

@@ -13,8 +13,8 @@ import pytest
 
 from processors.base.client import RemoteError, RequestResponseClient
 from processors.base.runtime import System, embedded
-from processors.base.settings import StoreSettings
 from processors.models.embeddings.model import OnnxMiniLM, chunks
+from processors.stores.settings import StoreSettings
 from schemas.embeddings import EmbeddingsRequest, EmbeddingsResponse
 from schemas.services import EMBEDDINGS
 

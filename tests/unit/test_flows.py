@@ -162,7 +162,7 @@ async def test_embedded_system_serves_default_despite_a_stored_bad_flow(tmp_path
     """A flows.json written before parameters were checked (or edited by hand) keeps a bad flow:
     the processors skip it and every command on the embedded default still works."""
     from processors.base.runtime import embedded
-    from processors.base.settings import StoreSettings
+    from processors.stores.settings import StoreSettings
     from schemas.graph_rag import GraphRagRequest, GraphRagResponse
     from schemas.services import GRAPH_RAG
 

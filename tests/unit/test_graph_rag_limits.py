@@ -8,19 +8,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from processors.algorithms.edges import NeighbourResult, edge_scores
+from processors.algorithms.vectors import cosines
 from processors.base.bus import MemoryBus
 from processors.base.client import RemoteError, RequestResponseClient
 from processors.base.runtime import System, embedded, ensure_default_flow
-from processors.base.settings import RuntimeSettings, StoreSettings
-from processors.ingest.triples_loader import load_triples
+from processors.base.settings import RuntimeSettings
+from processors.ingest.triples.loader import load_triples
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.retrieval.common import Tenant
 from processors.retrieval.graph_rag.rag import GraphRag, GraphRagSettings
 from processors.retrieval.graph_rag.sources import LabelBatch, Seeds
-from processors.retrieval.relevance.ranking import NeighbourResult
-from processors.retrieval.relevance.scoring import combine, cosines
-from processors.stores.local_index import LocalEntityIndex
-from processors.stores.sqlite_triples import SqliteTripleStore
+from processors.stores.local.entity_index import LocalEntityIndex
+from processors.stores.settings import StoreSettings
+from processors.stores.sqlite.triples import SqliteTripleStore
 from schemas.flows import GraphChanged
 from schemas.graph_rag import GraphRagRequest, SeedEntity
 from schemas.labels import LabelRequest
@@ -72,7 +73,7 @@ async def test_scored_neighbours_come_best_first_by_edge_scoring(scored_store: S
         U, C, [E + f"p{i}" for i in range(6)] + [E + f"x{i}" for i in range(6)]
     )  # type: ignore[union-attr]
     pairs = [(E + f"p{i}", E + f"x{i}") for i in range(6)]
-    expected = combine(pairs, cosines(q, [x for pair in pairs for x in pair], vecs))
+    expected = edge_scores(*zip(*pairs, strict=True), cosines(q, [x for pair in pairs for x in pair], vecs)).tolist()
     best4 = sorted(range(6), key=lambda i: -expected[i])[:4]
     assert [t.p.value for t in res.triples] == [E + f"p{i}" for i in best4]
     assert res.scores == pytest.approx([expected[i] for i in best4])

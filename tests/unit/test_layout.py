@@ -1,9 +1,11 @@
-"""DESIGN.md's picture of the code, checked: role folders, no import cycles, schemas stand alone,
-algorithm modules import no bus code, and the processor registry matches the classes."""
+"""DESIGN.md's picture of the code, checked: role folders on floors that imports only ever go down,
+no import cycles, schemas stand alone, algorithm modules import no bus code, and the processor
+registry matches the classes (each request operation has its handler)."""
 
 from __future__ import annotations
 
 import ast
+import typing
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,20 @@ from processors.base.registry import FLOW_PROCESSORS, PROCESSORS
 from processors.base.settings import RuntimeSettings
 
 ROOT = Path(__file__).resolve().parents[2]
-ROLES = {"base", "stores", "models", "query", "ingest", "retrieval", "gateway", "commands"}
+# The floors, bottom first: a module imports only from its own role or a lower floor. ingest
+# (writers) and query (readers) share a floor and import nothing of each other.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("algorithms",),
+    ("stores",),
+    ("base",),
+    ("models",),
+    ("ingest", "query"),
+    ("retrieval",),
+    ("gateway",),
+    ("commands",),
+)
+ROLES = {role for floor in FLOORS for role in floor}
+FLOOR_OF = {role: n for n, floor in enumerate(FLOORS) for role in floor}
 # The framework's bus-facing modules: an algorithm module imports none of them.
 BUS_CODE = (
     "processors.base.bus",
@@ -65,6 +80,32 @@ def test_processors_sit_in_the_role_folders() -> None:
     assert packages <= ROLES, packages - ROLES
 
 
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a role to a higher floor's role, or to the other role of its floor."""
+    bad = []
+    for m, targets in sorted(graph.items()):
+        role = m.split(".")[1] if m.count(".") else ""
+        for t in sorted(targets):
+            other = t.split(".")[1] if t.count(".") else ""
+            if role in FLOOR_OF and other in FLOOR_OF and other != role and FLOOR_OF[other] >= FLOOR_OF[role]:
+                bad.append(f"{m} -> {t}")
+    return bad
+
+
+def test_imports_only_go_down_a_floor() -> None:
+    assert upward_imports(_graph()) == []
+
+
+def test_an_upward_import_is_caught() -> None:
+    graph = _graph()
+    graph["processors.stores.factory"].add("processors.retrieval.common")  # stores -> retrieval
+    graph["processors.query.triples.service"].add("processors.ingest.triples.loader")  # query -> ingest
+    assert upward_imports(graph) == [
+        "processors.query.triples.service -> processors.ingest.triples.loader",
+        "processors.stores.factory -> processors.retrieval.common",
+    ]
+
+
 def test_no_import_cycle_inside_processors() -> None:
     graph = _graph()
     state: dict[str, int] = {}  # 1: on the current path, 2: done
@@ -92,7 +133,8 @@ def test_algorithm_modules_import_no_bus_code() -> None:
     algorithm = [
         (name, path)
         for name, path in _modules("processors").items()
-        if name.split(".")[1:2] in (["retrieval"], ["ingest"]) and not name.endswith((".service", ".bus_sources"))
+        if name.split(".")[1:2] in (["retrieval"], ["ingest"], ["algorithms"], ["stores"])
+        and not name.endswith((".service", ".bus_sources"))
     ]
     algorithm.append(("label cache", ROOT / "processors/query/label_resolver/cache.py"))
     assert len(algorithm) > 8
@@ -107,7 +149,12 @@ def test_registry_matches_each_processor_class(entry) -> None:  # type: ignore[n
     assert cls.name == entry.name
     proc = cls.__new__(cls)  # services() reads no state: no stores or bus needed
     proc.bus, proc.runtime = MemoryBus(), RuntimeSettings()
-    assert [s.service for s in proc.services()] == list(entry.serves)
+    specs = proc.services()
+    assert [s.service for s in specs] == list(entry.serves)
+    for spec in specs:  # a union request: every operation has its row in the handler's table
+        union = getattr(spec.service.request, "model_fields", {}).get("root")
+        if union is not None:
+            assert set(spec.handler.table) == set(typing.get_args(union.annotation))
 
 
 def test_every_processor_is_registered_once() -> None:

@@ -11,11 +11,12 @@ import pytest
 
 from processors.base.client import RequestResponseClient
 from processors.base.runtime import embedded
-from processors.base.settings import StoreSettings
 from processors.commands.cli import main
-from processors.ingest.triples_loader import load_triples, read_triples
+from processors.ingest.triples.loader import load_triples
+from processors.ingest.triples.readers import read_triples
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.stores.factory import open_stores
+from processors.stores.settings import StoreSettings
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
 from schemas.services import GRAPH_RAG
 

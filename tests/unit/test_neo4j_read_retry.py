@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from neo4j.exceptions import ConfigurationError, ServiceUnavailable
 
-from processors.stores import neo4j_schema
-from processors.stores.neo4j_schema import READ_ATTEMPTS, Neo4jConnection
+from processors.stores.neo4j import schema as neo4j_schema
+from processors.stores.neo4j.schema import READ_ATTEMPTS, Neo4jConnection
 
 
 class _Result:

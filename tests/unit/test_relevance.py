@@ -9,11 +9,17 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from processors.retrieval.relevance.fair_share import best
-from processors.retrieval.relevance.paths import path_cosines
-from processors.retrieval.relevance.ranking import RawEdge, rank_entity_hits, rank_neighbours
-from processors.retrieval.relevance.scoring import PREDICATE_WEIGHT, combine, cosines
-from processors.retrieval.relevance.text_match import content_tokens, label_match_score, label_phrases, normalize
+from processors.algorithms.edges import (
+    PREDICATE_WEIGHT,
+    RawEdge,
+    best_edges,
+    edge_scores,
+    path_cosine_table,
+    rank_neighbours,
+)
+from processors.algorithms.entities import rank_entity_hits
+from processors.algorithms.text_match import content_tokens, label_match_score, label_phrases, normalize
+from processors.algorithms.vectors import cosines
 from schemas.triples import NeighboursQuery
 
 
@@ -43,18 +49,19 @@ def test_edge_scores_weight_relation_and_far_end() -> None:
     sims = cosines(q, ["p-good", "p-bad", "e", "near", "p-unknown"], vecs)
     assert sims == pytest.approx({"p-good": 1.0, "p-bad": 0.0, "e": 0.0, "near": 0.6})  # no vector: absent
     edges = [("p-good", "e"), ("p-bad", "e"), ("p-unknown", "none"), ("p-bad", "near"), ("p-good", None)]
-    good, bad, missing, far_only, literal = combine(edges, sims)
+    good, bad, missing, far_only, literal = edge_scores(*zip(*edges, strict=True), sims).tolist()
     assert good == pytest.approx(PREDICATE_WEIGHT) and literal == good  # a literal far end adds 0
     assert bad == missing == 0.0
     assert far_only == pytest.approx((1 - PREDICATE_WEIGHT) * 0.6)
-    assert combine(edges[:2], sims, [0.5, 0.25]) == pytest.approx([0.9 * 0.5, 0.9 * 0.25])  # path scores win
+    path_won = edge_scores(*zip(*edges[:2], strict=True), sims, [0.5, 0.25]).tolist()
+    assert path_won == pytest.approx([0.9 * 0.5, 0.9 * 0.25])  # path scores win
 
 
 def test_best_orders_by_score_and_shares_budget_between_sources() -> None:
     scores = [0.9, 0.8, 0.7, 0.6, 0.5, 0.1]
-    assert best(scores, 3) == [0, 1, 2]
+    assert best_edges(scores, 3) == [0, 1, 2]
     groups = ["hub", "hub", "hub", "hub", "hub", "small"]
-    picked = best(scores, 4, groups)
+    picked = best_edges(scores, 4, groups)
     assert 5 in picked and len(picked) == 4  # the small entity's only edge is not crowded out
     assert picked[0] == 0
 
@@ -64,14 +71,14 @@ def test_path_cosines_favour_the_relation_that_completes_the_question() -> None:
     parent, born, other = np.eye(4)[0], np.eye(4)[1], np.eye(4)[2]
     q = 0.6 * parent + 0.5 * born + 0.1 * other
     vecs = {"parent": parent, "born": born, "other": other}
-    alone = path_cosines(q, [()], ["parent", "born", "other"], vecs)
-    assert alone[(), "parent"] > alone[(), "born"] > alone[(), "other"]  # alone, "parent" wins again
-    after = path_cosines(q, [("parent",)], ["parent", "born", "other"], vecs)
-    assert after[("parent",), "born"] > after[("parent",), "parent"] > after[("parent",), "other"]
+    table = path_cosine_table(q, [(), ("parent",)], ["parent", "born", "other"], vecs)
+    alone, after = (dict(zip(["parent", "born", "other"], row.tolist(), strict=True)) for row in table)
+    assert alone["parent"] > alone["born"] > alone["other"]  # alone, "parent" wins again
+    assert after["born"] > after["parent"] > after["other"]
     norm = np.linalg.norm(q)
-    assert after[("parent",), "born"] == pytest.approx((0.6 + 0.5) / norm / np.sqrt(2), abs=1e-6)
-    assert after[("parent",), "parent"] == pytest.approx(0.6 / norm, abs=1e-6)  # a repeat adds nothing
-    assert path_cosines(q, [], ["born"], vecs) == {}
+    assert after["born"] == pytest.approx((0.6 + 0.5) / norm / np.sqrt(2), abs=1e-6)
+    assert after["parent"] == pytest.approx(0.6 / norm, abs=1e-6)  # a repeat adds nothing
+    assert path_cosine_table(q, [], ["born"], vecs).shape == (0, 1)
 
 
 @dataclass

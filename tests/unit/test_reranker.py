@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from processors.algorithms.bfs import Distances, DistanceSearch, shortest_distances
 from processors.base.processor import error_response, parse_request
 from processors.retrieval.common import Tenant
-from processors.retrieval.relevance.distances import Distances, DistanceSearch, shortest_distances
 from processors.retrieval.reranker.rerank import NO_ENTITIES, NO_QUESTION_ENTITIES, Reranker, RerankerSettings
 from processors.retrieval.reranker.signals import distance_score, question_entities
 from schemas.graph_rag import SeedEntity

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from processors.retrieval.relevance.distances import DistanceSearch, shortest_distances
-from processors.stores import sqlite_triples
-from processors.stores.sqlite_triples import SqliteTripleStore
+from processors.algorithms.bfs import DistanceSearch, shortest_distances
+from processors.stores.sqlite import triples as sqlite_triples
+from processors.stores.sqlite.triples import SqliteTripleStore
 from schemas.terms import RDFS_LABEL, Term, Triple
 
 

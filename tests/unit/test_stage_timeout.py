@@ -8,7 +8,7 @@ import pytest
 
 from processors.base.client import RemoteError, RequestResponseClient
 from processors.base.runtime import embedded
-from processors.base.settings import StoreSettings
+from processors.stores.settings import StoreSettings
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
 from schemas.topics import topic
 

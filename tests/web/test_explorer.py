@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page
 
-from processors.ingest.readers import RELATION_NS, field_iri
+from processors.algorithms.iris import RELATION_NS, field_iri
 from tests.gateway.gw_support import BIN, ROOT, kgflow_up, up_env
 from tests.web.browser import ask, click_node, node_labels, wait_connected, watch_answer
 from tests.web.scripted_llm import ANSWER, ScriptedLlm, pieces, scripted_llm

@@ -10,31 +10,15 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from processors.ingest.communities.detect import Community
+from processors.stores.documents_protocol import CommunityRecord
 
 TOP_ENTITIES = 10
 TOP_CHUNKS = 5
 VECTOR_CHUNKS = 10  # chunks averaged into the profile vector
-
-
-@dataclass
-class CommunityRecord:
-    """A community as stored: hierarchy, members, chunks, profile and vector."""
-
-    id: str
-    level: int
-    parent: str | None
-    children: list[str]
-    members: list[str]
-    chunks: dict[str, float]  # chunk id -> weight
-    top_entities: list[str] = field(default_factory=list)
-    top_chunks: list[str] = field(default_factory=list)
-    vector: list[float] = field(default_factory=list)
-    membership_hash: str = ""
 
 
 def membership_hash(members: Sequence[str]) -> str:

@@ -15,12 +15,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from processors.algorithms.text_match import title_key
 from processors.ingest.extractor.prompts import RELATIONS_MAX_TOKENS, RELATIONS_SCHEMA, RELATIONS_SYSTEM
 from processors.ingest.extractor.prompts import relations_prompt as build_prompt
 from processors.ingest.extractor.relations import FoundRelation, RelationsParseError, parse_relations
 from processors.ingest.extractor.relations import resolve_relations as resolve
-from processors.retrieval.common import Completion
-from processors.retrieval.relevance.text_match import title_key
+from processors.models.text_completion.prompting import ModelAnswer
 from schemas.documents import Chunk
 from schemas.extraction import ConceptMention
 
@@ -30,7 +30,7 @@ NEEDS_MODEL = (
 )
 
 # (system, prompt, json schema, max tokens) -> the model's answer
-Complete = Callable[[str, str, dict[str, Any], int], Awaitable[Completion]]
+Complete = Callable[[str, str, dict[str, Any], int], Awaitable[ModelAnswer]]
 
 
 class ExtractorNeedsModel(RuntimeError):

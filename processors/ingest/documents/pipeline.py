@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Protocol
 
+from processors.algorithms.text_match import title_key as title_key_of
 from processors.ingest.documents.chunker import ChunkingParams, chunk_spans
 from processors.ingest.documents.llm_relations import extract_relations
 from processors.ingest.documents.params import DocumentLoadParams
 from processors.ingest.extractor.relations import FoundRelation
-from processors.retrieval.common import Completion
-from processors.retrieval.relevance.text_match import title_key as title_key_of
+from processors.models.text_completion.prompting import ModelAnswer
 from schemas.documents import (
     Chunk,
     ConceptRef,
@@ -60,7 +60,7 @@ class IngestSources(Protocol):
         """Write indexed documents (replacing earlier versions)."""
         ...
 
-    async def complete(self, system: str, prompt: str, json_schema: dict[str, Any], max_tokens: int) -> Completion:
+    async def complete(self, system: str, prompt: str, json_schema: dict[str, Any], max_tokens: int) -> ModelAnswer:
         """One text-completion call (extractor `llm` only); raises `ModelCallFailed` or
         `ExtractorNeedsModel` (see `llm_relations`)."""
         ...

@@ -1,6 +1,6 @@
 """Document-load processor: runs a batch of documents through the documents flow — chunk,
 embed (`embeddings`), extract concepts (`extractor`), with `extractor: llm` typed relations
-(`text-completion`, one call per chunk), link and store (`documents`) — streaming progress.
+(`text-completion`, one call per chunk), link and store (`document-store`) — streaming progress.
 Every step is a bus call, so each scales on its own processors."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from processors.ingest.documents.params import DocumentLoadParams
 from processors.ingest.documents.pipeline import LoadReport, load_batch
 from processors.models.embeddings.client import FlowEmbedder
 from processors.models.embeddings.model import plain_tokenizer
-from processors.retrieval.common import Completion
+from processors.models.text_completion.prompting import ModelAnswer
 from schemas.documents import (
     DocumentStatus,
     FailedDocument,
@@ -29,7 +29,7 @@ from schemas.documents import (
     StoreDocuments,
 )
 from schemas.extraction import ConceptMention, ExtractRequest
-from schemas.services import DOCUMENT_LOAD, DOCUMENTS, EMBEDDINGS, EXTRACTOR, TEXT_COMPLETION, Service
+from schemas.services import DOCUMENT_LOAD, DOCUMENT_STORE, DOCUMENTS, EMBEDDINGS, EXTRACTOR, TEXT_COMPLETION, Service
 from schemas.text_completion import TextCompletionRequest
 
 LLM_CONFIG = "llm-config"  # text-completion's error type for a model it cannot build
@@ -65,9 +65,9 @@ class BusIngest:
 
     async def store(self, documents: list[IndexedDocument]) -> None:
         req = StoreDocuments(user=self.user, collection=self.collection, documents=documents)
-        await self.flow.client(DOCUMENTS).request(req)
+        await self.flow.client(DOCUMENT_STORE).request(req)
 
-    async def complete(self, system: str, prompt: str, json_schema: dict[str, Any], max_tokens: int) -> Completion:
+    async def complete(self, system: str, prompt: str, json_schema: dict[str, Any], max_tokens: int) -> ModelAnswer:
         req = TextCompletionRequest(system=system, prompt=prompt, json_schema=json_schema, max_tokens=max_tokens)
         try:
             res = await self.flow.client(TEXT_COMPLETION).request(req, timeout_s=self.model_timeout_s)
@@ -77,7 +77,7 @@ class BusIngest:
             if e.type == LLM_CONFIG:
                 raise ExtractorNeedsModel(f"{NEEDS_MODEL} ({e.message})") from None
             raise ModelCallFailed(f"model error {e.type}") from None
-        return Completion(res.response, res.configured, res.model or "", res.in_token or 0, res.out_token or 0)
+        return ModelAnswer(res.response, res.configured, res.model or "", res.in_token or 0, res.out_token or 0)
 
 
 class DocumentLoadProcessor(FlowProcessor):
@@ -89,7 +89,7 @@ class DocumentLoadProcessor(FlowProcessor):
         return [ServiceSpec(DOCUMENT_LOAD, self.load)]
 
     def calls(self) -> list[Service]:
-        return [DOCUMENTS, EMBEDDINGS, EXTRACTOR, TEXT_COMPLETION]
+        return [DOCUMENTS, DOCUMENT_STORE, EMBEDDINGS, EXTRACTOR, TEXT_COMPLETION]
 
     async def on_flow_start(self, flow: FlowContext) -> None:
         flow.state = flow_params(DocumentLoadParams, flow.parameters)

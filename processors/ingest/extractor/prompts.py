@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from processors.retrieval.common import as_data
+from processors.models.text_completion.prompting import as_data
 
 MAX_RELATIONS = 8  # per chunk: a 200-token chunk rarely states more, and output tokens are the cost
 MAX_END_CHARS = 80  # a subject or object longer than this is a description, not a name

@@ -19,9 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from processors.algorithms.text_match import STOPWORDS, normalize
 from processors.ingest.extractor.concepts import GENERIC, MAX_WORDS
 from processors.ingest.extractor.prompts import MAX_END_CHARS, MAX_PREDICATE_CHARS, MAX_RELATIONS
-from processors.retrieval.relevance.text_match import STOPWORDS, normalize
 from schemas.extraction import ConceptMention
 
 _FENCE = re.compile(r"```[a-zA-Z]*\s*(.*?)(?:```|$)", re.DOTALL)

@@ -171,14 +171,6 @@ class OnnxMiniLM:
             return ids, None
         return ids, self._infer(self._query_session, ids)
 
-    def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
-        """Blocking embedding of `texts` (n x dimensions, unit rows), chunk by chunk on the bulk session."""
-        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
-        ids = self._ids(texts)
-        for group in chunks([len(r) for r in ids]):
-            out[group] = self._infer(self._bulk_session, [ids[i] for i in group])
-        return out
-
     async def embed(self, texts: Sequence[str], max_tokens: int | None = None) -> list[list[float]]:
         """One unit vector per text, in order (question-sized requests on the query lane); texts
         costing more than `max_tokens` tokens (each at most MAX_TOKENS) are refused unembedded."""

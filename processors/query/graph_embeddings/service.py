@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import asyncio
 
+from processors.algorithms.entities import rank_entity_hits
+from processors.algorithms.text_match import label_phrases
 from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
-from processors.retrieval.relevance.ranking import rank_entity_hits
-from processors.retrieval.relevance.text_match import label_phrases
 from processors.stores.protocol import EntityHit, TripleStore
 from schemas.base import Notice
 from schemas.graph_embeddings import EntityMatch, GraphEmbeddingsRequest, GraphEmbeddingsResponse

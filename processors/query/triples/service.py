@@ -1,16 +1,15 @@
-"""Triples processor: queries are one store round trip each (a distance query one per level it
-searches), scoped by user/collection; writes store the triples, embed new labels and tell label
-caches the collection changed."""
+"""Triples processor: serves `triples` reads — patterns, labels, a frontier's ranked neighbours,
+adjacency, distances — one store request each (a distance search one per level it reads), scoped
+by user/collection and the request's scope. Writes are `triples-store`'s (processors/ingest/triples)."""
 
 from __future__ import annotations
 
+from processors.algorithms.bfs import DistanceSearch, shortest_distances
+from processors.algorithms.edges import NeighbourResult, rank_neighbours
+from processors.base.operations import by_operation
 from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
-from processors.ingest.triples_loader import load_triples
-from processors.models.embeddings.client import FlowEmbedder
-from processors.retrieval.relevance.distances import DistanceSearch, shortest_distances
-from processors.retrieval.relevance.ranking import NeighbourResult, rank_neighbours
 from processors.stores.protocol import HeldDistances
-from schemas.services import EMBEDDINGS, TRIPLES, Service
+from schemas.services import TRIPLES
 from schemas.triples import (
     AdjacencyQuery,
     DistancesQuery,
@@ -18,47 +17,40 @@ from schemas.triples import (
     NeighboursQuery,
     PatternQuery,
     ScoredTriple,
-    StoreTriples,
     TriplesResponse,
 )
 
 
 class TriplesProcessor(StoreProcessor):
-    """Serves `triples` from the triple store (and the entity index, for writes)."""
+    """Serves `triples` from the triple store (see the module docstring)."""
 
     name = TRIPLES.name
 
     def services(self) -> list[ServiceSpec]:
-        return [ServiceSpec(TRIPLES, self.query)]
+        table = {PatternQuery: self.pattern, LabelsQuery: self.labels, AdjacencyQuery: self.adjacency,
+                 DistancesQuery: self.distances, NeighboursQuery: self.neighbours}  # fmt: skip
+        return [ServiceSpec(TRIPLES, by_operation(table))]
 
-    def calls(self) -> list[Service]:
-        return [EMBEDDINGS]
-
-    async def query(
-        self,
-        req: PatternQuery | NeighboursQuery | AdjacencyQuery | DistancesQuery | LabelsQuery | StoreTriples,
-        flow: FlowContext,
-    ) -> TriplesResponse:
-        """Dispatch on the request's operation."""
-        store = self.stores.triples
-        if isinstance(req, StoreTriples):
-            return await self.write(req, flow)
-        if isinstance(req, LabelsQuery):
-            labels = await store.labels(req.user, req.collection, req.iris)
-            return TriplesResponse(labels=labels, rows_read=len(labels))
-        if isinstance(req, AdjacencyQuery):
-            pairs = await self._adjacent(req, req.entities)
-            return TriplesResponse(pairs=pairs, rows_read=len(pairs))
-        if isinstance(req, DistancesQuery):
-            return await self._distances(req)
-        if isinstance(req, NeighboursQuery):
-            res = await self._neighbours(req)
-            triples = [
-                ScoredTriple(s=t.s, p=t.p, o=t.o, score=sc) for t, sc in zip(res.triples, res.scores, strict=True)
-            ]
-            return TriplesResponse(triples=triples, rows_read=res.rows_read)
-        found = await store.pattern(req.user, req.collection, req.s, req.p, req.o, req.limit)
+    async def pattern(self, req: PatternQuery, flow: FlowContext) -> TriplesResponse:
+        """Triples matching the pattern."""
+        found = await self.stores.triples.pattern(req.user, req.collection, req.s, req.p, req.o, req.limit)
         return TriplesResponse(triples=[ScoredTriple(s=t.s, p=t.p, o=t.o) for t in found], rows_read=len(found))
+
+    async def labels(self, req: LabelsQuery, flow: FlowContext) -> TriplesResponse:
+        """`rdfs:label` of each IRI."""
+        labels = await self.stores.triples.labels(req.user, req.collection, req.iris)
+        return TriplesResponse(labels=labels, rows_read=len(labels))
+
+    async def adjacency(self, req: AdjacencyQuery, flow: FlowContext) -> TriplesResponse:
+        """The (s, o) pairs touching the entities."""
+        pairs = await self._adjacent(req, req.entities)
+        return TriplesResponse(pairs=pairs, rows_read=len(pairs))
+
+    async def neighbours(self, req: NeighboursQuery, flow: FlowContext) -> TriplesResponse:
+        """The frontier's best edges, scored."""
+        res = await self._neighbours(req)
+        triples = [ScoredTriple(s=t.s, p=t.p, o=t.o, score=sc) for t, sc in zip(res.triples, res.scores, strict=True)]
+        return TriplesResponse(triples=triples, rows_read=res.rows_read)
 
     async def _adjacent(self, req: AdjacencyQuery | DistancesQuery, entities: list[str]) -> list[tuple[str, str]]:
         """One adjacency read; with a scope, relations with a source chunk in it (the document
@@ -70,7 +62,7 @@ class TriplesProcessor(StoreProcessor):
         )
         return [(e[0], e[2]) for e, _ in found]
 
-    async def _distances(self, req: DistancesQuery) -> TriplesResponse:
+    async def distances(self, req: DistancesQuery, flow: FlowContext) -> TriplesResponse:
         """The breadth-first search, one adjacency read per level (or the store's own search over
         the graph it holds); hops of the targets reached."""
         store = self.stores.triples
@@ -102,10 +94,3 @@ class TriplesProcessor(StoreProcessor):
         )
         out = [(e, via) for e, via in found if req.direction in ("both", "out" if e[0] == via else "in")]
         return await rank_neighbours(out, len(found), req, self.stores.entities)
-
-    async def write(self, req: StoreTriples, flow: FlowContext) -> TriplesResponse:
-        """Store, embed labels with the flow's embeddings service, then announce the change."""
-        report = await load_triples(self.stores, FlowEmbedder(flow.client(EMBEDDINGS)), req.user, req.collection,
-                                    req.triples, source="imported triples")  # fmt: skip
-        await self.announce_graph_changed(req.user, req.collection)
-        return TriplesResponse(stored=report.triples)

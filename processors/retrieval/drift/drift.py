@@ -14,6 +14,8 @@ from asyncio import FIRST_COMPLETED
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 
+from processors.algorithms.fusion import reciprocal_rank_fusion
+from processors.algorithms.passage_rank import documents_of
 from processors.base.errors import QueryTimeout, ServiceError
 from processors.retrieval.common import NO_DATA, within
 from processors.retrieval.drift.progress import Progress, document_names
@@ -21,8 +23,6 @@ from processors.retrieval.drift.prompts import NO_ANSWER_PREFIX, NO_MODEL_PREFIX
 from processors.retrieval.drift.search import Search
 from processors.retrieval.drift.settings import DriftSettings
 from processors.retrieval.drift.sources import DriftSources
-from processors.retrieval.relevance.fusion import reciprocal_rank_fusion
-from processors.retrieval.relevance.ranking import documents_of
 from schemas.documents import Chunk
 from schemas.drift import DriftProgress, DriftRequest, DriftResponse
 from schemas.retrieval import EntityRef

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from processors.retrieval.common import Completion, Tenant, Usage
+from processors.models.text_completion.prompting import ModelAnswer
+from processors.retrieval.common import Tenant, Usage
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Mention
 from schemas.retrieval import RelationshipRef
@@ -69,6 +70,6 @@ class DriftSources(Protocol):
 
     async def complete(
         self, system: str, prompt: str, json_schema: dict[str, Any] | None, max_tokens: int | None = None
-    ) -> Completion:
+    ) -> ModelAnswer:
         """One model call."""
         ...

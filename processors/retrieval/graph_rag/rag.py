@@ -9,11 +9,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from processors.algorithms.entities import choose_anchors
 from processors.base.errors import ServiceError
 from processors.retrieval.common import Tenant, within
 from processors.retrieval.graph_rag.sources import GraphSources
 from processors.retrieval.graph_rag.traversal import TraversalLimits, batched_traversal
-from processors.retrieval.relevance.ranking import choose_anchors
 from processors.retrieval.reranker.stage import rank_scores, rerank_stage
 from schemas.base import Notice
 from schemas.graph_rag import GraphRagParams, GraphRagRequest, GraphRagStats, SeedEntity

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from processors.algorithms.edges import NeighbourResult
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
 from processors.base.errors import QueryTimeout, ServiceError
 from processors.base.metrics import ROWS_READ, STAGE, STORE_ROUND_TRIPS
@@ -17,7 +18,6 @@ from processors.models.text_completion.backend import CompletionChunk
 from processors.retrieval.common import Tenant
 from processors.retrieval.graph_rag.rag import GraphRag, GraphRagSettings
 from processors.retrieval.graph_rag.sources import LabelBatch, Seeds
-from processors.retrieval.relevance.ranking import NeighbourResult
 from schemas.embeddings import EmbeddingsRequest
 from schemas.graph_embeddings import GraphEmbeddingsRequest
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse, GraphRagStats, SeedEntity
@@ -38,7 +38,7 @@ from schemas.text_completion import TextCompletionRequest
 from schemas.triples import NeighboursQuery
 
 
-class BusSources:
+class GraphBusSources:
     """GraphSources over the flow's request/response clients. Each call has the stage timeout;
     a stage that times out or fails ends the query with a typed error (not a redelivery)."""
 
@@ -123,7 +123,7 @@ class GraphRagProcessor(FlowProcessor):
 
     async def on_flow_start(self, flow: FlowContext) -> None:
         settings = flow_params(GraphRagSettings, flow.parameters)
-        flow.state = GraphRag(BusSources(flow, settings.stage_timeout_s), settings)
+        flow.state = GraphRag(GraphBusSources(flow, settings.stage_timeout_s), settings)
 
     def _record(self, stats: GraphRagStats) -> None:
         """What one query cost, into the process's Prometheus metrics."""

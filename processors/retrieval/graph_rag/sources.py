@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from processors.algorithms.edges import NeighbourResult
 from processors.models.text_completion.backend import CompletionChunk
 from processors.retrieval.common import Tenant
-from processors.retrieval.relevance.ranking import NeighbourResult
 from schemas.base import Notice
 from schemas.graph_rag import SeedEntity
 from schemas.reranker import RerankRequest, RerankResponse

@@ -21,6 +21,7 @@ import time
 
 from pydantic import BaseModel, Field
 
+from processors.algorithms.passage_rank import documents_of
 from processors.base.errors import BadRequest
 from processors.retrieval.common import NO_DATA, Stopwatch, Tenant, TokenCounter, within
 from processors.retrieval.kg_query.context import (
@@ -32,7 +33,6 @@ from processors.retrieval.kg_query.context import (
     truncate,
 )
 from processors.retrieval.kg_query.sources import KgSources
-from processors.retrieval.relevance.ranking import documents_of
 from processors.retrieval.reranker.stage import rank_scores, rerank_stage
 from schemas.documents import Chunk
 from schemas.graph_rag import SeedEntity

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from processors.retrieval.common import Completion, Tenant
-from processors.stores.chunk_index import SearchMode
-from schemas.documents import Chunk, Mention
+from processors.models.text_completion.prompting import ModelAnswer
+from processors.retrieval.common import Tenant
+from schemas.documents import Chunk, Mention, SearchMode
 from schemas.graph_rag import SeedEntity
 from schemas.reranker import RerankRequest, RerankResponse
 from schemas.retrieval import RelationshipRef
@@ -58,7 +58,7 @@ class KgSources(Protocol):
         """Labels of entities and predicates."""
         ...
 
-    async def complete(self, system: str, prompt: str, json_schema: dict[str, Any] | None) -> Completion:
+    async def complete(self, system: str, prompt: str, json_schema: dict[str, Any] | None) -> ModelAnswer:
         """One model call."""
         ...
 

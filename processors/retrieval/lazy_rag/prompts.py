@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from processors.retrieval.common import TokenCounter, as_data
+from processors.models.text_completion.prompting import as_data
+from processors.retrieval.common import TokenCounter
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk
 

@@ -12,6 +12,8 @@ import asyncio
 import json
 import time
 
+from processors.algorithms.passage_rank import documents_of
+from processors.algorithms.text_match import normalize
 from processors.base.errors import ServiceError
 from processors.retrieval.common import NO_DATA, Stopwatch, Tenant, TokenCounter, within
 from processors.retrieval.lazy_rag.prompts import (
@@ -23,8 +25,6 @@ from processors.retrieval.lazy_rag.prompts import (
 )
 from processors.retrieval.lazy_rag.retrieve import LazyRagSettings, Neighbourhood, retrieve
 from processors.retrieval.lazy_rag.sources import LazySources
-from processors.retrieval.relevance.ranking import documents_of
-from processors.retrieval.relevance.text_match import normalize
 from schemas.base import Notice
 from schemas.communities import CommunityInfo
 from schemas.extraction import ConceptMention

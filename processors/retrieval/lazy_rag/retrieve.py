@@ -1,19 +1,16 @@
 """How lazy-rag finds the context of a question (bus-free).
 
 1. The question's vector; the best chunks and the entities the question names or is nearest to
-   — concurrently, one store round trip each. With `chunk-ranking: graph` (the default) the
-   store ranks the chunks by graphrank (dense + BM25 + one question-aware hop over the concept
-   graph, see relevance/graphrank), which finds the bridge passage of a multi-hop question; with
-   `walk` it returns them fused (vector + BM25) and step 3 ranks them.
+   — concurrently, one store round trip each. The documents service ranks the chunks by
+   graphrank (dense + BM25 + question-aware hops over the concept graph, see
+   algorithms/passage_rank), which finds the bridge passage of a multi-hop question.
 2. `max_hops` levels of expansion over chunk-entity links (one round trip per level): the
    entities the frontier chunks mention and the chunks that mention the frontier entities; the
    next frontier is the best `max_entities` entities, by how strongly the retrieved chunks name
    them.
 3. Personalised PageRank over that neighbourhood (chunks, entities, their links), restarting at
-   the best chunks and the question's entities: it ranks the entities (and, with `walk`, the
-   chunks).
+   the best chunks and the question's entities: it ranks the entities.
 4. With a `reranker`, the best `rerank-depth` chunks reordered by the reranker (one call).
-5. (`walk`) The texts of the winning chunks not yet fetched (one round trip).
 """
 
 from __future__ import annotations
@@ -23,13 +20,12 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from processors.algorithms.pagerank import WeightedGraph, normalise, personalized_pagerank
 from processors.retrieval.common import Stopwatch, Tenant
 from processors.retrieval.lazy_rag.sources import LazySources
-from processors.retrieval.relevance.graph_rank import WeightedGraph, normalise, personalized_pagerank
 from processors.retrieval.reranker.stage import rerank_stage
 from schemas.documents import Chunk, Mention
 from schemas.graph_rag import SeedEntity
@@ -45,14 +41,12 @@ class LazyRagSettings(BaseModel):
     max_entities: int = Field(default=50, ge=1)
     chunk_limit: int = Field(default=10, ge=1)
     use_communities: bool = True
-    relevance_budget: int = Field(default=0, ge=0)
     timeout_s: float = Field(default=60.0, gt=0)
     stage_timeout_s: float = Field(default=30.0, gt=0)
-    search_depth: int = Field(default=30, ge=1)  # fused chunks that seed the walk
+    search_depth: int = Field(default=30, ge=1)  # ranked chunks that seed the expansion
     seed_entities: int = Field(default=10, ge=1)  # entities from the question's vector and names
     per_entity: int = Field(default=20, ge=1)  # chunks read per expanded entity
     chunk_seed_weight: float = Field(default=0.5, ge=0, le=1)  # restart mass on chunks (the rest: entities)
-    chunk_ranking: Literal["graph", "walk"] = "graph"  # graphrank in the store, or the neighbourhood walk
     reranker: RerankerChoice = "none"  # rerank the best chunks with this reranker strategy
     rerank_depth: int = Field(default=30, ge=1, le=1000)  # chunks the reranker reorders
 
@@ -78,10 +72,9 @@ async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettin
     watch, trips = Stopwatch(), 0
     vector = await sources.embed(query)
     watch.lap("embed")
-    graph = s.chunk_ranking == "graph"
     depth = max(s.search_depth, s.chunk_limit)
     hits, seeds = await asyncio.gather(
-        sources.search_chunks(t, vector, query, depth, "graph" if graph else "fused"),
+        sources.search_chunks(t, vector, query, depth, "graph"),
         sources.seeds(t, vector, query, s.seed_entities),
     )
     trips += 2
@@ -104,9 +97,9 @@ async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettin
     watch.lap("expand")
     in_scope = {m.entity for m in mentions}
     seeds = [e for e in seeds if t.scope is None or e.id in in_scope]  # a seed outside the scope names nothing in it
-    ranked_chunks, ranked_entities = _rank(hits, seeds, mentions, s)
+    ranked_entities = _rank_entities(hits, seeds, mentions, s)
     watch.lap("rank")
-    ranked = [(c.id, c.score or 0.0) for c in hits] if graph else ranked_chunks
+    ranked = [(c.id, c.score or 0.0) for c in hits]
     top = ranked[: s.chunk_limit]
     if s.reranker != "none":
         depth = ranked[: max(s.chunk_limit, s.rerank_depth)]
@@ -135,10 +128,10 @@ def _next_entities(mentions: Sequence[Mention], hits: Sequence[Chunk], done: set
     return [e for e, _ in weight.most_common(limit)]
 
 
-def _rank(
+def _rank_entities(
     hits: Sequence[Chunk], seeds: Sequence[SeedEntity], mentions: Sequence[Mention], s: LazyRagSettings
-) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-    """Chunks and entities ranked by personalised PageRank over the neighbourhood."""
+) -> list[tuple[str, float]]:
+    """Entities ranked by personalised PageRank over the neighbourhood."""
     df = Counter(m.entity for m in mentions)
     g = WeightedGraph()
     for c in hits:
@@ -153,6 +146,4 @@ def _rank(
     for k, v in entity_seed.items():
         restart[k] = restart.get(k, 0.0) + (1 - w) * v
     mass = personalized_pagerank(g, restart)
-    chunks = sorted(((k[2:], v) for k, v in mass.items() if k.startswith("c:")), key=lambda kv: (-kv[1], kv[0]))
-    entities = sorted(((k[2:], v) for k, v in mass.items() if k.startswith("e:")), key=lambda kv: (-kv[1], kv[0]))
-    return chunks, entities
+    return sorted(((k[2:], v) for k, v in mass.items() if k.startswith("e:")), key=lambda kv: (-kv[1], kv[0]))

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from processors.retrieval.common import Completion, Tenant
-from processors.stores.chunk_index import SearchMode
+from processors.models.text_completion.prompting import ModelAnswer
+from processors.retrieval.common import Tenant
 from schemas.communities import CommunityInfo
-from schemas.documents import Chunk, Mention
+from schemas.documents import Chunk, Mention, SearchMode
 from schemas.extraction import ConceptMention
 from schemas.graph_rag import SeedEntity
 from schemas.reranker import RerankRequest, RerankResponse
@@ -62,7 +62,7 @@ class LazySources(Protocol):
         """The concepts a text names (as indexing finds them)."""
         ...
 
-    async def complete(self, system: str, prompt: str, json_schema: dict[str, Any] | None) -> Completion:
+    async def complete(self, system: str, prompt: str, json_schema: dict[str, Any] | None) -> ModelAnswer:
         """One model call."""
         ...
 

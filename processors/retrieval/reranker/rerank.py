@@ -23,14 +23,14 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from pydantic import BaseModel, Field
 
+from processors.algorithms.bfs import DistanceSearch
 from processors.retrieval.common import Stopwatch, Tenant, within
-from processors.retrieval.relevance.distances import DistanceSearch
 from processors.retrieval.reranker.signals import (
     Signals,
+    closest_entity,
     distance_score,
     fuse,
     most_episodes,
-    nearest,
     normalised,
     question_entities,
 )
@@ -209,7 +209,7 @@ def score(
     fallback = s.strategy in ("distance", "hybrid") and not found.question
     out: list[RerankedResult] = []
     for i, (it, ents) in enumerate(zip(items, found.entities, strict=True)):
-        entity, d = nearest(ents, hops)
+        entity, d = closest_entity(ents, hops)
         sem = found.semantic[i]
         x = Signals(original[i], mentions[i] / top if top else 0.0, distance_score(d),
                     None if sem is None else max(0.0, sem))  # fmt: skip

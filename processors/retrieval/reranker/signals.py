@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from processors.retrieval.relevance.ranking import choose_anchors
+from processors.algorithms.entities import choose_anchors
 from schemas.graph_rag import SeedEntity
 from schemas.reranker import RerankWeights, Strategy
 
@@ -37,7 +37,7 @@ def normalised(scores: Sequence[float]) -> list[float]:
     return [(x - lo) / (hi - lo) for x in scores]
 
 
-def nearest(entities: Sequence[str], hops: Mapping[str, int]) -> tuple[str | None, int | None]:
+def closest_entity(entities: Sequence[str], hops: Mapping[str, int]) -> tuple[str | None, int | None]:
     """The entity of `entities` closest to the question, and its distance (None, None: none reached)."""
     best: tuple[str | None, int | None] = (None, None)
     for e in entities:

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
+from processors.algorithms.bfs import Distances, DistanceSearch
 from processors.retrieval.common import Tenant
-from processors.retrieval.relevance.distances import Distances, DistanceSearch
 from schemas.graph_rag import SeedEntity
 
 

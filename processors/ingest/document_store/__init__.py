@@ -1,0 +1,1 @@
+"""Writing documents: linking indexed documents into the graph, and the document-store service."""

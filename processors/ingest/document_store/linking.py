@@ -1,0 +1,99 @@
+"""Linking indexed documents into the collection's graph (pure).
+
+A concept whose normalised label names an entity already in the collection *is* that entity;
+any other concept becomes a new entity with a deterministic IRI. Co-occurrences become
+`related to` relations between the two entities, one triple per unordered pair; typed
+relations (the `llm` extractor's) keep their direction and get a predicate IRI from their words
+(`born in` -> `http://kgflow.org/r/born_in`, the TSV loader's IRI for the same relation, so
+they join triples loaded into the collection) with an rdfs:label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from processors.algorithms.iris import RELATED_TO, RELATED_TO_LABEL, concept_iri, predicate_iri
+from processors.stores.documents_protocol import DocumentRecord, Relation
+from schemas.documents import IndexedDocument, Mention
+from schemas.terms import RDFS_LABEL, Term, Triple
+
+
+@dataclass
+class Linked:
+    """Documents ready to store, and what the graph gains."""
+
+    records: list[DocumentRecord]
+    new_concepts: dict[str, str] = field(default_factory=dict)  # IRI -> label
+    relations: set[tuple[str, str, str]] = field(default_factory=set)
+    predicates: dict[str, str] = field(default_factory=dict)  # typed relations' predicate IRI -> label
+
+    def triples(self) -> list[Triple]:
+        """Label triples of the new concepts and the relation triples."""
+        out = [
+            Triple(s=Term.iri(i), p=Term.iri(RDFS_LABEL), o=Term.literal(lab)) for i, lab in self.new_concepts.items()
+        ]
+        if any(p == RELATED_TO for _, p, _ in self.relations):
+            out.append(Triple(s=Term.iri(RELATED_TO), p=Term.iri(RDFS_LABEL), o=Term.literal(RELATED_TO_LABEL)))
+        out += [Triple(s=Term.iri(i), p=Term.iri(RDFS_LABEL), o=Term.literal(x)) for i, x in self.predicates.items()]
+        out += [Triple(s=Term.iri(s), p=Term.iri(p), o=Term.iri(o)) for s, p, o in sorted(self.relations)]
+        return out
+
+
+def link(documents: Sequence[IndexedDocument], named: Mapping[str, str]) -> Linked:
+    """Resolve concept keys to entities (`named`: key -> existing IRI) and build the records."""
+    out = Linked([])
+    for doc in documents:
+        iri: dict[str, str] = {}
+        owned: set[str] = set()
+        for c in doc.concepts:
+            if c.key in named:
+                iri[c.key] = named[c.key]
+            else:
+                iri[c.key] = concept_iri(c.key)
+                owned.add(iri[c.key])
+                out.new_concepts.setdefault(iri[c.key], c.label)
+        mentions = [
+            Mention(chunk_id=m.chunk_id, entity=iri[m.key], count=m.count) for m in doc.mentions if m.key in iri
+        ]
+        relations = []
+        for co in doc.cooccurrences:
+            if co.a in iri and co.b in iri and iri[co.a] != iri[co.b]:
+                s, o = sorted((iri[co.a], iri[co.b]))
+                relations.append(Relation(s, RELATED_TO, o, co.chunk_ids))
+                out.relations.add((s, RELATED_TO, o))
+        for r in doc.relations:
+            if r.s in iri and r.o in iri and iri[r.s] != iri[r.o]:
+                p = predicate_iri(r.p)
+                relations.append(Relation(iri[r.s], p, iri[r.o], r.chunk_ids))
+                out.relations.add((iri[r.s], p, iri[r.o]))
+                out.predicates.setdefault(p, r.p)
+        out.records.append(
+            DocumentRecord(doc.document, doc.content_hash, doc.chunks, doc.vectors, mentions, relations, owned,
+                           keys={i: k for k, i in iri.items()}, title_entity=iri.get(doc.title_key))
+        )  # fmt: skip
+    return out
+
+
+def attach_relation_vectors(linked: Linked, entity_vectors: Mapping[str, Sequence[float]]) -> None:
+    """Give each relation a vector for relation search, computed without a model: the sum of its
+    two ends' label vectors and the mean of the vectors of the chunks it was found in (unit length)."""
+    for record in linked.records:
+        chunk_vec = {c.id: v for c, v in zip(record.chunks, record.vectors, strict=True)}
+        for r in record.relations:
+            parts = [entity_vectors[x] for x in (r.s, r.o) if x in entity_vectors]
+            ctx = [chunk_vec[c] for c in r.chunk_ids if c in chunk_vec]
+            if ctx:
+                parts.append(np.mean(np.asarray(ctx, dtype=np.float32), axis=0))
+            if parts:
+                v = np.sum(np.asarray(parts, dtype=np.float32), axis=0)
+                r.vector = (v / (np.linalg.norm(v) or 1.0)).tolist()
+
+
+def unlinked_triples(relations: Sequence[tuple[str, str, str]], concepts: Mapping[str, str]) -> list[Triple]:
+    """The triples to remove for relations no chunk supports and concepts (IRI -> label) no chunk mentions."""
+    out = [Triple(s=Term.iri(s), p=Term.iri(p), o=Term.iri(o)) for s, p, o in relations]
+    out += [Triple(s=Term.iri(i), p=Term.iri(RDFS_LABEL), o=Term.literal(lab)) for i, lab in concepts.items()]
+    return out

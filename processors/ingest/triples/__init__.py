@@ -1,0 +1,1 @@
+"""Writing triples: file readers, the resumable loader, and the triples-store service."""

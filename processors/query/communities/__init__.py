@@ -1,0 +1,1 @@
+"""Reading communities (with lazily written, cached summaries): the communities service."""

@@ -1,0 +1,101 @@
+"""Communities processor: serves a collection's communities to queries — list, search by profile
+vector, the communities of entities, summaries. It is a reader that writes one thing: a
+community's summary is written by text-completion the first time a query asks for it and cached
+against the community's membership (DESIGN.md: summaries are lazy), so the cache lives with the
+reads that fill it. Building communities is `community-build`'s (processors/ingest/communities)."""
+
+from __future__ import annotations
+
+from processors.base.operations import by_operation
+from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
+from processors.query.communities.prompts import SUMMARY_SYSTEM, profile_text, summary_prompt
+from schemas.communities import (
+    CommunitiesOf,
+    CommunitiesResponse,
+    CommunityInfo,
+    ListCommunities,
+    SearchCommunities,
+    SummarizeCommunities,
+)
+from schemas.services import COMMUNITIES, TEXT_COMPLETION, Service
+from schemas.text_completion import TextCompletionRequest
+
+SUMMARY_TOKENS = 200
+SUMMARY_PASSAGES = 3
+
+
+class CommunitiesProcessor(StoreProcessor):
+    """Serves `communities`."""
+
+    name = COMMUNITIES.name
+
+    def services(self) -> list[ServiceSpec]:
+        table = {ListCommunities: self.list_communities, SearchCommunities: self.search,
+                 CommunitiesOf: self.of_entities, SummarizeCommunities: self.summarize}  # fmt: skip
+        return [ServiceSpec(COMMUNITIES, by_operation(table))]
+
+    def calls(self) -> list[Service]:
+        return [TEXT_COMPLETION]
+
+    async def list_communities(self, req: ListCommunities, flow: FlowContext) -> CommunitiesResponse:
+        """Communities of a level, or by id, largest first (in scope)."""
+        found = await self.stores.communities.list(req.user, req.collection, req.level, req.ids, req.limit, req.scope)
+        return CommunitiesResponse(communities=await self._labelled(req.user, req.collection, found))
+
+    async def search(self, req: SearchCommunities, flow: FlowContext) -> CommunitiesResponse:
+        """Communities nearest the vector (in scope)."""
+        store = self.stores.communities
+        found = await store.search(req.user, req.collection, req.vector, req.level, req.limit, req.scope)
+        return CommunitiesResponse(communities=await self._labelled(req.user, req.collection, found))
+
+    async def _labelled(self, user: str, collection: str, found: list[CommunityInfo]) -> list[CommunityInfo]:
+        """Communities with their top entities' labels (one batched label lookup)."""
+        iris = sorted({e for c in found for e in c.top_entities})
+        labels = await self.stores.triples.labels(user, collection, iris) if iris else {}
+        return [c.model_copy(update={"top_entity_labels": [labels.get(e, e) for e in c.top_entities]}) for c in found]
+
+    async def of_entities(self, req: CommunitiesOf, flow: FlowContext) -> CommunitiesResponse:
+        """Membership of the entities, and their first `limit` communities (summarised if asked)."""
+        of = await self.stores.communities.of_entities(req.user, req.collection, req.entities, req.level)
+        ids = list(dict.fromkeys(of[e] for e in req.entities if e in of))[: req.limit]
+        if not ids:
+            return CommunitiesResponse(membership=of, store_round_trips=1)
+        if req.summarize:
+            summary = SummarizeCommunities(user=req.user, collection=req.collection, ids=ids)
+            res = await self.summarize(summary, flow)
+        else:
+            found = await self.stores.communities.list(req.user, req.collection, None, ids, len(ids))
+            res = CommunitiesResponse(communities=await self._labelled(req.user, req.collection, found))
+        order = {cid: i for i, cid in enumerate(ids)}
+        res.communities.sort(key=lambda c: order.get(c.id, len(order)))
+        return res.model_copy(update={"membership": of, "store_round_trips": 1})
+
+    async def summarize(self, req: SummarizeCommunities, flow: FlowContext) -> CommunitiesResponse:
+        """Cached summaries, new ones written (and cached) by the model, or profiles without one."""
+        found = await self._labelled(req.user, req.collection, await self.stores.communities.list(
+            req.user, req.collection, None, req.ids, len(req.ids)))  # fmt: skip
+        todo = [c for c in found if c.summary is None]
+        chunk_ids = sorted({cid for c in todo for cid in c.top_chunks[:SUMMARY_PASSAGES]})
+        chunks = {c.id: c.text for c in await self.stores.documents.chunks(req.user, req.collection, chunk_ids)}
+        hashes = await self.stores.communities.membership(req.user, req.collection, [c.id for c in todo])
+        out = CommunitiesResponse()
+        written: dict[str, CommunityInfo] = {}
+        for c in todo:
+            passages = [chunks[cid] for cid in c.top_chunks[:SUMMARY_PASSAGES] if cid in chunks]
+            res = await flow.client(TEXT_COMPLETION).request(
+                TextCompletionRequest(system=SUMMARY_SYSTEM, prompt=summary_prompt(c.top_entity_labels, passages),
+                                      max_tokens=SUMMARY_TOKENS)
+            )  # fmt: skip
+            if not res.configured:
+                written[c.id] = c.model_copy(update={"summary": profile_text(c.top_entity_labels, passages)})
+                continue
+            out.llm_calls += 1
+            out.in_token += res.in_token or 0
+            out.out_token += res.out_token or 0
+            text = res.response.strip()
+            await self.stores.communities.set_summary(
+                req.user, req.collection, c.id, hashes.get(c.id, ""), text, res.model or ""
+            )
+            written[c.id] = c.model_copy(update={"summary": text, "summary_model": res.model})
+        out.communities = [written.get(c.id, c) for c in found]
+        return out

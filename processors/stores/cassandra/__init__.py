@@ -1,0 +1,1 @@
+"""The Cassandra backend: triples and entity vectors."""

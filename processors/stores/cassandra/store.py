@@ -1,0 +1,396 @@
+"""TripleStore and EntityIndex on Apache Cassandra 5 (schema: see cassandra_schema.py).
+
+A batched call (a neighbour frontier, a set of labels, a question's tokens) is one logical
+round trip: one prepared query per partition, all in flight at once, gathered.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from processors.algorithms.edges import NeighbourResult, RawEdge, edge_triple, rank_neighbours
+from processors.algorithms.entities import rank_entity_hits
+from processors.algorithms.text_match import content_tokens, label_match_score, normalize
+from processors.algorithms.vectors import cosines
+from processors.stores.cassandra.schema import (
+    VECTOR_WRITE_CONCURRENCY,
+    VECTOR_WRITE_RETRIES,
+    CassandraConnection,
+    raw_vector,
+    vector_array,
+)
+from processors.stores.protocol import VECTOR_DIMENSIONS, EntityHit, EntityIndex, LoadState, VectorItem, VectorKind
+from schemas.terms import RDFS_LABEL, Term, Triple
+from schemas.triples import NeighboursQuery
+
+LEXICAL_CANDIDATES = 200
+IN_CHUNK = 100  # keys per IN (...) list
+
+_ObjKey = tuple[str, bool, str, str]
+
+
+def _obj(t: Term) -> _ObjKey:
+    return (t.value, not t.is_iri, t.datatype or "", t.language or "")
+
+
+def _raw(r: Any) -> RawEdge:
+    return (r.s, r.p, r.o, bool(r.o_lit), r.o_dt or "", r.o_lang or "")
+
+
+def _chunks(items: Sequence[str]) -> list[list[str]]:
+    return [list(items[i : i + IN_CHUNK]) for i in range(0, len(items), IN_CHUNK)]
+
+
+def _edges_call(q: NeighboursQuery, d: str, chunk: list[str], p: str | None) -> tuple[str, Sequence[Any]]:
+    """The query reading, for each entity of `chunk`, its first edges in direction `d` (with predicate `p`)."""
+    uc = (q.user, q.collection)
+    if p is None:
+        if d == "out":
+            return "out_edges_in", (*uc, chunk, q.limit_per_entity)
+        return "in_edges_in", (*uc, chunk, False, "", "", q.limit_per_entity)
+    if d == "out":
+        return "out_sp_in", (*uc, chunk, False, p, q.focus_limit)
+    return "in_po_in", (*uc, chunk, False, "", "", False, p, q.focus_limit)
+
+
+class CassandraTripleStore:
+    """TripleStore on Cassandra. With an entity index, neighbour queries can score edges."""
+
+    def __init__(self, conn: CassandraConnection, entity_index: EntityIndex | None = None) -> None:
+        self.conn = conn.acquire()
+        self.entity_index = entity_index
+
+    async def add_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> int:
+        """Write each distinct triple to the out/in/predicate tables; returns how many were written."""
+        uniq = list(dict.fromkeys((t.s.value, t.p.value, _obj(t.o)) for t in triples))
+        calls: list[tuple[str, Sequence[Any]]] = []
+        for s, p, (o, lit, dt, lang) in uniq:
+            lbl = p == RDFS_LABEL
+            calls.append(("ins_out", (user, collection, s, lbl, p, o, lit, dt, lang)))
+            calls.append(("ins_in", (user, collection, o, lit, dt, lang, lbl, p, s)))
+            calls.append(("ins_pred", (user, collection, p, s, o, lit, dt, lang)))
+        for p in dict.fromkeys(p for _, p, _ in uniq):
+            calls.append(("ins_predicate", (user, collection, p)))
+        # Last label of an IRI in the batch wins (as in the SQLite store's INSERT OR REPLACE).
+        labels: dict[str, str] = {}
+        for t in triples:
+            if t.p.value == RDFS_LABEL and not t.o.is_iri:
+                labels[t.s.value] = t.o.value
+        calls.extend(("ins_label", (user, collection, iri, label)) for iri, label in labels.items())
+        calls.append(("ins_collection", (user, collection)))
+        await self.conn.run_many(calls)
+        return len(uniq)
+
+    async def remove_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> None:
+        """Delete each triple from the out/in/predicate tables (and its label, for label triples)."""
+        calls: list[tuple[str, Sequence[Any]]] = []
+        for t in dict.fromkeys(triples):
+            o, lbl = _obj(t.o), t.p.value == RDFS_LABEL
+            calls.append(("del_out_one", (user, collection, t.s.value, lbl, t.p.value, *o)))
+            calls.append(("del_in_one", (user, collection, *o, lbl, t.p.value, t.s.value)))
+            calls.append(("del_pred_one", (user, collection, t.p.value, t.s.value, *o)))
+            if lbl:
+                calls.append(("del_label", (user, collection, t.s.value)))
+        await self.conn.run_many(calls)
+
+    async def collections(self, user: str) -> dict[str, int]:
+        """The user's collections; Cassandra cannot count a collection's rows cheaply: -1."""
+        return {r.collection: -1 for r in await self.conn.run("collections", (user,), page_all=True)}
+
+    async def pattern(
+        self, user: str, collection: str, s: Term | None, p: Term | None, o: Term | None, limit: int
+    ) -> list[Triple]:
+        """Triples matching a pattern, each shape served by the table whose key it binds."""
+        if limit <= 0:
+            return []
+        uc = (user, collection)
+        if s is not None and p is not None and o is not None:
+            rows = await self.conn.run("out_spo", (*uc, s.value, p.value == RDFS_LABEL, p.value, *_obj(o)))
+        elif s is not None and p is not None:
+            rows = await self.conn.run("out_sp", (*uc, s.value, p.value == RDFS_LABEL, p.value, limit))
+        elif s is not None and o is not None:  # an entity's out-edges, filtered by object here
+            want = _obj(o)
+            rows = [r for r in await self.conn.run("out_s_all", (*uc, s.value), page_all=True) if _obj_row(r) == want]
+        elif s is not None:
+            rows = await self.conn.run("out_s", (*uc, s.value, limit))
+        elif o is not None and p is not None:
+            rows = await self.conn.run("in_po", (*uc, *_obj(o), p.value == RDFS_LABEL, p.value, limit))
+        elif o is not None:
+            rows = await self.conn.run("in_o", (*uc, *_obj(o), limit))
+        elif p is not None:
+            rows = await self.conn.run("pred_p", (*uc, p.value, limit))
+        else:
+            preds = await self.conn.run("predicates", uc, page_all=True)
+            pages = await self.conn.run_many([("pred_p", (*uc, r.p, limit)) for r in preds])
+            rows = [r for page in pages for r in page]
+        return [edge_triple(_raw(r)) for r in rows[:limit]]
+
+    async def neighbours(self, q: NeighboursQuery) -> NeighbourResult:
+        """Edges of the frontier: per direction one query per chunk of entities, reading each
+        entity's first `limit_per_entity` edges (PER PARTITION LIMIT); then, for the entities
+        that filled it, one query per focus predicate those rows may not hold all of. Clustering
+        order is (predicate, far end), as the protocol asks; rows come back in frontier order,
+        out-edges first."""
+        frontier = list(dict.fromkeys(q.entities))
+        dirs = [d for d in ("out", "in") if q.direction in ("both", d)]
+        part = await self._read(q, {(d, None): frontier for d in dirs})
+        preds = [p for p in dict.fromkeys(q.focus) if p != RDFS_LABEL] if q.focus_limit > 0 else []
+        full = {d: [e for e in frontier if len(part.get((d, e, None), ())) >= q.limit_per_entity] for d in dirs}
+        # Rows come in predicate order, so a focus predicate that sorts before the last row's has
+        # every edge of the entity in those rows already (UTF-8 byte order is code point order).
+        focus = {(d, p): [e for e in full[d] if p >= part[d, e, None][-1].p] for d in dirs for p in preds}
+        if any(focus.values()):
+            part.update(await self._read(q, focus))
+        rows = [(r, e) for d in dirs for e in frontier for r in part.get((d, e, None), ())]
+        rows += [(r, e) for d in dirs for e in full[d] for p in preds for r in part.get((d, e, p), ())]
+        index = self.entity_index
+        if isinstance(index, CassandraEntityIndex):  # one vector read per hop, paths included
+            index = _HopVectors(index, {rel for rels in q.paths.values() for rel in rels})
+        return await rank_neighbours(((_raw(r), e) for r, e in rows), len(rows), q, index)
+
+    async def _read(
+        self, q: NeighboursQuery, entities: dict[tuple[str, str | None], list[str]]
+    ) -> dict[tuple[str, str, str | None], list[Any]]:
+        """Rows of each (direction, entity, focus predicate or None) read, in clustering order,
+        for the entities listed under each (direction, focus predicate or None)."""
+        keys = [(d, p, chunk) for (d, p), es in entities.items() for chunk in _chunks(es)]
+        pages = await self.conn.run_many([_edges_call(q, d, chunk, p) for d, p, chunk in keys], page_all=True)
+        out: dict[tuple[str, str, str | None], list[Any]] = defaultdict(list)
+        for (d, p, _), page in zip(keys, pages, strict=True):
+            for r in page:
+                out[d, r.s if d == "out" else r.o, p].append(r)
+        return out
+
+    async def adjacent(
+        self, user: str, collection: str, entities: Sequence[str], limit_per_entity: int
+    ) -> list[tuple[str, str]]:
+        """The frontier's first edges as (s, o): the partition reads of `neighbours`, concurrent."""
+        frontier = list(dict.fromkeys(entities))
+        calls: list[tuple[str, Sequence[Any]]] = [
+            ("out_edges", (user, collection, e, limit_per_entity)) for e in frontier
+        ]
+        calls += [("in_edges", (user, collection, e, False, "", "", limit_per_entity)) for e in frontier]
+        pages = await self.conn.run_many(calls)
+        return [(r.s, r.o) for page in pages for r in page if not r.o_lit and r.p != RDFS_LABEL]
+
+    async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
+        """Labels of many IRIs: one multi-partition query per chunk of keys."""
+        pages = await self.conn.run_many(
+            [("labels_in", (user, collection, c)) for c in _chunks(list(dict.fromkeys(iris)))]
+        )
+        return {r.iri: r.label for page in pages for r in page}
+
+    async def delete_collection(self, user: str, collection: str) -> None:
+        """Find every partition of the collection through its predicates, then delete them."""
+        uc = (user, collection)
+        preds = [r.p for r in await self.conn.run("predicates", uc, page_all=True)]
+        pages = await self.conn.run_many([("pred_all", (*uc, p)) for p in preds], page_all=True)
+        rows = [r for page in pages for r in page]
+        calls: list[tuple[str, Sequence[Any]]] = [("del_out", (*uc, s)) for s in {r.s for r in rows}]
+        calls += [("del_in", (*uc, *o)) for o in {_obj_row(r) for r in rows}]
+        calls += [("del_label", (*uc, s)) for s in {r.s for r in rows if r.p == RDFS_LABEL}]
+        calls += [("del_pred", (*uc, p)) for p in preds]
+        await self.conn.run_many(calls)
+        await self.conn.run_many([("del_predicates", uc), ("del_collection", uc), ("del_load", uc)])
+
+    async def load_state(self, user: str, collection: str) -> LoadState | None:
+        rows = await self.conn.run("get_load", (user, collection))
+        return LoadState(*rows[0]) if rows else None
+
+    async def set_load_state(self, user: str, collection: str, state: LoadState) -> None:
+        await self.conn.run("set_load", (user, collection, *state.row()))
+
+    async def close(self) -> None:
+        """Release the shared connection."""
+        await self.conn.release()
+
+
+class _HopVectors:
+    """The entity index as one neighbour query ranks with it: the vectors of the edges' ends and
+    predicates and of the relations on the frontier's paths are read in one query, cosines are
+    taken here, and the path scoring's vectors come from the same read."""
+
+    def __init__(self, index: CassandraEntityIndex, path_relations: Iterable[str]) -> None:
+        self.index = index
+        self.extra = list(path_relations)
+        self.asked: set[str] = set()
+        self.got: dict[str, np.ndarray] = {}
+
+    async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, np.ndarray]:
+        want = [i for i in dict.fromkeys([*iris, *self.extra]) if i not in self.asked]
+        if want:
+            self.asked.update(want)
+            self.got.update(await self.index.arrays(user, collection, want))
+        return {i: self.got[i] for i in iris if i in self.got}
+
+    async def similarities(
+        self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
+    ) -> dict[str, float]:
+        return cosines(vector, iris, await self.vectors(user, collection, iris))
+
+
+def _lexical_hits(rows: Iterable[Any], toks: Sequence[str], text: str) -> dict[str, EntityHit]:
+    """The entities of token rows whose whole label the text contains, in the text's token order."""
+    by_token: dict[str, list[Any]] = defaultdict(list)
+    for r in rows:
+        by_token[r.tok].append(r)
+    hits: dict[str, EntityHit] = {}
+    for r in (r for tok in toks for r in by_token[tok]):
+        if r.iri not in hits and (score := label_match_score(r.label, text)) >= 1.0:
+            hits[r.iri] = EntityHit(r.iri, r.label, score, lexical=True)
+    return hits
+
+
+def _obj_row(r: Any) -> _ObjKey:
+    return (r.o, bool(r.o_lit), r.o_dt, r.o_lang)
+
+
+class CassandraEntityIndex:
+    """EntityIndex on Cassandra: SAI vector ANN within the tenant partition plus a token table."""
+
+    def __init__(self, conn: CassandraConnection) -> None:
+        self.conn = conn.acquire()
+
+    async def upsert(
+        self, user: str, collection: str, items: Sequence[VectorItem], kind: VectorKind = "entity"
+    ) -> None:
+        """Store vectors; for entities also (re)index the label's content tokens."""
+        latest = {iri: (label, np.asarray(v, dtype=np.float32)) for iri, label, v in items}
+        calls: list[tuple[str, Sequence[Any]]] = []
+        if kind == "entity":
+            olds = await self.conn.run_many(
+                [("vec_labels", (user, collection, kind, c)) for c in _chunks(list(latest))]
+            )
+            for r in (r for page in olds for r in page):
+                stale = set(content_tokens(r.label)) - set(content_tokens(latest[r.iri][0]))
+                calls += [("del_token", (user, collection, tok, r.iri)) for tok in stale]
+                if normalize(r.label) != normalize(latest[r.iri][0]):
+                    calls.append(("del_name", (user, collection, normalize(r.label), r.iri)))
+            for iri, (label, _) in latest.items():
+                calls += [("ins_token", (user, collection, tok, iri, label)) for tok in content_tokens(label)]
+                calls.append(("ins_name", (user, collection, normalize(label), iri)))
+        vec_calls = [
+            ("ins_vec", (user, collection, kind, iri, lab, vec.tolist(), raw_vector(vec)))
+            for iri, (lab, vec) in latest.items()
+        ]
+        await self.conn.run_many(calls)
+        await self.conn.run_many(vec_calls, concurrency=VECTOR_WRITE_CONCURRENCY, write_retries=VECTOR_WRITE_RETRIES)
+
+    async def search(
+        self, user: str, collection: str, vector: Sequence[float] | None, text: str | None, limit: int
+    ) -> list[EntityHit]:
+        """ANN hits and whole-label lexical hits, ranked like LocalEntityIndex.search."""
+        if limit <= 0:
+            return []
+        toks = content_tokens(text) if text else []
+        # one query for every token's partition: a request costs ~1 ms of client CPU in the driver
+        lexical: tuple[str, Sequence[Any]] = ("tokens", (user, collection, toks, LEXICAL_CANDIDATES))
+        calls = [lexical] if toks else []
+        q = np.asarray(vector, dtype=np.float32) if vector is not None else None
+        qnorm = float(np.linalg.norm(q)) if q is not None else 0.0
+        if q is not None and qnorm > 0:  # Cassandra rejects zero vectors for cosine
+            calls.append(("vec_ann", (user, collection, "entity", [float(x) for x in q], limit)))
+        pages = await self.conn.run_many(calls)
+        hits = _lexical_hits(pages.pop(0) if toks else [], toks, text or "")
+        if pages and pages[0]:  # the ANN's page
+            ann = pages[0]
+            m = await self._matrix(user, collection, ann)
+            norms = np.linalg.norm(m, axis=1, keepdims=True)
+            sims = (m / np.where(norms == 0, 1, norms)) @ (q / qnorm)  # type: ignore[operator]
+            for i in np.argsort(-sims, kind="stable"):
+                r = ann[i]
+                if r.iri not in hits:
+                    hits[r.iri] = EntityHit(r.iri, r.label, float(sims[i]))
+        return rank_entity_hits(list(hits.values()), limit)
+
+    async def nearest_predicates(
+        self, user: str, collection: str, vector: Sequence[float], limit: int
+    ) -> list[EntityHit]:
+        """ANN over the collection's predicate partition (over-fetched), re-scored exactly."""
+        q = np.asarray(vector, dtype=np.float32)
+        qnorm = float(np.linalg.norm(q))
+        if limit <= 0 or qnorm == 0:  # Cassandra rejects zero vectors for cosine
+            return []
+        k = max(4 * limit, 32)
+        rows = await self.conn.run("vec_ann", (user, collection, "predicate", [float(x) for x in q], k))
+        m = await self._matrix(user, collection, rows)
+        sims = cosines(q, [r.iri for r in rows], dict(zip((r.iri for r in rows), m, strict=True)))
+        hits = [EntityHit(r.iri, r.label, sims[r.iri]) for r in rows if r.iri in sims]
+        return sorted(hits, key=lambda h: (-h.score, h.iri))[:limit]
+
+    async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
+        """Stored vectors (entities or predicates), IN-lists of keys queried concurrently."""
+        return {iri: v.tolist() for iri, v in (await self.arrays(user, collection, iris)).items()}
+
+    async def arrays(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors as float32 arrays: what scoring multiplies (a list of 384 Python floats
+        per vector, made and then turned back into an array, was ~10 % of a Cassandra question's CPU)."""
+        rows = await self._vector_rows(user, collection, list(dict.fromkeys(iris)))
+        return {iri: vector_array(raw) for iri, raw in rows.items()}
+
+    async def _vector_rows(self, user: str, collection: str, iris: list[str]) -> dict[str, bytes]:
+        """`vec_raw` of each IRI that has a vector (read from `vec` for rows written before it existed)."""
+        kinds = ["entity", "predicate"]
+        pages = await self.conn.run_many([("vec_get", (user, collection, kinds, c)) for c in _chunks(iris)])
+        found = {r.iri: r.vec_raw for page in pages for r in page}
+        legacy = [i for i, raw in found.items() if raw is None]
+        if legacy:
+            pages = await self.conn.run_many(
+                [("vec_get_legacy", (user, collection, kinds, c)) for c in _chunks(legacy)]
+            )
+            found.update({r.iri: raw_vector(r.vec) for page in pages for r in page})
+        return found
+
+    async def _matrix(self, user: str, collection: str, rows: Sequence[Any]) -> np.ndarray:
+        """The vectors of ANN result rows as one float32 matrix (row order kept)."""
+        raws = [r.vec_raw for r in rows]
+        if any(raw is None for raw in raws):  # rows written before vec_raw existed
+            legacy = await self._vector_rows(user, collection, [r.iri for r, raw in zip(rows, raws, strict=True)
+                                                                if raw is None])  # fmt: skip
+            raws = [raw if raw is not None else legacy[r.iri] for r, raw in zip(rows, raws, strict=True)]
+        return np.frombuffer(b"".join(raws), dtype=">f4").reshape(len(raws), VECTOR_DIMENSIONS).astype(np.float32)
+
+    async def similarities(
+        self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
+    ) -> dict[str, float]:
+        """Cosines from the stored vectors (fetched in one query)."""
+        return cosines(vector, iris, await self.arrays(user, collection, iris))
+
+    async def named(self, user: str, collection: str, names: Sequence[str]) -> dict[str, str]:
+        """Entities by normalised label: one single-partition query per name, concurrently."""
+        uniq = list(dict.fromkeys(names))
+        pages = await self.conn.run_many([("named", (user, collection, n)) for n in uniq])
+        return {n: page[0].iri for n, page in zip(uniq, pages, strict=True) if page}
+
+    async def delete(self, user: str, collection: str, iris: Sequence[str]) -> None:
+        """Drop the entities' vectors, tokens and names (their labels are read first)."""
+        rows = await self.conn.run_many([("vec_labels", (user, collection, "entity", c)) for c in _chunks(list(iris))])
+        calls: list[tuple[str, Sequence[Any]]] = []
+        for r in (r for page in rows for r in page):
+            calls += [("del_token", (user, collection, tok, r.iri)) for tok in content_tokens(r.label)]
+            calls.append(("del_name", (user, collection, normalize(r.label), r.iri)))
+        calls += [("del_vec", (user, collection, kind, i)) for i in iris for kind in ("entity", "predicate")]
+        await self.conn.run_many(calls)
+
+    async def collections(self, user: str) -> dict[str, int]:
+        """The user's collections (the triple store's table) with their entity counts (one partition each)."""
+        names = [r.collection for r in await self.conn.run("collections", (user,), page_all=True)]
+        pages = await self.conn.run_many([("count_entities", (user, c)) for c in names])
+        return {c: int(page[0].count) for c, page in zip(names, pages, strict=True) if page}
+
+    async def delete_collection(self, user: str, collection: str) -> None:
+        """Delete the collection's token and name partitions (from its labels) and both vector partitions."""
+        rows = await self.conn.run("vec_all_labels", (user, collection, "entity"), page_all=True)
+        toks = {tok for r in rows for tok in content_tokens(r.label)}
+        calls: list[tuple[str, Sequence[Any]]] = [("del_token_part", (user, collection, t)) for t in toks]
+        calls += [("del_name_part", (user, collection, n)) for n in {normalize(r.label) for r in rows}]
+        calls += [("del_vec_kind", (user, collection, k)) for k in ("entity", "predicate")]
+        await self.conn.run_many(calls)
+
+    async def close(self) -> None:
+        """Release the shared connection."""
+        await self.conn.release()

@@ -1,0 +1,1 @@
+"""The Neo4j backend: triples, entity vectors (its vector index), documents and communities."""

@@ -1,0 +1,254 @@
+"""CommunityStore on Neo4j 5 (the DRIFT spec's hierarchy; every node and relationship carries
+`user` and `collection`):
+
+    (:KgCommunity {key, id, level, parent, children, size, chunks, top_entities, top_chunks,
+                   embedding, dims, membership_hash, summary, summary_model, stale})
+    (:KgEntity)-[:IN_COMMUNITY {level}]->(:KgCommunity)   a member, at every level it belongs to
+    (:KgChunk)-[:IN_COMMUNITY {weight}]->(:KgCommunity)
+    (:KgCommunity)-[:IN_COMMUNITY]->(:KgCommunity)        child -> parent
+
+A scope keeps the communities with a chunk of a document in scope, inside the query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from processors.stores.documents_protocol import CommunityRecord
+from processors.stores.neo4j.schema import Neo4jConnection, Runner, cypher_vector, entity_key, node_key, stored_vector
+from processors.stores.neo4j.scope import IN_SCOPE, UNSCOPED, keys, tenant
+from processors.stores.protocol import VECTOR_DIMENSIONS
+from schemas.communities import CommunityInfo
+from schemas.documents import Scope
+
+_TENANT = "(c:KgCommunity {user: $user, collection: $collection})"
+_INFO = (
+    "{id: c.id, level: c.level, parent: c.parent, children: c.children, size: c.size, chunks: c.chunks, "
+    "top_entities: c.top_entities, top_chunks: c.top_chunks, summary: c.summary, "
+    "summary_model: c.summary_model, stale: c.stale}"
+)
+# Which communities a request sees: level, ids, and a chunk in scope.
+_WHERE = (
+    " WHERE ($level IS NULL OR c.level = $level) AND ($ids IS NULL OR c.id IN $ids) AND (" + UNSCOPED + " OR EXISTS "
+    "{ MATCH (d:KgDocument)-[:HAS_CHUNK]->(:KgChunk)-[:IN_COMMUNITY]->(c) WHERE " + IN_SCOPE + " })"
+)
+LIST = "MATCH " + _TENANT + _WHERE + " RETURN " + _INFO + " AS info ORDER BY c.size DESC, c.id LIMIT $limit"
+_COS = "2 * vector.similarity.cosine(c.embedding, $vec) - 1"
+# Per level, the communities nearest $vec (those without a vector of its size keep the level
+# listed; a zero vector, not stored, scores 0 as on SQLite).
+NEAREST = (
+    "MATCH " + _TENANT + _WHERE + " WITH c, CASE WHEN c.dims <> size($vec) THEN null "
+    "WHEN $zero OR c.embedding IS NULL THEN 0.0 ELSE " + _COS + " END AS sim ORDER BY sim DESC, c.id "
+    "WITH c.level AS level, collect(CASE WHEN sim IS NOT NULL THEN {info: " + _INFO + ", sim: sim} END) AS hits "
+    "RETURN level, hits[..$limit] AS hits"
+)
+KEPT = (
+    "MATCH " + _TENANT + " WHERE c.summary IS NOT NULL "
+    "RETURN c.membership_hash AS hash, c.summary AS summary, c.summary_model AS model ORDER BY c.id"
+)
+OLD_MEMBERS = "MATCH (e:KgEntity)-[:IN_COMMUNITY]->" + _TENANT + " RETURN DISTINCT e.key AS key"
+DROP = "MATCH " + _TENANT + " DETACH DELETE c"
+CREATE = (
+    "UNWIND $rows AS row CREATE (c:KgCommunity {key: row.key}) "
+    "SET c.user = $user, c.collection = $collection, c += row.props, c.embedding = row.vec, c.stale = false"
+)
+HIERARCHY = (
+    "UNWIND $rows AS row WITH row WHERE row.parent IS NOT NULL MATCH (c:KgCommunity {key: row.key}) "
+    "MATCH (p:KgCommunity {key: row.parent}) CREATE (c)-[:IN_COMMUNITY {user: $user, collection: $collection}]->(p)"
+)
+MEMBERS = (
+    "UNWIND $members AS row MATCH (c:KgCommunity {key: row.ckey}) "
+    "MERGE (e:KgEntity {key: row.ekey}) ON CREATE SET e.user = $user, e.collection = $collection, e.uri = row.iri "
+    "CREATE (e)-[:IN_COMMUNITY {user: $user, collection: $collection, level: row.level}]->(c)"
+)
+CHUNKS = (
+    "UNWIND $chunks AS row MATCH (ch:KgChunk {key: row.chunk}) WHERE ch.user = $user AND ch.collection = $collection "
+    "MATCH (c:KgCommunity {key: row.ckey}) "
+    "CREATE (ch)-[:IN_COMMUNITY {user: $user, collection: $collection, weight: row.weight}]->(c)"
+)
+WRITE = (
+    "CALL () { " + CREATE + " } CALL () { " + HIERARCHY + " } CALL () { " + MEMBERS + " } CALL () { " + CHUNKS + " }"
+)
+# Entity nodes only a membership kept (no label, vector or other link) go with it.
+BARE = (
+    "UNWIND $ekeys AS k MATCH (e:KgEntity {key: k}) WHERE e.user = $user AND e.collection = $collection "
+    "AND e.label IS NULL AND e.embedding IS NULL AND NOT (e)--() DELETE e"
+)
+STALE = (
+    "UNWIND $ekeys AS k MATCH (e:KgEntity {key: k})-[:IN_COMMUNITY]->(c:KgCommunity) "
+    "WHERE c.user = $user AND c.collection = $collection SET c.stale = true"
+)
+OF_ENTITIES = (
+    "UNWIND $ekeys AS k MATCH (e:KgEntity {key: k})-[m:IN_COMMUNITY]->(c:KgCommunity) "
+    "WHERE m.level = $level AND c.user = $user AND c.collection = $collection RETURN e.uri AS entity, c.id AS id"
+)
+MEMBER_CHUNKS = (
+    "UNWIND $ckeys AS k MATCH (ch:KgChunk)-[r:IN_COMMUNITY]->(c:KgCommunity {key: k}) "
+    "WHERE c.user = $user AND c.collection = $collection "
+    "RETURN c.id AS id, ch.id AS chunk ORDER BY id, r.weight DESC, chunk"
+)
+MEMBERSHIP = (
+    "UNWIND $ckeys AS k MATCH (c:KgCommunity {key: k}) WHERE c.user = $user AND c.collection = $collection "
+    "RETURN c.id AS id, c.membership_hash AS hash"
+)
+SET_SUMMARY = (
+    "MATCH (c:KgCommunity {key: $key}) WHERE c.user = $user AND c.collection = $collection "
+    "AND c.membership_hash = $membership SET c.summary = $summary, c.summary_model = $model"
+)
+GRAPH_EDGES = (
+    "MATCH (r:KgRelation {user: $user, collection: $collection}) "
+    "RETURN r.s AS s, r.o AS o, COUNT { (:KgChunk)-[:SOURCE_OF]->(r) } AS w ORDER BY s, r.p, o"
+)
+GRAPH_MENTIONS = (
+    "MATCH (c:KgChunk {user: $user, collection: $collection})-[m:HAS_ENTITY]->(e:KgEntity) "
+    "RETURN e.uri AS entity, c.id AS chunk, m.count AS n ORDER BY entity, chunk"
+)
+GRAPH_VECTORS = "MATCH (c:KgChunk {user: $user, collection: $collection}) RETURN c.id AS id, c.embedding AS vec"
+_BATCHED = " } IN TRANSACTIONS OF 2000 ROWS"
+DELETE_COLLECTION = (
+    "MATCH " + _TENANT + " CALL (c) { DETACH DELETE c" + _BATCHED,
+    "MATCH (e:KgEntity {user: $user, collection: $collection}) WHERE e.label IS NULL AND e.embedding IS NULL "
+    "CALL (e) { WITH e WHERE NOT (e)--() DELETE e" + _BATCHED,
+)
+Graph = tuple[list[tuple[str, str, float]], list[tuple[str, str, int]], dict[str, list[float]]]
+
+
+class Neo4jCommunityStore:
+    """CommunityStore on Neo4j (see the module docstring)."""
+
+    def __init__(self, conn: Neo4jConnection) -> None:
+        self.conn = conn.acquire()
+
+    async def graph(self, user: str, collection: str) -> Graph:
+        """Relation weights (supporting chunks), mentions and chunk vectors, in one transaction."""
+        params = tenant(user, collection)
+
+        async def work(run: Runner) -> Graph:
+            edges = [(r["s"], r["o"], r["w"]) for r in await run(GRAPH_EDGES, params)]
+            mentions = [(r["entity"], r["chunk"], int(r["n"])) for r in await run(GRAPH_MENTIONS, params)]
+            zero = [0.0] * VECTOR_DIMENSIONS  # a zero vector is not stored
+            return edges, mentions, {r["id"]: r["vec"] or zero for r in await run(GRAPH_VECTORS, params)}
+
+        return await self.conn.read_tx(work)
+
+    async def replace(self, user: str, collection: str, records: Sequence[CommunityRecord]) -> None:
+        """Replace the collection's communities (one transaction); a community whose membership
+        did not change keeps its summary."""
+        scope, rows = tenant(user, collection), _rows(user, collection, records)
+
+        async def work(run: Runner) -> None:
+            kept = {r["hash"]: (r["summary"], r["model"]) for r in await run(KEPT, scope)}
+            for row in rows["rows"]:
+                row["props"]["summary"], row["props"]["summary_model"] = kept.get(row["hash"], (None, None))
+            old = [r["key"] for r in await run(OLD_MEMBERS, scope)]
+            await run(DROP, scope)
+            await run(WRITE, {**scope, **rows})
+            await run(BARE, {**scope, "ekeys": old})
+
+        await self.conn.write_tx(work)
+
+    async def mark_stale(self, user: str, collection: str, entities: Sequence[str]) -> None:
+        """Flag the communities (every level) these entities belong to."""
+        ekeys = [entity_key(user, collection, e) for e in dict.fromkeys(entities)]
+        if ekeys:
+            await self.conn.write([(STALE, {**tenant(user, collection), "ekeys": ekeys})])
+
+    async def list(
+        self,
+        user: str,
+        collection: str,
+        level: int | None = None,
+        ids: Sequence[str] | None = None,
+        limit: int = 1000,
+        scope: Scope | None = None,
+    ) -> list[CommunityInfo]:
+        """Communities of a level (or all), or by id, largest first; only those with a chunk in scope."""
+        params = {**tenant(user, collection, scope), "level": level, "limit": limit}
+        params["ids"] = None if ids is None else list(ids)
+        return [CommunityInfo(**r["info"]) for r in await self.conn.read(LIST, params)]
+
+    async def search(
+        self,
+        user: str,
+        collection: str,
+        vector: Sequence[float],
+        level: int | None,
+        limit: int,
+        scope: Scope | None = None,
+    ) -> list[CommunityInfo]:
+        """Communities nearest `vector`: at `level`, else the top level first, falling back a level
+        while fewer than `limit / 2` match, or every level when there is no hierarchy."""
+        vec = cypher_vector(vector)
+        params = {**tenant(user, collection, scope), "level": level, "ids": None, "limit": limit}
+        params |= {"vec": vec, "zero": not any(vec)}
+        by_level = {
+            r["level"]: [CommunityInfo(**h["info"], score=float(h["sim"])) for h in r["hits"]]
+            for r in await self.conn.read(NEAREST, params)
+        }
+        if level is not None:
+            return by_level.get(level, [])
+        picked: list[CommunityInfo] = []
+        for lv in sorted(by_level, reverse=True):
+            picked = by_level[lv]
+            if len(picked) >= max(1, limit // 2):
+                break
+        return picked
+
+    async def of_entities(self, user: str, collection: str, entities: Sequence[str], level: int) -> dict[str, str]:
+        """Entity -> its community at `level`."""
+        ekeys = [entity_key(user, collection, e) for e in dict.fromkeys(entities)]
+        params = {**tenant(user, collection), "ekeys": ekeys, "level": level}
+        return {r["entity"]: r["id"] for r in await self.conn.read(OF_ENTITIES, params)} if ekeys else {}
+
+    async def member_chunks(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, list[str]]:
+        """Community id -> the ids of its chunks, heaviest first."""
+        params = {**tenant(user, collection), "ckeys": keys(user, collection, ids)}
+        out: dict[str, list[str]] = {}
+        for r in await self.conn.read(MEMBER_CHUNKS, params):
+            out.setdefault(r["id"], []).append(r["chunk"])
+        return out
+
+    async def membership(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, str]:
+        """Community id -> membership hash."""
+        params = {**tenant(user, collection), "ckeys": keys(user, collection, ids)}
+        return {r["id"]: r["hash"] for r in await self.conn.read(MEMBERSHIP, params)}
+
+    async def set_summary(
+        self, user: str, collection: str, community: str, membership: str, summary: str, model: str
+    ) -> None:
+        """Cache a summary (only if the community still has the membership it was written for)."""
+        params = {**tenant(user, collection), "key": node_key(user, collection, community)}
+        params |= {"membership": membership, "summary": summary, "model": model}
+        await self.conn.write([(SET_SUMMARY, params)])
+
+    async def delete_collection(self, user: str, collection: str) -> None:
+        """Drop the collection's communities (in batches) and entity nodes only they kept."""
+        for cypher in DELETE_COLLECTION:
+            await self.conn.autocommit(cypher, tenant(user, collection))
+
+    async def close(self) -> None:
+        """Release the shared driver."""
+        await self.conn.release()
+
+
+def _rows(user: str, collection: str, records: Sequence[CommunityRecord]) -> dict[str, list[dict[str, Any]]]:
+    """UNWIND rows of the communities, their members and their chunks."""
+    rows, members, chunks = [], [], []
+    for r in records:
+        key = node_key(user, collection, r.id)
+        props = {"id": r.id, "level": r.level, "parent": r.parent, "children": list(r.children),
+                 "size": len(r.members), "chunks": len(r.chunks), "top_entities": list(r.top_entities),
+                 "top_chunks": list(r.top_chunks), "membership_hash": r.membership_hash}  # fmt: skip
+        props["dims"] = len(r.vector)
+        vec = stored_vector(r.vector)
+        parent = node_key(user, collection, r.parent) if r.parent is not None else None
+        rows.append({"key": key, "parent": parent, "props": props, "vec": vec, "hash": r.membership_hash})
+        members += [
+            {"ckey": key, "ekey": entity_key(user, collection, m), "iri": m, "level": r.level}
+            for m in dict.fromkeys(r.members)
+        ]
+        chunks += [
+            {"ckey": key, "chunk": node_key(user, collection, c), "weight": float(w)} for c, w in r.chunks.items()
+        ]
+    return {"rows": rows, "members": members, "chunks": chunks}

@@ -1,0 +1,353 @@
+"""TripleStore and EntityIndex on Neo4j 5 (model and schema: see neo4j_schema.py).
+
+Every call is one Cypher query (or one write transaction): a BFS level is a single
+`UNWIND $keys` query with a per-entity LIMIT inside `CALL { ... }`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import asdict, fields
+from typing import Any
+
+from processors.algorithms.edges import NeighbourResult, RawEdge, edge_triple, rank_neighbours
+from processors.algorithms.entities import rank_entity_hits
+from processors.algorithms.text_match import content_tokens, label_match_score, normalize
+from processors.stores.neo4j.cypher import (
+    ADD_IRI_EDGES,
+    ADD_LITERAL_EDGES,
+    ANN,
+    COLLECTIONS,
+    DELETE_ENTITIES,
+    DELETE_INDEX,
+    DELETE_LOAD,
+    DELETE_PREDICATES,
+    DELETE_TRIPLES,
+    EXACT,
+    FULLTEXT,
+    GET_LOAD,
+    INDEX_COLLECTIONS,
+    LABELS,
+    NAMED,
+    NEAREST_PREDICATES,
+    NEIGHBOURS,
+    PATTERN,
+    REMOVE_EDGES,
+    REMOVE_LABELS,
+    SET_LABELS,
+    SET_LOAD,
+    SIMILARITIES,
+    UPSERT,
+    VECTORS,
+)
+from processors.stores.neo4j.schema import (
+    Neo4jConnection,
+    cypher_vector,
+    entity_key,
+    literal_key,
+    lucene_phrase,
+    stored_vector,
+)
+from processors.stores.protocol import EntityHit, EntityIndex, LoadState, VectorItem, VectorKind
+from schemas.terms import RDFS_LABEL, Term, Triple
+from schemas.triples import NeighboursQuery
+
+LEXICAL_CANDIDATES = 200
+# index candidates per wanted hit: first try, then the over-fetch before an exact tenant scan
+# (a lone tenant is answered by the first: k = 500 costs 20 ms of server time, k = 100 8 ms)
+ANN_OVERFETCH = (2, 10)
+ANN_MIN_K = 100
+ANN_MAX_K = 10_000
+
+
+class _HopVectors:
+    """The label vectors one neighbour query ranks with, all read by that query: the cosine of
+    each edge's far end (entities only) and, of the tenant's predicates on the edges and on the
+    frontier's paths, vector and cosine (a predicate's wins, as in `similarities`)."""
+
+    def __init__(self, rows: list[dict[str, Any]], predicates: list[dict[str, Any]]) -> None:
+        self.sims: dict[str, float] = {}
+        for r in rows:
+            if r["sim"] is not None:
+                self.sims[r["o"] if r["dir"] in (0, 2) else r["s"]] = float(r["sim"])
+        self.sims.update({m["iri"]: float(m["sim"]) for m in predicates})
+        self.vecs: dict[str, list[float]] = {m["iri"]: m["vec"] for m in predicates if m["vec"] is not None}
+
+    async def similarities(
+        self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
+    ) -> dict[str, float]:
+        return {i: self.sims[i] for i in iris if i in self.sims}
+
+    async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
+        return {i: self.vecs[i] for i in iris if i in self.vecs}
+
+
+def _raw(r: dict[str, Any]) -> RawEdge:
+    return (r["s"], r["p"], r["o"], bool(r["lit"]), r["dt"] or "", r["lang"] or "")
+
+
+class Neo4jTripleStore:
+    """TripleStore on Neo4j. With an entity index, neighbour queries can score edges."""
+
+    def __init__(self, conn: Neo4jConnection, entity_index: EntityIndex | None = None) -> None:
+        self.conn = conn.acquire()
+        self.entity_index = entity_index
+
+    async def add_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> int:
+        """MERGE nodes and edges in one transaction; returns the number of new edges."""
+        iri_rows, lit_rows, label_rows = [], [], []
+        for t in triples:
+            sk = entity_key(user, collection, t.s.value)
+            row = {"sk": sk, "s": t.s.value, "p": t.p.value, "o": t.o.value}
+            if t.o.is_iri:
+                iri_rows.append({**row, "ok": entity_key(user, collection, t.o.value)})
+            else:
+                dt, lang = t.o.datatype or "", t.o.language or ""
+                ok = literal_key(user, collection, t.o.value, dt, lang)
+                lit_rows.append({**row, "dt": dt, "lang": lang, "ok": ok})
+                if t.p.value == RDFS_LABEL:
+                    label_rows.append({"sk": sk, "label": t.o.value})
+        scope = {"user": user, "collection": collection}
+        queries = [(ADD_IRI_EDGES, {**scope, "rows": iri_rows}), (ADD_LITERAL_EDGES, {**scope, "rows": lit_rows})]
+        queries.append((SET_LABELS, {"rows": label_rows}))
+        return await self.conn.write([(q, p) for q, p in queries if p["rows"]])
+
+    async def pattern(
+        self, user: str, collection: str, s: Term | None, p: Term | None, o: Term | None, limit: int
+    ) -> list[Triple]:
+        """Triples matching a pattern (the MATCH starts from the most selective bound term)."""
+        if limit <= 0:
+            return []
+        params: dict[str, Any] = {"user": user, "collection": collection, "limit": limit}
+        ok = None
+        if o is not None:
+            dt, lang = o.datatype or "", o.language or ""
+            ok = entity_key(user, collection, o.value) if o.is_iri else literal_key(user, collection, o.value, dt, lang)
+        if s is not None:
+            head = "s"
+            params["sk"] = entity_key(user, collection, s.value)
+        elif o is not None:
+            head = "o_iri" if o.is_iri else "o_lit"
+        else:
+            head = "p" if p is not None else "all"
+        if p is not None:
+            params["p"] = p.value
+        if ok is not None:
+            params["ok"] = ok
+        rows = await self.conn.read_rows(PATTERN[head, p is not None, ok is not None], params)
+        return [edge_triple(_raw(r)) for r in rows]
+
+    async def neighbours(self, q: NeighboursQuery) -> NeighbourResult:
+        """Edges of the whole frontier in one UNWIND query, LIMIT per entity and direction (and
+        focus predicate), each part in key order as the protocol asks."""
+        frontier = list(dict.fromkeys(q.entities))
+        preds = [p for p in dict.fromkeys(q.focus) if p != RDFS_LABEL] if q.focus_limit > 0 else []
+        params = {
+            "keys": [entity_key(q.user, q.collection, e) for e in frontier],
+            "user": q.user,
+            "collection": q.collection,
+            "label": RDFS_LABEL,
+            "lim": q.limit_per_entity,
+            "focus": preds,
+            "flim": q.focus_limit,
+        }
+        index = self.entity_index
+        scored = isinstance(index, Neo4jEntityIndex) and q.query_vector is not None
+        if not scored:
+            rows = await self.conn.read_rows(NEIGHBOURS[q.direction, bool(preds), False], params)
+        else:  # the far ends' cosines and the predicates' vectors come in the same round trip
+            rels = sorted({rel for rels in q.paths.values() for rel in rels})
+            params.update(vec=cypher_vector(q.query_vector or []), rels=rels)
+            record = (await self.conn.read(NEIGHBOURS[q.direction, bool(preds), True], params))[0]
+            rows = record["rows"]
+            index = _HopVectors(rows, record["predicates"])
+        rows.sort(key=lambda r: (r["dir"], r["i"]))  # out-edges first, in frontier order (as SQLite)
+        found = ((_raw(r), frontier[r["i"]]) for r in rows)
+        return await rank_neighbours(found, len(rows), q, index)
+
+    async def adjacent(
+        self, user: str, collection: str, entities: Sequence[str], limit_per_entity: int
+    ) -> list[tuple[str, str]]:
+        """The frontier's first edges as (s, o): the UNWIND query of `neighbours`, no focus reads."""
+        keys = [entity_key(user, collection, e) for e in dict.fromkeys(entities)]
+        params = {"keys": keys, "user": user, "collection": collection, "label": RDFS_LABEL, "lim": limit_per_entity}
+        rows = await self.conn.read_rows(NEIGHBOURS["both", False, False], params)
+        return [(r["s"], r["o"]) for r in rows if not r["lit"]]
+
+    async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
+        """Labels of many IRIs in one UNWIND query."""
+        keys = [entity_key(user, collection, i) for i in dict.fromkeys(iris)]
+        if not keys:
+            return {}
+        rows = await self.conn.read_rows(LABELS, {"keys": keys, "user": user, "collection": collection})
+        return {r["iri"]: r["label"] for r in rows}
+
+    async def remove_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> None:
+        """Delete these edges (and labels, for label triples) in one transaction."""
+        edges, labels = [], []
+        for t in triples:
+            sk = entity_key(user, collection, t.s.value)
+            if t.o.is_iri:
+                edges.append({"sk": sk, "p": t.p.value, "ok": entity_key(user, collection, t.o.value)})
+            else:
+                ok = literal_key(user, collection, t.o.value, t.o.datatype or "", t.o.language or "")
+                edges.append({"sk": sk, "p": t.p.value, "ok": ok})
+                if t.p.value == RDFS_LABEL:
+                    labels.append({"sk": sk, "label": t.o.value})
+        scope = {"user": user, "collection": collection}
+        queries = [(REMOVE_EDGES, {**scope, "rows": edges}), (REMOVE_LABELS, {"rows": labels})]
+        await self.conn.write([(q, p) for q, p in queries if p["rows"]])
+
+    async def collections(self, user: str) -> dict[str, int]:
+        """The user's collections and their edge counts."""
+        return {r["collection"]: int(r["n"]) for r in await self.conn.read(COLLECTIONS, {"user": user})}
+
+    async def delete_collection(self, user: str, collection: str) -> None:
+        """Delete the collection's edges, literals and labels (entity index data stays)."""
+        for cypher in DELETE_TRIPLES:
+            await self.conn.autocommit(cypher, {"user": user, "collection": collection})
+        await self.conn.write([(DELETE_LOAD, {"key": entity_key(user, collection, "")})])
+
+    async def load_state(self, user: str, collection: str) -> LoadState | None:
+        rows = await self.conn.read(GET_LOAD, {"key": entity_key(user, collection, "")})
+        if not rows:
+            return None
+        state = rows[0]["state"]
+        return LoadState(**{f.name: state[f.name] for f in fields(LoadState) if f.name in state})
+
+    async def set_load_state(self, user: str, collection: str, state: LoadState) -> None:
+        key = entity_key(user, collection, "")  # the collection's own key (no IRI is empty)
+        await self.conn.write([(SET_LOAD, {"key": key, "user": user, "collection": collection,
+                                           "state": asdict(state)})])  # fmt: skip
+
+    async def close(self) -> None:
+        """Release the shared driver."""
+        await self.conn.release()
+
+
+class Neo4jEntityIndex:
+    """EntityIndex on Neo4j: a vector index over entity embeddings and a full-text index over labels.
+
+    The vector index is global, so a query over-fetches (`ANN_OVERFETCH` x limit candidates, a
+    second time wider) and keeps the tenant's nodes; when that leaves fewer than `limit` hits and
+    the index may hold more, an exact scan of the tenant's nodes (`vector.similarity.cosine`)
+    answers instead.
+    """
+
+    def __init__(self, conn: Neo4jConnection) -> None:
+        self.conn = conn.acquire()
+
+    async def upsert(
+        self, user: str, collection: str, items: Sequence[VectorItem], kind: VectorKind = "entity"
+    ) -> None:
+        """Set label, normalized search text and embedding on each entity (or predicate) node."""
+        rows = [
+            {
+                "key": entity_key(user, collection, iri),
+                "iri": iri,
+                "label": lab,
+                "text": normalize(lab),
+                "vec": cypher_vector(v),
+            }
+            for iri, lab, v in items
+        ]
+        if rows:
+            await self.conn.write([(UPSERT[kind], {"user": user, "collection": collection, "rows": rows})])
+
+    async def search(
+        self, user: str, collection: str, vector: Sequence[float] | None, text: str | None, limit: int
+    ) -> list[EntityHit]:
+        """Lexical whole-label hits first (longer labels first), then nearest entities by cosine."""
+        if limit <= 0:
+            return []
+        scope = {"user": user, "collection": collection}
+        lexical, nearest = await asyncio.gather(  # two indexes, two queries: in flight together
+            self._lexical(scope, text), self._nearest(scope, vector, limit)
+        )
+        hits = {h.iri: h for h in lexical}
+        for h in nearest:
+            hits.setdefault(h.iri, h)
+        return rank_entity_hits(list(hits.values()), limit)
+
+    async def _lexical(self, scope: dict[str, str], text: str | None) -> list[EntityHit]:
+        """Entities whose whole label the text contains (full-text candidates, checked here)."""
+        toks = content_tokens(text) if text else []
+        if not toks:
+            return []
+        q = " OR ".join(lucene_phrase(t) for t in toks)
+        hits: dict[str, EntityHit] = {}
+        for r in await self.conn.read_rows(FULLTEXT, {**scope, "q": q, "limit": LEXICAL_CANDIDATES}):
+            score = label_match_score(r["label"] or "", text or "")
+            if score >= 1.0 and r["iri"] not in hits:
+                hits[r["iri"]] = EntityHit(r["iri"], r["label"], score, lexical=True)
+        return list(hits.values())
+
+    async def _nearest(self, scope: dict[str, str], vector: Sequence[float] | None, limit: int) -> list[EntityHit]:
+        """The tenant's `limit` nearest entities by cosine (the ANN index, else an exact scan)."""
+        vec = stored_vector(vector) if vector is not None else None
+        if vec is None:
+            return []
+        for factor in ANN_OVERFETCH:
+            k = min(max(limit * factor, ANN_MIN_K), ANN_MAX_K)
+            ann = (await self.conn.read(ANN, {**scope, "k": k, "vec": vec, "limit": limit}))[0]
+            found, more = ann["hits"], ann["total"] >= k  # `more`: the index may hold further nodes
+            if len(found) >= limit or not more:
+                break
+        if len(found) < limit and more:
+            found = await self.conn.read_rows(EXACT, {**scope, "vec": vec, "limit": limit})
+        best = sorted(found, key=lambda r: -r["sim"])[:limit]
+        return [EntityHit(r["iri"], r["label"], float(r["sim"])) for r in best]
+
+    async def nearest_predicates(
+        self, user: str, collection: str, vector: Sequence[float], limit: int
+    ) -> list[EntityHit]:
+        """Exact cosine over the collection's predicate nodes (a handful to thousands)."""
+        vec = stored_vector(vector)
+        if limit <= 0 or vec is None:
+            return []
+        scope = {"user": user, "collection": collection, "vec": vec, "limit": limit}
+        rows = await self.conn.read_rows(NEAREST_PREDICATES, scope)
+        hits = [EntityHit(r["iri"], r["label"] or "", float(r["sim"])) for r in rows]
+        return sorted(hits, key=lambda h: (-h.score, h.iri))
+
+    async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
+        """Stored vectors of entities and predicates, one UNWIND query."""
+        keys = [entity_key(user, collection, i) for i in dict.fromkeys(iris)]
+        if not keys:
+            return {}
+        rows = await self.conn.read_rows(VECTORS, {"keys": keys, "user": user, "collection": collection})
+        return {r["iri"]: r["vec"] for r in rows}
+
+    async def similarities(
+        self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
+    ) -> dict[str, float]:
+        """Cosines computed by the server (one query; no vectors cross the wire)."""
+        keys = [entity_key(user, collection, i) for i in dict.fromkeys(iris)]
+        if not keys:
+            return {}
+        params = {"keys": keys, "user": user, "collection": collection, "vec": cypher_vector(vector)}
+        return {r["iri"]: float(r["sim"]) for r in await self.conn.read_rows(SIMILARITIES, params)}
+
+    async def named(self, user: str, collection: str, names: Sequence[str]) -> dict[str, str]:
+        """Entities by normalised label (`search_text`, indexed), one query."""
+        params = {"names": list(dict.fromkeys(names)), "user": user, "collection": collection}
+        return {r["name"]: r["iri"] for r in await self.conn.read_rows(NAMED, params)} if names else {}
+
+    async def delete(self, user: str, collection: str, iris: Sequence[str]) -> None:
+        """Drop the entities' index properties (bare nodes go) and predicate nodes of these IRIs."""
+        params = {"keys": [entity_key(user, collection, i) for i in iris], "user": user, "collection": collection}
+        await self.conn.write([(DELETE_ENTITIES, params), (DELETE_PREDICATES, params)])
+
+    async def collections(self, user: str) -> dict[str, int]:
+        """The user's collections and how many entities each indexes."""
+        return {r["collection"]: int(r["n"]) for r in await self.conn.read(INDEX_COLLECTIONS, {"user": user})}
+
+    async def delete_collection(self, user: str, collection: str) -> None:
+        """Drop predicate nodes and the index properties of entity nodes (nodes left bare are deleted)."""
+        for cypher in DELETE_INDEX:
+            await self.conn.autocommit(cypher, {"user": user, "collection": collection})
+
+    async def close(self) -> None:
+        """Release the shared driver."""
+        await self.conn.release()

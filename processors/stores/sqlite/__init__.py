@@ -1,0 +1,1 @@
+"""The embedded backend on SQLite: triples (+ labels, adjacency), documents and communities."""

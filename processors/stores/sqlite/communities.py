@@ -1,0 +1,245 @@
+"""Embedded community store: communities, their members and chunks in the document store's
+SQLite file (`docs.db`), a profile vector per community, and lazily written summaries cached
+against the membership hash. Every query is scoped by user and collection (and the scope)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+
+import numpy as np
+
+from processors.stores.documents_protocol import CommunityRecord
+from processors.stores.sqlite.docs_schema import scoped_ids
+from processors.stores.sqlite.pool import SqlitePool
+from schemas.communities import CommunityInfo
+from schemas.documents import Scope
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS communities (
+    user TEXT NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL, level INTEGER NOT NULL, parent TEXT,
+    children TEXT NOT NULL, size INTEGER NOT NULL, chunks INTEGER NOT NULL, top_entities TEXT NOT NULL,
+    top_chunks TEXT NOT NULL, vec BLOB NOT NULL, membership_hash TEXT NOT NULL, summary TEXT, summary_model TEXT,
+    stale INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (user, collection, id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS community_members (
+    user TEXT NOT NULL, collection TEXT NOT NULL, entity TEXT NOT NULL, level INTEGER NOT NULL, community TEXT NOT NULL,
+    PRIMARY KEY (user, collection, entity, level)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS community_members_c ON community_members(user, collection, community);
+CREATE TABLE IF NOT EXISTS community_chunks (
+    user TEXT NOT NULL, collection TEXT NOT NULL, community TEXT NOT NULL, chunk_id TEXT NOT NULL,
+    document_id TEXT NOT NULL, weight REAL NOT NULL,
+    PRIMARY KEY (user, collection, community, chunk_id)
+) WITHOUT ROWID;
+"""
+_COLS = "id, level, parent, children, size, chunks, top_entities, top_chunks, summary, summary_model, stale, vec"
+SELECT_COMMUNITIES = (
+    "SELECT " + _COLS + " FROM communities WHERE user = ? AND collection = ?"
+    " AND (? IS NULL OR level = ?) AND (? IS NULL OR id IN (SELECT value FROM json_each(?)))"
+    " ORDER BY size DESC, id"
+)
+Row = tuple[CommunityInfo, np.ndarray]  # a community and its profile vector
+
+
+class SqliteCommunityStore:
+    """CommunityStore on the document store's SQLite pool."""
+
+    def __init__(self, db: SqlitePool) -> None:
+        self.db = db
+        db.ensure_schema(SCHEMA)
+
+    async def graph(
+        self, user: str, collection: str
+    ) -> tuple[list[tuple[str, str, float]], list[tuple[str, str, int]], dict[str, list[float]]]:
+        """What detection and profiles read: relation weights (chunks supporting each), mentions,
+        chunk vectors (one store call)."""
+
+        def read(conn: sqlite3.Connection) -> tuple:  # type: ignore[type-arg]
+            uc = (user, collection)
+            edges = conn.execute(
+                "SELECT s, o, count(DISTINCT chunk_id) FROM relation_sources WHERE user = ? AND collection = ?"
+                " GROUP BY s, p, o",
+                uc,
+            ).fetchall()
+            mentions = conn.execute(
+                "SELECT entity, chunk_id, count FROM mentions WHERE user = ? AND collection = ?", uc
+            ).fetchall()
+            vecs = conn.execute("SELECT id, vec FROM chunks WHERE user = ? AND collection = ?", uc).fetchall()
+            return edges, mentions, {i: np.frombuffer(v, dtype=np.float32).tolist() for i, v in vecs}
+
+        return await self.db.read(read)
+
+    async def replace(self, user: str, collection: str, records: Sequence[CommunityRecord]) -> None:
+        """Replace the collection's communities; a community whose membership did not change keeps
+        its summary."""
+
+        def write(conn: sqlite3.Connection) -> None:
+            uc = (user, collection)
+            kept = dict(
+                ((h, (s, m)) for h, s, m in conn.execute(
+                    "SELECT membership_hash, summary, summary_model FROM communities WHERE user = ? AND collection = ?"
+                    " AND summary IS NOT NULL", uc))
+            )  # fmt: skip
+            for table in ("communities", "community_members", "community_chunks"):
+                conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", uc)
+            docs = dict(conn.execute("SELECT id, document_id FROM chunks WHERE user = ? AND collection = ?", uc))
+            for r in records:
+                summary, model = kept.get(r.membership_hash, (None, None))
+                conn.execute(
+                    "INSERT INTO communities VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,0)",
+                    (*uc, r.id, r.level, r.parent, json.dumps(r.children), len(r.members), len(r.chunks),
+                     json.dumps(r.top_entities), json.dumps(r.top_chunks),
+                     np.asarray(r.vector, dtype=np.float32).tobytes(), r.membership_hash, summary, model),
+                )  # fmt: skip
+                conn.executemany(
+                    "INSERT INTO community_members VALUES (?,?,?,?,?)", [(*uc, m, r.level, r.id) for m in r.members]
+                )
+                conn.executemany(
+                    "INSERT INTO community_chunks VALUES (?,?,?,?,?,?)",
+                    [(*uc, r.id, c, docs[c], w) for c, w in r.chunks.items() if c in docs],
+                )
+
+        await self.db.write(write)
+
+    async def mark_stale(self, user: str, collection: str, entities: Sequence[str]) -> None:
+        """Flag the communities (every level) these entities belong to."""
+        sql = (
+            "UPDATE communities SET stale = 1 WHERE user = ?1 AND collection = ?2 AND id IN (SELECT community"
+            " FROM community_members WHERE user = ?1 AND collection = ?2"
+            " AND entity IN (SELECT value FROM json_each(?3)))"
+        )
+        await self.db.write(lambda c: c.execute(sql, (user, collection, json.dumps(list(entities)))))
+
+    async def list(
+        self,
+        user: str,
+        collection: str,
+        level: int | None = None,
+        ids: Sequence[str] | None = None,
+        limit: int = 1000,
+        scope: Scope | None = None,
+    ) -> list[CommunityInfo]:
+        """Communities of a level (or all), or by id, largest first; only those with a chunk in scope."""
+        return [info for info, _ in await self._rows(user, collection, level, ids, scope)][:limit]
+
+    async def search(
+        self,
+        user: str,
+        collection: str,
+        vector: Sequence[float],
+        level: int | None,
+        limit: int,
+        scope: Scope | None = None,
+    ) -> list[CommunityInfo]:
+        """Communities nearest `vector` (see `SearchCommunities` for how levels are chosen)."""
+        rows = await self._rows(user, collection, None, None, scope)
+        q = np.asarray(vector, dtype=np.float32)
+        q = q / (np.linalg.norm(q) or 1.0)
+        by_level: dict[int, list[Row]] = {}
+        for row in rows:
+            by_level.setdefault(row[0].level, []).append(row)
+        if level is not None:
+            return _nearest(by_level.get(level, []), q, limit)
+        picked: list[CommunityInfo] = []
+        for lv in sorted(by_level, reverse=True):  # the top level first, then down
+            picked = _nearest(by_level[lv], q, limit)
+            if len(picked) >= max(1, limit // 2):
+                return picked
+        return _nearest(rows, q, limit) if len(by_level) <= 1 else picked
+
+    async def _rows(
+        self, user: str, collection: str, level: int | None, ids: Sequence[str] | None, scope: Scope | None
+    ) -> list[Row]:
+        def read(conn: sqlite3.Connection) -> list[Row]:
+            allowed = _in_scope(conn, user, collection, scope)
+            args = (user, collection, level, level, None if ids is None else 1, json.dumps(list(ids or [])))
+            rows = conn.execute(SELECT_COMMUNITIES, args).fetchall()
+            return [
+                (_info(r), np.frombuffer(r[-1], dtype=np.float32)) for r in rows if allowed is None or r[0] in allowed
+            ]
+
+        return await self.db.read(read)
+
+    async def of_entities(self, user: str, collection: str, entities: Sequence[str], level: int) -> dict[str, str]:
+        """Entity -> its community at `level`."""
+        sql = (
+            "SELECT entity, community FROM community_members WHERE user = ? AND collection = ? AND level = ?"
+            " AND entity IN (SELECT value FROM json_each(?))"
+        )
+        args = (user, collection, level, json.dumps(list(entities)))
+        return dict(await self.db.read(lambda c: c.execute(sql, args).fetchall()))
+
+    async def member_chunks(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, list[str]]:
+        """Community id -> the ids of its chunks, heaviest first."""
+        sql = (
+            "SELECT community, chunk_id FROM community_chunks WHERE user = ? AND collection = ?"
+            " AND community IN (SELECT value FROM json_each(?)) ORDER BY community, weight DESC, chunk_id"
+        )
+        rows = await self.db.read(lambda c: c.execute(sql, (user, collection, json.dumps(list(ids)))).fetchall())
+        out: dict[str, list[str]] = {}
+        for community, chunk_id in rows:
+            out.setdefault(community, []).append(chunk_id)
+        return out
+
+    async def set_summary(
+        self, user: str, collection: str, community: str, membership: str, summary: str, model: str
+    ) -> None:
+        """Cache a summary (only if the community still has the membership it was written for)."""
+        sql = (
+            "UPDATE communities SET summary = ?, summary_model = ? WHERE user = ? AND collection = ? AND id = ?"
+            " AND membership_hash = ?"
+        )
+        await self.db.write(lambda c: c.execute(sql, (summary, model, user, collection, community, membership)))
+
+    async def membership(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, str]:
+        """Community id -> membership hash."""
+        sql = (
+            "SELECT id, membership_hash FROM communities WHERE user = ? AND collection = ?"
+            " AND id IN (SELECT value FROM json_each(?))"
+        )
+        args = (user, collection, json.dumps(list(ids)))
+        return dict(await self.db.read(lambda c: c.execute(sql, args).fetchall()))
+
+    async def delete_collection(self, user: str, collection: str) -> None:
+        """Drop the collection's communities."""
+
+        def write(conn: sqlite3.Connection) -> None:
+            for table in ("communities", "community_members", "community_chunks"):
+                conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", (user, collection))
+
+        await self.db.write(write)
+
+    async def close(self) -> None:
+        """The pool belongs to the document store."""
+
+
+def _in_scope(conn: sqlite3.Connection, user: str, collection: str, scope: Scope | None) -> set[str] | None:
+    if scope is None or scope.is_empty:
+        return None
+    docs = scoped_ids(conn, user, collection, scope)
+    if not docs:
+        return set()
+    sql = (
+        "SELECT DISTINCT community FROM community_chunks WHERE user = ? AND collection = ?"
+        " AND document_id IN (SELECT value FROM json_each(?))"
+    )
+    return {r[0] for r in conn.execute(sql, (user, collection, json.dumps(sorted(docs))))}
+
+
+def _info(r: tuple) -> CommunityInfo:  # type: ignore[type-arg]
+    cid, level, parent, children, size, chunks, tops, top_chunks, summary, model, stale, _vec = r
+    return CommunityInfo(
+        id=cid, level=level, parent=parent, children=json.loads(children), size=size, chunks=chunks,
+        top_entities=json.loads(tops), top_chunks=json.loads(top_chunks), summary=summary, summary_model=model,
+        stale=bool(stale),
+    )  # fmt: skip
+
+
+def _nearest(rows: list[Row], q: np.ndarray, limit: int) -> list[CommunityInfo]:
+    """The `limit` communities whose profile vectors are nearest `q`, with their scores."""
+    scored = [(float(v @ q), info) for info, v in rows if len(v) == len(q)]
+    scored.sort(key=lambda x: (-x[0], x[1].id))
+    return [info.model_copy(update={"score": s}) for s, info in scored[:limit]]
