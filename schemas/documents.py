@@ -6,13 +6,19 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
 from schemas.base import Message, Response, ScopedRequest
 from schemas.retrieval import RelationshipRef
 from schemas.scope import MetadataValue, Scope
 
-MAX_DOCUMENT_CHARS = 10_000_000
+# The most text one document may hold: what a load can carry and index in one request. A document's
+# store request holds its chunks' vectors (~10.5 kB a chunk of ~630 characters): 300,000 characters
+# made a 5.06 MB message against Pulsar's 5 MB; 250,000 (~400 chunks) also index well inside the
+# handler timeout (300 s) on a busy 2-core machine (7 chunks/s embedded at load 10).
+MAX_DOCUMENT_CHARS = 250_000
+MAX_TITLE_CHARS = 2048
+MAX_CONCEPT_CHARS = 512  # a concept's key and label: a name, not a sentence
 
 
 # How chunks are ranked: dense, lexical (BM25), both fused by reciprocal rank, or graph-aware passage ranking.
@@ -25,7 +31,7 @@ class Document(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(min_length=1, max_length=512)
-    title: str = Field(default="", max_length=2048)
+    title: str = Field(default="", max_length=MAX_TITLE_CHARS)
     text: str = Field(max_length=MAX_DOCUMENT_CHARS)
     timestamp: datetime | None = None
     metadata: dict[str, MetadataValue | list[MetadataValue]] = Field(default={}, max_length=256)
@@ -56,8 +62,8 @@ class Mention(BaseModel):
 class ConceptRef(BaseModel):
     """A concept of a document: its normalised key and the label it gets if it is new."""
 
-    key: str = Field(min_length=1, max_length=512)
-    label: str = Field(min_length=1, max_length=512)
+    key: str = Field(min_length=1, max_length=MAX_CONCEPT_CHARS)
+    label: str = Field(min_length=1, max_length=MAX_CONCEPT_CHARS)
 
 
 class KeyedMention(BaseModel):
@@ -302,6 +308,16 @@ class LoadDocuments(ScopedRequest):
     """Index and store documents (chunk, embed, extract concepts, link); streams progress."""
 
     documents: list[Document] = Field(min_length=1, max_length=256)
+
+    @field_validator("documents")
+    @classmethod
+    def _unique_ids(cls, documents: list[Document]) -> list[Document]:
+        """Two documents with one id in a load would store only the last: refused, by name."""
+        seen: set[str] = set()
+        twice = sorted({d.id for d in documents if d.id in seen or seen.add(d.id)})
+        if twice:
+            raise ValueError(f"duplicate document ids in one load: {', '.join(map(repr, twice[:5]))}")
+        return documents
 
 
 class FailedDocument(BaseModel):

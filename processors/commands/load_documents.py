@@ -115,7 +115,7 @@ async def load_documents(a: argparse.Namespace) -> int:
         print(f"{totals.llm_calls} model calls, {totals.relations} typed relations", file=sys.stderr)
     print(
         f"loaded {totals.loaded} documents ({totals.chunks} chunks; {totals.unchanged} unchanged, "
-        f"{len(totals.failed)} failed, {len(read) - len(docs)} unreadable) into {a.user}/{a.collection}",
+        f"{len(totals.failed)} failed, {len(read) - len(docs)} skipped) into {a.user}/{a.collection}",
         file=sys.stderr,
     )
     if rebuilt:

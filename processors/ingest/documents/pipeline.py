@@ -26,6 +26,7 @@ from processors.ingest.documents.params import DocumentLoadParams
 from processors.ingest.extractor.relations import FoundRelation
 from processors.models.text_completion.prompting import ModelAnswer
 from schemas.documents import (
+    MAX_CONCEPT_CHARS,
     Chunk,
     ConceptRef,
     CoOccurrence,
@@ -115,6 +116,8 @@ def index_document(
     """Concepts, mentions and sentence co-occurrences of one document (mentions per chunk), and
     the typed relations each chunk states, if an extractor found some."""
     title_key = title_key_of(doc.title)
+    if len(title_key) > MAX_CONCEPT_CHARS:  # a title that long names no entity: no title concept
+        title_key = ""
     labels: dict[str, Counter[str]] = {}
     keyed: list[KeyedMention] = []
     pairs: dict[tuple[str, str], list[str]] = {}
@@ -129,7 +132,7 @@ def index_document(
         for sentence in _sentences(found, title_key):
             for a, b in combinations(sorted(sentence), 2):
                 pairs.setdefault((a, b), []).append(chunk.id)
-    concepts = [ConceptRef(key=k, label=c.most_common(1)[0][0][:512]) for k, c in labels.items()]
+    concepts = [ConceptRef(key=k, label=c.most_common(1)[0][0][:MAX_CONCEPT_CHARS]) for k, c in labels.items()]
     cooc = [CoOccurrence(a=a, b=b, chunk_ids=list(dict.fromkeys(ids))) for (a, b), ids in pairs.items()]
     typed: dict[FoundRelation, list[str]] = {}
     for chunk, found_relations in zip(chunks, relations or [], strict=False):
