@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from processors.algorithms.bm25 import terms
@@ -71,6 +71,13 @@ WRITE_MENTIONS = (
     "SET e.concept = coalesce(e.concept, row.owned), e.concept_key = coalesce(e.concept_key, row.concept_key) "
     "CREATE (c)-[:HAS_ENTITY {user: $user, collection: $collection, count: row.count}]->(e)"
 )
+# A claim (see DocumentStore.claim) flags the concept owned before any chunk mentions it.
+CLAIM_CONCEPTS = (
+    "UNWIND $rows AS row MERGE (e:KgEntity {key: row.ekey}) "
+    "ON CREATE SET e.user = $user, e.collection = $collection, e.uri = row.iri "
+    "SET e.concept = true, e.concept_key = coalesce(e.concept_key, row.key)"
+)
+OWNED_CONCEPTS = "UNWIND $ekeys AS k MATCH (e:KgEntity {key: k}) WHERE e.concept = true RETURN e.uri AS iri"
 WRITE_SOURCES = (
     "UNWIND $sources AS row MATCH (c:KgChunk {key: row.ckey}) MERGE (r:KgRelation {key: row.key}) "
     "ON CREATE SET r.user = $user, r.collection = $collection, r.s = row.s, r.p = row.p, r.o = row.o "
@@ -173,6 +180,17 @@ class Neo4jDocumentStore:
             return await _unlinked(run, params, old)
 
         return await self.conn.write_tx(work)
+
+    async def claim(self, user: str, collection: str, concepts: Mapping[str, str]) -> None:
+        """Flag `concepts` (IRI -> key) owned on their entity nodes, before their vectors and labels."""
+        rows = [{"ekey": entity_key(user, collection, iri), "iri": iri, "key": key} for iri, key in concepts.items()]
+        if rows:
+            await self.conn.write([(CLAIM_CONCEPTS, {**tenant(user, collection), "rows": rows})])
+
+    async def claimed(self, user: str, collection: str, iris: Sequence[str]) -> set[str]:
+        """Of `iris`, the owned concepts."""
+        ekeys = [entity_key(user, collection, iri) for iri in dict.fromkeys(iris)]
+        return {r["iri"] for r in await self.conn.read(OWNED_CONCEPTS, {"ekeys": ekeys})}
 
     async def delete_collection(self, user: str, collection: str) -> None:
         """Drop the collection's documents, chunks and provenance (in batches) and concept flags."""

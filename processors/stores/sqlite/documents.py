@@ -9,7 +9,7 @@ import asyncio
 import json
 import sqlite3
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from processors.algorithms.passage_rank import PassageRankParams
@@ -41,6 +41,13 @@ from processors.stores.sqlite.docs_schema import (
 )
 from processors.stores.sqlite.pool import SqlitePool
 from schemas.documents import Chunk, DocumentInfo, Mention, Scope, SearchMode
+
+# A claim makes the concept owned (a concept loaded from triples is never claimed: it is named).
+CLAIM_CONCEPT = "INSERT INTO concepts VALUES (?,?,?,?,?) ON CONFLICT DO UPDATE SET owned = 1"
+OWNED_CONCEPTS = (
+    "SELECT iri FROM concepts WHERE user = ? AND collection = ? AND owned = 1"
+    " AND iri IN (SELECT value FROM json_each(?))"
+)
 
 
 class SqliteDocumentStore:
@@ -80,6 +87,17 @@ class SqliteDocumentStore:
         out = await self.db.write(write)
         self._checked.pop((user, collection), None)
         return out
+
+    async def claim(self, user: str, collection: str, concepts: Mapping[str, str]) -> None:
+        """Owned concept rows for `concepts` (IRI -> key), before their vectors and labels exist."""
+        rows = [(user, collection, iri, 1, key) for iri, key in concepts.items()]
+        await self.db.write(lambda conn: conn.executemany(CLAIM_CONCEPT, rows))
+
+    async def claimed(self, user: str, collection: str, iris: Sequence[str]) -> set[str]:
+        """Of `iris`, the owned concepts."""
+        args = (user, collection, json.dumps(list(iris)))
+        rows = await self.db.read(lambda conn: conn.execute(OWNED_CONCEPTS, args).fetchall())
+        return {str(r[0]) for r in rows}
 
     async def delete_collection(self, user: str, collection: str) -> None:
         """Drop every row of the collection."""
