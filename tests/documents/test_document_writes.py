@@ -20,7 +20,9 @@ from processors.base.settings import RuntimeSettings
 from processors.stores.settings import StoreSettings
 from schemas.documents import DeleteDocuments, Document, LoadDocuments, LoadResponse
 from schemas.graph_rag import GraphRagRequest
-from schemas.services import DOCUMENT_LOAD, DOCUMENT_STORE, GRAPH_RAG
+from schemas.kg_query import KgQueryRequest
+from schemas.lazy_rag import LazyRagRequest
+from schemas.services import DOCUMENT_LOAD, DOCUMENT_STORE, GRAPH_RAG, KG_QUERY, LAZY_RAG
 from schemas.terms import RDFS_LABEL, Term
 
 U = "alice"
@@ -102,14 +104,18 @@ async def test_a_write_stopped_at_any_point_is_completed_by_a_rerun(
     assert first.loaded == 0 and len(first.failed) == 4
     rag = client(system, GRAPH_RAG)
     asked = await rag.request(GraphRagRequest(user=U, collection="killed", query="Who met Babbage?", no_llm=True))
-    warned_while_killed = [w.type for w in asked.warnings]
+    lazy = await client(system, LAZY_RAG).request(LazyRagRequest(user=U, collection="killed", query="Babbage?",
+                                                                  no_llm=True))  # fmt: skip
+    kg = await client(system, KG_QUERY).request(KgQueryRequest(user=U, collection="killed", query="Babbage?",
+                                                              no_llm=True))  # fmt: skip
+    warned_while_killed = [w.type for r in (asked, lazy, kg) for w in r.warnings]
     monkeypatch.setattr(store, kill[1], real)
 
     again = await load(system, "killed")
     assert again.loaded == 4 and not again.failed
     assert await state(system, home, "killed") == clean
     asked = await rag.request(GraphRagRequest(user=U, collection="killed", query="Who met Babbage?", no_llm=True))
-    assert warned_while_killed == ["incomplete-collection"] and not asked.warnings
+    assert warned_while_killed == ["incomplete-collection"] * 3 and not asked.warnings
 
     await delete_all(system, "clean")
     await delete_all(system, "killed")
