@@ -9,29 +9,32 @@ relationship carrying `user` and `collection` (keys: neo4j_schema.node_key / ent
     KgEntity.concept                                   set while chunks mention it: true when
                                                        indexing created the entity (owned)
 
-`lexical` holds the chunk's BM25 terms (relevance.bm25.terms) for the full-text index and
-`lexlen` their count (a document's: its chunks' total), so a search scores BM25 with the
-scope's own statistics (see neo4j_chunk_search). Scopes are predicates inside each query
-(neo4j_scope.IN_SCOPE); all Cypher is constant text with parameters.
+    (:KgChunk)-[:ABOUT]->(:KgEntity)                   the chunk's subject (its document's title names it)
+
+`lexical` holds the chunk's BM25 terms (algorithms/bm25.terms) and `tenant` a hash of user +
+collection, both in the full-text index `kg_chunk_text` (every Lucene query names the tenant),
+and `lexlen` their count (a document's: its chunks' total), so a scoped search scores BM25 with
+the scope's own statistics (see chunk_search). Reads go through the store's indexes and a bounded
+read per hop (passages.py): none holds a collection in the process. Scopes are predicates inside
+each query (scope.IN_SCOPE); all Cypher is constant text with parameters.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from processors.algorithms.bm25 import terms
-from processors.algorithms.passage_rank import PassageRankParams
-from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
+from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
+from processors.stores.documents_protocol import DocumentRecord, RemovedLinks, tenant_token
+from processors.stores.neo4j import passages
 from processors.stores.neo4j import relations as neo4j_relations
-from processors.stores.neo4j.chunk_search import GET_CHUNKS, chunk_of, search_chunks
+from processors.stores.neo4j.chunk_search import GET_CHUNKS, chunk_of
 from processors.stores.neo4j.communities import Neo4jCommunityStore
-from processors.stores.neo4j.graph_index import BUMP, DROP_IF_EMPTY, Neo4jGraphIndex, version_params
 from processors.stores.neo4j.schema import Neo4jConnection, Runner, entity_key, node_key, stored_vector
 from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, keys, meta_pairs, tenant
-from schemas.documents import Chunk, DocumentInfo, Mention, Scope, SearchMode
+from schemas.documents import Chunk, DocumentInfo, Mention, Scope
 
 __all__ = ["Neo4jCommunityStore", "Neo4jDocumentStore"]
 
@@ -49,7 +52,7 @@ OLD_LINKS = (
 # Replacing: the old chunks lose their links; those the new version does not have go.
 CLEAR_CHUNKS = (
     "UNWIND $docs AS row MATCH (d:KgDocument {key: row.key}) WHERE d.user = $user AND d.collection = $collection "
-    "MATCH (d)-[:HAS_CHUNK]->(c:KgChunk) CALL (c) { MATCH (c)-[x:HAS_ENTITY|SOURCE_OF]->() DELETE x } "
+    "MATCH (d)-[:HAS_CHUNK]->(c:KgChunk) CALL (c) { MATCH (c)-[x:HAS_ENTITY|SOURCE_OF|ABOUT]->() DELETE x } "
     "WITH c, row WHERE NOT c.key IN row.chunk_keys DETACH DELETE c"
 )
 DELETE_DOCS = (
@@ -62,8 +65,13 @@ WRITE_DOCS = (
 )
 WRITE_CHUNKS = (
     "UNWIND $chunks AS row MATCH (d:KgDocument {key: row.dkey}) MERGE (c:KgChunk {key: row.key}) "
-    "SET c.user = $user, c.collection = $collection, c += row.props, c.embedding = row.vec "
+    "SET c.user = $user, c.collection = $collection, c.tenant = $tenant, c += row.props, c.embedding = row.vec "
     "MERGE (d)-[h:HAS_CHUNK]->(c) ON CREATE SET h.user = $user, h.collection = $collection"
+)
+# A document's title names its chunks' subject (an entity the mentions MERGE).
+WRITE_SUBJECTS = (
+    "UNWIND $subjects AS row MATCH (c:KgChunk {key: row.ckey}) MATCH (e:KgEntity {key: row.ekey}) "
+    "MERGE (c)-[a:ABOUT]->(e) ON CREATE SET a.user = $user, a.collection = $collection"
 )
 WRITE_MENTIONS = (
     "UNWIND $mentions AS row MATCH (c:KgChunk {key: row.ckey}) "
@@ -90,7 +98,8 @@ WRITE_RELATION_VECTORS = (
 # Everything a store writes, in one query.
 WRITE = (
     "CALL () { " + WRITE_DOCS + " } CALL () { " + WRITE_CHUNKS + " } "
-    "CALL () { " + WRITE_MENTIONS + " } CALL () { " + WRITE_SOURCES + " } CALL () { " + WRITE_RELATION_VECTORS + " }"
+    "CALL () { " + WRITE_MENTIONS + " } CALL () { " + WRITE_SUBJECTS + " } CALL () { " + WRITE_SOURCES + " } "
+    "CALL () { " + WRITE_RELATION_VECTORS + " }"
 )
 # Of the candidates: relations no chunk supports any more (deleted, returned) and entities no
 # chunk mentions (their concept flag goes; nodes nothing else uses go too).
@@ -122,6 +131,13 @@ CHUNK_LINKS = (
     "MATCH (d:KgDocument)-[:HAS_CHUNK]->(c) WHERE " + IN_SCOPE + " "
     "MATCH (c)-[m:HAS_ENTITY]->(e:KgEntity) RETURN e.uri AS entity, c.id AS chunk, m.count AS n ORDER BY entity"
 )
+# Per entity, the distinct documents in scope with a timestamp in [$since, $until] that mention it.
+EPISODE_COUNTS = (
+    "UNWIND $ekeys AS ek MATCH (e:KgEntity {key: ek}) WHERE e.user = $user AND e.collection = $collection "
+    "CALL (e) { MATCH (d:KgDocument)-[:HAS_CHUNK]->(:KgChunk)-[:HAS_ENTITY]->(e) "
+    "WHERE d.timestamp >= $since AND d.timestamp <= $until AND " + IN_SCOPE + " RETURN count(DISTINCT d) AS n } "
+    "RETURN e.uri AS entity, n"
+)
 RELATIONS_AMONG = (
     "UNWIND $entities AS s MATCH (r:KgRelation {user: $user, collection: $collection, s: s}) "
     "WHERE r.o IN $entities MATCH (d:KgDocument)-[:HAS_CHUNK]->(c:KgChunk)-[:SOURCE_OF]->(r) WHERE " + IN_SCOPE + " "
@@ -145,16 +161,49 @@ DELETE_COLLECTION = (
 )
 
 
+# Chunks written before the full-text index named the tenant, and documents' subjects before ABOUT.
+MIGRATION_DONE = "MATCH (m:KgSchema {key: 'documents'}) WHERE m.version >= 2 RETURN 1 AS done"
+MIGRATION_TENANTS = "MATCH (d:KgDocument) RETURN DISTINCT d.user AS user, d.collection AS collection"
+MIGRATE_TENANT = (
+    "MATCH (c:KgChunk {user: $user, collection: $collection}) WHERE c.tenant IS NULL "
+    "CALL (c) { SET c.tenant = $tenant" + _BATCHED
+)
+MIGRATE_SUBJECTS = (
+    "MATCH (d:KgDocument {user: $user, collection: $collection}) WHERE d.title_entity IS NOT NULL "
+    "MATCH (e:KgEntity {key: $prefix + d.title_entity + '\"]'}) MATCH (d)-[:HAS_CHUNK]->(c:KgChunk) "
+    "CALL (c, e) { MERGE (c)-[a:ABOUT]->(e) ON CREATE SET a.user = $user, a.collection = $collection" + _BATCHED
+)
+MIGRATION_MARK = (
+    "MATCH (v:KgDocsVersion) DETACH DELETE v WITH count(*) AS gone "
+    "MERGE (m:KgSchema {key: 'documents'}) SET m.version = 2"
+)
+
+
 class Neo4jDocumentStore:
     """DocumentStore on Neo4j (see the module docstring)."""
 
     def __init__(self, conn: Neo4jConnection) -> None:
         self.conn = conn.acquire()
-        self._graph = Neo4jGraphIndex(self.conn)
+        self._migrated = False
+
+    async def migrate(self) -> None:
+        """Once per process: bring a database written by an earlier version up to date."""
+        if self._migrated:
+            return
+        if not await self.conn.read(MIGRATION_DONE, {}):
+            for row in await self.conn.read(MIGRATION_TENANTS, {}):
+                user, collection = row["user"], row["collection"]
+                args = {"user": user, "collection": collection, "tenant": tenant_token(user, collection)}
+                await self.conn.autocommit(MIGRATE_TENANT, args)
+                prefix = entity_key(user, collection, "")[:-2]  # the key of an IRI is this prefix + IRI + '"]'
+                await self.conn.autocommit(MIGRATE_SUBJECTS, {**args, "prefix": prefix})
+            await self.conn.autocommit(MIGRATION_MARK, {})
+        self._migrated = True
 
     async def store(self, user: str, collection: str, records: Sequence[DocumentRecord]) -> RemovedLinks:
         """Write documents, replacing earlier versions of the same ids, in one transaction;
         returns what the replaced versions linked that nothing links any more."""
+        await self.migrate()
         scope, rows = tenant(user, collection), _rows(user, collection, records)
         docs = {**scope, "docs": [{"key": d["key"], "chunk_keys": d["chunk_keys"]} for d in rows["docs"]]}
         params = {**scope, "dkeys": [d["key"] for d in rows["docs"]]}  # each query gets only what it reads
@@ -162,8 +211,7 @@ class Neo4jDocumentStore:
         async def work(run: Runner) -> RemovedLinks:
             old = await _linked(run, params)
             await run(CLEAR_CHUNKS, docs)
-            await run(WRITE, {**scope, **rows})
-            await run(BUMP, version_params(user, collection))
+            await run(WRITE, {**scope, **rows, "tenant": tenant_token(user, collection)})
             return await _unlinked(run, params, old)
 
         return await self.conn.write_tx(work)
@@ -175,8 +223,6 @@ class Neo4jDocumentStore:
         async def work(run: Runner) -> RemovedLinks:
             old = await _linked(run, params)
             await run(DELETE_DOCS, params)
-            await run(BUMP, version_params(user, collection))
-            await run(DROP_IF_EMPTY, version_params(user, collection))
             return await _unlinked(run, params, old)
 
         return await self.conn.write_tx(work)
@@ -196,42 +242,71 @@ class Neo4jDocumentStore:
         """Drop the collection's documents, chunks and provenance (in batches) and concept flags."""
         for cypher in DELETE_COLLECTION:
             await self.conn.autocommit(cypher, tenant(user, collection))
-        await self.conn.autocommit(DROP_IF_EMPTY, version_params(user, collection))
 
     async def hashes(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, str]:
         """Content hash of each stored document of `ids`."""
         rows = await self.conn.read(HASHES, {**tenant(user, collection), "dkeys": keys(user, collection, ids)})
         return {r["id"]: r["hash"] for r in rows}
 
-    async def search(
+    async def candidates(
+        self, user: str, collection: str, vector: Sequence[float] | None, terms: Sequence[str], k: int,
+        scope: Scope | None = None, among: Sequence[str] | None = None,
+    ) -> Candidates:  # fmt: skip
+        """The `k` nearest chunks and the `k` best by BM25, with cosines (see passages.candidates)."""
+        await self.migrate()
+        params = tenant(user, collection, scope)
+        return await self.conn.read_tx(lambda run: passages.candidates(run, params, vector, terms, k, among))
+
+    async def named(
+        self, user: str, collection: str, phrases: Sequence[str], vector: Sequence[float], scope: Scope | None = None
+    ) -> dict[str, tuple[str, list[Passage]]]:
+        """Of `phrases`, the concept keys in the scope: key -> (concept, its subject chunks)."""
+        await self.migrate()
+        params = tenant(user, collection, scope)
+        return await self.conn.read_tx(lambda run: passages.named(run, params, phrases, vector))
+
+    async def passage_links(
+        self, user: str, collection: str, chunk_ids: Sequence[str], skip: Collection[str], cap: int,
+        known: Collection[str], vector: Sequence[float], scope: Scope | None = None,
+    ) -> HopLinks:  # fmt: skip
+        """One graphrank hop from `chunk_ids`, in one read transaction (see passages.links)."""
+        await self.migrate()
+        params = tenant(user, collection, scope)
+        return await self.conn.read_tx(lambda run: passages.links(run, params, chunk_ids, skip, cap, known, vector))
+
+    async def episodes(
         self,
         user: str,
         collection: str,
-        vector: Sequence[float] | None,
-        text: str | None,
-        mode: SearchMode,
-        limit: int,
+        entities: Sequence[str],
+        chunk_ids: Sequence[str],
+        window: tuple[float, float] | None,
         scope: Scope | None = None,
-        params: PassageRankParams | None = None,
-        chunk_ids: Collection[str] | None = None,
-    ) -> list[Chunk]:
-        """The best chunks of the scope (and of `chunk_ids`, when given) by vector and/or text (see
-        neo4j_chunk_search), or by graphrank over the collection's index held in memory (see
-        neo4j_graph_index)."""
-        if chunk_ids is not None and not chunk_ids:
-            return []
-        tp = tenant(user, collection, scope)
-        if mode != "graph":
-            args = {**tp, "chunk_ids": None if chunk_ids is None else list(chunk_ids)}
-            return await self.conn.read_tx(lambda run: search_chunks(run, args, vector, text, mode, limit))
-        index = await self._graph.index(user, collection)
-        if index is None:
-            return []
-        allowed = None if scope is None or scope.is_empty else await self._graph.allowed(tp)
-        mask = index.mask(allowed, chunk_ids)
-        hits = await asyncio.to_thread(self._graph.search, index, vector, text, limit, mask, params)
-        by_id = {c.id: c for c in await self.chunks(user, collection, [c for c, _ in hits])}
-        return [by_id[c].model_copy(update={"score": s}) for c, s in hits if c in by_id]
+    ) -> tuple[dict[str, list[str]], dict[str, int]]:
+        """What the chunks mention (in scope) and, with a window, each entity's episodes: the
+        distinct documents in scope with a timestamp in it whose chunks mention it."""
+        params = tenant(user, collection, scope)
+
+        async def work(run: Runner) -> tuple[dict[str, list[str]], dict[str, int]]:
+            mentioned: dict[str, list[str]] = {}
+            if chunk_ids:
+                for r in await run(CHUNK_LINKS, {**params, "ckeys": keys(user, collection, chunk_ids)}):
+                    mentioned.setdefault(r["chunk"], []).append(r["entity"])
+            if window is None:
+                return mentioned, {}
+            wanted = list(dict.fromkeys([*entities, *(e for es in mentioned.values() for e in es)]))
+            ekeys = [entity_key(user, collection, e) for e in wanted]
+            rows = await run(EPISODE_COUNTS, {**params, "ekeys": ekeys, "since": window[0], "until": window[1]})
+            return mentioned, {r["entity"]: int(r["n"]) for r in rows if r["n"]}
+
+        return await self.conn.read_tx(work)
+
+    async def chunk_similarities(
+        self, user: str, collection: str, vector: Sequence[float], chunk_ids: Sequence[str], scope: Scope | None = None
+    ) -> dict[str, float]:
+        """Cosine of `vector` to the stored vector of each chunk of `chunk_ids` in scope."""
+        params = tenant(user, collection, scope)
+        return await self.conn.read_tx(lambda run: passages.similarities(run, params, vector, chunk_ids))
 
     async def chunks(self, user: str, collection: str, ids: Sequence[str], scope: Scope | None = None) -> list[Chunk]:
         """Chunks by id (in the scope), in the order asked."""
@@ -317,7 +392,7 @@ class Neo4jDocumentStore:
 
 def _rows(user: str, collection: str, records: Sequence[DocumentRecord]) -> dict[str, list[dict[str, Any]]]:
     """The UNWIND rows of documents, chunks, mentions and relation sources."""
-    docs, chunks, mentions, sources, relvecs = [], [], [], [], []
+    docs, chunks, mentions, sources, relvecs, subjects = [], [], [], [], [], []
     for r in records:
         d, dkey = r.document, node_key(user, collection, r.document.id)
         words = [terms(f"{d.title}\n{c.text}" if d.title else c.text) for c in r.chunks]  # as the embedded index
@@ -331,6 +406,8 @@ def _rows(user: str, collection: str, records: Sequence[DocumentRecord]) -> dict
             cprops = {"id": c.id, "document_id": d.id, "ordinal": c.ordinal, "text": c.text, "start": c.start,
                       "end": c.end, "tokens": c.tokens, "lexical": x, "lexlen": n}  # fmt: skip
             chunks.append({"key": ck, "dkey": dkey, "props": cprops, "vec": stored_vector(v)})
+            if r.title_entity:
+                subjects.append({"ckey": ck, "ekey": entity_key(user, collection, r.title_entity)})
         counts: dict[tuple[str, str], int] = {}
         for m in r.mentions:
             counts[m.chunk_id, m.entity] = counts.get((m.chunk_id, m.entity), 0) + m.count
@@ -349,7 +426,8 @@ def _rows(user: str, collection: str, records: Sequence[DocumentRecord]) -> dict
             for x in r.relations
             if x.vector is not None
         ]
-    return {"docs": docs, "chunks": chunks, "mentions": mentions, "sources": sources, "relvecs": relvecs}
+    return {"docs": docs, "chunks": chunks, "mentions": mentions, "sources": sources, "relvecs": relvecs,
+            "subjects": subjects}  # fmt: skip
 
 
 async def _linked(run: Runner, params: dict[str, Any]) -> tuple[list[str], dict[str, str]]:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
@@ -52,6 +53,13 @@ class SqlitePool:
             self._local.conn = conn
             self._conns.append(conn)
         return conn
+
+    @contextlib.contextmanager
+    def writer(self) -> Iterator[sqlite3.Connection]:
+        """A blocking write transaction on this thread (for setup, before the event loop serves)."""
+        conn = self._conn()
+        with self._write_lock, conn:
+            yield conn
 
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(conn)` in a worker thread."""
