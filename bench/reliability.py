@@ -97,7 +97,7 @@ async def kgflow_up(home: Path, extra: list[str] | None = None) -> AsyncIterator
                 await asyncio.to_thread(_wait_healthy, url := f"http://127.0.0.1:{port}", proc, log_path)
                 break
             except RuntimeError as e:
-                if "unknown blueprint" not in str(e) or attempt == 4:
+                if not any(m in str(e) for m in ("unknown blueprint", "already running")) or attempt == 4:
                     raise
                 log(f"[reliability] kgflow up met another flow registry ({e}); again")
                 await asyncio.sleep(10)
