@@ -114,10 +114,21 @@ class ScopedDocRequest(ScopedRequest):
 
 
 class StoreDocuments(ScopedRequest):
-    """Write indexed documents (replacing earlier versions of the same ids)."""
+    """Write indexed documents (replacing earlier versions of the same ids); `started`: the mark of
+    the `write-mark` that preceded it (else the store marks the collection itself)."""
 
     operation: Literal["store"] = "store"
     documents: list[IndexedDocument] = Field(min_length=1, max_length=512)
+    started: float | None = None
+
+
+class WriteMark(ScopedRequest):
+    """Mark the collection incomplete before a load's work (queries warn until the store that
+    follows, or a later one, finishes; the response's `started` identifies the mark), or with
+    `finish`, clear that mark (a load that found nothing to store)."""
+
+    operation: Literal["write-mark"] = "write-mark"
+    finish: float | None = None
 
 
 class DocumentStatus(ScopedDocRequest):
@@ -251,10 +262,10 @@ class DocumentsRequest(RootModel):
 
 
 class DocumentStoreRequest(RootModel):
-    """Any document-store request (writes), told apart by `operation`. `store` is internal: the
-    document-load flow sends it; the gateway routes only the deletes."""
+    """Any document-store request (writes), told apart by `operation`. `write-mark` and `store` are
+    internal: the document-load flow sends them; the gateway routes only the deletes."""
 
-    root: Annotated[StoreDocuments | DeleteDocuments | DeleteCollection, Field(discriminator="operation")]
+    root: Annotated[StoreDocuments | WriteMark | DeleteDocuments | DeleteCollection, Field(discriminator="operation")]
 
 
 class ChunkLinks(BaseModel):
@@ -289,6 +300,7 @@ class DocumentsResponse(Response):
 
     stored: int = 0
     deleted: int = 0
+    started: float | None = None  # write-mark: the mark's time (None: an unfinished triples load's is kept)
     hashes: dict[str, str] = {}
     chunks: list[Chunk] = []
     by_community: dict[str, list[str]] = {}  # search with communities: community -> its chunks found

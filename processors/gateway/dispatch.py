@@ -59,7 +59,7 @@ KGFLOW_SERVICES: dict[str, Service] = {
 }
 # Operations a client may not send through the gateway: the document-load flow's own writes (a
 # stored record is trusted to be what indexing built: its vectors, links and ownership).
-INTERNAL_OPERATIONS: dict[str, frozenset[str]] = {DOCUMENT_STORE.name: frozenset({"store"})}
+INTERNAL_OPERATIONS: dict[str, frozenset[str]] = {DOCUMENT_STORE.name: frozenset({"store", "write-mark"})}
 # TrustGraph service names kgflow answers with a service of its own (see tg_documents.py).
 TRUSTGRAPH_ALIASES: dict[str, Service] = {
     "document-rag": LAZY_RAG,

@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
-from processors.base.client import RequestResponseClient
+from processors.base.client import RemoteError, RequestResponseClient
 from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
+from processors.ingest.documents import pipeline
 from processors.stores.settings import StoreSettings
-from schemas.documents import DeleteDocuments, Document, LoadDocuments, LoadResponse
+from schemas.documents import DeleteDocuments, Document, LoadDocuments, LoadResponse, WriteMark
 from schemas.graph_rag import GraphRagRequest
 from schemas.kg_query import KgQueryRequest
 from schemas.lazy_rag import LazyRagRequest
@@ -138,3 +139,32 @@ async def test_two_loads_that_find_one_new_concept_at_once_label_it_once(system:
         ada = await system.stores.triples.pattern(U, coll, Term.iri("http://kgflow.org/e/ada_lovelace"),
                                                   Term.iri(RDFS_LABEL), None, 10)  # fmt: skip
         assert len(ada) == 1, ada
+
+
+async def test_a_load_is_marked_from_its_first_step_until_its_documents_are_stored(
+    system: System, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A load that dies before its store request (here: indexing fails) leaves the collection marked
+    incomplete; a rerun that stores it, or finds every document stored already, clears the mark."""
+    rag = client(system, GRAPH_RAG)
+
+    async def warned(collection: str) -> list[str]:
+        res = await rag.request(GraphRagRequest(user=U, collection=collection, query="Babbage?", no_llm=True))
+        return [w.type for w in res.warnings]
+
+    await load(system, "stale")  # stored; then a write dies after its last document, before clearing
+    await client(system, DOCUMENT_STORE).request(WriteMark(user=U, collection="stale"))
+    assert await warned("stale") == ["incomplete-collection"]
+    assert (await load(system, "stale")).unchanged == 4
+    assert await warned("stale") == []
+
+    def fails(*args: Any) -> Any:
+        raise RuntimeError("killed while indexing")
+
+    monkeypatch.setattr(pipeline, "_index_all", fails)
+    with pytest.raises(RemoteError):
+        await load(system, "early")
+    assert await warned("early") == ["incomplete-collection"]
+    monkeypatch.undo()
+    assert (await load(system, "early")).loaded == 4
+    assert await warned("early") == []

@@ -15,7 +15,7 @@ from processors.ingest.document_store.linking import Linked, attach_relation_vec
 from processors.models.embeddings.client import FlowEmbedder
 from processors.stores.documents_protocol import RemovedLinks
 from processors.stores.protocol import LoadState
-from schemas.documents import DeleteCollection, DeleteDocuments, DocumentsResponse, StoreDocuments
+from schemas.documents import DeleteCollection, DeleteDocuments, DocumentsResponse, StoreDocuments, WriteMark
 from schemas.services import DOCUMENT_STORE, EMBEDDINGS, Service
 from schemas.terms import Term
 
@@ -28,7 +28,7 @@ class DocumentStoreProcessor(StoreProcessor):
     name = DOCUMENT_STORE.name
 
     def services(self) -> list[ServiceSpec]:
-        table = {StoreDocuments: self.store, DeleteDocuments: self.delete_documents,
+        table = {StoreDocuments: self.store, WriteMark: self.write_mark, DeleteDocuments: self.delete_documents,
                  DeleteCollection: self.delete_collection}  # fmt: skip
         return [ServiceSpec(DOCUMENT_STORE, by_operation(table))]
 
@@ -41,7 +41,7 @@ class DocumentStoreProcessor(StoreProcessor):
         claimed (owned) before their vectors, which make them named, and their labels; the
         documents (what `status` reports as stored) come last, then the mark is cleared."""
         user, coll = req.user, req.collection
-        started = await self._begin(user, coll)
+        started = req.started if req.started is not None else await self._begin(user, coll)
         keys = sorted({c.key for d in req.documents for c in d.concepts})
         named = await self.stores.entities.named(user, coll, keys)
         claimed = await self.stores.documents.claimed(user, coll, sorted(set(named.values()))) if named else set()
@@ -75,6 +75,14 @@ class DocumentStoreProcessor(StoreProcessor):
         await self._finish(user, coll, started)
         await self.announce_graph_changed(user, coll)
         return DocumentsResponse(stored=len(linked.records))
+
+    async def write_mark(self, req: WriteMark, flow: FlowContext) -> DocumentsResponse:
+        """Mark the collection incomplete for a load about to work on it (see `_begin`), or clear
+        the mark `req.finish` (the load stored nothing)."""
+        if req.finish is not None:
+            await self._finish(req.user, req.collection, req.finish)
+            return DocumentsResponse(started=req.finish)
+        return DocumentsResponse(started=await self._begin(req.user, req.collection))
 
     async def _begin(self, user: str, coll: str) -> float | None:
         """Mark the collection incomplete while documents are written (queries warn, as after an

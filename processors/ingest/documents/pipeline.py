@@ -49,6 +49,14 @@ class IngestSources(Protocol):
         """Content hashes of the stored documents among `ids`."""
         ...
 
+    async def begin(self) -> None:
+        """Mark the collection incomplete: documents are about to be indexed and stored."""
+        ...
+
+    async def finish(self) -> None:
+        """Clear the mark `begin` set, when nothing was stored (a store clears it itself)."""
+        ...
+
     async def embed(self, texts: list[str]) -> list[list[float]]:
         """One vector per text."""
         ...
@@ -181,6 +189,9 @@ async def load_batch(
     todo = [d for d in docs if stored.get(d.id) != content_hash(d)]
     report.unchanged = len(docs) - len(todo)
     progress("unchanged", report.unchanged)
+    # marked before the work, so a load killed anywhere in it leaves the mark; also when every
+    # document is unchanged, to clear a mark a killed write left after its last document was stored
+    await sources.begin()
     # tokenizing (and indexing, below) a batch is CPU work: not on the event loop the processor's
     # other requests share (a 50,000-character document held it 0.2-0.3 s at a time)
     chunked = await asyncio.to_thread(_chunk_all, todo, tokenizer, params, report)
@@ -207,6 +218,8 @@ async def load_batch(
         report.warnings += outcome.warnings()
     indexed = await asyncio.to_thread(_index_all, chunked, vectors, mentions, relations)
     await _store(sources, indexed, report)
+    if not todo:  # nothing to store: no store request clears the mark
+        await sources.finish()
     report.loaded = len(indexed) - sum(1 for x in indexed if x.document.id in report.failed)
     report.chunks = sum(len(x.chunks) for x in indexed if x.document.id not in report.failed)
     report.mentions = sum(len(x.mentions) for x in indexed if x.document.id not in report.failed)
