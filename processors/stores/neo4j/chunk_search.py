@@ -61,7 +61,7 @@ LEXICAL = (
     "WITH n, mean_len, posts, log(1 + (n - size(posts) + 0.5) / (size(posts) + 0.5)) AS idf "
     "UNWIND posts AS p WITH p.c AS c, "
     "sum(idf * p.tf * ($k1 + 1) / (p.tf + $k1 * (1 - $b + $b * p.c.lexlen / mean_len))) AS score "
-    "ORDER BY score DESC, c.id LIMIT $k RETURN c.id AS id, score"
+    "ORDER BY score DESC, c.id LIMIT $k RETURN c.id AS id, c.lexical AS lexical, score"
 )
 
 

@@ -21,64 +21,32 @@ each query (scope.IN_SCOPE); all Cypher is constant text with parameters.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from processors.algorithms.bm25 import terms
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks, tenant_token
-from processors.stores.neo4j import passages
+from processors.stores.neo4j import passages, term_stats
 from processors.stores.neo4j import relations as neo4j_relations
 from processors.stores.neo4j.chunk_search import GET_CHUNKS, chunk_of
 from processors.stores.neo4j.communities import Neo4jCommunityStore
-from processors.stores.neo4j.schema import Neo4jConnection, Runner, entity_key, node_key, stored_vector
-from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, keys, meta_pairs, tenant
+from processors.stores.neo4j.doc_migration import migrate_documents
+from processors.stores.neo4j.doc_writes import (
+    CLEAR_CHUNKS,
+    DELETE_DOCS,
+    WRITE,
+    linked,
+    unlinked,
+    write_rows,
+)
+from processors.stores.neo4j.schema import Neo4jConnection, Runner, entity_key
+from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, keys, tenant
+from processors.stores.neo4j.term_stats import DELETE_TERMS, DELETE_TOTALS
 from schemas.documents import Chunk, DocumentInfo, Mention, Scope
 
 __all__ = ["Neo4jCommunityStore", "Neo4jDocumentStore"]
 
 _TENANT = "user: $user, collection: $collection"
-_OLD_CHUNKS = (
-    "UNWIND $dkeys AS dk MATCH (d:KgDocument {key: dk}) WHERE d.user = $user AND d.collection = $collection "
-    "MATCH (d)-[:HAS_CHUNK]->(c:KgChunk) "
-)
-# What the documents' current chunks link: candidates for RemovedLinks.
-OLD_LINKS = (
-    _OLD_CHUNKS + "CALL (c) { MATCH (c)-[:SOURCE_OF]->(r:KgRelation) RETURN collect(r.key) AS rels } "
-    "CALL (c) { MATCH (c)-[:HAS_ENTITY]->(e:KgEntity) RETURN collect([e.key, e.uri]) AS ents } "
-    "RETURN rels, ents"
-)
-# Replacing: the old chunks lose their links; those the new version does not have go.
-CLEAR_CHUNKS = (
-    "UNWIND $docs AS row MATCH (d:KgDocument {key: row.key}) WHERE d.user = $user AND d.collection = $collection "
-    "MATCH (d)-[:HAS_CHUNK]->(c:KgChunk) CALL (c) { MATCH (c)-[x:HAS_ENTITY|SOURCE_OF|ABOUT]->() DELETE x } "
-    "WITH c, row WHERE NOT c.key IN row.chunk_keys DETACH DELETE c"
-)
-DELETE_DOCS = (
-    "UNWIND $dkeys AS dk MATCH (d:KgDocument {key: dk}) WHERE d.user = $user AND d.collection = $collection "
-    "CALL (d) { MATCH (d)-[:HAS_CHUNK]->(c:KgChunk) DETACH DELETE c } DETACH DELETE d"
-)
-WRITE_DOCS = (
-    "UNWIND $docs AS row MERGE (d:KgDocument {key: row.key}) "
-    "SET d.user = $user, d.collection = $collection, d += row.props"
-)
-WRITE_CHUNKS = (
-    "UNWIND $chunks AS row MATCH (d:KgDocument {key: row.dkey}) MERGE (c:KgChunk {key: row.key}) "
-    "SET c.user = $user, c.collection = $collection, c.tenant = $tenant, c += row.props, c.embedding = row.vec "
-    "MERGE (d)-[h:HAS_CHUNK]->(c) ON CREATE SET h.user = $user, h.collection = $collection"
-)
-# A document's title names its chunks' subject (an entity the mentions MERGE).
-WRITE_SUBJECTS = (
-    "UNWIND $subjects AS row MATCH (c:KgChunk {key: row.ckey}) MATCH (e:KgEntity {key: row.ekey}) "
-    "MERGE (c)-[a:ABOUT]->(e) ON CREATE SET a.user = $user, a.collection = $collection"
-)
-WRITE_MENTIONS = (
-    "UNWIND $mentions AS row MATCH (c:KgChunk {key: row.ckey}) "
-    "MERGE (e:KgEntity {key: row.ekey}) ON CREATE SET e.user = $user, e.collection = $collection, e.uri = row.iri "
-    "SET e.concept = coalesce(e.concept, row.owned), e.concept_key = coalesce(e.concept_key, row.concept_key) "
-    "CREATE (c)-[:HAS_ENTITY {user: $user, collection: $collection, count: row.count}]->(e)"
-)
 # A claim (see DocumentStore.claim) flags the concept owned before any chunk mentions it.
 CLAIM_CONCEPTS = (
     "UNWIND $rows AS row MERGE (e:KgEntity {key: row.ekey}) "
@@ -86,43 +54,16 @@ CLAIM_CONCEPTS = (
     "SET e.concept = true, e.concept_key = coalesce(e.concept_key, row.key)"
 )
 OWNED_CONCEPTS = "UNWIND $ekeys AS k MATCH (e:KgEntity {key: k}) WHERE e.concept = true RETURN e.uri AS iri"
-WRITE_SOURCES = (
-    "UNWIND $sources AS row MATCH (c:KgChunk {key: row.ckey}) MERGE (r:KgRelation {key: row.key}) "
-    "ON CREATE SET r.user = $user, r.collection = $collection, r.s = row.s, r.p = row.p, r.o = row.o "
-    "MERGE (c)-[x:SOURCE_OF]->(r) ON CREATE SET x.user = $user, x.collection = $collection"
-)
-# A relation keeps the first vector it was stored with (relation search, neo4j_relations).
-WRITE_RELATION_VECTORS = (
-    "UNWIND $relvecs AS row MATCH (r:KgRelation {key: row.key}) SET r.embedding = coalesce(r.embedding, row.vec)"
-)
-# Everything a store writes, in one query.
-WRITE = (
-    "CALL () { " + WRITE_DOCS + " } CALL () { " + WRITE_CHUNKS + " } "
-    "CALL () { " + WRITE_MENTIONS + " } CALL () { " + WRITE_SUBJECTS + " } CALL () { " + WRITE_SOURCES + " } "
-    "CALL () { " + WRITE_RELATION_VECTORS + " }"
-)
-# Of the candidates: relations no chunk supports any more (deleted, returned) and entities no
-# chunk mentions (their concept flag goes; nodes nothing else uses go too).
-UNSUPPORTED = (
-    "UNWIND $rkeys AS k MATCH (r:KgRelation {key: k}) WHERE r.user = $user AND r.collection = $collection "
-    "AND NOT EXISTS { (:KgChunk)-[:SOURCE_OF]->(r) } WITH r, r.s AS s, r.p AS p, r.o AS o DELETE r RETURN s, p, o"
-)
-UNMENTIONED = (
-    "UNWIND $ekeys AS k MATCH (e:KgEntity {key: k}) WHERE e.user = $user AND e.collection = $collection "
-    "AND NOT EXISTS { (:KgChunk)-[:HAS_ENTITY]->(e) } "
-    "WITH e, e.uri AS iri, coalesce(e.concept, false) AS owned REMOVE e.concept "
-    "WITH e, iri, owned CALL (e) { WITH e WHERE e.label IS NULL AND e.embedding IS NULL AND NOT (e)--() DELETE e } "
-    "RETURN iri, owned"
-)
 HASHES = (
     "UNWIND $dkeys AS dk MATCH (d:KgDocument {key: dk}) WHERE d.user = $user AND d.collection = $collection "
     "RETURN d.id AS id, d.content_hash AS hash"
 )
-# Chunks mentioning each entity (most mentions first, at most $per), and the given chunks' mentions.
+LINKS_READ = 256  # mentions of one entity read before the most-mentioning are kept (a hub has thousands)
+# Chunks mentioning each entity: of its first $read mentions in scope, the $per most mentioning.
 ENTITY_LINKS = (
     "UNWIND $ekeys AS ek MATCH (e:KgEntity {key: ek}) WHERE e.user = $user AND e.collection = $collection "
     "CALL (e) { MATCH (d:KgDocument)-[:HAS_CHUNK]->(c:KgChunk)-[m:HAS_ENTITY]->(e) "
-    "WHERE m.user = $user AND m.collection = $collection AND " + IN_SCOPE + " "
+    "WHERE m.user = $user AND m.collection = $collection AND " + IN_SCOPE + " WITH c, m LIMIT $read "
     "RETURN c.id AS chunk, m.count AS n ORDER BY n DESC, chunk LIMIT $per } "
     "RETURN e.uri AS entity, chunk, n"
 )
@@ -158,24 +99,8 @@ DELETE_COLLECTION = (
     "MATCH (n:KgDocument {" + _TENANT + "}) CALL (n) { DETACH DELETE n" + _BATCHED,
     "MATCH (n:KgEntity {" + _TENANT + "}) WHERE n.concept IS NOT NULL CALL (n) { REMOVE n.concept "
     "WITH n WHERE n.label IS NULL AND n.embedding IS NULL AND NOT (n)--() DELETE n" + _BATCHED,
-)
-
-
-# Chunks written before the full-text index named the tenant, and documents' subjects before ABOUT.
-MIGRATION_DONE = "MATCH (m:KgSchema {key: 'documents'}) WHERE m.version >= 2 RETURN 1 AS done"
-MIGRATION_TENANTS = "MATCH (d:KgDocument) RETURN DISTINCT d.user AS user, d.collection AS collection"
-MIGRATE_TENANT = (
-    "MATCH (c:KgChunk {user: $user, collection: $collection}) WHERE c.tenant IS NULL "
-    "CALL (c) { SET c.tenant = $tenant" + _BATCHED
-)
-MIGRATE_SUBJECTS = (
-    "MATCH (d:KgDocument {user: $user, collection: $collection}) WHERE d.title_entity IS NOT NULL "
-    "MATCH (e:KgEntity {key: $prefix + d.title_entity + '\"]'}) MATCH (d)-[:HAS_CHUNK]->(c:KgChunk) "
-    "CALL (c, e) { MERGE (c)-[a:ABOUT]->(e) ON CREATE SET a.user = $user, a.collection = $collection" + _BATCHED
-)
-MIGRATION_MARK = (
-    "MATCH (v:KgDocsVersion) DETACH DELETE v WITH count(*) AS gone "
-    "MERGE (m:KgSchema {key: 'documents'}) SET m.version = 2"
+    DELETE_TERMS,
+    DELETE_TOTALS,
 )
 
 
@@ -188,31 +113,27 @@ class Neo4jDocumentStore:
 
     async def migrate(self) -> None:
         """Once per process: bring a database written by an earlier version up to date."""
-        if self._migrated:
-            return
-        if not await self.conn.read(MIGRATION_DONE, {}):
-            for row in await self.conn.read(MIGRATION_TENANTS, {}):
-                user, collection = row["user"], row["collection"]
-                args = {"user": user, "collection": collection, "tenant": tenant_token(user, collection)}
-                await self.conn.autocommit(MIGRATE_TENANT, args)
-                prefix = entity_key(user, collection, "")[:-2]  # the key of an IRI is this prefix + IRI + '"]'
-                await self.conn.autocommit(MIGRATE_SUBJECTS, {**args, "prefix": prefix})
-            await self.conn.autocommit(MIGRATION_MARK, {})
-        self._migrated = True
+        if not self._migrated:
+            await migrate_documents(self.conn)
+            self._migrated = True
 
     async def store(self, user: str, collection: str, records: Sequence[DocumentRecord]) -> RemovedLinks:
         """Write documents, replacing earlier versions of the same ids, in one transaction;
         returns what the replaced versions linked that nothing links any more."""
         await self.migrate()
-        scope, rows = tenant(user, collection), _rows(user, collection, records)
+        scope, rows = tenant(user, collection), write_rows(user, collection, records)
         docs = {**scope, "docs": [{"key": d["key"], "chunk_keys": d["chunk_keys"]} for d in rows["docs"]]}
         params = {**scope, "dkeys": [d["key"] for d in rows["docs"]]}  # each query gets only what it reads
 
         async def work(run: Runner) -> RemovedLinks:
-            old = await _linked(run, params)
+            old = await linked(run, params)
+            await term_stats.take_away(run, params)
             await run(CLEAR_CHUNKS, docs)
             await run(WRITE, {**scope, **rows, "tenant": tenant_token(user, collection)})
-            return await _unlinked(run, params, old)
+            await term_stats.adjust(
+                run, user, collection, [str(c["props"]["lexical"]).split() for c in rows["chunks"]], 1
+            )
+            return await unlinked(run, params, old)
 
         return await self.conn.write_tx(work)
 
@@ -221,9 +142,10 @@ class Neo4jDocumentStore:
         params = {**tenant(user, collection), "dkeys": keys(user, collection, ids)}
 
         async def work(run: Runner) -> RemovedLinks:
-            old = await _linked(run, params)
+            old = await linked(run, params)
+            await term_stats.take_away(run, params)
             await run(DELETE_DOCS, params)
-            return await _unlinked(run, params, old)
+            return await unlinked(run, params, old)
 
         return await self.conn.write_tx(work)
 
@@ -326,7 +248,7 @@ class Neo4jDocumentStore:
         scope: Scope | None = None,
     ) -> list[Mention]:
         """Chunks mentioning `entities` (at most `per_entity` each) and the mentions of `chunk_ids`."""
-        params = {**tenant(user, collection, scope), "per": per_entity}
+        params = {**tenant(user, collection, scope), "per": per_entity, "read": max(per_entity, LINKS_READ)}
         params["ekeys"] = [entity_key(user, collection, e) for e in dict.fromkeys(entities)]
         params["ckeys"] = keys(user, collection, chunk_ids)
 
@@ -388,62 +310,3 @@ class Neo4jDocumentStore:
     async def close(self) -> None:
         """Release the shared driver."""
         await self.conn.release()
-
-
-def _rows(user: str, collection: str, records: Sequence[DocumentRecord]) -> dict[str, list[dict[str, Any]]]:
-    """The UNWIND rows of documents, chunks, mentions and relation sources."""
-    docs, chunks, mentions, sources, relvecs, subjects = [], [], [], [], [], []
-    for r in records:
-        d, dkey = r.document, node_key(user, collection, r.document.id)
-        words = [terms(f"{d.title}\n{c.text}" if d.title else c.text) for c in r.chunks]  # as the embedded index
-        lex, lexlen = [" ".join(w) for w in words], [len(w) for w in words]
-        ckeys = [node_key(user, collection, c.id) for c in r.chunks]
-        props = {"id": d.id, "title": d.title, "timestamp": d.timestamp.timestamp() if d.timestamp else None,
-                 "metadata": json.dumps(d.metadata), "meta": meta_pairs(d.metadata), "content_hash": r.content_hash,
-                 "chunks": len(r.chunks), "lexlen": sum(lexlen), "title_entity": r.title_entity}  # fmt: skip
-        docs.append({"key": dkey, "chunk_keys": ckeys, "props": props})
-        for c, v, ck, x, n in zip(r.chunks, r.vectors, ckeys, lex, lexlen, strict=True):
-            cprops = {"id": c.id, "document_id": d.id, "ordinal": c.ordinal, "text": c.text, "start": c.start,
-                      "end": c.end, "tokens": c.tokens, "lexical": x, "lexlen": n}  # fmt: skip
-            chunks.append({"key": ck, "dkey": dkey, "props": cprops, "vec": stored_vector(v)})
-            if r.title_entity:
-                subjects.append({"ckey": ck, "ekey": entity_key(user, collection, r.title_entity)})
-        counts: dict[tuple[str, str], int] = {}
-        for m in r.mentions:
-            counts[m.chunk_id, m.entity] = counts.get((m.chunk_id, m.entity), 0) + m.count
-        mentions += [
-            {"ckey": node_key(user, collection, c), "ekey": entity_key(user, collection, e), "iri": e,
-             "count": n, "owned": e in r.owned, "concept_key": r.keys.get(e)}
-            for (c, e), n in counts.items()
-        ]  # fmt: skip
-        sources += [
-            {"ckey": node_key(user, collection, c), "key": node_key(user, collection, x.s, x.p, x.o),
-             "s": x.s, "p": x.p, "o": x.o}
-            for x in r.relations for c in dict.fromkeys(x.chunk_ids)
-        ]  # fmt: skip
-        relvecs += [
-            {"key": node_key(user, collection, x.s, x.p, x.o), "vec": stored_vector(x.vector)}
-            for x in r.relations
-            if x.vector is not None
-        ]
-    return {"docs": docs, "chunks": chunks, "mentions": mentions, "sources": sources, "relvecs": relvecs,
-            "subjects": subjects}  # fmt: skip
-
-
-async def _linked(run: Runner, params: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
-    """Relation keys and entities (key -> IRI) the documents of `dkeys` link now."""
-    rows = await run(OLD_LINKS, params)
-    rels = sorted({k for r in rows for k in r["rels"]})
-    return rels, {k: iri for r in rows for k, iri in r["ents"]}
-
-
-async def _unlinked(run: Runner, params: dict[str, Any], old: tuple[list[str], dict[str, str]]) -> RemovedLinks:
-    """Of what the removed versions linked: unsupported relations, unmentioned owned concepts."""
-    rkeys, entities = old
-    rels = await run(UNSUPPORTED, {**params, "rkeys": rkeys}) if rkeys else []
-    ents = await run(UNMENTIONED, {**params, "ekeys": sorted(entities)}) if entities else []
-    return RemovedLinks(
-        relations=sorted((r["s"], r["p"], r["o"]) for r in rels),
-        concepts=sorted(r["iri"] for r in ents if r["owned"]),
-        touched=sorted(entities.values()),
-    )

@@ -11,13 +11,15 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from processors.algorithms.bm25 import K1, B
+from processors.algorithms.bm25 import K1, B, best_bm25
 from processors.algorithms.passage_rank import Candidates, ConceptLinks, HopLinks, Passage, name_runs
 from processors.stores.documents_protocol import tenant_token
+from processors.stores.neo4j import term_stats
 from processors.stores.neo4j.chunk_search import LEXICAL, by_vector
 from processors.stores.neo4j.schema import Runner, cypher_vector, entity_key, lucene_phrase, node_key
 from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, UNSCOPED
 
+RESCORE = 4  # full-text hits read per wanted hit, rescored with the collection's own statistics
 SUBJECT_READ = 512  # subject chunks of one concept read in a hop
 SUBJECT_KEEP = 64  # subject chunks of a named concept kept (the nearest the question)
 _COS = "CASE WHEN $zero THEN 0.0 ELSE 2 * coalesce(vector.similarity.cosine(c.embedding, $vec), 0.5) - 1 END"
@@ -26,7 +28,7 @@ _IN_SCOPE_CHUNK = "(" + UNSCOPED + " OR EXISTS { MATCH (d:KgDocument)-[:HAS_CHUN
 # The best BM25 chunks of the tenant: Lucene's own top k (the tenant clause scores 0).
 TEXT_HITS = (
     "CALL db.index.fulltext.queryNodes('kg_chunk_text', $query, {limit: $k}) YIELD node AS c, score "
-    "WHERE c.user = $user AND c.collection = $collection RETURN c.id AS id, score, " + _COS + " AS sim"
+    "WHERE c.user = $user AND c.collection = $collection RETURN c.id AS id, c.lexical AS lexical, " + _COS + " AS sim"
 )
 SIMILARITIES = (
     "UNWIND $ckeys AS ck MATCH (c:KgChunk {key: ck}) WHERE c.user = $user AND c.collection = $collection "
@@ -89,18 +91,27 @@ async def candidates(
         query = f"tenant:{tenant_token(params['user'], params['collection'])}^0 AND lexical:(" + " OR ".join(
             lucene_phrase(w) for w in words
         ) + ")"  # fmt: skip
-        rows = await run(TEXT_HITS, {**args, "query": query, "k": k})
-        lexical = {r["id"]: float(r["score"]) for r in rows}
+        rows = await run(TEXT_HITS, {**args, "query": query, "k": RESCORE * k})
+        stats = await term_stats.collection_stats(run, params["user"], params["collection"], words)
+        hits = [(r["id"], str(r["lexical"] or "").split()) for r in rows]
+        lexical = best_bm25(hits, words, stats, k)
         dense.update({r["id"]: float(r["sim"]) for r in rows if r["id"] not in dense and vector is not None})
     elif words:
         tenant = tenant_token(params["user"], params["collection"])
         queries = [{"t": w, "q": f"tenant:{tenant} AND lexical:{lucene_phrase(w)}"} for w in words]
-        lex_args = {**params, "chunk_ids": among, "k1": K1, "b": B, "k": k, "terms": queries}
-        lexical = {r["id"]: float(r["score"]) for r in await run(LEXICAL, lex_args)}
+        lex_args = {**params, "chunk_ids": among, "k1": K1, "b": B, "k": RESCORE * k, "terms": queries}
+        stats = await term_stats.collection_stats(run, params["user"], params["collection"], words)
+        hits = [(r["id"], str(r["lexical"] or "").split()) for r in await run(LEXICAL, lex_args)]
+        lexical = best_bm25(hits, words, stats, k)
     missing = [i for i in lexical if i not in dense]
     if vector is not None and missing:
         dense.update(await similarities(run, params, vector, missing))
-    searched = len(among) if among is not None else int((await run(CHUNK_COUNT, params))[0]["n"])
+    if among is not None:
+        searched = len(among)
+    elif scoped:
+        searched = int((await run(CHUNK_COUNT, params))[0]["n"])
+    else:
+        searched = (await term_stats.collection_stats(run, params["user"], params["collection"], [])).chunks
     ids = list(dict.fromkeys([*dense, *lexical]))
     return Candidates([Passage(i, dense.get(i, 0.0), lexical.get(i, 0.0)) for i in ids], searched)
 

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import Counter
+from collections.abc import Sequence
 
 import numpy as np
 
-from processors.algorithms.bm25 import terms
+from processors.algorithms.bm25 import Bm25Stats, terms
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks, ScopeSql, scope_params, tenant_token
-from processors.stores.sqlite.passages import CHUNK_SPACE
 from processors.stores.sqlite.vector_lists import SCHEMA as VECTOR_LISTS_SCHEMA
 from processors.stores.sqlite.vector_lists import VectorLists
 from schemas.documents import Chunk, Scope
 
+CHUNK_SPACE = "chunk"  # the IVF space of chunk vectors
 RELATION_SPACE = "relation"
 
 SCHEMA = (
@@ -67,10 +69,16 @@ CREATE TABLE IF NOT EXISTS chunk_subjects (
     PRIMARY KEY (user, collection, entity, chunk_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS chunk_subjects_doc ON chunk_subjects(user, collection, document_id);
--- Chunks per collection, kept by every write (graphrank's N; no count(*) over a collection).
+-- Chunks per collection and their BM25 terms, kept by every write (graphrank's N, BM25's mean
+-- length: no count(*) over a collection), and the chunks holding each term (BM25's df): a
+-- collection ranks by its own statistics, whoever else shares the FTS table.
 CREATE TABLE IF NOT EXISTS collection_counts (
-    user TEXT NOT NULL, collection TEXT NOT NULL, chunks INTEGER NOT NULL,
+    user TEXT NOT NULL, collection TEXT NOT NULL, chunks INTEGER NOT NULL, terms INTEGER NOT NULL,
     PRIMARY KEY (user, collection)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS term_df (
+    user TEXT NOT NULL, collection TEXT NOT NULL, term TEXT NOT NULL, df INTEGER NOT NULL,
+    PRIMARY KEY (user, collection, term)
 ) WITHOUT ROWID;
 -- BM25 over each chunk's terms (title and text, stemmed: bm25.terms); rowid = the chunk's rowid.
 -- `tenant` is a hash of user + collection, matched inside every query.
@@ -96,16 +104,13 @@ GET_CHUNKS = (
     "SELECT " + _CHUNK_COLS + " FROM chunks c JOIN documents d ON d.user = c.user AND d.collection = c.collection"
     " AND d.id = c.document_id WHERE c.user = ? AND c.collection = ? AND c.id IN (SELECT value FROM json_each(?))"
 )
-# Links of a neighbourhood: chunks mentioning the entities (at most ?4 per entity, most
-# mentions first), and what the given chunks mention. ?5: JSON array of allowed documents or null.
+# Links of a neighbourhood: chunks mentioning one entity (its first ?5 mentions in scope: the caller
+# keeps the most mentioning), and what the given chunks mention (?4: JSON array of allowed documents or null).
 ENTITY_LINKS = """
-SELECT entity, chunk_id, count FROM (
-  SELECT m.entity, m.chunk_id, m.count,
-         row_number() OVER (PARTITION BY m.entity ORDER BY m.count DESC, m.chunk_id) AS n
-  FROM mentions m WHERE m.user = ?1 AND m.collection = ?2 AND m.entity IN (SELECT value FROM json_each(?3))
-    AND (?5 IS NULL OR m.document_id IN (SELECT value FROM json_each(?5))))
-WHERE n <= ?4
+SELECT chunk_id, count FROM mentions WHERE user = ?1 AND collection = ?2 AND entity = ?3
+  AND (?4 IS NULL OR document_id IN (SELECT id FROM temp.scope_docs)) LIMIT ?5
 """
+LINKS_READ = 256  # mentions of one entity read before the most-mentioning are kept (a hub has thousands)
 CHUNK_LINKS = """
 SELECT m.entity, m.chunk_id, m.count FROM mentions m INDEXED BY mentions_by_chunk
 WHERE m.user = ?1 AND m.collection = ?2 AND m.chunk_id IN (SELECT value FROM json_each(?3))
@@ -210,11 +215,33 @@ def relation_key(s: str, p: str, o: str) -> str:
     return "\x1f".join((s, p, o))
 
 
-def _count(conn: sqlite3.Connection, user: str, collection: str, chunks: int) -> None:
+def _count(conn: sqlite3.Connection, user: str, collection: str, chunk_terms: list[list[str]], sign: int = 1) -> None:
+    """Add (sign 1) or take away (-1) chunks, given their BM25 terms, from the kept statistics."""
     conn.execute(
-        "INSERT INTO collection_counts VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET chunks = chunks + excluded.chunks",
-        (user, collection, chunks),
+        "INSERT INTO collection_counts VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET"
+        " chunks = chunks + excluded.chunks, terms = terms + excluded.terms",
+        (user, collection, sign * len(chunk_terms), sign * sum(len(t) for t in chunk_terms)),
     )
+    df = Counter(t for words in chunk_terms for t in set(words))
+    conn.executemany(
+        "INSERT INTO term_df VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET df = df + excluded.df",
+        [(user, collection, t, sign * n) for t, n in df.items()],
+    )
+    if sign < 0:
+        conn.execute("DELETE FROM term_df WHERE user = ? AND collection = ? AND df <= 0", (user, collection))
+        conn.execute(
+            "DELETE FROM collection_counts WHERE user = ? AND collection = ? AND chunks <= 0", (user, collection)
+        )
+
+
+def bm25_stats(conn: sqlite3.Connection, user: str, collection: str, query_terms: Sequence[str]) -> Bm25Stats:
+    """The collection's kept BM25 statistics for these terms."""
+    row = conn.execute(
+        "SELECT chunks, terms FROM collection_counts WHERE user = ? AND collection = ?", (user, collection)
+    ).fetchone()
+    sql = "SELECT term, df FROM term_df WHERE user = ? AND collection = ? AND term IN (SELECT value FROM json_each(?))"
+    df = dict(conn.execute(sql, (user, collection, json.dumps(list(query_terms)))).fetchall())
+    return Bm25Stats(int(row[0]) if row else 0, int(row[1]) if row else 0, df)
 
 
 def insert_record(conn: sqlite3.Connection, vl: VectorLists, user: str, collection: str, r: DocumentRecord) -> None:
@@ -230,18 +257,21 @@ def insert_record(conn: sqlite3.Connection, vl: VectorLists, user: str, collecti
     conn.executemany("INSERT OR IGNORE INTO doc_meta VALUES (?,?,?,?,?)", meta)
     token = tenant_token(user, collection)
     vecs = [np.asarray(v, dtype=np.float32) for v in r.vectors]
+    chunk_terms = []
     for c, v in zip(r.chunks, vecs, strict=True):
         row = (user, collection, c.id, d.id, c.ordinal, c.text, c.start, c.end, c.tokens, v.tobytes())
         rowid = conn.execute("INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?,?)", row).lastrowid
-        words = " ".join(terms(f"{d.title}\n{c.text}" if d.title else c.text))  # as the lexical index was
-        conn.execute("INSERT INTO chunk_fts(rowid, tenant, terms) VALUES (?, ?, ?)", (rowid, token, words))
+        chunk_terms.append(terms(f"{d.title}\n{c.text}" if d.title else c.text))  # BM25 reads title and text
+        conn.execute(
+            "INSERT INTO chunk_fts(rowid, tenant, terms) VALUES (?, ?, ?)", (rowid, token, " ".join(chunk_terms[-1]))
+        )
     vl.add(conn, user, collection, CHUNK_SPACE, [(c.id, d.id, v) for c, v in zip(r.chunks, vecs, strict=True)])
     if r.title_entity:
         conn.executemany(
             "INSERT OR IGNORE INTO chunk_subjects VALUES (?,?,?,?,?)",
             [(user, collection, r.title_entity, c.id, d.id) for c in r.chunks],
         )
-    _count(conn, user, collection, len(r.chunks))
+    _count(conn, user, collection, chunk_terms)
     conn.executemany(
         "INSERT INTO mentions VALUES (?,?,?,?,?,?) ON CONFLICT DO UPDATE SET count = count + excluded.count",
         [(user, collection, m.entity, m.chunk_id, d.id, m.count) for m in r.mentions],
@@ -284,9 +314,13 @@ def delete_docs(conn: sqlite3.Connection, vl: VectorLists, user: str, collection
     rels = conn.execute("SELECT DISTINCT s, p, o FROM relation_sources" + in_docs, arg).fetchall()
     ents = conn.execute("SELECT DISTINCT entity FROM mentions" + in_docs, arg).fetchall()
     chunks = conn.execute("SELECT rowid, id FROM chunks INDEXED BY chunks_doc" + in_docs, arg).fetchall()
+    words = [
+        str(conn.execute("SELECT terms FROM chunk_fts WHERE rowid = ?", (rowid,)).fetchone()[0]).split()
+        for rowid, _ in chunks
+    ]
     conn.executemany("DELETE FROM chunk_fts WHERE rowid = ?", [(rowid,) for rowid, _ in chunks])
     vl.remove(conn, user, collection, CHUNK_SPACE, [cid for _, cid in chunks])
-    _count(conn, user, collection, -len(chunks))
+    _count(conn, user, collection, words, -1)
     for table in ("relation_sources", "mentions", "chunks", "doc_meta", "chunk_subjects"):
         conn.execute("DELETE FROM " + table + in_docs, arg)
     conn.execute(
@@ -346,16 +380,17 @@ def backfill(conn: sqlite3.Connection, vl: VectorLists) -> int:
             " WHERE c.user = ? AND c.collection = ?",
             (user, collection),
         ).fetchall()
+        words = [terms(f"{r[5]}\n{r[3]}" if r[5] else r[3]) for r in rows]
         conn.executemany(
             "INSERT INTO chunk_fts(rowid, tenant, terms) VALUES (?, ?, ?)",
-            [(r[0], token, " ".join(terms(f"{r[5]}\n{r[3]}" if r[5] else r[3]))) for r in rows],
+            [(r[0], token, " ".join(w)) for r, w in zip(rows, words, strict=True)],
         )
         vl.add(conn, user, collection, CHUNK_SPACE, [(r[1], r[2], np.frombuffer(r[4], np.float32)) for r in rows])
         conn.executemany(
             "INSERT OR IGNORE INTO chunk_subjects VALUES (?,?,?,?,?)",
             [(user, collection, r[6], r[1], r[2]) for r in rows if r[6]],
         )
-        _count(conn, user, collection, len(rows))
+        _count(conn, user, collection, words)
         rels = conn.execute(
             "SELECT s, p, o, vec FROM relation_vectors WHERE user = ? AND collection = ?", (user, collection)
         ).fetchall()

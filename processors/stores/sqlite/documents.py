@@ -24,6 +24,7 @@ from processors.stores.sqlite.docs_schema import (
     EPISODE_COUNTS,
     EPISODES,
     GET_CHUNKS,
+    LINKS_READ,
     RELATION_CHUNKS,
     RELATION_SPACE,
     RELATION_VECTORS,
@@ -63,7 +64,9 @@ class SqliteDocumentStore:
     """DocumentStore on SQLite (see module docstring)."""
 
     def __init__(self, path: Path) -> None:
-        self.db = SqlitePool(path, SCHEMA, migrate=migrate)
+        # Not mapped: a question reads a few IVF lists of a file that may hold millions of chunks, and
+        # mapped pages would stay in the process's resident set (the page cache keeps them anyway).
+        self.db = SqlitePool(path, SCHEMA, migrate=migrate, mapped=False)
         self.lists = VectorLists()
         with self.db.writer() as conn:  # a docs.db from before the store searched itself: indexed once
             backfill(conn, self.lists)
@@ -183,20 +186,20 @@ class SqliteDocumentStore:
         per_entity: int,
         scope: Scope | None = None,
     ) -> list[Mention]:
-        """Chunk-entity links of a neighbourhood in one store call (see `ENTITY_LINKS`)."""
+        """Chunk-entity links of a neighbourhood in one store call: of each entity's first
+        LINKS_READ mentions in scope, the `per_entity` most mentioning; every mention of the chunks."""
 
-        def read(conn: sqlite3.Connection) -> list[Mention]:
-            allowed = scoped_ids(conn, user, collection, scope)
+        def read(conn: sqlite3.Connection, allowed: set[str] | None, scoped: int | None) -> list[Mention]:
             docs = None if allowed is None else json.dumps(sorted(allowed))
             rows: list[tuple[str, str, int]] = []
-            if entities:
-                args = (user, collection, json.dumps(list(entities)), per_entity, docs)
-                rows += conn.execute(ENTITY_LINKS, args).fetchall()
+            for e in dict.fromkeys(entities):
+                found = conn.execute(ENTITY_LINKS, (user, collection, e, scoped, max(per_entity, LINKS_READ)))
+                rows += [(e, c, n) for c, n in sorted(found, key=lambda r: (-r[1], r[0]))[:per_entity]]
             if chunk_ids:
                 rows += conn.execute(CHUNK_LINKS, (user, collection, json.dumps(list(chunk_ids)), docs)).fetchall()
             return [Mention(entity=e, chunk_id=c, count=n) for e, c, n in dict.fromkeys(rows)]
 
-        return await self.db.read(read)
+        return await self._read(user, collection, scope, read)
 
     async def relations(
         self, user: str, collection: str, entities: Sequence[str], limit: int, scope: Scope | None = None

@@ -12,20 +12,21 @@ from collections.abc import Collection, Sequence
 
 import numpy as np
 
+from processors.algorithms.bm25 import best_bm25
 from processors.algorithms.passage_rank import Candidates, ConceptLinks, HopLinks, Passage, name_runs
 from processors.algorithms.vectors import top_k
 from processors.stores.documents_protocol import tenant_token
+from processors.stores.sqlite.docs_schema import CHUNK_SPACE, bm25_stats
 from processors.stores.sqlite.vector_lists import VectorLists
 
-CHUNK_SPACE = "chunk"
 EXACT_SCOPE = 50_000  # a scope of at most this many chunks is searched exactly (all its vectors read)
 RESCORE = 4  # IVF hits read per wanted hit, rescored with the stored float vectors
 SUBJECT_READ = 512  # subject chunks of one concept read, the best SUBJECT_KEEP kept by cosine
 SUBJECT_KEEP = 64
 
-_SCOPED = "(?{n} IS NULL OR {col} IN (SELECT id FROM temp.scope_docs))"
 LEXICAL = (
-    "SELECT c.id, -bm25(chunk_fts, 0.0, 1.0) AS s FROM chunk_fts JOIN chunks c ON c.rowid = chunk_fts.rowid"
+    "SELECT c.id, chunk_fts.terms, -bm25(chunk_fts, 0.0, 1.0) AS s FROM chunk_fts"
+    " JOIN chunks c ON c.rowid = chunk_fts.rowid"
     " WHERE chunk_fts MATCH ?1 AND c.user = ?2 AND c.collection = ?3"
     " AND (?4 IS NULL OR c.document_id IN (SELECT id FROM temp.scope_docs))"
     " AND (?5 IS NULL OR c.id IN (SELECT value FROM json_each(?5))) ORDER BY s DESC, c.id LIMIT ?6"
@@ -127,8 +128,11 @@ def candidates(
     lexical: dict[str, float] = {}
     if terms and not (among is not None and not among):
         args = (fts_query(user, collection, terms), user, collection, scoped,
-                None if among is None else json.dumps(list(among)), k)  # fmt: skip
-        lexical = {i: float(s) for i, s in conn.execute(LEXICAL, args)}
+                None if among is None else json.dumps(list(among)), RESCORE * k)  # fmt: skip
+        hits = conn.execute(LEXICAL, args).fetchall()
+        lexical = best_bm25(
+            [(i, words.split()) for i, words, _ in hits], terms, bm25_stats(conn, user, collection, terms), k
+        )
     missing = [i for i in lexical if i not in dense]
     if q is not None and missing:
         dense.update(similarities(conn, user, collection, q, missing, scoped))
