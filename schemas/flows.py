@@ -3,15 +3,32 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, model_serializer
+from pydantic import AfterValidator, BaseModel, Field, model_serializer
 
 from schemas.base import Message, Response
 
 # Parameters whose names say they hold a secret are never shown to clients (they reach processors only).
 SECRET_NAME = re.compile(r"key|secret|token|password", re.IGNORECASE)
 REDACTED = "<redacted>"
+MAX_PARAMETER_DEPTH = 16  # lists/objects inside a parameter value: no real parameter nests deeper
+
+
+def _shallow(parameters: dict[str, Any]) -> dict[str, Any]:
+    """`parameters` if no value nests lists/objects deeper than MAX_PARAMETER_DEPTH (checked
+    without recursion: every processor parses the config these values travel in)."""
+    stack = [(v, 1) for v in parameters.values()]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > MAX_PARAMETER_DEPTH:
+                raise ValueError(f"a parameter value is nested too deeply (over {MAX_PARAMETER_DEPTH} levels)")
+            stack.extend((x, depth + 1) for x in (value.values() if isinstance(value, dict) else value))
+    return parameters
+
+
+Parameters = Annotated[dict[str, Any], AfterValidator(_shallow)]
 
 
 def redact(parameters: dict[str, Any]) -> dict[str, Any]:
@@ -22,7 +39,7 @@ def redact(parameters: dict[str, Any]) -> dict[str, Any]:
 class ProcessorBinding(BaseModel):
     """One processor's role in a blueprint: its parameters (the topics follow from the flow id)."""
 
-    parameters: dict[str, Any] = {}
+    parameters: Parameters = {}
 
 
 class Blueprint(BaseModel):
@@ -31,7 +48,7 @@ class Blueprint(BaseModel):
     name: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     processors: dict[str, ProcessorBinding]
-    parameters: dict[str, Any] = {}
+    parameters: Parameters = {}
 
     def redacted(self) -> Blueprint:
         """This blueprint as clients may see it (secret parameters replaced)."""
@@ -45,7 +62,7 @@ class Flow(BaseModel):
     id: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.-]+$")
     blueprint: str
     description: str = ""
-    parameters: dict[str, Any] = {}
+    parameters: Parameters = {}
 
     def processor_parameters(self, blueprint: Blueprint, processor: str) -> dict[str, Any]:
         """Blueprint defaults, then the processor's own, then the flow's overrides."""
@@ -112,7 +129,7 @@ class FlowRequest(Message):
     blueprint: Blueprint | None = None
     flow_id: str | None = None
     description: str | None = None
-    parameters: dict[str, Any] | None = None
+    parameters: Parameters | None = None
     workspace: str | None = Field(default=None, min_length=1, max_length=256)  # of config items
     items: list[ConfigItem] | None = Field(default=None, max_length=10_000)
 

@@ -61,7 +61,7 @@ class KgQueryResponse(Response):
     tokens: TokenUse | None = None
     no_data_found: bool = False
     stats: RetrievalStats | None = None
-    warnings: list[Notice] = []  # e.g. the collection is empty or unknown
+    warnings: list[Notice] = []  # e.g. the collection is empty, unknown, or incomplete (a load did not finish)
     model: str | None = None
     in_token: int | None = None
     out_token: int | None = None

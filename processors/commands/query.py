@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from schemas.graph_rag import GraphRagRequest, GraphRagResponse
 from schemas.kg_query import KgQueryRequest, KgQueryResponse
 from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
 from schemas.retrieval import Citation, DocumentRef
+from schemas.scope import MetadataValue
 from schemas.services import DRIFT, GRAPH_RAG, KG_QUERY, LAZY_RAG, Service
 
 
@@ -50,14 +52,29 @@ def parse_params(service: Service, pairs: list[str]) -> dict[str, Any]:
     return out
 
 
+def scope_values(text: str) -> list[MetadataValue]:
+    """What `--scope KEY=VALUE` matches: a number, `true` or `false` matches that value and the
+    same text (metadata loaded as `{"year": 2024}` or as `{"year": "2024"}`); a JSON string in
+    quotes (`'"2024"'`) only that string; anything else, the text as written."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return [text]
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, bool | int | float) and math.isfinite(value):
+        return [value, text]
+    return [text]  # null, NaN, a list or an object: the text itself
+
+
 def parse_scope(a: argparse.Namespace) -> Scope | None:
     """--scope-document ID ... and --scope KEY=VALUE ... as a scope (None when neither is given)."""
-    meta: dict[str, list[str]] = {}
+    meta: dict[str, list[MetadataValue]] = {}
     for pair in getattr(a, "scope", None) or []:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise ValueError(f"bad --scope {pair!r}: expected KEY=VALUE")
-        meta.setdefault(key, []).append(value)
+        meta.setdefault(key, []).extend(scope_values(value))
     docs = getattr(a, "scope_document", None) or None
     if docs is None and not meta:
         return None

@@ -67,7 +67,7 @@ KGFLOW_SERVICES: dict[str, Service] = {
 }
 # Operations a client may not send through the gateway: the document-load flow's own writes (a
 # stored record is trusted to be what indexing built: its vectors, links and ownership).
-INTERNAL_OPERATIONS: dict[str, frozenset[str]] = {DOCUMENT_STORE.name: frozenset({"store"})}
+INTERNAL_OPERATIONS: dict[str, frozenset[str]] = {DOCUMENT_STORE.name: frozenset({"store", "write-mark"})}
 # TrustGraph service names kgflow answers with a service of its own (see tg_documents.py).
 TRUSTGRAPH_ALIASES: dict[str, Service] = {
     "document-rag": LAZY_RAG,
@@ -285,6 +285,7 @@ class Dispatcher:
             async for res in client.stream(req_k, max(self.timeout_s, LOAD_TIMEOUT_S)):
                 yield tr.kgflow_response_to_wire(res), res.end_of_stream
         elif streaming_allowed and isinstance(wire, dict) and wire.get("streaming") is True:  # a kgflow extra
+            # decoding a document (up to the frame limit, in any charset) runs off the event loop
             async for res in client.stream(await tgd.text_load_request(wire, user)):
                 if res.end_of_stream:
                     yield tgd.load_response_to_wire(res), True

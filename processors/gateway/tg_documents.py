@@ -7,8 +7,9 @@
 - `text-load` / `document-load` (TrustGraph's `flow.load_text` / `flow.load_document`) load one
   base64 document through the documents flow: text, or (document-load) a PDF's text layer, a DOCX,
   PPTX or HTML file, with its pages and headings; the title comes from an `rdfs:label`/`dc:title`
-  metadata triple about the document, else from the file. (kgflow's own form of `document-load`,
-  `{"documents": [...]}` as in schemas/documents.py, is routed by the dispatcher.)
+  metadata triple about the document, else from the file. The gateway decodes it off the event
+  loop, in a charset documents are written in (not punycode or idna). (kgflow's own form of
+  `document-load`, `{"documents": [...]}` as in schemas/documents.py, is routed by the dispatcher.)
 - `collection-management`: `list-collections` (with kgflow's counts as the description) and
   `delete-collection` (every store); collections have no editable metadata in kgflow.
 """
@@ -18,9 +19,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import codecs
 from typing import Any
 
-from processors.gateway.translate import DEFAULT_COLLECTION, BadRequest, NotSupported, require_object, validate_as
+from processors.gateway.translate import BadRequest, NotSupported, collection_of, require_object, validate_as
 from processors.ingest.documents.formats import MAX_FILE_BYTES, Extracted, UnreadableFile, extract
 from schemas.documents import CollectionInfo, Document, LoadDocuments, LoadResponse
 from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
@@ -36,6 +38,16 @@ TITLE_PREDICATES = (
 )
 COLLECTION_OPS = ("list-collections", "delete-collection")
 MAX_ENCODED_CHARS = MAX_FILE_BYTES * 4 // 3 + 4  # base64 of the largest document file
+# Codecs for domain names, not documents; punycode's decoder is quadratic (1 MB: 7 s of CPU).
+NOT_DOCUMENT_CHARSETS = {"punycode", "idna"}
+
+
+def codecs_name(charset: str) -> str:
+    """The codec's canonical name (`PunyCode` -> `punycode`), or the name as given if unknown."""
+    try:
+        return codecs.lookup(charset).name
+    except LookupError:
+        return charset
 
 
 def document_rag_request(wire: Any, user: str) -> LazyRagRequest:
@@ -47,7 +59,7 @@ def document_rag_request(wire: Any, user: str) -> LazyRagRequest:
     data: dict[str, Any] = {
         "user": user,
         "query": wire.get("query"),
-        "collection": wire.get("collection") or DEFAULT_COLLECTION,
+        "collection": collection_of(wire),
         "chunk_limit": min(limit, MAX_DOC_LIMIT),
     }
     if wire.get("scope") is not None:
@@ -104,13 +116,13 @@ async def text_load_request(wire: Any, user: str) -> LoadDocuments:
     kind = wire.get("kind") or wire.get("content-type") or ""
     if not isinstance(charset, str) or not isinstance(kind, str):
         raise BadRequest("invalid request: charset and kind are strings")
+    if codecs_name(charset) in NOT_DOCUMENT_CHARSETS:
+        raise BadRequest(f"invalid request: charset: {charset!r} is not a charset documents are written in")
     found = await asyncio.to_thread(_decoded, encoded, field, doc_id, kind, charset)
     title = _title(wire.get("metadata"), doc_id) or found.title
     doc = validate_as(Document, {"id": doc_id, "title": title, "text": found.text, "sections": found.sections},
                       "document.")  # fmt: skip
-    return validate_as(
-        LoadDocuments, {"user": user, "collection": wire.get("collection") or DEFAULT_COLLECTION, "documents": [doc]}
-    )
+    return validate_as(LoadDocuments, {"user": user, "collection": collection_of(wire), "documents": [doc]})
 
 
 def _decoded(encoded: str, field: str, doc_id: str, kind: str, charset: str) -> Extracted:

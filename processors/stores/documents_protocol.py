@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -103,6 +103,16 @@ class DocumentStore(Protocol):
 
     async def delete_documents(self, user: str, collection: str, ids: Sequence[str]) -> RemovedLinks:
         """Delete documents and their chunks, mentions and relation provenance."""
+        ...
+
+    async def claim(self, user: str, collection: str, concepts: Mapping[str, str]) -> None:
+        """Record that a document write creates these concepts (IRI -> key): owned by documents from
+        now on, written before any of their vectors or labels, so a write killed part-way leaves
+        them owned and the next write of the collection still knows it must complete them."""
+        ...
+
+    async def claimed(self, user: str, collection: str, iris: Sequence[str]) -> set[str]:
+        """Of `iris`, the concepts a document write created (owned)."""
         ...
 
     async def delete_collection(self, user: str, collection: str) -> None:

@@ -136,6 +136,12 @@ class FakeSources:
     async def hashes(self, ids: list[str]) -> dict[str, str]:
         return {i: h for i, h in self.stored_hashes.items() if i in ids}
 
+    async def begin(self) -> None:
+        pass
+
+    async def finish(self) -> None:
+        pass
+
     async def embed(self, texts: list[str]) -> list[list[float]]:
         self.embedded += len(texts)
         return [[1.0, 0.0] for _ in texts]

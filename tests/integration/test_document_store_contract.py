@@ -165,6 +165,20 @@ async def test_replace_and_delete_return_what_nothing_links_any_more(docs: DocBa
     assert await docs.leftovers(user) == 0
 
 
+async def test_claimed_concepts_are_owned_before_any_document_mentions_them(docs: DocBackend) -> None:
+    user, coll = docs.scope()
+    await docs.documents.claim(user, coll, {e("curie"): "curie", e("warsaw"): "warsaw"})
+    assert await docs.documents.claimed(user, coll, [e("curie"), e("paris"), e("warsaw")]) == {e("curie"), e("warsaw")}
+    a = record("a", ["curie paris warsaw"], mentions=[(0, "curie", 1), (0, "paris", 1), (0, "warsaw", 1)],
+               owned=["curie", "warsaw"])  # fmt: skip
+    await docs.documents.store(user, coll, [a])
+    assert await docs.documents.claimed(user, coll, [e("curie"), e("paris"), e("warsaw")]) == {e("curie"), e("warsaw")}
+    _, other = docs.scope(user)
+    assert await docs.documents.claimed(user, other, [e("curie")]) == set()
+    removed = unlinked(await docs.documents.delete_documents(user, coll, ["a"]))
+    assert removed[1] == [e("curie"), e("warsaw")]  # owned: they leave with the last document
+
+
 async def test_search_modes_rank_the_stores_candidates(docs: DocBackend) -> None:
     user, coll = docs.scope()
     records = random_corpus(np.random.default_rng(1), 12)

@@ -10,7 +10,7 @@ they join triples loaded into the collection) with an rdfs:label.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,10 +42,13 @@ class Linked:
         return out
 
 
-def link(documents: Sequence[IndexedDocument], named: Mapping[str, str]) -> Linked:
+def link(
+    documents: Sequence[IndexedDocument], named: Mapping[str, str], claimed: Collection[str] = frozenset()
+) -> Linked:
     """Resolve concept keys to entities (`named`: key -> existing IRI, by the exact key: the same
     data links the same way whatever the order or concurrency of loads) and build the records
-    (an entity's aliases ride along for query-time lookups)."""
+    (an entity's aliases ride along for query-time lookups); a named entity a document write
+    created (`claimed`) stays owned by documents."""
     out = Linked([])
     for doc in documents:
         iri: dict[str, str] = {}
@@ -54,6 +57,8 @@ def link(documents: Sequence[IndexedDocument], named: Mapping[str, str]) -> Link
         for c in doc.concepts:
             if c.key in named:
                 iri[c.key] = named[c.key]
+                if iri[c.key] in claimed:
+                    owned.add(iri[c.key])
             else:
                 iri[c.key] = concept_iri(c.key)
                 owned.add(iri[c.key])

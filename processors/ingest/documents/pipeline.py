@@ -27,6 +27,7 @@ from processors.ingest.documents.subjects import Names, one_node_per_entity, sub
 from processors.ingest.extractor.relations import FoundRelation
 from processors.models.text_completion.prompting import ModelAnswer
 from schemas.documents import (
+    MAX_CONCEPT_CHARS,
     Chunk,
     ConceptRef,
     CoOccurrence,
@@ -47,6 +48,14 @@ class IngestSources(Protocol):
 
     async def hashes(self, ids: list[str]) -> dict[str, str]:
         """Content hashes of the stored documents among `ids`."""
+        ...
+
+    async def begin(self) -> None:
+        """Mark the collection incomplete: documents are about to be indexed and stored."""
+        ...
+
+    async def finish(self) -> None:
+        """Clear the mark `begin` set, when nothing was stored (a store clears it itself)."""
         ...
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
@@ -144,9 +153,10 @@ def index_document(
             for a, b in combinations(sorted(sentence), 2):
                 pairs.setdefault((a, b), []).append(chunk.id)
     concepts = [
-        ConceptRef(key=k, label=c.most_common(1)[0][0][:512], aliases=sorted(names.aliases.get(k, ()))[:32])
+        ConceptRef(key=k, label=c.most_common(1)[0][0][:MAX_CONCEPT_CHARS],
+                   aliases=[a for a in sorted(names.aliases.get(k, ())) if len(a) <= MAX_CONCEPT_CHARS][:32])
         for k, c in labels.items()
-    ]
+    ]  # fmt: skip
     cooc = [CoOccurrence(a=a, b=b, chunk_ids=list(dict.fromkeys(ids))) for (a, b), ids in pairs.items()]
     typed: dict[FoundRelation, list[str]] = {}
     for chunk, found_relations in zip(chunks, relations or [], strict=False):
@@ -215,7 +225,12 @@ async def load_batch(
     todo = [d for d in docs if stored.get(d.id) != content_hash(d)]
     report.unchanged = len(docs) - len(todo)
     progress("unchanged", report.unchanged)
-    chunked = await asyncio.to_thread(_chunk_all, todo, tokenizer, params, report)  # CPU work: off the loop
+    # marked before the work, so a load killed anywhere in it leaves the mark; also when every
+    # document is unchanged, to clear a mark a killed write left after its last document was stored
+    await sources.begin()
+    # tokenizing (and indexing, below) a batch is CPU work: not on the event loop the processor's
+    # other requests share (a 50,000-character document held it 0.2-0.3 s at a time)
+    chunked = await asyncio.to_thread(_chunk_all, todo, tokenizer, params, report)
     texts = [c.text for _, cs in chunked for c in cs]
 
     async def embed() -> list[list[float]]:
@@ -237,12 +252,10 @@ async def load_batch(
         relations, mentions = outcome.relations, outcome.mentions
         report.llm_calls = outcome.calls
         report.warnings += outcome.warnings()
-    indexed, at = [], 0
-    for d, cs in chunked:
-        span = slice(at, at + len(cs))
-        indexed.append(index_document(d, cs, vectors[span], mentions[span], relations[span] if relations else None))
-        at += len(cs)
+    indexed = await asyncio.to_thread(_index_all, chunked, vectors, mentions, relations)
     await _store(sources, indexed, report)
+    if not todo:  # nothing to store: no store request clears the mark
+        await sources.finish()
     report.loaded = len(indexed) - sum(1 for x in indexed if x.document.id in report.failed)
     report.chunks = sum(len(x.chunks) for x in indexed if x.document.id not in report.failed)
     report.mentions = sum(len(x.mentions) for x in indexed if x.document.id not in report.failed)
@@ -250,6 +263,34 @@ async def load_batch(
     report.relations = sum(len(x.relations) for x in indexed if x.document.id not in report.failed)
     progress("stored", report.loaded)
     return report
+
+
+def _chunk_all(
+    docs: Sequence[Document], tokenizer: Any, params: ChunkingParams, report: LoadReport
+) -> list[tuple[Document, list[Chunk]]]:
+    """Each document with its chunks; a document that cannot be chunked is reported, the others go on."""
+    chunked = []
+    for d in docs:
+        try:
+            chunked.append((d, chunk_document(d, tokenizer, params)))
+        except Exception as e:  # one bad document must not stop the others
+            report.failed[d.id] = f"chunking failed: {e}"
+    return chunked
+
+
+def _index_all(
+    chunked: Sequence[tuple[Document, list[Chunk]]],
+    vectors: list[list[float]],
+    mentions: list[list[ConceptMention]],
+    relations: list[list[FoundRelation]] | None,
+) -> list[IndexedDocument]:
+    """`index_document` of each document, its share of the batch's vectors, mentions and relations."""
+    indexed, at = [], 0
+    for d, cs in chunked:
+        span = slice(at, at + len(cs))
+        indexed.append(index_document(d, cs, vectors[span], mentions[span], relations[span] if relations else None))
+        at += len(cs)
+    return indexed
 
 
 async def _store(sources: IngestSources, indexed: list[IndexedDocument], report: LoadReport) -> None:

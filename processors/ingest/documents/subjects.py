@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from processors.algorithms.text_match import normalize, title_key
+from schemas.documents import MAX_CONCEPT_CHARS
 from schemas.extraction import ConceptMention
 
 PERSON = "entity:PERSON"
@@ -82,7 +83,7 @@ def subject_key(title: str, text: str, found: Sequence[Sequence[ConceptMention]]
     """The document's subject concept key, or "" (see the module docstring)."""
     words = f" {normalize(text)} "
     key = title_key(title) if title else ""
-    if key and any(c.isalpha() for c in key) and f" {key} " in words:
+    if key and len(key) <= MAX_CONCEPT_CHARS and any(c.isalpha() for c in key) and f" {key} " in words:
         return names.of(key)
     first = found[0] if found else []
     opening = [m for m in first if m.sentence == 0 and m.subject]

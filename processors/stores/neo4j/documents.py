@@ -21,7 +21,7 @@ each query (scope.IN_SCOPE); all Cypher is constant text with parameters.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
@@ -48,6 +48,13 @@ from schemas.documents import Chunk, DocumentInfo, Mention, Scope
 __all__ = ["Neo4jCommunityStore", "Neo4jDocumentStore"]
 
 _TENANT = "user: $user, collection: $collection"
+# A claim (see DocumentStore.claim) flags the concept owned before any chunk mentions it.
+CLAIM_CONCEPTS = (
+    "UNWIND $rows AS row MERGE (e:KgEntity {key: row.ekey}) "
+    "ON CREATE SET e.user = $user, e.collection = $collection, e.uri = row.iri "
+    "SET e.concept = true, e.concept_key = coalesce(e.concept_key, row.key)"
+)
+OWNED_CONCEPTS = "UNWIND $ekeys AS k MATCH (e:KgEntity {key: k}) WHERE e.concept = true RETURN e.uri AS iri"
 HASHES = (
     "UNWIND $dkeys AS dk MATCH (d:KgDocument {key: dk}) WHERE d.user = $user AND d.collection = $collection "
     "RETURN d.id AS id, d.content_hash AS hash"
@@ -147,6 +154,17 @@ class Neo4jDocumentStore:
             return await unlinked(run, params, old)
 
         return await self.conn.write_tx(work)
+
+    async def claim(self, user: str, collection: str, concepts: Mapping[str, str]) -> None:
+        """Flag `concepts` (IRI -> key) owned on their entity nodes, before their vectors and labels."""
+        rows = [{"ekey": entity_key(user, collection, iri), "iri": iri, "key": key} for iri, key in concepts.items()]
+        if rows:
+            await self.conn.write([(CLAIM_CONCEPTS, {**tenant(user, collection), "rows": rows})])
+
+    async def claimed(self, user: str, collection: str, iris: Sequence[str]) -> set[str]:
+        """Of `iris`, the owned concepts."""
+        ekeys = [entity_key(user, collection, iri) for iri in dict.fromkeys(iris)]
+        return {r["iri"] for r in await self.conn.read(OWNED_CONCEPTS, {"ekeys": ekeys})}
 
     async def delete_collection(self, user: str, collection: str) -> None:
         """Drop the collection's documents, chunks and provenance (in batches) and concept flags."""

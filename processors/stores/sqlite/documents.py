@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -53,6 +53,13 @@ T = TypeVar("T")
 RelationHit = tuple[str, str, str, float, int]
 Episodes = tuple[dict[str, list[str]], dict[str, int]]
 
+# A claim makes the concept owned (a concept loaded from triples is never claimed: it is named).
+CLAIM_CONCEPT = "INSERT INTO concepts VALUES (?,?,?,?,?) ON CONFLICT DO UPDATE SET owned = 1"
+OWNED_CONCEPTS = (
+    "SELECT iri FROM concepts WHERE user = ? AND collection = ? AND owned = 1"
+    " AND iri IN (SELECT value FROM json_each(?))"
+)
+
 
 class SqliteDocumentStore:
     """DocumentStore on SQLite (see module docstring)."""
@@ -86,6 +93,17 @@ class SqliteDocumentStore:
             return unlinked(conn, self.lists, user, collection, removed)
 
         return await self.db.write(write)
+
+    async def claim(self, user: str, collection: str, concepts: Mapping[str, str]) -> None:
+        """Owned concept rows for `concepts` (IRI -> key), before their vectors and labels exist."""
+        rows = [(user, collection, iri, 1, key) for iri, key in concepts.items()]
+        await self.db.write(lambda conn: conn.executemany(CLAIM_CONCEPT, rows))
+
+    async def claimed(self, user: str, collection: str, iris: Sequence[str]) -> set[str]:
+        """Of `iris`, the owned concepts."""
+        args = (user, collection, json.dumps(list(iris)))
+        rows = await self.db.read(lambda conn: conn.execute(OWNED_CONCEPTS, args).fetchall())
+        return {str(r[0]) for r in rows}
 
     async def delete_collection(self, user: str, collection: str) -> None:
         """Drop every row of the collection."""
