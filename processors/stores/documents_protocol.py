@@ -75,6 +75,17 @@ def tenant_token(user: str, collection: str) -> str:
 
 
 @dataclass(frozen=True)
+class ChunkQuery:
+    """What a question's chunk reads carry: the tenant, the question's vector (None: no dense
+    side) and the request's narrower scope."""
+
+    user: str
+    collection: str
+    vector: Sequence[float] | None
+    scope: Scope | None = None
+
+
+@dataclass(frozen=True)
 class ScopeSql:
     """A scope as query parameters: a JSON array of document ids and a JSON object
     {key: [JSON-encoded values]} (None where the scope does not narrow)."""
@@ -124,17 +135,10 @@ class DocumentStore(Protocol):
         ...
 
     async def candidates(
-        self,
-        user: str,
-        collection: str,
-        vector: Sequence[float] | None,
-        terms: Sequence[str],
-        k: int,
-        scope: Scope | None = None,
-        among: Sequence[str] | None = None,
+        self, q: ChunkQuery, terms: Sequence[str], k: int, among: Sequence[str] | None = None
     ) -> Candidates:
-        """The `k` chunks nearest `vector` (the store's vector index) and the `k` best by BM25 over
-        `terms` (its full-text index), each with its cosine to `vector`, and the number of chunks
+        """The `k` chunks nearest the question's vector (the store's vector index) and the `k` best
+        by BM25 over `terms` (its full-text index), each with its cosine, and the number of chunks
         searched; the scope (and `among`: only those chunks, exactly) inside the queries."""
         ...
 
@@ -142,23 +146,13 @@ class DocumentStore(Protocol):
         """Key -> the concepts it is a key or an alias of (what documents already linked)."""
         ...
 
-    async def named(
-        self, user: str, collection: str, phrases: Sequence[str], vector: Sequence[float], scope: Scope | None = None
-    ) -> dict[str, tuple[str, list[Passage]]]:
+    async def named(self, q: ChunkQuery, phrases: Sequence[str]) -> dict[str, tuple[str, list[Passage]]]:
         """Of `phrases`, the concept keys with a chunk in the scope: key -> (concept IRI, the
-        chunks whose subject it is, nearest `vector` first)."""
+        chunks whose subject it is, nearest the question first)."""
         ...
 
     async def passage_links(
-        self,
-        user: str,
-        collection: str,
-        chunk_ids: Sequence[str],
-        skip: Collection[str],
-        cap: int,
-        known: Collection[str],
-        vector: Sequence[float],
-        scope: Scope | None = None,
+        self, q: ChunkQuery, chunk_ids: Sequence[str], skip: Collection[str], cap: int, known: Collection[str]
     ) -> HopLinks:
         """One graphrank hop from `chunk_ids` in one batched read (see algorithms/passage_rank):
         at most `cap` + 1 chunks read per concept."""
@@ -220,10 +214,8 @@ class DocumentStore(Protocol):
         with none left out) — one store call. Documents without a timestamp are no episodes."""
         ...
 
-    async def chunk_similarities(
-        self, user: str, collection: str, vector: Sequence[float], chunk_ids: Sequence[str], scope: Scope | None = None
-    ) -> dict[str, float]:
-        """Cosine of `vector` to the stored vector of each chunk of `chunk_ids` in scope."""
+    async def chunk_similarities(self, q: ChunkQuery, chunk_ids: Sequence[str]) -> dict[str, float]:
+        """Cosine of the question's vector to the stored vector of each chunk of `chunk_ids` in scope."""
         ...
 
     async def scoped_entities(self, user: str, collection: str, scope: Scope) -> set[str]:

@@ -16,7 +16,7 @@ import pytest
 
 from processors.algorithms.passage_rank import PassageRankParams
 from processors.query.documents.search import FUSION_DEPTH, search_chunks
-from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
+from processors.stores.documents_protocol import ChunkQuery, DocumentRecord, RemovedLinks
 from schemas.documents import Chunk, Scope, SearchMode
 from tests.integration.doc_store_fixtures import (
     REL,
@@ -43,7 +43,8 @@ async def search(
     limit: int, scope: Scope | None = None,
 ) -> list[Chunk]:  # fmt: skip
     """The documents service's chunk search over this backend's store."""
-    return await search_chunks(docs.documents, user, coll, vector, text, mode, limit, scope, PassageRankParams())
+    q = ChunkQuery(user, coll, vector, scope)
+    return await search_chunks(docs.documents, q, text, mode, limit, PassageRankParams())
 
 
 async def assert_search(

@@ -6,7 +6,7 @@ The same code ranks for every backend."""
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from processors.algorithms.bm25 import terms as bm25_terms
 from processors.algorithms.fusion import reciprocal_rank_fusion
@@ -17,8 +17,8 @@ from processors.algorithms.passage_rank import (
     PassageRankParams,
     rank_passages,
 )
-from processors.stores.documents_protocol import DocumentStore
-from schemas.documents import Chunk, Scope, SearchMode
+from processors.stores.documents_protocol import ChunkQuery, DocumentStore
+from schemas.documents import Chunk, SearchMode
 
 FUSION_DEPTH = 4  # each retriever contributes its best `FUSION_DEPTH * limit` to the fusion
 
@@ -28,43 +28,39 @@ class StorePassages:
     """algorithms/passage_rank.PassageSource over a document store, for one question."""
 
     store: DocumentStore
-    user: str
-    collection: str
-    vector: Sequence[float]
-    scope: Scope | None
+    q: ChunkQuery
 
     async def candidates(self, terms: Sequence[str], k: int) -> Candidates:
-        return await self.store.candidates(self.user, self.collection, self.vector, terms, k, self.scope)
+        return await self.store.candidates(self.q, terms, k)
 
     async def named(self, phrases: Sequence[str]) -> dict[str, tuple[str, list[Passage]]]:
-        return await self.store.named(self.user, self.collection, phrases, self.vector, self.scope)
+        return await self.store.named(self.q, phrases)
 
     async def links(self, chunk_ids: Sequence[str], skip: set[str], cap: int, known: set[str]) -> HopLinks:
-        return await self.store.passage_links(
-            self.user, self.collection, chunk_ids, skip, cap, known, self.vector, self.scope
-        )
+        return await self.store.passage_links(self.q, chunk_ids, skip, cap, known)
 
 
 async def search_chunks(
-    store: DocumentStore, user: str, collection: str, vector: Sequence[float] | None, text: str | None,
-    mode: SearchMode, limit: int, scope: Scope | None, params: PassageRankParams,
+    store: DocumentStore,
+    q: ChunkQuery,
+    text: str | None,
+    mode: SearchMode,
+    limit: int,
+    params: PassageRankParams,
     among: Collection[str] | None = None,
-) -> list[Chunk]:  # fmt: skip
+) -> list[Chunk]:
     """The best `limit` chunks of the scope (of `among`, when given) with their scores, best first."""
     if among is not None and not among:
         return []
     words = bm25_terms(text) if text and mode != "vector" else []
-    if mode == "graph" and vector is not None and among is None:
-        source = StorePassages(store, user, collection, vector, scope)
-        ranked = await rank_passages(source, text or "", words, limit, params)
+    if mode == "graph" and q.vector is not None and among is None:
+        ranked = await rank_passages(StorePassages(store, q), text or "", words, limit, params)
     else:
         depth = limit if mode in ("vector", "lexical") else FUSION_DEPTH * limit
-        vec = None if mode == "lexical" else vector
-        found = await store.candidates(
-            user, collection, vec, words, depth, scope, None if among is None else list(among)
-        )
+        asked = replace(q, vector=None) if mode == "lexical" else q
+        found = await store.candidates(asked, words, depth, None if among is None else list(among))
         ranked = rank_candidates(found.passages, "fused" if mode == "graph" else mode, limit)
-    chunks = {c.id: c for c in await store.chunks(user, collection, [c for c, _ in ranked], scope)}
+    chunks = {c.id: c for c in await store.chunks(q.user, q.collection, [c for c, _ in ranked], q.scope)}
     return [chunks[c].model_copy(update={"score": s}) for c, s in ranked if c in chunks]
 
 

@@ -25,7 +25,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
-from processors.stores.documents_protocol import DocumentRecord, RemovedLinks, tenant_token
+from processors.stores.documents_protocol import ChunkQuery, DocumentRecord, RemovedLinks, tenant_token
 from processors.stores.neo4j import passages, term_stats
 from processors.stores.neo4j import relations as neo4j_relations
 from processors.stores.neo4j.chunk_search import GET_CHUNKS, chunk_of
@@ -177,13 +177,12 @@ class Neo4jDocumentStore:
         return {r["id"]: r["hash"] for r in rows}
 
     async def candidates(
-        self, user: str, collection: str, vector: Sequence[float] | None, terms: Sequence[str], k: int,
-        scope: Scope | None = None, among: Sequence[str] | None = None,
-    ) -> Candidates:  # fmt: skip
+        self, q: ChunkQuery, terms: Sequence[str], k: int, among: Sequence[str] | None = None
+    ) -> Candidates:
         """The `k` nearest chunks and the `k` best by BM25, with cosines (see passages.candidates)."""
         await self.migrate()
-        params = tenant(user, collection, scope)
-        return await self.conn.read_tx(lambda run: passages.candidates(run, params, vector, terms, k, among))
+        params = tenant(q.user, q.collection, q.scope)
+        return await self.conn.read_tx(lambda run: passages.candidates(run, params, q.vector, terms, k, among))
 
     async def concept_keys(self, user: str, collection: str, keys: Sequence[str]) -> dict[str, list[str]]:
         """Key -> the concepts it is a key or an alias of."""
@@ -194,22 +193,19 @@ class Neo4jDocumentStore:
         rows = await self.conn.read(CONCEPT_NAMES, {**tenant(user, collection), "names": names})
         return {r["name"]: r["iris"] for r in rows}
 
-    async def named(
-        self, user: str, collection: str, phrases: Sequence[str], vector: Sequence[float], scope: Scope | None = None
-    ) -> dict[str, tuple[str, list[Passage]]]:
+    async def named(self, q: ChunkQuery, phrases: Sequence[str]) -> dict[str, tuple[str, list[Passage]]]:
         """Of `phrases`, the concept keys in the scope: key -> (concept, its subject chunks)."""
         await self.migrate()
-        params = tenant(user, collection, scope)
-        return await self.conn.read_tx(lambda run: passages.named(run, params, phrases, vector))
+        params = tenant(q.user, q.collection, q.scope)
+        return await self.conn.read_tx(lambda run: passages.named(run, params, phrases, q.vector))
 
     async def passage_links(
-        self, user: str, collection: str, chunk_ids: Sequence[str], skip: Collection[str], cap: int,
-        known: Collection[str], vector: Sequence[float], scope: Scope | None = None,
-    ) -> HopLinks:  # fmt: skip
+        self, q: ChunkQuery, chunk_ids: Sequence[str], skip: Collection[str], cap: int, known: Collection[str]
+    ) -> HopLinks:
         """One graphrank hop from `chunk_ids`, in one read transaction (see passages.links)."""
         await self.migrate()
-        params = tenant(user, collection, scope)
-        return await self.conn.read_tx(lambda run: passages.links(run, params, chunk_ids, skip, cap, known, vector))
+        params = tenant(q.user, q.collection, q.scope)
+        return await self.conn.read_tx(lambda run: passages.links(run, params, chunk_ids, skip, cap, known, q.vector))
 
     async def episodes(
         self,
@@ -238,12 +234,10 @@ class Neo4jDocumentStore:
 
         return await self.conn.read_tx(work)
 
-    async def chunk_similarities(
-        self, user: str, collection: str, vector: Sequence[float], chunk_ids: Sequence[str], scope: Scope | None = None
-    ) -> dict[str, float]:
-        """Cosine of `vector` to the stored vector of each chunk of `chunk_ids` in scope."""
-        params = tenant(user, collection, scope)
-        return await self.conn.read_tx(lambda run: passages.similarities(run, params, vector, chunk_ids))
+    async def chunk_similarities(self, q: ChunkQuery, chunk_ids: Sequence[str]) -> dict[str, float]:
+        """Cosine of the question's vector to the stored vector of each chunk of `chunk_ids` in scope."""
+        params = tenant(q.user, q.collection, q.scope)
+        return await self.conn.read_tx(lambda run: passages.similarities(run, params, q.vector, chunk_ids))
 
     async def chunks(self, user: str, collection: str, ids: Sequence[str], scope: Scope | None = None) -> list[Chunk]:
         """Chunks by id (in the scope), in the order asked."""

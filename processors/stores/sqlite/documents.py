@@ -16,7 +16,7 @@ from typing import TypeVar
 import numpy as np
 
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
-from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
+from processors.stores.documents_protocol import ChunkQuery, DocumentRecord, RemovedLinks
 from processors.stores.sqlite import passages
 from processors.stores.sqlite.docs_schema import (
     CHUNK_LINKS,
@@ -131,18 +131,17 @@ class SqliteDocumentStore:
         return {str(i): str(h) for i, h in rows}
 
     async def candidates(
-        self, user: str, collection: str, vector: Sequence[float] | None, terms: Sequence[str], k: int,
-        scope: Scope | None = None, among: Sequence[str] | None = None,
-    ) -> Candidates:  # fmt: skip
+        self, q: ChunkQuery, terms: Sequence[str], k: int, among: Sequence[str] | None = None
+    ) -> Candidates:
         """The `k` nearest chunks and the `k` best by BM25 over `terms` (of `among`, when given),
         with their cosines, and the number of chunks searched (see passages.candidates)."""
-        q = None if vector is None else _unit(vector)
+        unit = None if q.vector is None else _unit(q.vector)
 
         def read(conn: sqlite3.Connection, allowed: set[str] | None, scoped: int | None) -> Candidates:
-            size = len(among) if among is not None else scope_size(conn, user, collection, allowed)
-            return passages.candidates(conn, self.lists, user, collection, q, terms, k, (scoped, size), among)
+            size = len(among) if among is not None else scope_size(conn, q.user, q.collection, allowed)
+            return passages.candidates(conn, self.lists, q.user, q.collection, unit, terms, k, (scoped, size), among)
 
-        return await self._read(user, collection, scope, read)
+        return await self._read(q.user, q.collection, q.scope, read)
 
     async def concept_keys(self, user: str, collection: str, keys: Sequence[str]) -> dict[str, list[str]]:
         """Key -> the concepts it is a key or an alias of."""
@@ -157,26 +156,24 @@ class SqliteDocumentStore:
 
         return await self.db.read(read)
 
-    async def named(
-        self, user: str, collection: str, phrases: Sequence[str], vector: Sequence[float], scope: Scope | None = None
-    ) -> dict[str, tuple[str, list[Passage]]]:
+    async def named(self, q: ChunkQuery, phrases: Sequence[str]) -> dict[str, tuple[str, list[Passage]]]:
         """Of `phrases`, the concept keys in the scope: key -> (concept, its subject chunks)."""
-        q = _unit(vector)
+        unit = _unit(q.vector)
         return await self._read(
-            user, collection, scope, lambda conn, _, scoped: passages.named(conn, user, collection, phrases, q, scoped)
-        )
+            q.user, q.collection, q.scope,
+            lambda conn, _, scoped: passages.named(conn, q.user, q.collection, phrases, unit, scoped),
+        )  # fmt: skip
 
     async def passage_links(
-        self, user: str, collection: str, chunk_ids: Sequence[str], skip: Collection[str], cap: int,
-        known: Collection[str], vector: Sequence[float], scope: Scope | None = None,
-    ) -> HopLinks:  # fmt: skip
+        self, q: ChunkQuery, chunk_ids: Sequence[str], skip: Collection[str], cap: int, known: Collection[str]
+    ) -> HopLinks:
         """One graphrank hop from `chunk_ids` (see passages.links)."""
-        q = _unit(vector)
+        unit = _unit(q.vector)
 
         def read(conn: sqlite3.Connection, _: set[str] | None, scoped: int | None) -> HopLinks:
-            return passages.links(conn, user, collection, chunk_ids, skip, cap, known, q, scoped)
+            return passages.links(conn, q.user, q.collection, chunk_ids, skip, cap, known, unit, scoped)
 
-        return await self._read(user, collection, scope, read)
+        return await self._read(q.user, q.collection, q.scope, read)
 
     async def chunks(self, user: str, collection: str, ids: Sequence[str], scope: Scope | None = None) -> list[Chunk]:
         """Chunks by id (in the scope), in the order asked."""
@@ -300,14 +297,12 @@ class SqliteDocumentStore:
 
         return await self._read(user, collection, scope, read)
 
-    async def chunk_similarities(
-        self, user: str, collection: str, vector: Sequence[float], chunk_ids: Sequence[str], scope: Scope | None = None
-    ) -> dict[str, float]:
-        """Cosine of `vector` to the stored vectors of the chunks (in scope)."""
-        q = _unit(vector)
+    async def chunk_similarities(self, q: ChunkQuery, chunk_ids: Sequence[str]) -> dict[str, float]:
+        """Cosine of the question's vector to the stored vectors of the chunks (in scope)."""
+        unit = _unit(q.vector)
         return await self._read(
-            user, collection, scope,
-            lambda conn, _, scoped: passages.similarities(conn, user, collection, q, chunk_ids, scoped),
+            q.user, q.collection, q.scope,
+            lambda conn, _, scoped: passages.similarities(conn, q.user, q.collection, unit, chunk_ids, scoped),
         )  # fmt: skip
 
     async def scoped_entities(self, user: str, collection: str, scope: Scope) -> set[str]:
@@ -387,6 +382,8 @@ class SqliteDocumentStore:
         return await self.db.read(read)
 
 
-def _unit(vector: Sequence[float]) -> np.ndarray:
+def _unit(vector: Sequence[float] | None) -> np.ndarray:
+    if vector is None:
+        raise ValueError("this read ranks by the question's vector and none was given")
     q = np.asarray(vector, dtype=np.float32)
     return q / (np.linalg.norm(q) or 1.0)
