@@ -86,6 +86,16 @@ def build_parser() -> argparse.ArgumentParser:
     ld.add_argument("--flow", default="default")
     ld.add_argument("--format", choices=["auto", "jsonl", "txt", "md"], default="auto")
     ld.add_argument("--no-progress", action="store_true")
+    ld.add_argument(
+        "--batch-size",
+        type=int,
+        default=load_documents_cmd.BATCH_DOCUMENTS,
+        metavar="N",
+        help=f"documents per request (default {load_documents_cmd.BATCH_DOCUMENTS})",
+    )
+    ld.add_argument("--in-flight", type=int, default=load_documents_cmd.IN_FLIGHT, metavar="N",
+                    help=f"requests loading at once (default {load_documents_cmd.IN_FLIGHT}; over Pulsar, "
+                    "about 2 per document-load instance)")  # fmt: skip
     store_args(ld)
     bus_args(ld)
     ld.set_defaults(func=load_documents_cmd.load_documents)
@@ -106,8 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     bus_args(up)
     up.set_defaults(func=serve_cmds.up)
 
-    run = sub.add_parser("run", help="run one processor (distributed mode)")
-    run.add_argument("processor")
+    run = sub.add_parser("run", help="run one processor, or several in one process (distributed mode)")
+    run.add_argument("processor", nargs="+", metavar="PROCESSOR")
     run.add_argument("--gateway-port", type=int, help="gateway port, when PROCESSOR is the gateway")
     store_args(run)
     bus_args(run)

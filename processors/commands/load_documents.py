@@ -37,12 +37,12 @@ class Totals:
     warnings: list[str] = field(default_factory=list)
 
 
-def batches(docs: list[Document]) -> list[list[Document]]:
-    """Documents in request-sized batches."""
+def batches(docs: list[Document], per_batch: int = BATCH_DOCUMENTS) -> list[list[Document]]:
+    """Documents in request-sized batches (at most `per_batch` documents and about BATCH_CHARS of text)."""
     out: list[list[Document]] = [[]]
     size = 0
     for d in docs:
-        if out[-1] and (len(out[-1]) >= BATCH_DOCUMENTS or size + len(d.text) > BATCH_CHARS):
+        if out[-1] and (len(out[-1]) >= per_batch or size + len(d.text) > BATCH_CHARS):
             out.append([])
             size = 0
         out[-1].append(d)
@@ -83,6 +83,8 @@ async def _load_batch(
 
 async def load_documents(a: argparse.Namespace) -> int:
     """Load the documents of every PATH into user/collection."""
+    if a.batch_size < 1 or a.in_flight < 1:
+        raise ValueError("--batch-size and --in-flight must be at least 1")
     read = list(read_documents(a.paths, a.format))
     docs = [d for d in read if isinstance(d, Document)]
     for bad in (d for d in read if isinstance(d, Unreadable)):
@@ -93,14 +95,14 @@ async def load_documents(a: argparse.Namespace) -> int:
     chunks_bar = tqdm(total=0, unit="chunk", desc="chunks   ", disable=a.no_progress, file=sys.stderr, position=1)
     try:
         async with flow_bus(a) as bus, service_client(bus, DOCUMENT_LOAD, a.flow, LOAD_TIMEOUT_S) as client:
-            slots = asyncio.Semaphore(IN_FLIGHT)
+            slots = asyncio.Semaphore(a.in_flight)
 
             async def one(batch: list[Document]) -> None:
                 async with slots:
                     req = LoadDocuments(user=a.user, collection=a.collection, documents=batch)
                     await _load_batch(client, req, docs_bar, chunks_bar, totals)
 
-            await asyncio.gather(*(one(b) for b in batches(docs)))
+            await asyncio.gather(*(one(b) for b in batches(docs, a.batch_size)))
             rebuilt = bool(totals.loaded or totals.failed) or await communities_outdated(bus, a)
             if rebuilt:  # also after an interrupted load whose rerun found every document stored
                 communities = await build_communities(bus, a)
