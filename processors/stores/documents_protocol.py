@@ -5,7 +5,7 @@ inside the store's queries."""
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -91,6 +91,12 @@ class DocumentStore(Protocol):
 
     async def store(self, user: str, collection: str, records: Sequence[DocumentRecord]) -> RemovedLinks:
         """Write documents, replacing earlier versions of the same ids (one transaction)."""
+        ...
+
+    async def claim_concepts(self, user: str, collection: str, concepts: Mapping[str, str]) -> None:
+        """Record that indexing creates these concepts (IRI -> the key found), before their entities
+        are written: they are indexing's (they go when no chunk mentions them) even if the writer
+        dies before it stores the documents that mention them, and whichever writer stores those."""
         ...
 
     async def delete_documents(self, user: str, collection: str, ids: Sequence[str]) -> RemovedLinks:

@@ -115,6 +115,10 @@ class TripleStore(Protocol):
         """Label of each IRI that has one."""
         ...
 
+    async def label_literals(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[str]]:
+        """Every rdfs:label literal of each IRI that has one (one each, unless writers raced)."""
+        ...
+
     async def remove_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> None:
         """Delete these triples (absent ones are ignored); rdfs:label triples also leave the label table."""
         ...

@@ -166,6 +166,17 @@ async def test_replace_and_delete_return_what_nothing_links_any_more(docs: DocBa
     assert await docs.leftovers(user) == 0
 
 
+async def test_a_claimed_concept_is_indexings_whoever_stores_its_mentions(docs: DocBackend) -> None:
+    user, coll = docs.scope()
+    await docs.documents.claim_concepts(user, coll, {e("seine"): "seine"})  # its creator died before storing
+    await docs.documents.claim_concepts(user, coll, {e("seine"): "seine"})  # and the rerun claims it again
+    b = record("b", ["paris seine"], mentions=[(0, "paris", 1), (0, "seine", 1)], owned=[])  # found, not created
+    await docs.documents.store(user, coll, [b])
+    removed = unlinked(await docs.documents.delete_documents(user, coll, ["b"]))
+    assert removed == ([], [e("seine")], [e("paris"), e("seine")])  # the claimed one goes, paris stays
+    assert await docs.leftovers(user) == 0
+
+
 async def test_search_modes_rank_as_the_reference_index(docs: DocBackend) -> None:
     user, coll = docs.scope()
     records = random_corpus(np.random.default_rng(1), 12)

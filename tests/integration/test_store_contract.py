@@ -81,6 +81,17 @@ async def test_labels_batched(store: StoreBackend) -> None:
     assert await store.triples.labels(user, coll, ["c", "a", "c"]) == {"a": "Alpha", "c": "Sea"}
 
 
+async def test_label_literals_are_every_label_of_each_iri(store: StoreBackend) -> None:
+    user, coll = store.scope()
+    await store.triples.add_triples(user, coll, GRAPH)
+    await store.triples.add_triples(user, coll, [t("b", RDFS_LABEL, Term.literal("bee"))])  # two writers raced
+    got = await store.triples.label_literals(user, coll, ["b", "a", "c", "nope", "b"])
+    assert {k: sorted(v) for k, v in got.items()} == {"a": ["Alpha"], "b": ["Bee", "bee"]}
+    assert await store.triples.label_literals(user, coll, []) == {}
+    _, other = store.scope(user)
+    assert await store.triples.label_literals(user, other, ["a", "b"]) == {}
+
+
 async def test_entity_vector_search_top_k(store: StoreBackend) -> None:
     user, coll = store.scope()
     items = [(f"e{i}", f"entity {i}", unit(i)) for i in range(20)]

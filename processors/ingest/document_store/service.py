@@ -12,9 +12,10 @@ from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
 from processors.ingest.document_store.linking import Linked, attach_relation_vectors, link, unlinked_triples
 from processors.models.embeddings.client import FlowEmbedder
 from processors.stores.documents_protocol import RemovedLinks
+from processors.stores.protocol import VectorKind
 from schemas.documents import DeleteCollection, DeleteDocuments, DocumentsResponse, StoreDocuments
 from schemas.services import DOCUMENT_STORE, EMBEDDINGS, Service
-from schemas.terms import Term
+from schemas.terms import RDFS_LABEL, Term, Triple
 
 
 class DocumentStoreProcessor(StoreProcessor):
@@ -36,12 +37,7 @@ class DocumentStoreProcessor(StoreProcessor):
         keys = sorted({c.key for d in req.documents for c in d.concepts})
         linked = link(req.documents, await self.stores.entities.named(user, coll, keys))
         embedder = FlowEmbedder(flow.client(EMBEDDINGS))
-        new = list(linked.new_concepts.items())
-        vectors: dict[str, list[float]] = {}
-        if new:
-            embedded = await embedder.embed([label for _, label in new])
-            vectors = {iri: v for (iri, _), v in zip(new, embedded, strict=True)}
-            await self.stores.entities.upsert(user, coll, [(iri, label, vectors[iri]) for iri, label in new], "entity")
+        vectors = await self._create_concepts(user, coll, linked, embedder)
         ends = sorted({x for s, _, o in linked.relations for x in (s, o)} - set(vectors))
         vectors.update(await self.stores.entities.vectors(user, coll, ends) if ends else {})
         attach_relation_vectors(linked, vectors)
@@ -53,12 +49,48 @@ class DocumentStoreProcessor(StoreProcessor):
         if linked.predicates:
             await self._add_predicates(user, coll, linked, embedder)
         await self.stores.triples.add_triples(user, coll, linked.triples())
+        await self._settle_labels(user, coll, linked.new_concepts, "entity", embedder)
+        await self._settle_labels(user, coll, linked.predicates, "predicate", embedder)
         removed = await self.stores.documents.store(user, coll, linked.records)
         await self._unlink(user, coll, removed)
         touched = {m.entity for r in linked.records for m in r.mentions} | set(removed.touched)
         await self.stores.communities.mark_stale(user, coll, sorted(touched))
         await self.announce_graph_changed(user, coll)
         return DocumentsResponse(stored=len(linked.records))
+
+    async def _create_concepts(
+        self, user: str, coll: str, linked: Linked, embedder: FlowEmbedder
+    ) -> dict[str, list[float]]:
+        """Claim the new concepts as indexing's, then give each a vector (of its label); their vectors."""
+        new = list(linked.new_concepts.items())
+        if not new:
+            return {}
+        keys = {iri: key for r in linked.records for iri, key in r.keys.items() if iri in linked.new_concepts}
+        await self.stores.documents.claim_concepts(user, coll, keys)
+        embedded = await embedder.embed([label for _, label in new])
+        vectors = {iri: v for (iri, _), v in zip(new, embedded, strict=True)}
+        await self.stores.entities.upsert(user, coll, [(iri, label, vectors[iri]) for iri, label in new], "entity")
+        return vectors
+
+    async def _settle_labels(
+        self, user: str, coll: str, written: dict[str, str], kind: VectorKind, embedder: FlowEmbedder
+    ) -> None:
+        """Writers that created the same concept (or predicate) at once, each finding it missing,
+        each wrote their spelling of its label: keep one, the smallest, as its label and in the
+        entity index. Each writer checks after its own writes, so the last to check sees every
+        spelling; every writer that sees several makes the same choice."""
+        found = await self.stores.triples.label_literals(user, coll, sorted(written)) if written else {}
+        settled = {iri: min(labels) for iri, labels in found.items() if len(labels) > 1}
+        if not settled:
+            return
+        p = Term.iri(RDFS_LABEL)
+        extra = [Triple(s=Term.iri(i), p=p, o=Term.literal(x)) for i in settled for x in found[i] if x != settled[i]]
+        await self.stores.triples.remove_triples(user, coll, extra)
+        kept = [Triple(s=Term.iri(i), p=p, o=Term.literal(x)) for i, x in settled.items()]
+        await self.stores.triples.add_triples(user, coll, kept)  # the label again, where removing took it
+        vectors = await embedder.embed(list(settled.values()))
+        items = [(iri, x, v) for (iri, x), v in zip(settled.items(), vectors, strict=True)]
+        await self.stores.entities.upsert(user, coll, items, kind)
 
     async def _add_predicates(self, user: str, coll: str, linked: Linked, embedder: FlowEmbedder) -> None:
         """Typed relations' predicates: a label where the collection has none (a predicate loaded

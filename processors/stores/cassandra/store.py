@@ -29,6 +29,7 @@ from schemas.triples import NeighboursQuery
 
 LEXICAL_CANDIDATES = 200
 IN_CHUNK = 100  # keys per IN (...) list
+MAX_LABELS = 100  # rdfs:label literals read per IRI (one, unless writers raced)
 
 _ObjKey = tuple[str, bool, str, str]
 
@@ -183,6 +184,19 @@ class CassandraTripleStore:
             [("labels_in", (user, collection, c)) for c in _chunks(list(dict.fromkeys(iris)))]
         )
         return {r.iri: r.label for page in pages for r in page}
+
+    async def label_literals(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[str]]:
+        """Every rdfs:label literal of many IRIs: one multi-partition query per chunk of keys."""
+        calls: list[tuple[str, Sequence[Any]]] = [
+            ("out_sp_in", (user, collection, c, True, RDFS_LABEL, MAX_LABELS))
+            for c in _chunks(list(dict.fromkeys(iris)))
+        ]
+        out: dict[str, list[str]] = {}
+        for page in await self.conn.run_many(calls):
+            for r in page:
+                if r.o_lit:
+                    out.setdefault(r.s, []).append(r.o)
+        return out
 
     async def delete_collection(self, user: str, collection: str) -> None:
         """Find every partition of the collection through its predicates, then delete them."""

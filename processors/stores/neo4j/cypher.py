@@ -133,6 +133,12 @@ LABELS = _collected(
     "iri",
     "label",
 )
+LABEL_LITERALS = _collected(
+    "UNWIND $keys AS k MATCH (n:KgEntity {key: k})-[r:KG_EDGE {p: $label}]->(o:KgLiteral) "
+    "WHERE r.user = $user AND r.collection = $collection RETURN n.uri AS iri, o.value AS label ORDER BY iri, label",
+    "iri",
+    "label",
+)
 REMOVE_EDGES = (
     "UNWIND $rows AS row MATCH (s:KgEntity {key: row.sk})-[r:KG_EDGE {p: row.p}]->(o {key: row.ok}) "
     "WHERE r.user = $user AND r.collection = $collection DELETE r"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from processors.algorithms.bm25 import terms
@@ -98,6 +98,11 @@ UNMENTIONED = (
     "WITH e, iri, owned CALL (e) { WITH e WHERE e.label IS NULL AND e.embedding IS NULL AND NOT (e)--() DELETE e } "
     "RETURN iri, owned"
 )
+CLAIM = (
+    "UNWIND $rows AS row MERGE (e:KgEntity {key: row.ekey}) "
+    "ON CREATE SET e.user = $user, e.collection = $collection, e.uri = row.iri "
+    "SET e.concept = true, e.concept_key = coalesce(e.concept_key, row.concept_key)"
+)
 HASHES = (
     "UNWIND $dkeys AS dk MATCH (d:KgDocument {key: dk}) WHERE d.user = $user AND d.collection = $collection "
     "RETURN d.id AS id, d.content_hash AS hash"
@@ -160,6 +165,12 @@ class Neo4jDocumentStore:
             return await _unlinked(run, params, old)
 
         return await self.conn.write_tx(work)
+
+    async def claim_concepts(self, user: str, collection: str, concepts: Mapping[str, str]) -> None:
+        """Mark these concepts (IRI -> key) as indexing's on their entity nodes."""
+        rows = [{"ekey": entity_key(user, collection, i), "iri": i, "concept_key": k} for i, k in concepts.items()]
+        if rows:
+            await self.conn.write([(CLAIM, {**tenant(user, collection), "rows": rows})])
 
     async def delete_documents(self, user: str, collection: str, ids: Sequence[str]) -> RemovedLinks:
         """Delete documents (chunks, mentions, provenance); returns what nothing links any more."""

@@ -28,6 +28,7 @@ from processors.stores.neo4j.cypher import (
     FULLTEXT,
     GET_LOAD,
     INDEX_COLLECTIONS,
+    LABEL_LITERALS,
     LABELS,
     NAMED,
     NEAREST_PREDICATES,
@@ -182,6 +183,15 @@ class Neo4jTripleStore:
             return {}
         rows = await self.conn.read_rows(LABELS, {"keys": keys, "user": user, "collection": collection})
         return {r["iri"]: r["label"] for r in rows}
+
+    async def label_literals(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[str]]:
+        """Every rdfs:label literal of many IRIs in one UNWIND query."""
+        keys = [entity_key(user, collection, i) for i in dict.fromkeys(iris)]
+        params = {"keys": keys, "user": user, "collection": collection, "label": RDFS_LABEL}
+        out: dict[str, list[str]] = {}
+        for r in await self.conn.read_rows(LABEL_LITERALS, params) if keys else []:
+            out.setdefault(r["iri"], []).append(r["label"])
+        return out
 
     async def remove_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> None:
         """Delete these edges (and labels, for label triples) in one transaction."""

@@ -108,6 +108,10 @@ RELATION_HAS_SOURCE = (
 )
 CONCEPT_MENTIONED = "SELECT 1 FROM mentions WHERE user = ? AND collection = ? AND entity = ? LIMIT 1"
 CONCEPT_OWNED = "SELECT owned FROM concepts WHERE user = ? AND collection = ? AND iri = ?"
+CLAIM_CONCEPT = (
+    "INSERT INTO concepts VALUES (?1, ?2, ?3, 1, ?4) ON CONFLICT DO UPDATE SET owned = 1,"
+    " key = CASE WHEN key = '' THEN excluded.key ELSE key END"
+)
 DELETE_CONCEPT = "DELETE FROM concepts WHERE user = ? AND collection = ? AND iri = ?"
 RELATIONS_AMONG = """
 SELECT s, p, o, count(DISTINCT chunk_id) AS w FROM relation_sources

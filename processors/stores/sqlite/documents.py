@@ -9,7 +9,7 @@ import asyncio
 import json
 import sqlite3
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from processors.algorithms.passage_rank import PassageRankParams
@@ -17,6 +17,7 @@ from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
 from processors.stores.local.chunk_index import ChunkIndex, RelationIndex
 from processors.stores.sqlite.docs_schema import (
     CHUNK_LINKS,
+    CLAIM_CONCEPT,
     ENTITY_LINKS,
     EPISODE_COUNTS,
     EPISODES,
@@ -68,6 +69,11 @@ class SqliteDocumentStore:
         out = await self.db.write(write)
         self._checked.pop((user, collection), None)
         return out
+
+    async def claim_concepts(self, user: str, collection: str, concepts: Mapping[str, str]) -> None:
+        """Record these concepts (IRI -> key) as indexing's."""
+        rows = [(user, collection, iri, key) for iri, key in concepts.items()]
+        await self.db.write(lambda conn: conn.executemany(CLAIM_CONCEPT, rows))
 
     async def delete_documents(self, user: str, collection: str, ids: Sequence[str]) -> RemovedLinks:
         """Delete documents; returns the relations and owned concepts nothing links any more."""

@@ -201,6 +201,17 @@ class SqliteTripleStore:
         rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
         return {str(i): str(label) for i, label in rows}
 
+    async def label_literals(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[str]]:
+        sql = (
+            "SELECT s, o FROM triples INDEXED BY spo WHERE user = ? AND collection = ? AND p = ? AND o_lit = 1"
+            " AND s IN (SELECT value FROM json_each(?)) ORDER BY s, o"
+        )
+        args = (user, collection, RDFS_LABEL, json.dumps(list(dict.fromkeys(iris))))
+        out: dict[str, list[str]] = {}
+        for s, o in await self.db.read(lambda c: c.execute(sql, args).fetchall()):
+            out.setdefault(str(s), []).append(str(o))
+        return out
+
     async def remove_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> None:
         rows = [(user, collection, t.s.value, t.p.value, *_obj_cols(t.o)) for t in triples]
         labels = [(user, collection, t.s.value, t.o.value) for t in triples if t.p.value == RDFS_LABEL]
