@@ -6,6 +6,7 @@ scope's documents. Communities: test_community_store_contract.py (same fixture).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -175,6 +176,20 @@ async def test_a_claimed_concept_is_indexings_whoever_stores_its_mentions(docs: 
     removed = unlinked(await docs.documents.delete_documents(user, coll, ["b"]))
     assert removed == ([], [e("seine")], [e("paris"), e("seine")])  # the claimed one goes, paris stays
     assert await docs.leftovers(user) == 0
+
+
+async def test_stores_of_one_document_at_once_store_it_once(docs: DocBackend) -> None:
+    user, _ = docs.scope()  # a redelivered batch, or a retry after a timeout, beside the first attempt
+    found = [(0, "curie", 1), (0, "paris", 1), (1, "curie", 1), (1, "warsaw", 2)]
+    for n in range(3):
+        _, coll = docs.scope(user)
+        r = record(f"d{n}", ["curie paris", "curie warsaw"], mentions=found, relations=[("curie", "paris", [0])])
+        await asyncio.gather(*(docs.documents.store(user, coll, [r]) for _ in range(4)))
+        _, mentions, _ = await docs.communities.graph(user, coll)  # every stored mention, repeats too
+        assert sorted(mentions) == sorted(mentions_of([r]))
+        assert await docs.documents.relations(user, coll, [e("curie"), e("paris")], 10) == [
+            (e("curie"), REL, e("paris"), 1)
+        ]
 
 
 async def test_search_modes_rank_as_the_reference_index(docs: DocBackend) -> None:

@@ -40,6 +40,13 @@ _OLD_CHUNKS = (
     "UNWIND $dkeys AS dk MATCH (d:KgDocument {key: dk}) WHERE d.user = $user AND d.collection = $collection "
     "MATCH (d)-[:HAS_CHUNK]->(c:KgChunk) "
 )
+# A store first write-locks its documents (creating the new ones), so two stores of one document
+# (a redelivered batch, a retry after a timeout) run one after the other: the second reads and
+# replaces what the first wrote instead of adding its mentions beside them.
+LOCK_DOCS = (
+    "UNWIND $dkeys AS dk MERGE (d:KgDocument {key: dk}) ON CREATE SET d.user = $user, d.collection = $collection "
+    "SET d.writing = true REMOVE d.writing"
+)
 # What the documents' current chunks link: candidates for RemovedLinks.
 OLD_LINKS = (
     _OLD_CHUNKS + "CALL (c) { MATCH (c)-[:SOURCE_OF]->(r:KgRelation) RETURN collect(r.key) AS rels } "
@@ -155,9 +162,10 @@ class Neo4jDocumentStore:
         returns what the replaced versions linked that nothing links any more."""
         scope, rows = tenant(user, collection), _rows(user, collection, records)
         docs = {**scope, "docs": [{"key": d["key"], "chunk_keys": d["chunk_keys"]} for d in rows["docs"]]}
-        params = {**scope, "dkeys": [d["key"] for d in rows["docs"]]}  # each query gets only what it reads
+        params = {**scope, "dkeys": sorted(d["key"] for d in rows["docs"])}  # each query gets only what it reads
 
         async def work(run: Runner) -> RemovedLinks:
+            await run(LOCK_DOCS, params)
             old = await _linked(run, params)
             await run(CLEAR_CHUNKS, docs)
             await run(WRITE, {**scope, **rows})
