@@ -185,7 +185,7 @@ async def test_stores_of_one_document_at_once_store_it_once(docs: DocBackend) ->
         _, coll = docs.scope(user)
         r = record(f"d{n}", ["curie paris", "curie warsaw"], mentions=found, relations=[("curie", "paris", [0])])
         await asyncio.gather(*(docs.documents.store(user, coll, [r]) for _ in range(4)))
-        _, mentions, _ = await docs.communities.graph(user, coll)  # every stored mention, repeats too
+        _, mentions = await docs.communities.graph(user, coll)  # every stored mention, repeats too
         assert sorted(mentions) == sorted(mentions_of([r]))
         assert await docs.documents.relations(user, coll, [e("curie"), e("paris")], 10) == [
             (e("curie"), REL, e("paris"), 1)
@@ -363,6 +363,7 @@ async def snapshot(docs: DocBackend, user: str, coll: str, records: Sequence[Doc
         await docs.communities.search(user, coll, unit(7001), None, 5),
         await docs.communities.of_entities(user, coll, ents, 0),
         await docs.communities.graph(user, coll),
+        await docs.communities.chunk_vectors(user, coll, ids),
     )
 
 
@@ -374,7 +375,7 @@ async def test_another_user_or_collection_never_sees_or_touches_anything(docs: D
     before = await snapshot(docs, user, coll, records)
     assert all(before[:3]) and before[6] and before[7]
     empty = await snapshot(docs, *docs.scope(user), records)
-    assert not any(x for x in empty[:9]) and empty[9] == ([], [], {})
+    assert not any(x for x in empty[:9]) and empty[9] == ([], []) and empty[10] == {}
     for u, c in (docs.scope(user), docs.scope(None, coll), docs.scope(user + "x", coll)):
         assert await snapshot(docs, u, c, records) == empty
         other = random_corpus(np.random.default_rng(4), 6)  # same ids, other texts

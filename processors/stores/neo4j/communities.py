@@ -104,14 +104,17 @@ GRAPH_MENTIONS = (
     "MATCH (c:KgChunk {user: $user, collection: $collection})-[m:HAS_ENTITY]->(e:KgEntity) "
     "RETURN e.uri AS entity, c.id AS chunk, m.count AS n ORDER BY entity, chunk"
 )
-GRAPH_VECTORS = "MATCH (c:KgChunk {user: $user, collection: $collection}) RETURN c.id AS id, c.embedding AS vec"
+CHUNK_VECTORS = (
+    "UNWIND $ckeys AS k MATCH (c:KgChunk {key: k}) WHERE c.user = $user AND c.collection = $collection "
+    "RETURN c.id AS id, c.embedding AS vec"
+)
 _BATCHED = " } IN TRANSACTIONS OF 2000 ROWS"
 DELETE_COLLECTION = (
     "MATCH " + _TENANT + " CALL (c) { DETACH DELETE c" + _BATCHED,
     "MATCH (e:KgEntity {user: $user, collection: $collection}) WHERE e.label IS NULL AND e.embedding IS NULL "
     "CALL (e) { WITH e WHERE NOT (e)--() DELETE e" + _BATCHED,
 )
-Graph = tuple[list[tuple[str, str, float]], list[tuple[str, str, int]], dict[str, list[float]]]
+Graph = tuple[list[tuple[str, str, float]], list[tuple[str, str, int]]]
 
 
 class Neo4jCommunityStore:
@@ -121,16 +124,20 @@ class Neo4jCommunityStore:
         self.conn = conn.acquire()
 
     async def graph(self, user: str, collection: str) -> Graph:
-        """Relation weights (supporting chunks), mentions and chunk vectors, in one transaction."""
+        """Relation weights (supporting chunks) and mentions, in one transaction."""
         params = tenant(user, collection)
 
         async def work(run: Runner) -> Graph:
             edges = [(r["s"], r["o"], r["w"]) for r in await run(GRAPH_EDGES, params)]
-            mentions = [(r["entity"], r["chunk"], int(r["n"])) for r in await run(GRAPH_MENTIONS, params)]
-            zero = [0.0] * VECTOR_DIMENSIONS  # a zero vector is not stored
-            return edges, mentions, {r["id"]: r["vec"] or zero for r in await run(GRAPH_VECTORS, params)}
+            return edges, [(r["entity"], r["chunk"], int(r["n"])) for r in await run(GRAPH_MENTIONS, params)]
 
         return await self.conn.read_tx(work)
+
+    async def chunk_vectors(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The vectors of these chunks (a zero vector, not stored, as zeros)."""
+        params = {**tenant(user, collection), "ckeys": keys(user, collection, list(dict.fromkeys(ids)))}
+        zero = [0.0] * VECTOR_DIMENSIONS
+        return {r["id"]: r["vec"] or zero for r in await self.conn.read(CHUNK_VECTORS, params)} if ids else {}
 
     async def replace(self, user: str, collection: str, records: Sequence[CommunityRecord]) -> None:
         """Replace the collection's communities (one transaction); a community whose membership
