@@ -5,6 +5,8 @@ a build reads."""
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 
@@ -151,3 +153,13 @@ async def test_graph_is_what_a_build_reads(docs: DocBackend) -> None:
     assert await docs.communities.list(user, coll) == []
     assert await docs.communities.of_entities(user, coll, [e("curie")], 0) == {}
     assert len((await docs.communities.graph(user, coll))[1]) == 6  # documents stay
+
+
+async def test_replaces_at_once_each_complete_and_leave_one_set(docs: DocBackend) -> None:
+    user, coll = await stored(docs)  # builds of one collection in several community-build processes at once
+    want = await docs.communities.list(user, coll)
+    chunks = await docs.communities.member_chunks(user, coll, [c.id for c in want])
+    for _ in range(3):
+        await asyncio.gather(*(docs.communities.replace(user, coll, tree()) for _ in range(3)))
+        assert await docs.communities.list(user, coll) == want
+        assert await docs.communities.member_chunks(user, coll, [c.id for c in want]) == chunks

@@ -114,6 +114,7 @@ DELETE_COLLECTION = (
     "MATCH (e:KgEntity {user: $user, collection: $collection}) WHERE e.label IS NULL AND e.embedding IS NULL "
     "CALL (e) { WITH e WHERE NOT (e)--() DELETE e" + _BATCHED,
 )
+REPLACE_ATTEMPTS = 5  # builds of one collection in several processes at once: each replace in turn
 Graph = tuple[list[tuple[str, str, float]], list[tuple[str, str, int]]]
 
 
@@ -153,7 +154,15 @@ class Neo4jCommunityStore:
             await run(WRITE, {**scope, **rows})
             await run(BARE, {**scope, "ekeys": old})
 
-        await self.conn.write_tx(work)
+        from neo4j.exceptions import ConstraintError
+
+        for attempt in range(REPLACE_ATTEMPTS):
+            try:
+                await self.conn.write_tx(work)
+                return
+            except ConstraintError:  # a build of the collection in another process committed first: again, after it
+                if attempt + 1 == REPLACE_ATTEMPTS:
+                    raise
 
     async def mark_stale(self, user: str, collection: str, entities: Sequence[str]) -> None:
         """Flag the communities (every level) these entities belong to."""
