@@ -4,14 +4,15 @@ inside the store's queries."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from processors.algorithms.passage_rank import PassageRankParams
+from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
 from schemas.communities import CommunityInfo
-from schemas.documents import Chunk, Document, DocumentInfo, Mention, Scope, SearchMode
+from schemas.documents import Chunk, Document, DocumentInfo, Mention, Scope
 
 
 @dataclass
@@ -66,6 +67,12 @@ class CommunityRecord:
     membership_hash: str = ""
 
 
+def tenant_token(user: str, collection: str) -> str:
+    """The token a collection's rows carry in a full-text index, matched inside every query (a
+    hash: word characters only, no user text in the index)."""
+    return "t" + hashlib.sha256(f"{user}\x1f{collection}".encode()).hexdigest()[:24]
+
+
 @dataclass(frozen=True)
 class ScopeSql:
     """A scope as query parameters: a JSON array of document ids and a JSON object
@@ -111,20 +118,41 @@ class DocumentStore(Protocol):
         """Content hash of each stored document of `ids`."""
         ...
 
-    async def search(
+    async def candidates(
         self,
         user: str,
         collection: str,
         vector: Sequence[float] | None,
-        text: str | None,
-        mode: SearchMode,
-        limit: int,
+        terms: Sequence[str],
+        k: int,
         scope: Scope | None = None,
-        params: PassageRankParams | None = None,
-        chunk_ids: Collection[str] | None = None,
-    ) -> list[Chunk]:
-        """The best chunks of the scope by vector and/or text, fused, or by graphrank (one store call);
-        with `chunk_ids`, only among those chunks (an exact search of them, not a filter of a top k)."""
+        among: Sequence[str] | None = None,
+    ) -> Candidates:
+        """The `k` chunks nearest `vector` (the store's vector index) and the `k` best by BM25 over
+        `terms` (its full-text index), each with its cosine to `vector`, and the number of chunks
+        searched; the scope (and `among`: only those chunks, exactly) inside the queries."""
+        ...
+
+    async def named(
+        self, user: str, collection: str, phrases: Sequence[str], vector: Sequence[float], scope: Scope | None = None
+    ) -> dict[str, tuple[str, list[Passage]]]:
+        """Of `phrases`, the concept keys with a chunk in the scope: key -> (concept IRI, the
+        chunks whose subject it is, nearest `vector` first)."""
+        ...
+
+    async def passage_links(
+        self,
+        user: str,
+        collection: str,
+        chunk_ids: Sequence[str],
+        skip: Collection[str],
+        cap: int,
+        known: Collection[str],
+        vector: Sequence[float],
+        scope: Scope | None = None,
+    ) -> HopLinks:
+        """One graphrank hop from `chunk_ids` in one batched read (see algorithms/passage_rank):
+        at most `cap` + 1 chunks read per concept."""
         ...
 
     async def chunks(self, user: str, collection: str, ids: Sequence[str], scope: Scope | None = None) -> list[Chunk]:

@@ -102,7 +102,7 @@ def _record(cid: str, level: int, vector: list[float], parent: str | None = None
 
 async def test_community_search_starts_at_the_top_level_and_falls_back(tmp_path: Path) -> None:
     docs = SqliteDocumentStore(tmp_path / "docs.db")
-    store = SqliteCommunityStore(docs.db)
+    store = SqliteCommunityStore(docs.db, docs.lists)
     q = [1.0, 0.0, 0.0]
     flat = [_record(f"f{i}", 0, list(np.eye(3)[i % 3])) for i in range(4)]
     await store.replace("u", "flat", flat)  # no hierarchy: every community is a candidate

@@ -11,6 +11,7 @@ from processors.algorithms.passage_rank import PassageRankParams
 from processors.base.operations import by_operation
 from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
 from processors.base.settings import flow_params
+from processors.query.documents.search import search_chunks
 from schemas.documents import (
     Chunk,
     ChunkLinks,
@@ -64,9 +65,8 @@ class DocumentsProcessor(StoreProcessor):
         """The best chunks of the scope (among given communities' chunks, when asked)."""
         if req.communities is not None:
             return await self.community_search(req, flow)
-        found = await self.stores.documents.search(
-            req.user, req.collection, req.vector, req.text, req.mode, req.limit, req.scope, flow.state
-        )
+        found = await search_chunks(self.stores.documents, req.user, req.collection, req.vector, req.text, req.mode,
+                                    req.limit, req.scope, flow.state)  # fmt: skip
         return DocumentsResponse(chunks=found, store_round_trips=1)
 
     async def community_search(self, req: ChunkSearch, flow: FlowContext) -> DocumentsResponse:
@@ -75,9 +75,8 @@ class DocumentsProcessor(StoreProcessor):
         members = await self.stores.communities.member_chunks(req.user, req.collection, req.communities or [])
 
         async def among(ids: list[str], limit: int) -> list[Chunk]:
-            return await self.stores.documents.search(
-                req.user, req.collection, req.vector, req.text, req.mode, limit, req.scope, flow.state, chunk_ids=ids
-            )
+            return await search_chunks(self.stores.documents, req.user, req.collection, req.vector, req.text,
+                                       req.mode, limit, req.scope, flow.state, among=ids)  # fmt: skip
 
         if req.per_community is None:
             every = list(dict.fromkeys(c for ids in members.values() for c in ids))
