@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import socket
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +41,31 @@ def die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+
+
+@contextlib.contextmanager
+def own_tenant(name: str) -> Iterator[str]:
+    """A Pulsar tenant of its own for a test or benchmark (namespaces flow, config, notify), removed
+    afterwards: its processes (KGFLOW_PULSAR_TENANT) share no config topic with other deployments
+    on the broker."""
+    base = f"http://127.0.0.1:{os.environ.get('KGFLOW_PULSAR_HTTP_PORT', '8080')}/admin/v2"
+
+    def call(method: str, path: str, body: bytes | None = None) -> None:
+        req = urllib.request.Request(f"{base}/{path}", data=body, method=method)
+        req.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(req, timeout=30):
+            pass
+
+    call("PUT", f"tenants/{name}", json.dumps({"allowedClusters": ["standalone"], "adminRoles": []}).encode())
+    for ns in ("flow", "config", "notify"):
+        call("PUT", f"namespaces/{name}/{ns}")
+    try:
+        yield name
+    finally:
+        with contextlib.suppress(urllib.error.URLError):
+            for ns in ("flow", "config", "notify"):
+                call("DELETE", f"namespaces/{name}/{ns}?force=true")
+            call("DELETE", f"tenants/{name}?force=true")
 
 
 def _free_port() -> int:

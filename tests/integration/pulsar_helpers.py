@@ -154,30 +154,6 @@ def admin_base() -> str:
     return f"http://127.0.0.1:{os.environ.get('KGFLOW_PULSAR_HTTP_PORT', '8080')}/admin/v2"
 
 
-@contextlib.contextmanager
-def own_tenant(name: str) -> Iterator[str]:
-    """A Pulsar tenant of this test's own (namespaces flow, config, notify), removed afterwards: its
-    processes (KGFLOW_PULSAR_TENANT) share no config topic with other deployments on the broker."""
-    base = admin_base()
-
-    def call(method: str, path: str, body: bytes | None = None) -> None:
-        req = urllib.request.Request(f"{base}/{path}", data=body, method=method)
-        req.add_header("Content-Type", "application/json")
-        with urllib.request.urlopen(req, timeout=30):
-            pass
-
-    call("PUT", f"tenants/{name}", json.dumps({"allowedClusters": ["standalone"], "adminRoles": []}).encode())
-    for ns in ("flow", "config", "notify"):
-        call("PUT", f"namespaces/{name}/{ns}")
-    try:
-        yield name
-    finally:
-        with contextlib.suppress(urllib.error.URLError):
-            for ns in ("flow", "config", "notify"):
-                call("DELETE", f"namespaces/{name}/{ns}?force=true")
-            call("DELETE", f"tenants/{name}?force=true")
-
-
 def topic_stats(topic: str) -> dict:
     """Broker stats of a topic (`[non-]persistent://tenant/ns/name`), {} if it has none."""
     scheme, path = topic.split("://", 1)

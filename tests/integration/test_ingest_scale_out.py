@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.fleet import own_tenant
 from schemas.topics import TENANT, topic
 from tests.conftest import Servers
 from tests.integration.neo4j_collection import Collection, delete_users, read_collection, vector_gap
@@ -24,7 +25,6 @@ from tests.integration.pulsar_helpers import (
     ROOT,
     Procs,
     consumer_count,
-    own_tenant,
     running,
     topic_stats,
     wait_until,
