@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from processors.stores.settings import StoreSettings
 GRAPH_RAG_FLEET = ("embeddings", "graph-embeddings", "triples", "label-resolver", "graph-rag")
 ROOT = Path(__file__).resolve().parents[1]  # `processors` importable from here, as `make bench` runs
 START_TIMEOUT_S = 180.0  # graph-embeddings loads the entity index before it is ready
+TENANT_NAMESPACES = ("flow", "config", "notify")  # what a deployment's topics live in (schemas.topics)
 
 
 def die_with_parent() -> None:
@@ -46,26 +48,36 @@ def die_with_parent() -> None:
 @contextlib.contextmanager
 def own_tenant(name: str) -> Iterator[str]:
     """A Pulsar tenant of its own for a test or benchmark (namespaces flow, config, notify), removed
-    afterwards: its processes (KGFLOW_PULSAR_TENANT) share no config topic with other deployments
-    on the broker."""
+    afterwards (its topics first: the broker refuses to force-delete a namespace): its processes
+    (KGFLOW_PULSAR_TENANT) share no config topic with other deployments on the broker."""
     base = f"http://127.0.0.1:{os.environ.get('KGFLOW_PULSAR_HTTP_PORT', '8080')}/admin/v2"
 
-    def call(method: str, path: str, body: bytes | None = None) -> None:
+    def call(method: str, path: str, body: bytes | None = None) -> bytes:
         req = urllib.request.Request(f"{base}/{path}", data=body, method=method)
         req.add_header("Content-Type", "application/json")
-        with urllib.request.urlopen(req, timeout=30):
-            pass
+        with urllib.request.urlopen(req, timeout=30) as res:  # noqa: S310 - the local broker's admin API
+            return bytes(res.read())
 
     call("PUT", f"tenants/{name}", json.dumps({"allowedClusters": ["standalone"], "adminRoles": []}).encode())
-    for ns in ("flow", "config", "notify"):
+    for ns in TENANT_NAMESPACES:
         call("PUT", f"namespaces/{name}/{ns}")
     try:
         yield name
     finally:
-        with contextlib.suppress(urllib.error.URLError):
-            for ns in ("flow", "config", "notify"):
-                call("DELETE", f"namespaces/{name}/{ns}?force=true")
-            call("DELETE", f"tenants/{name}?force=true")
+        for attempt in range(3):  # a stopped process's subscriptions may outlive it for a moment
+            try:
+                for ns in TENANT_NAMESPACES:
+                    for t in json.loads(call("GET", f"namespaces/{name}/{ns}/topics")):
+                        scheme, path = t.split("://", 1)
+                        tenant, namespace, topic = path.split("/", 2)
+                        call("DELETE", f"{scheme}/{tenant}/{namespace}/{urllib.parse.quote(topic, safe='')}?force=true")
+                    call("DELETE", f"namespaces/{name}/{ns}")
+                call("DELETE", f"tenants/{name}")
+                break
+            except urllib.error.HTTPError as e:
+                if e.code == 404:
+                    break
+                time.sleep(1.0 + attempt)
 
 
 def _free_port() -> int:
