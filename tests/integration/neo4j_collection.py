@@ -2,8 +2,10 @@
 kgflow's stores), so two loads can be compared row for row and duplicates seen: every list
 keeps repeats, the comparison is of multisets.
 
-A concept's label is compared by its normalised words: its spelling (case, punctuation) is that
-of the first document that named it, which depends on the order documents were written in."""
+A concept's label (and its entity-index label) is compared by its normalised words: its spelling
+(case, punctuation) is that of the first document that named it, which depends on the order
+documents were written in; and a writer killed between writing a new concept's index label and
+its label triple, while another created the same concept, can leave the two spelt differently."""
 
 from __future__ import annotations
 
@@ -77,7 +79,7 @@ def read_collection(neo4j_url: str, user: str, collection: str) -> Collection:
         (r["s"], r["p"], normalize(r["o"]) if r["p"] == RDFS_LABEL else r["o"]) for r in got["triples"]
     )
     out.rows["entities"] = Counter(
-        (r["uri"], _words(r["label"]), r["label"] == r["index_label"], r["vec"] is not None, r["concept"])
+        (r["uri"], _words(r["label"]), _words(r["index_label"]), r["vec"] is not None, r["concept"])
         for r in got["entities"]
     )
     out.spelling = {r["uri"]: r["label"] for r in got["entities"] if r["label"] is not None}
