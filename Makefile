@@ -47,6 +47,8 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.docqa
 	$(BIN)/python -m bench.rerank
+	$(BIN)/python -m bench.ingest_scale
+	$(BIN)/python -m bench.community_scale
 
 # Fuzzed frames, graph-rag under maximal embeddings requests, killed loads -> bench/reliability.json
 bench-reliability: $(STAMP)

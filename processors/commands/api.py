@@ -27,7 +27,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel
 
 from processors.base.settings import RuntimeSettings, from_env
-from processors.commands.loading import DocumentsLoaded, LoadProgress, load_documents
+from processors.commands.loading import DEFAULT_BATCHING, Batching, DocumentsLoaded, LoadProgress, load_documents
 from processors.commands.transports import BusTransport, GatewayTransport, Transport, TriplesProgress, TriplesStored
 from processors.ingest.documents.files import DocumentFormat
 from processors.stores.settings import StoreSettings
@@ -195,7 +195,7 @@ class Kgflow:
     # --- loading ----------------------------------------------------------------------------
     async def load_documents(self, sources: Sequence[str | Path | Document], *, collection: str = "default",
                              format: DocumentFormat = "auto", progress: LoadProgress | None = None,
-                             ) -> DocumentsLoaded:  # fmt: skip
+                             batching: Batching = DEFAULT_BATCHING) -> DocumentsLoaded:  # fmt: skip
         """Load files, directories (JSONL, text, markdown, PDF, DOCX, PPTX, HTML) or Documents;
         what could not be loaded is in the result by name (`complete` is False then)."""
         items = [s if isinstance(s, Document) else Path(s) for s in sources]
@@ -203,7 +203,7 @@ class Kgflow:
         def stream(service: Service, req: Any, timeout_s: float) -> AsyncIterator[Any]:
             return self.transport.stream(service, self.flow, req, timeout_s)
 
-        return await load_documents(stream, self.user, collection, items, format, progress)
+        return await load_documents(stream, self.user, collection, items, format, progress, batching)
 
     async def load_triples(self, path: str | Path, *, collection: str = "default", format: str | None = None,
                            progress: TriplesProgress | None = None) -> TriplesStored:  # fmt: skip

@@ -18,6 +18,7 @@ from processors.commands import load_documents as load_documents_cmd
 from processors.commands import manage as manage_cmds
 from processors.commands import query as query_cmds
 from processors.commands import serve as serve_cmds
+from processors.commands.loading import Batching
 from processors.commands.options import bus_args, runtime_settings, store_args
 from processors.ingest.documents.files import DOCUMENT_FORMATS
 
@@ -95,6 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
     ld.add_argument("--flow", default="default")
     ld.add_argument("--format", choices=list(DOCUMENT_FORMATS), default="auto", help="auto: by file extension")
     ld.add_argument("--no-progress", action="store_true")
+    ld.add_argument("--batch-size", type=int, default=Batching.documents, metavar="N",
+                    help=f"documents per request (default {Batching.documents})")  # fmt: skip
+    ld.add_argument("--in-flight", type=int, default=Batching.in_flight, metavar="N",
+                    help=f"requests loading at once (default {Batching.in_flight}; over Pulsar, "
+                    "about 2 per document-load instance)")  # fmt: skip
     _gateway_args(ld)
     store_args(ld)
     bus_args(ld)
@@ -116,8 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     bus_args(up)
     up.set_defaults(func=serve_cmds.up)
 
-    run = sub.add_parser("run", help="run one processor (distributed mode)")
-    run.add_argument("processor")
+    run = sub.add_parser("run", help="run one processor, or several in one process (distributed mode)")
+    run.add_argument("processor", nargs="+", metavar="PROCESSOR")
     run.add_argument("--gateway-port", type=int, help="gateway port, when PROCESSOR is the gateway")
     store_args(run)
     bus_args(run)

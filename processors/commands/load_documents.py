@@ -10,7 +10,7 @@ import sys
 from tqdm import tqdm
 
 from processors.commands.connect import client
-from processors.commands.loading import LOAD_TIMEOUT_S, DocumentsLoaded
+from processors.commands.loading import LOAD_TIMEOUT_S, Batching, DocumentsLoaded
 
 
 class _Bars:
@@ -40,10 +40,15 @@ class _Bars:
 
 async def load_documents(a: argparse.Namespace) -> int:
     """Load the documents of every PATH into user/collection."""
+    if a.batch_size < 1 or a.in_flight < 1:
+        raise ValueError("--batch-size and --in-flight must be at least 1")
+    batching = Batching(a.batch_size, a.in_flight)
     bars = _Bars(a.no_progress)
     try:
         async with client(a, LOAD_TIMEOUT_S) as kg:
-            done = await kg.load_documents(a.paths, collection=a.collection, format=a.format, progress=bars)
+            done = await kg.load_documents(
+                a.paths, collection=a.collection, format=a.format, progress=bars, batching=batching
+            )
     finally:
         bars.close()
     report(a, done)

@@ -18,10 +18,26 @@ from schemas.communities import BuildCommunities, CommunitiesResponse, ListCommu
 from schemas.documents import Document, LoadDocuments, LoadResponse
 from schemas.services import COMMUNITIES, COMMUNITY_BUILD, DOCUMENT_LOAD, Service
 
-BATCH_DOCUMENTS = 64
 BATCH_CHARS = 200_000  # a batch closes at this much text (long documents make many chunks)
-IN_FLIGHT = 2  # batches loading at once: one embeds while the other is parsed
 LOAD_TIMEOUT_S = 3600.0
+
+
+@dataclass(frozen=True)
+class Batching:
+    """How a load is cut into requests: at most `documents` per batch (and about BATCH_CHARS of
+    text), `in_flight` batches loading at once — one embeds while another is parsed; over Pulsar,
+    about 2 per document-load instance keeps every instance busy."""
+
+    documents: int = 64
+    in_flight: int = 2
+
+    def __post_init__(self) -> None:
+        if self.documents < 1 or self.in_flight < 1:
+            raise ValueError("a load's batch size and batches in flight must be at least 1")
+
+
+DEFAULT_BATCHING = Batching()
+
 
 # (stage, n): "documents" (n to load), "unchanged" and "loaded" (n documents done), "chunks"
 # (n more chunks found), "extracted" (n chunks indexed)
@@ -50,12 +66,12 @@ class DocumentsLoaded:
         return not self.failed and not self.skipped
 
 
-def batches(docs: Sequence[Document]) -> list[list[Document]]:
+def batches(docs: Sequence[Document], per_batch: int = Batching.documents) -> list[list[Document]]:
     """Documents in request-sized batches."""
     out: list[list[Document]] = [[]]
     size = 0
     for d in docs:
-        if out[-1] and (len(out[-1]) >= BATCH_DOCUMENTS or size + len(d.text) > BATCH_CHARS):
+        if out[-1] and (len(out[-1]) >= per_batch or size + len(d.text) > BATCH_CHARS):
             out.append([])
             size = 0
         out[-1].append(d)
@@ -90,20 +106,21 @@ async def load_documents(
     sources: Sequence[Path | Document],
     fmt: DocumentFormat = "auto",
     progress: LoadProgress | None = None,
+    batching: Batching = DEFAULT_BATCHING,
 ) -> DocumentsLoaded:
     """Load `sources` (paths, or Documents) into `user`/`collection` (see the module docstring)."""
     tell = progress or (lambda _stage, _n: None)
     docs, skipped = await asyncio.to_thread(_read, sources, fmt)  # parsing files is CPU work
     out = DocumentsLoaded(skipped=skipped)
     tell("documents", len(docs))
-    slots = asyncio.Semaphore(IN_FLIGHT)
+    slots = asyncio.Semaphore(batching.in_flight)
 
     async def one(batch: list[Document]) -> None:
         async with slots:
             req = LoadDocuments(user=user, collection=collection, documents=batch)
             await _load_batch(stream, req, tell, out)
 
-    await asyncio.gather(*(one(b) for b in batches(docs)))
+    await asyncio.gather(*(one(b) for b in batches(docs, batching.documents)))
     if out.loaded or out.failed or await _communities_outdated(stream, user, collection):
         out.communities = await _last(stream, COMMUNITY_BUILD, BuildCommunities(user=user, collection=collection))
     return out

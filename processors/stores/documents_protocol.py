@@ -247,8 +247,12 @@ class CommunityStore(Protocol):
 
     async def graph(
         self, user: str, collection: str
-    ) -> tuple[list[tuple[str, str, float]], list[tuple[str, str, int]], dict[str, list[float]]]:
-        """Relation weights, mentions (entity, chunk, count) and chunk vectors: what a build reads."""
+    ) -> tuple[list[tuple[str, str, float]], list[tuple[str, str, int]]]:
+        """Relation weights and mentions (entity, chunk, count): what a build reads."""
+        ...
+
+    async def chunk_vectors(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The vectors of these chunks (a build reads a few per community, a page of communities at a time)."""
         ...
 
     async def replace(self, user: str, collection: str, records: Sequence[CommunityRecord]) -> None:

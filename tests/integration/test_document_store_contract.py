@@ -8,6 +8,7 @@ test_community_store_contract.py (same fixture)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -178,6 +179,31 @@ async def test_claimed_concepts_are_owned_before_any_document_mentions_them(docs
     assert await docs.documents.claimed(user, other, [e("curie")]) == set()
     removed = unlinked(await docs.documents.delete_documents(user, coll, ["a"]))
     assert removed[1] == [e("curie"), e("warsaw")]  # owned: they leave with the last document
+
+
+async def test_a_claimed_concept_is_indexings_whoever_stores_its_mentions(docs: DocBackend) -> None:
+    user, coll = docs.scope()
+    await docs.documents.claim(user, coll, {e("seine"): "seine"})  # its creator died before storing
+    await docs.documents.claim(user, coll, {e("seine"): "seine"})  # and the rerun claims it again
+    b = record("b", ["paris seine"], mentions=[(0, "paris", 1), (0, "seine", 1)], owned=[])  # found, not created
+    await docs.documents.store(user, coll, [b])
+    removed = unlinked(await docs.documents.delete_documents(user, coll, ["b"]))
+    assert removed == ([], [e("seine")], [e("paris"), e("seine")])  # the claimed one goes, paris stays
+    assert await docs.leftovers(user) == 0
+
+
+async def test_stores_of_one_document_at_once_store_it_once(docs: DocBackend) -> None:
+    user, _ = docs.scope()  # a redelivered batch, or a retry after a timeout, beside the first attempt
+    found = [(0, "curie", 1), (0, "paris", 1), (1, "curie", 1), (1, "warsaw", 2)]
+    for n in range(3):
+        _, coll = docs.scope(user)
+        r = record(f"d{n}", ["curie paris", "curie warsaw"], mentions=found, relations=[("curie", "paris", [0])])
+        await asyncio.gather(*(docs.documents.store(user, coll, [r]) for _ in range(4)))
+        _, mentions = await docs.communities.graph(user, coll)  # every stored mention, repeats too
+        assert sorted(mentions) == sorted(mentions_of([r]))
+        assert await docs.documents.relations(user, coll, [e("curie"), e("paris")], 10) == [
+            (e("curie"), REL, e("paris"), 1)
+        ]
 
 
 async def test_search_modes_rank_the_stores_candidates(docs: DocBackend) -> None:
@@ -360,6 +386,7 @@ async def snapshot(docs: DocBackend, user: str, coll: str, records: Sequence[Doc
         await docs.communities.search(user, coll, unit(7001), None, 5),
         await docs.communities.of_entities(user, coll, ents, 0),
         await docs.communities.graph(user, coll),
+        await docs.communities.chunk_vectors(user, coll, ids),
     )
 
 
@@ -371,7 +398,7 @@ async def test_another_user_or_collection_never_sees_or_touches_anything(docs: D
     before = await snapshot(docs, user, coll, records)
     assert all(before[:3]) and before[6] and before[7]
     empty = await snapshot(docs, *docs.scope(user), records)
-    assert not any(x for x in empty[:9]) and empty[9] == ([], [], {})
+    assert not any(x for x in empty[:9]) and empty[9] == ([], []) and empty[10] == {}
     for u, c in (docs.scope(user), docs.scope(None, coll), docs.scope(user + "x", coll)):
         assert await snapshot(docs, u, c, records) == empty
         other = random_corpus(np.random.default_rng(4), 6)  # same ids, other texts

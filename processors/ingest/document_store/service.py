@@ -68,6 +68,7 @@ class DocumentStoreProcessor(StoreProcessor):
         if linked.predicates:
             await self._add_predicates(user, coll, linked, embedder)
         await self.stores.triples.add_triples(user, coll, linked.triples(), first_label=True)
+        await self._agree_labels(user, coll, linked.new_concepts, embedder)
         removed = await self.stores.documents.store(user, coll, linked.records)
         await self._unlink(user, coll, removed)
         touched = {m.entity for r in linked.records for m in r.mentions} | set(removed.touched)
@@ -75,6 +76,17 @@ class DocumentStoreProcessor(StoreProcessor):
         await self._finish(user, coll, started)
         await self.announce_graph_changed(user, coll)
         return DocumentsResponse(stored=len(linked.records))
+
+    async def _agree_labels(self, user: str, coll: str, written: dict[str, str], embedder: FlowEmbedder) -> None:
+        """Writers that created one concept at once each indexed their spelling of it; the label
+        triple kept the first (`first_label`). A writer whose spelling lost indexes the kept one:
+        each checks after its own index write, so the last to write corrects what it wrote."""
+        kept = await self.stores.triples.labels(user, coll, sorted(written)) if written else {}
+        lost = {iri: label for iri, label in kept.items() if label != written[iri]}
+        if lost:
+            vectors = await embedder.embed(list(lost.values()))
+            items = [(iri, label, v) for (iri, label), v in zip(lost.items(), vectors, strict=True)]
+            await self.stores.entities.upsert(user, coll, items, "entity")
 
     async def write_mark(self, req: WriteMark, flow: FlowContext) -> DocumentsResponse:
         """Mark the collection incomplete for a load about to work on it (see `_begin`), or clear

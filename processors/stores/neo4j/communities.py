@@ -115,14 +115,18 @@ GRAPH_MENTIONS = (
     "MATCH (c:KgChunk {user: $user, collection: $collection})-[m:HAS_ENTITY]->(e:KgEntity) "
     "RETURN e.uri AS entity, c.id AS chunk, m.count AS n ORDER BY entity, chunk"
 )
-GRAPH_VECTORS = "MATCH (c:KgChunk {user: $user, collection: $collection}) RETURN c.id AS id, c.embedding AS vec"
+CHUNK_VECTORS = (
+    "UNWIND $ckeys AS k MATCH (c:KgChunk {key: k}) WHERE c.user = $user AND c.collection = $collection "
+    "RETURN c.id AS id, c.embedding AS vec"
+)
 _BATCHED = " } IN TRANSACTIONS OF 2000 ROWS"
 DELETE_COLLECTION = (
     "MATCH " + _TENANT + " CALL (c) { DETACH DELETE c" + _BATCHED,
     "MATCH (e:KgEntity {user: $user, collection: $collection}) WHERE e.label IS NULL AND e.embedding IS NULL "
     "CALL (e) { WITH e WHERE NOT (e)--() DELETE e" + _BATCHED,
 )
-Graph = tuple[list[tuple[str, str, float]], list[tuple[str, str, int]], dict[str, list[float]]]
+REPLACE_ATTEMPTS = 5  # builds of one collection in several processes at once: each replace in turn
+Graph = tuple[list[tuple[str, str, float]], list[tuple[str, str, int]]]
 
 
 class Neo4jCommunityStore:
@@ -132,16 +136,20 @@ class Neo4jCommunityStore:
         self.conn = conn.acquire()
 
     async def graph(self, user: str, collection: str) -> Graph:
-        """Relation weights (supporting chunks), mentions and chunk vectors, in one transaction."""
+        """Relation weights (supporting chunks) and mentions, in one transaction."""
         params = tenant(user, collection)
 
         async def work(run: Runner) -> Graph:
             edges = [(r["s"], r["o"], r["w"]) for r in await run(GRAPH_EDGES, params)]
-            mentions = [(r["entity"], r["chunk"], int(r["n"])) for r in await run(GRAPH_MENTIONS, params)]
-            zero = [0.0] * VECTOR_DIMENSIONS  # a zero vector is not stored
-            return edges, mentions, {r["id"]: r["vec"] or zero for r in await run(GRAPH_VECTORS, params)}
+            return edges, [(r["entity"], r["chunk"], int(r["n"])) for r in await run(GRAPH_MENTIONS, params)]
 
         return await self.conn.read_tx(work)
+
+    async def chunk_vectors(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The vectors of these chunks (a zero vector, not stored, as zeros)."""
+        params = {**tenant(user, collection), "ckeys": keys(user, collection, list(dict.fromkeys(ids)))}
+        zero = [0.0] * VECTOR_DIMENSIONS
+        return {r["id"]: r["vec"] or zero for r in await self.conn.read(CHUNK_VECTORS, params)} if ids else {}
 
     async def replace(self, user: str, collection: str, records: Sequence[CommunityRecord]) -> None:
         """Replace the collection's communities (one transaction); a community whose membership
@@ -157,7 +165,15 @@ class Neo4jCommunityStore:
             await run(WRITE, {**scope, **rows})
             await run(BARE, {**scope, "ekeys": old})
 
-        await self.conn.write_tx(work)
+        from neo4j.exceptions import ConstraintError
+
+        for attempt in range(REPLACE_ATTEMPTS):
+            try:
+                await self.conn.write_tx(work)
+                return
+            except ConstraintError:  # a build of the collection in another process committed first: again, after it
+                if attempt + 1 == REPLACE_ATTEMPTS:
+                    raise
 
     async def mark_stale(self, user: str, collection: str, entities: Sequence[str]) -> None:
         """Flag the communities (every level) these entities belong to."""

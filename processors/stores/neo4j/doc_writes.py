@@ -17,6 +17,13 @@ _OLD_CHUNKS = (
     "UNWIND $dkeys AS dk MATCH (d:KgDocument {key: dk}) WHERE d.user = $user AND d.collection = $collection "
     "MATCH (d)-[:HAS_CHUNK]->(c:KgChunk) "
 )
+# A store first write-locks its documents (creating the new ones), so two stores of one document
+# (a redelivered batch, a retry after a timeout) run one after the other: the second reads and
+# replaces what the first wrote instead of adding its mentions beside them.
+LOCK_DOCS = (
+    "UNWIND $dkeys AS dk MERGE (d:KgDocument {key: dk}) ON CREATE SET d.user = $user, d.collection = $collection "
+    "SET d.writing = true REMOVE d.writing"
+)
 # What the documents' current chunks link: candidates for RemovedLinks.
 OLD_LINKS = (
     _OLD_CHUNKS + "CALL (c) { MATCH (c)-[:SOURCE_OF]->(r:KgRelation) RETURN collect(r.key) AS rels } "

@@ -34,6 +34,7 @@ from processors.stores.neo4j.doc_migration import migrate_documents
 from processors.stores.neo4j.doc_writes import (
     CLEAR_CHUNKS,
     DELETE_DOCS,
+    LOCK_DOCS,
     WRITE,
     linked,
     name_key,
@@ -129,9 +130,10 @@ class Neo4jDocumentStore:
         await self.migrate()
         scope, rows = tenant(user, collection), write_rows(user, collection, records)
         docs = {**scope, "docs": [{"key": d["key"], "chunk_keys": d["chunk_keys"]} for d in rows["docs"]]}
-        params = {**scope, "dkeys": [d["key"] for d in rows["docs"]]}  # each query gets only what it reads
+        params = {**scope, "dkeys": sorted(d["key"] for d in rows["docs"])}  # each query gets only what it reads
 
         async def work(run: Runner) -> RemovedLinks:
+            await run(LOCK_DOCS, params)
             old = await linked(run, params)
             await term_stats.take_away(run, params)
             await run(CLEAR_CHUNKS, docs)

@@ -64,9 +64,9 @@ class SqliteCommunityStore:
 
     async def graph(
         self, user: str, collection: str
-    ) -> tuple[list[tuple[str, str, float]], list[tuple[str, str, int]], dict[str, list[float]]]:
-        """What detection and profiles read: relation weights (chunks supporting each), mentions,
-        chunk vectors (one store call)."""
+    ) -> tuple[list[tuple[str, str, float]], list[tuple[str, str, int]]]:
+        """What detection and profiles read: relation weights (chunks supporting each) and mentions
+        (one store call)."""
 
         def read(conn: sqlite3.Connection) -> tuple:  # type: ignore[type-arg]
             uc = (user, collection)
@@ -78,10 +78,16 @@ class SqliteCommunityStore:
             mentions = conn.execute(
                 "SELECT entity, chunk_id, count FROM mentions WHERE user = ? AND collection = ?", uc
             ).fetchall()
-            vecs = conn.execute("SELECT id, vec FROM chunks WHERE user = ? AND collection = ?", uc).fetchall()
-            return edges, mentions, {i: np.frombuffer(v, dtype=np.float32).tolist() for i, v in vecs}
+            return edges, mentions
 
         return await self.db.read(read)
+
+    async def chunk_vectors(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The vectors of these chunks."""
+        sql = "SELECT id, vec FROM chunks WHERE user = ? AND collection = ? AND id IN (SELECT value FROM json_each(?))"
+        args = (user, collection, json.dumps(list(dict.fromkeys(ids))))
+        rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
+        return {i: np.frombuffer(v, dtype=np.float32).tolist() for i, v in rows}
 
     async def replace(self, user: str, collection: str, records: Sequence[CommunityRecord]) -> None:
         """Replace the collection's communities; a community whose membership did not change keeps

@@ -20,6 +20,7 @@ from processors.stores.documents_protocol import ChunkQuery, DocumentRecord, Rem
 from processors.stores.sqlite import passages
 from processors.stores.sqlite.docs_schema import (
     CHUNK_LINKS,
+    CLAIM_CONCEPT,
     CONCEPT_KEYS,
     ENTITY_LINKS,
     EPISODE_COUNTS,
@@ -54,7 +55,6 @@ RelationHit = tuple[str, str, str, float, int]
 Episodes = tuple[dict[str, list[str]], dict[str, int]]
 
 # A claim makes the concept owned (a concept loaded from triples is never claimed: it is named).
-CLAIM_CONCEPT = "INSERT INTO concepts VALUES (?,?,?,?,?) ON CONFLICT DO UPDATE SET owned = 1"
 OWNED_CONCEPTS = (
     "SELECT iri FROM concepts WHERE user = ? AND collection = ? AND owned = 1"
     " AND iri IN (SELECT value FROM json_each(?))"
@@ -96,7 +96,7 @@ class SqliteDocumentStore:
 
     async def claim(self, user: str, collection: str, concepts: Mapping[str, str]) -> None:
         """Owned concept rows for `concepts` (IRI -> key), before their vectors and labels exist."""
-        rows = [(user, collection, iri, 1, key) for iri, key in concepts.items()]
+        rows = [(user, collection, iri, key) for iri, key in concepts.items()]
         await self.db.write(lambda conn: conn.executemany(CLAIM_CONCEPT, rows))
 
     async def claimed(self, user: str, collection: str, iris: Sequence[str]) -> set[str]:
