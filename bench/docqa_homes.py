@@ -29,7 +29,7 @@ from bench.measure import peak_rss_mb
 from processors.algorithms.iris import RELATED_TO
 from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
-from processors.commands.load_documents import batches
+from processors.commands.loading import batches
 from processors.stores.settings import StoreSettings
 from schemas.communities import BuildCommunities
 from schemas.documents import Document, LoadDocuments

@@ -33,7 +33,7 @@ def _gateway(system: System, port: int | None) -> Any:
     from processors.gateway.service import GatewayProcessor, GatewaySettings
 
     settings = from_env(GatewaySettings, {"port": port}, prefix="KGFLOW_GATEWAY_")
-    return GatewayProcessor(system.bus, system.runtime, settings)
+    return GatewayProcessor(system.bus, system.runtime, settings, home=system.store_settings.home)
 
 
 def _print_explorer(gw: Any) -> None:

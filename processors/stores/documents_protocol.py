@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -38,7 +38,8 @@ class DocumentRecord:
     relations: list[Relation] = field(default_factory=list)
     owned: set[str] = field(default_factory=set)  # entities this document's indexing created
     keys: dict[str, str] = field(default_factory=dict)  # entity -> the concept key it was found by
-    title_entity: str | None = None  # the entity the document's title names (its subject)
+    aliases: dict[str, list[str]] = field(default_factory=dict)  # entity -> its other keys ("neil peart")
+    title_entity: str | None = None  # the document's subject (its title's, or its first sentence's)
 
 
 @dataclass
@@ -104,6 +105,16 @@ class DocumentStore(Protocol):
         """Delete documents and their chunks, mentions and relation provenance."""
         ...
 
+    async def claim(self, user: str, collection: str, concepts: Mapping[str, str]) -> None:
+        """Record that a document write creates these concepts (IRI -> key): owned by documents from
+        now on, written before any of their vectors or labels, so a write killed part-way leaves
+        them owned and the next write of the collection still knows it must complete them."""
+        ...
+
+    async def claimed(self, user: str, collection: str, iris: Sequence[str]) -> set[str]:
+        """Of `iris`, the concepts a document write created (owned)."""
+        ...
+
     async def delete_collection(self, user: str, collection: str) -> None:
         """Drop every document row of the collection."""
         ...
@@ -125,6 +136,10 @@ class DocumentStore(Protocol):
         """The `k` chunks nearest `vector` (the store's vector index) and the `k` best by BM25 over
         `terms` (its full-text index), each with its cosine to `vector`, and the number of chunks
         searched; the scope (and `among`: only those chunks, exactly) inside the queries."""
+        ...
+
+    async def concept_keys(self, user: str, collection: str, keys: Sequence[str]) -> dict[str, list[str]]:
+        """Key -> the concepts it is a key or an alias of (what documents already linked)."""
         ...
 
     async def named(

@@ -165,6 +165,20 @@ async def test_replace_and_delete_return_what_nothing_links_any_more(docs: DocBa
     assert await docs.leftovers(user) == 0
 
 
+async def test_claimed_concepts_are_owned_before_any_document_mentions_them(docs: DocBackend) -> None:
+    user, coll = docs.scope()
+    await docs.documents.claim(user, coll, {e("curie"): "curie", e("warsaw"): "warsaw"})
+    assert await docs.documents.claimed(user, coll, [e("curie"), e("paris"), e("warsaw")]) == {e("curie"), e("warsaw")}
+    a = record("a", ["curie paris warsaw"], mentions=[(0, "curie", 1), (0, "paris", 1), (0, "warsaw", 1)],
+               owned=["curie", "warsaw"])  # fmt: skip
+    await docs.documents.store(user, coll, [a])
+    assert await docs.documents.claimed(user, coll, [e("curie"), e("paris"), e("warsaw")]) == {e("curie"), e("warsaw")}
+    _, other = docs.scope(user)
+    assert await docs.documents.claimed(user, other, [e("curie")]) == set()
+    removed = unlinked(await docs.documents.delete_documents(user, coll, ["a"]))
+    assert removed[1] == [e("curie"), e("warsaw")]  # owned: they leave with the last document
+
+
 async def test_search_modes_rank_the_stores_candidates(docs: DocBackend) -> None:
     user, coll = docs.scope()
     records = random_corpus(np.random.default_rng(1), 12)
@@ -215,6 +229,16 @@ async def test_chunks_come_in_the_order_asked_inside_the_scope(docs: DocBackend)
     ]
     assert await docs.documents.chunks(user, coll, ["a:0"], Scope(document_ids=["b"])) == []
     assert await docs.documents.chunks(user, coll, []) == []
+
+
+async def test_chunks_keep_the_page_and_heading_of_their_file(docs: DocBackend) -> None:
+    user, coll = docs.scope()
+    a = record("slides", ["radium glows", "polonium was named"])
+    a.chunks[0] = a.chunks[0].model_copy(update={"page": 1, "section": "Radium"})
+    a.chunks[1] = a.chunks[1].model_copy(update={"page": 2, "section": "Polonium"})
+    await docs.documents.store(user, coll, [a, record("plain", ["no pages here"])])
+    got = await docs.documents.chunks(user, coll, ["slides:1", "slides:0", "plain:0"])
+    assert [(c.page, c.section) for c in got] == [(2, "Polonium"), (1, "Radium"), (None, "")]
 
 
 async def test_relation_weight_is_its_support_in_scope(docs: DocBackend) -> None:

@@ -30,7 +30,7 @@ ANN_MAX_K = 10_000
 
 CHUNK_FIELDS = (
     "c.id AS id, c.document_id AS document_id, c.ordinal AS ordinal, c.text AS text, c.start AS start, "
-    "c.`end` AS stop, c.tokens AS tokens, d.title AS title"
+    "c.`end` AS stop, c.tokens AS tokens, d.title AS title, c.page AS page, c.section AS section"
 )
 GET_CHUNKS = (
     "UNWIND $ckeys AS ck MATCH (c:KgChunk {key: ck}) WHERE c.user = $user AND c.collection = $collection "
@@ -68,7 +68,8 @@ LEXICAL = (
 def chunk_of(r: dict[str, Any]) -> Chunk:
     """A chunk from a `CHUNK_FIELDS` record."""
     return Chunk(id=r["id"], document_id=r["document_id"], ordinal=r["ordinal"], text=r["text"], start=r["start"],
-                 end=r["stop"], tokens=r["tokens"], title=r["title"] or "")  # fmt: skip
+                 end=r["stop"], tokens=r["tokens"], title=r["title"] or "", page=r.get("page"),
+                 section=r.get("section") or "")  # fmt: skip
 
 
 async def by_vector(run: Runner, params: dict[str, Any], vector: Sequence[float], depth: int) -> list[Ranked]:

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from processors.stores.documents_protocol import tenant_token
 from processors.stores.neo4j import term_stats
+from processors.stores.neo4j.doc_writes import name_key
 from processors.stores.neo4j.schema import Neo4jConnection, entity_key
 from processors.stores.neo4j.term_stats import DELETE_TERMS, DELETE_TOTALS
 
 _BATCHED = " } IN TRANSACTIONS OF 2000 ROWS"
 PAGE = 10_000
 # Chunks written before the full-text index named the tenant, and documents' subjects before ABOUT.
-MIGRATION_DONE = "MATCH (m:KgSchema {key: 'documents'}) WHERE m.version >= 2 RETURN 1 AS done"
+MIGRATION_DONE = "MATCH (m:KgSchema {key: 'documents'}) WHERE m.version >= 3 RETURN 1 AS done"
 MIGRATION_TENANTS = "MATCH (d:KgDocument) RETURN DISTINCT d.user AS user, d.collection AS collection"
 MIGRATE_TENANT = (
     "MATCH (c:KgChunk {user: $user, collection: $collection}) WHERE c.tenant IS NULL "
@@ -25,10 +26,16 @@ MIGRATE_SUBJECTS = (
 )
 MIGRATION_MARK = (
     "MATCH (v:KgDocsVersion) DETACH DELETE v WITH count(*) AS gone "
-    "MERGE (m:KgSchema {key: 'documents'}) SET m.version = 2"
+    "MERGE (m:KgSchema {key: 'documents'}) SET m.version = 3"
 )
 
 
+MIGRATE_NAMES = (
+    "MATCH (e:KgEntity {user: $user, collection: $collection}) WHERE e.concept_key IS NOT NULL "
+    "CALL (e) { MERGE (n:KgName {key: $prefix + e.concept_key + '\"]'}) "
+    "ON CREATE SET n.user = $user, n.collection = $collection, n.name = e.concept_key "
+    "MERGE (n)-[r:NAME_OF]->(e) ON CREATE SET r.user = $user, r.collection = $collection" + _BATCHED
+)
 CHUNK_TERMS = (
     "MATCH (c:KgChunk {user: $user, collection: $collection}) RETURN c.lexical AS lexical "
     "ORDER BY c.key SKIP $skip LIMIT $limit"
@@ -45,6 +52,7 @@ async def migrate_documents(conn: Neo4jConnection) -> None:
         await conn.autocommit(MIGRATE_TENANT, args)
         prefix = entity_key(user, collection, "")[:-2]  # the key of an IRI is this prefix + IRI + '"]'
         await conn.autocommit(MIGRATE_SUBJECTS, {**args, "prefix": prefix})
+        await conn.autocommit(MIGRATE_NAMES, {**args, "prefix": name_key(user, collection, "")[:-2]})
         await conn.autocommit(DELETE_TERMS, args)
         await conn.autocommit(DELETE_TOTALS, args)
         skip = 0

@@ -63,10 +63,16 @@ WRITE_RELATION_VECTORS = (
     "UNWIND $relvecs AS row MATCH (r:KgRelation {key: row.key}) SET r.embedding = coalesce(r.embedding, row.vec)"
 )
 # Everything a store writes, in one query.
+# Every key a concept is found by (its own and its aliases) names it: (:KgName)-[:NAME_OF]->(:KgEntity).
+WRITE_NAMES = (
+    "UNWIND $names AS row MATCH (e:KgEntity {key: row.ekey}) MERGE (n:KgName {key: row.nkey}) "
+    "ON CREATE SET n.user = $user, n.collection = $collection, n.name = row.name "
+    "MERGE (n)-[r:NAME_OF]->(e) ON CREATE SET r.user = $user, r.collection = $collection"
+)
 WRITE = (
     "CALL () { " + WRITE_DOCS + " } CALL () { " + WRITE_CHUNKS + " } "
     "CALL () { " + WRITE_MENTIONS + " } CALL () { " + WRITE_SUBJECTS + " } CALL () { " + WRITE_SOURCES + " } "
-    "CALL () { " + WRITE_RELATION_VECTORS + " }"
+    "CALL () { " + WRITE_RELATION_VECTORS + " } CALL () { " + WRITE_NAMES + " }"
 )
 # Of the candidates: relations no chunk supports any more (deleted, returned) and entities no
 # chunk mentions (their concept flag goes; nodes nothing else uses go too).
@@ -78,6 +84,7 @@ UNMENTIONED = (
     "UNWIND $ekeys AS k MATCH (e:KgEntity {key: k}) WHERE e.user = $user AND e.collection = $collection "
     "AND NOT EXISTS { (:KgChunk)-[:HAS_ENTITY]->(e) } "
     "WITH e, e.uri AS iri, coalesce(e.concept, false) AS owned REMOVE e.concept "
+    "WITH e, iri, owned CALL (e) { MATCH (n:KgName)-[:NAME_OF]->(e) DETACH DELETE n } "
     "WITH e, iri, owned CALL (e) { WITH e WHERE e.label IS NULL AND e.embedding IS NULL AND NOT (e)--() DELETE e } "
     "RETURN iri, owned"
 )
@@ -85,7 +92,7 @@ UNMENTIONED = (
 
 def write_rows(user: str, collection: str, records: Sequence[DocumentRecord]) -> dict[str, list[dict[str, Any]]]:
     """The UNWIND rows of documents, chunks, mentions and relation sources."""
-    docs, chunks, mentions, sources, relvecs, subjects = [], [], [], [], [], []
+    docs, chunks, mentions, sources, relvecs, subjects, names = [], [], [], [], [], [], []
     for r in records:
         d, dkey = r.document, node_key(user, collection, r.document.id)
         words = [terms(f"{d.title}\n{c.text}" if d.title else c.text) for c in r.chunks]  # as the embedded index
@@ -97,7 +104,8 @@ def write_rows(user: str, collection: str, records: Sequence[DocumentRecord]) ->
         docs.append({"key": dkey, "chunk_keys": ckeys, "props": props})
         for c, v, ck, x, n in zip(r.chunks, r.vectors, ckeys, lex, lexlen, strict=True):
             cprops = {"id": c.id, "document_id": d.id, "ordinal": c.ordinal, "text": c.text, "start": c.start,
-                      "end": c.end, "tokens": c.tokens, "lexical": x, "lexlen": n}  # fmt: skip
+                      "end": c.end, "tokens": c.tokens, "lexical": x, "lexlen": n, "page": c.page,
+                      "section": c.section}  # fmt: skip
             chunks.append({"key": ck, "dkey": dkey, "props": cprops, "vec": stored_vector(v)})
             if r.title_entity:
                 subjects.append({"ckey": ck, "ekey": entity_key(user, collection, r.title_entity)})
@@ -109,6 +117,12 @@ def write_rows(user: str, collection: str, records: Sequence[DocumentRecord]) ->
              "count": n, "owned": e in r.owned, "concept_key": r.keys.get(e)}
             for (c, e), n in counts.items()
         ]  # fmt: skip
+        names += [
+            {"nkey": name_key(user, collection, k), "name": k, "ekey": entity_key(user, collection, e)}
+            for e in dict.fromkeys(m.entity for m in r.mentions)
+            for k in dict.fromkeys((r.keys.get(e, ""), *r.aliases.get(e, ())))
+            if k
+        ]
         sources += [
             {"ckey": node_key(user, collection, c), "key": node_key(user, collection, x.s, x.p, x.o),
              "s": x.s, "p": x.p, "o": x.o}
@@ -120,7 +134,12 @@ def write_rows(user: str, collection: str, records: Sequence[DocumentRecord]) ->
             if x.vector is not None
         ]
     return {"docs": docs, "chunks": chunks, "mentions": mentions, "sources": sources, "relvecs": relvecs,
-            "subjects": subjects}  # fmt: skip
+            "subjects": subjects, "names": names}  # fmt: skip
+
+
+def name_key(user: str, collection: str, key: str) -> str:
+    """The node key of one concept key (a name) of a tenant."""
+    return node_key(user, collection, "name", key)
 
 
 async def linked(run: Runner, params: dict[str, Any]) -> tuple[list[str], dict[str, str]]:

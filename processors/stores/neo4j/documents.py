@@ -21,7 +21,7 @@ each query (scope.IN_SCOPE); all Cypher is constant text with parameters.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
@@ -36,6 +36,7 @@ from processors.stores.neo4j.doc_writes import (
     DELETE_DOCS,
     WRITE,
     linked,
+    name_key,
     unlinked,
     write_rows,
 )
@@ -47,9 +48,20 @@ from schemas.documents import Chunk, DocumentInfo, Mention, Scope
 __all__ = ["Neo4jCommunityStore", "Neo4jDocumentStore"]
 
 _TENANT = "user: $user, collection: $collection"
+# A claim (see DocumentStore.claim) flags the concept owned before any chunk mentions it.
+CLAIM_CONCEPTS = (
+    "UNWIND $rows AS row MERGE (e:KgEntity {key: row.ekey}) "
+    "ON CREATE SET e.user = $user, e.collection = $collection, e.uri = row.iri "
+    "SET e.concept = true, e.concept_key = coalesce(e.concept_key, row.key)"
+)
+OWNED_CONCEPTS = "UNWIND $ekeys AS k MATCH (e:KgEntity {key: k}) WHERE e.concept = true RETURN e.uri AS iri"
 HASHES = (
     "UNWIND $dkeys AS dk MATCH (d:KgDocument {key: dk}) WHERE d.user = $user AND d.collection = $collection "
     "RETURN d.id AS id, d.content_hash AS hash"
+)
+CONCEPT_NAMES = (
+    "UNWIND $names AS nk MATCH (n:KgName {key: nk})-[:NAME_OF]->(e:KgEntity) "
+    "WHERE n.user = $user AND n.collection = $collection RETURN n.name AS name, collect(e.uri) AS iris"
 )
 LINKS_READ = 256  # mentions of one entity read before the most-mentioning are kept (a hub has thousands)
 # Chunks mentioning each entity: of its first $read mentions in scope, the $per most mentioning.
@@ -94,6 +106,7 @@ DELETE_COLLECTION = (
     "WITH n WHERE n.label IS NULL AND n.embedding IS NULL AND NOT (n)--() DELETE n" + _BATCHED,
     DELETE_TERMS,
     DELETE_TOTALS,
+    "MATCH (n:KgName {" + _TENANT + "}) CALL (n) { DETACH DELETE n" + _BATCHED,
 )
 
 
@@ -142,6 +155,17 @@ class Neo4jDocumentStore:
 
         return await self.conn.write_tx(work)
 
+    async def claim(self, user: str, collection: str, concepts: Mapping[str, str]) -> None:
+        """Flag `concepts` (IRI -> key) owned on their entity nodes, before their vectors and labels."""
+        rows = [{"ekey": entity_key(user, collection, iri), "iri": iri, "key": key} for iri, key in concepts.items()]
+        if rows:
+            await self.conn.write([(CLAIM_CONCEPTS, {**tenant(user, collection), "rows": rows})])
+
+    async def claimed(self, user: str, collection: str, iris: Sequence[str]) -> set[str]:
+        """Of `iris`, the owned concepts."""
+        ekeys = [entity_key(user, collection, iri) for iri in dict.fromkeys(iris)]
+        return {r["iri"] for r in await self.conn.read(OWNED_CONCEPTS, {"ekeys": ekeys})}
+
     async def delete_collection(self, user: str, collection: str) -> None:
         """Drop the collection's documents, chunks and provenance (in batches) and concept flags."""
         for cypher in DELETE_COLLECTION:
@@ -160,6 +184,15 @@ class Neo4jDocumentStore:
         await self.migrate()
         params = tenant(user, collection, scope)
         return await self.conn.read_tx(lambda run: passages.candidates(run, params, vector, terms, k, among))
+
+    async def concept_keys(self, user: str, collection: str, keys: Sequence[str]) -> dict[str, list[str]]:
+        """Key -> the concepts it is a key or an alias of."""
+        if not keys:
+            return {}
+        await self.migrate()
+        names = [name_key(user, collection, k) for k in dict.fromkeys(keys)]
+        rows = await self.conn.read(CONCEPT_NAMES, {**tenant(user, collection), "names": names})
+        return {r["name"]: r["iris"] for r in rows}
 
     async def named(
         self, user: str, collection: str, phrases: Sequence[str], vector: Sequence[float], scope: Scope | None = None

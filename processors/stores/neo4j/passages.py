@@ -16,6 +16,7 @@ from processors.algorithms.passage_rank import Candidates, ConceptLinks, HopLink
 from processors.stores.documents_protocol import tenant_token
 from processors.stores.neo4j import term_stats
 from processors.stores.neo4j.chunk_search import LEXICAL, by_vector
+from processors.stores.neo4j.doc_writes import name_key
 from processors.stores.neo4j.schema import Runner, cypher_vector, entity_key, lucene_phrase, node_key
 from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, UNSCOPED
 
@@ -35,9 +36,17 @@ SIMILARITIES = (
     "AND " + _IN_SCOPE_CHUNK + " RETURN c.id AS id, " + _COS + " AS sim"
 )
 CHUNK_COUNT = SCOPE_DOCS + " RETURN coalesce(sum(d.chunks), 0) AS n"
+# The one concept each name (KgName key) names; a name of several concepts names none.
+_BY_NAME = (
+    "UNWIND $names AS nk MATCH (n:KgName {key: nk})-[:NAME_OF]->(e:KgEntity) "
+    "WHERE n.user = $user AND n.collection = $collection "
+    "WITH n.name AS k, collect(e) AS es WHERE size(es) = 1 WITH k, es[0] AS e "
+)
 NAMED = (
-    "UNWIND $phrases AS k MATCH (e:KgEntity {user: $user, collection: $collection, concept_key: k}) "
-    "WHERE EXISTS { MATCH (d:KgDocument)-[:HAS_CHUNK]->(:KgChunk)-[:HAS_ENTITY]->(e) WHERE " + IN_SCOPE + " } "
+    _BY_NAME
+    + "WHERE EXISTS { MATCH (d:KgDocument)-[:HAS_CHUNK]->(:KgChunk)-[:HAS_ENTITY]->(e) WHERE "
+    + IN_SCOPE
+    + " } "
     "CALL (e) { MATCH (d:KgDocument)-[:HAS_CHUNK]->(c:KgChunk)-[:ABOUT]->(e) WHERE " + IN_SCOPE + " "
     "WITH c LIMIT $read WITH c, " + _COS + " AS sim ORDER BY sim DESC, c.id LIMIT $keep "
     "RETURN collect({id: c.id, sim: sim}) AS subjects } "
@@ -53,8 +62,7 @@ SOURCES = (
 )
 # Subject concepts (a chunk in scope is about them) among the word runs of the sources' text.
 NAMED_SUBJECTS = (
-    "UNWIND $runs AS k MATCH (e:KgEntity {user: $user, collection: $collection, concept_key: k}) "
-    "WHERE EXISTS { MATCH (d:KgDocument)-[:HAS_CHUNK]->(:KgChunk)-[:ABOUT]->(e) WHERE " + IN_SCOPE + " } "
+    _BY_NAME + "WHERE EXISTS { MATCH (d:KgDocument)-[:HAS_CHUNK]->(:KgChunk)-[:ABOUT]->(e) WHERE " + IN_SCOPE + " } "
     "RETURN k AS key, e.uri AS iri"
 )
 # Each concept's chunks in scope (at most $cap1 read: more means it carries no hop) and subjects.
@@ -133,7 +141,8 @@ async def named(
     """Of `phrases`, the concept keys with a chunk in scope: key -> (concept, its nearest subjects)."""
     if not phrases:
         return {}
-    args = {**question_args(params, vector), "phrases": list(phrases), "read": SUBJECT_READ, "keep": SUBJECT_KEEP}
+    names = [name_key(params["user"], params["collection"], p) for p in dict.fromkeys(phrases)]
+    args = {**question_args(params, vector), "names": names, "read": SUBJECT_READ, "keep": SUBJECT_KEEP}
     return {
         r["key"]: (r["iri"], [Passage(s["id"], float(s["sim"])) for s in r["subjects"]]) for r in await run(NAMED, args)
     }
@@ -157,7 +166,8 @@ async def links(
         for phrase in name_runs(r["text"] or ""):
             runs.setdefault(phrase, set()).add(r["id"])
     if runs:
-        for row in await run(NAMED_SUBJECTS, {**params, "runs": list(runs)}):
+        names = [name_key(user, collection, k) for k in runs]
+        for row in await run(NAMED_SUBJECTS, {**params, "names": names}):
             for cid in sorted(runs[row["key"]]):
                 own = next((s["own"] for s in sources if s["id"] == cid), None)
                 have = hop.concepts_of.setdefault(cid, [])

@@ -58,6 +58,8 @@ DOCUMENT_SCHEMA = (
     "CREATE CONSTRAINT kg_relation_key IF NOT EXISTS FOR (n:KgRelation) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_community_key IF NOT EXISTS FOR (n:KgCommunity) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_term_key IF NOT EXISTS FOR (n:KgTerm) REQUIRE n.key IS UNIQUE",
+    "CREATE CONSTRAINT kg_name_key IF NOT EXISTS FOR (n:KgName) REQUIRE n.key IS UNIQUE",
+    "CREATE INDEX kg_name_scope IF NOT EXISTS FOR (n:KgName) ON (n.user, n.collection)",
     "CREATE CONSTRAINT kg_collection_stats_key IF NOT EXISTS FOR (n:KgCollectionStats) REQUIRE n.key IS UNIQUE",
     "CREATE INDEX kg_term_scope IF NOT EXISTS FOR (n:KgTerm) ON (n.user, n.collection)",
     "CREATE INDEX kg_document_scope IF NOT EXISTS FOR (n:KgDocument) ON (n.user, n.collection)",
@@ -83,8 +85,7 @@ DOCUMENT_SCHEMA = (
     "CREATE FULLTEXT INDEX kg_chunk_text IF NOT EXISTS FOR (n:KgChunk) ON EACH [n.lexical, n.tenant] "
     "OPTIONS {indexConfig: {`fulltext.analyzer`: 'whitespace'}}",
     "DROP INDEX kg_chunk_lexical IF EXISTS",
-    # the concepts a question or a passage names, by key
-    "CREATE INDEX kg_entity_concept_key IF NOT EXISTS FOR (n:KgEntity) ON (n.user, n.collection, n.concept_key)",
+    "DROP INDEX kg_entity_concept_key IF EXISTS",  # names are KgName nodes, found by their unique key
 )
 AWAIT_INDEXES = "CALL db.awaitIndexes(300)"
 # Auto-commit reads: attempts on a retryable error (leader switch, deadlock, lost connection), and

@@ -34,7 +34,7 @@ CREATE TABLE IF NOT EXISTS doc_meta (
 CREATE TABLE IF NOT EXISTS chunks (
     user TEXT NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL, document_id TEXT NOT NULL,
     ordinal INTEGER NOT NULL, text TEXT NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL,
-    tokens INTEGER NOT NULL, vec BLOB NOT NULL,
+    tokens INTEGER NOT NULL, vec BLOB NOT NULL, page INTEGER, section TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (user, collection, id)
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(user, collection, document_id);
@@ -61,7 +61,12 @@ CREATE TABLE IF NOT EXISTS concepts (
     user TEXT NOT NULL, collection TEXT NOT NULL, iri TEXT NOT NULL, owned INTEGER NOT NULL, key TEXT NOT NULL,
     PRIMARY KEY (user, collection, iri)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS concepts_key ON concepts(user, collection, key);
+-- Every key a concept is found by: its own and its aliases ("neil peart" of "neil ellwood peart").
+CREATE TABLE IF NOT EXISTS concept_keys (
+    user TEXT NOT NULL, collection TEXT NOT NULL, key TEXT NOT NULL, iri TEXT NOT NULL,
+    PRIMARY KEY (user, collection, key, iri)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS concept_keys_iri ON concept_keys(user, collection, iri);
 -- The chunks whose subject an entity is (their document's title names it): graphrank's strong links.
 CREATE TABLE IF NOT EXISTS chunk_subjects (
     user TEXT NOT NULL, collection TEXT NOT NULL, entity TEXT NOT NULL, chunk_id TEXT NOT NULL,
@@ -99,7 +104,11 @@ SELECT d.id FROM documents d WHERE d.user = ?1 AND d.collection = ?2
       WHERE m.user = d.user AND m.collection = d.collection AND m.document_id = d.id
         AND m.key = f.key AND m.value = v.value)))
 """
-_CHUNK_COLS = "c.id, c.document_id, c.ordinal, c.text, c.start, c.end, c.tokens, d.title"
+_CHUNK_COLS = "c.id, c.document_id, c.ordinal, c.text, c.start, c.end, c.tokens, d.title, c.page, c.section"
+INSERT_CHUNK = (
+    "INSERT INTO chunks (user, collection, id, document_id, ordinal, text, start, end, tokens, vec, page, section)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+)
 GET_CHUNKS = (
     "SELECT " + _CHUNK_COLS + " FROM chunks c JOIN documents d ON d.user = c.user AND d.collection = c.collection"
     " AND d.id = c.document_id WHERE c.user = ? AND c.collection = ? AND c.id IN (SELECT value FROM json_each(?))"
@@ -134,6 +143,10 @@ RELATION_HAS_SOURCE = (
 CONCEPT_MENTIONED = "SELECT 1 FROM mentions WHERE user = ? AND collection = ? AND entity = ? LIMIT 1"
 CONCEPT_OWNED = "SELECT owned FROM concepts WHERE user = ? AND collection = ? AND iri = ?"
 DELETE_CONCEPT = "DELETE FROM concepts WHERE user = ? AND collection = ? AND iri = ?"
+DELETE_CONCEPT_KEYS = "DELETE FROM concept_keys WHERE user = ? AND collection = ? AND iri = ?"
+CONCEPT_KEYS = (
+    "SELECT key, iri FROM concept_keys WHERE user = ? AND collection = ? AND key IN (SELECT value FROM json_each(?))"
+)
 RELATIONS_AMONG = """
 SELECT s, p, o, count(DISTINCT chunk_id) AS w FROM relation_sources
 WHERE user = ?1 AND collection = ?2
@@ -192,8 +205,9 @@ def scoped_ids(conn: sqlite3.Connection, user: str, collection: str, scope: Scop
 
 
 def chunk(r: tuple) -> Chunk:  # type: ignore[type-arg]
-    cid, doc, ordinal, text, start, end, tokens, title = r
-    return Chunk(id=cid, document_id=doc, ordinal=ordinal, text=text, start=start, end=end, tokens=tokens, title=title)
+    cid, doc, ordinal, text, start, end, tokens, title, page, section = r
+    return Chunk(id=cid, document_id=doc, ordinal=ordinal, text=text, start=start, end=end, tokens=tokens, title=title,
+                 page=page, section=section or "")  # fmt: skip
 
 
 def scope_size(conn: sqlite3.Connection, user: str, collection: str, allowed: set[str] | None) -> int:
@@ -259,8 +273,21 @@ def insert_record(conn: sqlite3.Connection, vl: VectorLists, user: str, collecti
     vecs = [np.asarray(v, dtype=np.float32) for v in r.vectors]
     chunk_terms = []
     for c, v in zip(r.chunks, vecs, strict=True):
-        row = (user, collection, c.id, d.id, c.ordinal, c.text, c.start, c.end, c.tokens, v.tobytes())
-        rowid = conn.execute("INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?,?)", row).lastrowid
+        row = (
+            user,
+            collection,
+            c.id,
+            d.id,
+            c.ordinal,
+            c.text,
+            c.start,
+            c.end,
+            c.tokens,
+            v.tobytes(),
+            c.page,
+            c.section,
+        )
+        rowid = conn.execute(INSERT_CHUNK, row).lastrowid
         chunk_terms.append(terms(f"{d.title}\n{c.text}" if d.title else c.text))  # BM25 reads title and text
         conn.execute(
             "INSERT INTO chunk_fts(rowid, tenant, terms) VALUES (?, ?, ?)", (rowid, token, " ".join(chunk_terms[-1]))
@@ -282,9 +309,14 @@ def insert_record(conn: sqlite3.Connection, vl: VectorLists, user: str, collecti
     )
     _relation_vectors(conn, vl, user, collection, r)
     owned = r.owned
+    mentioned = {m.entity for m in r.mentions}
     conn.executemany(
         "INSERT INTO concepts VALUES (?,?,?,?,?) ON CONFLICT DO NOTHING",
-        [(user, collection, e, int(e in owned), r.keys.get(e, "")) for e in {m.entity for m in r.mentions}],
+        [(user, collection, e, int(e in owned), r.keys.get(e, "")) for e in mentioned],
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO concept_keys VALUES (?,?,?,?)",
+        [(user, collection, k, e) for e in mentioned for k in (r.keys.get(e, ""), *r.aliases.get(e, ())) if k],
     )
 
 
@@ -347,6 +379,7 @@ def unlinked(
     orphans = [e for e in removed.concepts if one(CONCEPT_MENTIONED, e) is None]
     owned = [e for e in orphans if one(CONCEPT_OWNED, e) == (1,)]
     conn.executemany(DELETE_CONCEPT, [(user, collection, e) for e in orphans])
+    conn.executemany(DELETE_CONCEPT_KEYS, [(user, collection, e) for e in orphans])
     return RemovedLinks(rels, owned, removed.concepts)
 
 
@@ -355,6 +388,8 @@ def migrate(conn: sqlite3.Connection) -> None:
     for table, column, ddl in (
         ("documents", "title_entity", "ALTER TABLE documents ADD COLUMN title_entity TEXT"),
         ("concepts", "key", "ALTER TABLE concepts ADD COLUMN key TEXT NOT NULL DEFAULT ''"),
+        ("chunks", "page", "ALTER TABLE chunks ADD COLUMN page INTEGER"),
+        ("chunks", "section", "ALTER TABLE chunks ADD COLUMN section TEXT NOT NULL DEFAULT ''"),
     ):
         cols = [r[1] for r in conn.execute("PRAGMA table_info(" + table + ")")]
         if cols and column not in cols:
@@ -391,6 +426,11 @@ def backfill(conn: sqlite3.Connection, vl: VectorLists) -> int:
             [(user, collection, r[6], r[1], r[2]) for r in rows if r[6]],
         )
         _count(conn, user, collection, words)
+        conn.execute(
+            "INSERT OR IGNORE INTO concept_keys SELECT user, collection, key, iri FROM concepts"
+            " WHERE user = ? AND collection = ? AND key != ''",
+            (user, collection),
+        )
         rels = conn.execute(
             "SELECT s, p, o, vec FROM relation_vectors WHERE user = ? AND collection = ?", (user, collection)
         ).fetchall()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -20,6 +20,7 @@ from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
 from processors.stores.sqlite import passages
 from processors.stores.sqlite.docs_schema import (
     CHUNK_LINKS,
+    CONCEPT_KEYS,
     ENTITY_LINKS,
     EPISODE_COUNTS,
     EPISODES,
@@ -51,6 +52,13 @@ from schemas.documents import Chunk, DocumentInfo, Mention, Scope
 T = TypeVar("T")
 RelationHit = tuple[str, str, str, float, int]
 Episodes = tuple[dict[str, list[str]], dict[str, int]]
+
+# A claim makes the concept owned (a concept loaded from triples is never claimed: it is named).
+CLAIM_CONCEPT = "INSERT INTO concepts VALUES (?,?,?,?,?) ON CONFLICT DO UPDATE SET owned = 1"
+OWNED_CONCEPTS = (
+    "SELECT iri FROM concepts WHERE user = ? AND collection = ? AND owned = 1"
+    " AND iri IN (SELECT value FROM json_each(?))"
+)
 
 
 class SqliteDocumentStore:
@@ -86,6 +94,17 @@ class SqliteDocumentStore:
 
         return await self.db.write(write)
 
+    async def claim(self, user: str, collection: str, concepts: Mapping[str, str]) -> None:
+        """Owned concept rows for `concepts` (IRI -> key), before their vectors and labels exist."""
+        rows = [(user, collection, iri, 1, key) for iri, key in concepts.items()]
+        await self.db.write(lambda conn: conn.executemany(CLAIM_CONCEPT, rows))
+
+    async def claimed(self, user: str, collection: str, iris: Sequence[str]) -> set[str]:
+        """Of `iris`, the owned concepts."""
+        args = (user, collection, json.dumps(list(iris)))
+        rows = await self.db.read(lambda conn: conn.execute(OWNED_CONCEPTS, args).fetchall())
+        return {str(r[0]) for r in rows}
+
     async def delete_collection(self, user: str, collection: str) -> None:
         """Drop every row of the collection."""
 
@@ -95,7 +114,7 @@ class SqliteDocumentStore:
                 "DELETE FROM chunk_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE user = ? AND collection = ?)", uc
             )
             for table in ("documents", "doc_meta", "chunks", "mentions", "relation_sources", "relation_vectors",
-                          "concepts", "chunk_subjects", "collection_counts"):  # fmt: skip
+                          "concepts", "concept_keys", "chunk_subjects", "collection_counts", "term_df"):  # fmt: skip
                 conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", uc)
             self.lists.drop(conn, user, collection)
 
@@ -124,6 +143,19 @@ class SqliteDocumentStore:
             return passages.candidates(conn, self.lists, user, collection, q, terms, k, (scoped, size), among)
 
         return await self._read(user, collection, scope, read)
+
+    async def concept_keys(self, user: str, collection: str, keys: Sequence[str]) -> dict[str, list[str]]:
+        """Key -> the concepts it is a key or an alias of."""
+        if not keys:
+            return {}
+
+        def read(conn: sqlite3.Connection) -> dict[str, list[str]]:
+            out: dict[str, list[str]] = {}
+            for key, iri in conn.execute(CONCEPT_KEYS, (user, collection, json.dumps(list(keys)))):
+                out.setdefault(key, []).append(iri)
+            return out
+
+        return await self.db.read(read)
 
     async def named(
         self, user: str, collection: str, phrases: Sequence[str], vector: Sequence[float], scope: Scope | None = None

@@ -16,7 +16,7 @@ from processors.algorithms.bm25 import best_bm25
 from processors.algorithms.passage_rank import Candidates, ConceptLinks, HopLinks, Passage, name_runs
 from processors.algorithms.vectors import top_k
 from processors.stores.documents_protocol import tenant_token
-from processors.stores.sqlite.docs_schema import CHUNK_SPACE, bm25_stats
+from processors.stores.sqlite.docs_schema import CHUNK_SPACE, CONCEPT_KEYS, bm25_stats
 from processors.stores.sqlite.vector_lists import VectorLists
 
 EXACT_SCOPE = 50_000  # a scope of at most this many chunks is searched exactly (all its vectors read)
@@ -39,10 +39,6 @@ VECTORS = (
     "SELECT c.id, c.vec FROM chunks c WHERE c.user = ?1 AND c.collection = ?2"
     " AND c.id IN (SELECT value FROM json_each(?3))"
     " AND (?4 IS NULL OR c.document_id IN (SELECT id FROM temp.scope_docs))"
-)
-CONCEPTS_BY_KEY = (
-    "SELECT key, iri FROM concepts INDEXED BY concepts_key WHERE user = ? AND collection = ?"
-    " AND key IN (SELECT value FROM json_each(?))"
 )
 IN_SCOPE_MENTION = (
     "SELECT 1 FROM mentions WHERE user = ?1 AND collection = ?2 AND entity = ?3"
@@ -147,11 +143,19 @@ def named(
     if not phrases:
         return {}
     out: dict[str, tuple[str, list[Passage]]] = {}
-    for key, iri in conn.execute(CONCEPTS_BY_KEY, (user, collection, json.dumps(list(phrases)))).fetchall():
+    for key, iri in concepts_by_key(conn, user, collection, phrases).items():
         if conn.execute(IN_SCOPE_MENTION, (user, collection, iri, scoped)).fetchone() is None:
             continue
         out[key] = (iri, _subjects(conn, user, collection, iri, q, scoped))
     return out
+
+
+def concepts_by_key(conn: sqlite3.Connection, user: str, collection: str, keys: Sequence[str]) -> dict[str, str]:
+    """Key -> the one concept it is a key or an alias of (a key naming several names none)."""
+    found: dict[str, list[str]] = {}
+    for key, iri in conn.execute(CONCEPT_KEYS, (user, collection, json.dumps(list(keys)))):
+        found.setdefault(key, []).append(iri)
+    return {k: iris[0] for k, iris in found.items() if len(iris) == 1}
 
 
 def _subjects(
@@ -207,9 +211,8 @@ def _named_subjects(
             runs.setdefault(run, set()).add(cid)
     if not runs:
         return []
-    found = conn.execute(CONCEPTS_BY_KEY, (user, collection, json.dumps(list(runs)))).fetchall()
     out = []
-    for key, iri in found:
+    for key, iri in concepts_by_key(conn, user, collection, list(runs)).items():
         if conn.execute(SUBJECT_CHUNKS, (user, collection, iri, scoped, 1)).fetchone() is not None:
             out += [(cid, iri) for cid in sorted(runs[key])]
     return out
