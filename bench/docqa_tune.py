@@ -106,11 +106,13 @@ async def flow_with(system: System, flow_id: str, parameters: dict[str, str]) ->
     try:
         await _flow_op(cfg, FlowRequest(operation="start-flow", flow_id=flow_id, blueprint_name="default",
                                         parameters=parameters))  # fmt: skip
-        await _wait(lambda: all(flow_id in p.flow_ids for p in served))
-        yield flow_id
+        try:
+            await _wait(lambda: all(flow_id in p.flow_ids for p in served))
+            yield flow_id
+        finally:
+            await _flow_op(cfg, FlowRequest(operation="stop-flow", flow_id=flow_id))
+            await _wait(lambda: not any(flow_id in p.flow_ids for p in served))
     finally:
-        await _flow_op(cfg, FlowRequest(operation="stop-flow", flow_id=flow_id))
-        await _wait(lambda: not any(flow_id in p.flow_ids for p in served))
         await cfg.stop()
 
 
