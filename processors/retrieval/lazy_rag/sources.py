@@ -23,6 +23,10 @@ class LazySources(Protocol):
         """Vector of `text`."""
         ...
 
+    async def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors of `texts`, in order (one model call)."""
+        ...
+
     async def search_chunks(
         self, t: Tenant, vector: list[float], text: str | None, limit: int, mode: SearchMode = "fused"
     ) -> list[Chunk]:
