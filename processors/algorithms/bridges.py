@@ -28,8 +28,9 @@ MAX_NAME_WORDS = 6
 # How a follow-up ranking fuses with the question's (`fuse`), chosen on the tuning halves of the
 # public doc-QA sets (bench/README.md, "Stronger signals").
 FUSION_K = 3.0
-FOLLOW_WEIGHT = 1.0
-SEED_DECAY = 1.0
+FOLLOW_WEIGHT = 0.25
+SEED_DECAY = 0.5
+KEEP_FIRST = 1
 # A sentence ends at . ! or ? before a capital, digit or quote, but not after an initial ("J. R. Gold").
 _SENTENCE = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)\s+(?=[A-Z0-9\"'(])")
 _TOKEN = re.compile(r"\w[\w'’\-.]*\w|\w|[^\w\s]")  # words, and each punctuation mark (it ends a name)
@@ -103,14 +104,23 @@ def bridges(question: str, passage: str, limit: int) -> list[Bridge]:
 
 
 def fuse(
-    first: Sequence[str], follow_ups: Sequence[tuple[int, Sequence[str]]], k: float, weight: float, decay: float
+    first: Sequence[str],
+    follow_ups: Sequence[tuple[int, Sequence[str]]],
+    k: float = FUSION_K,
+    weight: float = FOLLOW_WEIGHT,
+    decay: float = SEED_DECAY,
+    keep: int = KEEP_FIRST,
 ) -> list[tuple[str, float]]:
     """`first` (the question's ranking) fused with the follow-up rankings, each of the seed of
     rank `seed` (0 the best): an item scores 1 / (k + rank) in `first`, plus weight · decay^seed /
-    (k + rank) in each follow-up that holds it (ranks from 1). Best first; ties keep the order
-    items were first seen in."""
+    (k + rank) in each follow-up that holds it (ranks from 1). Best first, but the first `keep`
+    of `first` stay first (the question's own best match: the follow-ups start from it); ties keep
+    the order items were first seen in."""
     score = {c: 1.0 / (k + r) for r, c in enumerate(first, 1)}
     for seed, ranking in follow_ups:
         for r, c in enumerate(ranking, 1):
             score[c] = score.get(c, 0.0) + weight * decay**seed / (k + r)
-    return sorted(score.items(), key=lambda kv: -kv[1])  # a stable sort: ties stay in insertion order
+    head = list(dict.fromkeys(first[:keep]))
+    rest = sorted((kv for kv in score.items() if kv[0] not in head), key=lambda kv: -kv[1])  # stable: ties in order
+    top = max(score.values(), default=0.0)
+    return [(c, top + len(head) - i) for i, c in enumerate(head)] + rest

@@ -74,10 +74,10 @@ class BusSources:
             raise ServiceError(e.type, f"{service.name}: {e.message}") from None
 
     async def embed(self, text: str) -> list[float]:
-        return (await self.embed_texts([text]))[0]
+        return (await self.embed_texts([text], query=True))[0]
 
-    async def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:
-        return (await self._call(EMBEDDINGS, EmbeddingsRequest(texts=list(texts)))).vectors
+    async def embed_texts(self, texts: Sequence[str], query: bool = False) -> list[list[float]]:
+        return (await self._call(EMBEDDINGS, EmbeddingsRequest(texts=list(texts), query=query))).vectors
 
     async def search_chunks(
         self,

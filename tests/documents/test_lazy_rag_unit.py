@@ -67,7 +67,7 @@ class Graph:
     async def embed(self, text: str) -> list[float]:
         return [1.0]
 
-    async def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed_texts(self, texts: Sequence[str], query: bool = False) -> list[list[float]]:
         self.calls.append(("embed_texts", list(texts)))
         return [[1.0] for _ in texts]
 

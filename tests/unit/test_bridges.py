@@ -49,8 +49,16 @@ def test_names_the_question_says_are_not_bridges_and_limit_holds() -> None:
 def test_fuse_adds_each_follow_up_to_the_first_ranking() -> None:
     first = ["a", "b", "c"]
     # b's follow-up finds d first: d joins above c; a follow-up of a lower seed weighs less.
-    fused = fuse(first, [(1, ["d", "a"])], k=1.0, weight=1.0, decay=0.6)
+    fused = fuse(first, [(1, ["d", "a"])], k=1.0, weight=1.0, decay=0.6, keep=0)
     assert [c for c, _ in fused] == ["a", "b", "d", "c"]
     assert fused[0][1] == pytest.approx(1 / 2 + 0.6 / 3) and fused[2][1] == pytest.approx(0.6 / 2)
-    assert [c for c, _ in fuse(first, [], 1.0, 1.0, 1.0)] == first  # no follow-up: the order stays
-    assert [c for c, _ in fuse(first, [(0, ["d"])], 60.0, 0.0, 1.0)] == ["a", "b", "c", "d"]  # weight 0: last
+    assert [c for c, _ in fuse(first, [], 1.0, 1.0, 1.0, 0)] == first  # no follow-up: the order stays
+    assert [c for c, _ in fuse(first, [(0, ["d"])], 60.0, 0.0, 1.0, 0)] == ["a", "b", "c", "d"]  # weight 0: last
+
+
+def test_fuse_keeps_the_question_s_best_match_first() -> None:
+    # b and c are what a's names lead to: they pass a, which stays first with keep=1.
+    follow = [(0, ["c", "b"]), (0, ["c", "b"])]
+    assert [c for c, _ in fuse(["a", "b", "c"], follow, 1.0, 1.0, 1.0, keep=0)][0] == "c"
+    fused = fuse(["a", "b", "c"], follow, 1.0, 1.0, 1.0, keep=1)
+    assert [c for c, _ in fused] == ["a", "c", "b"] and fused[0][1] > fused[1][1] > fused[2][1]

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
-from processors.algorithms.bridges import FOLLOW_WEIGHT, FUSION_K, SEED_DECAY, bridges, fuse
+from processors.algorithms.bridges import bridges, fuse
 from processors.algorithms.pagerank import WeightedGraph, normalise, personalized_pagerank
 from processors.retrieval.common import Stopwatch, Tenant
 from processors.retrieval.lazy_rag.sources import LazySources
@@ -54,7 +54,7 @@ class LazyRagSettings(BaseModel):
     reranker: RerankerChoice = "none"  # rerank the best chunks with this reranker strategy
     rerank_depth: int = Field(default=30, ge=1, le=1000)  # chunks the reranker reorders
     bridge_seeds: int = Field(default=0, ge=0, le=10)  # best chunks whose names are followed (0: no follow-up round)
-    bridge_names: int = Field(default=2, ge=1, le=10)  # names followed per seed chunk
+    bridge_names: int = Field(default=4, ge=1, le=10)  # names followed per seed chunk
     bridge_depth: int = Field(default=5, ge=1, le=50)  # chunks each follow-up search returns
 
     def for_request(self, req: LazyRagRequest) -> LazyRagSettings:
@@ -138,13 +138,12 @@ async def follow_bridges(
     follow = [(i, b.query) for i, c in seeds for b in bridges(query, c.text, s.bridge_names)]
     if not follow:
         return hits, 0
-    vectors = await sources.embed_texts([q for _, q in follow])
+    vectors = await sources.embed_texts([q for _, q in follow], query=True)
     found = await asyncio.gather(
         *(sources.search_chunks(t, v, q, s.bridge_depth, "fused") for (_, q), v in zip(follow, vectors, strict=True))
     )
     known = {c.id: c for cs in found for c in cs} | {c.id: c for c in hits}
-    fused = fuse([c.id for c in hits], [(i, [c.id for c in cs]) for (i, _), cs in zip(follow, found, strict=True)],
-                 FUSION_K, FOLLOW_WEIGHT, SEED_DECAY)  # fmt: skip
+    fused = fuse([c.id for c in hits], [(i, [c.id for c in cs]) for (i, _), cs in zip(follow, found, strict=True)])
     return [known[c].model_copy(update={"score": round(sc, 6)}) for c, sc in fused], len(follow)
 
 
