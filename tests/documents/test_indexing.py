@@ -77,6 +77,17 @@ def test_other_names_of_one_entity_in_a_document_are_one_concept_with_aliases() 
     assert counts[("c2", "neil peart")] == 3  # Peart, Neil Peart and the subject itself
 
 
+def test_a_concept_is_labelled_by_its_own_key_not_by_a_more_frequent_other_name() -> None:
+    # labelled "Falls", devon_falls would be the entity a later document's "Falls" links to
+    chunks = [Chunk(id="c1", document_id="d", text="a")]
+    found = [[mention("devon falls", 0, "Devon Falls", aliases=["falls"]), mention("falls", 1, "Falls"),
+              mention("falls", 2, "Falls")]]  # fmt: skip
+    doc = Document(id="d", title="", text="Devon Falls, known as Falls. Falls is high. Falls falls.")
+    concepts = {c.key: c for c in index_document(doc, chunks, [[1.0]], found).concepts}
+    assert set(concepts) == {"devon falls"} and concepts["devon falls"].aliases == ["falls"]
+    assert concepts["devon falls"].label == "Devon Falls"
+
+
 def test_a_persons_full_name_is_keyed_by_first_and_last_name_whatever_the_order() -> None:
     chunks = [Chunk(id="c1", document_id="d", text="a")]
     full = [[mention("marie skłodowska curie", 0, "Marie Skłodowska-Curie", kind="entity:PERSON", subject=True,

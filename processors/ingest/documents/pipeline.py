@@ -134,16 +134,21 @@ def index_document(
 ) -> IndexedDocument:
     """Concepts (one per entity, with its other names), mentions and sentence co-occurrences of
     one document (mentions per chunk), its subject — a concept of every chunk — and the typed
-    relations each chunk states, if an extractor found some."""
+    relations each chunk states, if an extractor found some. A concept is labelled with a
+    spelling of its own key where the text has one: labelled by another of its names ("Falls",
+    written more often than "Devon Falls"), it would be found by that name (`named`), and which
+    concept a later document's "Falls" links to would depend on the order documents arrive in."""
     names = one_node_per_entity(mentions)
     subject = subject_key(doc.title, doc.text, mentions, names)
-    labels: dict[str, Counter[str]] = {}
+    labels: dict[str, Counter[str]] = {}  # each concept's spellings, its other names' too
+    own: dict[str, Counter[str]] = {}  # each key's own spellings
     keyed: list[KeyedMention] = []
     pairs: dict[tuple[str, str], list[str]] = {}
     for chunk, found in zip(chunks, mentions, strict=True):
         counts = Counter(names.of(m.key) for m in found)
         for m in found:
             labels.setdefault(names.of(m.key), Counter())[m.label] += 1
+            own.setdefault(m.key, Counter())[m.label] += 1
         if subject:
             if subject not in labels and doc.title:  # a subject named by the title only
                 labels.setdefault(subject, Counter())[doc.title] += 1
@@ -153,7 +158,7 @@ def index_document(
             for a, b in combinations(sorted(sentence), 2):
                 pairs.setdefault((a, b), []).append(chunk.id)
     concepts = [
-        ConceptRef(key=k, label=c.most_common(1)[0][0][:MAX_CONCEPT_CHARS],
+        ConceptRef(key=k, label=(own.get(k) or c).most_common(1)[0][0][:MAX_CONCEPT_CHARS],
                    aliases=[a for a in sorted(names.aliases.get(k, ())) if len(a) <= MAX_CONCEPT_CHARS][:32])
         for k, c in labels.items()
     ]  # fmt: skip
