@@ -270,19 +270,6 @@ async def load_batch(
     return report
 
 
-def _chunk_all(
-    docs: Sequence[Document], tokenizer: Any, params: ChunkingParams, report: LoadReport
-) -> list[tuple[Document, list[Chunk]]]:
-    """Each document with its chunks; a document that cannot be chunked is reported, the others go on."""
-    chunked = []
-    for d in docs:
-        try:
-            chunked.append((d, chunk_document(d, tokenizer, params)))
-        except Exception as e:  # one bad document must not stop the others
-            report.failed[d.id] = f"chunking failed: {e}"
-    return chunked
-
-
 def _index_all(
     chunked: Sequence[tuple[Document, list[Chunk]]],
     vectors: list[list[float]],
