@@ -160,10 +160,19 @@ class FakeSources:
     async def extract(self, texts: list[str]) -> list[list[ConceptMention]]:
         return [[mention(w.lower().strip(".")) for w in t.split()[:2]] for t in texts]
 
-    async def store(self, documents: list[IndexedDocument]) -> None:
+    async def store(self, documents: list[IndexedDocument]) -> list[str]:
         if any(d.document.id.startswith("bad") for d in documents):
             raise ValueError("refused")
-        self.stored += [d.document.id for d in documents]
+        self.stored += [d.document.id for d in documents if not d.document.id.startswith("gone")]
+        return [d.document.id for d in documents if d.document.id.startswith("gone")]  # deleted meanwhile
+
+
+async def test_a_document_deleted_while_its_load_ran_is_reported_by_name_not_counted_loaded() -> None:
+    docs = [Document(id="d0", title="t", text="Alpha beta."), Document(id="gone1", title="g", text="Gamma delta.")]
+    sources = FakeSources()
+    report = await load_batch(sources, docs, plain_tokenizer(), ChunkingParams(), lambda s, n: None)
+    assert report.loaded == 1 and sources.stored == ["d0"]
+    assert report.failed == {"gone1": "deleted after this load began: not stored"}
 
 
 async def test_load_batch_skips_unchanged_and_isolates_a_failing_document() -> None:

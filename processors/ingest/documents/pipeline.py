@@ -66,8 +66,9 @@ class IngestSources(Protocol):
         """The concepts of each text."""
         ...
 
-    async def store(self, documents: list[IndexedDocument]) -> None:
-        """Write indexed documents (replacing earlier versions)."""
+    async def store(self, documents: list[IndexedDocument]) -> list[str]:
+        """Write indexed documents (replacing earlier versions); the ids not written because they
+        were deleted after this load began."""
         ...
 
     async def complete(self, system: str, prompt: str, json_schema: dict[str, Any], max_tokens: int) -> ModelAnswer:
@@ -290,7 +291,7 @@ async def _store(sources: IngestSources, indexed: list[IndexedDocument], report:
     if not indexed:
         return
     try:
-        await sources.store(indexed)
+        _withdrawn(await sources.store(indexed), report)
         return
     except Exception as e:
         if len(indexed) == 1:
@@ -298,6 +299,12 @@ async def _store(sources: IngestSources, indexed: list[IndexedDocument], report:
             return
     for doc in indexed:
         try:
-            await sources.store([doc])
+            _withdrawn(await sources.store([doc]), report)
         except Exception as e:
             report.failed[doc.document.id] = str(e)
+
+
+def _withdrawn(ids: list[str], report: LoadReport) -> None:
+    """Documents deleted while their load ran are reported by name, not silently dropped."""
+    for i in ids:
+        report.failed[i] = "deleted after this load began: not stored"
