@@ -113,7 +113,7 @@ def mentions_of(records: Sequence[DocumentRecord]) -> set[tuple[str, str, int]]:
 async def test_deletions_are_remembered_per_document_and_per_collection(docs: DocBackend) -> None:
     user, coll = docs.scope()
     _, other = docs.scope(user)
-    await docs.documents.note_deleted(user, coll, ["a", "b"], 100.0)
+    await docs.documents.note_deleted(user, coll, ["a", "b", "a"], 100.0)
     await docs.documents.note_deleted(user, coll, ["a"], 50.0)  # an older note never moves the time back
     assert await docs.documents.deleted_after(user, coll, ["a", "b", "c"], 99.0) == {"a", "b"}
     assert await docs.documents.deleted_after(user, coll, ["a", "b", "c"], 100.0) == set()  # began after

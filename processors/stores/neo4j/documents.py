@@ -166,6 +166,7 @@ class Neo4jDocumentStore:
 
     async def note_deleted(self, user: str, collection: str, ids: Sequence[str], at: float) -> None:
         """Remember that these documents (`*`: the whole collection) were deleted at `at`."""
+        ids = list(dict.fromkeys(ids))
         rows = [{"key": k, "id": i, "at": at} for i, k in zip(ids, _deletion_keys(user, collection, ids), strict=True)]
         await self.conn.write([(NOTE_DELETED, {**tenant(user, collection), "rows": rows})])
 
