@@ -146,6 +146,7 @@ class StoreDocuments(ScopedRequest):
     operation: Literal["store"] = "store"
     documents: list[IndexedDocument] = Field(min_length=1, max_length=512)
     started: float | None = None
+    requested: float | None = None  # when the load was asked for: a delete after it wins (see note_deleted)
 
 
 class WriteMark(ScopedRequest):
