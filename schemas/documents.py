@@ -294,7 +294,6 @@ class DocumentsResponse(Response):
     similarities: dict[str, float] = {}  # chunk id -> cosine
     collections: list[CollectionInfo] = []
     documents: list[DocumentInfo] = []
-    store_round_trips: int = 0
 
 
 # --- the `document-load` service ---------------------------------------------------------------

@@ -117,6 +117,6 @@ class TriplesResponse(Response):
     pairs: list[tuple[str, str]] = []  # adjacency queries: (s, o)
     hops: dict[str, int] = {}  # distance queries: target entity -> hops from the nearest source (reached only)
     truncated: bool = False  # distance queries: a frontier was cut to max_frontier entities
-    store_round_trips: int = 0  # distance queries: adjacency reads (levels searched)
+    levels: int = 0  # distance queries: levels searched (an adjacency read each)
     rows_read: int = 0
     stored: int = 0

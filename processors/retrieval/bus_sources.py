@@ -213,7 +213,7 @@ class BusSources:
                            targets=search.targets, max_distance=search.max_distance,
                            limit_per_entity=search.per_entity, max_frontier=search.max_frontier)  # fmt: skip
         res = await self._call(TRIPLES, q)
-        return Distances(res.hops, res.store_round_trips, res.truncated)
+        return Distances(res.hops, res.levels, res.truncated)
 
     async def entity_similarities(self, t: Tenant, vector: list[float], iris: Sequence[str]) -> dict[str, float]:
         req = GraphEmbeddingsRequest(user=t.user, collection=t.collection, scope=t.scope, vector=vector,

@@ -57,19 +57,18 @@ class LazyRagSettings(BaseModel):
 
 @dataclass
 class Neighbourhood:
-    """What retrieval found, ranked, and what it cost."""
+    """What retrieval found, ranked, and its stages' times and store usage (`watch`)."""
 
     chunks: list[Chunk]  # ranked, with texts
     entities: list[tuple[str, float]]  # ranked by mass
     seeds: list[SeedEntity]
     mentions: list[Mention] = field(default_factory=list)
-    round_trips: int = 0
-    stage_ms: dict[str, float] = field(default_factory=dict)
+    watch: Stopwatch = field(default_factory=Stopwatch)
 
 
 async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettings) -> Neighbourhood:
     """The ranked neighbourhood of `query` (see the module docstring)."""
-    watch, trips = Stopwatch(), 0
+    watch = Stopwatch()
     vector = await sources.embed(query)
     watch.lap("embed")
     depth = max(s.search_depth, s.chunk_limit)
@@ -77,7 +76,6 @@ async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettin
         sources.search_chunks(t, vector, query, depth, "graph"),
         sources.seeds(t, vector, query, s.seed_entities),
     )
-    trips += 2
     watch.lap("search")
     known = {c.id: c for c in hits}
     mentions: list[Mention] = []
@@ -88,7 +86,6 @@ async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettin
         if not entity_frontier and not chunk_frontier:
             break
         found = await sources.links(t, entity_frontier, chunk_frontier, s.per_entity)
-        trips += 1
         expanded.update(entity_frontier)
         seen_chunks = set(known) | {m.chunk_id for m in mentions}
         mentions += found
@@ -107,15 +104,13 @@ async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettin
         reranked = await rerank_stage(sources, s.reranker, t, query, vector, items, seeds)
         if reranked:
             top = [(depth[i][0], score) for i, score in reranked.order[: s.chunk_limit]]
-            trips += reranked.store_round_trips
             watch.lap("rerank")
     missing = [cid for cid, _ in top if cid not in known]
     if missing:
         known.update({c.id: c for c in await sources.chunks(t, missing)})
-        trips += 1
     watch.lap("chunks")
     chunks = [known[cid].model_copy(update={"score": score}) for cid, score in top if cid in known]
-    return Neighbourhood(chunks, ranked_entities[: s.max_entities], seeds, mentions, trips, watch.stage_ms)
+    return Neighbourhood(chunks, ranked_entities[: s.max_entities], seeds, mentions, watch)
 
 
 def _next_entities(mentions: Sequence[Mention], hits: Sequence[Chunk], done: set[str], limit: int) -> list[str]:

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from processors.stores.protocol import VECTOR_DIMENSIONS, int_literal
+from processors.stores.usage import StoreUsage, count, current
 
 VECTOR_INDEX = "kg_entity_embedding"
 FULLTEXT_INDEX = "kg_entity_text"
@@ -138,6 +139,17 @@ Runner = Callable[[str, Mapping[str, Any]], Awaitable[list[dict[str, Any]]]]
 T = TypeVar("T")
 
 
+def _counted(work: Callable[[Any], Awaitable[T]], usage: StoreUsage | None) -> Callable[[Any], Awaitable[T]]:
+    """`work` as a managed transaction's function, counting one request per attempt (the driver
+    runs it again after a transient error)."""
+
+    async def attempt(tx: Any) -> T:
+        count(usage, 1)
+        return await work(tx)
+
+    return attempt
+
+
 def _runner(tx: Any) -> Runner:
     """Run one query of a transaction; records as dicts."""
 
@@ -207,7 +219,10 @@ class Neo4jConnection:
         from neo4j import READ_ACCESS
         from neo4j.exceptions import DriverError, Neo4jError
 
+        usage = current()
+        count(usage, 0, 1)
         for attempt in range(READ_ATTEMPTS):
+            count(usage, 1)
             try:
                 async with self._driver.session(database=self.database, default_access_mode=READ_ACCESS) as session:
                     # dict(record), not record.data(): data() walks every value again, element by
@@ -235,24 +250,31 @@ class Neo4jConnection:
                 created += summary.counters.relationships_created
             return created
 
+        usage = current()
+        count(usage, 0, 1)
         async with self._driver.session(database=self.database) as session:
-            return await session.execute_write(work)
+            return await session.execute_write(_counted(work, usage))
 
     async def read_tx(self, work: Callable[[Runner], Awaitable[T]]) -> T:
         """Run `work` in one managed read transaction; it runs queries with the `Runner` it gets."""
         await self.ready()
+        usage = current()
+        count(usage, 0, 1)
         async with self._driver.session(database=self.database) as session:
-            return await session.execute_read(lambda tx: work(_runner(tx)))
+            return await session.execute_read(_counted(lambda tx: work(_runner(tx)), usage))
 
     async def write_tx(self, work: Callable[[Runner], Awaitable[T]]) -> T:
         """Run `work` in one managed write transaction (retried as a whole on transient errors)."""
         await self.ready()
+        usage = current()
+        count(usage, 0, 1)
         async with self._driver.session(database=self.database) as session:
-            return await session.execute_write(lambda tx: work(_runner(tx)))
+            return await session.execute_write(_counted(lambda tx: work(_runner(tx)), usage))
 
     async def autocommit(self, cypher: str, params: Mapping[str, Any]) -> None:
         """Run one auto-commit query (needed for CALL { ... } IN TRANSACTIONS)."""
         await self.ready()
+        count(current(), 1, 1)
         async with self._driver.session(database=self.database) as session:
             await (await session.run(cypher, params)).consume()
 
