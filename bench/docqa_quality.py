@@ -63,11 +63,13 @@ async def quality(system: System, questions: list[dict[str, Any]]) -> dict[str, 
     latency: list[float] = []
     drift_ms: list[float] = []
     trips: list[int] = []
+    requests: list[int] = []
     for q in questions:
         gold = set(q["supporting_paragraph_ids"])
         req = LazyRagRequest(user=USER, collection=COLLECTION, query=q["question"], no_llm=True)
         res = await _timed(lazy, req, latency)
         trips.append(res.stats.store_round_trips if res.stats else 0)
+        requests.append(res.stats.store_requests if res.stats else 0)
         rows["lazy_rag"].append(recall([d.id for d in res.documents], gold))
         dreq = DriftRequest(user=USER, collection=COLLECTION, query=q["question"], no_llm=True, streaming=False)
         found_d = await _timed(drift, dreq, drift_ms)
@@ -86,6 +88,7 @@ async def quality(system: System, questions: list[dict[str, Any]]) -> dict[str, 
     out["lazy_rag_p50_ms"], out["lazy_rag_p95_ms"] = lat["p50_ms"], lat["p95_ms"]
     out["lazy_rag_store_round_trips_per_query"] = round(sum(trips) / len(trips), 2)
     out["lazy_rag_store_round_trips_max"] = max(trips)
+    out["lazy_rag_store_requests_per_query"] = round(sum(requests) / len(requests), 2)
     out["drift_recall@5_minus_lazy_rag"] = round(out["drift"]["recall@5"] - out["lazy_rag"]["recall@5"], 4)
     d = _ms(drift_ms)
     out["drift_no_model_p50_ms"], out["drift_no_model_p95_ms"] = d["p50_ms"], d["p95_ms"]
