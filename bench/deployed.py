@@ -189,9 +189,7 @@ async def bench_server_backend(
 ) -> dict[str, Any] | str:
     """PathQuestion on a server backend (loaded fresh into a unique collection, dropped after):
     the embedded benchmark's figures on the in-process bus, then PQ-3H over Pulsar (`pulsar`)."""
-    from processors.ingest.triples.loader import load_triples
     from processors.ingest.triples.readers import read_triples
-    from processors.models.embeddings.model import OnnxMiniLM
     from processors.stores.factory import open_stores
 
     home = graphs.CACHE_DIR / f"{name}-home-{uuid.uuid4().hex[:8]}"
@@ -208,7 +206,7 @@ async def bench_server_backend(
         t = time.perf_counter()
         try:
             kb = pathquestion.DATASETS / f"{ds.max_path_length}H-kb.txt"
-            await load_triples(stores, OnnxMiniLM.shared(), graphs.USER, coll, read_triples(kb, "tsv"))
+            await graphs.load_in_process(settings, coll, read_triples(kb, "tsv"))
             n = cfg.server_questions
             sub = Dataset(ds.key, coll, home, sample(ds.questions, n), sample(ds.answers or [], n) or None,
                           ds.max_path_length, {"load_s": round(time.perf_counter() - t, 1)})  # fmt: skip

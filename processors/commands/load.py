@@ -1,23 +1,78 @@
-"""`kgflow load triples`."""
+"""`kgflow load triples`: a file through the flow's triples-store service (in process on the embedded
+default, over Pulsar with --pulsar), or into a remote `kgflow up` through its gateway (--url). The
+one write path: triples are stored and their labels embedded with the flow's embeddings model, as
+every other write does; `load_through_flow` is the same load for Python callers."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
-from processors.commands.options import runtime_settings, store_settings
-from processors.ingest.triples.loader import LoadReport, load_triples
+from processors.base.bus import Bus
+from processors.base.client import RemoteError, RequestResponseClient
+from processors.commands.connect import flow_bus, service_client
+from processors.commands.import_triples import import_over_gateway
+from processors.ingest.triples.loader import Begun, LoadReport, Progress, run_load
 from processors.ingest.triples.readers import Format, guess_format, read_triples
-from processors.models.embeddings.model import OnnxMiniLM
-from processors.stores.factory import open_stores
-from schemas.flows import GraphChanged
+from processors.stores.protocol import VectorKind
+from schemas.services import TRIPLES_STORE
 from schemas.terms import Triple
-from schemas.topics import GRAPH_CHANGED
+from schemas.triples import BeginLoad, EmbedLabels, FinishLoad, StoreTriples
+
+LOAD_TIMEOUT_S = 600.0  # one step: a batch stored, or its labels embedded
+
+
+@dataclass
+class FlowLoadSteps:
+    """`LoadSteps` over the bus; `begun` tells whether anything may have been written."""
+
+    client: RequestResponseClient[Any]
+    user: str
+    collection: str
+    begun: bool = False
+
+    async def begin(self, source: str) -> Begun:
+        res = await self.client.request(BeginLoad(user=self.user, collection=self.collection, source=source))
+        self.begun = True
+        return Begun(res.fresh, res.repairing)
+
+    async def store(self, batch: list[Triple], fresh: bool) -> tuple[int, set[str]]:
+        req = StoreTriples(user=self.user, collection=self.collection, triples=batch, in_load=True, fresh=fresh)
+        res = await self.client.request(req)
+        return res.stored, set(res.changed)
+
+    async def embed(self, kind: VectorKind, iris: list[str], labels: dict[str, str], keep: list[str]) -> int:
+        req = EmbedLabels(user=self.user, collection=self.collection, kind=kind, iris=iris, labels=labels, keep=keep)
+        return (await self.client.request(req)).embedded
+
+    async def finish(self, stored: int, vectors: int, error: str | None = None) -> None:
+        await self.client.request(FinishLoad(user=self.user, collection=self.collection, stored=stored,
+                                             vectors=vectors, error=error))  # fmt: skip
+
+
+async def load_through_flow(
+    bus: Bus,
+    flow: str,
+    user: str,
+    collection: str,
+    triples: Iterable[Triple],
+    progress: Progress | None = None,
+    source: str = "data",
+) -> LoadReport:
+    """Load `triples` into `user`/`collection` through `flow`'s triples-store service on `bus`."""
+    client = RequestResponseClient.for_service(bus, TRIPLES_STORE, flow, LOAD_TIMEOUT_S)
+    try:
+        return await run_load(FlowLoadSteps(client, user, collection), triples, progress, source)
+    finally:
+        await client.stop()
 
 
 def checked_triples(path: Path, fmt: Format) -> tuple[Iterable[Triple], int]:
@@ -51,37 +106,30 @@ class _Bars:
 
 
 async def load_triples_file(a: argparse.Namespace) -> int:
-    """Load a file into the configured stores, then tell running processors the collection changed."""
+    """Load a file through flow `a.flow`: stored, labels embedded with the flow's model, recorded."""
     fmt = a.format or guess_format(a.file)
     triples, total = await asyncio.to_thread(checked_triples, a.file, fmt)  # errors here: nothing was stored
-    stores = open_stores(store_settings(a))
     bars = _Bars(a.file.name, total, a.no_progress)
     try:
-        report = await load_triples(
-            stores, OnnxMiniLM.shared(), a.user, a.collection, triples, bars, source=str(a.file)
-        )
-    except Exception as e:
-        raise RuntimeError(
-            f"{e}\n  {a.user}/{a.collection} is marked incomplete (queries say so); fix the problem and load again"
-        ) from None
+        if a.url:
+            token = a.token or os.environ.get("KGFLOW_GATEWAY_TOKEN")
+            sent = await import_over_gateway(a.url, token, a.flow, a.user, a.collection, triples, bars)
+            print(f"sent {sent} triples to flow {a.flow!r} at {a.url} ({a.user}/{a.collection}); the flow stored "
+                  "them and embedded their labels", file=sys.stderr)  # fmt: skip
+            return 0
+        async with flow_bus(a) as bus, service_client(bus, TRIPLES_STORE, a.flow, LOAD_TIMEOUT_S) as client:
+            steps = FlowLoadSteps(client, a.user, a.collection)
+            try:
+                report = await run_load(steps, triples, bars, source=str(a.file))
+            except (RemoteError, RuntimeError, OSError) as e:
+                if not steps.begun:  # refused before anything was written (e.g. another embedding model)
+                    raise RuntimeError(getattr(e, "message", str(e))) from None
+                raise RuntimeError(f"{getattr(e, 'message', e)}\n  {a.user}/{a.collection} is marked incomplete "
+                                   "(queries say so); fix the problem and load again") from None  # fmt: skip
     finally:
         bars.close()
-        await stores.close()
-    await _announce(a)
     _report(a, report)
     return 0
-
-
-async def _announce(a: argparse.Namespace) -> None:
-    """Tell processors on Pulsar that the collection changed (label caches)."""
-    rt = runtime_settings(a)
-    if rt.bus == "pulsar":
-        from processors.base.runtime import make_bus
-
-        bus = make_bus(rt)
-        prod = await bus.producer(GRAPH_CHANGED)
-        await prod.send(GraphChanged(user=a.user, collection=a.collection).model_dump_json().encode(), {})
-        await bus.close()
 
 
 def _report(a: argparse.Namespace, r: LoadReport) -> None:

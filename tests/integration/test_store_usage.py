@@ -68,7 +68,7 @@ async def test_writes_count_what_the_driver_was_asked(store: StoreBackend, monke
     seen = observe_stores(monkeypatch)
     with counting() as usage:
         await store.triples.add_triples(user, coll, GRAPH)
-        await store.index.upsert(user, coll, [("a", "Alpha", unit(1)), ("b", "Bee", unit(2))])
+        await store.index.upsert(user, coll, [("a", "Alpha", unit(1)), ("b", "Bee", unit(2))], model="unit-test")
     assert usage == StoreUsage(seen.requests, seen.calls) and usage.requests >= usage.round_trips >= 2
 
 
@@ -84,8 +84,12 @@ async def test_a_cassandra_hop_reports_its_three_dependent_reads(
     hub += [t(f"y{i:02}", "a", "h") for i in range(12)] + [t(f"v{i}", "z", "h") for i in range(3)]
     await store.triples.add_triples(user, coll, [*hub, t("h", RDFS_LABEL, Term.literal("Hub"))])
     ends = sorted({x.s.value for x in hub} | {x.o.value for x in hub})
-    await store.index.upsert(user, coll, [(e, f"entity {e}", unit(10 + n)) for n, e in enumerate(ends)])
-    await store.index.upsert(user, coll, [("a", "rel a", unit(90)), ("z", "rel z", unit(91))], kind="predicate")
+    await store.index.upsert(
+        user, coll, [(e, f"entity {e}", unit(10 + n)) for n, e in enumerate(ends)], model="unit-test"
+    )
+    await store.index.upsert(
+        user, coll, [("a", "rel a", unit(90)), ("z", "rel z", unit(91))], kind="predicate", model="unit-test"
+    )
     seen = observe_stores(monkeypatch)
     query = nq(user, coll, ["h"], 2, "both", query_vector=unit(91), max_returned=8, focus=["z"], focus_limit=2)
     with counting() as usage:

@@ -57,9 +57,9 @@ async def scored_store(tmp_path: Path) -> AsyncIterator[SqliteTripleStore]:
     weights = [0.1, 0.9, 0.5, 0.3, 0.7, 0.2]
     items = [(E + f"x{i}", f"x{i}", _unit((0, weights[i]), (1, 1.0))) for i in range(6)]
     items.append((E + "hub", "hub", _unit((2, 1.0))))
-    await index.upsert(U, C, items, "entity")
+    await index.upsert(U, C, items, "entity", model="unit-test")
     preds = [(E + f"p{i}", f"p{i}", _unit((0, (6 - i) / 6), (3, 1.0))) for i in range(6)]
-    await index.upsert(U, C, preds, "predicate")
+    await index.upsert(U, C, preds, "predicate", model="unit-test")
     yield store
     await store.close()
     await index.close()

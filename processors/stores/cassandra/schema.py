@@ -70,6 +70,8 @@ TABLES = (
     "CREATE TABLE IF NOT EXISTS collections (user text, collection text, PRIMARY KEY ((user), collection))",
     "CREATE TABLE IF NOT EXISTS load_state (user text, collection text, started double, finished double,"
     " source text, triples bigint, vectors bigint, error text, PRIMARY KEY ((user), collection))",
+    "CREATE TABLE IF NOT EXISTS vector_models (user text, collection text, model text, dimensions int,"
+    " PRIMARY KEY ((user), collection))",
 )
 _LOAD_COLS = "started, finished, source, triples, vectors, error"  # LoadState.row() order
 
@@ -155,6 +157,11 @@ STATEMENTS: dict[str, str] = {
     "set_load": "INSERT INTO load_state (user, collection, " + _LOAD_COLS + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     "get_load": "SELECT " + _LOAD_COLS + " FROM load_state WHERE user = ? AND collection = ?",
     "del_load": "DELETE FROM load_state WHERE user = ? AND collection = ?",
+    # the model of a collection's vectors: claimed by its first write (a lightweight transaction)
+    "get_vector_model": "SELECT model, dimensions FROM vector_models WHERE user = ? AND collection = ?",
+    "claim_vector_model": "INSERT INTO vector_models (user, collection, model, dimensions) VALUES (?, ?, ?, ?)"
+    " IF NOT EXISTS",
+    "del_vector_model": "DELETE FROM vector_models WHERE user = ? AND collection = ?",
 }
 
 
@@ -181,7 +188,8 @@ def _migrate(session: Any, keyspace: str) -> None:
 
 @functools.lru_cache(maxsize=256)
 def _row_type(names: tuple[str, ...]) -> Any:
-    return collections.namedtuple("Row", names)  # type: ignore[misc]
+    # a lightweight transaction's result names a column `[applied]`: as a field, `applied`
+    return collections.namedtuple("Row", [re.sub(r"\W", "", n) for n in names])  # type: ignore[misc]
 
 
 def cached_namedtuple_factory(colnames: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[Any]:

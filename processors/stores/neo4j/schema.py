@@ -11,6 +11,8 @@ Model (every node and relationship carries `user` and `collection`):
 * ``(:KgEntity)-[:KG_EDGE {p, user, collection}]->(:KgEntity|:KgLiteral)``: a triple.
 * ``(:KgLoad {key, user, collection, started, finished?, source, triples, vectors, error?})``: a
   collection's last load (protocol.LoadState).
+* ``(:KgVectorModel {key, user, collection, model, dimensions})``: the embedding model of the
+  collection's vectors (protocol.VectorModel), recorded by its first vector write.
 
 Documents, chunks, relation provenance and communities (DOCUMENT_SCHEMA) are modelled in
 neo4j_documents.py and neo4j_communities.py; their chunks link to these same KgEntity nodes.
@@ -41,6 +43,7 @@ SCHEMA = (
     "CREATE CONSTRAINT kg_literal_key IF NOT EXISTS FOR (n:KgLiteral) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_predicate_key IF NOT EXISTS FOR (n:KgPredicate) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_load_key IF NOT EXISTS FOR (n:KgLoad) REQUIRE n.key IS UNIQUE",
+    "CREATE CONSTRAINT kg_vector_model_key IF NOT EXISTS FOR (n:KgVectorModel) REQUIRE n.key IS UNIQUE",
     "CREATE INDEX kg_entity_scope IF NOT EXISTS FOR (n:KgEntity) ON (n.user, n.collection)",
     "CREATE INDEX kg_literal_scope IF NOT EXISTS FOR (n:KgLiteral) ON (n.user, n.collection)",
     "CREATE INDEX kg_predicate_scope IF NOT EXISTS FOR (n:KgPredicate) ON (n.user, n.collection)",

@@ -18,6 +18,7 @@ from processors.stores.neo4j.cypher import (
     ADD_IRI_EDGES,
     ADD_LITERAL_EDGES,
     ANN,
+    CLAIM_VECTOR_MODEL,
     COLLECTIONS,
     DELETE_ENTITIES,
     DELETE_INDEX,
@@ -27,6 +28,7 @@ from processors.stores.neo4j.cypher import (
     EXACT,
     FULLTEXT,
     GET_LOAD,
+    GET_VECTOR_MODEL,
     INDEX_COLLECTIONS,
     LABELS,
     NAMED,
@@ -43,13 +45,24 @@ from processors.stores.neo4j.cypher import (
 )
 from processors.stores.neo4j.schema import (
     Neo4jConnection,
+    Runner,
     cypher_vector,
     entity_key,
     literal_key,
     lucene_phrase,
     stored_vector,
 )
-from processors.stores.protocol import EntityHit, EntityIndex, LoadState, VectorItem, VectorKind
+from processors.stores.protocol import (
+    EntityHit,
+    EntityIndex,
+    LoadState,
+    VectorItem,
+    VectorKind,
+    VectorModel,
+    check_fixed_dimensions,
+    check_vector_model,
+    vector_model_of,
+)
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
 
@@ -239,9 +252,12 @@ class Neo4jEntityIndex:
         self.conn = conn.acquire()
 
     async def upsert(
-        self, user: str, collection: str, items: Sequence[VectorItem], kind: VectorKind = "entity"
+        self, user: str, collection: str, items: Sequence[VectorItem], kind: VectorKind = "entity", *, model: str
     ) -> None:
-        """Set label, normalized search text and embedding on each entity (or predicate) node."""
+        """Set label, normalized search text and embedding on each entity (or predicate) node, in
+        one transaction with the check of the collection's model (the first write records it)."""
+        offered = vector_model_of(items, model)
+        check_fixed_dimensions("Neo4j", offered)
         rows = [
             {
                 "key": entity_key(user, collection, iri),
@@ -252,8 +268,23 @@ class Neo4jEntityIndex:
             }
             for iri, lab, v in items
         ]
-        if rows:
-            await self.conn.write([(UPSERT[kind], {"user": user, "collection": collection, "rows": rows})])
+        if not rows:
+            return
+        scope = {"user": user, "collection": collection}
+
+        async def write(run: Runner) -> None:
+            claim = {**scope, "key": entity_key(user, collection, ""), "model": offered.name,
+                     "dimensions": offered.dimensions}  # fmt: skip
+            (held,) = await run(CLAIM_VECTOR_MODEL, claim)
+            check_vector_model(collection, VectorModel(held["model"], held["dimensions"]), offered)
+            await run(UPSERT[kind], {**scope, "rows": rows})
+
+        await self.conn.write_tx(write)
+
+    async def vector_model(self, user: str, collection: str) -> VectorModel | None:
+        """The model the collection's first vector write recorded."""
+        rows = await self.conn.read(GET_VECTOR_MODEL, {"key": entity_key(user, collection, "")})
+        return VectorModel(rows[0]["model"], rows[0]["dimensions"]) if rows else None
 
     async def search(
         self, user: str, collection: str, vector: Sequence[float] | None, text: str | None, limit: int
