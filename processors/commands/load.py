@@ -17,7 +17,7 @@ from typing import Any
 from tqdm import tqdm
 
 from processors.base.bus import Bus
-from processors.base.client import RemoteError, RequestResponseClient
+from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
 from processors.commands.connect import flow_bus, service_client
 from processors.commands.import_triples import import_over_gateway
 from processors.ingest.triples.loader import Begun, LoadReport, Progress, run_load
@@ -28,6 +28,7 @@ from schemas.terms import Triple
 from schemas.triples import BeginLoad, EmbedLabels, FinishLoad, StoreTriples
 
 LOAD_TIMEOUT_S = 600.0  # one step: a batch stored, or its labels embedded
+BEGIN_TIMEOUT_S = 60.0  # the first step: a flow with no triples-store processor fails here
 
 
 @dataclass
@@ -40,7 +41,14 @@ class FlowLoadSteps:
     begun: bool = False
 
     async def begin(self, source: str) -> Begun:
-        res = await self.client.request(BeginLoad(user=self.user, collection=self.collection, source=source))
+        req = BeginLoad(user=self.user, collection=self.collection, source=source)
+        try:
+            res = await self.client.request(req, timeout_s=BEGIN_TIMEOUT_S)
+        except RequestTimeout:
+            raise RuntimeError(
+                f"no triples-store processor answered within {BEGIN_TIMEOUT_S:.0f}s: is one serving the flow "
+                "(`kgflow up`, or `kgflow run triples-store`)?"
+            ) from None
         self.begun = True
         return Begun(res.fresh, res.repairing)
 
