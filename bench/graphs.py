@@ -261,11 +261,18 @@ async def ensure_loaded(spec: GraphSpec, cache_dir: Path = CACHE_DIR, log=print)
 async def load_in_process(settings: StoreSettings, collection: str, triples: Iterable[Triple]) -> LoadReport:
     """Load as `kgflow load triples` does on the embedded default: through the triples-store
     service of flow `default`, every processor in this process."""
+    from processors.base.client import RequestResponseClient
     from processors.base.runtime import embedded
-    from processors.commands.load import load_through_flow
+    from processors.commands.load import LOAD_TIMEOUT_S, FlowLoadSteps
+    from processors.ingest.triples.loader import run_load
+    from schemas.services import TRIPLES_STORE
 
     async with embedded(settings) as system:
-        return await load_through_flow(system.bus, "default", USER, collection, triples)
+        client = RequestResponseClient.for_service(system.bus, TRIPLES_STORE, "default", LOAD_TIMEOUT_S)
+        try:
+            return await run_load(FlowLoadSteps(client, USER, collection), triples)
+        finally:
+            await client.stop()
 
 
 def load_questions(home: Path, name: str = "questions") -> list[Question]:

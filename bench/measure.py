@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.classic import BusPatterns, ClassicLimits, classic_retrieve
+from bench.classic import BusPatterns, ClassicLimits, ClassicResult, classic_retrieve
 from bench.graphs import USER
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
 from processors.base.runtime import System
@@ -263,35 +263,29 @@ async def classic_sample(
             system.bus, topic("triples", "default"), topic("triples", "default", "response"), TriplesResponse, 600
         )
         store = BusPatterns(client)
-    ms: list[float] = []
-    ex_embed: list[float] = []
-    calls: list[int] = []
-    trav: list[int] = []
-    lab: list[int] = []
-    requests: list[int] = []
-    stage: dict[str, list[float]] = {}
+    runs: list[tuple[ClassicResult, int]] = []  # each question's result and store requests
     for q in questions:
         with counting() as usage:  # as the stores count them (via the bus: as the triples service reports)
             res = await classic_retrieve(store, stores.entities, OnnxMiniLM.shared(), USER, collection, q, limits)
-        requests.append(usage.requests)
-        ms.append(res.elapsed_ms)
-        ex_embed.append(res.elapsed_ms - res.stage_ms["embed"])
-        calls.append(res.store_calls)
-        trav.append(res.traversal_calls)
-        lab.append(res.label_calls)
-        for k, v in res.stage_ms.items():
-            stage.setdefault(k, []).append(v)
+        runs.append((res, usage.requests))
     if client is not None:
         await client.stop()
+    ms = [r.elapsed_ms for r, _ in runs]
+    ex_embed = [r.elapsed_ms - r.stage_ms["embed"] for r, _ in runs]
+    stage = {k: [r.stage_ms[k] for r, _ in runs] for k in (runs[0][0].stage_ms if runs else {})}
+
+    def per_query(values: list[int]) -> float | None:
+        return round(statistics.fmean(values), 1) if values else None
+
     return {
         "queries": len(questions),
         "classic_p50_ms": round(percentile(ms, 50), 2),
         "classic_p95_ms": round(percentile(ms, 95), 2),
         "classic_p50_ms_excluding_embed": round(percentile(ex_embed, 50), 2),
-        "classic_store_calls_per_query": round(statistics.fmean(calls), 1) if calls else None,
-        "classic_traversal_calls_per_query": round(statistics.fmean(trav), 1) if trav else None,
-        "classic_label_calls_per_query": round(statistics.fmean(lab), 1) if lab else None,
-        "classic_store_requests_per_query": round(statistics.fmean(requests), 1) if requests else None,
+        "classic_store_calls_per_query": per_query([r.store_calls for r, _ in runs]),
+        "classic_traversal_calls_per_query": per_query([r.traversal_calls for r, _ in runs]),
+        "classic_label_calls_per_query": per_query([r.label_calls for r, _ in runs]),
+        "classic_store_requests_per_query": per_query([n for _, n in runs]),
         "classic_stage_p50_ms": {k: round(percentile(v, 50), 2) for k, v in stage.items()},
         "limits": vars(limits),
     }

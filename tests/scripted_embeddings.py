@@ -5,16 +5,15 @@ texts it embedded."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import numpy as np
+from aiohttp import web
 
 
 @dataclass
@@ -38,41 +37,37 @@ class ScriptedEmbeddings:
                 f"embeddings-base-url={self.base_url}", "embeddings-api-key=test-key"]  # fmt: skip
 
 
-def _handler(script: ScriptedEmbeddings) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+def _app(script: ScriptedEmbeddings) -> web.Application:
+    async def embeddings(request: web.Request) -> web.Response:
+        """`POST /v1/embeddings`: one scripted vector per input text."""
+        body = await request.json()
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        script.texts.extend(texts)
+        data = [{"object": "embedding", "index": i, "embedding": script.vector(t)} for i, t in enumerate(texts)]
+        usage = {"prompt_tokens": len(texts), "total_tokens": len(texts)}
+        return web.json_response({"object": "list", "data": data, "model": script.model, "usage": usage})
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-            """Quiet."""
-
-        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-            """`POST /v1/embeddings`: one scripted vector per input text."""
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
-            texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-            script.texts.extend(texts)
-            data = [{"object": "embedding", "index": i, "embedding": script.vector(t)} for i, t in enumerate(texts)]
-            answer = {"object": "list", "data": data, "model": body.get("model", script.model),
-                      "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)}}  # fmt: skip
-            out = json.dumps(answer).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
-
-    return Handler
+    app = web.Application()
+    app.router.add_post("/v1/embeddings", embeddings)
+    return app
 
 
 @contextmanager
 def scripted_embeddings(model: str, dimensions: int) -> Iterator[ScriptedEmbeddings]:
-    """Serve the scripted endpoint on a free loopback port until the block ends."""
+    """Serve the scripted endpoint on a free loopback port (its own event loop, in a thread) until
+    the block ends."""
     script = ScriptedEmbeddings(model, dimensions)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(script))
-    script.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    loop = asyncio.new_event_loop()
+    runner = web.AppRunner(_app(script))
+    loop.run_until_complete(runner.setup())
+    loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", 0).start())
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
+    script.base_url = f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
     try:
         yield script
     finally:
-        server.shutdown()
-        server.server_close()
+        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()

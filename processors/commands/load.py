@@ -1,7 +1,7 @@
 """`kgflow load triples`: a file through the flow's triples-store service (in process on the embedded
 default, over Pulsar with --pulsar), or into a remote `kgflow up` through its gateway (--url). The
 one write path: triples are stored and their labels embedded with the flow's embeddings model, as
-every other write does; `load_through_flow` is the same load for Python callers."""
+every other write does (`run_load(FlowLoadSteps(...), triples)` is the same load for Python callers)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,10 @@ from typing import Any
 
 from tqdm import tqdm
 
-from processors.base.bus import Bus
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
 from processors.commands.connect import flow_bus, service_client
 from processors.commands.import_triples import import_over_gateway
-from processors.ingest.triples.loader import Begun, LoadReport, Progress, run_load
+from processors.ingest.triples.loader import Begun, LoadReport, run_load
 from processors.ingest.triples.readers import Format, guess_format, read_triples
 from processors.stores.protocol import VectorKind
 from schemas.services import TRIPLES_STORE
@@ -64,23 +63,6 @@ class FlowLoadSteps:
     async def finish(self, stored: int, vectors: int, error: str | None = None) -> None:
         await self.client.request(FinishLoad(user=self.user, collection=self.collection, stored=stored,
                                              vectors=vectors, error=error))  # fmt: skip
-
-
-async def load_through_flow(
-    bus: Bus,
-    flow: str,
-    user: str,
-    collection: str,
-    triples: Iterable[Triple],
-    progress: Progress | None = None,
-    source: str = "data",
-) -> LoadReport:
-    """Load `triples` into `user`/`collection` through `flow`'s triples-store service on `bus`."""
-    client = RequestResponseClient.for_service(bus, TRIPLES_STORE, flow, LOAD_TIMEOUT_S)
-    try:
-        return await run_load(FlowLoadSteps(client, user, collection), triples, progress, source)
-    finally:
-        await client.stop()
 
 
 def checked_triples(path: Path, fmt: Format) -> tuple[Iterable[Triple], int]:

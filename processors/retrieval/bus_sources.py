@@ -160,7 +160,7 @@ class BusSources:
     ) -> ModelAnswer:
         req = TextCompletionRequest(system=system, prompt=prompt, json_schema=json_schema, max_tokens=max_tokens)
         res = await self._call(TEXT_COMPLETION, req, self.model_timeout)
-        return ModelAnswer(res.response, res.configured, res.model or "", res.in_token or 0, res.out_token or 0)
+        return ModelAnswer(res.response, res.model or "", res.in_token or 0, res.out_token or 0, res.configured)
 
     async def neighbour_relations(
         self, t: Tenant, entities: Sequence[str], vector: list[float], limit: int

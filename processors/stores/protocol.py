@@ -37,6 +37,28 @@ class VectorModel:
     def __str__(self) -> str:
         return f"{self.name or 'an unnamed model'} ({self.dimensions} dimensions)"
 
+    @classmethod
+    def of(cls, items: Sequence[VectorItem], name: str) -> VectorModel:
+        """The model of vectors about to be written: `name`, and the dimension they all share (a
+        write of mixed dimensions is refused)."""
+        dims = {len(v) for _, _, v in items}
+        if len(dims) > 1:
+            raise ValueError(f"vectors of {name} with different dimensions {sorted(dims)} in one write")
+        return cls(name, dims.pop() if dims else 0)
+
+    def require(self, collection: str, held: VectorModel | None) -> None:
+        """Refuse (VectorModelMismatch) unless the collection holds no vectors yet, or these model's."""
+        if held is not None and held != self:
+            raise VectorModelMismatch(collection, held, self)
+
+    def require_dimensions(self, index: str) -> None:
+        """Refuse what a server's vector index cannot hold (its dimension is fixed in its schema)."""
+        if self.dimensions != VECTOR_DIMENSIONS:
+            raise ValueError(
+                f"the {index} entity index holds vectors of {VECTOR_DIMENSIONS} dimensions; {self.name} makes "
+                f"{self.dimensions}: use a model of {VECTOR_DIMENSIONS} dimensions, or the local vector index"
+            )
+
 
 class VectorModelMismatch(ValueError):
     """Vectors of another model or dimension than the collection holds: similarities across two
@@ -49,30 +71,6 @@ class VectorModelMismatch(ValueError):
             "or into another collection, or delete this collection first"
         )
         self.held, self.offered = held, offered
-
-
-def check_vector_model(collection: str, held: VectorModel | None, offered: VectorModel) -> None:
-    """Raise VectorModelMismatch unless the collection holds no vectors yet or vectors of `offered`."""
-    if held is not None and held != offered:
-        raise VectorModelMismatch(collection, held, offered)
-
-
-def check_fixed_dimensions(index: str, offered: VectorModel) -> None:
-    """Refuse vectors a server's vector index cannot hold (its dimension is fixed in its schema)."""
-    if offered.dimensions != VECTOR_DIMENSIONS:
-        raise ValueError(
-            f"the {index} entity index holds vectors of {VECTOR_DIMENSIONS} dimensions; {offered.name} makes "
-            f"{offered.dimensions}: use a model of {VECTOR_DIMENSIONS} dimensions, or the local vector index"
-        )
-
-
-def vector_model_of(items: Sequence[VectorItem], model: str) -> VectorModel:
-    """The model of vectors about to be written: `model`, and the dimension they all share (a
-    batch of mixed dimensions is refused)."""
-    dims = {len(v) for _, _, v in items}
-    if len(dims) > 1:
-        raise ValueError(f"vectors of {model} with different dimensions {sorted(dims)} in one write")
-    return VectorModel(model, dims.pop() if dims else 0)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from typing import Protocol
 from processors.algorithms.iris import iri_label
 from processors.models.embeddings.model import Embedder
 from processors.stores.factory import Stores
-from processors.stores.protocol import LoadState, VectorKind, VectorModel, check_vector_model
+from processors.stores.protocol import LoadState, VectorKind, VectorModel
 from schemas.terms import RDFS_LABEL, Triple
 
 BATCH = 2000
@@ -164,8 +164,8 @@ class StoreSteps:
 
     async def begin(self, source: str) -> Begun:
         uc = (self.user, self.collection)
-        held = await self.stores.entities.vector_model(*uc)
-        check_vector_model(self.collection, held, await flow_model(self.embedder))  # before anything is written
+        offered = await flow_model(self.embedder)
+        offered.require(self.collection, await self.stores.entities.vector_model(*uc))  # before anything is written
         prior = await self.stores.triples.load_state(*uc)
         await self.stores.triples.set_load_state(*uc, LoadState(started=time.time(), source=source))
         return Begun(prior is None, prior.source if prior is not None and not prior.complete else None)

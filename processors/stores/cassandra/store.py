@@ -31,9 +31,6 @@ from processors.stores.protocol import (
     VectorItem,
     VectorKind,
     VectorModel,
-    check_fixed_dimensions,
-    check_vector_model,
-    vector_model_of,
 )
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
@@ -271,7 +268,7 @@ class CassandraEntityIndex:
     ) -> None:
         """Store vectors (of the collection's model, see `_claim`); for entities also (re)index the
         label's content tokens."""
-        await self._claim(user, collection, vector_model_of(items, model))
+        await self._claim(user, collection, VectorModel.of(items, model))
         latest = {iri: (label, np.asarray(v, dtype=np.float32)) for iri, label, v in items}
         calls: list[tuple[str, Sequence[Any]]] = []
         if kind == "entity":
@@ -297,12 +294,12 @@ class CassandraEntityIndex:
         """Refuse vectors the collection cannot hold: another model's than it holds (the first
         write records its model with a lightweight transaction, so two first writers cannot both
         win), or another dimension than the vector column's."""
-        check_fixed_dimensions("Cassandra", offered)
+        offered.require_dimensions("Cassandra")
         held = await self.vector_model(user, collection)
         if held is None:
             (row,) = await self.conn.run("claim_vector_model", (user, collection, offered.name, offered.dimensions))
             held = offered if row.applied else VectorModel(row.model, row.dimensions)
-        check_vector_model(collection, held, offered)
+        offered.require(collection, held)
 
     async def vector_model(self, user: str, collection: str) -> VectorModel | None:
         """The model the collection's first vector write recorded."""

@@ -17,15 +17,8 @@ import numpy as np
 from processors.algorithms.entities import rank_entity_hits
 from processors.algorithms.text_match import label_phrases, normalize
 from processors.algorithms.vectors import ProjectedIndex, top_cosines
-from processors.stores.protocol import (
-    EntityHit,
-    VectorItem,
-    VectorKind,
-    VectorModel,
-    check_vector_model,
-    vector_model_of,
-)
-from processors.stores.sqlite.pool import SqlitePool
+from processors.stores.protocol import EntityHit, VectorItem, VectorKind, VectorModel
+from processors.stores.sqlite.pool import SqlitePool, delete_rows
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors (
@@ -93,7 +86,7 @@ class LocalEntityIndex:
     async def upsert(
         self, user: str, collection: str, items: Sequence[VectorItem], kind: VectorKind = "entity", *, model: str
     ) -> None:
-        offered = vector_model_of(items, model)
+        offered = VectorModel.of(items, model)
         rows = [
             (user, collection, iri, kind, label, np.asarray(v, dtype=np.float32).tobytes(),
              normalize(label) if kind == "entity" else "")
@@ -106,7 +99,7 @@ class LocalEntityIndex:
                 "INSERT OR IGNORE INTO vector_model VALUES (?, ?, ?, ?)",
                 (user, collection, offered.name, offered.dimensions),
             )
-            check_vector_model(collection, _vector_model(conn, user, collection), offered)
+            offered.require(collection, _vector_model(conn, user, collection))
             conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?,?,?,?,?)", rows)
             conn.execute(
                 "INSERT INTO scope_version VALUES (?, ?, 1) ON CONFLICT(user, collection)"
@@ -240,11 +233,7 @@ class LocalEntityIndex:
         return {str(c): int(n) for c, n in rows}
 
     async def delete_collection(self, user: str, collection: str) -> None:
-        def write(conn: sqlite3.Connection) -> None:
-            for table in ("vectors", "scope_version", "vector_model"):
-                conn.execute(f"DELETE FROM {table} WHERE user = ? AND collection = ?", (user, collection))
-
-        await self.db.write(write)
+        await self.db.write(lambda c: delete_rows(c, ("vectors", "scope_version", "vector_model"), user, collection))
         self._cache.pop((user, collection), None)
 
     async def close(self) -> None:

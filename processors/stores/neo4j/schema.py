@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from processors.stores.protocol import VECTOR_DIMENSIONS, int_literal
-from processors.stores.usage import StoreUsage, count, current
+from processors.stores.usage import count, current
 
 VECTOR_INDEX = "kg_entity_embedding"
 FULLTEXT_INDEX = "kg_entity_text"
@@ -142,17 +142,6 @@ Runner = Callable[[str, Mapping[str, Any]], Awaitable[list[dict[str, Any]]]]
 T = TypeVar("T")
 
 
-def _counted(work: Callable[[Any], Awaitable[T]], usage: StoreUsage | None) -> Callable[[Any], Awaitable[T]]:
-    """`work` as a managed transaction's function, counting one request per attempt (the driver
-    runs it again after a transient error)."""
-
-    async def attempt(tx: Any) -> T:
-        count(usage, 1)
-        return await work(tx)
-
-    return attempt
-
-
 def _runner(tx: Any) -> Runner:
     """Run one query of a transaction; records as dicts."""
 
@@ -244,7 +233,6 @@ class Neo4jConnection:
 
     async def write(self, queries: list[tuple[str, Mapping[str, Any]]]) -> int:
         """Run write queries in ONE managed transaction; returns relationships created."""
-        await self.ready()
 
         async def work(tx: Any) -> int:
             created = 0
@@ -253,26 +241,29 @@ class Neo4jConnection:
                 created += summary.counters.relationships_created
             return created
 
-        usage = current()
-        count(usage, 0, 1)
-        async with self._driver.session(database=self.database) as session:
-            return await session.execute_write(_counted(work, usage))
+        return await self._transaction(work, write=True)
 
     async def read_tx(self, work: Callable[[Runner], Awaitable[T]]) -> T:
         """Run `work` in one managed read transaction; it runs queries with the `Runner` it gets."""
-        await self.ready()
-        usage = current()
-        count(usage, 0, 1)
-        async with self._driver.session(database=self.database) as session:
-            return await session.execute_read(_counted(lambda tx: work(_runner(tx)), usage))
+        return await self._transaction(lambda tx: work(_runner(tx)), write=False)
 
     async def write_tx(self, work: Callable[[Runner], Awaitable[T]]) -> T:
         """Run `work` in one managed write transaction (retried as a whole on transient errors)."""
+        return await self._transaction(lambda tx: work(_runner(tx)), write=True)
+
+    async def _transaction(self, work: Callable[[Any], Awaitable[T]], write: bool) -> T:
+        """`work(tx)` in one managed transaction, one request counted per attempt the driver makes
+        (it runs `work` again after a transient error)."""
         await self.ready()
         usage = current()
         count(usage, 0, 1)
+
+        async def attempt(tx: Any) -> T:
+            count(usage, 1)
+            return await work(tx)
+
         async with self._driver.session(database=self.database) as session:
-            return await session.execute_write(_counted(lambda tx: work(_runner(tx)), usage))
+            return await (session.execute_write if write else session.execute_read)(attempt)
 
     async def autocommit(self, cypher: str, params: Mapping[str, Any]) -> None:
         """Run one auto-commit query (needed for CALL { ... } IN TRANSACTIONS)."""

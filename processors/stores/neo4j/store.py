@@ -52,17 +52,7 @@ from processors.stores.neo4j.schema import (
     lucene_phrase,
     stored_vector,
 )
-from processors.stores.protocol import (
-    EntityHit,
-    EntityIndex,
-    LoadState,
-    VectorItem,
-    VectorKind,
-    VectorModel,
-    check_fixed_dimensions,
-    check_vector_model,
-    vector_model_of,
-)
+from processors.stores.protocol import EntityHit, EntityIndex, LoadState, VectorItem, VectorKind, VectorModel
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
 
@@ -256,8 +246,8 @@ class Neo4jEntityIndex:
     ) -> None:
         """Set label, normalized search text and embedding on each entity (or predicate) node, in
         one transaction with the check of the collection's model (the first write records it)."""
-        offered = vector_model_of(items, model)
-        check_fixed_dimensions("Neo4j", offered)
+        offered = VectorModel.of(items, model)
+        offered.require_dimensions("Neo4j")
         rows = [
             {
                 "key": entity_key(user, collection, iri),
@@ -276,7 +266,7 @@ class Neo4jEntityIndex:
             claim = {**scope, "key": entity_key(user, collection, ""), "model": offered.name,
                      "dimensions": offered.dimensions}  # fmt: skip
             (held,) = await run(CLAIM_VECTOR_MODEL, claim)
-            check_vector_model(collection, VectorModel(held["model"], held["dimensions"]), offered)
+            offered.require(collection, VectorModel(held["model"], held["dimensions"]))
             await run(UPSERT[kind], {**scope, "rows": rows})
 
         await self.conn.write_tx(write)

@@ -12,7 +12,7 @@ from processors.algorithms.bfs import Distances, DistanceSearch
 from processors.algorithms.edges import NeighbourResult, RawEdge, edge_triple, rank_neighbours
 from processors.stores.protocol import EntityIndex, LoadState
 from processors.stores.sqlite.adjacency import GRAPH_VERSION, Adjacency, bump_version, graph_version, load_adjacency
-from processors.stores.sqlite.pool import SqlitePool
+from processors.stores.sqlite.pool import SqlitePool, delete_rows
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
 
@@ -223,8 +223,7 @@ class SqliteTripleStore:
 
     async def delete_collection(self, user: str, collection: str) -> None:
         def write(conn: sqlite3.Connection) -> None:
-            for table in ("triples", "labels", "load_state"):
-                conn.execute(f"DELETE FROM {table} WHERE user = ? AND collection = ?", (user, collection))
+            delete_rows(conn, ("triples", "labels", "load_state"), user, collection)
             bump_version(conn, user, collection)
 
         await self.db.write(write)
