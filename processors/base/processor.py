@@ -22,7 +22,7 @@ from processors.base.metrics import LATENCY, REQUESTS
 from processors.base.settings import RuntimeSettings
 from processors.base.tasks import cancel_and_wait
 from processors.stores.settings import StoreSettings
-from processors.stores.usage import StoreUsage, counting
+from processors.stores.usage import Reporting, begin
 from schemas.base import Error, Response
 from schemas.flows import Blueprint, ConfigState, Flow, GraphChanged
 from schemas.services import Service
@@ -260,7 +260,7 @@ class FlowProcessor:
                 task.cancel()
 
     async def _respond(
-        self, spec: ServiceSpec, ctx: FlowContext, rid: str, res: Response, seq: int = 0, store: _Reported | None = None
+        self, spec: ServiceSpec, ctx: FlowContext, rid: str, res: Response, seq: int = 0, store: Reporting | None = None
     ) -> None:
         """Send one response frame, numbered (`seq`) so a client drops the repeats of a redelivery,
         with the store usage of the request since its previous frame (`STORE`)."""
@@ -301,12 +301,7 @@ class FlowProcessor:
     async def _handle(
         self, msg: BusMessage, consumer: Consumer, spec: ServiceSpec, ctx: FlowContext, bulk: bool = False
     ) -> None:
-        with counting() as usage:  # the store requests of this request (and of the services it calls)
-            await self._handle_counted(msg, consumer, spec, ctx, bulk, _Reported(usage))
-
-    async def _handle_counted(
-        self, msg: BusMessage, consumer: Consumer, spec: ServiceSpec, ctx: FlowContext, bulk: bool, store: _Reported
-    ) -> None:
+        store = Reporting(begin())  # this task's store requests (and those of the services it calls)
         rid = msg.properties.get("id")
         service = spec.service
         started = time.perf_counter()
@@ -367,22 +362,6 @@ class FlowProcessor:
         finally:
             REQUESTS.labels(self.name, ctx.id, service.name, outcome).inc()
             LATENCY.labels(self.name, service.name).observe(time.perf_counter() - started)
-
-
-class _Reported:
-    """A request's store usage and how much of it its frames have reported so far."""
-
-    def __init__(self, usage: StoreUsage) -> None:
-        self.usage = usage
-        self.sent = StoreUsage()
-
-    def news(self) -> StoreUsage | None:
-        """What was counted since the previous frame (None: nothing)."""
-        news = self.usage.since(self.sent)
-        if not news.requests and not news.round_trips:
-            return None
-        self.sent = self.usage.copy()
-        return news
 
 
 class StoreProcessor(FlowProcessor):

@@ -76,6 +76,29 @@ def count(usage: StoreUsage | None, requests: int, round_trips: int = 0) -> None
         usage.round_trips += round_trips
 
 
+def begin() -> StoreUsage:
+    """A fresh counter for the request the current task serves (until the task ends)."""
+    usage = StoreUsage()
+    _CURRENT.set(usage)
+    return usage
+
+
+class Reporting:
+    """A request's counter and how much of it its response frames have reported so far."""
+
+    def __init__(self, usage: StoreUsage) -> None:
+        self.usage = usage
+        self.sent = StoreUsage()
+
+    def news(self) -> StoreUsage | None:
+        """What was counted since the previous frame (None: nothing)."""
+        news = self.usage.since(self.sent)
+        if not news.requests and not news.round_trips:
+            return None
+        self.sent = self.usage.copy()
+        return news
+
+
 @contextlib.contextmanager
 def counting() -> Iterator[StoreUsage]:
     """Count the store requests made inside the block (and its tasks) into a fresh counter."""
