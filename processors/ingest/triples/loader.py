@@ -29,6 +29,7 @@ from processors.stores.protocol import LoadState, VectorKind, VectorModel
 from schemas.terms import RDFS_LABEL, Triple
 
 BATCH = 2000
+IN_FLIGHT = 2  # label batches embedding at once (the embeddings service's two bulk places: both cores)
 MODEL_PROBE = "kgflow embedding model check"  # embedded once per load: which model, how many dimensions
 # (phase "store" | "embed", items just done, the phase's total when known)
 Progress = Callable[[str, int, int | None], None]
@@ -118,25 +119,33 @@ async def run_load(
     steps: LoadSteps, triples: Iterable[Triple], progress: Progress | None = None, source: str = "data"
 ) -> LoadReport:
     """Store `triples` and embed their labels through `steps`, recording the load's state before
-    and after (see the module docstring)."""
+    and after (see the module docstring). A batch is stored while the next is read, and labels are
+    embedded IN_FLIGHT requests at a time."""
     tell = progress or (lambda _phase, _n, _total: None)
     begun = await steps.begin(source)
-    tally, embedded, it = Tally(), 0, iter(triples)
+    tally, embedded = Tally(), 0
     try:
-        while batch := await asyncio.to_thread(_take, it, BATCH):  # read and parsed off the event loop
-            tally.add(batch)
-            stored, changed = await steps.store(batch, begun.fresh)
-            tally.stored += stored
-            tally.changed |= changed
-            tell("store", len(batch), None)
+        await _store_all(steps, iter(triples), begun.fresh, tally, tell)
         plan = tally.plan(begun.fresh)
         total = sum(len(iris) for _, iris, _ in plan)
-        for kind, iris, keep in plan:
-            embedded += await steps.embed(kind, iris, {i: tally.labels[i] for i in iris if i in tally.labels}, keep)
+        slots = asyncio.Semaphore(IN_FLIGHT)
+
+        async def embed(kind: VectorKind, iris: list[str], keep: list[str]) -> None:
+            nonlocal embedded
+            async with slots:
+                n = await steps.embed(kind, iris, {i: tally.labels[i] for i in iris if i in tally.labels}, keep)
+            embedded += n  # after the await: two requests run at once
             tell("embed", len(iris), total)
-    except Exception as e:  # recorded for queries; a kill leaves the state unfinished without a reason
-        await steps.finish(tally.stored, embedded, " ".join(str(e).split())[:500] or type(e).__name__)
-        raise
+
+        async with asyncio.TaskGroup() as tg:  # the first failure cancels the others
+            for kind, iris, keep in plan:
+                tg.create_task(embed(kind, iris, keep))
+    except BaseException as e:  # a failure is recorded for queries; a kill leaves the state unfinished
+        if not isinstance(e, Exception):
+            raise
+        first = e.exceptions[0] if isinstance(e, BaseExceptionGroup) else e
+        await steps.finish(tally.stored, embedded, " ".join(str(first).split())[:500] or type(first).__name__)
+        raise first from None
     await steps.finish(tally.stored, embedded)
     repaired = None
     if begun.repairing is not None:
@@ -145,6 +154,30 @@ async def run_load(
             f"and {embedded} missing label vectors"
         )
     return LoadReport(tally.stored, len(tally.entities), len(tally.predicates), embedded, repaired)
+
+
+async def _store_all(steps: LoadSteps, it: Iterator[Triple], fresh: bool, tally: Tally, tell: Progress) -> None:
+    """Store every batch, the next read (off the event loop) while the previous one is written."""
+    pending: tuple[asyncio.Task[tuple[int, set[str]]], int] | None = None
+    try:
+        while batch := await asyncio.to_thread(_take, it, BATCH):
+            tally.add(batch)
+            if pending is not None:
+                _stored(tally, await pending[0], pending[1], tell)
+            pending = (asyncio.ensure_future(steps.store(batch, fresh)), len(batch))
+        if pending is not None:
+            _stored(tally, await pending[0], pending[1], tell)
+    finally:
+        if pending is not None and not pending[0].done():  # a failure while a batch is written: it ends first
+            await asyncio.wait({pending[0]})
+            if not pending[0].cancelled():
+                pending[0].exception()  # retrieved: the failure being raised is the one to report
+
+
+def _stored(tally: Tally, result: tuple[int, set[str]], sent: int, tell: Progress) -> None:
+    tally.stored += result[0]
+    tally.changed |= result[1]
+    tell("store", sent, None)
 
 
 async def flow_model(embedder: Embedder) -> VectorModel:
