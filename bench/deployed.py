@@ -142,6 +142,8 @@ def _pulsar_summary(
         "errors": main["errors"],
         "in_process_p50_ms": mem.summary()["p50_ms"],
         "store_round_trips_per_query": main["store_round_trips_per_query"],
+        "store_requests_per_query": main["store_requests_per_query"],
+        "stage_store_requests_per_query": main["stage_store_requests_per_query"],
         "bus_round_trips_per_query": round(requests["pulsar"], 2),
         "bus_round_trips_note": "every request a processor handled (its kgflow_requests_total): the client's to "
         "graph-rag, embeddings, entity search, one per hop, label-resolver",
@@ -165,6 +167,7 @@ def _pulsar_summary(
         "classic_questions": classic["queries"],
         "classic_via_pulsar_p50_ms": classic["classic_p50_ms"],
         "classic_store_calls_per_query": classic["classic_store_calls_per_query"],
+        "classic_store_requests_per_query": classic["classic_store_requests_per_query"],
         "p50_ms_on_classic_sample": round(same, 2),
         "speedup_p50": round(classic["classic_p50_ms"] / same, 1) if same else None,
     }
