@@ -24,9 +24,9 @@ def test_load_triples_into_a_running_kgflow_up(up_2h: UpServer) -> None:
     sample = ROOT / "examples" / "sample.tsv"
     loaded = kgflow("load", "triples", str(sample), "--url", up_2h.url, "-C", collection, "--no-progress")
     assert loaded.returncode == 0, loaded.stderr
-    sent = sum(1 for _ in sample.read_text().splitlines() if _.strip())
-    assert f"to flow 'default' at {up_2h.url} (default/{collection})" in loaded.stderr and "sent " in loaded.stderr
-    assert int(loaded.stderr.split("sent ")[1].split()[0]) >= sent  # each line: an edge and its fields' labels
+    lines = sum(1 for _ in sample.read_text().splitlines() if _.strip())
+    assert f"into default/{collection} through flow 'default' at {up_2h.url}" in loaded.stderr
+    assert int(loaded.stderr.split("stored ")[1].split()[0]) >= lines  # each line: an edge and its fields' labels
 
     asked = kgflow("query", "graph-rag", QUESTION, "--url", up_2h.url, "-C", collection, "--json", "--no-llm")
     assert asked.returncode == 0, asked.stderr

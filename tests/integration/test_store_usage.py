@@ -16,6 +16,7 @@ from processors.base.client import RequestResponseClient
 from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
 from processors.models.embeddings.model import OnnxMiniLM
+from processors.stores.documents_protocol import ChunkQuery
 from processors.stores.settings import StoreSettings
 from processors.stores.usage import StoreUsage, counting
 from schemas.communities import BuildCommunities, CommunitiesOf
@@ -171,3 +172,28 @@ async def test_services_report_what_their_stores_were_asked(
     assert sum(st.stage_store_round_trips.values()) == st.store_round_trips
     assert sum(st.stage_store_requests.values()) == st.store_requests
     assert st.stage_store_requests["embed"] == 0 and st.stage_store_round_trips["seeds"] >= 1
+
+
+async def test_chunk_reads_count_what_the_driver_was_asked(
+    loaded: tuple[System, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The documents store's question-time reads (graphrank's candidates, named concepts and hop
+    links; chunk similarities; concept keys and claims) report what reached the store: on SQLite
+    (also the Cassandra deployment's documents) and on Neo4j."""
+    system, user = loaded
+    docs = system.stores.documents
+    vector = (await OnnxMiniLM.shared().embed(["Where was Marie Curie born?"]))[0]
+    q = ChunkQuery(user, "c", vector)
+    found = await docs.candidates(q, ["marie", "curie", "born"], 5)  # warm-up: connections opened
+    ids = [p.id for p in found.passages]
+    assert ids
+    seen = observe_stores(monkeypatch)
+    with counting() as usage:
+        await docs.candidates(q, ["marie", "curie", "born"], 5)
+        await docs.named(q, ["marie curie", "paris"])
+        await docs.passage_links(q, ids, set(), 10, set())
+        await docs.chunk_similarities(q, ids)
+        await docs.concept_keys(user, "c", ["marie curie", "warsaw"])
+        await docs.claimed(user, "c", ["http://kgflow.org/e/paris"])
+    assert usage == StoreUsage(seen.requests, seen.calls)
+    assert usage.round_trips >= 6 and usage.requests >= usage.round_trips

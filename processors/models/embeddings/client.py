@@ -9,6 +9,9 @@ from typing import Any
 from processors.base.client import RequestResponseClient
 from schemas.embeddings import EmbeddingsRequest
 
+REQUEST_TEXTS = 128
+REQUEST_CHARS = 6144  # a text of n characters costs at most n + 2 tokens: within 8192 tokens
+
 
 class FlowEmbedder:
     """Embeds through the bus (loads embed as queries do), in requests of at most `batch` texts and
@@ -17,7 +20,11 @@ class FlowEmbedder:
     runs two at a time: both cores). `model` is the flow's embedding model once it answered."""
 
     def __init__(
-        self, client: RequestResponseClient[Any], batch: int = 128, chars: int = 6144, in_flight: int = 2
+        self,
+        client: RequestResponseClient[Any],
+        batch: int = REQUEST_TEXTS,
+        chars: int = REQUEST_CHARS,
+        in_flight: int = 2,
     ) -> None:
         self._client = client
         self._batch = batch
@@ -34,7 +41,7 @@ class FlowEmbedder:
             self.model = res.model
             return res.vectors
 
-        tasks = [asyncio.ensure_future(one(part)) for part in self._parts(texts)]
+        tasks = [asyncio.ensure_future(one(part)) for part in request_parts(texts, self._batch, self._chars)]
         try:
             done = await asyncio.gather(*tasks)
         except BaseException:  # the first failure (as raised) ends the others
@@ -43,13 +50,16 @@ class FlowEmbedder:
             raise
         return [v for part in done for v in part]
 
-    def _parts(self, texts: Sequence[str]) -> list[list[str]]:
-        parts: list[list[str]] = [[]]
-        size = 0
-        for t in texts:
-            if parts[-1] and (len(parts[-1]) >= self._batch or size + len(t) > self._chars):
-                parts.append([])
-                size = 0
-            parts[-1].append(t)
-            size += len(t)
-        return [p for p in parts if p]
+
+def request_parts(texts: Sequence[str], batch: int = REQUEST_TEXTS, chars: int = REQUEST_CHARS) -> list[list[str]]:
+    """`texts` in order, in embeddings requests of at most `batch` texts and `chars` characters
+    (a longer text alone): each within the service's default limits however many texts there are."""
+    parts: list[list[str]] = [[]]
+    size = 0
+    for t in texts:
+        if parts[-1] and (len(parts[-1]) >= batch or size + len(t) > chars):
+            parts.append([])
+            size = 0
+        parts[-1].append(t)
+        size += len(t)
+    return [p for p in parts if p]

@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from processors.algorithms.entities import choose_anchors
+from processors.algorithms.iris import iri_label
 from processors.base.errors import ServiceError
 from processors.retrieval.common import Stopwatch, Tenant, within
 from processors.retrieval.graph_rag.sources import GraphSources
@@ -103,6 +104,9 @@ class GraphRag:
         seeds = found.entities
         watch.lap("seeds")
         anchors = choose_anchors(seeds) if s.anchors == "named" else [e.id for e in seeds]
+        starts = set(anchors)
+        for e in seeds:
+            e.anchor = e.id in starts
         sub = await batched_traversal(self.sources, scope, anchors, limits, vector, found.predicates, watch)
         stats.rows_read = sub.rows_read
         stats.levels = sub.levels
@@ -116,13 +120,17 @@ class GraphRag:
             stats.label_cache_hits, stats.label_cache_misses = labels.cache_hits, labels.cache_misses
         watch.lap("labels")
         names = labels.labels if labels else {}
+
+        def name(iri: str) -> str:  # an IRI without a label reads as its local name
+            return names.get(iri) or iri_label(iri)
+
         for e in seeds:
-            e.label = e.label or names.get(e.id)
+            e.label = e.label or name(e.id)
         triples = [
             LabelledTriple(
-                s=names.get(tr.s.value, tr.s.value),
-                p=names.get(tr.p.value, tr.p.value),
-                o=names.get(tr.o.value, tr.o.value) if tr.o.is_iri else tr.o.value,
+                s=name(tr.s.value),
+                p=name(tr.p.value),
+                o=name(tr.o.value) if tr.o.is_iri else tr.o.value,
                 s_id=tr.s.value,
                 p_id=tr.p.value,
                 o_id=tr.o.value,

@@ -18,7 +18,7 @@ from processors.algorithms.entities import rank_entity_hits
 from processors.algorithms.text_match import label_phrases, normalize
 from processors.algorithms.vectors import ProjectedIndex, top_cosines
 from processors.stores.protocol import EntityHit, VectorItem, VectorKind, VectorModel
-from processors.stores.sqlite.pool import SqlitePool, delete_rows
+from processors.stores.sqlite.pool import SqlitePool
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors (
@@ -233,7 +233,11 @@ class LocalEntityIndex:
         return {str(c): int(n) for c, n in rows}
 
     async def delete_collection(self, user: str, collection: str) -> None:
-        await self.db.write(lambda c: delete_rows(c, ("vectors", "scope_version", "vector_model"), user, collection))
+        def write(conn: sqlite3.Connection) -> None:
+            for table in ("vectors", "scope_version", "vector_model"):
+                conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", (user, collection))
+
+        await self.db.write(write)
         self._cache.pop((user, collection), None)
 
     async def close(self) -> None:
