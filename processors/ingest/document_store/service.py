@@ -88,7 +88,7 @@ class DocumentStoreProcessor(StoreProcessor):
         if lost:
             vectors = await embedder.embed(list(lost.values()))
             items = [(iri, label, v) for (iri, label), v in zip(lost.items(), vectors, strict=True)]
-            await self.stores.entities.upsert(user, coll, items, "entity")
+            await self.stores.entities.upsert(user, coll, items, "entity", model=embedder.model)
 
     async def write_mark(self, req: WriteMark, flow: FlowContext) -> DocumentsResponse:
         """Mark the collection incomplete for a load about to work on it (see `_begin`), or clear
