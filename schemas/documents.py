@@ -325,6 +325,7 @@ class DocumentsResponse(Response):
     """Results of a documents-service operation (only the fields the operation fills)."""
 
     stored: int = 0
+    withdrawn: list[str] = []  # store: documents deleted after their load began, not written
     deleted: int = 0
     not_found: list[str] = []  # delete-documents: the ids the collection does not hold
     started: float | None = None  # write-mark: the mark's time (None: an unfinished triples load's is kept)

@@ -74,9 +74,9 @@ class BusIngest:
             req = WriteMark(user=self.user, collection=self.collection, finish=self.started)
             await self.flow.client(DOCUMENT_STORE).request(req)
 
-    async def store(self, documents: list[IndexedDocument]) -> None:
+    async def store(self, documents: list[IndexedDocument]) -> list[str]:
         req = StoreDocuments(user=self.user, collection=self.collection, documents=documents, started=self.started)
-        await self.flow.client(DOCUMENT_STORE).request(req)
+        return (await self.flow.client(DOCUMENT_STORE).request(req)).withdrawn
 
     async def complete(self, system: str, prompt: str, json_schema: dict[str, Any], max_tokens: int) -> ModelAnswer:
         req = TextCompletionRequest(system=system, prompt=prompt, json_schema=json_schema, max_tokens=max_tokens)

@@ -32,12 +32,14 @@ class FlowEmbedder:
         self._slots = asyncio.Semaphore(in_flight)
         self.model = ""
 
-    async def embed(self, texts: Sequence[str], max_tokens: int | None = None) -> list[list[float]]:
+    async def embed(
+        self, texts: Sequence[str], max_tokens: int | None = None, query: bool = False
+    ) -> list[list[float]]:
         """One vector per text, in order (the service applies its own budget)."""
 
         async def one(part: list[str]) -> list[list[float]]:
             async with self._slots:
-                res = await self._client.request(EmbeddingsRequest(texts=part))
+                res = await self._client.request(EmbeddingsRequest(texts=part, query=query))
             self.model = res.model
             return res.vectors
 
