@@ -10,21 +10,23 @@ import json
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
 from processors.base.bus import Bus
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
 from processors.base.settings import RuntimeSettings
-from processors.ingest.triples.loader import Begun
 from processors.ingest.triples.readers import Format, read_triples
-from processors.stores.protocol import VectorKind
 from processors.stores.settings import StoreSettings
 from schemas.flows import FlowRequest, FlowResponse
 from schemas.services import TRIPLES_STORE, Service
 from schemas.terms import Triple
 from schemas.triples import BeginLoad, EmbedLabels, FinishLoad, StoreTriples
+
+if TYPE_CHECKING:  # the loader imports the stores and the models: not at every command's start
+    from processors.ingest.triples.loader import Begun
+    from processors.stores.protocol import VectorKind
 
 # (phase "store" | "embed", items just done, the phase's total when known)
 TriplesProgress = Callable[[str, int, int | None], None]
@@ -93,6 +95,8 @@ class FlowLoadSteps:
     begun: bool = False
 
     async def begin(self, source: str) -> Begun:
+        from processors.ingest.triples.loader import Begun
+
         req = BeginLoad(user=self.user, collection=self.collection, source=source)
         try:
             res = await self.client.request(req, timeout_s=BEGIN_TIMEOUT_S)
