@@ -137,7 +137,8 @@ class DocumentStore(Protocol):
         ...
 
     async def delete_collection(self, user: str, collection: str) -> None:
-        """Drop every document row of the collection."""
+        """Drop every document row of the collection (its deletion notes too: the caller notes the
+        collection's own deletion after)."""
         ...
 
     async def hashes(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, str]:

@@ -121,6 +121,8 @@ async def test_deletions_are_remembered_per_document_and_per_collection(docs: Do
     await docs.documents.note_deleted(user, other, ["*"], 200.0)  # the whole collection
     assert await docs.documents.deleted_after(user, other, ["x", "y"], 150.0) == {"x", "y"}
     assert await docs.documents.deleted_after(user, other, ["x"], 200.0) == set()
+    await docs.documents.delete_collection(user, coll)  # a collection's notes go with it
+    assert await docs.documents.deleted_after(user, coll, ["a", "b"], 0.0) == set()
 
 
 async def test_store_hashes_listing_and_counts(docs: DocBackend) -> None:

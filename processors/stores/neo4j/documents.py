@@ -115,6 +115,7 @@ DELETE_COLLECTION = (
     DELETE_TERMS,
     DELETE_TOTALS,
     "MATCH (n:KgName {" + _TENANT + "}) CALL (n) { DETACH DELETE n" + _BATCHED,
+    "MATCH (n:KgDeletion {" + _TENANT + "}) CALL (n) { DELETE n" + _BATCHED,
 )
 
 
