@@ -127,7 +127,8 @@ class SqliteDocumentStore:
                 "DELETE FROM chunk_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE user = ? AND collection = ?)", uc
             )
             for table in ("documents", "doc_meta", "chunks", "mentions", "relation_sources", "relation_vectors",
-                          "concepts", "concept_keys", "chunk_subjects", "collection_counts", "term_df", "doc_deletions"):  # fmt: skip
+                          "concepts", "concept_keys", "chunk_subjects", "collection_counts", "term_df",
+                          "doc_deletions"):  # fmt: skip
                 conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", uc)
             self.lists.drop(conn, user, collection)
 
