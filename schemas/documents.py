@@ -146,6 +146,7 @@ class StoreDocuments(ScopedRequest):
     operation: Literal["store"] = "store"
     documents: list[IndexedDocument] = Field(min_length=1, max_length=512)
     started: float | None = None
+    requested: float | None = None  # when the load was asked for: a delete after it wins (see note_deleted)
 
 
 class WriteMark(ScopedRequest):
@@ -340,6 +341,9 @@ class DocumentsResponse(Response):
     similarities: dict[str, float] = {}  # chunk id -> cosine
     collections: list[CollectionInfo] = []
     documents: list[DocumentInfo] = []
+    # an earlier kgflow's hard-coded count: taken from its processors, never sent or read (the
+    # stores' counts travel beside the response, processors.stores.usage)
+    store_round_trips: int = Field(default=0, exclude=True)
 
 
 # --- the `document-load` service ---------------------------------------------------------------

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from processors.base import client as client_module
 from processors.base.client import RemoteError, RequestResponseClient
 from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
@@ -210,3 +212,25 @@ async def test_a_write_begun_before_a_delete_does_not_bring_the_documents_back(
     await delete_all(system, "gone")
     late = await store.request(sent[-1].model_copy(update={"started": begun}))
     assert late.withdrawn == ["a", "b"] and late.stored == 0
+
+
+async def test_a_load_asked_for_before_a_delete_and_served_after_it_stores_nothing_deleted(
+    system: System, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A killed client's load request, redelivered and served only after the user deleted its
+    documents, begins its write after the delete; when it was asked for decides, and it names
+    what it did not store. Asked for after the delete, the same load stores them."""
+    assert (await load(system, "again", DOCS[:2])).loaded == 2
+    await delete_all(system, "again")
+
+    class Earlier:  # the client's clock as it was 30 s ago, when the redelivered request was sent
+        @staticmethod
+        def time() -> float:
+            return time.time() - 30
+
+    monkeypatch.setattr(client_module, "time", Earlier)
+    late = await load(system, "again", DOCS[:2])
+    assert late.loaded == 0 and sorted(f.id for f in late.failed) == ["a", "b"]
+    assert all("deleted after this load began" in f.error for f in late.failed)
+    monkeypatch.undo()
+    assert (await load(system, "again", DOCS[:2])).loaded == 2

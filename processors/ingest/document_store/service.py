@@ -96,12 +96,13 @@ class DocumentStoreProcessor(StoreProcessor):
         return DocumentsResponse(stored=len(linked.records), withdrawn=sorted(gone))
 
     async def _deleted_since_load(self, req: StoreDocuments, ids: list[str]) -> set[str]:
-        """Of `ids`, those deleted after the request's load began: a killed load's request,
-        redelivered to another worker, may arrive after the user deleted what it holds, and must
-        not bring it back."""
-        if req.started is None or not ids:
+        """Of `ids`, those deleted after the request's load began (its mark, or when its client asked
+        for it, whichever is earlier): a killed load's request, redelivered to another worker, may
+        be served after the user deleted what it holds, and must not bring it back."""
+        begun = [t for t in (req.started, req.requested) if t is not None]
+        if not begun or not ids:
             return set()
-        gone = await self.stores.documents.deleted_after(req.user, req.collection, ids, req.started)
+        gone = await self.stores.documents.deleted_after(req.user, req.collection, ids, min(begun))
         if gone:
             log.warning("not storing %d documents deleted after their load began: %s", len(gone), sorted(gone)[:5])
         return gone
