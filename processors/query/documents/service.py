@@ -91,7 +91,9 @@ class DocumentsProcessor(StoreProcessor):
     async def entity_chunks(self, req: EntityChunks, flow: FlowContext) -> DocumentsResponse:
         """Chunks mentioning the entities and what the given chunks mention."""
         docs = self.stores.documents
-        links = await docs.links(req.user, req.collection, req.entities, req.chunk_ids, req.per_entity, req.scope)
+        links = await docs.links(
+            ChunkQuery(req.user, req.collection, None, req.scope), req.entities, req.chunk_ids, req.per_entity
+        )
         return DocumentsResponse(links=ChunkLinks(mentions=links))
 
     async def entity_relations(self, req: EntityRelations, flow: FlowContext) -> DocumentsResponse:
@@ -115,9 +117,8 @@ class DocumentsProcessor(StoreProcessor):
     async def episode_mentions(self, req: EpisodeMentions, flow: FlowContext) -> DocumentsResponse:
         """What the chunks mention and each entity's episodes in the window."""
         window = (req.since.timestamp(), req.until.timestamp()) if req.since and req.until else None
-        mentioned, counts = await self.stores.documents.episodes(
-            req.user, req.collection, req.entities, req.chunk_ids, window, req.scope
-        )
+        q = ChunkQuery(req.user, req.collection, None, req.scope)
+        mentioned, counts = await self.stores.documents.episodes(q, req.entities, req.chunk_ids, window)
         return DocumentsResponse(chunk_mentions=mentioned, episodes=counts)
 
     async def chunk_similarities(self, req: ChunkSimilarities, flow: FlowContext) -> DocumentsResponse:
