@@ -193,12 +193,7 @@ class DocumentStore(Protocol):
         ...
 
     async def relation_chunks(
-        self,
-        user: str,
-        collection: str,
-        relations: Sequence[tuple[str, str, str]],
-        per_relation: int,
-        scope: Scope | None = None,
+        self, q: ChunkQuery, relations: Sequence[tuple[str, str, str]], per_relation: int
     ) -> list[tuple[tuple[str, str, str], str]]:
         """(relation, chunk id) for the source chunks of `relations` in the scope, at most
         `per_relation` each."""

@@ -85,7 +85,7 @@ async def assert_relations(
     assert [(s, p, o, n) for s, p, o, _, n in got] == [(*k, n) for k, _, n in want]
     assert [x[3] for x in got] == pytest.approx([x[1] for x in want], abs=1e-5)
     held = sources(inside)
-    pairs = await docs.documents.relation_chunks(*tenant, sorted(support(records)), 1, scope)
+    pairs = await docs.documents.relation_chunks(ChunkQuery(*tenant, None, scope), sorted(support(records)), 1)
     assert sorted(pairs) == sorted((k, min(c)) for k, c in held.items())
     assert await docs.documents.scoped_entities(*tenant, scope) == {m.entity for r in inside for m in r.mentions}
     frontier = [e(x) for x in ("curie", "piano", "paris")]
@@ -325,9 +325,11 @@ async def test_relation_search_sources_and_scoped_reach(docs: DocBackend) -> Non
     assert len(await nearest(v2, 10)) == 3  # louvre-seine has no vector: not searchable
     assert {x[:3] for x in await nearest(v2, 5, Scope(document_ids=["b"]))} == {cp, cs}
 
-    pairs = await docs.documents.relation_chunks(user, coll, [cp, pw, (e("x"), REL, e("y"))], 2)
+    pairs = await docs.documents.relation_chunks(ChunkQuery(user, coll, None), [cp, pw, (e("x"), REL, e("y"))], 2)
     assert sorted(pairs) == [(cp, "a:0"), (cp, "a:1"), (pw, "a:1")]
-    assert await docs.documents.relation_chunks(user, coll, [cp, pw], 5, Scope(document_ids=["b"])) == [(cp, "b:0")]
+    assert await docs.documents.relation_chunks(
+        ChunkQuery(user, coll, None, Scope(document_ids=["b"])), [cp, pw], 5
+    ) == [(cp, "b:0")]
     assert await docs.documents.scoped_entities(user, coll, Scope(document_ids=["a"])) == {e("curie"), e("warsaw")}
     with pytest.raises(ValueError):
         await docs.documents.scoped_entities(user, coll, Scope())

@@ -13,6 +13,7 @@ from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
 from processors.base.settings import flow_params
 from processors.query.documents.search import search_chunks
 from processors.stores.documents_protocol import ChunkQuery
+from schemas.base import ScopedRequest
 from schemas.documents import (
     Chunk,
     ChunkLinks,
@@ -91,9 +92,7 @@ class DocumentsProcessor(StoreProcessor):
     async def entity_chunks(self, req: EntityChunks, flow: FlowContext) -> DocumentsResponse:
         """Chunks mentioning the entities and what the given chunks mention."""
         docs = self.stores.documents
-        links = await docs.links(
-            ChunkQuery(req.user, req.collection, None, req.scope), req.entities, req.chunk_ids, req.per_entity
-        )
+        links = await docs.links(_tenant(req), req.entities, req.chunk_ids, req.per_entity)
         return DocumentsResponse(links=ChunkLinks(mentions=links))
 
     async def entity_relations(self, req: EntityRelations, flow: FlowContext) -> DocumentsResponse:
@@ -111,14 +110,13 @@ class DocumentsProcessor(StoreProcessor):
     async def relation_chunks(self, req: RelationChunks, flow: FlowContext) -> DocumentsResponse:
         """Source chunks of the relations in the scope."""
         docs = self.stores.documents
-        pairs = await docs.relation_chunks(req.user, req.collection, req.relations, req.per_relation, req.scope)
+        pairs = await docs.relation_chunks(_tenant(req), req.relations, req.per_relation)
         return DocumentsResponse(relation_chunks=pairs)
 
     async def episode_mentions(self, req: EpisodeMentions, flow: FlowContext) -> DocumentsResponse:
         """What the chunks mention and each entity's episodes in the window."""
         window = (req.since.timestamp(), req.until.timestamp()) if req.since and req.until else None
-        q = ChunkQuery(req.user, req.collection, None, req.scope)
-        mentioned, counts = await self.stores.documents.episodes(q, req.entities, req.chunk_ids, window)
+        mentioned, counts = await self.stores.documents.episodes(_tenant(req), req.entities, req.chunk_ids, window)
         return DocumentsResponse(chunk_mentions=mentioned, episodes=counts)
 
     async def chunk_similarities(self, req: ChunkSimilarities, flow: FlowContext) -> DocumentsResponse:
@@ -157,3 +155,8 @@ class DocumentsProcessor(StoreProcessor):
 
 def _question(req: ChunkSearch | ChunkSimilarities) -> ChunkQuery:
     return ChunkQuery(req.user, req.collection, req.vector, req.scope)
+
+
+def _tenant(req: ScopedRequest) -> ChunkQuery:
+    """A read with no question vector: the request's tenant and scope."""
+    return ChunkQuery(req.user, req.collection, None, req.scope)

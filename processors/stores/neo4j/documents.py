@@ -295,14 +295,10 @@ class Neo4jDocumentStore:
         return await neo4j_relations.search_relations(self.conn, user, collection, vector, limit, scope)
 
     async def relation_chunks(
-        self,
-        user: str,
-        collection: str,
-        relations: Sequence[tuple[str, str, str]],
-        per_relation: int,
-        scope: Scope | None = None,
+        self, q: ChunkQuery, relations: Sequence[tuple[str, str, str]], per_relation: int
     ) -> list[tuple[tuple[str, str, str], str]]:
         """Source chunks of relations in the scope, at most `per_relation` each."""
+        user, collection, scope = q.user, q.collection, q.scope
         return await neo4j_relations.relation_chunks(self.conn, user, collection, relations, per_relation, scope)
 
     async def scoped_entities(self, user: str, collection: str, scope: Scope) -> set[str]:

@@ -258,14 +258,10 @@ class SqliteDocumentStore:
         return await self._read(user, collection, scope, read)
 
     async def relation_chunks(
-        self,
-        user: str,
-        collection: str,
-        relations: Sequence[tuple[str, str, str]],
-        per_relation: int,
-        scope: Scope | None = None,
+        self, q: ChunkQuery, relations: Sequence[tuple[str, str, str]], per_relation: int
     ) -> list[tuple[tuple[str, str, str], str]]:
         """Source chunks of relations in the scope, at most `per_relation` each."""
+        user, collection, scope = q.user, q.collection, q.scope
         if not relations:
             return []
 
