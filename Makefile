@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.docqa
 	$(BIN)/python -m bench.rerank
+	$(BIN)/python -m bench.documents_scale
 
 # Fuzzed frames, graph-rag under maximal embeddings requests, killed loads -> bench/reliability.json
 bench-reliability: $(STAMP)

@@ -1,0 +1,139 @@
+"""The document scale corpora (bench/doc_corpus.py) on a 2k-chunk variant over a few real
+documents of each set: deterministic, the public paragraphs stored, distractors that carry mentions
+and vectors and are linked as the writer links them, a stopped build that resumes to the same
+corpus; and the runner (bench/documents_scale.py) writing every key of its section."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench import doc_corpus, doc_stores, documents_scale
+from bench.doc_corpus import USER, CorpusSpec, distractors, linked_records
+from bench.doc_sources import Sources, prepare_sources
+from processors.base.runtime import embedded
+from processors.ingest.document_store.linking import link
+from processors.stores.settings import StoreSettings
+
+PUBLIC_IDS = {"hqm-00004", "hqm-00006", "msk-00006", "msk-00010"}  # the first questions' supporting paragraphs
+SUBSET = 1  # the public sets' first question's paragraphs, one MSFT transcript (~80 chunks)
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory: pytest.TempPathFactory) -> Sources:
+    """The real pipeline (chunker, MiniLM, spaCy concepts) over a few documents of each set."""
+    return asyncio.run(prepare_sources(tmp_path_factory.mktemp("docscale"), SUBSET))
+
+
+def test_the_public_sets_were_indexed_for_real(sources: Sources) -> None:
+    assert {d.document.id for docs in sources.public.values() for d in docs} == PUBLIC_IDS
+    doc = sources.public["hotpotqa"][0]
+    assert doc.concepts and doc.mentions and doc.document.title
+    assert len(doc.vectors[0]) == 384 and abs(np.linalg.norm(doc.vectors[0]) - 1) < 1e-3
+    assert set(sources.bank_sets) == {"hotpotqa", "musique", "msft"} and len(sources.bank) == len(sources.bank_vectors)
+    assert all(m.label in sources.label_vectors for chunk in sources.bank for s in chunk for m in s.mentions)
+
+
+def test_distractors_are_deterministic_and_made_of_real_sentences(sources: Sources) -> None:
+    spec = CorpusSpec(2000)
+    a, b = distractors(spec, sources, 0, 200), distractors(spec, sources, 0, 200)
+    assert [(d.chunk.text, d.vector) for d in a] == [(d.chunk.text, d.vector) for d in b]
+    later = distractors(spec, sources, 200, 200)
+    assert {d.document.id for d in later}.isdisjoint({d.document.id for d in a})
+    assert [d.chunk.text for d in later] != [d.chunk.text for d in a]
+    real = {s.text for chunk in sources.bank for s in chunk}
+    for d in a:
+        assert all(s.text in real for s in d.sentences) and d.chunk.text == " ".join(s.text for s in d.sentences)
+        assert d.document.title == ""
+        assert d.chunk.tokens <= spec.max_tokens or len(d.sentences) == 1
+        assert len(d.vector) == 384 and abs(np.linalg.norm(d.vector) - 1) < 1e-5
+    assert sum(bool(d.mentions()) for d in a) > 0.95 * len(a)
+    # near their sources, not on them: each is a noisy mix of two real chunk vectors
+    best = (np.asarray([d.vector for d in a]) @ sources.bank_vectors.T).max(axis=1)
+    assert 0.5 < float(np.median(best)) < 0.99
+
+
+def test_distractors_are_linked_as_the_writer_links_them(sources: Sources) -> None:
+    batch = distractors(CorpusSpec(2000), sources, 0, 300)
+    keys = sorted({m.key for d in batch for m in d.mentions()})
+    named = {k: f"http://x/e/{n}" for n, k in enumerate(keys[::3])}  # a third known to the collection
+    fast = linked_records(batch, named)
+    slow = link([d.indexed() for d in batch], named)
+    assert fast.records == slow.records and fast.new_concepts == slow.new_concepts
+    assert fast.relations == slow.relations and fast.relations
+
+
+async def test_a_stopped_build_resumes_to_the_corpus_an_uninterrupted_build_writes(
+    sources: Sources, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = CorpusSpec(2000, batch=500)
+    whole = await doc_stores.ensure("sqlite", "2k", spec, sources, False, tmp_path / "a")
+    assert not whole["cached"] and whole["chunks"] == 2000 and whole["public_documents"] == 4
+    real_write = doc_corpus.DirectWriter.write
+    calls = 0
+
+    async def stops_at_the_third_batch(self: doc_corpus.DirectWriter, batch: doc_corpus.Prepared) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise RuntimeError("killed")
+        await real_write(self, batch)
+
+    monkeypatch.setattr(doc_corpus.DirectWriter, "write", stops_at_the_third_batch)
+    with pytest.raises(RuntimeError, match="killed"):
+        await doc_stores.ensure("sqlite", "2k", spec, sources, False, tmp_path / "b")
+    monkeypatch.setattr(doc_corpus.DirectWriter, "write", real_write)
+    resumed = await doc_stores.ensure("sqlite", "2k", spec, sources, False, tmp_path / "b")
+    assert resumed["resumed_after"] == 1000 and resumed["chunks"] == 2000
+    again = await doc_stores.ensure("sqlite", "2k", spec, sources, False, tmp_path / "b")
+    assert again["cached"]
+    public_chunks = sum(len(d.chunks) for docs in sources.public.values() for d in docs)
+    made = [d for start, n in doc_corpus.batches(spec, public_chunks) for d in distractors(spec, sources, start, n)]
+    sample = [d.chunk.id for d in made[::97]]  # from every batch
+    corpora = [await _corpus(Path(info["home"]), sample) for info in (whole, resumed)]
+    assert corpora[0] == corpora[1]
+    docs, links, counts = corpora[0]
+    assert PUBLIC_IDS <= {d[0] for d in docs}
+    assert len(docs) == 4 + len(made) and counts == (len(docs), 2000)
+    assert {c for c, _, _ in links} == set(sample)  # every sampled distractor carries its mentions
+
+
+async def _corpus(
+    home: Path, chunk_ids: list[str]
+) -> tuple[list[tuple[str, int, str]], list[tuple[str, str, int]], tuple[int, int]]:
+    """What a corpus holds, read through the store API: its documents, the mentions of some
+    chunks, its (documents, chunks)."""
+    async with embedded(StoreSettings(home=home)) as system:
+        docs = await system.stores.documents.documents(USER, "docscale", 10_000)
+        links = await system.stores.documents.links(USER, "docscale", [], chunk_ids, 10)
+        counts = (await system.stores.documents.counts(USER))["docscale"]
+    return (
+        [(d.id, d.chunks, d.content_hash) for d in docs],
+        sorted((m.chunk_id, m.entity, m.count) for m in links),
+        counts,
+    )
+
+
+async def test_the_runner_writes_every_key_of_its_section(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    out.write_text(json.dumps({"graph_rag": {"kept": True}}))
+    args = ["--sizes", "2k", "--backends", "sqlite", "--subset", str(SUBSET), "--cache", str(tmp_path),
+            "--warmup-s", "0", "--budget-s", "120", "--out", str(out)]  # fmt: skip
+    section = await documents_scale.main(args)
+    results = json.loads(out.read_text())
+    assert results["graph_rag"] == {"kept": True} and results["documents_scale"] == section
+    r = section["sqlite"]["2k"]
+    for key in ("p50_ms", "p95_ms", "kg_query_p50_ms", "kg_query_p95_ms", "store_requests", "rss_mb",
+                "after_write_ms", "recall_at_5", "build_s"):  # fmt: skip
+        assert isinstance(r[key], int | float), key
+    assert r["questions_asked"] == r["questions_available"] > 0 and r["errors"] == 0
+    assert r["store_requests_counter"] in ("stats.store_requests", "stats.store_round_trips")
+    assert r["rss_of"].startswith("the embedded process") and len(r["after_write_rounds_ms"]) == documents_scale.WRITES
+    assert 0 <= r["recall_at_5"] <= 1 and r["build"]["chunks"] == 2000
+    targets = section["targets"]
+    assert targets["sqlite.2k.after_write_over_p50"]["value"] == round(r["after_write_ms"] / r["p50_ms"], 2)
+    assert any(k.startswith("sqlite.2k.rss_mb") for k in targets)
