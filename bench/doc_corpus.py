@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import hashlib
 import json
 import time
@@ -301,6 +302,20 @@ def batches(spec: CorpusSpec, public_chunks: int) -> Iterator[tuple[int, int]]:
         yield start, min(spec.batch, total - start)
 
 
+async def _retried(write: Callable[[], Awaitable[None]], log: Callable[[str], None], attempts: int = 4) -> None:
+    """`write()`, again after a pause when it fails (a batch written twice is the same batch:
+    records replace their ids, triples and vectors are kept once), at most `attempts` times."""
+    for attempt in range(1, attempts + 1):
+        try:
+            await write()
+            return
+        except Exception as e:  # noqa: BLE001 - a busy server's timeout; the last one is raised
+            if attempt == attempts:
+                raise
+            log(f"[docscale] a batch write failed ({type(e).__name__}: {e}); again in {30 * attempt} s")
+            await asyncio.sleep(30 * attempt)
+
+
 async def build(
     system: Any,
     collection: str,
@@ -337,7 +352,7 @@ async def build(
         waited_s += time.perf_counter() - t
         if i + 1 < len(plan):
             upcoming = asyncio.create_task(asyncio.to_thread(make, *plan[i + 1]))
-        await writer.write(batch)
+        await _retried(functools.partial(writer.write, batch), log)
         written += len(batch.linked.records)
         if time.perf_counter() - last_log > 60:
             rate = written / (time.perf_counter() - began - public_s)

@@ -211,9 +211,14 @@ async def _drop(system: System, coll: str) -> None:
         await s.entities.delete_collection(USER, c)
 
 
-def spec_for(size: str, subset: int | None = None) -> CorpusSpec:
-    """The spec of a size label (`10k`, `100k`, `1m`, or `2k` for tests)."""
-    return CorpusSpec(chunks=SIZES[size], subset=subset)
+# Distractors a store write takes: a Neo4j transaction of 2,000 (a ~25 MB request) timed out in the
+# driver while the server was busy (load ~25); 500 were the fastest per document of 100 to 2,000.
+BATCH = {"sqlite": 2000, "neo4j": 500}
+
+
+def spec_for(size: str, backend: str, subset: int | None = None) -> CorpusSpec:
+    """The spec of a size label (`10k`, `100k`, `1m`, or `2k` for tests) on `backend`."""
+    return CorpusSpec(chunks=SIZES[size], subset=subset, batch=BATCH[backend])
 
 
 async def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -234,7 +239,7 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
     began = time.perf_counter()
     sources = await prepare_sources(a.cache, a.subset, log)
     sources_s = round(time.perf_counter() - began, 1)
-    spec = spec_for(a.size, a.subset)
+    spec = spec_for(a.size, a.backend, a.subset)
     progress = a.out.with_suffix(".progress.json") if a.out else None
     info = await ensure(a.backend, a.size, spec, sources, a.reuse_corpora, a.cache, progress)
     info["sources_s_this_run"] = sources_s

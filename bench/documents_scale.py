@@ -91,7 +91,7 @@ def plan(sources: Sources, size: str) -> dict[str, Any]:
     writer) and which public documents the corpus holds."""
     from bench.doc_corpus import distractors
 
-    spec = spec_for(size)
+    spec = spec_for(size, "sqlite")
     docs = distractors(spec, sources, 9_000_000, WRITES)
     public_ids = [d.document.id for docs_ in sources.public.values() for d in docs_]
     return {"writes": [d.indexed().model_dump(mode="json") for d in docs], "public_ids": public_ids}
