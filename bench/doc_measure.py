@@ -63,7 +63,8 @@ def public_questions(loaded: set[str] | None = None) -> list[Question]:
 def warm_up_questions() -> list[str]:
     """Questions asked before timing (the MSFT set's: none of them is timed)."""
     path = SENTENCE_SETS["msft"] / "questions.jsonl"
-    return [json.loads(x)["question"] for x in path.read_text().splitlines() if x]
+    questions = [json.loads(x)["question"] for x in path.read_text().splitlines() if x]
+    return [q for q in questions if q.strip()]  # one of them is empty
 
 
 def rss_mb(pid: int | str = "self") -> dict[str, float]:
