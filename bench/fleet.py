@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import socket
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +31,7 @@ from processors.stores.settings import StoreSettings
 GRAPH_RAG_FLEET = ("embeddings", "graph-embeddings", "triples", "label-resolver", "graph-rag")
 ROOT = Path(__file__).resolve().parents[1]  # `processors` importable from here, as `make bench` runs
 START_TIMEOUT_S = 180.0  # graph-embeddings loads the entity index before it is ready
+TENANT_NAMESPACES = ("flow", "config", "notify")  # what a deployment's topics live in (schemas.topics)
 
 
 def die_with_parent() -> None:
@@ -39,6 +43,41 @@ def die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+
+
+@contextlib.contextmanager
+def own_tenant(name: str) -> Iterator[str]:
+    """A Pulsar tenant of its own for a test or benchmark (namespaces flow, config, notify), removed
+    afterwards (its topics first: the broker refuses to force-delete a namespace): its processes
+    (KGFLOW_PULSAR_TENANT) share no config topic with other deployments on the broker."""
+    base = f"http://127.0.0.1:{os.environ.get('KGFLOW_PULSAR_HTTP_PORT', '8080')}/admin/v2"
+
+    def call(method: str, path: str, body: bytes | None = None) -> bytes:
+        req = urllib.request.Request(f"{base}/{path}", data=body, method=method)
+        req.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(req, timeout=30) as res:  # noqa: S310 - the local broker's admin API
+            return bytes(res.read())
+
+    call("PUT", f"tenants/{name}", json.dumps({"allowedClusters": ["standalone"], "adminRoles": []}).encode())
+    for ns in TENANT_NAMESPACES:
+        call("PUT", f"namespaces/{name}/{ns}")
+    try:
+        yield name
+    finally:
+        for attempt in range(3):  # a stopped process's subscriptions may outlive it for a moment
+            try:
+                for ns in TENANT_NAMESPACES:
+                    for t in json.loads(call("GET", f"namespaces/{name}/{ns}/topics")):
+                        scheme, path = t.split("://", 1)
+                        tenant, namespace, topic = path.split("/", 2)
+                        call("DELETE", f"{scheme}/{tenant}/{namespace}/{urllib.parse.quote(topic, safe='')}?force=true")
+                    call("DELETE", f"namespaces/{name}/{ns}")
+                call("DELETE", f"tenants/{name}")
+                break
+            except urllib.error.HTTPError as e:
+                if e.code == 404:
+                    break
+                time.sleep(1.0 + attempt)
 
 
 def _free_port() -> int:

@@ -10,6 +10,11 @@
    the server's RSS before and after.
 3. loads: `kgflow load` killed (SIGKILL) at random points; collections left inconsistent, and
    reruns that completed them (bench/kill_loads.py).
+4. documents, on the embedded default and on the distributed stack (Pulsar + Neo4j): document loads
+   killed at random points, a decode-stall probe, the malformed-file corpus, RSS over rounds of
+   mixed load (bench/doc_reliability.py).
+
+    python -m bench.reliability --sections documents --stacks embedded --doc-kills 10 --rss-rounds 20
 
 Writes bench/reliability.json and prints it.
 """
@@ -34,7 +39,7 @@ from typing import Any
 
 import aiohttp
 
-from bench import kill_loads
+from bench import doc_reliability, kill_loads
 from bench.fuzz import fuzz_frames
 from bench.measure import percentile
 
@@ -73,8 +78,9 @@ def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log_path: Path) -> No
 
 
 @contextlib.asynccontextmanager
-async def kgflow_up(home: Path) -> AsyncIterator[tuple[str, int]]:
-    """`kgflow up` over `home` on a free port (tokens: ADMIN, and TENANT bound to workspace `default`)."""
+async def kgflow_up(home: Path, extra: list[str] | None = None) -> AsyncIterator[tuple[str, int]]:
+    """`kgflow up` over `home` on a free port (tokens: ADMIN, and TENANT bound to workspace `default`);
+    `extra`: more arguments (the distributed stack's bus and stores)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -84,11 +90,18 @@ async def kgflow_up(home: Path) -> AsyncIterator[tuple[str, int]]:
     env.pop("KGFLOW_GATEWAY_TOKEN", None)
     log_path = home.parent / "up.log"
     with log_path.open("wb") as logfile:
-        argv = [str(KGFLOW), "up", "--home", str(home), "--gateway-port", str(port)]
-        proc = await asyncio.to_thread(subprocess.Popen, argv, env=env, stdout=logfile, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
+        argv = [str(KGFLOW), "up", "--home", str(home), "--gateway-port", str(port), *(extra or [])]
+        for attempt in range(5):  # on a shared Pulsar another session's config service may answer a step
+            proc = await asyncio.to_thread(subprocess.Popen, argv, env=env, stdout=logfile, stderr=subprocess.STDOUT)
+            try:
+                await asyncio.to_thread(_wait_healthy, url := f"http://127.0.0.1:{port}", proc, log_path)
+                break
+            except RuntimeError as e:
+                if not any(m in str(e) for m in ("unknown blueprint", "already running")) or attempt == 4:
+                    raise
+                log(f"[reliability] kgflow up met another flow registry ({e}); again")
+                await asyncio.sleep(10)
         try:
-            await asyncio.to_thread(_wait_healthy, url, proc, log_path)
             yield url, proc.pid
         finally:
             proc.terminate()
@@ -233,8 +246,40 @@ async def embeddings_pressure(url: str, pid: int, n_questions: int) -> dict[str,
 
 
 async def main_async(a: argparse.Namespace) -> dict[str, Any]:
-    """Every section, one `kgflow up` for the first two."""
+    """Every section asked for: one `kgflow up` for fuzz and embeddings, then killed triples loads,
+    then the document surface on each stack (bench/doc_reliability.py)."""
     out: dict[str, Any] = {"meta": {"load_avg_start": os.getloadavg(), "cpus": os.cpu_count()}}
+    if "triples" in a.sections:
+        out.update(await _triples_sections(a))
+    if "documents" in a.sections:
+        out["documents"] = {}
+        for stack in a.stacks.split(","):
+            log(f"[reliability] the document surface on the {stack} stack")
+            out["documents"][stack] = await doc_reliability.run_stack(stack, a.doc_kills, a.rss_rounds, questions(60))
+    out["meta"]["load_avg_end"] = os.getloadavg()
+    out["targets"] = targets(out)
+    return out
+
+
+def targets(out: dict[str, Any]) -> dict[str, bool]:
+    """Every target of the sections that ran."""
+    found: dict[str, bool] = {}
+    if "embeddings" in out:
+        e = out["embeddings"]
+        found.update({
+            "p99_within_3x_idle": e["p99_ratio"] <= 3.0,
+            "no_timeouts": e["under_maximal_embeddings"]["timeouts"] == 0,
+            "rss_growth_within_200_mb": e["rss_growth_mb"] <= 200,
+            "no_inconsistent_collections": out["loads"]["inconsistent"] == 0,
+            "fuzz_no_connection_lost": out["fuzz"]["connections_lost"] == 0 and out["fuzz"]["server_alive"],
+        })  # fmt: skip
+    for stack, d in out.get("documents", {}).items():
+        found.update({f"{stack}_{name}": ok for name, ok in doc_reliability.targets(d).items()})
+    return found
+
+
+async def _triples_sections(a: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="kgflow-reliability-") as tmp:
         home = Path(tmp) / "home"
         load = [str(KGFLOW), "load", "triples", str(PQ2H), "--home", str(home), "-C", "pq2h", "--no-progress"]
@@ -248,15 +293,6 @@ async def main_async(a: argparse.Namespace) -> dict[str, Any]:
             out["embeddings"] = await embeddings_pressure(url, pid, a.questions)
         log(f"[reliability] killing {a.kills} loads")
         out["loads"] = await asyncio.to_thread(kill_loads.run, PQ2H, Path(tmp) / "kills", a.kills)
-    out["meta"]["load_avg_end"] = os.getloadavg()
-    e = out["embeddings"]
-    out["targets"] = {
-        "p99_within_3x_idle": e["p99_ratio"] <= 3.0,
-        "no_timeouts": e["under_maximal_embeddings"]["timeouts"] == 0,
-        "rss_growth_within_200_mb": e["rss_growth_mb"] <= 200,
-        "no_inconsistent_collections": out["loads"]["inconsistent"] == 0,
-        "fuzz_no_connection_lost": out["fuzz"]["connections_lost"] == 0 and out["fuzz"]["server_alive"],
-    }
     return out
 
 
@@ -266,7 +302,16 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=1000)
     ap.add_argument("--questions", type=int, default=60)
     ap.add_argument("--kills", type=int, default=10)
+    ap.add_argument("--doc-kills", type=int, default=10)
+    ap.add_argument("--rss-rounds", type=int, default=20)
+    ap.add_argument("--sections", default="triples,documents", help="triples (fuzz, embeddings, killed triples "
+                    "loads) and/or documents")  # fmt: skip
+    ap.add_argument("--stacks", default="embedded,distributed", help="the document surface on these stacks")
     out = asyncio.run(main_async(ap.parse_args()))
+    if RESULTS.exists():  # sections and stacks not run this time keep their last figures
+        last = json.loads(RESULTS.read_text())
+        out = {**last, **out, "documents": {**last.get("documents", {}), **out.get("documents", {})}}
+        out["targets"] = targets(out)
     RESULTS.write_text(json.dumps(out, indent=1))
     print(json.dumps(out, indent=1))
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import json
 import os
 import statistics
@@ -30,16 +29,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import docqa, pathquestion
-from bench.docqa_quality import mean_recall, recall
+from bench import docqa, docqa_homes, docqa_quality, pathquestion
+from bench.docqa_protocol import mean_recall
+from bench.docqa_quality import recall
 from bench.measure import KgflowClient, percentile
 from processors.base.runtime import System, embedded
-from processors.base.settings import RuntimeSettings
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.retrieval.graph_rag.rag import GraphRagSettings
 from processors.retrieval.reranker.rerank import RerankerSettings
 from processors.stores.settings import StoreSettings
-from schemas.documents import ChunkSearch, Document
+from schemas.documents import ChunkSearch
 from schemas.graph_embeddings import GraphEmbeddingsRequest
 from schemas.graph_rag import SeedEntity
 from schemas.lazy_rag import LazyRagRequest
@@ -49,8 +48,7 @@ from schemas.services import DOCUMENTS, GRAPH_EMBEDDINGS, LAZY_RAG, RERANKER
 STRATEGIES = ("semantic", "episode", "distance", "hybrid")
 CHOICES = ("none", *STRATEGIES)
 SIZES = (10, 100, 1000)
-CACHE = Path(__file__).resolve().parent / ".cache" / "rerank"
-USER, COLLECTION = docqa.USER, docqa.COLLECTION
+USER, COLLECTION = docqa_quality.USER, docqa_quality.COLLECTION
 
 
 def log(msg: str) -> None:
@@ -63,26 +61,17 @@ def _p(values: list[float], q: float) -> float:
 
 
 async def indexed_home(name: str) -> tuple[Path, list[dict[str, Any]]]:
-    """A home holding the doc set `name` indexed through the documents flow (cached by content)."""
-    path = docqa.SETS[name]
-    corpus = (path / "corpus.jsonl").read_bytes()
-    home = CACHE / f"{name}-{hashlib.sha256(corpus).hexdigest()[:12]}"
-    questions = [json.loads(x) for x in (path / "questions.jsonl").read_text().splitlines() if x]
-    questions = [q for q in questions if q.get("supporting_paragraph_ids")]
-    if not (home / "indexed.json").exists():
-        docs = [Document.model_validate_json(line) for line in corpus.decode().splitlines() if line]
-        async with embedded(StoreSettings(home=home), RuntimeSettings(request_timeout_s=docqa.TIMEOUT_S)) as system:
-            log(f"[rerank] {name}: indexing {len(docs)} documents (cached afterwards)")
-            cost = await docqa.index(system, docs)
-        (home / "indexed.json").write_text(json.dumps(cost))
-    return home, questions
+    """The home holding the doc set `name` (titles kept) indexed through the documents flow: the
+    documents benchmark's cached home (bench/docqa_homes.py)."""
+    built = await docqa_homes.indexed_home(name, "titles", log)
+    return built.home, docqa_homes.questions(name)
 
 
 async def latency(system: System, questions: list[dict[str, Any]]) -> dict[str, Any]:
     """Rerank latency and round trips per strategy and result count (see the module docstring)."""
     load_at_start = [round(x, 2) for x in os.getloadavg()]
-    rerank = docqa.client(system, RERANKER)
-    search, ge = docqa.client(system, DOCUMENTS), docqa.client(system, GRAPH_EMBEDDINGS)
+    rerank = docqa_quality.client(system, RERANKER)
+    search, ge = docqa_quality.client(system, DOCUMENTS), docqa_quality.client(system, GRAPH_EMBEDDINGS)
     embedder = OnnxMiniLM.shared()
     ms: dict[tuple[str, int], list[float]] = {}
     cpu: dict[tuple[str, int], list[float]] = {}
@@ -140,7 +129,7 @@ async def latency(system: System, questions: list[dict[str, Any]]) -> dict[str, 
 
 async def recall_effect(system: System, questions: list[dict[str, Any]]) -> dict[str, Any]:
     """lazy-rag recall@k with each `reranker` value, same questions, same store."""
-    lazy = docqa.client(system, LAZY_RAG)
+    lazy = docqa_quality.client(system, LAZY_RAG)
     rows: dict[str, list[dict[str, float]]] = {c: [] for c in CHOICES}
     rerank_ms: dict[str, list[float]] = {c: [] for c in STRATEGIES}
     for q in questions:

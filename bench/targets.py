@@ -7,7 +7,9 @@ from typing import Any
 SERVER_BACKENDS = ("cassandra", "neo4j")
 
 
-class _Targets:
+class Targets:
+    """Targets by name, each with the measured value, the target and whether it is met."""
+
     def __init__(self) -> None:
         self.out: dict[str, Any] = {}
 
@@ -33,7 +35,7 @@ def _dicts(section: Any) -> dict[str, dict[str, Any]]:
 
 def targets(results: dict[str, Any]) -> dict[str, Any]:
     """Issue 4's targets (embedded) and issue 19's (the deployed path)."""
-    t = _Targets()
+    t = Targets()
     emb = _dicts(results.get("embedded"))
     for key, r in emb.items():
         if "store_round_trips_max" not in r:
@@ -75,7 +77,7 @@ def targets(results: dict[str, Any]) -> dict[str, Any]:
 
 def documents_scale_targets(section: dict[str, Any]) -> dict[str, Any]:
     """Issue 30's document scale targets (bench/documents_scale.py)."""
-    t = _Targets()
+    t = Targets()
     for backend in ("sqlite", "neo4j"):
         sizes = _dicts(section.get(backend))
         for size, r in sizes.items():

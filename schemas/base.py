@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION = 1
 
@@ -37,8 +39,18 @@ class Response(Message):
     end_of_stream: bool = True
 
 
+def _not_blank(name: str) -> str:
+    if not name.strip():
+        raise ValueError("a collection name may not be blank")
+    return name
+
+
+# A collection is named explicitly: an empty or blank name is refused, never read as `default`.
+CollectionName = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_not_blank)]
+
+
 class ScopedRequest(Message):
     """A retrieval request: the tenant scope is mandatory."""
 
     user: str = Field(min_length=1, max_length=256)
-    collection: str = Field(min_length=1, max_length=256)
+    collection: CollectionName

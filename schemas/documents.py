@@ -6,17 +6,34 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
 from schemas.base import Message, Response, ScopedRequest
 from schemas.retrieval import RelationshipRef
 from schemas.scope import MetadataValue, Scope
 
-MAX_DOCUMENT_CHARS = 10_000_000
+# The most text one document may hold: what a load can carry and index in one request. A document's
+# store request holds its chunks' vectors (~10.5 kB a chunk of ~630 characters): 300,000 characters
+# made a 5.06 MB message against Pulsar's 5 MB; 250,000 (~400 chunks) also index well inside the
+# handler timeout (300 s) on a busy 2-core machine (7 chunks/s embedded at load 10).
+MAX_DOCUMENT_CHARS = 250_000
+MAX_TITLE_CHARS = 2048
+MAX_CONCEPT_CHARS = 512  # a concept's key and label: a name, not a sentence
 
 
 # How chunks are ranked: dense, lexical (BM25), both fused by reciprocal rank, or graph-aware passage ranking.
 SearchMode = Literal["fused", "vector", "lexical", "graph"]
+
+
+class Section(BaseModel):
+    """Where the document's text from `start` (a character offset) on comes from in its file: the
+    page (a PDF page, a slide; from 1) and the heading it falls under. Set by the file readers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start: int = Field(ge=0)
+    page: int | None = Field(default=None, ge=1)
+    heading: str = Field(default="", max_length=512)
 
 
 class Document(BaseModel):
@@ -25,10 +42,20 @@ class Document(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(min_length=1, max_length=512)
-    title: str = Field(default="", max_length=2048)
+    title: str = Field(default="", max_length=MAX_TITLE_CHARS)
     text: str = Field(max_length=MAX_DOCUMENT_CHARS)
     timestamp: datetime | None = None
     metadata: dict[str, MetadataValue | list[MetadataValue]] = Field(default={}, max_length=256)
+    # In `start` order; left off the wire when empty, so a processor that predates sections still
+    # takes the document (Document forbids unknown fields).
+    sections: list[Section] = Field(default=[], max_length=100_000, exclude_if=lambda v: not v)
+
+    @field_validator("sections")
+    @classmethod
+    def _in_order(cls, v: list[Section]) -> list[Section]:
+        if any(b.start < a.start for a, b in zip(v, v[1:], strict=False)):
+            raise ValueError("sections must be in `start` order")
+        return v
 
 
 class Chunk(BaseModel):
@@ -43,6 +70,8 @@ class Chunk(BaseModel):
     tokens: int = 0
     title: str = ""  # the document's title
     score: float | None = None
+    page: int | None = None  # where in the file it starts: PDF page or slide (from 1), when the file has pages
+    section: str = ""  # the heading it falls under, when the file has headings
 
 
 class Mention(BaseModel):
@@ -56,8 +85,9 @@ class Mention(BaseModel):
 class ConceptRef(BaseModel):
     """A concept of a document: its normalised key and the label it gets if it is new."""
 
-    key: str = Field(min_length=1, max_length=512)
-    label: str = Field(min_length=1, max_length=512)
+    key: str = Field(min_length=1, max_length=MAX_CONCEPT_CHARS)
+    label: str = Field(min_length=1, max_length=MAX_CONCEPT_CHARS)
+    aliases: list[str] = Field(default=[], max_length=64)  # other keys of the concept ("neil peart")
 
 
 class KeyedMention(BaseModel):
@@ -97,7 +127,9 @@ class IndexedDocument(BaseModel):
     mentions: list[KeyedMention] = []
     cooccurrences: list[CoOccurrence] = []
     relations: list[KeyedRelation] = []  # typed relations (the `llm` extractor only)
-    title_key: str = ""  # the concept its title names (the subject of every chunk), if any
+    # The document's subject (a concept of every chunk): its title's when the title names something
+    # the text names, else its first sentence's; "" when it has neither.
+    subject_key: str = ""
 
 
 # --- the `documents` service --------------------------------------------------------------------
@@ -108,10 +140,21 @@ class ScopedDocRequest(ScopedRequest):
 
 
 class StoreDocuments(ScopedRequest):
-    """Write indexed documents (replacing earlier versions of the same ids)."""
+    """Write indexed documents (replacing earlier versions of the same ids); `started`: the mark of
+    the `write-mark` that preceded it (else the store marks the collection itself)."""
 
     operation: Literal["store"] = "store"
     documents: list[IndexedDocument] = Field(min_length=1, max_length=512)
+    started: float | None = None
+
+
+class WriteMark(ScopedRequest):
+    """Mark the collection incomplete before a load's work (queries warn until the store that
+    follows, or a later one, finishes; the response's `started` identifies the mark), or with
+    `finish`, clear that mark (a load that found nothing to store)."""
+
+    operation: Literal["write-mark"] = "write-mark"
+    finish: float | None = None
 
 
 class DocumentStatus(ScopedDocRequest):
@@ -245,10 +288,10 @@ class DocumentsRequest(RootModel):
 
 
 class DocumentStoreRequest(RootModel):
-    """Any document-store request (writes), told apart by `operation`. `store` is internal: the
-    document-load flow sends it; the gateway routes only the deletes."""
+    """Any document-store request (writes), told apart by `operation`. `write-mark` and `store` are
+    internal: the document-load flow sends them; the gateway routes only the deletes."""
 
-    root: Annotated[StoreDocuments | DeleteDocuments | DeleteCollection, Field(discriminator="operation")]
+    root: Annotated[StoreDocuments | WriteMark | DeleteDocuments | DeleteCollection, Field(discriminator="operation")]
 
 
 class ChunkLinks(BaseModel):
@@ -283,6 +326,8 @@ class DocumentsResponse(Response):
 
     stored: int = 0
     deleted: int = 0
+    not_found: list[str] = []  # delete-documents: the ids the collection does not hold
+    started: float | None = None  # write-mark: the mark's time (None: an unfinished triples load's is kept)
     hashes: dict[str, str] = {}
     chunks: list[Chunk] = []
     by_community: dict[str, list[str]] = {}  # search with communities: community -> its chunks found
@@ -302,6 +347,16 @@ class LoadDocuments(ScopedRequest):
     """Index and store documents (chunk, embed, extract concepts, link); streams progress."""
 
     documents: list[Document] = Field(min_length=1, max_length=256)
+
+    @field_validator("documents")
+    @classmethod
+    def _unique_ids(cls, documents: list[Document]) -> list[Document]:
+        """Two documents with one id in a load would store only the last: refused, by name."""
+        seen: set[str] = set()
+        twice = sorted({d.id for d in documents if d.id in seen or seen.add(d.id)})
+        if twice:
+            raise ValueError(f"duplicate document ids in one load: {', '.join(map(repr, twice[:5]))}")
+        return documents
 
 
 class FailedDocument(BaseModel):

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from schemas.base import Response, ScopedRequest
+from schemas.base import Notice, Response, ScopedRequest
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Scope
 from schemas.retrieval import Citation, DocumentRef, EntityRef, RelationshipRef, RetrievalStats
@@ -111,6 +111,7 @@ class DriftResponse(Response):
     entities: list[EntityRef] = []
     relationships: list[RelationshipRef] = []
     communities: list[CommunityInfo] = []
+    warnings: list[Notice] = []  # e.g. the collection is empty or unknown
     citations: list[Citation] = []  # every enriched citation of the key facts, once
     stats: DriftStats | None = None
     model: str | None = None

@@ -20,6 +20,8 @@ class ConceptMention(BaseModel):
     label: str
     sentence: int = 0
     kind: str = "phrase"  # "entity:<TYPE>", "phrase" or "title"
+    subject: bool = False  # the grammatical subject of its sentence (what the sentence is about)
+    aliases: list[str] = Field(default=[], max_length=64)  # other keys of the same concept ("neil peart")
 
 
 class ExtractResponse(Response):

@@ -43,6 +43,7 @@ class SeedEntity(BaseModel):
     label: str | None = None
     score: float
     lexical: bool = False
+    anchor: bool = False  # traversal started here (the candidates it did not start from are only scored)
 
 
 class GraphRagStats(BaseModel):

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from schemas.base import Response, ScopedRequest
+from schemas.base import Notice, Response, ScopedRequest
 from schemas.documents import Chunk, Scope
 from schemas.retrieval import DocumentRef, EntityRef, RelationshipRef, RerankerChoice, RetrievalStats
 
@@ -61,6 +61,7 @@ class KgQueryResponse(Response):
     tokens: TokenUse | None = None
     no_data_found: bool = False
     stats: RetrievalStats | None = None
+    warnings: list[Notice] = []  # e.g. the collection is empty, unknown, or incomplete (a load did not finish)
     model: str | None = None
     in_token: int | None = None
     out_token: int | None = None

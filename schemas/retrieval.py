@@ -49,6 +49,8 @@ class Citation(BaseModel):
     span: str = ""
     document_id: str = ""
     document_name: str = ""
+    page: int | None = None  # the chunk's page (or slide) in its file, when the file has pages
+    section: str = ""  # the heading the chunk falls under, when the file has headings
 
 
 class RetrievalStats(BaseModel):

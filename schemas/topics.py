@@ -11,9 +11,12 @@ that work finish.
 
 from __future__ import annotations
 
+import os
 from typing import Literal
 
-TENANT = "kgflow"
+# One kgflow deployment per Pulsar tenant (its config topics have fixed names): another deployment
+# on the same broker, or a test beside others, sets its own (with namespaces flow, config, notify).
+TENANT = os.environ.get("KGFLOW_PULSAR_TENANT") or "kgflow"
 CONFIG_PUSH = f"persistent://{TENANT}/config/config-push"
 CONFIG_REQUEST = f"persistent://{TENANT}/config/config-request"
 CONFIG_RESPONSE = f"persistent://{TENANT}/config/config-response"

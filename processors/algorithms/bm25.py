@@ -1,16 +1,14 @@
-"""Okapi BM25 over a fixed set of texts, as an in-memory inverted index (pure numpy).
-
-Statistics (document frequencies, average length) come from the indexed texts only, so an
-index built per collection ranks a tenant's chunks by that tenant's own statistics.
-"""
+"""Okapi BM25 (pure): the lexical terms of a text, and the scores of chunks for a query from the
+statistics a store keeps per collection."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-import numpy as np
 import Stemmer
 
 from processors.algorithms.text_match import STOPWORDS
@@ -27,44 +25,38 @@ def terms(text: str) -> list[str]:
     return _STEMMER.stemWords([w for w in _WORD.findall(text.lower()) if w not in STOPWORDS])
 
 
-class Bm25Index:
-    """Postings per term (rows and term frequencies) and row lengths. Statistics are computed at
-    query time over the rows searched, so a search of a subset (a scope) ranks exactly as an
-    index of that subset alone would."""
+@dataclass(frozen=True)
+class Bm25Stats:
+    """A collection's BM25 statistics, as its store keeps them: chunks, their total term count,
+    and the chunks holding each term of a query."""
 
-    def __init__(self, texts: Sequence[str]) -> None:
-        self.size = len(texts)
-        docs = [Counter(terms(t)) for t in texts]
-        self.lengths = np.array([sum(d.values()) for d in docs], dtype=np.float32)
-        rows: dict[str, list[int]] = {}
-        freqs: dict[str, list[int]] = {}
-        for i, d in enumerate(docs):
-            for term, tf in d.items():
-                rows.setdefault(term, []).append(i)
-                freqs.setdefault(term, []).append(tf)
-        self._postings = {
-            t: (np.asarray(r, dtype=np.int64), np.asarray(freqs[t], dtype=np.float32)) for t, r in rows.items()
-        }
+    chunks: int
+    total_terms: int
+    df: Mapping[str, int]
 
-    def scores(self, query: str, mask: np.ndarray | None = None) -> np.ndarray:
-        """BM25 score of every row for `query` with the statistics of the rows in `mask` (all rows
-        when None); rows outside the mask score 0."""
-        out = np.zeros(self.size, dtype=np.float32)
-        n = self.size if mask is None else int(mask.sum())
-        if n == 0:
-            return out
-        avg = float(self.lengths.mean() if mask is None else self.lengths[mask].mean()) or 1.0
-        for term in set(terms(query)):
-            posting = self._postings.get(term)
-            if posting is None:
-                continue
-            rows, tf = posting
-            if mask is not None:
-                keep = mask[rows]
-                rows, tf = rows[keep], tf[keep]
-            if len(rows) == 0:
-                continue
-            idf = np.log(1 + (n - len(rows) + 0.5) / (len(rows) + 0.5))
-            norm = K1 * (1 - B + B * self.lengths[rows] / avg)
-            out[rows] += idf * tf * (K1 + 1) / (tf + norm)
-        return out
+
+def bm25(chunk_terms: Sequence[Sequence[str]], query_terms: Sequence[str], stats: Bm25Stats) -> list[float]:
+    """Okapi BM25 of each chunk (its terms) for the query's terms, with the collection's
+    statistics: a tenant's chunks rank by that tenant's own statistics, whoever else shares the
+    store's full-text index."""
+    n = max(stats.chunks, 1)
+    avg = (stats.total_terms / n) or 1.0
+    idf = {
+        t: math.log(1 + (n - stats.df.get(t, 0) + 0.5) / (stats.df.get(t, 0) + 0.5)) for t in dict.fromkeys(query_terms)
+    }
+    out = []
+    for words in chunk_terms:
+        tf = Counter(words)
+        norm = K1 * (1 - B + B * len(words) / avg)
+        out.append(sum(idf[t] * tf[t] * (K1 + 1) / (tf[t] + norm) for t in idf if tf[t]))
+    return out
+
+
+def best_bm25(
+    hits: Sequence[tuple[str, list[str]]], terms: Sequence[str], stats: Bm25Stats, k: int
+) -> dict[str, float]:
+    """The `k` best of the full-text hits (chunk id, its terms) by BM25 with the collection's own
+    statistics (the index's are every collection's), best first."""
+    scores = bm25([words for _, words in hits], terms, stats)
+    ranked = sorted(zip((i for i, _ in hits), scores, strict=True), key=lambda x: (-x[1], x[0]))
+    return {i: s for i, s in ranked[:k] if s > 0}

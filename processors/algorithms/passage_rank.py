@@ -1,47 +1,52 @@
-"""Multi-hop chunk ranking without a model: dense + BM25 relevance, and question-aware hops
-over the chunk-concept graph (pure numpy).
+"""graphrank: multi-hop chunk ranking without a model, over the bounded neighbourhood a store
+returns for one question (dense + BM25 relevance, and question-aware hops over the chunk-concept
+graph).
 
 A multi-hop question names one thing and asks about another: its first passage is found by text
 similarity, its bridge passage is the one *about* something the first passage names. So:
 
-1. rel = z(cosine) + `w_lex` * z(BM25), z-scored over the chunks searched; chunks titled by a
-   concept the question names get `title_boost` (the question names their subject).
-2. The best `seeds` chunks get seed mass softmax(rel / tau).
-3. Each seed passes its mass to the chunks it links to — strongly to the chunks titled by a
-   concept it mentions, weakly (`w_concept_link` * idf / ln N) to chunks sharing a rarer concept
-   — in proportion to link weight * exp(rel / tau) of the target, so the hop stays on the question.
-   Concepts the question names, and concepts in more than max(3, `max_df` * N) chunks, carry no
-   hop (they say nothing new).
-4. A second hop (`hops`) starts from the best chunks the first one reached, with their hop mass
-   (times `hop_decay`): a chain of three or four passages (MuSiQue's 3- and 4-hop questions)
-   reaches its last passage. A third hop measured worse (it drifts off the question).
+1. The store's candidates: its vector index's `candidates` nearest chunks and its full-text
+   index's `candidates` best BM25 chunks (the scope inside both queries), with the chunks whose
+   subject is a concept the question names. rel = z(cosine) + `w_lex` * z(BM25), both z-scored over
+   those candidates (the same pool whatever the collection's size: a collection 100x larger
+   changes who competes, not the scale of the scores); a chunk outside the lexical hits has BM25 0;
+   the subject chunks of a named concept get `title_boost` (the question names their subject).
+2. The best `seeds` candidates get seed mass softmax(rel / tau).
+3. Each seed passes its mass to the chunks it links to — strongly to the chunks whose subject is a
+   concept it mentions or names, weakly (`w_concept_link` * idf / ln N) to chunks sharing a rarer
+   concept — in proportion to link weight * exp(rel / tau) of the target, so the hop stays on the
+   question. Concepts the question names, and concepts in more than
+   min(max(3, `max_df` * N), `max_concept_chunks`) chunks, carry no hop (they say nothing new); the
+   store reads no more than that many chunks of any concept, so a hop's read is bounded.
+4. A further hop (`hops`) starts from the best chunks the previous one reached, with their hop
+   mass (times `hop_decay`): a chain of three or four passages reaches its last passage.
 5. Chunks rank by seed + `beta` * hop mass; chunks with no mass follow by rel.
 
-Measured on the public doc-QA sets with MiniLM (issue 14's notes): recall@5 +0.10 (HotpotQA) and
-+0.13 (MuSiQue) over the better of dense and BM25. Personalised PageRank over the same graph
-gained +0.04 / +0.02: without the question steering each step its mass spreads over every chunk
-sharing any concept with the seeds.
+One batched store read per hop, one for the candidates: no question reads a whole collection,
+and both backends rank alike (this module ranks what either returns). Measured on the public
+doc-QA sets with MiniLM, the bounded pool ranks as the whole-collection index did (HotpotQA
+recall@5 0.932 against 0.925; see bench/README.md).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 from pydantic import BaseModel, Field
 
 from processors.algorithms.text_match import STOPWORDS, normalize
-from processors.algorithms.vectors import top_k
 from schemas.documents import Chunk
 from schemas.retrieval import DocumentRef
 
-MAX_TITLE_WORDS = 8  # longer titles are not looked for in text
+MAX_NAME_WORDS = 8  # a concept's name longer than this is not looked for in text
 
 
 class PassageRankParams(BaseModel):
-    """The knobs of `rank` (flow parameters of the documents service)."""
+    """The knobs of graphrank (flow parameters of the documents service)."""
 
     w_lex: float = Field(default=0.3, ge=0)
     title_boost: float = Field(default=3.0, ge=0)
@@ -53,261 +58,211 @@ class PassageRankParams(BaseModel):
     max_df: float = Field(default=0.02, ge=0)
     hops: int = Field(default=2, ge=0, le=4)  # hops out of the seeds (a chain's next passage per hop)
     hop_decay: float = Field(default=1.0, ge=0)  # a further hop starts from its sources' mass times this
+    candidates: int = Field(default=100, ge=1, le=2000)  # nearest and best-BM25 chunks the store returns, each
+    max_concept_chunks: int = Field(default=64, ge=3, le=10_000)  # a concept in more chunks carries no hop
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A chunk as the store found it for one question: its cosine to the question and its BM25
+    score (0 when it is not among the lexical hits)."""
+
+    id: str
+    dense: float
+    lexical: float = 0.0
 
 
 @dataclass
-class Csr:
-    """A sparse 0/1 matrix as row pointers and column indices."""
+class ConceptLinks:
+    """A concept as seen from the chunks of a hop: how many searched chunks mention it (`df`,
+    counted up to the cap: more means it carries no hop), the chunks whose subject it is, and
+    the chunks that mention it (read only when `df` is within the cap)."""
 
-    indptr: np.ndarray
-    indices: np.ndarray
-
-    @classmethod
-    def build(cls, rows: np.ndarray, cols: np.ndarray, n_rows: int) -> Csr:
-        """From (row, column) pairs; duplicates kept once."""
-        pairs = np.unique(np.stack([rows, cols], axis=1), axis=0) if len(rows) else np.zeros((0, 2), np.int64)
-        counts = np.bincount(pairs[:, 0], minlength=n_rows) if len(pairs) else np.zeros(n_rows, np.int64)
-        return cls(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), pairs[:, 1].astype(np.int64))
-
-    def row(self, i: int) -> np.ndarray:
-        """Column indices of row i."""
-        return self.indices[self.indptr[i] : self.indptr[i + 1]]
-
-    def sizes(self) -> np.ndarray:
-        """Entries per row."""
-        return np.diff(self.indptr)
+    df: int
+    subjects: list[str] = field(default_factory=list)
+    chunks: list[str] = field(default_factory=list)
 
 
 @dataclass
-class ConceptGraph:
-    """Which chunks mention which concepts, and which chunk is titled by which concept. Mentions
-    found only by a title's words in a chunk's text are kept apart: they hold only where a chunk
-    titled by that concept is searched (a scope without that document has no such concept)."""
+class HopLinks:
+    """What one hop read returns: the concepts each source chunk mentions or names, those
+    concepts' links, and a `Passage` (its cosine) for every chunk the links reach."""
 
-    mentions: Csr  # chunk -> concepts extraction found in it (its own title excluded)
-    title_mentions: Csr  # chunk -> title concepts only its text names
-    titled: Csr  # concept -> chunks it is the title of
-    mentioned_by: Csr  # concept -> chunks that mention it (extraction) or are titled by it
-    title_mentioned_by: Csr  # concept -> chunks whose text alone names it
-    df: np.ndarray  # per concept: chunks that mention it or are titled by it, all rows searched
-
-    @classmethod
-    def build(
-        cls, n_chunks: int, n_concepts: int, mention_pairs: np.ndarray, title_of: np.ndarray, text_pairs: np.ndarray
-    ) -> ConceptGraph:
-        """`mention_pairs` / `text_pairs`: (chunk, concept) rows found by extraction / by a title's
-        words in the text; `title_of[chunk]`: its title concept or -1."""
-        r, c = _columns(mention_pairs)
-        keep = c != title_of[r]  # a chunk does not mention its own title
-        mentions = Csr.build(r[keep], c[keep], n_chunks)
-        tr, tc = _columns(text_pairs)
-        found = set(zip(r.tolist(), c.tolist(), strict=True))
-        pairs = zip(tr.tolist(), tc.tolist(), strict=True)
-        only = np.fromiter(((a, b) not in found and b != title_of[a] for a, b in pairs), bool, len(tr))
-        title_mentions = Csr.build(tr[only], tc[only], n_chunks)
-        has = np.flatnonzero(title_of >= 0)
-        titled = Csr.build(title_of[has], has, n_concepts)
-        by = np.concatenate([np.stack([c[keep], r[keep]], 1), np.stack([title_of[has], has], 1)])
-        mentioned_by = Csr.build(by[:, 0], by[:, 1], n_concepts)
-        title_mentioned_by = Csr.build(tc[only], tr[only], n_concepts)
-        df = (mentioned_by.sizes() + title_mentioned_by.sizes()).astype(np.float64)
-        return cls(mentions, title_mentions, titled, mentioned_by, title_mentioned_by, df)
-
-
-def _columns(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    if len(pairs):
-        return pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
-    return np.zeros(0, np.int64), np.zeros(0, np.int64)
-
-
-class Searched:
-    """A concept graph seen from the rows searched (a scope's, or all): document frequencies,
-    and which title mentions hold, as if the collection held only those rows."""
-
-    def __init__(self, g: ConceptGraph, mask: np.ndarray | None, n: int) -> None:
-        self.g, self.mask = g, mask
-        self.n = n if mask is None else int(mask.sum())
-        self._df: dict[int, float] = {}
-
-    def rows(self, chunks: np.ndarray) -> np.ndarray:
-        """`chunks` that are searched."""
-        return chunks if self.mask is None else chunks[self.mask[chunks]]
-
-    def titled_here(self, c: int) -> bool:
-        """Whether a searched chunk is titled by `c` (its title mentions hold)."""
-        return len(self.rows(self.g.titled.row(c))) > 0
-
-    def present(self, c: int) -> bool:
-        """Whether a searched chunk mentions or is titled by `c`."""
-        return len(self.rows(self.g.mentioned_by.row(c))) > 0
-
-    def concepts_of(self, i: int) -> list[int]:
-        """The concepts chunk `i` mentions, title mentions only where they hold."""
-        out = self.g.mentions.row(i).tolist()
-        return out + [c for c in self.g.title_mentions.row(i).tolist() if self.titled_here(c)]
-
-    def chunks_of(self, c: int) -> np.ndarray:
-        """The searched chunks that mention or are titled by `c`."""
-        rows = self.rows(self.g.mentioned_by.row(c))
-        if self.titled_here(c):
-            rows = np.concatenate([rows, self.rows(self.g.title_mentioned_by.row(c))])
-        return rows
-
-    def df(self, c: int) -> float:
-        """Searched chunks that mention or are titled by `c`."""
-        if self.mask is None:
-            return float(self.g.df[c])
-        if c not in self._df:
-            self._df[c] = float(len(self.chunks_of(c)))
-        return self._df[c]
+    concepts_of: dict[str, list[str]] = field(default_factory=dict)
+    concepts: dict[str, ConceptLinks] = field(default_factory=dict)
+    passages: list[Passage] = field(default_factory=list)
 
 
 @dataclass
-class Concepts:
-    """A collection's concept graph and how to find its concepts in a question."""
+class Candidates:
+    """The store's candidates for a question and the number of chunks searched (the
+    collection's, or its scope's)."""
 
-    graph: ConceptGraph
-    by_key: dict[str, int]  # normalised key -> concept id
-    max_words: int
-
-    def named_in(self, question: str, mask: np.ndarray | None = None) -> list[int]:
-        """Concepts the question names: its word n-grams that are keys of concepts in the searched
-        rows (`mask`, or all), maximal matches only (a match inside a longer one is dropped),
-        stopwords alone excluded."""
-        words = normalize(question).split()
-        here = Searched(self.graph, mask, 0)
-        found = {
-            key
-            for n in range(1, self.max_words + 1)
-            for i in range(len(words) - n + 1)
-            if (key := " ".join(words[i : i + n])) in self.by_key
-            and key not in STOPWORDS
-            and (mask is None or here.present(self.by_key[key]))
-        }
-        return [self.by_key[k] for k in found if not any(k != o and f" {k} " in f" {o} " for o in found)]
+    passages: list[Passage]
+    searched: int
 
 
-def build_concepts(
-    texts: Sequence[str], titles: Sequence[str | None], mentions: Sequence[tuple[int, str]], keys: Mapping[str, str]
-) -> Concepts:
-    """The concept graph of chunks: `titles[i]` is the entity chunk i's document title names (or
-    None), `mentions` the (chunk row, entity) pairs indexing found, `keys` each entity's key. A chunk
-    whose text names a title's key as whole words also mentions that entity (links "X" anywhere to
-    the passages about X, where extraction missed or split the mention)."""
-    ids: dict[str, int] = {}
-    for e in [*(t for t in titles if t), *(e for _, e in mentions)]:
-        ids.setdefault(e, len(ids))
-    title_of = np.array([ids[t] if t else -1 for t in titles], dtype=np.int64)
-    pairs = [(r, ids[e]) for r, e in mentions]
-    text_pairs: list[tuple[int, int]] = []
-    title_keys = {keys[t]: ids[t] for t in titles if t and keys.get(t)}
-    longest = max((len(k.split()) for k in title_keys), default=0)
-    for row, text in enumerate(texts):
-        words = normalize(text).split()
-        for n in range(1, min(longest, MAX_TITLE_WORDS) + 1):
-            for i in range(len(words) - n + 1):
-                c = title_keys.get(" ".join(words[i : i + n]))
-                if c is not None:
-                    text_pairs.append((row, c))
-    graph = ConceptGraph.build(len(texts), len(ids), _pairs(pairs), title_of, _pairs(text_pairs))
-    by_key = {keys[e]: i for e, i in ids.items() if keys.get(e)}
-    return Concepts(graph, by_key, min(max((len(k.split()) for k in by_key), default=1), MAX_TITLE_WORDS))
+class PassageSource(Protocol):
+    """What graphrank reads from a store, for one question (its vector), tenant and scope."""
+
+    async def candidates(self, terms: Sequence[str], k: int) -> Candidates:
+        """The `k` nearest chunks by vector and the `k` best by BM25 over `terms`, merged."""
+        ...
+
+    async def named(self, phrases: Sequence[str]) -> dict[str, tuple[str, list[Passage]]]:
+        """Of `phrases` (normalised word runs), those that are a concept's key in the searched
+        chunks: key -> (concept, the chunks whose subject it is)."""
+        ...
+
+    async def links(self, chunk_ids: Sequence[str], skip: set[str], cap: int, known: set[str]) -> HopLinks:
+        """The hop links of `chunk_ids` (concepts in `skip` left out, concepts in more than `cap`
+        chunks without their chunks), with a `Passage` for each reached chunk not in `known`."""
+        ...
 
 
-def _pairs(pairs: list[tuple[int, int]]) -> np.ndarray:
-    return np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+def question_phrases(question: str) -> list[str]:
+    """Every run of up to MAX_NAME_WORDS normalised words of the question that is not a
+    stopword alone: the names a concept key must equal to be named by the question."""
+    words = normalize(question).split()
+    runs = (" ".join(words[i : i + n]) for n in range(1, MAX_NAME_WORDS + 1) for i in range(len(words) - n + 1))
+    return list(dict.fromkeys(r for r in runs if r not in STOPWORDS))
 
 
-def zscore(x: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
-    """(x - mean) / std over the rows in `mask` (all rows when None)."""
-    sub = x if mask is None else x[mask]
-    if len(sub) == 0:
-        return np.zeros_like(x)
-    return (x - sub.mean()) / (sub.std() + 1e-9)
+def name_runs(text: str) -> list[str]:
+    """The word runs of `text` a concept's key may equal (up to MAX_NAME_WORDS words, not
+    starting or ending with a stopword)."""
+    words = normalize(text).split()
+    out: dict[str, None] = {}
+    for i, first in enumerate(words):
+        if first in STOPWORDS:
+            continue
+        for j in range(i, min(len(words), i + MAX_NAME_WORDS)):
+            if words[j] not in STOPWORDS:
+                out.setdefault(" ".join(words[i : j + 1]), None)
+    return list(out)
 
 
-def rank(
-    g: ConceptGraph,
-    dense: np.ndarray,
-    lexical: np.ndarray,
-    question_concepts: list[int],
-    limit: int,
-    p: PassageRankParams,
-    mask: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The best `limit` chunks (rows, best first) and their scores; see the module docstring.
-    `mask` restricts everything (statistics, seeds, hops) to a scope's rows."""
-    n = len(dense)
-    rel = zscore(dense.astype(np.float64), mask) + p.w_lex * zscore(lexical.astype(np.float64), mask)
-    for c in question_concepts:
-        rel[g.titled.row(c)] += p.title_boost
-    if mask is not None:
-        rel = np.where(mask, rel, -np.inf)
-    seeds = top_k(rel, p.seeds)
-    if len(seeds) == 0:
-        return seeds, np.zeros(0)
-    seed_mass = np.exp((rel[seeds] - rel[seeds[0]]) / p.tau)
-    seed_mass /= seed_mass.sum()
-    mass = np.zeros(n)
-    mass[seeds] = seed_mass
-    here = Searched(g, mask, n)
-    named, cap = set(question_concepts), max(3.0, p.max_df * here.n)
-    sources, source_mass = seeds, seed_mass
+def maximal(keys: Iterable[str]) -> list[str]:
+    """The keys not contained, as whole words, in a longer one of them."""
+    found = set(keys)
+    return sorted(k for k in found if not any(k != o and f" {k} " in f" {o} " for o in found))
+
+
+class PassageRanking:
+    """graphrank's state for one question (steps 1-5 of the module docstring)."""
+
+    def __init__(self, candidates: Candidates, boosted: set[str], p: PassageRankParams) -> None:
+        self.p, self.n = p, max(candidates.searched, 1)
+        pool = candidates.passages
+        dense = np.array([x.dense for x in pool], dtype=np.float64)
+        lexical = np.array([x.lexical for x in pool], dtype=np.float64)
+        self._dense = (dense.mean(), dense.std() + 1e-9) if len(pool) else (0.0, 1.0)
+        self._lexical = (lexical.mean(), lexical.std() + 1e-9) if len(pool) else (0.0, 1.0)
+        self.boosted = boosted
+        self.rel: dict[str, float] = {}
+        self.mass: dict[str, float] = {}
+        self.add(pool)
+
+    @property
+    def cap(self) -> int:
+        """The most chunks a concept may be in and still carry a hop."""
+        return int(min(max(3.0, self.p.max_df * self.n), self.p.max_concept_chunks))
+
+    def add(self, passages: Iterable[Passage]) -> None:
+        """Relevance of chunks not seen yet."""
+        (dm, ds), (lm, ls) = self._dense, self._lexical
+        for x in passages:
+            if x.id not in self.rel:
+                boost = self.p.title_boost if x.id in self.boosted else 0.0
+                self.rel[x.id] = (x.dense - dm) / ds + self.p.w_lex * (x.lexical - lm) / ls + boost
+
+    def seeds(self) -> tuple[list[str], list[float]]:
+        """The best `seeds` chunks and their seed mass (softmax of rel / tau), now in `mass`."""
+        best = sorted(self.rel, key=lambda c: (-self.rel[c], c))[: self.p.seeds]
+        if not best:
+            return [], []
+        top = self.rel[best[0]]
+        weights = [math.exp((self.rel[c] - top) / self.p.tau) for c in best]
+        total = sum(weights)
+        masses = [w / total for w in weights]
+        for c, m in zip(best, masses, strict=True):
+            self.mass[c] = self.mass.get(c, 0.0) + m
+        return best, masses
+
+    def spread(
+        self, sources: Sequence[str], masses: Sequence[float], hop: HopLinks, named: set[str]
+    ) -> dict[str, float]:
+        """The mass each chunk receives from one hop out of `sources` (added to `mass`)."""
+        self.add(hop.passages)
+        received: dict[str, float] = {}
+        for i, m_i in zip(sources, masses, strict=True):
+            links = self._links(i, hop, named)
+            links.pop(i, None)
+            targets = [j for j in links if j in self.rel]
+            if not targets:
+                continue
+            top = max(self.rel[j] for j in targets)
+            weights = [links[j] * math.exp((self.rel[j] - top) / self.p.tau) for j in targets]
+            total = sum(weights)
+            if total > 0:  # links of zero weight (a concept in every chunk) carry nothing
+                for j, w in zip(targets, weights, strict=True):
+                    received[j] = received.get(j, 0.0) + m_i * w / total
+        for j, m in received.items():
+            self.mass[j] = self.mass.get(j, 0.0) + m
+        return received
+
+    def _links(self, i: str, hop: HopLinks, named: set[str]) -> dict[str, float]:
+        """Chunk j -> the strongest link weight from chunk i (subject links, then rarer shared concepts)."""
+        links: dict[str, float] = {}
+        ln_n = math.log(max(self.n, 2))
+        for c in hop.concepts_of.get(i, ()):
+            found = hop.concepts.get(c)
+            if found is None or c in named or found.df > self.cap:
+                continue
+            for j in found.subjects:
+                links[j] = max(links.get(j, 0.0), self.p.w_title_link)
+            if self.p.w_concept_link:
+                w = self.p.w_concept_link * math.log(max(self.n, 2) / max(found.df, 1)) / ln_n
+                for j in found.chunks:
+                    if links.get(j, 0.0) < w:
+                        links[j] = w
+        return links
+
+    def ranked(self, limit: int) -> list[tuple[str, float]]:
+        """The best `limit` chunks: by mass, then (no mass) by rel; score = mass (+ a tie-break
+        below 1e-9 from rel)."""
+        if not self.rel:
+            return []
+        lo, hi = min(self.rel.values()), max(self.rel.values())
+        span = (hi - lo) + 1e-9
+        score = {c: self.mass.get(c, 0.0) + 1e-9 * (r - lo) / span for c, r in self.rel.items()}
+        return sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+
+
+async def rank_passages(
+    source: PassageSource, question: str, terms: Sequence[str], limit: int, p: PassageRankParams
+) -> list[tuple[str, float]]:
+    """(chunk id, score) of the best `limit` chunks for `question` (see the module docstring):
+    one store read for the candidates, one for the named concepts, one per hop."""
+    candidates = await source.candidates(terms, p.candidates)
+    names = await source.named(question_phrases(question))
+    named_keys = maximal(names)
+    named = {names[k][0] for k in named_keys}
+    subjects = {x.id: x for k in named_keys for x in names[k][1]}
+    hits = {x.id for x in candidates.passages}
+    candidates.passages += [x for c, x in subjects.items() if c not in hits]  # a named subject always competes
+    ranking = PassageRanking(candidates, set(subjects), p)
+    sources, masses = ranking.seeds()
+    seeds = set(sources)
+    masses = [p.beta * m for m in masses]
     for _ in range(p.hops):
-        hop = _spread(here, rel, sources, p.beta * source_mass, named, cap, p)
-        mass += hop
-        hop[seeds] = 0.0  # a seed is where a chain starts, not where it goes next
-        sources = top_k(np.where(hop > 0, hop, -np.inf), p.seeds)
-        source_mass = p.hop_decay * hop[sources]
-    finite = np.isfinite(rel)
-    tie = np.where(finite, (rel - rel[finite].min()) / (np.ptp(rel[finite]) + 1e-9), -np.inf)
-    order = top_k(mass + 1e-9 * tie, limit)
-    return order, mass[order]
-
-
-def _spread(
-    here: Searched,
-    rel: np.ndarray,
-    sources: np.ndarray,
-    masses: np.ndarray,
-    named: set[int],
-    cap: float,
-    p: PassageRankParams,
-) -> np.ndarray:
-    """The mass each chunk receives from one hop out of `sources` (step 3 of the module docstring)."""
-    mass = np.zeros(len(rel))
-    for i, m_i in zip(sources.tolist(), masses.tolist(), strict=True):
-        links = _links(here, i, named, cap, p)
-        links.pop(i, None)
-        js = np.fromiter(links, np.int64, len(links))
-        if here.mask is not None and len(js):
-            js = js[here.mask[js]]
-        if len(js) == 0:
-            continue
-        link_w = np.fromiter((links[j] for j in js.tolist()), np.float64, len(js))
-        w = link_w * np.exp((rel[js] - rel[js].max()) / p.tau)
-        total = w.sum()
-        if total > 0:  # links of zero weight (a concept in every chunk) carry nothing
-            mass[js] += m_i * w / total
-    return mass
-
-
-def _links(here: Searched, i: int, named: set[int], cap: float, p: PassageRankParams) -> dict[int, float]:
-    """Chunk j -> the strongest link weight from chunk i (title links, then rarer shared concepts)."""
-    links: dict[int, float] = {}
-    ln_n = math.log(max(here.n, 2))
-    for c in here.concepts_of(i):
-        df = here.df(c)
-        if c in named or df > cap:
-            continue
-        for j in here.g.titled.row(c).tolist():
-            links[j] = max(links.get(j, 0.0), p.w_title_link)
-        if p.w_concept_link:
-            w = p.w_concept_link * math.log(max(here.n, 2) / max(df, 1.0)) / ln_n
-            for j in here.chunks_of(c).tolist():
-                if links.get(j, 0.0) < w:
-                    links[j] = w
-    return links
+        if not sources:
+            break
+        hop = await source.links(sources, named, ranking.cap, set(ranking.rel))
+        received = ranking.spread(sources, masses, hop, named)
+        onward = sorted((j for j in received if j not in seeds), key=lambda j: (-received[j], j))[: p.seeds]
+        sources, masses = onward, [p.hop_decay * received[j] for j in onward]
+    return ranking.ranked(limit)
 
 
 def documents_of(chunks: Sequence[Chunk]) -> list[DocumentRef]:

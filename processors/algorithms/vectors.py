@@ -77,3 +77,45 @@ class ProjectedIndex:
         cand = np.argpartition(-coarse, want - 1)[:want]
         rows, sims = top_cosines(self.matrix[cand], q, limit)
         return cand[rows].tolist(), sims
+
+
+def quantize(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows as int8 codes and a scale each (row ≈ scale * code): a quarter of float32's bytes, for
+    a first, approximate pass over many vectors."""
+    peak = np.abs(unit).max(axis=1)
+    scales = np.where(peak == 0, 1.0, peak / 127.0).astype(np.float32)
+    codes = np.clip(np.rint(unit / scales[:, None]), -127, 127).astype(np.int8)
+    return scales, codes
+
+
+def nearest_rows(unit: np.ndarray, centroids: np.ndarray, block: int = 65536) -> np.ndarray:
+    """Each row's most similar centroid (computed a block of rows at a time)."""
+    out = np.empty(len(unit), dtype=np.int64)
+    for i in range(0, len(unit), block):
+        out[i : i + block] = np.argmax(unit[i : i + block] @ centroids.T, axis=1)
+    return out
+
+
+def kmeans(unit: np.ndarray, k: int, seed: int = 0, iterations: int = 15) -> tuple[np.ndarray, np.ndarray]:
+    """Spherical k-means of unit rows: (k unit centroids, each row's centroid), seeded k-means++."""
+    n = len(unit)
+    k = max(1, min(k, n))
+    rng = np.random.default_rng(seed)
+    centroids = [unit[rng.integers(n)]]
+    closest = 1.0 - unit @ centroids[0]
+    for _ in range(1, k):  # k-means++: far rows are likelier next centroids
+        weights = np.clip(closest, 0.0, None)
+        total = weights.sum()
+        pick = rng.integers(n) if total <= 0 else rng.choice(n, p=weights / total)
+        centroids.append(unit[pick])
+        closest = np.minimum(closest, 1.0 - unit @ unit[pick])
+    c = np.stack(centroids).astype(np.float32)
+    labels = np.zeros(n, dtype=np.int64)
+    for _ in range(iterations):
+        labels = nearest_rows(unit, c)
+        for j in range(k):
+            members = unit[labels == j]
+            if len(members):
+                mean = members.sum(axis=0)
+                c[j] = mean / (np.linalg.norm(mean) or 1.0)
+    return c, nearest_rows(unit, c)

@@ -130,7 +130,7 @@ class RequestResponseClient(Generic[ResT]):
         queue: asyncio.Queue[tuple[int, ResT]] = asyncio.Queue()
         self._pending[rid] = queue
         wait = timeout_s or self.timeout_s
-        expected = 0  # the next frame number; lower ones are repeats of a redelivered request
+        expected = 0  # the next frame number; lower ones are repeats of a redelivered request, but its last
         finished = False
         try:
             props = {"id": rid, DEADLINE: f"{time.time() + wait:.3f}", IDLE: f"{wait:.3f}"}
@@ -140,8 +140,8 @@ class RequestResponseClient(Generic[ResT]):
                     seq, res = await asyncio.wait_for(queue.get(), wait)
                 except TimeoutError:
                     raise RequestTimeout(f"no response from {self._request_topic} within {wait}s") from None
-                if 0 <= seq < expected:
-                    continue
+                if 0 <= seq < expected and not res.end_of_stream:
+                    continue  # a repeat (the last frame is sent once: an attempt that had less to say ends sooner)
                 expected = max(expected, seq + 1)
                 finished = res.end_of_stream
                 if res.error is not None:

@@ -46,6 +46,10 @@ class FlowRegistry:
             return FlowResponse(blueprint_names=sorted(st.blueprints)), False
         if op == "list-flows":
             return FlowResponse(flow_ids=sorted(st.flows)), False
+        if op in ("put-config-items", "delete-config-items"):
+            self._config_items(req)
+            self._save()
+            return FlowResponse(), True
         if op == "put-blueprint":
             if req.blueprint is None:
                 raise BadRequest("put-blueprint needs `blueprint`")
@@ -84,6 +88,23 @@ class FlowRegistry:
         del st.flows[fid]  # stop-flow
         self._save()
         return FlowResponse(), True
+
+    def _config_items(self, req: FlowRequest) -> None:
+        """Write (a value) or delete (no value) the items of one workspace's configuration."""
+        if not req.workspace or req.items is None:
+            raise BadRequest(f"{req.operation} needs `workspace` and `items`")
+        space = self.state.items.setdefault(req.workspace, {})
+        for item in req.items:
+            if req.operation == "put-config-items":
+                if item.value is None:
+                    raise BadRequest(f"put-config-items: item {item.type}/{item.key} has no value")
+                space.setdefault(item.type, {})[item.key] = item.value
+            elif item.key in space.get(item.type, {}):
+                del space[item.type][item.key]
+                if not space[item.type]:
+                    del space[item.type]
+        if not space:
+            del self.state.items[req.workspace]
 
 
 def check_parameters(flow: Flow, blueprint: Blueprint) -> None:

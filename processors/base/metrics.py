@@ -22,6 +22,10 @@ ROWS_READ = Counter("kgflow_store_rows_read_total", "Rows read from stores", ["p
 CACHE = Counter("kgflow_label_cache_total", "Label cache lookups", ["result"])
 CACHE_HIT_RATIO = Gauge("kgflow_label_cache_hit_ratio", "Label cache hits over lookups since start", ["flow"])
 TOKENS = Counter("kgflow_llm_tokens_total", "Language-model tokens", ["model", "direction"])
+PROCESSOR_INFO = Gauge("kgflow_processor_info", "1 for each processor running in this process", ["processor"])
+CONSUMER_STATE = Gauge(
+    "kgflow_consumer_state", "1 while a processor consumes a flow's service topic", ["processor", "flow", "service"]
+)
 
 _started: set[int] = set()
 

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from processors.base.bus import Bus, BusMessage, Consumer, Producer
-from processors.base.client import DEADLINE, IDLE, SEQ, RequestResponseClient
+from processors.base.client import DEADLINE, IDLE, SEQ, RemoteError, RequestResponseClient
 from processors.base.config_client import ConfigWatcher
 from processors.base.errors import QueryTimeout, ServiceError
-from processors.base.metrics import LATENCY, REQUESTS
+from processors.base.metrics import CONSUMER_STATE, LATENCY, REQUESTS
 from processors.base.settings import RuntimeSettings
 from processors.base.tasks import cancel_and_wait
 from processors.stores.settings import StoreSettings
@@ -188,6 +188,8 @@ class FlowProcessor:
             await self._release(running)
             raise
         self._flows[flow_id] = running
+        for spec in self.services():
+            CONSUMER_STATE.labels(self.name, flow_id, spec.service.name).set(1)
         log.info("flow started", extra={"processor": self.name, "flow": flow_id})
         return ctx
 
@@ -198,6 +200,9 @@ class FlowProcessor:
         running = self._flows.pop(flow_id, None)
         if running is None:
             return
+        for spec in self.services():
+            with contextlib.suppress(KeyError):
+                CONSUMER_STATE.remove(self.name, flow_id, spec.service.name)
         for task in running.tasks:
             await cancel_and_wait(task)
         running.tasks.clear()
@@ -332,8 +337,8 @@ class FlowProcessor:
                 log.warning("%s: request abandoned after %.1fs", service.name, took, extra={"flow": ctx.id})
                 err = QueryTimeout(f"{service.name} did not finish within {took:.1f}s; request abandoned")
                 await self._respond(spec, ctx, rid, error_response(service.response, err), sent)
-            except (ServiceError, ValidationError, ValueError) as e:
-                outcome = "error"
+            except (ServiceError, ValidationError, ValueError, RemoteError) as e:  # a called service's typed
+                outcome = "error"  # error too: retrying here would only ask it again (a dead model twice)
                 await self._respond(spec, ctx, rid, error_response(service.response, e), sent)
             await consumer.ack(msg)
         except asyncio.CancelledError:
@@ -385,6 +390,8 @@ def parse_request(model: Any, data: bytes) -> Any:
 def error_response(response: type[Response], exc: Exception) -> Response:
     """A response of type `response` carrying `exc` as a typed error."""
     if isinstance(exc, ServiceError):
+        err = Error(type=exc.type, message=exc.message)
+    elif isinstance(exc, RemoteError):  # a called service failed: its error type tells the client why
         err = Error(type=exc.type, message=exc.message)
     elif isinstance(exc, ValidationError):
         fields = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors()[:5])

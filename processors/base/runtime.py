@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from processors.base.bus import Bus, MemoryBus
 from processors.base.flow_registry import load_blueprint
+from processors.base.metrics import PROCESSOR_INFO
 from processors.base.registry import CONFIG, FLOW_PROCESSORS, processor_entry
 from processors.base.settings import RuntimeSettings
 from processors.stores.settings import StoreSettings
@@ -79,12 +80,15 @@ class System:
             proc = self.build(name)
             await proc.start()
             self.processors.append(proc)
+            PROCESSOR_INFO.labels(getattr(proc, "name", name)).set(1)
 
     async def stop(self) -> None:
         """Stop everything in reverse order and close the stores and the bus."""
         for proc in reversed(self.processors):
             with contextlib.suppress(Exception):
                 await proc.stop()
+            with contextlib.suppress(KeyError):
+                PROCESSOR_INFO.remove(getattr(proc, "name", ""))
         self.processors.clear()
         if self._stores is not None:
             await self._stores.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any, Protocol
 
 
@@ -14,12 +13,17 @@ class Closable(Protocol):
 
 
 async def cancel_and_wait(task: asyncio.Task[Any] | None) -> None:
-    """Cancel `task` (if any) and wait until it has stopped."""
+    """Cancel `task` (if any) and wait until it has stopped. The caller's own cancellation is never
+    swallowed: a loop stopped while it stops another (a config watcher stopping a flow) stops too."""
     if task is None:
         return
     task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
+    try:
         await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
 
 
 async def cancel_and_close(task: asyncio.Task[Any] | None, *endpoints: Closable | None) -> None:

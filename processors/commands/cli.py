@@ -18,7 +18,9 @@ from processors.commands import load_documents as load_documents_cmd
 from processors.commands import manage as manage_cmds
 from processors.commands import query as query_cmds
 from processors.commands import serve as serve_cmds
+from processors.commands.loading import Batching
 from processors.commands.options import bus_args, runtime_settings, store_args
+from processors.ingest.documents.files import DOCUMENT_FORMATS
 
 
 def _version() -> str:
@@ -26,6 +28,11 @@ def _version() -> str:
         return importlib.metadata.version("kgflow")
     except importlib.metadata.PackageNotFoundError:  # a source tree that was never installed
         return "(not installed)"
+
+
+def _gateway_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--url", help="gateway URL of a running `kgflow up` (default: run in-process)")
+    p.add_argument("--token", help="gateway token (or KGFLOW_GATEWAY_TOKEN)")
 
 
 def _query_parser(q: argparse.ArgumentParser, service: str) -> None:
@@ -52,8 +59,7 @@ def _query_parser(q: argparse.ArgumentParser, service: str) -> None:
         q.add_argument(
             "--mode", choices=["local", "global", "hybrid", "mix", "naive"], help="default: the flow's (mix)"
         )
-    q.add_argument("--url", help="gateway URL (default: run in-process)")
-    q.add_argument("--token", help="gateway token (or KGFLOW_GATEWAY_TOKEN)")
+    _gateway_args(q)
     q.add_argument("--parallel", type=int, default=4, help="questions in flight with --batch")
     store_args(q)
     bus_args(q)
@@ -73,19 +79,29 @@ def build_parser() -> argparse.ArgumentParser:
     lt.add_argument("--user", "-U", default="default")
     lt.add_argument("--format", choices=["nt", "ttl", "tsv", "jsonl"])
     lt.add_argument("--no-progress", action="store_true")
+    lt.add_argument("--flow", default="default", help="with --url: the flow whose stores take the triples")
+    _gateway_args(lt)
     store_args(lt)
     bus_args(lt)
     lt.set_defaults(func=load_cmds.load_triples_file)
 
     ld = load.add_parser(
-        "documents", help="load documents (JSONL, .txt/.md files or directories) through the documents flow"
+        "documents",
+        help="load documents (JSONL, text, markdown, PDF, DOCX, PPTX, HTML files or directories) "
+        "through the documents flow",
     )
     ld.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     ld.add_argument("--collection", "-C", default="default")
     ld.add_argument("--user", "-U", default="default")
     ld.add_argument("--flow", default="default")
-    ld.add_argument("--format", choices=["auto", "jsonl", "txt", "md"], default="auto")
+    ld.add_argument("--format", choices=list(DOCUMENT_FORMATS), default="auto", help="auto: by file extension")
     ld.add_argument("--no-progress", action="store_true")
+    ld.add_argument("--batch-size", type=int, default=Batching.documents, metavar="N",
+                    help=f"documents per request (default {Batching.documents})")  # fmt: skip
+    ld.add_argument("--in-flight", type=int, default=Batching.in_flight, metavar="N",
+                    help=f"requests loading at once (default {Batching.in_flight}; over Pulsar, "
+                    "about 2 per document-load instance)")  # fmt: skip
+    _gateway_args(ld)
     store_args(ld)
     bus_args(ld)
     ld.set_defaults(func=load_documents_cmd.load_documents)
@@ -106,8 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     bus_args(up)
     up.set_defaults(func=serve_cmds.up)
 
-    run = sub.add_parser("run", help="run one processor (distributed mode)")
-    run.add_argument("processor")
+    run = sub.add_parser("run", help="run one processor, or several in one process (distributed mode)")
+    run.add_argument("processor", nargs="+", metavar="PROCESSOR")
     run.add_argument("--gateway-port", type=int, help="gateway port, when PROCESSOR is the gateway")
     store_args(run)
     bus_args(run)

@@ -6,9 +6,9 @@ import argparse
 import json
 from pathlib import Path
 
-from processors.base.flow_registry import FlowRegistry, load_blueprint
-from processors.commands.options import bus_args, runtime_settings, store_args, store_settings
-from schemas.flows import FlowRequest, FlowResponse
+from processors.base.flow_registry import load_blueprint
+from processors.commands.connect import client
+from processors.commands.options import bus_args, store_args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -25,62 +25,38 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     sp = flow.add_parser("stop", help="stop a flow")
     sp.add_argument("flow_id")
     for p in (pb, st, sp, flow.choices["list"]):
+        p.add_argument("--url", help="gateway URL (default: the embedded registry, or --pulsar)")
+        p.add_argument("--token", help="gateway token (or KGFLOW_GATEWAY_TOKEN)")
         store_args(p)
         bus_args(p)
         p.set_defaults(func=run_flow_command)
 
 
-def _request(a: argparse.Namespace) -> list[FlowRequest]:
-    if a.what == "put-blueprint":
-        return [FlowRequest(operation="put-blueprint", blueprint=load_blueprint(a.file))]
-    if a.what == "start":
-        params = {}
-        for pair in a.param:
-            k, sep, v = pair.partition("=")
-            if not sep:
-                raise ValueError(f"bad --param {pair!r}: expected NAME=VALUE")
-            params[k] = v
-        return [
-            FlowRequest(
-                operation="start-flow",
-                flow_id=a.flow_id,
-                blueprint_name=a.blueprint,
-                description=a.description,
-                parameters=params,
-            )
-        ]
-    if a.what == "stop":
-        return [FlowRequest(operation="stop-flow", flow_id=a.flow_id)]
-    return [FlowRequest(operation="list-flows"), FlowRequest(operation="list-blueprints")]
+def _params(pairs: list[str]) -> dict[str, str]:
+    params = {}
+    for pair in pairs:
+        k, sep, v = pair.partition("=")
+        if not sep:
+            raise ValueError(f"bad --param {pair!r}: expected NAME=VALUE")
+        params[k] = v
+    return params
 
 
 async def run_flow_command(a: argparse.Namespace) -> int:
-    """Send the flow request(s) to the registry and print the result as JSON."""
-    rt = runtime_settings(a)
-    results: list[FlowResponse] = []
-    if rt.bus == "pulsar":
-        from processors.base.client import RemoteError
-        from processors.base.config_client import config_client
-        from processors.base.runtime import make_bus
-
-        bus = make_bus(rt)
-        client = config_client(bus)
-        try:
-            for req in _request(a):
-                try:
-                    results.append(await client.request(req))
-                except RemoteError as e:
-                    raise ValueError(e.message) from None
-        finally:
-            await client.stop()
-            await bus.close()
-    else:
-        registry = FlowRegistry(store_settings(a).home / "flows.json")
-        results = [registry.handle(req)[0] for req in _request(a)]
-    out: dict[str, object] = {}
-    for r in results:
-        if r.flow is not None:
-            r = r.model_copy(update={"flow": r.flow.redacted()})
-        out.update(r.model_dump(exclude_none=True, exclude={"schema_version", "error", "end_of_stream"}))
-    print(json.dumps(out or {"ok": True}, indent=1))
+    """Run the flow operation through the API (the registry file when nothing runs here yet) and
+    print the result as JSON."""
+    async with client(a) as kg:
+        if a.what == "put-blueprint":
+            await kg.put_blueprint(a.file)
+            out: dict[str, object] = {"blueprint": load_blueprint(a.file).name}
+        elif a.what == "start":
+            flow = await kg.start_flow(a.flow_id, a.blueprint, _params(a.param), a.description)
+            out = {"flow": flow.redacted().model_dump(exclude_none=True) if flow else {"id": a.flow_id}}
+        elif a.what == "stop":
+            await kg.stop_flow(a.flow_id)
+            out = {"stopped": a.flow_id}
+        else:
+            found = await kg.flows()
+            out = {"flow_ids": found["flows"], "blueprint_names": found["blueprints"]}
+    print(json.dumps(out, indent=1))
     return 0

@@ -10,11 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from processors.commands.connect import flow_bus, service_client
+from processors.commands.connect import client
 from processors.commands.options import bus_args, store_args
-from schemas.communities import BuildCommunities, ListCommunities
-from schemas.documents import DeleteCollection, DeleteDocuments, ListCollections, ListDocuments
-from schemas.services import COMMUNITIES, COMMUNITY_BUILD, DOCUMENT_STORE, DOCUMENTS, Service
 
 TIMEOUT_S = 3600.0
 
@@ -40,35 +37,56 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     for p in (b, ls, cl, cd, dl, dd):
         p.add_argument("--user", "-U", default="default")
         p.add_argument("--flow", default="default")
+        p.add_argument("--url", help="gateway URL (default: run in-process)")
+        p.add_argument("--token", help="gateway token (or KGFLOW_GATEWAY_TOKEN)")
         store_args(p)
         bus_args(p)
         p.set_defaults(func=run)
 
 
-def _request(a: argparse.Namespace) -> tuple[Service, BaseModel]:
-    scope: dict[str, Any] = {"user": a.user}
-    if a.command == "communities":
-        scope["collection"] = a.collection
-        if a.what == "build":
-            return COMMUNITY_BUILD, BuildCommunities(**scope)
-        return COMMUNITIES, ListCommunities(**scope, level=a.level, limit=a.limit)
-    if a.command == "collections":
-        if a.what == "list":
-            return DOCUMENTS, ListCollections(**scope)
-        return DOCUMENT_STORE, DeleteCollection(**scope, collection=a.name)
-    scope["collection"] = a.collection
-    if a.what == "list":
-        return DOCUMENTS, ListDocuments(**scope, limit=a.limit)
-    return DOCUMENT_STORE, DeleteDocuments(**scope, document_ids=a.ids)
-
-
 async def run(a: argparse.Namespace) -> int:
-    """Send the command's request and print the answer as JSON."""
-    service, req = _request(a)
-    async with flow_bus(a) as bus, service_client(bus, service, a.flow, TIMEOUT_S) as client:
-        res = await client.request(req)
-    out = res.model_dump(exclude_defaults=True, exclude={"schema_version", "end_of_stream"}, mode="json")
-    print(json.dumps(out or {"ok": True}, indent=1, ensure_ascii=False))
-    if a.command == "collections" and a.what == "delete":
-        print(f"deleted collection {a.user}/{a.name}", file=sys.stderr)
+    """Run the command through the API and print the answer as JSON; a delete of something that
+    does not exist is an error naming it (exit 1), an empty list a list with a note on stderr."""
+    async with client(a, TIMEOUT_S) as kg:
+        if a.what == "list":
+            if a.command == "communities":
+                items: list[Any] = await kg.communities(a.collection, a.level, a.limit)
+            elif a.command == "collections":
+                items = await kg.collections()
+            else:
+                items = await kg.documents(a.collection, a.limit)
+            return _print_list(a, items)
+        if a.command == "communities":
+            _print(await kg.build_communities(a.collection))
+            return 0
+        if a.command == "collections":
+            deleted = await kg.delete_collection(a.name)
+            _print({"deleted": int(deleted)})
+            if deleted:
+                print(f"deleted collection {a.user}/{a.name}", file=sys.stderr)
+                return 0
+            names = ", ".join(c.collection for c in await kg.collections()) or "none"
+            print(f"kgflow: error: collection {a.name!r} not found (collections of user {a.user!r}: {names})",
+                  file=sys.stderr)  # fmt: skip
+            return 1
+        res = await kg.delete_documents(a.ids, a.collection)
+    _print({"deleted": res.deleted, **({"not_found": res.not_found} if res.not_found else {})})
+    if res.not_found:
+        print(f"kgflow: error: not found in {a.user}/{a.collection}: {', '.join(res.not_found)}", file=sys.stderr)
+        return 1
+    print(f"deleted {res.deleted} documents from {a.user}/{a.collection}", file=sys.stderr)
+    return 0
+
+
+def _print(out: BaseModel | dict[str, Any]) -> None:
+    if isinstance(out, BaseModel):
+        out = out.model_dump(exclude_defaults=True, exclude={"schema_version", "end_of_stream"}, mode="json")
+    print(json.dumps(out, indent=1, ensure_ascii=False))
+
+
+def _print_list(a: argparse.Namespace, items: list[Any]) -> int:
+    _print({a.command: [i.model_dump(mode="json", exclude_defaults=True) for i in items]})
+    if not items:
+        where = f"user {a.user!r}" if a.command == "collections" else f"{a.user}/{a.collection}"
+        print(f"no {a.command} for {where}", file=sys.stderr)
     return 0

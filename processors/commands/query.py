@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
-import os
+import math
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,19 +17,16 @@ from pydantic import BaseModel, ValidationError
 
 from processors.base.client import RemoteError, RequestTimeout
 from processors.base.settings import describe_errors
-from processors.commands.connect import flow_bus, require_data, service_client
-from processors.commands.options import runtime_settings
+from processors.commands.connect import client, require_data
 from schemas.base import Response
-from schemas.documents import Scope
-from schemas.drift import DriftRequest, DriftResponse
+from schemas.documents import Chunk, Scope
+from schemas.drift import DriftProgress, DriftRequest, DriftResponse
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
 from schemas.kg_query import KgQueryRequest, KgQueryResponse
 from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
-from schemas.retrieval import Citation
+from schemas.retrieval import Citation, DocumentRef
+from schemas.scope import MetadataValue
 from schemas.services import DRIFT, GRAPH_RAG, KG_QUERY, LAZY_RAG, Service
-
-Ask = Callable[[BaseModel], Awaitable[Any]]
-Stream = Callable[[BaseModel], AsyncIterator[Any]]
 
 
 @dataclass(frozen=True)
@@ -41,7 +37,7 @@ class QueryKind:
     request: Callable[[argparse.Namespace, str, dict[str, Any]], BaseModel]
     to_json: Callable[[str, Any], dict[str, Any]]
     show: Callable[[Any], None]
-    progress: Callable[[Any], None] | None = None  # shows a streamed progress response (stderr)
+    progress: Callable[[Any], None] | None = None  # shows a streamed progress step (stderr)
 
 
 def parse_params(service: Service, pairs: list[str]) -> dict[str, Any]:
@@ -56,14 +52,29 @@ def parse_params(service: Service, pairs: list[str]) -> dict[str, Any]:
     return out
 
 
+def scope_values(text: str) -> list[MetadataValue]:
+    """What `--scope KEY=VALUE` matches: a number, `true` or `false` matches that value and the
+    same text (metadata loaded as `{"year": 2024}` or as `{"year": "2024"}`); a JSON string in
+    quotes (`'"2024"'`) only that string; anything else, the text as written."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return [text]
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, bool | int | float) and math.isfinite(value):
+        return [value, text]
+    return [text]  # null, NaN, a list or an object: the text itself
+
+
 def parse_scope(a: argparse.Namespace) -> Scope | None:
     """--scope-document ID ... and --scope KEY=VALUE ... as a scope (None when neither is given)."""
-    meta: dict[str, list[str]] = {}
+    meta: dict[str, list[MetadataValue]] = {}
     for pair in getattr(a, "scope", None) or []:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise ValueError(f"bad --scope {pair!r}: expected KEY=VALUE")
-        meta.setdefault(key, []).append(value)
+        meta.setdefault(key, []).extend(scope_values(value))
     docs = getattr(a, "scope_document", None) or None
     if docs is None and not meta:
         return None
@@ -98,6 +109,19 @@ def _graph_rag_text(res: GraphRagResponse) -> None:
         )
 
 
+def _source(d: DocumentRef, chunks: list[Chunk]) -> str:
+    """A source document as a reader cites it: title (id, the pages of its retrieved chunks, the
+    page of the best chunk first)."""
+    pages = list(dict.fromkeys(c.page for c in chunks if c.document_id == d.id and c.page))
+    where = f", p. {', '.join(str(p) for p in pages[:6])}" if pages else ""
+    return f"{d.title or d.id} ({d.id}{where})"
+
+
+def _cited(c: Citation) -> str:
+    where = f", p. {c.page}" if c.page else (f", {c.section}" if c.section else "")
+    return f"{c.document_name} ({c.chunk_id}{where})"
+
+
 def _document_json(question: str, res: Response) -> dict[str, Any]:
     """A document service's response as the CLI's JSON (`answer` is its `response`)."""
     out = res.model_dump(mode="json", exclude={"schema_version", "error", "end_of_stream", "message_type", "progress"})
@@ -109,7 +133,7 @@ def _lazy_rag_text(res: LazyRagResponse) -> None:
     if res.missing_info:
         print("\nmissing: " + "; ".join(res.missing_info))
     if res.documents:
-        print("\nsources: " + "; ".join(f"{d.title or d.id} ({d.id})" for d in res.documents[:5]))
+        print("\nsources: " + "; ".join(_source(d, res.chunks) for d in res.documents[:5]))
     if res.stats:
         print(
             f"\n(confidence {res.confidence:.2f}; {len(res.chunks)} chunks, {len(res.entities)} entities; "
@@ -123,7 +147,7 @@ def _kg_query_text(res: KgQueryResponse) -> None:
     if res.response.startswith("No language model") and res.context:
         print("\n" + res.context)
     if res.references:
-        print("\nreferences: " + "; ".join(f"{d.title or d.id} ({d.id})" for d in res.references[:8]))
+        print("\nreferences: " + "; ".join(_source(d, res.chunks) for d in res.references[:8]))
     if res.stats and res.tokens:
         print(
             f"\n(mode {res.mode}; {len(res.entities)} entities, {len(res.relationships)} relationships, "
@@ -135,12 +159,12 @@ def _kg_query_text(res: KgQueryResponse) -> None:
 def _drift_text(res: DriftResponse) -> None:
     print(res.response)
     for f in res.key_facts:
-        refs = ", ".join(f"{c.document_name} ({c.chunk_id})" if isinstance(c, Citation) else c for c in f.citations)
+        refs = ", ".join(_cited(c) if isinstance(c, Citation) else c for c in f.citations)
         print(f"- {f.fact}" + (f"  [{refs}]" if refs else ""))
     if res.residual_uncertainty:
         print("\nuncertain: " + res.residual_uncertainty)
     if res.documents:
-        print("\nsources: " + "; ".join(f"{d.title or d.id} ({d.id})" for d in res.documents[:5]))
+        print("\nsources: " + "; ".join(_source(d, res.chunks) for d in res.documents[:5]))
     if res.stats:
         st = res.stats
         print(
@@ -150,10 +174,8 @@ def _drift_text(res: DriftResponse) -> None:
         )
 
 
-def _drift_progress(res: DriftResponse) -> None:
-    if res.progress is not None:
-        p = res.progress
-        print(f"[{p.progress_pct:3d}%] {p.phase}: {p.thought_summary}", file=sys.stderr, flush=True)
+def _drift_progress(p: DriftProgress) -> None:
+    print(f"[{p.progress_pct:3d}%] {p.phase}: {p.thought_summary}", file=sys.stderr, flush=True)
 
 
 def _asked(a: argparse.Namespace, q: str) -> dict[str, Any]:
@@ -183,39 +205,9 @@ KINDS: dict[str, QueryKind] = {
 }
 
 
-@contextlib.asynccontextmanager
-async def _streamer(a: argparse.Namespace, kind: QueryKind) -> AsyncIterator[Stream]:
-    """Every response to a request (progress, then the answer), from the flow or a gateway."""
-    if a.url:
-        from processors.gateway.client import GatewayClient
-
-        async with GatewayClient(a.url, a.token or os.environ.get("KGFLOW_GATEWAY_TOKEN")) as gw:
-            yield lambda req: gw.stream_call(kind.service, a.flow, req)
-        return
-    timeout = runtime_settings(a).request_timeout_s
-    require_data(a)
-    async with flow_bus(a) as bus, service_client(bus, kind.service, a.flow, timeout) as client:
-        yield client.stream
-
-
-@contextlib.asynccontextmanager
-async def _asker(a: argparse.Namespace, kind: QueryKind, progress: bool) -> AsyncIterator[Ask]:
-    """The answer to a request (its last response), showing progress responses if `progress`."""
-    async with _streamer(a, kind) as stream:
-
-        async def ask(req: BaseModel) -> Any:
-            last = None
-            async for res in stream(req):
-                if progress and kind.progress is not None and not res.end_of_stream:
-                    kind.progress(res)
-                last = res
-            return last
-
-        yield ask
-
-
 async def run_query(a: argparse.Namespace) -> int:
-    """Answer one question, or every line of --batch (JSON lines, in input order)."""
+    """Answer one question, or every line of --batch (JSON lines, in input order). Exit 1 when the
+    collection is empty or unknown (a misspelling, another --home), once warned on stderr."""
     if bool(a.question) == bool(a.batch):
         raise ValueError("give a QUESTION or --batch FILE (not both)")
     kind = KINDS[a.what]
@@ -227,9 +219,11 @@ async def run_query(a: argparse.Namespace) -> int:
         except ValidationError as e:
             raise ValueError(f"invalid request: {describe_errors(e)}") from None
 
-    async with _asker(a, kind, progress=bool(a.question)) as ask:
+    if not a.url:
+        require_data(a)
+    async with client(a) as kg:
         if a.question:
-            res: Response = await ask(request(a.question))
+            res: Response = await kg.ask(kind.service, request(a.question), kind.progress)
             if a.json:
                 print(json.dumps(kind.to_json(a.question, res), ensure_ascii=False))
             else:
@@ -241,16 +235,22 @@ async def run_query(a: argparse.Namespace) -> int:
         questions = [ln.split("\t", 1)[0].strip() for ln in a.batch.read_text(encoding="utf-8").splitlines()]
         questions = [q for q in questions if q]
         slots = asyncio.Semaphore(max(1, a.parallel))
+        unknown: list[str] = []
 
         async def one(q: str) -> dict[str, Any]:
             async with slots:
                 try:
-                    return kind.to_json(q, await ask(request(q)))
+                    res = await kg.ask(kind.service, request(q))
                 except (RemoteError, RequestTimeout, ValueError) as e:
                     return {"question": q, "error": {"type": getattr(e, "type", type(e).__name__), "message": str(e)}}
+                unknown.extend(w.message for w in getattr(res, "warnings", []) if w.type == "unknown-collection")
+                return kind.to_json(q, res)
 
         tasks = [asyncio.create_task(one(q)) for q in questions]
         for t in tasks:  # in input order, each as soon as it and those before it are done
             print(json.dumps(await t, ensure_ascii=False), flush=True)
         print(f"answered {len(questions)} questions", file=sys.stderr)
+    if unknown:
+        print(f"kgflow: warning: {unknown[0]}", file=sys.stderr)
+        return 1
     return 0

@@ -33,7 +33,7 @@ def _gateway(system: System, port: int | None) -> Any:
     from processors.gateway.service import GatewayProcessor, GatewaySettings
 
     settings = from_env(GatewaySettings, {"port": port}, prefix="KGFLOW_GATEWAY_")
-    return GatewayProcessor(system.bus, system.runtime, settings)
+    return GatewayProcessor(system.bus, system.runtime, settings, home=system.store_settings.home)
 
 
 def _print_explorer(gw: Any) -> None:
@@ -71,18 +71,21 @@ async def up(a: argparse.Namespace) -> int:
 
 
 async def run(a: argparse.Namespace) -> int:
-    """Run one processor until SIGTERM."""
+    """Run one processor (or several, in this one process: e.g. a documents-flow worker) until SIGTERM."""
     rt = runtime_settings(a)
     serve_metrics(rt.metrics_port, rt.metrics_host)
-    processor_entry(a.processor)  # an unknown name fails here, before the bus is opened
+    names = list(dict.fromkeys(a.processor))
+    for name in names:
+        processor_entry(name)  # an unknown name fails here, before the bus is opened
     system = System(make_bus(rt), store_settings(a), rt)
     try:
-        proc = _gateway(system, a.gateway_port) if a.processor == GATEWAY.name else system.build(a.processor)
-        await proc.start()
-        system.processors.append(proc)
-        print(f"kgflow run: {a.processor} ready", file=sys.stderr, flush=True)
-        if a.processor == GATEWAY.name:
-            _print_explorer(proc)
+        for name in names:
+            proc = _gateway(system, a.gateway_port) if name == GATEWAY.name else system.build(name)
+            await proc.start()
+            system.processors.append(proc)
+            print(f"kgflow run: {name} ready", file=sys.stderr, flush=True)
+            if name == GATEWAY.name:
+                _print_explorer(proc)
         await _wait_for_signal()
     finally:
         await system.stop()

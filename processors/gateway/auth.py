@@ -63,6 +63,8 @@ class Authenticator:
         token = token if token is not None else os.environ.get("KGFLOW_GATEWAY_TOKEN")
         token_file = token_file if token_file is not None else os.environ.get("KGFLOW_GATEWAY_TOKEN_FILE")
         tokens: dict[str, str | None] = {}
+        if token and not token.strip():  # a token nobody can send must not count as configured
+            raise ValueError("KGFLOW_GATEWAY_TOKEN is blank: set a token, or unset it for an open gateway on loopback")
         if token:
             tokens[token.strip()] = None
         if token_file:

@@ -12,16 +12,23 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel
 
 from processors.base.bus import Bus
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
 from processors.base.config_client import CONFIG_TIMEOUT_S, ConfigWatcher, config_client
 from processors.base.registry import server_of
+from processors.gateway import tg_config as tgc
 from processors.gateway import tg_documents as tgd
+from processors.gateway import tg_flow as tgf
+from processors.gateway import tg_workspace as tgw
 from processors.gateway import translate as tr
 from processors.gateway.auth import AuthError, Principal
-from schemas.documents import DeleteCollection, ListCollections
+from processors.gateway.tg_library import LibraryStore
+from schemas.documents import CollectionInfo, DeleteCollection, ListCollections
 from schemas.flows import ConfigState, FlowRequest, FlowResponse
 from schemas.services import (
     COMMUNITIES,
@@ -42,6 +49,7 @@ from schemas.services import (
     Service,
 )
 from schemas.terms import Triple
+from schemas.text_completion import TextCompletionRequest
 from schemas.topics import topic
 from schemas.triples import MAX_BATCH, StoreTriples, TriplesResponse
 
@@ -59,7 +67,7 @@ KGFLOW_SERVICES: dict[str, Service] = {
 }
 # Operations a client may not send through the gateway: the document-load flow's own writes (a
 # stored record is trusted to be what indexing built: its vectors, links and ownership).
-INTERNAL_OPERATIONS: dict[str, frozenset[str]] = {DOCUMENT_STORE.name: frozenset({"store"})}
+INTERNAL_OPERATIONS: dict[str, frozenset[str]] = {DOCUMENT_STORE.name: frozenset({"store", "write-mark"})}
 # TrustGraph service names kgflow answers with a service of its own (see tg_documents.py).
 TRUSTGRAPH_ALIASES: dict[str, Service] = {
     "document-rag": LAZY_RAG,
@@ -67,8 +75,9 @@ TRUSTGRAPH_ALIASES: dict[str, Service] = {
     "document-load": DOCUMENT_LOAD,
 }
 FLOW_SERVICES: dict[str, Service] = {**TRUSTGRAPH_SERVICES, **KGFLOW_SERVICES}
-WORKSPACE_SERVICES = ("flow", "config", "collection-management")
+WORKSPACE_SERVICES = ("flow", "config", "collection-management", "librarian")
 DEFAULT_FLOW = "default"
+LOAD_TIMEOUT_S = 3600.0  # a batch of documents in kgflow's own document-load form
 FLOW_WRITE_OPS = ("put-blueprint", "delete-blueprint", "start-flow", "stop-flow")
 
 
@@ -88,9 +97,11 @@ class GatewayError(Exception):
 class Dispatcher:
     """Knows the running flows (following the config) and holds one bus client per (service, flow)."""
 
-    def __init__(self, bus: Bus, timeout_s: float) -> None:
+    def __init__(self, bus: Bus, timeout_s: float, home: Path | None = None) -> None:
         self.bus = bus
         self.timeout_s = timeout_s
+        # TrustGraph's library, in the gateway's home (None: a gateway with no home has none)
+        self.library = LibraryStore(home / "library") if home is not None else None
         self.config = ConfigState()
         self._watcher = ConfigWatcher(bus, self._on_config)
         self._config_client = config_client(bus, timeout_s=min(timeout_s, CONFIG_TIMEOUT_S))
@@ -123,6 +134,17 @@ class Dispatcher:
         res = await self._config_client.request(FlowRequest(operation="get-config"))
         if res.config is not None and res.config.version >= self.config.version:
             await self._on_config(res.config)
+
+    async def refresh(self) -> None:
+        """Fetch the config now (not only on the next push)."""
+        self._refreshed = 0.0
+        await self._refresh()
+
+    async def config_request(self, req: FlowRequest) -> FlowResponse:
+        """A change to the flow registry, then the config it leads to (so the next read sees it)."""
+        res: FlowResponse = await self._config_client.request(req)
+        await self.refresh()
+        return res
 
     async def _client(self, service: Service, flow: str) -> RequestResponseClient[Any]:
         """The client of `service` in running flow `flow` (errors for unknown flows/services)."""
@@ -165,7 +187,7 @@ class Dispatcher:
         streaming_allowed: bool = True,
     ) -> AsyncIterator[Frame]:
         """Frames answering one request; raises GatewayError (never anything else)."""
-        with _as_gateway_errors():
+        with as_gateway_errors():
             user = principal.resolve(workspace)
             if flow is None:
                 inner = self._workspace_service(principal, user, service, request)
@@ -180,8 +202,25 @@ class Dispatcher:
         if service in TRUSTGRAPH_ALIASES:
             async for frame in self._trustgraph_alias(user, service, flow, wire, streaming_allowed):
                 yield frame
+        elif service == "prompt":
+            system, prompt, streaming = tgc.prompt_call(wire, self.config.items, user)
+            client = await self._client(TEXT_COMPLETION, flow)
+            req_p = TextCompletionRequest(system=system, prompt=prompt, streaming=streaming and streaming_allowed)
+            async for res in client.stream(req_p):
+                yield tgf.prompt_frame(res), res.end_of_stream
+        elif service == RERANKER.name and tgf.is_trustgraph_rerank(wire):
+            reqs, limit = tgf.rerank_requests(wire, user)
+            client = await self._client(RERANKER, flow)
+            ids, results = tgf.document_ids(wire), []
+            for qid, req_r in reqs:
+                results += tgf.rerank_results(qid, await client.request(req_r), ids, limit)
+            yield {"results": results}, True
+        elif service in tgw.NOT_SUPPORTED_SERVICES:
+            raise tgw.refuse(service)
         elif service not in FLOW_SERVICES:
-            raise GatewayError("unknown-service", f"no flow service {service!r}; known: {', '.join(_known())}")
+            raise GatewayError(
+                "unknown-service", f"flow service {service!r} is not supported by kgflow; known: {', '.join(_known())}"
+            )
         elif service in KGFLOW_SERVICES:
             op = wire.get("operation") if isinstance(wire, dict) else None
             if op in INTERNAL_OPERATIONS.get(service, ()):
@@ -220,6 +259,9 @@ class Dispatcher:
             client = await self._client(FLOW_SERVICES[service], flow)
             yield tr.graph_embeddings_response_to_wire(await client.request(req_ge)), True
         else:  # text-completion
+            if isinstance(wire, dict) and wire.get("operation") == "list-models":
+                raise tr.NotSupported("text-completion list-models is not supported by kgflow (a flow has one model: "
+                                      "its `llm-model` parameter)")  # fmt: skip
             req_tc = tr.text_completion_request(wire)
             if not streaming_allowed:
                 req_tc = req_tc.model_copy(update={"streaming": False})
@@ -238,14 +280,19 @@ class Dispatcher:
             req = tgd.document_rag_request(wire, user)
             res = await client.request(req, max(self.timeout_s, (req.timeout_s or 0) + 5))
             yield tgd.document_rag_response_to_wire(res), True
+        elif service == "document-load" and isinstance(wire, dict) and "documents" in wire:  # kgflow's own form
+            req_k = tr.kgflow_request(DOCUMENT_LOAD, wire, user)
+            async for res in client.stream(req_k, max(self.timeout_s, LOAD_TIMEOUT_S)):
+                yield tr.kgflow_response_to_wire(res), res.end_of_stream
         elif streaming_allowed and isinstance(wire, dict) and wire.get("streaming") is True:  # a kgflow extra
-            async for res in client.stream(tgd.text_load_request(wire, user)):
+            # decoding a document (up to the frame limit, in any charset) runs off the event loop
+            async for res in client.stream(await tgd.text_load_request(wire, user)):
                 if res.end_of_stream:
                     yield tgd.load_response_to_wire(res), True
                 else:
                     yield {"stage": res.stage, "done": res.done}, False
         else:
-            yield tgd.load_response_to_wire(await client.request(tgd.text_load_request(wire, user))), True
+            yield tgd.load_response_to_wire(await client.request(await tgd.text_load_request(wire, user))), True
 
     async def _documents_flow(self) -> str:
         """The flow collection-management goes through: `default`, else the first flow with documents."""
@@ -258,15 +305,29 @@ class Dispatcher:
                 return name
         raise GatewayError("unavailable", "no running flow has a documents service (start the `default` flow)")
 
+    async def ask(self, service: Service, flow: str, request: BaseModel) -> AsyncIterator[Any]:
+        """The responses of one kgflow request to `service` in `flow` (already scoped to its user), until
+        the last; raises GatewayError (the chat routes' way in: they build kgflow requests themselves)."""
+        with as_gateway_errors():
+            client = await self._client(service, flow)
+            timeout = max(self.timeout_s, (getattr(request, "timeout_s", None) or 0) + 5)
+            async for res in client.stream(request, timeout):
+                yield res
+
+    async def list_collections(self, user: str) -> list[CollectionInfo]:
+        """The collections of `user` (through the documents service of the documents flow)."""
+        with as_gateway_errors():
+            client = await self._client(DOCUMENTS, await self._documents_flow())
+            return list((await client.request(ListCollections(user=user))).collections)
+
     async def _collections(self, user: str, wire: Any) -> AsyncIterator[Frame]:
         op, collection = tgd.collection_operation(wire)
-        flow = await self._documents_flow()
         if op == "list-collections":
-            res = await (await self._client(DOCUMENTS, flow)).request(ListCollections(user=user))
-            yield tgd.collections_to_wire(res.collections, wire.get("tag_filter")), True
-        else:
-            await (await self._client(DOCUMENT_STORE, flow)).request(DeleteCollection(user=user, collection=collection))
-            yield {}, True
+            yield tgd.collections_to_wire(await self.list_collections(user), wire.get("tag_filter")), True
+            return
+        flow = await self._documents_flow()
+        await (await self._client(DOCUMENT_STORE, flow)).request(DeleteCollection(user=user, collection=collection))
+        yield {}, True
 
     async def _workspace_service(
         self, principal: Principal, user: str, service: str, wire: Any
@@ -284,17 +345,19 @@ class Dispatcher:
                 await self._refresh()
             yield tr.flow_response_to_wire(req.operation, res), True
         elif service == "config":
-            op = wire.get("operation") if isinstance(wire, dict) else None
-            if op == "list":
-                yield {"directory": []}, True
-            elif op in ("get", "getvalues"):
-                yield {"values": []}, True
-            else:
-                raise GatewayError("bad-request", f"operation: config operation {op!r} is not supported by kgflow")
+            async for frame in tgw.config(self, principal, user, wire):
+                yield frame
+        elif service == "librarian":
+            async for frame in tgw.librarian(self, user, wire):
+                yield frame
+        elif service == "iam":
+            yield tgw.iam(principal, user, wire), True
+        elif service in tgw.NOT_SUPPORTED_SERVICES:
+            raise tgw.refuse(service)
         else:
             raise GatewayError(
                 "unknown-service",
-                f"no service {service!r} (flow services need a `flow`; workspace services: "
+                f"service {service!r} is not supported by kgflow (flow services need a `flow`; workspace services: "
                 f"{', '.join(WORKSPACE_SERVICES)})",
             )
 
@@ -302,7 +365,7 @@ class Dispatcher:
         self, principal: Principal, workspace: object, flow: str, collection: str, triples: list[Triple]
     ) -> int:
         """Store imported triples in `flow`'s stores; tells caches the collection changed."""
-        with _as_gateway_errors():
+        with as_gateway_errors():
             user = principal.resolve(workspace)
             if not triples:
                 return 0
@@ -316,16 +379,18 @@ class Dispatcher:
 
 def _known() -> list[str]:
     """Every flow service name the gateway answers."""
-    return [*FLOW_SERVICES, *TRUSTGRAPH_ALIASES]
+    return [*FLOW_SERVICES, *TRUSTGRAPH_ALIASES, "prompt"]
 
 
 @contextlib.contextmanager
-def _as_gateway_errors() -> Iterator[None]:
+def as_gateway_errors() -> Iterator[None]:
     """Every failure of a request as a GatewayError: a bug still ends in an error frame."""
     try:
         yield
     except GatewayError:
         raise
+    except tr.NotSupported as e:
+        raise GatewayError("not-supported", str(e)) from None
     except tr.BadRequest as e:
         raise GatewayError("bad-request", str(e)) from None
     except (AuthError, RemoteError) as e:

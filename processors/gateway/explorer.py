@@ -66,4 +66,5 @@ def add_routes(app: web.Application, folder: Path = STATIC) -> None:
     """Register `/` and `/static/{name}` (reads the built files now, at startup)."""
     explorer = Explorer(folder)
     app.router.add_get("/", explorer.index)
+    app.router.add_get("/index.html", explorer.index)  # where TrustGraph's status check looks for a UI
     app.router.add_get("/static/{name}", explorer.asset)

@@ -17,13 +17,14 @@ import logging
 import time
 from typing import Any
 
-from aiohttp import web
+from aiohttp import WSCloseCode, web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from processors.gateway import metrics
+from processors.gateway import metrics, tg_bulk, tg_metrics
+from processors.gateway import tg_workspace as tgw
 from processors.gateway import translate as tr
 from processors.gateway.auth import Authenticator, AuthError, Principal
-from processors.gateway.dispatch import Dispatcher, GatewayError
+from processors.gateway.dispatch import Dispatcher, GatewayError, as_gateway_errors
 from processors.gateway.importer import ImportSession
 from schemas.services import TRIPLES
 
@@ -48,8 +49,11 @@ def _principal(request: web.Request, auth: Authenticator, url_token: bool = Fals
 
 
 def error_response(type_: str, message: str) -> web.Response:
-    """An error body with the status of its type."""
-    return web.json_response({"error": {"type": type_, "message": message}}, status=STATUS.get(type_, 500))
+    """An error body with the status of its type. `not-supported` (a TrustGraph service or operation kgflow
+    does not have) is answered 200 with the error in the body, as TrustGraph's own gateway answers
+    application errors: trustgraph-cli shows only `Status code N` for anything but a 200."""
+    status = 200 if type_ == "not-supported" else STATUS.get(type_, 500)
+    return web.json_response({"error": {"type": type_, "message": message}}, status=status)
 
 
 def _auth_response(e: AuthError) -> web.Response:
@@ -59,10 +63,13 @@ def _auth_response(e: AuthError) -> web.Response:
 class RestHandlers:
     """aiohttp handlers bound to one dispatcher."""
 
-    def __init__(self, dispatcher: Dispatcher, auth: Authenticator, max_body_bytes: int) -> None:
+    def __init__(
+        self, dispatcher: Dispatcher, auth: Authenticator, max_body_bytes: int, prometheus_url: str | None = None
+    ) -> None:
         self.dispatcher = dispatcher
         self.auth = auth
         self.max_body_bytes = max_body_bytes
+        self.prometheus_url = prometheus_url
 
     async def _body(self, request: web.Request) -> dict[str, Any]:
         """The request's JSON object; anything else is a GatewayError (bad-request, frame-too-large)."""
@@ -130,6 +137,66 @@ class RestHandlers:
             return _auth_response(e)
         return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
+    async def metrics_query(self, request: web.Request) -> web.Response:
+        """`GET /api/metrics/{path}`: Prometheus' query API (tg_metrics.py); a token as for /api/metrics."""
+        try:
+            _principal(request, self.auth)
+        except AuthError as e:
+            return _auth_response(e)
+        return await tg_metrics.answer(request, self.prometheus_url)
+
+    async def document_stream(self, request: web.Request) -> web.Response:
+        """`GET /api/v1/document-stream?document-id=&workspace=`: a library document's content."""
+        try:
+            user = _principal(request, self.auth).resolve(request.query.get("workspace"))
+            doc_id = request.query.get("document-id") or ""
+            with as_gateway_errors():
+                content = await tgw.document_stream(self.dispatcher, user, doc_id)
+        except AuthError as e:
+            return _auth_response(e)
+        except GatewayError as e:
+            return error_response(e.type, e.message)
+        return web.Response(body=content, content_type="application/octet-stream")
+
+    async def _bulk_socket(self, request: web.Request) -> tuple[web.WebSocketResponse, Principal | None]:
+        ws = web.WebSocketResponse(max_msg_size=self.max_body_bytes * 4, heartbeat=30.0)
+        await ws.prepare(request)
+        try:
+            principal = _principal(request, self.auth, url_token=True)
+            principal.resolve(request.query.get("workspace"))
+        except AuthError as e:
+            await ws.send_json({"error": {"type": e.type, "message": e.message}})
+            await ws.close()
+            return ws, None
+        return ws, principal
+
+    async def import_entity_contexts(self, request: web.Request) -> web.WebSocketResponse:
+        """`tg-load-knowledge`'s entity contexts (tg_bulk.py): read, not stored."""
+        ws, principal = await self._bulk_socket(request)
+        if principal is not None:
+            await tg_bulk.import_entity_contexts(ws)
+        return ws
+
+    async def export_document_embeddings(self, request: web.Request) -> web.WebSocketResponse:
+        """`tg-save-doc-embeds` (tg_bulk.py): every chunk's embedding, then open until the client leaves."""
+        ws, principal = await self._bulk_socket(request)
+        if principal is not None:
+            await tg_bulk.export_document_embeddings(
+                ws, self.dispatcher, principal, request.query.get("workspace"), request.match_info["flow"]
+            )
+        return ws
+
+    async def not_supported(self, request: web.Request) -> web.StreamResponse:
+        """A TrustGraph endpoint kgflow does not have: refused at once (a websocket is accepted, told, closed)."""
+        message = f"{request.path} ({tgw.endpoint_feature(request.path)}) is not supported by kgflow"
+        if request.headers.get("Upgrade", "").lower() == "websocket":
+            ws = web.WebSocketResponse()
+            await ws.prepare(request)
+            await ws.send_json({"error": {"type": "not-supported", "message": message}})
+            await ws.close(code=WSCloseCode.UNSUPPORTED_DATA, message=b"not supported by kgflow")
+            return ws
+        return error_response("not-supported", message)
+
     async def import_triples(self, request: web.Request) -> web.WebSocketResponse:
         """Bulk import (importer.ImportSession): frames written in batches, acknowledged or refused."""
         ws = web.WebSocketResponse(max_msg_size=self.max_body_bytes * 4, heartbeat=30.0)
@@ -150,6 +217,14 @@ def add_routes(app: web.Application, handlers: RestHandlers) -> None:
     """Register the REST routes (the socket route is added by the service)."""
     app.router.add_get("/api/v1/health", handlers.health)
     app.router.add_get("/api/metrics", handlers.metrics)
+    app.router.add_get("/api/metrics/{path:.+}", handlers.metrics_query)
+    app.router.add_get("/api/v1/document-stream", handlers.document_stream)
     app.router.add_get("/api/v1/flow/{flow}/import/triples", handlers.import_triples)
     app.router.add_post("/api/v1/flow/{flow}/service/{kind}", handlers.flow_service)
     app.router.add_post("/api/v1/{kind}", handlers.workspace_service)
+    app.router.add_get("/api/v1/flow/{flow}/import/entity-contexts", handlers.import_entity_contexts)
+    app.router.add_get("/api/v1/flow/{flow}/export/document-embeddings", handlers.export_document_embeddings)
+    # TrustGraph endpoints kgflow does not have: other bulk import/export sockets, IAM's auth routes
+    app.router.add_get("/api/v1/flow/{flow}/import/{kind}", handlers.not_supported)
+    app.router.add_get("/api/v1/flow/{flow}/export/{kind}", handlers.not_supported)
+    app.router.add_post("/api/v1/auth/{op}", handlers.not_supported)

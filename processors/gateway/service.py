@@ -7,17 +7,22 @@ and beyond loopback only with a token; with `tls_cert` + `tls_key` it speaks HTT
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import ssl
+from pathlib import Path
 
 from aiohttp import WSCloseCode, web
 from pydantic import BaseModel, Field
 
 from processors.base.bus import Bus
+from processors.base.metrics import PROCESSOR_INFO
 from processors.base.processor import Host
 from processors.base.settings import RuntimeSettings, from_env
 from processors.gateway import explorer
 from processors.gateway.auth import Authenticator
+from processors.gateway.chat import OpenAIRoutes, add_openai_routes
+from processors.gateway.chat_ollama import OllamaRoutes, add_ollama_routes
 from processors.gateway.dispatch import Dispatcher
 from processors.gateway.rest import RestHandlers, add_routes
 from processors.gateway.socket import SocketLimits, SocketSession
@@ -38,6 +43,7 @@ class GatewaySettings(BaseModel):
     tls_key: str | None = None  # its PEM private key file
     max_frame_bytes: int = Field(default=1 << 20, ge=1024)
     max_inflight: int = Field(default=64, ge=1, le=10000)
+    prometheus_url: str | None = None  # a Prometheus server for /api/metrics/query (else this process's metrics)
 
 
 def tls_context(settings: GatewaySettings) -> ssl.SSLContext | None:
@@ -55,15 +61,18 @@ def tls_context(settings: GatewaySettings) -> ssl.SSLContext | None:
 
 
 class GatewayProcessor:
-    """Serves `/api/v1/socket`, the REST API, triples import, health, metrics and the explorer page (`/`)."""
+    """Serves `/api/v1/socket`, the REST API, triples import, health, metrics, the chat routes (OpenAI's
+    `/v1/...`, Ollama's `/api/chat` ...) and the explorer page (`/`)."""
 
     name = "gateway"
 
-    def __init__(self, bus: Bus, runtime: RuntimeSettings, settings: GatewaySettings | None = None) -> None:
+    def __init__(
+        self, bus: Bus, runtime: RuntimeSettings, settings: GatewaySettings | None = None, home: Path | None = None
+    ) -> None:
         self.bus = bus
         self.settings = settings or from_env(GatewaySettings, prefix="KGFLOW_GATEWAY_")
         self.auth = Authenticator.from_env(self.settings.token, self.settings.token_file)
-        self.dispatcher = Dispatcher(bus, runtime.request_timeout_s)
+        self.dispatcher = Dispatcher(bus, runtime.request_timeout_s, home)  # home: where TrustGraph's library lives
         self.limits = SocketLimits(
             max_frame_bytes=self.settings.max_frame_bytes,
             max_inflight=self.settings.max_inflight,
@@ -81,13 +90,17 @@ class GatewayProcessor:
     @classmethod
     def create(cls, host: Host) -> GatewayProcessor:
         """A gateway on the host's bus (settings from KGFLOW_GATEWAY_*)."""
-        return cls(host.bus, host.runtime)
+        return cls(host.bus, host.runtime, home=host.store_settings.home)
 
     def app(self) -> web.Application:
         """The aiohttp application."""
         app = web.Application(client_max_size=self.settings.max_frame_bytes)
         app.router.add_get("/api/v1/socket", self._socket)
-        add_routes(app, RestHandlers(self.dispatcher, self.auth, self.settings.max_frame_bytes))
+        add_routes(
+            app, RestHandlers(self.dispatcher, self.auth, self.settings.max_frame_bytes, self.settings.prometheus_url)
+        )
+        add_openai_routes(app, OpenAIRoutes(self.dispatcher, self.auth, self.settings.max_frame_bytes))
+        add_ollama_routes(app, OllamaRoutes(self.dispatcher, self.auth, self.settings.max_frame_bytes))
         explorer.add_routes(app)
         app.on_shutdown.append(self._close_sockets)
         return app
@@ -131,6 +144,7 @@ class GatewayProcessor:
         sockets = getattr(site._server, "sockets", None) or []  # noqa: SLF001 - the bound port when port=0
         self.port = sockets[0].getsockname()[1] if sockets else port
         self.scheme = "https" if ssl_context else "http"
+        PROCESSOR_INFO.labels(self.name).set(1)
         notes = ["token required" if self.auth.enabled else "no token: loopback only"]
         if ssl_context is None and self.host not in LOOPBACKS:
             notes.append("plain HTTP beyond loopback: set KGFLOW_GATEWAY_TLS_CERT and KGFLOW_GATEWAY_TLS_KEY")
@@ -148,6 +162,8 @@ class GatewayProcessor:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+            with contextlib.suppress(KeyError):
+                PROCESSOR_INFO.remove(self.name)
         await self.dispatcher.stop()
 
     def __repr__(self) -> str:

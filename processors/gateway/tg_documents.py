@@ -5,19 +5,25 @@
   the summary as `response`, the documents it rests on as `sources`. One frame even when the client
   asked for a stream (lazy-rag writes its summary in one structured call).
 - `text-load` / `document-load` (TrustGraph's `flow.load_text` / `flow.load_document`) load one
-  base64 document through the documents flow; the title comes from an `rdfs:label`/`dc:title`
-  metadata triple about the document. Only text is understood (no PDF extraction).
+  base64 document through the documents flow: text, or (document-load) a PDF's text layer, a DOCX,
+  PPTX or HTML file, with its pages and headings; the title comes from an `rdfs:label`/`dc:title`
+  metadata triple about the document, else from the file. The gateway decodes it off the event
+  loop, in a charset documents are written in (not punycode or idna). (kgflow's own form of
+  `document-load`, `{"documents": [...]}` as in schemas/documents.py, is routed by the dispatcher.)
 - `collection-management`: `list-collections` (with kgflow's counts as the description) and
   `delete-collection` (every store); collections have no editable metadata in kgflow.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import codecs
 from typing import Any
 
-from processors.gateway.translate import DEFAULT_COLLECTION, BadRequest, require_object, validate_as
+from processors.gateway.translate import BadRequest, NotSupported, collection_of, require_object, validate_as
+from processors.ingest.documents.formats import MAX_FILE_BYTES, Extracted, UnreadableFile, extract
 from schemas.documents import CollectionInfo, Document, LoadDocuments, LoadResponse
 from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
 
@@ -31,6 +37,17 @@ TITLE_PREDICATES = (
     "http://schema.org/name",
 )
 COLLECTION_OPS = ("list-collections", "delete-collection")
+MAX_ENCODED_CHARS = MAX_FILE_BYTES * 4 // 3 + 4  # base64 of the largest document file
+# Codecs for domain names, not documents; punycode's decoder is quadratic (1 MB: 7 s of CPU).
+NOT_DOCUMENT_CHARSETS = {"punycode", "idna"}
+
+
+def codecs_name(charset: str) -> str:
+    """The codec's canonical name (`PunyCode` -> `punycode`), or the name as given if unknown."""
+    try:
+        return codecs.lookup(charset).name
+    except LookupError:
+        return charset
 
 
 def document_rag_request(wire: Any, user: str) -> LazyRagRequest:
@@ -42,7 +59,7 @@ def document_rag_request(wire: Any, user: str) -> LazyRagRequest:
     data: dict[str, Any] = {
         "user": user,
         "query": wire.get("query"),
-        "collection": wire.get("collection") or DEFAULT_COLLECTION,
+        "collection": collection_of(wire),
         "chunk_limit": min(limit, MAX_DOC_LIMIT),
     }
     if wire.get("scope") is not None:
@@ -79,29 +96,51 @@ def _title(wire_metadata: Any, doc_id: str) -> str:
     return ""
 
 
-def text_load_request(wire: Any, user: str) -> LoadDocuments:
-    """A TrustGraph `text-load` (`text`) or `document-load` (`data`) body as one document to load."""
+async def text_load_request(wire: Any, user: str) -> LoadDocuments:
+    """A TrustGraph `text-load` (`text`: text in `charset`) or `document-load` (`data`: a file — PDF,
+    DOCX, PPTX, HTML or text, told apart by its bytes, a `kind` content type or the id's
+    extension) body as one document to load. Decoding and file parsing run off the event loop and
+    are bounded by size; an unreadable file is refused with the reason."""
     wire = require_object(wire)
     field = "text" if "text" in wire else "data"
     encoded, doc_id = wire.get(field), wire.get("id")
     if not isinstance(encoded, str):
         raise BadRequest(f"invalid request: {field}: expected the document as base64")
+    if len(encoded) > MAX_ENCODED_CHARS:
+        raise BadRequest(f"invalid request: {field}: over {MAX_FILE_BYTES:,} bytes (the limit for one document)")
     if not isinstance(doc_id, str) or not doc_id:
         doc_id = str(doc_id) if isinstance(doc_id, int) else ""
     if not doc_id:
         raise BadRequest("invalid request: id: a document id is required")
     charset = wire.get("charset") or "utf-8"
+    kind = wire.get("kind") or wire.get("content-type") or ""
+    if not isinstance(charset, str) or not isinstance(kind, str):
+        raise BadRequest("invalid request: charset and kind are strings")
+    if codecs_name(charset) in NOT_DOCUMENT_CHARSETS:
+        raise BadRequest(f"invalid request: charset: {charset!r} is not a charset documents are written in")
+    found = await asyncio.to_thread(_decoded, encoded, field, doc_id, kind, charset)
+    title = _title(wire.get("metadata"), doc_id) or found.title
+    doc = validate_as(Document, {"id": doc_id, "title": title, "text": found.text, "sections": found.sections},
+                      "document.")  # fmt: skip
+    return validate_as(LoadDocuments, {"user": user, "collection": collection_of(wire), "documents": [doc]})
+
+
+def _decoded(encoded: str, field: str, doc_id: str, kind: str, charset: str) -> Extracted:
+    """The document's text: base64 decoded, then the text decoded or the file read (CPU work)."""
     try:
-        text = base64.b64decode(encoded, validate=True).decode(charset)
+        data = base64.b64decode(encoded, validate=True)
     except (binascii.Error, ValueError) as e:
-        raise BadRequest(f"invalid request: {field}: not base64 {charset} text ({e}); kgflow loads text only") from None
+        raise BadRequest(f"invalid request: {field}: not base64 ({e})") from None
+    try:
+        if field == "text":
+            return Extracted(data.decode(charset), [])
+        return extract(data, doc_id, kind, charset)
+    except UnicodeDecodeError as e:
+        raise BadRequest(f"invalid request: {field}: not {charset} text ({e.reason} at byte {e.start})") from None
     except LookupError:
         raise BadRequest(f"invalid request: charset: unknown charset {charset!r}") from None
-    title = _title(wire.get("metadata"), doc_id)
-    doc = validate_as(Document, {"id": doc_id, "title": title, "text": text}, "document.")
-    return validate_as(
-        LoadDocuments, {"user": user, "collection": wire.get("collection") or DEFAULT_COLLECTION, "documents": [doc]}
-    )
+    except UnreadableFile as e:
+        raise BadRequest(f"document {doc_id}: {e}") from None
 
 
 def load_response_to_wire(res: LoadResponse) -> dict[str, Any]:
@@ -116,7 +155,7 @@ def collection_operation(wire: Any) -> tuple[str, str | None]:
     wire = require_object(wire)
     op = wire.get("operation")
     if op not in COLLECTION_OPS:
-        raise BadRequest(
+        raise NotSupported(
             f"operation: collection-management operation {op!r} is not supported by kgflow "
             f"(supported: {', '.join(COLLECTION_OPS)}; collections have no editable metadata)"
         )

@@ -38,6 +38,13 @@ class BadRequest(ValueError):
     type = "bad-request"
 
 
+class NotSupported(ValueError):
+    """A TrustGraph service or operation kgflow does not have: refused at once (`not-supported`); the message
+    says "not supported by kgflow"."""
+
+    type = "not-supported"
+
+
 def _kebab(name: str) -> str:
     return name.replace("_", "-")
 
@@ -72,6 +79,13 @@ def _pick(wire: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
+def collection_of(wire: dict[str, Any]) -> Any:
+    """The request's collection: `default` when it names none; anything else as given, for the
+    schema to check (an empty or blank name is refused, never read as `default`)."""
+    value = wire.get("collection")
+    return DEFAULT_COLLECTION if value is None else value
+
+
 def require_object(wire: Any, what: str = "request") -> dict[str, Any]:
     """`wire` if it is a JSON object; a BadRequest otherwise."""
     if not isinstance(wire, dict):
@@ -80,14 +94,16 @@ def require_object(wire: Any, what: str = "request") -> dict[str, Any]:
 
 
 # --- terms -----------------------------------------------------------------------
-def loads(text: str | bytes) -> Any:
-    """Parse a client's JSON; anything unreadable (malformed, nested too deeply, not UTF-8) is a BadRequest."""
+def loads(text: str | bytes, field: str = "") -> Any:
+    """Parse a client's JSON (`field`: the field that held it as text); anything unreadable
+    (malformed, nested too deeply, not UTF-8) is a BadRequest."""
+    where = f"{field}: " if field else ""
     try:
         return json.loads(text)
     except RecursionError:
-        raise BadRequest("invalid request: JSON nested too deeply") from None
+        raise BadRequest(f"invalid request: {where}JSON nested too deeply") from None
     except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
-        raise BadRequest(f"invalid request: malformed JSON: {e}") from None
+        raise BadRequest(f"invalid request: {where}malformed JSON: {e}") from None
 
 
 def frame_id(text: str) -> str | None:
@@ -184,8 +200,9 @@ def graph_rag_response_from_wire(d: dict[str, Any]) -> GraphRagResponse:
 
 # --- kgflow's own services (no TrustGraph counterpart) -------------------------------------
 def kgflow_request(service: Service, wire: Any, user: str) -> BaseModel:
-    """A request of a kgflow service: its JSON with kebab- or snake-case names, for `user`."""
-    data = {_snake(k): v for k, v in require_object(wire).items() if v is not None and k != "user"}
+    """A request of a kgflow service: its JSON with kebab- or snake-case names, for `user` (the
+    `workspace` a REST body names has been resolved to `user` already)."""
+    data = {_snake(k): v for k, v in require_object(wire).items() if v is not None and k not in ("user", "workspace")}
     model = service.request
     if "collection" in getattr(model, "model_fields", {}):
         data.setdefault("collection", DEFAULT_COLLECTION)
@@ -221,7 +238,7 @@ class TriplesQuery:
 def triples_request(wire: Any, user: str) -> TriplesQuery:
     """A TrustGraph triples query (`s`/`p`/`o` compact terms, `g`, `limit`, `streaming`, `batch-size`)."""
     wire = require_object(wire)
-    data: dict[str, Any] = {"user": user, "collection": wire.get("collection") or DEFAULT_COLLECTION}
+    data: dict[str, Any] = {"user": user, "collection": collection_of(wire)}
     for pos in ("s", "p", "o"):
         if wire.get(pos) is not None:
             data[pos] = term_from_wire(wire[pos], pos)
@@ -298,10 +315,7 @@ def blueprint_from_wire(name: Any, definition: Any) -> Blueprint:
     Parameters may be plain values or `{"default": value, ...}` descriptions (as get-blueprint shows them).
     """
     if isinstance(definition, str):
-        try:
-            definition = json.loads(definition)
-        except ValueError as e:
-            raise BadRequest(f"invalid request: blueprint-definition: not JSON ({e})") from None
+        definition = loads(definition, "blueprint-definition")
     definition = dict(require_object(definition, "blueprint-definition"))
     params = definition.get("parameters") or {}
     if isinstance(params, dict):
@@ -364,8 +378,8 @@ def import_frame(wire: Any) -> tuple[str, list[Triple]]:
     meta = wire.get("metadata") or {}
     if not isinstance(meta, dict):
         raise BadRequest("invalid request: metadata: expected an object")
-    collection = meta.get("collection") or DEFAULT_COLLECTION
-    if not isinstance(collection, str) or len(collection) > 256:
+    collection = collection_of(meta)
+    if not isinstance(collection, str) or not collection.strip() or len(collection) > 256:
         raise BadRequest("invalid request: metadata.collection: expected a collection name")
     triples = wire.get("triples")
     if not isinstance(triples, list):

@@ -4,7 +4,9 @@ declares, as a protocol, the methods it uses."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
@@ -14,8 +16,10 @@ from processors.algorithms.bfs import Distances, DistanceSearch
 from processors.base.client import RemoteError, RequestTimeout
 from processors.base.errors import QueryTimeout, ServiceError
 from processors.base.processor import FlowContext
+from processors.models.embeddings.client import request_parts
 from processors.models.text_completion.prompting import ModelAnswer
 from processors.retrieval.common import Tenant, Usage
+from schemas.base import Notice
 from schemas.communities import CommunitiesOf, CommunityInfo, SearchCommunities, SummarizeCommunities
 from schemas.documents import (
     Chunk,
@@ -53,6 +57,20 @@ from schemas.text_completion import TextCompletionRequest
 from schemas.triples import DistancesQuery, NeighboursQuery
 
 CANDIDATES_PER_ENTITY = 32  # edges read per entity before the best are kept
+# The collection notices (unknown, incomplete) a request's entity searches met, for the service to
+# put in its answer as graph-rag does (see `collecting_notices`); None outside a collecting request.
+_NOTICES: ContextVar[list[Notice] | None] = ContextVar("collection_notices", default=None)
+
+
+@contextlib.contextmanager
+def collecting_notices() -> Iterator[list[Notice]]:
+    """The collection notices the entity searches made inside the block meet (each once)."""
+    found: list[Notice] = []
+    token = _NOTICES.set(found)
+    try:
+        yield found
+    finally:
+        _NOTICES.reset(token)
 
 
 class BusSources:
@@ -77,7 +95,10 @@ class BusSources:
         return (await self.embed_texts([text]))[0]
 
     async def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:
-        return (await self._call(EMBEDDINGS, EmbeddingsRequest(texts=list(texts)))).vectors
+        out: list[list[float]] = []
+        for part in request_parts(texts):  # any number of texts, in requests the service takes
+            out += (await self._call(EMBEDDINGS, EmbeddingsRequest(texts=part))).vectors
+        return out
 
     async def search_chunks(
         self,
@@ -115,6 +136,8 @@ class BusSources:
             user=t.user, collection=t.collection, vector=vector, text=text, limit=limit, scope=t.scope
         )
         res = await self._call(GRAPH_EMBEDDINGS, req)
+        if (found := _NOTICES.get()) is not None:
+            found.extend(w for w in res.warnings if w not in found)
         return [SeedEntity(id=m.entity.value, label=m.label, score=m.score, lexical=m.lexical) for m in res.entities]
 
     async def links(

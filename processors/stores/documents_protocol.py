@@ -4,14 +4,15 @@ inside the store's queries."""
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from processors.algorithms.passage_rank import PassageRankParams
+from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
 from schemas.communities import CommunityInfo
-from schemas.documents import Chunk, Document, DocumentInfo, Mention, Scope, SearchMode
+from schemas.documents import Chunk, Document, DocumentInfo, Mention, Scope
 
 
 @dataclass
@@ -37,7 +38,8 @@ class DocumentRecord:
     relations: list[Relation] = field(default_factory=list)
     owned: set[str] = field(default_factory=set)  # entities this document's indexing created
     keys: dict[str, str] = field(default_factory=dict)  # entity -> the concept key it was found by
-    title_entity: str | None = None  # the entity the document's title names (its subject)
+    aliases: dict[str, list[str]] = field(default_factory=dict)  # entity -> its other keys ("neil peart")
+    title_entity: str | None = None  # the document's subject (its title's, or its first sentence's)
 
 
 @dataclass
@@ -64,6 +66,23 @@ class CommunityRecord:
     top_chunks: list[str] = field(default_factory=list)
     vector: list[float] = field(default_factory=list)
     membership_hash: str = ""
+
+
+def tenant_token(user: str, collection: str) -> str:
+    """The token a collection's rows carry in a full-text index, matched inside every query (a
+    hash: word characters only, no user text in the index)."""
+    return "t" + hashlib.sha256(f"{user}\x1f{collection}".encode()).hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class ChunkQuery:
+    """What a question's chunk reads carry: the tenant, the question's vector (None: no dense
+    side) and the request's narrower scope."""
+
+    user: str
+    collection: str
+    vector: Sequence[float] | None
+    scope: Scope | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +116,16 @@ class DocumentStore(Protocol):
         """Delete documents and their chunks, mentions and relation provenance."""
         ...
 
+    async def claim(self, user: str, collection: str, concepts: Mapping[str, str]) -> None:
+        """Record that a document write creates these concepts (IRI -> key): owned by documents from
+        now on, written before any of their vectors or labels, so a write killed part-way leaves
+        them owned and the next write of the collection still knows it must complete them."""
+        ...
+
+    async def claimed(self, user: str, collection: str, iris: Sequence[str]) -> set[str]:
+        """Of `iris`, the concepts a document write created (owned)."""
+        ...
+
     async def delete_collection(self, user: str, collection: str) -> None:
         """Drop every document row of the collection."""
         ...
@@ -105,20 +134,28 @@ class DocumentStore(Protocol):
         """Content hash of each stored document of `ids`."""
         ...
 
-    async def search(
-        self,
-        user: str,
-        collection: str,
-        vector: Sequence[float] | None,
-        text: str | None,
-        mode: SearchMode,
-        limit: int,
-        scope: Scope | None = None,
-        params: PassageRankParams | None = None,
-        chunk_ids: Collection[str] | None = None,
-    ) -> list[Chunk]:
-        """The best chunks of the scope by vector and/or text, fused, or by graphrank (one store call);
-        with `chunk_ids`, only among those chunks (an exact search of them, not a filter of a top k)."""
+    async def candidates(
+        self, q: ChunkQuery, terms: Sequence[str], k: int, among: Sequence[str] | None = None
+    ) -> Candidates:
+        """The `k` chunks nearest the question's vector (the store's vector index) and the `k` best
+        by BM25 over `terms` (its full-text index), each with its cosine, and the number of chunks
+        searched; the scope (and `among`: only those chunks, exactly) inside the queries."""
+        ...
+
+    async def concept_keys(self, user: str, collection: str, keys: Sequence[str]) -> dict[str, list[str]]:
+        """Key -> the concepts it is a key or an alias of (what documents already linked)."""
+        ...
+
+    async def named(self, q: ChunkQuery, phrases: Sequence[str]) -> dict[str, tuple[str, list[Passage]]]:
+        """Of `phrases`, the concept keys with a chunk in the scope: key -> (concept IRI, the
+        chunks whose subject it is, nearest the question first)."""
+        ...
+
+    async def passage_links(
+        self, q: ChunkQuery, chunk_ids: Sequence[str], skip: Collection[str], cap: int, known: Collection[str]
+    ) -> HopLinks:
+        """One graphrank hop from `chunk_ids` in one batched read (see algorithms/passage_rank):
+        at most `cap` + 1 chunks read per concept."""
         ...
 
     async def chunks(self, user: str, collection: str, ids: Sequence[str], scope: Scope | None = None) -> list[Chunk]:
@@ -177,10 +214,8 @@ class DocumentStore(Protocol):
         with none left out) — one store call. Documents without a timestamp are no episodes."""
         ...
 
-    async def chunk_similarities(
-        self, user: str, collection: str, vector: Sequence[float], chunk_ids: Sequence[str], scope: Scope | None = None
-    ) -> dict[str, float]:
-        """Cosine of `vector` to the stored vector of each chunk of `chunk_ids` in scope."""
+    async def chunk_similarities(self, q: ChunkQuery, chunk_ids: Sequence[str]) -> dict[str, float]:
+        """Cosine of the question's vector to the stored vector of each chunk of `chunk_ids` in scope."""
         ...
 
     async def scoped_entities(self, user: str, collection: str, scope: Scope) -> set[str]:
@@ -212,8 +247,12 @@ class CommunityStore(Protocol):
 
     async def graph(
         self, user: str, collection: str
-    ) -> tuple[list[tuple[str, str, float]], list[tuple[str, str, int]], dict[str, list[float]]]:
-        """Relation weights, mentions (entity, chunk, count) and chunk vectors: what a build reads."""
+    ) -> tuple[list[tuple[str, str, float]], list[tuple[str, str, int]]]:
+        """Relation weights and mentions (entity, chunk, count): what a build reads."""
+        ...
+
+    async def chunk_vectors(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The vectors of these chunks (a build reads a few per community, a page of communities at a time)."""
         ...
 
     async def replace(self, user: str, collection: str, records: Sequence[CommunityRecord]) -> None:

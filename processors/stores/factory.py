@@ -98,5 +98,5 @@ def open_stores(settings: StoreSettings) -> Stores:
         from processors.stores.sqlite.documents import SqliteDocumentStore
 
         sqlite_docs = SqliteDocumentStore(settings.home / "docs.db")
-        documents, communities = sqlite_docs, SqliteCommunityStore(sqlite_docs.db)
+        documents, communities = sqlite_docs, SqliteCommunityStore(sqlite_docs.db, sqlite_docs.lists)
     return Stores(triples, entities, documents, communities)

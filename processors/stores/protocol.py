@@ -82,8 +82,12 @@ class HeldDistances(Protocol):
 class TripleStore(Protocol):
     """Triples and their labels."""
 
-    async def add_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> int:
-        """Store triples (duplicates ignored); rdfs:label triples also feed the label table."""
+    async def add_triples(
+        self, user: str, collection: str, triples: Sequence[Triple], first_label: bool = False
+    ) -> int:
+        """Store triples (duplicates ignored); rdfs:label triples also feed the label table. With
+        `first_label`, a label triple is stored only for an IRI that has no label yet, decided inside
+        the write (two writers that each found a concept new label it once: the first one's)."""
         ...
 
     async def pattern(

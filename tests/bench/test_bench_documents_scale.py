@@ -1,4 +1,4 @@
-"""The document scale corpora (bench/doc_corpus.py) on a 2k-chunk variant over a few real
+"""The document scale corpora (bench/doc_corpus.py) on a 1k-chunk variant over a few real
 documents of each set: deterministic, the public paragraphs stored, distractors that carry mentions
 and vectors and are linked as the writer links them, a stopped build that resumes to the same
 corpus; and the runner (bench/documents_scale.py) writing every key of its section."""
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from bench import doc_corpus, doc_stores, documents_scale
-from bench.doc_corpus import USER, CorpusSpec, distractors, linked_records
+from bench.doc_corpus import USER, CorpusSpec, distractors
 from bench.doc_sources import Sources, prepare_sources
 from processors.base.runtime import embedded
 from processors.ingest.document_store.linking import link
@@ -57,39 +57,54 @@ def test_distractors_are_deterministic_and_made_of_real_sentences(sources: Sourc
     assert 0.5 < float(np.median(best)) < 0.99
 
 
-def test_distractors_are_linked_as_the_writer_links_them(sources: Sources) -> None:
+def test_distractors_are_indexed_and_linked_as_the_writer_links_them(sources: Sources) -> None:
     batch = distractors(CorpusSpec(2000), sources, 0, 300)
-    keys = sorted({m.key for d in batch for m in d.mentions()})
-    named = {k: f"http://x/e/{n}" for n, k in enumerate(keys[::3])}  # a third known to the collection
-    fast = linked_records(batch, named)
-    slow = link([d.indexed() for d in batch], named)
-    assert fast.records == slow.records and fast.new_concepts == slow.new_concepts
-    assert fast.relations == slow.relations and fast.relations
+    writer = doc_corpus.DirectWriter(None, "c", sources)  # type: ignore[arg-type]
+    writer.named = {
+        k: f"http://x/e/{n}" for n, k in enumerate(sorted({m.key for d in batch for m in d.mentions()})[::3])
+    }
+    named = dict(writer.named)  # a third known to the collection
+    prepared = writer.prepare(batch)
+    expected = link([d.indexed() for d in batch], named, set(named.values()))
+
+    # the same records; a relation's vector is computed the first time it is seen only
+    def shape(records: list[doc_corpus.DocumentRecord]) -> list[tuple[object, ...]]:
+        return [(r.document.id, r.chunks, r.mentions, r.owned, r.keys, r.aliases, r.title_entity,
+                 [(x.s, x.p, x.o, x.chunk_ids) for x in r.relations]) for r in records]  # fmt: skip
+
+    assert shape(prepared.linked.records) == shape(expected.records)
+    assert prepared.linked.new_concepts == expected.new_concepts and prepared.linked.relations == expected.relations
+    with_vector = {(r.s, r.p, r.o) for rec in prepared.linked.records for r in rec.relations if r.vector}
+    assert with_vector == expected.relations
+    assert set(prepared.claims) == set(expected.new_concepts) and prepared.linked.relations
+    assert {e[0] for e in prepared.entities} == set(expected.new_concepts)
+    assert any(r.title_entity for r in prepared.linked.records)  # subjects found in the content
 
 
 async def test_a_stopped_build_resumes_to_the_corpus_an_uninterrupted_build_writes(
     sources: Sources, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    spec = CorpusSpec(2000, batch=500)
-    whole = await doc_stores.ensure("sqlite", "2k", spec, sources, False, tmp_path / "a")
-    assert not whole["cached"] and whole["chunks"] == 2000 and whole["public_documents"] == 4
+    spec = CorpusSpec(1000, batch=200)
+    whole = await doc_stores.ensure("sqlite", "1k", spec, sources, False, tmp_path / "a")
+    assert not whole["cached"] and whole["chunks"] == 1000 and whole["public_documents"] == 4
     real_write = doc_corpus.DirectWriter.write
     calls = 0
 
     async def stops_at_the_third_batch(self: doc_corpus.DirectWriter, batch: doc_corpus.Prepared) -> None:
         nonlocal calls
         calls += 1
-        if calls == 3:
+        if calls >= 3:  # the third batch and its retries
             raise RuntimeError("killed")
         await real_write(self, batch)
 
     monkeypatch.setattr(doc_corpus.DirectWriter, "write", stops_at_the_third_batch)
+    monkeypatch.setattr(doc_corpus, "RETRY_PAUSE_S", 0.0)
     with pytest.raises(RuntimeError, match="killed"):
-        await doc_stores.ensure("sqlite", "2k", spec, sources, False, tmp_path / "b")
+        await doc_stores.ensure("sqlite", "1k", spec, sources, False, tmp_path / "b")
     monkeypatch.setattr(doc_corpus.DirectWriter, "write", real_write)
-    resumed = await doc_stores.ensure("sqlite", "2k", spec, sources, False, tmp_path / "b")
-    assert resumed["resumed_after"] == 1000 and resumed["chunks"] == 2000
-    again = await doc_stores.ensure("sqlite", "2k", spec, sources, False, tmp_path / "b")
+    resumed = await doc_stores.ensure("sqlite", "1k", spec, sources, False, tmp_path / "b")
+    assert resumed["resumed_after"] == 400 and resumed["chunks"] == 1000
+    again = await doc_stores.ensure("sqlite", "1k", spec, sources, False, tmp_path / "b")
     assert again["cached"]
     public_chunks = sum(len(d.chunks) for docs in sources.public.values() for d in docs)
     made = [d for start, n in doc_corpus.batches(spec, public_chunks) for d in distractors(spec, sources, start, n)]
@@ -98,7 +113,7 @@ async def test_a_stopped_build_resumes_to_the_corpus_an_uninterrupted_build_writ
     assert corpora[0] == corpora[1]
     docs, links, counts = corpora[0]
     assert PUBLIC_IDS <= {d[0] for d in docs}
-    assert len(docs) == 4 + len(made) and counts == (len(docs), 2000)
+    assert len(docs) == 4 + len(made) and counts == (len(docs), 1000)
     assert {c for c, _, _ in links} == set(sample)  # every sampled distractor carries its mentions
 
 
@@ -121,19 +136,19 @@ async def _corpus(
 async def test_the_runner_writes_every_key_of_its_section(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
     out.write_text(json.dumps({"graph_rag": {"kept": True}}))
-    args = ["--sizes", "2k", "--backends", "sqlite", "--subset", str(SUBSET), "--cache", str(tmp_path),
+    args = ["--sizes", "1k", "--backends", "sqlite", "--subset", str(SUBSET), "--cache", str(tmp_path),
             "--warmup-s", "0", "--budget-s", "120", "--out", str(out)]  # fmt: skip
     section = await documents_scale.main(args)
     results = json.loads(out.read_text())
     assert results["graph_rag"] == {"kept": True} and results["documents_scale"] == section
-    r = section["sqlite"]["2k"]
+    r = section["sqlite"]["1k"]
     for key in ("p50_ms", "p95_ms", "kg_query_p50_ms", "kg_query_p95_ms", "store_requests", "rss_mb",
                 "after_write_ms", "recall_at_5", "build_s"):  # fmt: skip
         assert isinstance(r[key], int | float), key
     assert r["questions_asked"] == r["questions_available"] > 0 and r["errors"] == 0
     assert r["store_requests_counter"] in ("stats.store_requests", "stats.store_round_trips")
     assert r["rss_of"].startswith("the embedded process") and len(r["after_write_rounds_ms"]) == documents_scale.WRITES
-    assert 0 <= r["recall_at_5"] <= 1 and r["build"]["chunks"] == 2000
+    assert 0 <= r["recall_at_5"] <= 1 and r["build"]["chunks"] == 1000
     targets = section["targets"]
-    assert targets["sqlite.2k.after_write_over_p50"]["value"] == round(r["after_write_ms"] / r["p50_ms"], 2)
-    assert any(k.startswith("sqlite.2k.rss_mb") for k in targets)
+    assert targets["sqlite.1k.after_write_over_p50"]["value"] == round(r["after_write_ms"] / r["p50_ms"], 2)
+    assert any(k.startswith("sqlite.1k.rss_mb") for k in targets)

@@ -61,7 +61,7 @@ async def test_without_a_model_drift_streams_progress_and_returns_ranked_context
     phases = [r.progress.phase for r in stream[:-1] if r.progress]
     assert phases[0] == "initializing" and phases[-1] == "completed" and "executing_followup" in phases
     assert res.response.startswith(NO_MODEL_PREFIX) and not res.key_facts and not res.no_data_found
-    assert res.communities and res.followups and all(f.target_communities for f in res.followups)
+    assert res.communities and res.followups == []  # no model: no follow-up questions offered
     assert {d.id for d in res.documents} <= {"curie", "paris", "warsaw"} and res.chunks
     assert "warsaw" in {c.document_id for c in res.chunks[:3]}
     assert res.stats and res.stats.llm_calls == 0 and res.stats.store_round_trips > 3
@@ -102,7 +102,7 @@ def _record(cid: str, level: int, vector: list[float], parent: str | None = None
 
 async def test_community_search_starts_at_the_top_level_and_falls_back(tmp_path: Path) -> None:
     docs = SqliteDocumentStore(tmp_path / "docs.db")
-    store = SqliteCommunityStore(docs.db)
+    store = SqliteCommunityStore(docs.db, docs.lists)
     q = [1.0, 0.0, 0.0]
     flat = [_record(f"f{i}", 0, list(np.eye(3)[i % 3])) for i in range(4)]
     await store.replace("u", "flat", flat)  # no hierarchy: every community is a candidate

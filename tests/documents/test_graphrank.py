@@ -1,103 +1,146 @@
-"""graphrank (pure): the bridge passage is found through the title its first passage names; the
-question's own concepts and hubs carry no hop; a scope restricts statistics, seeds and hops."""
+"""graphrank (pure, over a fake store view): the bridge passage is found through the subject its
+first passage names; the question's own concepts and hubs carry no hop; a second hop reaches a
+chain's third passage; and the store is read a bounded number of times (candidates, named
+concepts, one read per hop), never more."""
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from processors.algorithms.passage_rank import PassageRankParams, build_concepts, rank
+from processors.algorithms.passage_rank import (
+    Candidates,
+    ConceptLinks,
+    HopLinks,
+    Passage,
+    PassageRankParams,
+    name_runs,
+    question_phrases,
+    rank_passages,
+)
 
-# a NaN mass (a division by a zero link weight) would rank arbitrarily: numpy's warning fails the test
-pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
-
-# chunk 0 answers hop 1 and names "Rush"; chunk 1 is titled "Rush" (the bridge) but shares no
-# words with the question; chunks 2..9 are noise that all mention the hub "music".
-TEXTS = ["Nobody's Hero is a song by Rush from Counterparts.", "The band was formed in Toronto in 1968."] + [
-    f"Unrelated passage {i} about music." for i in range(8)
-]
-TITLES = ["nobody's hero", "rush"] + [None] * 8
-KEYS = {"nobody's hero": "nobody s hero", "rush": "rush", "music": "music", "counterparts": "counterparts"}
-MENTIONS = [(0, "counterparts")] + [(i, "music") for i in range(2, 10)]
-
-
-def scores(first: float, bridge: float) -> np.ndarray:
-    dense = np.full(10, 0.1)
-    dense[0], dense[1] = first, bridge
-    return dense
-
-
-def test_the_bridge_passage_is_found_through_a_title_its_first_passage_names() -> None:
-    concepts = build_concepts(TEXTS, TITLES, MENTIONS, KEYS)
-    assert concepts.named_in("Which band released Counterparts?") == [concepts.by_key["counterparts"]]
-    dense = scores(0.9, 0.05)  # the bridge is the least similar chunk of all
-    rows, mass = rank(concepts.graph, dense, np.zeros(10), concepts.named_in("Which band released Counterparts?"),
-                      3, PassageRankParams(seeds=3))  # fmt: skip
-    assert rows.tolist()[:2] == [0, 1] and mass[1] > 0  # the bridge holds what its seed passed on
-    plain, _ = rank(
-        concepts.graph, dense, np.zeros(10), [], 3, PassageRankParams(seeds=3, w_title_link=0, w_concept_link=0)
-    )
-    assert 1 not in plain.tolist()  # without the hop the bridge is not in the top 3
+# c0 answers hop 1 and names "Rush"; c1's subject is Rush (the bridge) but it shares no words with
+# the question; n0..n7 are noise that all mention the hub "music".
+TEXTS = {"c0": "Nobody's Hero is a song by Rush from Counterparts.", "c1": "The band was formed in Toronto in 1968."}
+TEXTS |= {f"n{i}": f"Unrelated passage {i} about music." for i in range(8)}
+SUBJECTS = {"c1": "rush"}  # chunk -> the concept its document's title names
+MENTIONS = {"c0": ["counterparts"]} | {f"n{i}": ["music"] for i in range(8)}
+KEYS = {"rush": "rush", "music": "music", "counterparts": "counterparts"}
 
 
-def test_a_concept_the_question_names_boosts_the_chunks_it_titles() -> None:
-    concepts = build_concepts(TEXTS, TITLES, MENTIONS, KEYS)
-    named = concepts.named_in("Where was Rush formed?")
-    assert named == [concepts.by_key["rush"]]
-    rows, _ = rank(concepts.graph, scores(0.2, 0.2), np.zeros(10), named, 1, PassageRankParams())
-    assert rows.tolist() == [1]
+@dataclass
+class FakeStore:
+    """A PassageSource over dicts, answering as the stores do; it counts its reads."""
+
+    dense: dict[str, float]
+    texts: dict[str, str] = field(default_factory=lambda: dict(TEXTS))
+    subjects: dict[str, str] = field(default_factory=lambda: dict(SUBJECTS))
+    mentions: dict[str, list[str]] = field(default_factory=lambda: {k: list(v) for k, v in MENTIONS.items()})
+    reads: list[str] = field(default_factory=list)
+    skipped: list[set[str]] = field(default_factory=list)
+
+    def chunks_of(self, concept: str) -> list[str]:
+        return sorted(c for c in self.texts if concept in self.mentions.get(c, []) or self.subjects.get(c) == concept)
+
+    async def candidates(self, terms: Sequence[str], k: int) -> Candidates:
+        self.reads.append("candidates")
+        best = sorted(self.dense, key=lambda c: -self.dense[c])[:k]
+        return Candidates([Passage(c, self.dense[c]) for c in best], len(self.texts))
+
+    async def named(self, phrases: Sequence[str]) -> dict[str, tuple[str, list[Passage]]]:
+        self.reads.append("named")
+        by_key = {k: c for c, k in KEYS.items()}
+        return {
+            p: (by_key[p], [Passage(c, self.dense[c]) for c, s in self.subjects.items() if s == by_key[p]])
+            for p in phrases
+            if p in by_key
+        }
+
+    async def links(self, chunk_ids: Sequence[str], skip: set[str], cap: int, known: set[str]) -> HopLinks:
+        self.reads.append("links")
+        self.skipped.append(set(skip))
+        hop = HopLinks()
+        for c in chunk_ids:
+            own = self.subjects.get(c)
+            subjects = set(self.subjects.values())
+            named = [KEYS_BY[r] for r in name_runs(self.texts[c]) if KEYS_BY.get(r) in subjects]
+            hop.concepts_of[c] = [x for x in dict.fromkeys([*self.mentions.get(c, []), *named]) if x != own]
+        for x in {x for cs in hop.concepts_of.values() for x in cs} - skip:
+            chunks = self.chunks_of(x)
+            subjects = [c for c, s in self.subjects.items() if s == x]
+            hop.concepts[x] = ConceptLinks(min(len(chunks), cap + 1), subjects, chunks if len(chunks) <= cap else [])
+        reached = {j for link in hop.concepts.values() for j in (*link.subjects, *link.chunks)} - known
+        hop.passages = [Passage(j, self.dense[j]) for j in sorted(reached)]
+        return hop
 
 
-def test_a_scope_restricts_seeds_and_hops() -> None:
-    concepts = build_concepts(TEXTS, TITLES, MENTIONS, KEYS)
-    mask = np.array([True] + [False] + [True] * 8)
-    rows, _ = rank(concepts.graph, scores(0.9, 0.05), np.zeros(10), [], 10, PassageRankParams(seeds=3), mask)
-    assert 1 not in rows.tolist() and set(rows.tolist()) <= set(np.flatnonzero(mask).tolist())
+KEYS_BY = {k: c for c, k in KEYS.items()}
 
 
-def test_a_scope_ranks_as_a_collection_of_only_its_chunks() -> None:
-    """Statistics, title mentions and the question's concepts are the scope's: masked ranking over
-    the whole graph equals ranking a graph built from the scope's chunks alone."""
-    rng = np.random.default_rng(5)
-    names = ["rush", "toronto", "neil peart", "counterparts", "music", "canada"]
-    texts, titles, mentions = [], [], []
-    for row in range(24):
-        picked = rng.choice(names, 3, replace=False).tolist()
-        texts.append(f"A passage naming {picked[0]} and {picked[1]}.")
-        titles.append(picked[2] if row % 2 else None)
-        mentions += [(row, n) for n in rng.choice(names, 2, replace=False).tolist()]
-    keys = {n: n for n in names}
-    dense, lexical = rng.random(24), rng.random(24)
-    question = "Which band from Toronto released Counterparts with Neil Peart?"
-    full = build_concepts(texts, titles, mentions, keys)
-    for seed in range(6):
-        rows = np.sort(np.random.default_rng(seed).choice(24, 12, replace=False))
-        mask = np.zeros(24, bool)
-        mask[rows] = True
-        at = {int(r): k for k, r in enumerate(rows)}
-        alone = build_concepts([texts[r] for r in rows], [titles[r] for r in rows],
-                               [(at[r], e) for r, e in mentions if r in at], keys)  # fmt: skip
-        p = PassageRankParams(seeds=4, max_df=0.5)
-        got, got_mass = rank(full.graph, dense, lexical, full.named_in(question, mask), 8, p, mask)
-        want, want_mass = rank(alone.graph, dense[rows], lexical[rows], alone.named_in(question), 8, p)
-        assert rows[want].tolist() == got.tolist(), seed
-        assert got_mass == pytest.approx(want_mass)
+def dense(first: float, bridge: float) -> dict[str, float]:
+    out = {c: 0.1 for c in TEXTS}
+    out["c0"], out["c1"] = first, bridge
+    return out
 
 
-def test_a_second_hop_reaches_the_third_passage_of_a_chain() -> None:
-    """Counterparts -> Rush (titled, names Neil Peart) -> Neil Peart (titled): the last passage
-    shares no word with the question and is reached only through the passage the first hop found."""
-    texts = [*TEXTS[:2], "The drummer Neil Peart joined in 1974.", "He was born in Hamilton, Ontario."]
-    texts += [f"Unrelated passage {i} about music." for i in range(8)]
-    titles = [*TITLES[:2], None, "neil peart"] + [None] * 8
-    keys = {**KEYS, "neil peart": "neil peart"}
-    mentions = [(0, "counterparts"), (1, "neil peart")] + [(i, "music") for i in range(4, 12)]
-    concepts = build_concepts(texts, titles, mentions, keys)
-    named = concepts.named_in("Where was the drummer of the band that released Counterparts born?")
-    dense = np.full(12, 0.1)
-    dense[0] = 0.9
-    dense[1] = dense[3] = 0.05  # the bridge and the answer are the least similar chunks of all
-    one, _ = rank(concepts.graph, dense, np.zeros(12), named, 3, PassageRankParams(seeds=3, hops=1))
-    two, mass = rank(concepts.graph, dense, np.zeros(12), named, 3, PassageRankParams(seeds=3, hops=2))
-    assert 1 in one.tolist() and 3 not in one.tolist()
-    assert {0, 1, 3} == set(two.tolist()) and mass[-1] > 0
+async def ranked(store: FakeStore, question: str, limit: int, p: PassageRankParams) -> list[str]:
+    return [c for c, _ in await rank_passages(store, question, [], limit, p)]
+
+
+async def test_the_bridge_passage_is_found_through_a_subject_its_first_passage_names() -> None:
+    store = FakeStore(dense(0.9, 0.05))  # the bridge is the least similar chunk of all
+    got = await ranked(store, "Which band released Counterparts?", 3, PassageRankParams(seeds=3, candidates=3))
+    assert got[:2] == ["c0", "c1"]
+    plain = await ranked(FakeStore(dense(0.9, 0.05)), "Which band released Counterparts?", 3,
+                         PassageRankParams(seeds=3, candidates=3, w_title_link=0, w_concept_link=0))  # fmt: skip
+    assert "c1" not in plain  # without the hop the bridge is not in the top 3
+
+
+async def test_a_concept_the_question_names_boosts_its_subjects_and_carries_no_hop() -> None:
+    store = FakeStore(dense(0.2, 0.2))
+    assert "rush" in question_phrases("Where was Rush formed?")
+    assert await ranked(store, "Where was Rush formed?", 1, PassageRankParams()) == ["c1"]
+    store = FakeStore(dense(0.9, 0.05))
+    store.mentions["c0"].append("rush")  # c0 now mentions Rush too, but the question names it
+    got = await ranked(store, "Which song of Rush is on Counterparts?", 10, PassageRankParams(seeds=1, hops=1))
+    assert got.index("c1") < got.index("n0")  # boosted as the named concept's subject
+    assert store.skipped == [{"rush", "counterparts"}]  # the hop does not follow what the question names
+
+
+async def test_a_hub_concept_carries_no_hop_and_its_chunks_are_not_read() -> None:
+    store = FakeStore(dense(0.1, 0.1))
+    store.dense["n0"] = 0.9  # the best seed mentions only the hub "music" (in 8 chunks)
+    p = PassageRankParams(seeds=1, hops=1, max_concept_chunks=4)
+    links = await store.links(["n0"], set(), 4, set())
+    assert links.concepts["music"].df == 5 and links.concepts["music"].chunks == []  # read up to cap + 1
+    got = await rank_passages(store, "passage", [], 10, p)
+    masses = dict(got)
+    assert all(masses[c] < 1e-8 for c in TEXTS if c != "n0")  # no mass left the seed through the hub
+
+
+async def test_a_second_hop_reaches_the_third_passage_of_a_chain() -> None:
+    texts = {"a": "Alpha names Beta.", "b": "Beta is about Gamma.", "g": "Gamma holds the answer."}
+    store = FakeStore({"a": 0.9, "b": 0.0, "g": 0.0}, texts, {"b": "beta", "g": "gamma"}, {})
+    KEYS.update(beta="beta", gamma="gamma")
+    KEYS_BY.update(beta="beta", gamma="gamma")
+    try:
+        one = await ranked(store, "q", 3, PassageRankParams(seeds=1, hops=1))
+        two = await ranked(FakeStore({"a": 0.9, "b": 0.0, "g": 0.0}, texts, {"b": "beta", "g": "gamma"}, {}), "q", 3,
+                           PassageRankParams(seeds=1, hops=2))  # fmt: skip
+    finally:
+        for k in ("beta", "gamma"):
+            KEYS.pop(k)
+            KEYS_BY.pop(k)
+    assert one[:2] == ["a", "b"] and two[:3] == ["a", "b", "g"]
+    scores = dict(await rank_passages(FakeStore({"a": 0.9, "b": 0.0, "g": 0.0}, texts, {}, {}), "q", [], 3,
+                                      PassageRankParams(seeds=1, hops=2)))  # fmt: skip
+    assert scores["g"] < 1e-8  # no links, no mass
+
+
+async def test_the_store_is_read_once_for_candidates_once_for_names_and_once_per_hop() -> None:
+    store = FakeStore(dense(0.9, 0.05))
+    await ranked(store, "Which band released Counterparts?", 5, PassageRankParams(hops=2, seeds=1))
+    assert store.reads == ["candidates", "named", "links", "links"]
+    store = FakeStore(dense(0.9, 0.05))
+    await ranked(store, "Which band released Counterparts?", 5, PassageRankParams(hops=0))
+    assert store.reads == ["candidates", "named"]

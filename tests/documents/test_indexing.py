@@ -15,8 +15,8 @@ from schemas.extraction import ConceptMention
 from schemas.terms import RDFS_LABEL
 
 
-def mention(key: str, sentence: int = 0, label: str | None = None) -> ConceptMention:
-    return ConceptMention(key=key, label=label or key.title(), sentence=sentence)
+def mention(key: str, sentence: int = 0, label: str | None = None, **more: object) -> ConceptMention:
+    return ConceptMention(key=key, label=label or key.title(), sentence=sentence, **more)
 
 
 def test_content_hash_changes_with_what_is_stored() -> None:
@@ -27,7 +27,7 @@ def test_content_hash_changes_with_what_is_stored() -> None:
 
 
 def test_index_document_concepts_titles_and_sentence_pairs() -> None:
-    doc = Document(id="d1", title="Neil Peart", text="...")
+    doc = Document(id="d1", title="Neil Peart", text="Neil Peart was the drummer of Rush.")
     chunks = [Chunk(id="c1", document_id="d1", text="a"), Chunk(id="c2", document_id="d1", text="b")]
     found = [
         [mention("rush", 0), mention("drummer", 0), mention("toronto", 1), mention("rush", 1)],
@@ -43,6 +43,52 @@ def test_index_document_concepts_titles_and_sentence_pairs() -> None:
     assert ("drummer", "toronto") not in pairs  # never in one sentence
     assert pairs[("neil peart", "rush")] == ["c1"]  # the title joins each chunk's first sentence
     assert pairs[("drummer", "neil peart")] == ["c1", "c2"]
+
+
+def test_a_title_that_names_nothing_in_the_text_is_no_subject_and_the_first_sentence_names_one() -> None:
+    chunks = [Chunk(id="c1", document_id="d", text="a"), Chunk(id="c2", document_id="d", text="b")]
+    found = [[mention("microsoft", 0, "Microsoft", kind="entity:ORG", subject=True), mention("revenue", 0)],
+             [mention("cloud", 0)]]  # fmt: skip
+    doc = Document(id="d", title="TranscriptFY14Q4.txt", text="Microsoft reported revenue. The cloud grew.")
+    out = index_document(doc, chunks, [[1.0], [0.0]], found)
+    keys = {c.key for c in out.concepts}
+    assert "transcriptfy14q4 txt" not in keys and out.subject_key == "microsoft"
+    assert {(m.chunk_id, m.key) for m in out.mentions} >= {("c1", "microsoft"), ("c2", "microsoft")}  # every chunk
+    untitled = index_document(doc.model_copy(update={"title": ""}), chunks, [[1.0], [0.0]], found)
+    assert untitled.subject_key == "microsoft"
+    plain = [[mention("revenue", 0)], [mention("cloud", 0)]]
+    assert index_document(doc.model_copy(update={"title": ""}), chunks, [[1.0], [0.0]], plain).subject_key == ""
+
+
+def test_other_names_of_one_entity_in_a_document_are_one_concept_with_aliases() -> None:
+    chunks = [Chunk(id="c1", document_id="d", text="a"), Chunk(id="c2", document_id="d", text="b")]
+    found = [
+        [mention("neil ellwood peart", 0, "Neil Ellwood Peart", kind="entity:PERSON", subject=True,
+                 aliases=["neil peart"]), mention("rush", 0)],
+        [mention("peart", 0, "Peart", kind="entity:ORG"), mention("neil peart", 1, "Neil Peart")],
+    ]  # fmt: skip
+    doc = Document(id="d", title="", text="Neil Ellwood Peart played in Rush. Peart, or Neil Peart, wrote.")
+    out = index_document(doc, chunks, [[1.0], [0.0]], found)
+    concepts = {c.key: c for c in out.concepts}
+    assert set(concepts) == {"neil peart", "rush"}  # a person is keyed by first and last name
+    assert set(concepts["neil peart"].aliases) == {"neil ellwood peart", "peart"}
+    assert concepts["neil peart"].label in ("Neil Ellwood Peart", "Neil Peart")
+    counts = {(m.chunk_id, m.key): m.count for m in out.mentions}
+    assert counts[("c2", "neil peart")] == 3  # Peart, Neil Peart and the subject itself
+
+
+def test_a_persons_full_name_is_keyed_by_first_and_last_name_whatever_the_order() -> None:
+    chunks = [Chunk(id="c1", document_id="d", text="a")]
+    full = [[mention("marie skłodowska curie", 0, "Marie Skłodowska-Curie", kind="entity:PERSON", subject=True,
+                     aliases=["marie curie"])]]  # fmt: skip
+    short = [[mention("marie curie", 0, "Marie Curie", kind="entity:PERSON")]]
+    a = index_document(Document(id="a", text="Marie Skłodowska-Curie was a physicist."), chunks, [[1.0]], full)
+    b = index_document(Document(id="b", text="Marie Curie won."), chunks, [[1.0]], short)
+    assert [c.key for c in a.concepts] == [c.key for c in b.concepts] == ["marie curie"]
+    assert "marie skłodowska curie" in a.concepts[0].aliases and a.concepts[0].label == "Marie Skłodowska-Curie"
+    for order in ([a, b], [b, a]):  # one IRI, linked in either order, with no lookup of what is stored
+        linked = link(order, {})
+        assert {m.entity for r in linked.records for m in r.mentions} == {concept_iri("marie curie")}
 
 
 def test_chunk_ids_are_stable_and_text_addressed() -> None:
@@ -89,6 +135,12 @@ class FakeSources:
 
     async def hashes(self, ids: list[str]) -> dict[str, str]:
         return {i: h for i, h in self.stored_hashes.items() if i in ids}
+
+    async def begin(self) -> None:
+        pass
+
+    async def finish(self) -> None:
+        pass
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         self.embedded += len(texts)

@@ -102,6 +102,15 @@ async def test_modes_draw_on_their_sources(system: System) -> None:
     assert mix.tokens and mix.tokens.tokenizer == "all-MiniLM-L6-v2 WordPiece"
 
 
+async def test_with_no_model_the_answer_lists_the_best_facts_and_passages(system: System) -> None:
+    mix = await ask(system, mode="mix")
+    lines = mix.response.splitlines()
+    assert lines[0].startswith("No language model is configured")
+    r = mix.relationships[0]
+    assert f"{r.s_label} | {r.p_label} | {r.o_label}" in lines  # the most relevant fact, as a reader sees it
+    assert any(line.startswith(f"[{mix.chunks[0].id}] {mix.chunks[0].title}: ") for line in lines)  # cited passage
+
+
 async def test_budgets_are_respected_exactly_end_to_end(system: System) -> None:
     res = await ask(system, mode="mix", max_entity_tokens=12, max_relation_tokens=20, max_total_tokens=300)
     assert res.tokens is not None

@@ -133,6 +133,19 @@ async def test_semantic_uses_stored_chunk_vectors(system: System) -> None:
     assert res.stats is not None and res.stats.store_round_trips == 1 and "embed" in res.stats.stage_ms
 
 
+async def test_semantic_embeds_any_number_of_texts_the_request_may_hold(system: System) -> None:
+    """Results with no stored vector have their text embedded: 1,025 short ones (over one embeddings
+    request's 1,024 texts) and 80 of 400 characters (~11,000 tokens, over its 8,192-token budget)
+    are all scored."""
+    painting = "Carl Jung wrote to Dora Maar about painting. "
+    for n, text in ((1025, "passage {i}"), (80, "passage {i}: " + "words of a long passage " * 16)):
+        items = [RerankItem(id=f"x{i}", kind="chunk", score=0.1, text=text.format(i=i)[:400]) for i in range(n)]
+        items[n // 2] = RerankItem(id="painting", kind="chunk", score=0.1, text=painting * 8)
+        res = await rerank(system, items, strategy="semantic", query="Who did Carl Jung write to about painting?")
+        assert len(res.results) == n and res.results[0].id == "painting"
+        assert all(r.graph_context.semantic_score is not None for r in res.results)
+
+
 async def test_bad_weights_are_a_bad_request_naming_them(system: System) -> None:
     bad = RerankRequest.model_construct(
         user=U, collection=C, query=ASK, results=[], weights=RerankWeights.model_construct(original=0.9, episode=0.3,

@@ -133,8 +133,9 @@ async def test_unknown_service_and_unknown_flow(live: LiveGateway) -> None:
     async with aiohttp.ClientSession() as s:
         ws = await connect(live, s)
         await ws.send_json({"id": "u-1", "service": "agent", "flow": "default", "request": {}})
-        assert (await collect(ws, "u-1"))[0]["error"]["type"] == "unknown-service"
-        await ws.send_json({"id": "u-2", "service": "librarian", "request": {}})
+        [err] = await collect(ws, "u-1")  # a TrustGraph service kgflow does not have
+        assert err["error"]["type"] == "not-supported" and "not supported by kgflow" in err["error"]["message"]
+        await ws.send_json({"id": "u-2", "service": "no-such-service", "request": {}})
         assert (await collect(ws, "u-2"))[0]["error"]["type"] == "unknown-service"
         await ws.send_json({**rag("u-3"), "flow": "no-such-flow"})
         [err] = await collect(ws, "u-3")

@@ -7,7 +7,7 @@ import base64
 import pytest
 
 from processors.gateway import tg_documents as tgd
-from processors.gateway.translate import BadRequest
+from processors.gateway.translate import BadRequest, NotSupported
 from schemas.documents import CollectionInfo, FailedDocument, LoadResponse
 from schemas.lazy_rag import LazyRagResponse
 from schemas.retrieval import DocumentRef
@@ -40,31 +40,33 @@ def test_document_rag_response_is_one_final_rag_frame() -> None:
     assert wire["sources"] == [{"uri": "d1", "title": "Light"}, {"uri": "d2"}]
 
 
-def test_text_load_decodes_text_and_takes_the_title_from_metadata() -> None:
+async def test_text_load_decodes_text_and_takes_the_title_from_metadata() -> None:
     meta = [{"s": {"t": "i", "i": "doc-1"}, "p": {"t": "i", "i": LABEL}, "o": {"t": "l", "v": "A Title"}}]
-    req = tgd.text_load_request(
+    req = await tgd.text_load_request(
         {"id": "doc-1", "text": _b64("Grüße", "latin-1"), "charset": "latin-1", "metadata": meta, "collection": "c"},
         "bob",
     )
     (doc,) = req.documents
     assert (req.user, req.collection, doc.id, doc.title, doc.text) == ("bob", "c", "doc-1", "A Title", "Grüße")
     other = [{"s": {"t": "i", "i": "another"}, "p": {"t": "i", "i": LABEL}, "o": {"t": "l", "v": "Not mine"}}]
-    assert tgd.text_load_request({"id": "d", "data": _b64("x"), "metadata": other}, "u").documents[0].title == ""
+    assert (await tgd.text_load_request({"id": "d", "data": _b64("x"), "metadata": other}, "u")).documents[
+        0
+    ].title == ""
 
 
 @pytest.mark.parametrize(
     ("body", "message"),
     [
         ({"id": "d", "text": "%%%not base64"}, "not base64"),
-        ({"id": "d", "data": base64.b64encode(b"\xff\xfe\x00\x81").decode()}, "text only"),
+        ({"id": "d", "data": base64.b64encode(b"\xff\xfe\x00\x81").decode()}, "not utf-8 text"),
         ({"id": "d", "text": _b64("x"), "charset": "no-such-charset"}, "unknown charset"),
         ({"text": _b64("x")}, "id"),
         ({"id": "d"}, "base64"),
     ],
 )
-def test_text_load_refuses_what_it_cannot_read(body: dict[str, object], message: str) -> None:
+async def test_text_load_refuses_what_it_cannot_read(body: dict[str, object], message: str) -> None:
     with pytest.raises(BadRequest, match=message):
-        tgd.text_load_request(body, "u")
+        await tgd.text_load_request(body, "u")
 
 
 def test_failed_load_is_an_error() -> None:
@@ -78,7 +80,7 @@ def test_collection_management_operations() -> None:
     assert tgd.collection_operation({"operation": "delete-collection", "collection": "c"}) == ("delete-collection", "c")
     with pytest.raises(BadRequest, match="needs a collection"):
         tgd.collection_operation({"operation": "delete-collection"})
-    with pytest.raises(BadRequest, match="not supported"):
+    with pytest.raises(NotSupported, match="not supported by kgflow"):
         tgd.collection_operation({"operation": "update-collection", "collection": "c"})
     infos = [CollectionInfo(collection="c", documents=2, chunks=3, entities=4, triples=5)]
     (row,) = tgd.collections_to_wire(infos)["collections"]

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from processors.algorithms.passage_rank import build_concepts
+from processors.algorithms.bm25 import terms
 from processors.ingest.communities.detect import Community
 from processors.ingest.communities.profiles import profile
 from processors.stores.documents_protocol import (
@@ -28,7 +28,6 @@ from processors.stores.documents_protocol import (
     DocumentStore,
     Relation,
 )
-from processors.stores.local.chunk_index import ChunkIndex, RelationIndex
 from schemas.documents import Chunk, Document, Mention, Scope
 from tests.integration.store_fixtures import cleaned_up, near, new_tenant, unit
 
@@ -79,7 +78,7 @@ async def docs(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
         from processors.stores.sqlite.documents import SqliteDocumentStore
 
         sqlite = SqliteDocumentStore(tmp_path / "docs.db")
-        backend = DocBackend("sqlite", sqlite, SqliteCommunityStore(sqlite.db))
+        backend = DocBackend("sqlite", sqlite, SqliteCommunityStore(sqlite.db, sqlite.lists))
     else:
         from processors.stores.neo4j.documents import Neo4jCommunityStore, Neo4jDocumentStore
         from processors.stores.neo4j.schema import Neo4jConnection
@@ -169,23 +168,38 @@ def in_scope(r: DocumentRecord, scope: Scope | None) -> bool:
     return True
 
 
-def reference_index(records: Sequence[DocumentRecord]) -> ChunkIndex:
-    """The embedded store's search index over the records' chunks (the ranking every backend matches)."""
-    rows = sorted(
-        (c.id, r.document.id, f"{r.document.title}\n{c.text}" if r.document.title else c.text, v, c.text, r)
+def reference_cosines(
+    records: Sequence[DocumentRecord], vector: Sequence[float], allowed: set[str] | None = None
+) -> dict[str, float]:
+    """Chunk id -> exact cosine of its vector to `vector`, for the chunks of `allowed` documents."""
+    q = np.asarray(vector, dtype=np.float64)
+    q = q / (np.linalg.norm(q) or 1.0)
+    out = {}
+    for r in records:
+        if allowed is None or r.document.id in allowed:
+            for c, v in zip(r.chunks, r.vectors, strict=True):
+                m = np.asarray(v, dtype=np.float64)
+                out[c.id] = float(m @ q / (np.linalg.norm(m) or 1.0))
+    return out
+
+
+def term_holders(records: Sequence[DocumentRecord], text: str, allowed: set[str] | None = None) -> set[str]:
+    """The chunks (of `allowed` documents) whose BM25 terms (title and text) hold a term of `text`."""
+    wanted = set(terms(text))
+    return {
+        c.id
         for r in records
-        for c, v in zip(r.chunks, r.vectors, strict=True)
-    )
-    vectors = np.asarray([x[3] for x in rows], dtype=np.float32)
-    at = {x[0]: i for i, x in enumerate(rows)}
-    mentions = [(at[m.chunk_id], m.entity) for r in records for m in r.mentions if m.chunk_id in at]
-    keys = {e: k for r in records for e, k in r.keys.items()}
-    concepts = build_concepts([x[4] for x in rows], [x[5].title_entity for x in rows], mentions, keys)
-    return ChunkIndex.build(1, [x[0] for x in rows], [x[1] for x in rows], [x[2] for x in rows], vectors, concepts)
+        if allowed is None or r.document.id in allowed
+        for c in r.chunks
+        if wanted & set(terms(f"{r.document.title}\n{c.text}"))
+    }
 
 
-def reference_relations(records: Sequence[DocumentRecord]) -> RelationIndex:
-    """The embedded store's relation index over the records (first vector of each relation wins)."""
+def reference_relations(
+    records: Sequence[DocumentRecord], vector: Sequence[float], limit: int, allowed: set[str] | None
+) -> list[tuple[tuple[str, str, str], float, int]]:
+    """(relation, cosine, support) of the `limit` relations nearest `vector` with a source in
+    `allowed` (the first vector each relation was stored with wins; ties by key)."""
     vec: dict[tuple[str, str, str], list[float]] = {}
     docs: dict[tuple[str, str, str], set[str]] = {}
     for r in records:
@@ -193,9 +207,15 @@ def reference_relations(records: Sequence[DocumentRecord]) -> RelationIndex:
             if x.vector is not None:
                 vec.setdefault((x.s, x.p, x.o), x.vector)
             docs.setdefault((x.s, x.p, x.o), set()).add(r.document.id)
-    keys, n = sorted(vec), support(records)
-    vectors = np.asarray([vec[k] for k in keys], dtype=np.float32).reshape(len(keys), -1)
-    return RelationIndex(1, keys, [frozenset(docs[k]) for k in keys], [n[k] for k in keys], vectors)
+    n = support(records)
+    q = np.asarray(vector, dtype=np.float64)
+    q = q / (np.linalg.norm(q) or 1.0)
+    scored = [
+        (k, float(np.asarray(v) @ q / (np.linalg.norm(v) or 1.0)), n[k])
+        for k, v in vec.items()
+        if allowed is None or docs[k] & allowed
+    ]
+    return sorted(scored, key=lambda x: (-x[1], x[0]))[:limit]
 
 
 def sources(records: Sequence[DocumentRecord]) -> dict[tuple[str, str, str], set[str]]:

@@ -5,6 +5,8 @@ a build reads."""
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 
@@ -136,15 +138,28 @@ async def test_search_goes_top_level_first_and_falls_back(docs: DocBackend) -> N
 
 async def test_graph_is_what_a_build_reads(docs: DocBackend) -> None:
     user, coll = await stored(docs)
-    edges, mentions, vectors = await docs.communities.graph(user, coll)
+    edges, mentions = await docs.communities.graph(user, coll)
     assert sorted(edges) == [(e("curie"), e("paris"), 1), (e("curie"), e("warsaw"), 2), (e("louvre"), e("seine"), 1)]
     assert sorted(mentions) == sorted(
         [(e("curie"), "a:0", 1), (e("paris"), "a:0", 1), (e("warsaw"), "a:1", 2), (e("seine"), "b:0", 1),
          (e("louvre"), "b:0", 1), (e("physics"), "b:1", 1)]
     )  # fmt: skip
-    assert sorted(vectors) == ["a:0", "a:1", "b:0", "b:1"]
+    vectors = await docs.communities.chunk_vectors(user, coll, ["b:0", "a:1", "nope", "b:0"])
+    assert sorted(vectors) == ["a:1", "b:0"]  # only those asked for (a build reads a few per community)
     assert vectors["b:0"] == pytest.approx(unit(1000), abs=1e-6)
+    _, other = docs.scope(user)
+    assert await docs.communities.chunk_vectors(user, other, ["b:0"]) == {}
     await docs.communities.delete_collection(user, coll)
     assert await docs.communities.list(user, coll) == []
     assert await docs.communities.of_entities(user, coll, [e("curie")], 0) == {}
     assert len((await docs.communities.graph(user, coll))[1]) == 6  # documents stay
+
+
+async def test_replaces_at_once_each_complete_and_leave_one_set(docs: DocBackend) -> None:
+    user, coll = await stored(docs)  # builds of one collection in several community-build processes at once
+    want = await docs.communities.list(user, coll)
+    chunks = await docs.communities.member_chunks(user, coll, [c.id for c in want])
+    for _ in range(3):
+        await asyncio.gather(*(docs.communities.replace(user, coll, tree()) for _ in range(3)))
+        assert await docs.communities.list(user, coll) == want
+        assert await docs.communities.member_chunks(user, coll, [c.id for c in want]) == chunks

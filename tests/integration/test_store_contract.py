@@ -7,6 +7,7 @@ queries have their own file, test_store_neighbours.py.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,31 @@ async def test_labels_batched(store: StoreBackend) -> None:
     assert await store.triples.labels(user, coll, ["a", "b", "c", "nope"]) == {"a": "Alpha", "b": "Bee"}
     await store.triples.add_triples(user, coll, [t("c", RDFS_LABEL, Term.literal("Sea"))])
     assert await store.triples.labels(user, coll, ["c", "a", "c"]) == {"a": "Alpha", "c": "Sea"}
+
+
+async def test_first_label_keeps_the_label_an_iri_has(store: StoreBackend) -> None:
+    """`first_label`: a label triple is stored only for an IRI with no label yet, the first of a
+    batch wins; other triples are stored as ever. On SQLite and Neo4j it is decided inside the
+    write, so of concurrent writers one labels the IRI (Cassandra reads first: not asserted)."""
+    user, coll = store.scope()
+    label = iri(RDFS_LABEL)
+    await store.triples.add_triples(user, coll, [t("a", RDFS_LABEL, Term.literal("Ada"))])
+    batch = [t("a", RDFS_LABEL, Term.literal("ADA")), t("b", RDFS_LABEL, Term.literal("Bob")),
+             t("b", RDFS_LABEL, Term.literal("BOB")), t("a", "knows", "b")]  # fmt: skip
+    await store.triples.add_triples(user, coll, batch, first_label=True)
+    stored = await store.triples.pattern(user, coll, None, label, None, 100)
+    assert sorted((x.s.value, x.o.value) for x in stored) == [("a", "Ada"), ("b", "Bob")]
+    assert await store.triples.labels(user, coll, ["a", "b"]) == {"a": "Ada", "b": "Bob"}
+    assert await store.triples.pattern(user, coll, iri("a"), iri("knows"), None, 10)
+    if store.name == "cassandra":
+        return
+    await store.triples.add_triples(user, coll, [t(f"c{n}", "knows", "a") for n in range(5)])  # nodes that exist
+    for n in range(5):
+        forms = [f"Concept {n}", f"CONCEPT {n}", f"concept {n}"]
+        writes = [store.triples.add_triples(user, coll, [t(f"c{n}", RDFS_LABEL, Term.literal(f))], first_label=True)
+                  for f in forms]  # fmt: skip
+        await asyncio.gather(*writes)
+        assert len(await store.triples.pattern(user, coll, iri(f"c{n}"), label, None, 10)) == 1
 
 
 async def test_entity_vector_search_top_k(store: StoreBackend) -> None:

@@ -157,3 +157,16 @@ def test_a_flow_nobody_runs_is_named_at_once_not_waited_for(
 ) -> None:
     code, _, err = run([*command, "--home", str(loaded), "-C", "demo", "--flow", "nope"], capsys)
     assert code != 0 and "no flow 'nope' is running (flows: default)" in err, err
+
+
+@pytest.mark.parametrize("option", ["--batch-size", "--in-flight"])
+def test_load_batching_options_below_one_are_refused(
+    loaded: Path, capsys: pytest.CaptureFixture[str], option: str
+) -> None:
+    code, _, err = run(["load", "documents", "README.md", "--home", str(loaded), option, "0"], capsys)
+    assert code == 2 and "kgflow: error: --batch-size and --in-flight must be at least 1" in err, err
+
+
+def test_run_names_an_unknown_processor_before_starting_any(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["run", "embeddings", "no-such-processor"], capsys)
+    assert code == 2 and "unknown processor 'no-such-processor'" in err and "ready" not in err, err

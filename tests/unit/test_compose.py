@@ -75,7 +75,7 @@ def test_commands_parse_with_the_real_cli(service: str) -> None:
         except SystemExit as e:  # argparse rejects unknown commands and options
             pytest.fail(f"{service}: `{shlex.join(argv)}` does not parse ({e})")
         if args.command == "run":
-            assert args.processor in PROCESSORS, argv
+            assert all(p in PROCESSORS for p in args.processor), argv
         for value in vars(args).values():
             if isinstance(value, Path):  # files the command reads exist in the image (built from the repo)
                 assert (ROOT / value).exists(), f"{service}: {value} is not in the repo"

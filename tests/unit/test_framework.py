@@ -214,3 +214,28 @@ async def test_a_burst_of_first_answers_opens_one_response_producer() -> None:
         await proc.stop()
     assert [a.text for a in answers] == [f"f1:{i}" for i in range(16)]
     assert bus.opened.count(topic("echo", "f1", "response")) == 1
+
+
+async def test_the_answer_of_a_redelivered_request_that_had_less_to_say_is_not_taken_for_a_repeat() -> None:
+    # A load's first attempt streamed 4 progress frames and died; the attempt that got it again
+    # found the work done (stored by the first) and answers at once: its answer is frame 1.
+    bus = MemoryBus()
+    service = await bus.consumer(topic("echo", "f1"), "echo", max_redeliveries=2, prefetch=4)
+    answers = await bus.producer(topic("echo", "f1", "response"))
+    c = client(bus, timeout=2.0)
+
+    async def serve() -> None:
+        rid = (await service.receive()).properties["id"]
+        for seq in range(4):  # the first attempt's progress
+            step = EchoResponse(text=f"p{seq}", end_of_stream=False)
+            await answers.send(step.model_dump_json().encode(), {"id": rid, "seq": str(seq)})
+        for seq, res in enumerate([EchoResponse(text="again", end_of_stream=False), EchoResponse(text="done")]):
+            await answers.send(res.model_dump_json().encode(), {"id": rid, "seq": str(seq)})
+
+    serving = asyncio.create_task(serve())
+    try:
+        got = [r.text async for r in c.stream(EchoRequest(text="x"))]
+    finally:
+        await serving
+        await c.stop()
+    assert got == ["p0", "p1", "p2", "p3", "done"]  # the repeat of frame 0 dropped, the answer kept

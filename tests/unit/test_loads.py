@@ -122,5 +122,5 @@ def test_progress_counts_each_phase_exactly(tmp_path: Path) -> None:
             await stores.close()
 
     asyncio.run(run())
-    assert sum(n for n, _ in seen["store"]) == 8  # two lines: 3 labels + 1 edge each
+    assert sum(n for n, _ in seen["store"]) == 6  # two edges, and the labels of a, r, b, c once each
     assert sum(n for n, _ in seen["embed"]) == 4 and {t for _, t in seen["embed"]} == {4}  # a, b, c, r

@@ -176,6 +176,18 @@ async def test_episode_ranks_entities_mentioned_in_more_episodes_first() -> None
     assert res.stats is not None and res.stats.store_round_trips == 1
 
 
+async def test_a_window_before_year_one_starts_at_year_one() -> None:
+    fake = Fake()
+    first = datetime(1, 1, 1, tzinfo=UTC)
+    for as_of in (datetime(1, 1, 1), datetime(1, 1, 20, tzinfo=UTC)):
+        res = await run(
+            fake, req(entities(("A", 0.9), ("C", 0.1)), strategy="episode").model_copy(update={"as_of": as_of})
+        )
+        assert [r.id for r in res.results] == ["C", "A"]
+    windows = [c[1][2] for c in fake.calls if c[0] == "episodes"]
+    assert windows == [(first, first), (first, datetime(1, 1, 20, tzinfo=UTC))]
+
+
 async def test_hybrid_formula_and_graph_context() -> None:
     fake = Fake()
     w = RerankWeights(original=0.5, episode=0.2, distance=0.3)

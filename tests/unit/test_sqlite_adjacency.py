@@ -114,3 +114,18 @@ async def test_the_held_search_finds_what_the_search_level_by_level_finds(tmp_pa
         finally:
             await store.db.close()
     assert {"truncated", "hop 0", "hop 1", "hop 2", "hop 3"} <= seen  # the cases reach what they test
+
+
+async def test_a_search_over_a_collection_with_no_edges_finds_nothing(tmp_path: Path) -> None:
+    """A collection holding no edge (empty, or labels only): the reranker's distance search asks
+    anyway, and gets the sources at hop 0 and nothing else, never an error."""
+    store = SqliteTripleStore(tmp_path / "graph.db")
+    try:
+        await store.add_triples("alice", "labels-only", [Triple(s=Term.iri(iri("ada")), p=Term.iri(RDFS_LABEL),
+                                                                o=Term.literal("Ada"))])  # fmt: skip
+        search = DistanceSearch([iri("ada")], [[iri("bob")], [iri("ada"), iri("carl")], []], 3, 30, 100)
+        for coll in ("empty", "labels-only"):
+            found = await store.distances("alice", coll, search)
+            assert found is not None and found.hops == {iri("ada"): 0}, coll
+    finally:
+        await store.db.close()

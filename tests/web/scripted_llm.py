@@ -9,6 +9,7 @@ and records the requests it answered.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -17,7 +18,13 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import pytest
+
 ANSWER = "Pierre Curie, the husband of Marie Curie, was born in Paris, France."
+# The answer to a structured (JSON-schema) request, lazy-rag's summary: markdown, citing the first passage
+# of the prompt by its chunk id (`{cite}`), as a model following lazy-rag's prompt does.
+SUMMARY = "**Polonium** was named after *Poland*, Marie Curie's homeland {cite}.\n\n- element: polonium"
+PASSAGE = re.compile(r"^\[([0-9A-Za-z_.:#-]+)\] \(", re.MULTILINE)
 PIECE_WORDS = 2
 PAUSE_S = 0.25  # between pieces: long enough for the page to draw each one before the next arrives
 
@@ -28,6 +35,7 @@ class ScriptedLlm:
 
     base_url: str
     requests: list[dict[str, Any]] = field(default_factory=list)
+    summary: str = SUMMARY  # what a structured request is answered with (`{cite}`: the first passage's id)
 
     def env(self) -> dict[str, str]:
         """The environment that points `kgflow up`'s text-completion at this endpoint."""
@@ -45,6 +53,16 @@ def pieces(text: str = ANSWER) -> list[str]:
     words = text.split(" ")
     groups = [" ".join(words[i : i + PIECE_WORDS]) for i in range(0, len(words), PIECE_WORDS)]
     return [g + " " for g in groups[:-1]] + groups[-1:]
+
+
+def answer_for(body: dict[str, Any], summary: str = SUMMARY) -> str:
+    """The scripted answer: ANSWER, or for a request with a `response_format`, lazy-rag's summary JSON."""
+    if not body.get("response_format"):
+        return ANSWER
+    prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []) if isinstance(m, dict))
+    found = PASSAGE.search(prompt)
+    text = summary.replace("{cite}", f"[{found.group(1)}]" if found else "")
+    return json.dumps({"summary": text, "confidence": 0.9, "missing_info": []})
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None, usage: dict[str, int] | None = None) -> bytes:
@@ -67,10 +85,15 @@ def _handler(script: ScriptedLlm) -> type[BaseHTTPRequestHandler]:
             """`POST /v1/chat/completions`: the scripted answer, streamed when asked."""
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
             script.requests.append(body)
-            usage = {"prompt_tokens": 40, "completion_tokens": len(pieces()), "total_tokens": 40 + len(pieces())}
+            text = answer_for(body, script.summary)
+            usage = {
+                "prompt_tokens": 40,
+                "completion_tokens": len(pieces(text)),
+                "total_tokens": 40 + len(pieces(text)),
+            }
             if not body.get("stream"):
                 answer = {"id": "chatcmpl-s", "object": "chat.completion", "created": 1, "model": "scripted-model"}
-                answer["choices"] = [{"index": 0, "message": {"role": "assistant", "content": ANSWER}}]
+                answer["choices"] = [{"index": 0, "message": {"role": "assistant", "content": text}}]
                 answer["choices"][0]["finish_reason"] = "stop"
                 answer["usage"] = usage
                 data = json.dumps(answer).encode()
@@ -85,7 +108,7 @@ def _handler(script: ScriptedLlm) -> type[BaseHTTPRequestHandler]:
             self.send_header("Connection", "close")  # the stream ends when the connection does
             self.end_headers()
             self.wfile.write(_chunk({"role": "assistant"}))
-            for piece in pieces():
+            for piece in pieces(text):
                 self.wfile.write(_chunk({"content": piece}))
                 self.wfile.flush()
                 time.sleep(PAUSE_S)  # this thread's own pause: the gateway sees a slow model
@@ -109,3 +132,10 @@ def scripted_llm() -> Iterator[ScriptedLlm]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[ScriptedLlm]:
+    """The scripted model a module's `kgflow up` answers with (import this fixture into the module)."""
+    with scripted_llm() as script:
+        yield script

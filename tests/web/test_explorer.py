@@ -24,7 +24,7 @@ from playwright.sync_api import Page
 from processors.algorithms.iris import RELATION_NS, field_iri
 from tests.gateway.gw_support import BIN, ROOT, kgflow_up, up_env
 from tests.web.browser import ask, click_node, node_labels, wait_connected, watch_answer
-from tests.web.scripted_llm import ANSWER, ScriptedLlm, pieces, scripted_llm
+from tests.web.scripted_llm import ANSWER, SUMMARY, ScriptedLlm, pieces
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -32,13 +32,6 @@ pytestmark = pytest.mark.timeout(600)
 def _load(home: Path, env: dict[str, str], kind: str, path: Path, collection: str) -> None:
     cmd = [str(BIN / "kgflow"), "load", kind, str(path), "--home", str(home), "-C", collection, "--no-progress"]
     subprocess.run(cmd, check=True, env=env, capture_output=True, timeout=300)
-
-
-@pytest.fixture(scope="module")
-def llm() -> Iterator[ScriptedLlm]:
-    """The scripted model `kgflow up` answers with."""
-    with scripted_llm() as script:
-        yield script
 
 
 @pytest.fixture(scope="module")
@@ -171,3 +164,39 @@ def test_loads_a_triples_file_and_a_document_from_the_page(page: Page, explorer:
     page.click("#tab-library-button")
     page.wait_for_selector("#documents-list >> text=A note on Recife")
     page.screenshot(path=str(tmp_path / "loaded.png"))
+
+
+def test_graph_rag_draws_only_its_seeds_as_seeds(page: Page, explorer: str) -> None:
+    """graph-rag scores up to `entity-limit` candidates but starts from the entities the question names:
+    only those are seeds (before, every candidate a fact reached was drawn as one)."""
+    wait_connected(page, explorer)
+    ask(page, "demo", "graph-rag", "Where was marie_curie's husband born?", no_model=True)
+    assert node_labels(page, ".seed") == ["marie curie"]
+    assert {"pierre curie", "paris"} <= set(node_labels(page, "*"))  # the facts around it are still drawn
+
+
+def test_a_lazy_rag_answer_is_rendered_markdown(page: Page, explorer: str, llm: ScriptedLlm) -> None:
+    wait_connected(page, explorer)
+    answer = ask(page, "docs", "lazy-rag", "Which element did Marie Curie name after her homeland?")
+    assert "**" not in answer and "- element" not in answer, answer  # no raw markdown shown
+    assert page.inner_text("#answer strong") == "Polonium" and page.inner_text("#answer em") == "Poland"
+    assert page.inner_text("#answer li") == "element: polonium"
+    assert page.locator("#answer p button.cite").count() == 1  # the citation inside the rendered text still opens
+
+
+def test_markdown_in_an_answer_never_runs_as_html(page: Page, explorer: str, llm: ScriptedLlm) -> None:
+    """A model (or a passage it quotes) that writes HTML gets it shown as text: nothing runs, nothing loads."""
+    attack = ('<img src=x onerror="window.pwned=1"> <script>window.pwned=2</script> '
+              '**[x](javascript:window.pwned=3)** <a href="javascript:window.pwned=4">click</a> {cite}')  # fmt: skip
+    llm.summary = attack
+    try:
+        wait_connected(page, explorer)
+        answer = ask(page, "docs", "lazy-rag", "Which element did Marie Curie name after her homeland?")
+    finally:
+        llm.summary = SUMMARY
+    assert '<img src=x onerror="window.pwned=1">' in answer and "<script>window.pwned=2</script>" in answer
+    for tag in ("img", "script", "a", "iframe"):
+        assert page.locator(f"#answer {tag}").count() == 0, tag
+    page.click("#answer strong")  # the bold "link" is text
+    page.wait_for_timeout(300)
+    assert page.evaluate("window.pwned") is None

@@ -123,11 +123,13 @@ function warnings(res: Json): string[] {
   return (res.warnings ?? []).map((w: Json) => w.message ?? String(w));
 }
 
-/** graph-rag: seeds are `entities`, the subgraph is `triples` (labelled, with relevance scores). */
+/** graph-rag: `entities` are the candidates its entity search scored; the seeds are those traversal started
+ * from (`anchor`); the subgraph is `triples` (labelled, with relevance scores). */
 function graphRag(res: Json): Evidence {
   const b = new Builder();
   const lexical = new Set<string>();
   for (const e of res.entities ?? []) {
+    if (!e.anchor) continue; // a candidate, not a seed: drawn only if a retrieved fact reaches it
     b.node(e.id, e.label, true, e.score);
     if (e.lexical) lexical.add(e.id);
   }

@@ -1,6 +1,9 @@
 // The Load tab: documents through the gateway's `text-load` service (one request per document, with
-// kgflow's progress frames), then a rebuild of the collection's communities, as `kgflow load
-// documents` does; triples files through the import socket, with progress from its acknowledgements.
+// kgflow's progress frames) — PDF, Word, PowerPoint and web pages as their bytes through
+// `document-load`, which reads them on the gateway — then a rebuild of the collection's
+// communities, as `kgflow load documents` does; a file the gateway refuses is named with the reason
+// and the others load. Triples files go through the import socket, with progress from its
+// acknowledgements.
 import { type Gateway, type Json, importTriples } from "./api";
 import { byId, h, messageOf } from "./dom";
 import { frames, parseTriples, RDFS_LABEL } from "./triples";
@@ -9,7 +12,12 @@ interface Doc {
   id: string;
   title: string;
   text: string;
+  bytes?: Uint8Array; // a PDF, DOCX, PPTX or HTML file, read by the gateway
+  kind?: string; // its content type
 }
+
+/** Files the gateway reads from their bytes (processors/ingest/documents/formats/). */
+const FILE_FORMATS = /\.(pdf|docx|pptx|html?|xhtml)$/i;
 
 /** The documents of a file, as processors/ingest/documents/files.py reads them (JSONL: one a line;
  * text: id = file name, title = a markdown file's first `# ` heading, else the file name). */
@@ -29,8 +37,7 @@ function documentsOf(name: string, text: string): Doc[] {
   return [{ id: name, title: heading || name, text }];
 }
 
-function base64(text: string): string {
-  const bytes = new TextEncoder().encode(text);
+function base64(bytes: Uint8Array): string {
   let binary = "";
   for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
   return btoa(binary);
@@ -81,25 +88,42 @@ export class Loader {
 
   private async documents(files: File[], collection: string): Promise<void> {
     const docs: Doc[] = [];
-    for (const f of files) docs.push(...documentsOf(f.name, await f.text()));
+    for (const f of files) {
+      if (FILE_FORMATS.test(f.name)) docs.push({ id: f.name, title: "", text: "", bytes: new Uint8Array(await f.arrayBuffer()), kind: f.type });
+      else docs.push(...documentsOf(f.name, await f.text()));
+    }
     let loaded = 0;
     let chunks = 0;
+    let refused = 0;
     for (const [i, d] of docs.entries()) {
       this.progress(i, docs.length);
-      const metadata = [{ s: { t: "i", i: d.id }, p: { t: "i", i: RDFS_LABEL }, o: { t: "l", v: d.title } }];
-      const request = { id: d.id, text: base64(d.text), charset: "utf-8", collection, metadata, streaming: true };
-      const report = await this.gw().request("text-load", this.flow(), request, (r: Json, complete) => {
-        if (!complete) byId("load-state").textContent = `${d.id}: ${r.stage} ${r.done}`;
-      });
-      loaded += report.loaded;
-      chunks += report.chunks;
-      this.note(`${d.id}: ${report.loaded ? `${report.chunks} chunks` : "unchanged"}`);
+      let service = "text-load";
+      let request: Json = { id: d.id, collection, streaming: true };
+      if (d.bytes) {
+        service = "document-load"; // the file's own title, pages and headings come from the gateway
+        request = { ...request, data: base64(d.bytes), kind: d.kind ?? "" };
+      } else {
+        const metadata = [{ s: { t: "i", i: d.id }, p: { t: "i", i: RDFS_LABEL }, o: { t: "l", v: d.title } }];
+        request = { ...request, text: base64(new TextEncoder().encode(d.text)), charset: "utf-8", metadata };
+      }
+      try {
+        const report = await this.gw().request(service, this.flow(), request, (r: Json, complete) => {
+          if (!complete) byId("load-state").textContent = `${d.id}: ${r.stage} ${r.done}`;
+        });
+        loaded += report.loaded;
+        chunks += report.chunks;
+        this.note(`${d.id}: ${report.loaded ? `${report.chunks} chunks` : "unchanged"}`);
+      } catch (e) {
+        refused += 1;
+        this.note(`${d.id}: not loaded: ${messageOf(e)}`, "error");
+      }
     }
     this.progress(docs.length, docs.length);
-    this.note(`loaded ${loaded} of ${docs.length} documents (${chunks} chunks) into ${collection}`);
+    const skipped = refused ? `, ${refused} not loaded` : "";
+    this.note(`loaded ${loaded} of ${docs.length} documents (${chunks} chunks${skipped}) into ${collection}`);
     if (loaded) {
       byId("load-state").textContent = "building communities…";
-      const built = await this.gw().request("communities", this.flow(), { operation: "build", collection });
+      const built = await this.gw().request("community-build", this.flow(), { operation: "build", collection });
       const levels = Object.entries(built.levels ?? {}).map(([lv, n]) => `level ${lv}: ${n}`);
       this.note(`communities rebuilt (${levels.join(", ") || "none"})`);
     }

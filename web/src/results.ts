@@ -4,6 +4,7 @@ import type { Json } from "./api";
 import { chunkItem, openChunk } from "./chunks";
 import { byId, fill, fmt, h } from "./dom";
 import type { ChunkView, Evidence } from "./evidence";
+import { markdown } from "./markdown";
 
 /** Looks a chunk up by id: among the answer's chunks first, else from the documents service. */
 export type ChunkLookup = (id: string) => Promise<ChunkView | null>;
@@ -28,13 +29,12 @@ export function showStats(stats: Json | null, extra: Json = {}): void {
   fill(byId("stats"), ...statsRows({ ...(stats ?? {}), ...extra }));
 }
 
-/** Show the final answer; a `[chunk id]` it names (lazy-rag and kg-query cite that way) opens that chunk. */
+/** Show the final answer, its Markdown rendered (as elements, never as HTML: see markdown.ts); a `[chunk id]`
+ * it names (lazy-rag and kg-query cite that way) opens that chunk. */
 export function showAnswer(el: HTMLElement, text: string, ev: Evidence, lookup: ChunkLookup): void {
   const known = new Set(ev.chunks.map((c) => c.id));
-  const parts = text.split(/\[([0-9A-Za-z_-]{6,64})\]/);
-  fill(
-    el,
-    ...parts.map((part, i) => {
+  const citations = (plain: string): (Node | string)[] =>
+    plain.split(/\[([0-9A-Za-z_-]{6,64})\]/).map((part, i) => {
       if (i % 2 === 0) return part;
       if (!known.has(part)) return `[${part}]`;
       const cite = h("button", { type: "button", class: "link cite", dataset: { chunk: part } }, `[${part}]`);
@@ -43,8 +43,8 @@ export function showAnswer(el: HTMLElement, text: string, ev: Evidence, lookup: 
         if (chunk) openChunk(chunk);
       });
       return cite;
-    }),
-  );
+    });
+  fill(el, ...markdown(text, citations));
 }
 
 /** Show an answer's evidence: citations, chunks, documents (graph-rag: its source entities) and warnings. */

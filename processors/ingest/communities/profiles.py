@@ -30,9 +30,10 @@ def profile(
     communities: Sequence[Community],
     mentions: Sequence[tuple[str, str, int]],  # (entity, chunk id, count)
     edges: Sequence[tuple[str, str, float]],
-    chunk_vectors: Mapping[str, Sequence[float]],
+    chunk_vectors: Mapping[str, Sequence[float]] | None = None,
 ) -> list[CommunityRecord]:
-    """Records of every community (children before parents, as `detect` orders them)."""
+    """Records of every community (children before parents, as `detect` orders them); without
+    `chunk_vectors` their vectors are left empty for `set_vectors`."""
     by_entity: dict[str, list[tuple[str, int]]] = {}
     for e, c, n in mentions:
         by_entity.setdefault(e, []).append((c, n))
@@ -64,10 +65,23 @@ def profile(
             chunks=chunks,
             top_entities=sorted(c.members, key=lambda m: (-degree.get(m, 0.0), m))[:TOP_ENTITIES],
             top_chunks=ranked[:TOP_CHUNKS],
-            vector=_mean([chunk_vectors[cid] for cid in ranked[:VECTOR_CHUNKS] if cid in chunk_vectors]),
             membership_hash=membership_hash(c.members),
         )
-    return list(records.values())
+    out = list(records.values())
+    if chunk_vectors is not None:
+        set_vectors(out, chunk_vectors)
+    return out
+
+
+def vector_chunks(record: CommunityRecord) -> list[str]:
+    """The chunks whose vectors make the community's profile vector: its VECTOR_CHUNKS heaviest."""
+    return sorted(record.chunks, key=lambda cid: (-record.chunks[cid], cid))[:VECTOR_CHUNKS]
+
+
+def set_vectors(records: Sequence[CommunityRecord], chunk_vectors: Mapping[str, Sequence[float]]) -> None:
+    """Give each record its profile vector: the mean of its `vector_chunks` (unit length)."""
+    for r in records:
+        r.vector = _mean([chunk_vectors[cid] for cid in vector_chunks(r) if cid in chunk_vectors])
 
 
 def _mean(vectors: list[Sequence[float]]) -> list[float]:

@@ -10,7 +10,7 @@ they join triples loaded into the collection) with an rdfs:label.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,19 +42,28 @@ class Linked:
         return out
 
 
-def link(documents: Sequence[IndexedDocument], named: Mapping[str, str]) -> Linked:
-    """Resolve concept keys to entities (`named`: key -> existing IRI) and build the records."""
+def link(
+    documents: Sequence[IndexedDocument], named: Mapping[str, str], claimed: Collection[str] = frozenset()
+) -> Linked:
+    """Resolve concept keys to entities (`named`: key -> existing IRI, by the exact key: the same
+    data links the same way whatever the order or concurrency of loads) and build the records
+    (an entity's aliases ride along for query-time lookups); a named entity a document write
+    created (`claimed`) stays owned by documents."""
     out = Linked([])
     for doc in documents:
         iri: dict[str, str] = {}
         owned: set[str] = set()
+        names: dict[str, list[str]] = {}
         for c in doc.concepts:
             if c.key in named:
                 iri[c.key] = named[c.key]
+                if iri[c.key] in claimed:
+                    owned.add(iri[c.key])
             else:
                 iri[c.key] = concept_iri(c.key)
                 owned.add(iri[c.key])
                 out.new_concepts.setdefault(iri[c.key], c.label)
+            names.setdefault(iri[c.key], []).extend([c.key, *c.aliases])
         mentions = [
             Mention(chunk_id=m.chunk_id, entity=iri[m.key], count=m.count) for m in doc.mentions if m.key in iri
         ]
@@ -70,9 +79,12 @@ def link(documents: Sequence[IndexedDocument], named: Mapping[str, str]) -> Link
                 relations.append(Relation(iri[r.s], p, iri[r.o], r.chunk_ids))
                 out.relations.add((iri[r.s], p, iri[r.o]))
                 out.predicates.setdefault(p, r.p)
+        keys = {i: k for k, i in reversed(iri.items())}  # an entity's first concept gives its key
+        aliases = {i: [x for x in dict.fromkeys(ns) if x != keys[i]] for i, ns in names.items()}
         out.records.append(
             DocumentRecord(doc.document, doc.content_hash, doc.chunks, doc.vectors, mentions, relations, owned,
-                           keys={i: k for k, i in iri.items()}, title_entity=iri.get(doc.title_key))
+                           keys=keys, title_entity=iri.get(doc.subject_key),
+                           aliases={i: a for i, a in aliases.items() if a})
         )  # fmt: skip
     return out
 

@@ -6,15 +6,20 @@ collection changed. The document-load flow sends `store`; the gateway routes onl
 
 from __future__ import annotations
 
+import time
+
 from processors.algorithms.iris import RELATED_TO, RELATED_TO_LABEL
 from processors.base.operations import by_operation
 from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
 from processors.ingest.document_store.linking import Linked, attach_relation_vectors, link, unlinked_triples
 from processors.models.embeddings.client import FlowEmbedder
 from processors.stores.documents_protocol import RemovedLinks
-from schemas.documents import DeleteCollection, DeleteDocuments, DocumentsResponse, StoreDocuments
+from processors.stores.protocol import LoadState
+from schemas.documents import DeleteCollection, DeleteDocuments, DocumentsResponse, StoreDocuments, WriteMark
 from schemas.services import DOCUMENT_STORE, EMBEDDINGS, Service
 from schemas.terms import Term
+
+DOCUMENTS_SOURCE = "documents"  # the load state's source while documents are being written
 
 
 class DocumentStoreProcessor(StoreProcessor):
@@ -23,7 +28,7 @@ class DocumentStoreProcessor(StoreProcessor):
     name = DOCUMENT_STORE.name
 
     def services(self) -> list[ServiceSpec]:
-        table = {StoreDocuments: self.store, DeleteDocuments: self.delete_documents,
+        table = {StoreDocuments: self.store, WriteMark: self.write_mark, DeleteDocuments: self.delete_documents,
                  DeleteCollection: self.delete_collection}  # fmt: skip
         return [ServiceSpec(DOCUMENT_STORE, by_operation(table))]
 
@@ -31,10 +36,20 @@ class DocumentStoreProcessor(StoreProcessor):
         return [EMBEDDINGS]
 
     async def store(self, req: StoreDocuments, flow: FlowContext) -> DocumentsResponse:
-        """Link the documents' concepts into the graph, then store them."""
+        """Link the documents' concepts into the graph, then store them, in an order a rerun after
+        a kill at any point completes: the collection is marked incomplete first; new concepts are
+        claimed (owned) before their vectors, which make them named, and their labels; the
+        documents (what `status` reports as stored) come last, then the mark is cleared."""
         user, coll = req.user, req.collection
+        started = req.started if req.started is not None else await self._begin(user, coll)
         keys = sorted({c.key for d in req.documents for c in d.concepts})
-        linked = link(req.documents, await self.stores.entities.named(user, coll, keys))
+        named = await self.stores.entities.named(user, coll, keys)
+        claimed = await self.stores.documents.claimed(user, coll, sorted(set(named.values()))) if named else set()
+        labelled = await self.stores.triples.labels(user, coll, sorted(claimed)) if claimed else {}
+        # a concept a killed write claimed but did not label is written again, as a new one
+        linked = link(req.documents, {k: i for k, i in named.items() if i not in claimed or i in labelled}, claimed)
+        concept_keys = {i: k for r in linked.records for i, k in r.keys.items() if i in linked.new_concepts}
+        await self.stores.documents.claim(user, coll, concept_keys)
         embedder = FlowEmbedder(flow.client(EMBEDDINGS))
         new = list(linked.new_concepts.items())
         vectors: dict[str, list[float]] = {}
@@ -52,13 +67,51 @@ class DocumentStoreProcessor(StoreProcessor):
             await self.stores.entities.upsert(user, coll, [(RELATED_TO, RELATED_TO_LABEL, v)], "predicate")
         if linked.predicates:
             await self._add_predicates(user, coll, linked, embedder)
-        await self.stores.triples.add_triples(user, coll, linked.triples())
+        await self.stores.triples.add_triples(user, coll, linked.triples(), first_label=True)
+        await self._agree_labels(user, coll, linked.new_concepts, embedder)
         removed = await self.stores.documents.store(user, coll, linked.records)
         await self._unlink(user, coll, removed)
         touched = {m.entity for r in linked.records for m in r.mentions} | set(removed.touched)
         await self.stores.communities.mark_stale(user, coll, sorted(touched))
+        await self._finish(user, coll, started)
         await self.announce_graph_changed(user, coll)
         return DocumentsResponse(stored=len(linked.records))
+
+    async def _agree_labels(self, user: str, coll: str, written: dict[str, str], embedder: FlowEmbedder) -> None:
+        """Writers that created one concept at once each indexed their spelling of it; the label
+        triple kept the first (`first_label`). A writer whose spelling lost indexes the kept one:
+        each checks after its own index write, so the last to write corrects what it wrote."""
+        kept = await self.stores.triples.labels(user, coll, sorted(written)) if written else {}
+        lost = {iri: label for iri, label in kept.items() if label != written[iri]}
+        if lost:
+            vectors = await embedder.embed(list(lost.values()))
+            items = [(iri, label, v) for (iri, label), v in zip(lost.items(), vectors, strict=True)]
+            await self.stores.entities.upsert(user, coll, items, "entity")
+
+    async def write_mark(self, req: WriteMark, flow: FlowContext) -> DocumentsResponse:
+        """Mark the collection incomplete for a load about to work on it (see `_begin`), or clear
+        the mark `req.finish` (the load stored nothing)."""
+        if req.finish is not None:
+            await self._finish(req.user, req.collection, req.finish)
+            return DocumentsResponse(started=req.finish)
+        return DocumentsResponse(started=await self._begin(req.user, req.collection))
+
+    async def _begin(self, user: str, coll: str) -> float | None:
+        """Mark the collection incomplete while documents are written (queries warn, as after an
+        interrupted triples load); None when an unfinished triples load's mark is there to keep."""
+        prior = await self.stores.triples.load_state(user, coll)
+        if prior is not None and not prior.complete and prior.source != DOCUMENTS_SOURCE:
+            return None
+        started = time.time()
+        await self.stores.triples.set_load_state(user, coll, LoadState(started=started, source=DOCUMENTS_SOURCE))
+        return started
+
+    async def _finish(self, user: str, coll: str, started: float | None) -> None:
+        """Clear the mark, unless a later write has set its own (it clears it when it finishes)."""
+        current = await self.stores.triples.load_state(user, coll)
+        if started is not None and current is not None and current.started == started:
+            done = LoadState(started=started, finished=time.time(), source=DOCUMENTS_SOURCE)
+            await self.stores.triples.set_load_state(user, coll, done)
 
     async def _add_predicates(self, user: str, coll: str, linked: Linked, embedder: FlowEmbedder) -> None:
         """Typed relations' predicates: a label where the collection has none (a predicate loaded
@@ -81,7 +134,7 @@ class DocumentStoreProcessor(StoreProcessor):
         await self._unlink(user, coll, removed)
         await self.stores.communities.mark_stale(user, coll, removed.touched)
         await self.announce_graph_changed(user, coll)
-        return DocumentsResponse(deleted=len(known))
+        return DocumentsResponse(deleted=len(known), not_found=[d for d in req.document_ids if d not in known])
 
     async def _unlink(self, user: str, coll: str, removed: RemovedLinks) -> None:
         """Remove the relations and concepts no document supports any more."""
@@ -108,9 +161,14 @@ class DocumentStoreProcessor(StoreProcessor):
     async def delete_collection(self, req: DeleteCollection, flow: FlowContext) -> DocumentsResponse:
         """Drop the collection from every store."""
         user, collection = req.user, req.collection
-        await self.stores.documents.delete_collection(user, collection)
+        existed = (
+            collection in await self.stores.triples.collections(user)
+            or collection in await self.stores.entities.collections(user)
+            or collection in await self.stores.documents.counts(user)
+        )
+        await self.stores.documents.delete_collection(user, collection)  # also clears what a failed load left
         await self.stores.communities.delete_collection(user, collection)
         await self.stores.triples.delete_collection(user, collection)
         await self.stores.entities.delete_collection(user, collection)
         await self.announce_graph_changed(user, collection)
-        return DocumentsResponse(deleted=1)
+        return DocumentsResponse(deleted=int(existed))

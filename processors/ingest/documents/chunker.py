@@ -1,6 +1,8 @@
 """Token-aware chunking: windows of a document's text that fit the embedding model.
 
-Text is split into paragraphs (blank lines) and sentences; sentences are packed into chunks
+Text is split into paragraphs (blank lines) and sentences (spaCy's English tokenizer and rule-based
+sentencizer: "Dr. Smith" and "U.S. Army" stay whole; a tenth of the cost of the parser's
+boundaries, which the extractor computes later anyway); sentences are packed into chunks
 of at most `max_tokens` tokens as the embedding model's own tokenizer counts them (the model
 truncates at 256: a chunk must fit whole), a paragraph break ends a chunk that is already half
 full, and each chunk after the first repeats up to `overlap_tokens` of the sentences before it.
@@ -11,13 +13,18 @@ from __future__ import annotations
 
 import bisect
 import re
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-# A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before whitespace.
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 _PARAGRAPH = re.compile(r"\n\s*\n")
+MIN_SECTION_TOKENS = 16  # a chunk shorter than this does not end at a section start (a heading alone)
+SPACY_SLICE = 200_000  # characters of one paragraph given to spaCy at a time (it refuses over 1M)
+_splitter: Any = None
+_splitter_lock = threading.Lock()  # one spaCy pipeline per process; its tokenizer cache is not shared safely
 
 
 class ChunkingParams(BaseModel):
@@ -36,23 +43,53 @@ class Span:
     tokens: int
 
 
+def _sentence_splitter() -> Any:
+    """spaCy's English tokenizer with its rule-based sentencizer (built once)."""
+    global _splitter
+    if _splitter is None:
+        import spacy
+
+        nlp = spacy.blank("en")
+        nlp.add_pipe("sentencizer")
+        nlp.max_length = SPACY_SLICE + 1
+        _splitter = nlp
+    return _splitter
+
+
+def _slices(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """[start, end) in pieces of at most SPACY_SLICE characters, cut at whitespace where there is some."""
+    out = []
+    while end - start > SPACY_SLICE:
+        cut = text.rfind(" ", start + SPACY_SLICE // 2, start + SPACY_SLICE)
+        cut = cut if cut > start else start + SPACY_SLICE
+        out.append((start, cut))
+        start = cut
+    out.append((start, end))
+    return out
+
+
 def sentences(text: str) -> list[tuple[int, int, bool]]:
     """(start, end, starts a paragraph) of every sentence, whitespace trimmed."""
-    out: list[tuple[int, int, bool]] = []
+    paragraphs: list[tuple[int, int]] = []
     para_start = 0
     for para_end in [m.start() for m in _PARAGRAPH.finditer(text)] + [len(text)]:
-        first = True
-        pos = para_start
-        for piece_end in [m.start() for m in _SENTENCE_END.finditer(text, para_start, para_end)] + [para_end]:
-            piece = text[pos:piece_end]
-            lead = len(piece) - len(piece.lstrip())
-            s, e = pos + lead, pos + len(piece.rstrip())
-            if e > s:
-                out.append((s, e, first))
-                first = False
-            pos = piece_end
+        paragraphs += [(para_start, para_end)] if text[para_start:para_end].strip() else []
         m = _PARAGRAPH.match(text, para_end)
         para_start = m.end() if m else para_end
+    pieces = [(s, e, i) for i, (ps, pe) in enumerate(paragraphs) for s, e in _slices(text, ps, pe)]
+    out: list[tuple[int, int, bool]] = []
+    last_paragraph = -1
+    with _splitter_lock:
+        nlp = _sentence_splitter()
+        docs = nlp.pipe(text[s:e] for s, e, _ in pieces)
+        for (offset, _, paragraph), doc in zip(pieces, docs, strict=True):
+            for sent in doc.sents:
+                span = sent.text
+                lead = len(span) - len(span.lstrip())
+                s, e = offset + sent.start_char + lead, offset + sent.start_char + len(span.rstrip())
+                if e > s:
+                    out.append((s, e, paragraph != last_paragraph))
+                    last_paragraph = paragraph
     return out
 
 
@@ -68,9 +105,19 @@ def _windows(offsets: list[tuple[int, int]], max_tokens: int, overlap: int) -> l
     return spans
 
 
-def chunk_spans(text: str, token_offsets: list[tuple[int, int]], max_tokens: int, overlap_tokens: int) -> list[Span]:
+def chunk_spans(
+    text: str,
+    token_offsets: list[tuple[int, int]],
+    max_tokens: int,
+    overlap_tokens: int,
+    pages: Sequence[int] = (),
+    headings: Sequence[int] = (),
+) -> list[Span]:
     """The chunks of `text`, given the (start, end) character offsets of its tokens as the
-    embedding model's tokenizer produces them (see the module docstring)."""
+    embedding model's tokenizer produces them (see the module docstring). A chunk also ends where
+    a page (or slide) of the file starts, and where a heading starts unless the chunk holds fewer
+    than MIN_SECTION_TOKENS (a short section joins the next), with no overlap across the break:
+    a chunk lies on one page, under one heading (`pages`, `headings`: character offsets)."""
     starts = [s for s, _ in token_offsets]
     units: list[tuple[int, int, int, bool]] = []  # (start, end, tokens, starts a paragraph)
     for s, e, para in sentences(text):
@@ -87,12 +134,22 @@ def chunk_spans(text: str, token_offsets: list[tuple[int, int]], max_tokens: int
     for unit in units:
         size = sum(u[2] for u in current)
         full = size + unit[2] > max_tokens or (unit[3] and size >= max_tokens // 2)
-        if current and full:
+        crossed = bool(current) and (
+            _starts_between(pages, current[0][0], unit[0])
+            or (size >= MIN_SECTION_TOKENS and _starts_between(headings, current[0][0], unit[0]))
+        )
+        if current and (full or crossed):
             chunks.append(Span(current[0][0], current[-1][1], size))
-            current = _overlap(current, overlap_tokens, max_tokens - unit[2])
+            current = [] if crossed else _overlap(current, overlap_tokens, max_tokens - unit[2])
         current.append(unit)
     chunks.append(Span(current[0][0], current[-1][1], sum(u[2] for u in current)))
     return chunks
+
+
+def _starts_between(starts: Sequence[int], after: int, at: int) -> bool:
+    """Whether one of the sorted `starts` lies in (after, at]."""
+    i = bisect.bisect_right(starts, after)
+    return i < len(starts) and starts[i] <= at
 
 
 def _overlap(previous: list[tuple[int, int, int, bool]], overlap: int, room: int) -> list[tuple[int, int, int, bool]]:

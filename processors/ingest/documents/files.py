@@ -1,21 +1,32 @@
-"""Reading documents from files: JSONL (one document per line), or text/markdown files and
-directories of them (id = path under the directory; title = a markdown file's first `# `
-heading, else the file name). A bad line is reported with file:line and skipped; the other
-documents are read."""
+"""Reading documents from files: JSONL (one document per line); text and markdown files; PDF (its
+text layer), DOCX, PPTX and HTML files (formats/: with the page, slide or heading of each part);
+and directories of them (id = path under the directory; title = the title the file gives itself —
+a markdown file's first `# ` heading, a PDF's or office file's title property, a page's <title> —
+cut to the title limit, else the file name). Every file is bounded before it is read: only regular
+files, up to what a document may hold, JSONL lines read a bounded piece at a time. A file or line
+that cannot be a document (too big, not UTF-8, unreadable, invalid, an id read before in the same
+load) is reported by name with the reason and skipped; the other documents are read."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal, get_args
 
 from pydantic import ValidationError
 
-from schemas.documents import Document
+from processors.ingest.documents.formats import MAX_FILE_BYTES, UnreadableFile, extract
+from schemas.documents import MAX_DOCUMENT_CHARS, MAX_TITLE_CHARS, Document
 
-DocumentFormat = Literal["auto", "jsonl", "txt", "md"]
+DocumentFormat = Literal["auto", "jsonl", "txt", "md", "pdf", "docx", "pptx", "html"]
+DOCUMENT_FORMATS: tuple[str, ...] = get_args(DocumentFormat)
 TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".text"}
+FILE_SUFFIXES = TEXT_SUFFIXES | {".pdf", ".docx", ".pptx", ".html", ".htm", ".xhtml"}
+READ = "kgflow reads .jsonl, .txt, .md, .pdf, .docx, .pptx and .html files"
+MAX_TEXT_BYTES = 4 * MAX_DOCUMENT_CHARS  # UTF-8 takes at most 4 bytes a character
+MAX_LINE_BYTES = 8 * MAX_DOCUMENT_CHARS  # a JSONL line: the text JSON-escaped (`\uXXXX`) and its fields
+SKIP_BLOCK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -26,43 +37,103 @@ class Unreadable:
     error: str
 
 
-def _jsonl(path: Path) -> Iterator[Document | Unreadable]:
-    with path.open(encoding="utf-8", errors="replace") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
+def _invalid(e: ValidationError) -> str:
+    err = e.errors()[0]
+    return f"{'.'.join(str(x) for x in err['loc']) or 'document'}: {err['msg']}"
+
+
+def _not_utf8(data: bytes, e: UnicodeDecodeError) -> str:
+    return f"not UTF-8 text (byte {data[e.start]:#04x} at offset {e.start})"
+
+
+def _skip_line(f: BinaryIO) -> None:
+    """Read past the rest of an over-long line, a block at a time."""
+    while (block := f.readline(SKIP_BLOCK)) and not block.endswith(b"\n"):
+        pass
+
+
+def _jsonl(path: Path) -> Iterator[tuple[str, Document | Unreadable]]:
+    with path.open("rb") as f:
+        n = 0
+        while line := f.readline(MAX_LINE_BYTES + 1):
+            n += 1
+            where = f"{path}:{n}"
+            if len(line) > MAX_LINE_BYTES:
+                _skip_line(f)
+                yield where, Unreadable(where, f"line over {MAX_LINE_BYTES:,} bytes: a document holds at most "
+                                               f"{MAX_DOCUMENT_CHARS:,} characters")  # fmt: skip
                 continue
             try:
-                yield Document.model_validate_json(line)
+                text = line.decode("utf-8")
+            except UnicodeDecodeError as e:
+                yield where, Unreadable(where, _not_utf8(line, e))
+                continue
+            if not text.strip():
+                continue
+            try:
+                yield where, Document.model_validate_json(text)
             except ValidationError as e:
-                err = e.errors()[0]
-                loc = ".".join(str(x) for x in err["loc"]) or "line"
-                yield Unreadable(f"{path}:{n}", f"{loc}: {err['msg']}")
+                yield where, Unreadable(where, _invalid(e))
 
 
-def _text(path: Path, root: Path) -> Document | Unreadable:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        return Unreadable(str(path), str(e))
+def _bytes(path: Path, limit: int) -> bytes:
+    """The file's bytes, refused before reading when it is not a regular file or too big."""
+    if not path.is_file():  # a device (/dev/zero), pipe or socket: no size to bound it by
+        raise UnreadableFile("not a regular file or directory")
+    size = path.stat().st_size
+    if size > limit:
+        raise UnreadableFile(f"{size:,} bytes: a document holds at most {MAX_DOCUMENT_CHARS:,} characters")
+    return path.read_bytes()
+
+
+def _file(path: Path, root: Path, fmt: DocumentFormat) -> Document | Unreadable:
     doc_id = path.name if path == root else str(path.relative_to(root))
-    first = text.lstrip().split("\n", 1)[0]
-    title = first[2:].strip() if path.suffix.lower() in (".md", ".markdown") and first.startswith("# ") else ""
-    return Document(id=doc_id, title=title or path.name, text=text)
+    text_file = fmt in ("txt", "md") or (fmt == "auto" and path.suffix.lower() in TEXT_SUFFIXES)
+    markdown = fmt == "md" or (fmt == "auto" and path.suffix.lower() in (".md", ".markdown"))
+    data = b""
+    try:
+        data = _bytes(path, MAX_TEXT_BYTES if text_file else MAX_FILE_BYTES)
+        if text_file:
+            text = data.decode("utf-8")
+            first = text.lstrip().split("\n", 1)[0]
+            title, sections = (first[2:].strip() if markdown and first.startswith("# ") else ""), []
+        else:
+            found = extract(data, path.name, "text/html" if fmt == "html" else "")
+            text, title, sections = found.text, found.title, found.sections
+        if len(text) > MAX_DOCUMENT_CHARS:
+            return Unreadable(str(path), f"{len(text):,} characters: a document holds at most {MAX_DOCUMENT_CHARS:,}")
+        return Document(id=doc_id, title=title[:MAX_TITLE_CHARS] or path.name, text=text, sections=sections)
+    except UnicodeDecodeError as e:
+        return Unreadable(str(path), _not_utf8(data, e))
+    except (OSError, UnreadableFile) as e:
+        return Unreadable(str(path), str(e))
+    except ValidationError as e:
+        return Unreadable(str(path), _invalid(e))
+
+
+def _read(paths: list[Path], fmt: DocumentFormat) -> Iterator[tuple[str, Document | Unreadable]]:
+    for p in paths:
+        if p.is_dir():
+            wanted = {".jsonl"} if fmt == "jsonl" else FILE_SUFFIXES | ({".jsonl"} if fmt == "auto" else set())
+            files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in wanted)
+            if not files:
+                yield str(p), Unreadable(str(p), f"no documents in the directory ({READ})")
+            for f in files:
+                yield from (_jsonl(f) if f.suffix.lower() == ".jsonl" else [(str(f), _file(f, p, fmt))])
+        elif p.is_file() and (fmt == "jsonl" or (fmt == "auto" and p.suffix.lower() == ".jsonl")):
+            yield from _jsonl(p)
+        else:
+            yield str(p), _file(p, p, fmt)
 
 
 def read_documents(paths: list[Path], fmt: DocumentFormat = "auto") -> Iterator[Document | Unreadable]:
-    """Documents of every path, in order; missing paths raise FileNotFoundError up front."""
+    """Documents of every path, in order; missing paths raise FileNotFoundError up front. A
+    document whose id was read before in this load is reported and skipped (the first is kept)."""
     for p in paths:
         if not p.exists():
             raise FileNotFoundError(f"no such file or directory: {p}")
-    for p in paths:
-        if p.is_dir():
-            files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in TEXT_SUFFIXES)
-            if fmt == "jsonl":
-                files = sorted(p.rglob("*.jsonl"))
-            for f in files:
-                yield from (_jsonl(f) if f.suffix == ".jsonl" else [_text(f, p)])
-        elif fmt == "jsonl" or (fmt == "auto" and p.suffix.lower() == ".jsonl"):
-            yield from _jsonl(p)
-        else:
-            yield _text(p, p)
+    first: dict[str, str] = {}
+    for where, item in _read(paths, fmt):
+        if isinstance(item, Document) and first.setdefault(item.id, where) != where:
+            item = Unreadable(where, f"duplicate document id {item.id!r} (first read from {first[item.id]})")
+        yield item

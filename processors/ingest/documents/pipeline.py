@@ -11,6 +11,7 @@ subject, which links it to every other document that names it) and sentence co-o
 from __future__ import annotations
 
 import asyncio
+import bisect
 import hashlib
 import json
 from collections import Counter
@@ -19,13 +20,14 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Protocol
 
-from processors.algorithms.text_match import title_key as title_key_of
 from processors.ingest.documents.chunker import ChunkingParams, chunk_spans
 from processors.ingest.documents.llm_relations import extract_relations
 from processors.ingest.documents.params import DocumentLoadParams
+from processors.ingest.documents.subjects import Names, one_node_per_entity, subject_key
 from processors.ingest.extractor.relations import FoundRelation
 from processors.models.text_completion.prompting import ModelAnswer
 from schemas.documents import (
+    MAX_CONCEPT_CHARS,
     Chunk,
     ConceptRef,
     CoOccurrence,
@@ -46,6 +48,14 @@ class IngestSources(Protocol):
 
     async def hashes(self, ids: list[str]) -> dict[str, str]:
         """Content hashes of the stored documents among `ids`."""
+        ...
+
+    async def begin(self) -> None:
+        """Mark the collection incomplete: documents are about to be indexed and stored."""
+        ...
+
+    async def finish(self) -> None:
+        """Clear the mark `begin` set, when nothing was stored (a store clears it itself)."""
         ...
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
@@ -83,19 +93,29 @@ class LoadReport:
 
 def content_hash(doc: Document) -> str:
     """Hash of everything stored about a document (a reload with the same hash does nothing)."""
-    payload = json.dumps([doc.title, doc.text, doc.timestamp.isoformat() if doc.timestamp else None, doc.metadata])
-    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+    fields: list[Any] = [doc.title, doc.text, doc.timestamp.isoformat() if doc.timestamp else None, doc.metadata]
+    if doc.sections:  # (documents without sections keep the hashes they had)
+        fields.append([s.model_dump() for s in doc.sections])
+    return hashlib.sha256(json.dumps(fields).encode()).hexdigest()[:32]
 
 
 def chunk_document(doc: Document, tokenizer: Any, params: ChunkingParams) -> list[Chunk]:
-    """The document's chunks, with ids derived from the document, position and text."""
+    """The document's chunks, with ids derived from the document, position and text, and the
+    page and heading of the file where each starts."""
     offsets = tokenizer.encode(doc.text, add_special_tokens=False).offsets
+    starts = [s.start for s in doc.sections]
     out = []
-    for n, span in enumerate(chunk_spans(doc.text, offsets, params.chunk_tokens, params.chunk_overlap)):
+    pages = [s.start for s, prev in zip(doc.sections, [None, *doc.sections], strict=False)
+             if prev is None or s.page != prev.page]  # fmt: skip
+    spans = chunk_spans(doc.text, offsets, params.chunk_tokens, params.chunk_overlap, pages, starts)
+    for n, span in enumerate(spans):
         text = doc.text[span.start : span.end]
         digest = hashlib.sha256(f"{doc.id}\0{n}\0{text}".encode()).hexdigest()[:16]
+        at = bisect.bisect_right(starts, span.start) - 1
+        where = doc.sections[at] if at >= 0 else None
         out.append(Chunk(id=f"c{digest}", document_id=doc.id, ordinal=n, text=text, start=span.start, end=span.end,
-                         tokens=span.tokens, title=doc.title))  # fmt: skip
+                         tokens=span.tokens, title=doc.title, page=where.page if where else None,
+                         section=where.heading if where else ""))  # fmt: skip
     return out
 
 
@@ -112,50 +132,77 @@ def index_document(
     mentions: list[list[ConceptMention]],
     relations: Sequence[list[FoundRelation]] | None = None,
 ) -> IndexedDocument:
-    """Concepts, mentions and sentence co-occurrences of one document (mentions per chunk), and
-    the typed relations each chunk states, if an extractor found some."""
-    title_key = title_key_of(doc.title)
+    """Concepts (one per entity, with its other names), mentions and sentence co-occurrences of
+    one document (mentions per chunk), its subject — a concept of every chunk — and the typed
+    relations each chunk states, if an extractor found some."""
+    names = one_node_per_entity(mentions)
+    subject = subject_key(doc.title, doc.text, mentions, names)
     labels: dict[str, Counter[str]] = {}
     keyed: list[KeyedMention] = []
     pairs: dict[tuple[str, str], list[str]] = {}
     for chunk, found in zip(chunks, mentions, strict=True):
-        counts = Counter(m.key for m in found)
+        counts = Counter(names.of(m.key) for m in found)
         for m in found:
-            labels.setdefault(m.key, Counter())[m.label] += 1
-        if title_key and any(ch.isalpha() for ch in title_key):
-            labels.setdefault(title_key, Counter())[doc.title] += 1
-            counts[title_key] += 1
+            labels.setdefault(names.of(m.key), Counter())[m.label] += 1
+        if subject:
+            if subject not in labels and doc.title:  # a subject named by the title only
+                labels.setdefault(subject, Counter())[doc.title] += 1
+            counts[subject] += 1
         keyed += [KeyedMention(chunk_id=chunk.id, key=k, count=n) for k, n in counts.items()]
-        for sentence in _sentences(found, title_key):
+        for sentence in _sentences(found, subject, names):
             for a, b in combinations(sorted(sentence), 2):
                 pairs.setdefault((a, b), []).append(chunk.id)
-    concepts = [ConceptRef(key=k, label=c.most_common(1)[0][0][:512]) for k, c in labels.items()]
+    concepts = [
+        ConceptRef(key=k, label=c.most_common(1)[0][0][:MAX_CONCEPT_CHARS],
+                   aliases=[a for a in sorted(names.aliases.get(k, ())) if len(a) <= MAX_CONCEPT_CHARS][:32])
+        for k, c in labels.items()
+    ]  # fmt: skip
     cooc = [CoOccurrence(a=a, b=b, chunk_ids=list(dict.fromkeys(ids))) for (a, b), ids in pairs.items()]
     typed: dict[FoundRelation, list[str]] = {}
     for chunk, found_relations in zip(chunks, relations or [], strict=False):
         for r in found_relations:
-            typed.setdefault(r, []).append(chunk.id)
+            typed.setdefault(FoundRelation(names.of(r.s), r.p, names.of(r.o)), []).append(chunk.id)
     rels = [KeyedRelation(s=r.s, p=r.p, o=r.o, chunk_ids=ids) for r, ids in typed.items()]
-    titled = title_key if title_key in labels else ""
     return IndexedDocument(document=doc, content_hash=content_hash(doc), chunks=chunks, vectors=vectors,
                            concepts=concepts, mentions=keyed, cooccurrences=cooc, relations=rels,
-                           title_key=titled)  # fmt: skip
+                           subject_key=subject if subject in labels else "")  # fmt: skip
 
 
-def _sentences(found: Sequence[ConceptMention], title_key: str) -> list[set[str]]:
-    """The concepts of each sentence (the first `MAX_PAIRS_PER_SENTENCE`); the title joins the
-    first sentence, where a document usually says what its subject is."""
+def _sentences(found: Sequence[ConceptMention], subject: str, names: Names) -> list[set[str]]:
+    """The concepts of each sentence (the first `MAX_PAIRS_PER_SENTENCE`). The document's subject
+    joins the first sentence, where a document usually says what it is about, and every sentence
+    whose own subject is no concept ("She was born in Warsaw": a pronoun, most often the subject)."""
     by_sentence: dict[int, list[str]] = {}
+    has_subject: set[int] = set()
     for m in found:
         if m.sentence < 0:  # an end only a model's relation found: the relation links it already
             continue
         keys = by_sentence.setdefault(m.sentence, [])
-        if m.key not in keys and len(keys) < MAX_PAIRS_PER_SENTENCE:
-            keys.append(m.key)
-    out = [set(keys) for _, keys in sorted(by_sentence.items())]
-    if title_key and out:
-        out[0].add(title_key)
+        key = names.of(m.key)
+        if key not in keys and len(keys) < MAX_PAIRS_PER_SENTENCE:
+            keys.append(key)
+        if m.subject:
+            has_subject.add(m.sentence)
+    out = []
+    for n, (sentence, keys) in enumerate(sorted(by_sentence.items())):
+        joined = set(keys)
+        if subject and (n == 0 or sentence not in has_subject):
+            joined.add(subject)
+        out.append(joined)
     return out
+
+
+def _chunk_all(
+    docs: Sequence[Document], tokenizer: Any, params: ChunkingParams, report: LoadReport
+) -> list[tuple[Document, list[Chunk]]]:
+    """Each document with its chunks; a document that cannot be chunked is reported, the others go on."""
+    chunked: list[tuple[Document, list[Chunk]]] = []
+    for d in docs:
+        try:
+            chunked.append((d, chunk_document(d, tokenizer, params)))
+        except Exception as e:  # one bad document must not stop the others
+            report.failed[d.id] = f"chunking failed: {e}"
+    return chunked
 
 
 async def _batched(fn: Callable[[list[str]], Any], texts: list[str], size: int) -> list[Any]:
@@ -178,12 +225,12 @@ async def load_batch(
     todo = [d for d in docs if stored.get(d.id) != content_hash(d)]
     report.unchanged = len(docs) - len(todo)
     progress("unchanged", report.unchanged)
-    chunked: list[tuple[Document, list[Chunk]]] = []
-    for d in todo:
-        try:
-            chunked.append((d, chunk_document(d, tokenizer, params)))
-        except Exception as e:  # one bad document must not stop the others
-            report.failed[d.id] = f"chunking failed: {e}"
+    # marked before the work, so a load killed anywhere in it leaves the mark; also when every
+    # document is unchanged, to clear a mark a killed write left after its last document was stored
+    await sources.begin()
+    # tokenizing (and indexing, below) a batch is CPU work: not on the event loop the processor's
+    # other requests share (a 50,000-character document held it 0.2-0.3 s at a time)
+    chunked = await asyncio.to_thread(_chunk_all, todo, tokenizer, params, report)
     texts = [c.text for _, cs in chunked for c in cs]
 
     async def embed() -> list[list[float]]:
@@ -205,12 +252,10 @@ async def load_batch(
         relations, mentions = outcome.relations, outcome.mentions
         report.llm_calls = outcome.calls
         report.warnings += outcome.warnings()
-    indexed, at = [], 0
-    for d, cs in chunked:
-        span = slice(at, at + len(cs))
-        indexed.append(index_document(d, cs, vectors[span], mentions[span], relations[span] if relations else None))
-        at += len(cs)
+    indexed = await asyncio.to_thread(_index_all, chunked, vectors, mentions, relations)
     await _store(sources, indexed, report)
+    if not todo:  # nothing to store: no store request clears the mark
+        await sources.finish()
     report.loaded = len(indexed) - sum(1 for x in indexed if x.document.id in report.failed)
     report.chunks = sum(len(x.chunks) for x in indexed if x.document.id not in report.failed)
     report.mentions = sum(len(x.mentions) for x in indexed if x.document.id not in report.failed)
@@ -218,6 +263,34 @@ async def load_batch(
     report.relations = sum(len(x.relations) for x in indexed if x.document.id not in report.failed)
     progress("stored", report.loaded)
     return report
+
+
+def _chunk_all(
+    docs: Sequence[Document], tokenizer: Any, params: ChunkingParams, report: LoadReport
+) -> list[tuple[Document, list[Chunk]]]:
+    """Each document with its chunks; a document that cannot be chunked is reported, the others go on."""
+    chunked = []
+    for d in docs:
+        try:
+            chunked.append((d, chunk_document(d, tokenizer, params)))
+        except Exception as e:  # one bad document must not stop the others
+            report.failed[d.id] = f"chunking failed: {e}"
+    return chunked
+
+
+def _index_all(
+    chunked: Sequence[tuple[Document, list[Chunk]]],
+    vectors: list[list[float]],
+    mentions: list[list[ConceptMention]],
+    relations: list[list[FoundRelation]] | None,
+) -> list[IndexedDocument]:
+    """`index_document` of each document, its share of the batch's vectors, mentions and relations."""
+    indexed, at = [], 0
+    for d, cs in chunked:
+        span = slice(at, at + len(cs))
+        indexed.append(index_document(d, cs, vectors[span], mentions[span], relations[span] if relations else None))
+        at += len(cs)
+    return indexed
 
 
 async def _store(sources: IngestSources, indexed: list[IndexedDocument], report: LoadReport) -> None:

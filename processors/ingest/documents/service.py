@@ -27,6 +27,7 @@ from schemas.documents import (
     LoadDocuments,
     LoadResponse,
     StoreDocuments,
+    WriteMark,
 )
 from schemas.extraction import ConceptMention, ExtractRequest
 from schemas.services import DOCUMENT_LOAD, DOCUMENT_STORE, DOCUMENTS, EMBEDDINGS, EXTRACTOR, TEXT_COMPLETION, Service
@@ -52,6 +53,7 @@ class BusIngest:
     def __init__(self, flow: FlowContext, user: str, collection: str, model_timeout_s: float = 300.0) -> None:
         self.flow, self.user, self.collection = flow, user, collection
         self.model_timeout_s = model_timeout_s
+        self.started: float | None = None  # the mark `begin` set
 
     async def hashes(self, ids: list[str]) -> dict[str, str]:
         req = DocumentStatus(user=self.user, collection=self.collection, document_ids=ids)
@@ -63,8 +65,17 @@ class BusIngest:
     async def extract(self, texts: list[str]) -> list[list[ConceptMention]]:
         return (await self.flow.client(EXTRACTOR).request(ExtractRequest(texts=texts))).mentions
 
+    async def begin(self) -> None:
+        req = WriteMark(user=self.user, collection=self.collection)
+        self.started = (await self.flow.client(DOCUMENT_STORE).request(req)).started
+
+    async def finish(self) -> None:
+        if self.started is not None:
+            req = WriteMark(user=self.user, collection=self.collection, finish=self.started)
+            await self.flow.client(DOCUMENT_STORE).request(req)
+
     async def store(self, documents: list[IndexedDocument]) -> None:
-        req = StoreDocuments(user=self.user, collection=self.collection, documents=documents)
+        req = StoreDocuments(user=self.user, collection=self.collection, documents=documents, started=self.started)
         await self.flow.client(DOCUMENT_STORE).request(req)
 
     async def complete(self, system: str, prompt: str, json_schema: dict[str, Any], max_tokens: int) -> ModelAnswer:

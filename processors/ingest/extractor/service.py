@@ -33,7 +33,17 @@ class _Pipeline:
             if cls._nlp is None:
                 cls._nlp = load_pipeline()
         return [
-            [ConceptMention(key=c.key, label=c.label, sentence=c.sentence, kind=c.kind) for c in doc_concepts(doc)]
+            [
+                ConceptMention(
+                    key=c.key,
+                    label=c.label,
+                    sentence=c.sentence,
+                    kind=c.kind,
+                    subject=c.subject,
+                    aliases=list(c.aliases),
+                )
+                for c in doc_concepts(doc)
+            ]  # fmt: skip
             for doc in cls._nlp.pipe(texts, batch_size=PIPE_BATCH)
         ]
 

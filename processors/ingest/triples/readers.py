@@ -48,7 +48,19 @@ def _tsv_fields(line: str) -> tuple[str, str, str]:
     return parts[0], parts[1], parts[2]
 
 
+def _once(triples: Iterable[Triple], labelled: set[str]) -> Iterator[Triple]:
+    """The triples of a line, less label triples an earlier line of the file gave (a field named on
+    many lines is labelled once: progress and counts are of distinct triples)."""
+    for t in triples:
+        if t.p.value == RDFS_LABEL and t.s.value in labelled:
+            continue
+        if t.p.value == RDFS_LABEL:
+            labelled.add(t.s.value)
+        yield t
+
+
 def _tsv(lines: Iterable[str], where: str) -> Iterator[Triple]:
+    labelled: set[str] = set()
     for n, line in enumerate(lines, 1):
         line = line.rstrip("\n\r")
         if not line.strip():
@@ -57,7 +69,7 @@ def _tsv(lines: Iterable[str], where: str) -> Iterator[Triple]:
             fields = _tsv_fields(line)
         except ValueError as e:
             raise ValueError(f"{where}:{n}: {e}") from None
-        yield from tsv_triples(*fields)
+        yield from _once(tsv_triples(*fields), labelled)
 
 
 def _jsonl_line(obj: Any) -> list[Triple]:
@@ -69,6 +81,7 @@ def _jsonl_line(obj: Any) -> list[Triple]:
 
 
 def _jsonl(lines: Iterable[str], where: str) -> Iterator[Triple]:
+    labelled: set[str] = set()
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -78,7 +91,7 @@ def _jsonl(lines: Iterable[str], where: str) -> Iterator[Triple]:
             raise ValueError(f"{where}:{n}: JSON nested too deeply") from None
         except ValueError as e:
             raise ValueError(f"{where}:{n}: {e}") from None
-        yield from found
+        yield from _once(found, labelled) if len(found) > 1 else found  # a plain line labels its fields
 
 
 def _rdf_error(path: Path, e: Exception) -> ValueError:

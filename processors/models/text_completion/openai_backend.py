@@ -1,9 +1,13 @@
 """OpenAI-compatible chat completions (OpenAI, vLLM, Ollama, llama.cpp server) with retries.
 
-Retries: 408/409/429/5xx and connection errors are retried with exponential
-back-off and jitter (a `Retry-After` header, when sent, sets the wait), up to
-`max_retries` times and never past the call's `timeout_s`. Other 4xx answers
-are not retried. Errors surface as `LLMError` with a wire type:
+Retries: 408/409/429/5xx answers are retried with exponential back-off and
+jitter (a `Retry-After` header, when sent, sets the wait), up to `max_retries`
+times and never past the call's `timeout_s`. Other 4xx answers are not retried.
+An endpoint that does not answer at all (connection refused or dropped, or no
+connection within CONNECT_TIMEOUT_S) is tried once more, then marked down for
+DOWN_S seconds: calls in that time fail at once with ``llm-unavailable``
+instead of each waiting through its own retries (a dead endpoint used to stall
+a lazy-rag question ~29 s). Errors surface as `LLMError` with a wire type:
 ``rate-limited`` (still 429 after the retries), ``llm-unavailable`` (5xx or no
 connection after the retries), ``timeout``, ``llm-error`` (the endpoint
 rejected the request, e.g. 400/401/404) and ``schema-mismatch`` (structured
@@ -39,6 +43,7 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal, TypeVar
 
+import httpx
 import openai
 from openai import AsyncOpenAI
 
@@ -52,6 +57,9 @@ from processors.models.text_completion.backend import (
 from processors.models.text_completion.json_schema import parse_and_validate
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+CONNECT_RETRIES = 1  # a connection that fails is tried once more (a restarting server), then given up
+CONNECT_TIMEOUT_S = 5.0  # a host that never accepts is down, not slow
+DOWN_S = 15.0  # after an endpoint could not be reached, calls fail at once for this long
 JsonMode = Literal["auto", "json_schema", "json_object"]
 T = TypeVar("T")
 
@@ -97,6 +105,8 @@ class OpenAIBackend:
         self.max_backoff_s = max_backoff_s
         self.json_mode: JsonMode = json_mode
         self._client = AsyncOpenAI(base_url=base_url, api_key=api_key or "none", max_retries=0)
+        self._down_until = 0.0  # loop time until which the endpoint counts as unreachable
+        self._down_reason = ""
 
     async def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -110,7 +120,7 @@ class OpenAIBackend:
             "messages": [{"role": m.role, "content": m.content} for m in messages],
             "max_tokens": o.max_tokens,
             "temperature": o.temperature,
-            "timeout": o.timeout_s,
+            "timeout": httpx.Timeout(o.timeout_s, connect=min(CONNECT_TIMEOUT_S, o.timeout_s)),
             "stream": stream,
         }
         if stream:
@@ -129,8 +139,15 @@ class OpenAIBackend:
         """Run `make()` with retries, back-off, the json_schema fallback and error mapping."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + options.timeout_s
-        attempt = 0
+        attempt = connects = 0
         while True:
+            if loop.time() < self._down_until:
+                left = self._down_until - loop.time()
+                raise LLMError(
+                    "llm-unavailable",
+                    f"the model endpoint {self._client.base_url} is unreachable ({self._down_reason}); "
+                    f"not tried again for {left:.0f} s",
+                )
             try:
                 return await make()
             except openai.APIStatusError as exc:
@@ -149,11 +166,16 @@ class OpenAIBackend:
                 kind = "rate-limited" if status == 429 else "llm-unavailable"
                 failure = LLMError(kind, f"model endpoint answered {status} after {attempt + 1} attempts")
                 wait = _retry_after(exc)
-            except openai.APITimeoutError as exc:
-                raise LLMError("timeout", f"{self.model}: no answer within {options.timeout_s}s") from exc
-            except openai.APIConnectionError as exc:
-                failure = LLMError("llm-unavailable", f"cannot reach the model endpoint: {exc}")
-                wait = None
+            except openai.APIConnectionError as exc:  # APITimeoutError too: it is a subclass
+                if isinstance(exc, openai.APITimeoutError) and not isinstance(exc.__cause__, httpx.ConnectTimeout):
+                    raise LLMError("timeout", f"{self.model}: no answer within {options.timeout_s}s") from exc
+                reason = f"{type(exc.__cause__ or exc).__name__}: {exc.__cause__ or exc}"
+                if connects >= CONNECT_RETRIES or loop.time() + self.backoff_s >= deadline:
+                    self._down_until, self._down_reason = loop.time() + DOWN_S, reason
+                    raise LLMError("llm-unavailable", f"cannot reach the model endpoint ({reason})") from exc
+                connects += 1
+                await asyncio.sleep(self.backoff_s)
+                continue
             if wait is None:
                 wait = self.backoff_s * (2**attempt) * (0.5 + random.random() / 2)
             wait = min(wait, self.max_backoff_s)

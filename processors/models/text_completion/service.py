@@ -32,8 +32,9 @@ A misconfigured backend (e.g. `openai` without a model, `local` without the
 Every final response carries `model`, `in_token` and `out_token`; tokens are
 counted in the Prometheus counter `kgflow_llm_tokens_total{model,direction}`.
 A request's `json_schema` constrains the output (grammar for `local`,
-`response_format` for `openai`) and the text is validated against it here; a
-non-conforming result is a `schema-mismatch` error.
+`response_format` for `openai`) and the text is validated against it here (the `jsonschema`
+package: every keyword of the schema's draft); a non-conforming result is a `schema-mismatch`
+error, a schema that is not valid JSON Schema a `bad-request`.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from processors.base.metrics import TOKENS
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
 from processors.models.text_completion.backend import ChatMessage, CompletionOptions, LLMBackend, LLMError
-from processors.models.text_completion.json_schema import parse_and_validate
+from processors.models.text_completion.json_schema import check_schema, parse_and_validate
 from schemas.services import TEXT_COMPLETION
 from schemas.text_completion import TextCompletionRequest, TextCompletionResponse
 
@@ -174,6 +175,11 @@ class TextCompletionProcessor(FlowProcessor):
         state: FlowLLM = flow.state
         if state.config_error is not None:
             raise ServiceError(state.config_error.type, state.config_error.message)
+        if req.json_schema is not None:  # a schema that is not JSON Schema is refused before any model runs
+            try:
+                check_schema(req.json_schema)
+            except LLMError as e:
+                raise ServiceError(e.type, e.message) from None
         backend = state.backend
         if backend is None:
             yield TextCompletionResponse(

@@ -11,6 +11,8 @@ from processors.algorithms.passage_rank import PassageRankParams
 from processors.base.operations import by_operation
 from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
 from processors.base.settings import flow_params
+from processors.query.documents.search import search_chunks
+from processors.stores.documents_protocol import ChunkQuery
 from schemas.documents import (
     Chunk,
     ChunkLinks,
@@ -64,9 +66,7 @@ class DocumentsProcessor(StoreProcessor):
         """The best chunks of the scope (among given communities' chunks, when asked)."""
         if req.communities is not None:
             return await self.community_search(req, flow)
-        found = await self.stores.documents.search(
-            req.user, req.collection, req.vector, req.text, req.mode, req.limit, req.scope, flow.state
-        )
+        found = await search_chunks(self.stores.documents, _question(req), req.text, req.mode, req.limit, flow.state)
         return DocumentsResponse(chunks=found, store_round_trips=1)
 
     async def community_search(self, req: ChunkSearch, flow: FlowContext) -> DocumentsResponse:
@@ -75,9 +75,8 @@ class DocumentsProcessor(StoreProcessor):
         members = await self.stores.communities.member_chunks(req.user, req.collection, req.communities or [])
 
         async def among(ids: list[str], limit: int) -> list[Chunk]:
-            return await self.stores.documents.search(
-                req.user, req.collection, req.vector, req.text, req.mode, limit, req.scope, flow.state, chunk_ids=ids
-            )
+            q = _question(req)
+            return await search_chunks(self.stores.documents, q, req.text, req.mode, limit, flow.state, ids)
 
         if req.per_community is None:
             every = list(dict.fromkeys(c for ids in members.values() for c in ids))
@@ -123,8 +122,7 @@ class DocumentsProcessor(StoreProcessor):
 
     async def chunk_similarities(self, req: ChunkSimilarities, flow: FlowContext) -> DocumentsResponse:
         """Cosine of the vector to each chunk's stored vector (in scope)."""
-        docs = self.stores.documents
-        sims = await docs.chunk_similarities(req.user, req.collection, req.vector, req.chunk_ids, req.scope)
+        sims = await self.stores.documents.chunk_similarities(_question(req), req.chunk_ids)
         return DocumentsResponse(similarities=sims, store_round_trips=1)
 
     async def get_chunks(self, req: GetChunks, flow: FlowContext) -> DocumentsResponse:
@@ -154,3 +152,7 @@ class DocumentsProcessor(StoreProcessor):
             for c in names
         ]
         return DocumentsResponse(collections=infos)
+
+
+def _question(req: ChunkSearch | ChunkSimilarities) -> ChunkQuery:
+    return ChunkQuery(req.user, req.collection, req.vector, req.scope)

@@ -32,7 +32,7 @@ class GraphEmbeddingsProcessor(StoreProcessor):
         if req.scope is not None and not req.scope.is_empty:
             first = self._scoped(req)
         else:
-            first = self.stores.entities.search(req.user, req.collection, req.vector, req.text, req.limit)
+            first = self._unscoped(req)
         searches = [first, collection_notices(self.stores.triples, req.user, req.collection)]
         if req.predicate_limit:
             searches.append(
@@ -53,6 +53,22 @@ class GraphEmbeddingsProcessor(StoreProcessor):
         if not iris:
             return {}
         return await self.stores.entities.similarities(req.user, req.collection, req.vector, iris)
+
+    async def _unscoped(self, req: GraphEmbeddingsRequest) -> list[EntityHit]:
+        """The entity index's hits, and the entities the question names by another of their names
+        (an alias documents gave them: "Marie Skłodowska-Curie", "Neil Peart"), as named ones."""
+        user, coll = req.user, req.collection
+        hits, aliases = await asyncio.gather(
+            self.stores.entities.search(user, coll, req.vector, req.text, req.limit),
+            self.stores.documents.concept_keys(user, coll, label_phrases(req.text)) if req.text else _none(),
+        )
+        named = {h.iri for h in hits if h.lexical}
+        extra = sorted({iris[0] for iris in aliases.values() if len(iris) == 1} - named)
+        if not extra:
+            return hits
+        labels = await self.stores.triples.labels(user, coll, extra)
+        more = [EntityHit(i, labels.get(i, i), 1.0, lexical=True) for i in extra]
+        return rank_entity_hits([*more, *(h for h in hits if h.iri not in set(extra))], req.limit)
 
     async def _scoped(self, req: GraphEmbeddingsRequest) -> list[EntityHit]:
         """Exact search over the entities a chunk in the scope mentions (the index cannot filter)."""
@@ -84,6 +100,10 @@ async def collection_notices(triples: TripleStore, user: str, collection: str) -
     where = f"known collections of user {user!r}: {', '.join(known)}" if known else f"user {user!r} has none"
     message = f"collection {collection!r} is empty or unknown ({where})"
     return [Notice(type="unknown-collection", message=message)]
+
+
+async def _none() -> dict[str, list[str]]:
+    return {}
 
 
 def _matches(hits: list[EntityHit]) -> list[EntityMatch]:

@@ -87,7 +87,8 @@ class CitationBook:
         else:
             quoted = self._spans.get(cid) or chunk.text[:SPAN_CHARS]
         name = chunk.title or chunk.document_id or "unknown"
-        return Citation(chunk_id=cid, span=quoted, document_id=chunk.document_id, document_name=name)
+        return Citation(chunk_id=cid, span=quoted, document_id=chunk.document_id, document_name=name,
+                        page=chunk.page, section=chunk.section)  # fmt: skip
 
     def cite_all(self, cited: Iterable[Any]) -> list[Citation | str]:
         """The valid, distinct citations of `cited` (ids, handles or {chunk_id, span} objects)."""

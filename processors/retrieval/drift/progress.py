@@ -50,6 +50,14 @@ class Progress:
         found = f"{len(node.chunks)} chunks" + (f", confidence {node.confidence:.2f}" if node.answer else "")
         self._send("executing_followup", pct, f'Follow-up {self.done}: "{node.question}" ({found})', details)
 
+    def community_searched(self, communities: list[str], chunks: int) -> None:
+        """One more community searched for the question itself (no model: no follow-up questions)."""
+        self.done += 1
+        span = FOLLOWUPS_TO - PCT["executing_followup"]
+        pct = PCT["executing_followup"] + span * min(self.done, self.planned) // self.planned
+        where = ", ".join(communities) or "the whole scope"
+        self._send("executing_followup", pct, f"Searched community {where} for the question ({chunks} chunks)", "")
+
     def error(self, message: str) -> None:
         """The search failed (the percentage stays where it was)."""
         self._send("error", self.pct, message, "")

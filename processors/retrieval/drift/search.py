@@ -180,7 +180,7 @@ class Search:
                                and x.strip("[] ").upper() in names]  # fmt: skip
                     targets = list(dict.fromkeys(targets)) or [c.id for c in self.communities]
                     pending.append(Pending(question, targets, 1, self._relevance(targets)))
-        if not pending:  # no model, or no usable follow-ups: the question, in each community
+        if not pending:  # no model, or no usable follow-ups: the question searched in each community
             pending = [Pending(self.req.query, [c.id], 1, self._relevance([c.id])) for c in self.communities]
             pending = pending or [Pending(self.req.query, [], 1, 0.5)]
         return pending
@@ -207,7 +207,8 @@ class Search:
             chosen = {id(r.item) for r in picked}
             pending = [p for p in pending if id(p) not in chosen]
             for node, new in await self._run_pass(picked):
-                self.tree.append(node)
+                if self.use_model:  # without one, a community search is not a follow-up question to offer
+                    self.tree.append(node)
                 pending += new
             answered += [r.item for r in picked]
         self.stats.followups_run = len(self.tree)
@@ -252,7 +253,10 @@ class Search:
             if node.should_continue:
                 asks = [str(q).strip() for q in (out.get("new_followups") or [])[:3] if str(q).strip()]
                 new = [Pending(q, p.targets, p.depth + 1, node.confidence) for q in asks]
-        self.progress.followup_done(node)
+        if self.use_model:
+            self.progress.followup_done(node)
+        else:
+            self.progress.community_searched(p.targets, len(nb.chunks))
         return node, new
 
     def _collect(self, nb: Neighbourhood) -> None:

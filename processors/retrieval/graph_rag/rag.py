@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from processors.algorithms.entities import choose_anchors
+from processors.algorithms.iris import iri_label
 from processors.base.errors import ServiceError
 from processors.retrieval.common import Tenant, within
 from processors.retrieval.graph_rag.sources import GraphSources
@@ -104,6 +105,9 @@ class GraphRag:
         stats.store_round_trips += 1
         self._stage(stats, "seeds", t)
         anchors = choose_anchors(seeds)
+        starts = set(anchors)
+        for e in seeds:
+            e.anchor = e.id in starts
         sub = await batched_traversal(self.sources, scope, anchors, limits, vector, found.predicates)
         for i, ms in enumerate(sub.hop_ms, 1):
             stats.stage_ms[f"hop_{i}"] = round(ms, 3)
@@ -122,13 +126,17 @@ class GraphRag:
             stats.label_cache_hits, stats.label_cache_misses = labels.cache_hits, labels.cache_misses
         self._stage(stats, "labels", t)
         names = labels.labels if labels else {}
+
+        def name(iri: str) -> str:  # an IRI without a label reads as its local name
+            return names.get(iri) or iri_label(iri)
+
         for e in seeds:
-            e.label = e.label or names.get(e.id)
+            e.label = e.label or name(e.id)
         triples = [
             LabelledTriple(
-                s=names.get(tr.s.value, tr.s.value),
-                p=names.get(tr.p.value, tr.p.value),
-                o=names.get(tr.o.value, tr.o.value) if tr.o.is_iri else tr.o.value,
+                s=name(tr.s.value),
+                p=name(tr.p.value),
+                o=name(tr.o.value) if tr.o.is_iri else tr.o.value,
                 s_id=tr.s.value,
                 p_id=tr.p.value,
                 o_id=tr.o.value,

@@ -136,7 +136,8 @@ class GraphRagProcessor(FlowProcessor):
         """Retrieve, then answer (streamed when `req.streaming`)."""
         rag: GraphRag = flow.state
         found = await rag.retrieve(req)
-        sources = sorted({t.s_id for t in found.triples} | {t.o_id for t in found.triples if t.o_id})
+        ranked = sorted(found.triples, key=lambda t: -(t.score or 0.0))  # stable: ties keep traversal order
+        sources = list(dict.fromkeys(x for t in ranked for x in (t.s_id, t.o_id) if x))  # most relevant first
         if req.streaming:
             yield GraphRagResponse(
                 message_type="explain",

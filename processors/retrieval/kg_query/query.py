@@ -40,7 +40,8 @@ from schemas.kg_query import KgQueryParams, KgQueryRequest, KgQueryResponse, Mod
 from schemas.reranker import RerankItem
 from schemas.retrieval import EntityRef, RelationshipRef, RerankerChoice, RetrievalStats
 
-NO_MODEL = "No language model is configured; the context retrieved for the question is below."
+NO_MODEL = "No language model is configured; the most relevant retrieved facts and passages are:"
+NO_MODEL_FACTS, NO_MODEL_PASSAGES, NO_MODEL_CHARS = 5, 3, 300  # what the retrieval-only answer lists
 
 
 class KgQuerySettings(BaseModel):
@@ -105,7 +106,7 @@ class KgQuery:
                               references=refs, context=prompt, tokens=tokens,
                               no_data_found=not (kept_e or kept_r or chunks))  # fmt: skip
         stats = RetrievalStats(store_round_trips=trips)
-        res.response = NO_DATA if res.no_data_found else NO_MODEL
+        res.response = NO_DATA if res.no_data_found else retrieval_only_answer(kept_r, chunks)
         if not res.no_data_found and not req.no_llm:
             done = await self.sources.complete(SYSTEM, prompt, None)
             if done.configured:
@@ -237,3 +238,11 @@ def _relation_line(r: RelationshipRef) -> str:
 
 async def _empty() -> list:  # type: ignore[type-arg]
     return []
+
+
+def retrieval_only_answer(relations: list[RelationshipRef], chunks: list[Chunk]) -> str:
+    """The answer with no model: says so, then lists the most relevant facts and passages (cited by chunk id)."""
+    facts = [" | ".join(x or "" for x in (r.s_label or r.s, r.p_label or r.p, r.o_label or r.o))
+             for r in relations[:NO_MODEL_FACTS]]  # fmt: skip
+    passages = [f"[{c.id}] {c.title}: {c.text[:NO_MODEL_CHARS]}" for c in chunks[:NO_MODEL_PASSAGES]]
+    return "\n".join([NO_MODEL, *facts, *passages])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
 from processors.models.text_completion.tokens import FlowTokenCounter
-from processors.retrieval.bus_sources import BusSources
+from processors.retrieval.bus_sources import BusSources, collecting_notices
 from processors.retrieval.kg_query.query import KgQuery, KgQuerySettings
 from schemas import services as sv
 from schemas.kg_query import KgQueryRequest, KgQueryResponse
@@ -36,4 +36,7 @@ class KgQueryProcessor(FlowProcessor):
 
     async def query(self, req: KgQueryRequest, flow: FlowContext) -> KgQueryResponse:
         """Build the context by mode, answer from it."""
-        return await flow.state.run(req)
+        with collecting_notices() as notices:  # an unknown or incomplete collection, as graph-rag says
+            res = await flow.state.run(req)
+        res.warnings = [*notices, *res.warnings]
+        return res

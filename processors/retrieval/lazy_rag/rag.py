@@ -157,7 +157,8 @@ def _citations(res: LazyRagResponse) -> list[Citation]:
     by_id = {c.id: c for c in res.chunks}
     cited = [cid for cid in by_id if cid in res.response]
     return [Citation(chunk_id=c, span=by_id[c].text[:200], document_id=by_id[c].document_id,
-                     document_name=by_id[c].title) for c in cited]  # fmt: skip
+                     document_name=by_id[c].title, page=by_id[c].page, section=by_id[c].section)
+            for c in cited]  # fmt: skip
 
 
 async def _none() -> tuple[list[CommunityInfo], int]:

@@ -6,7 +6,7 @@ from processors.base.metrics import record_stages
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
 from processors.models.text_completion.tokens import FlowTokenCounter
-from processors.retrieval.bus_sources import BusSources
+from processors.retrieval.bus_sources import BusSources, collecting_notices
 from processors.retrieval.lazy_rag.rag import LazyRag
 from processors.retrieval.lazy_rag.retrieve import LazyRagSettings
 from schemas import services as sv
@@ -41,7 +41,9 @@ class LazyRagProcessor(FlowProcessor):
 
     async def query(self, req: LazyRagRequest, flow: FlowContext) -> LazyRagResponse:
         """Retrieve and (unless `expand` or no model) summarise."""
-        res = await flow.state.run(req)
+        with collecting_notices() as notices:  # an unknown or incomplete collection, as graph-rag says
+            res = await flow.state.run(req)
+        res.warnings = [*notices, *res.warnings]
         if res.stats:
             record_stages(self.name, res.stats.stage_ms, res.stats.store_round_trips)
         return res

@@ -134,7 +134,7 @@ class Reranker:
         lookup = list(dict.fromkeys(it.id for it, g in zip(req.results, given, strict=True) if g is None))
         explicit = list(dict.fromkeys(e for g in given if g for e in g))
         until = _aware(req.as_of) if req.as_of else datetime.now(UTC)
-        since = until - timedelta(days=s.window_days)
+        since = _window_start(until, s.window_days)
 
         async def mentions() -> tuple[dict[str, list[str]], dict[str, int], int]:
             window = (since, until) if episodes else None
@@ -236,6 +236,13 @@ def _given_entities(it: RerankItem) -> list[str] | None:
     if it.kind == "entity":
         return [it.id]
     return None if it.kind == "chunk" else []
+
+
+def _window_start(until: datetime, days: float) -> datetime:
+    """`days` before `until`, or the first representable instant when that is earlier (an `as_of`
+    in the first days of year 1)."""
+    earliest = datetime.min.replace(tzinfo=UTC)
+    return until - timedelta(days=days) if until - earliest > timedelta(days=days) else earliest
 
 
 def _aware(when: datetime) -> datetime:

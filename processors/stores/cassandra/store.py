@@ -64,8 +64,23 @@ class CassandraTripleStore:
         self.conn = conn.acquire()
         self.entity_index = entity_index
 
-    async def add_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> int:
-        """Write each distinct triple to the out/in/predicate tables; returns how many were written."""
+    async def add_triples(
+        self, user: str, collection: str, triples: Sequence[Triple], first_label: bool = False
+    ) -> int:
+        """Write each distinct triple to the out/in/predicate tables; returns how many were written.
+        `first_label` drops label triples of IRIs labelled when the write starts (read, then
+        written: not atomic, unlike the SQLite and Neo4j stores; documents are stored on those)."""
+        if first_label:
+            subjects = [t.s.value for t in triples if t.p.value == RDFS_LABEL and not t.o.is_iri]
+            labelled = set(await self.labels(user, collection, subjects)) if subjects else set()
+            kept = []
+            for t in triples:
+                if t.p.value == RDFS_LABEL and not t.o.is_iri:
+                    if t.s.value in labelled:
+                        continue
+                    labelled.add(t.s.value)
+                kept.append(t)
+            triples = kept
         uniq = list(dict.fromkeys((t.s.value, t.p.value, _obj(t.o)) for t in triples))
         calls: list[tuple[str, Sequence[Any]]] = []
         for s, p, (o, lit, dt, lang) in uniq:

@@ -1,5 +1,5 @@
-"""Chunk search on Neo4j, ranking as the embedded ChunkIndex does: exact cosine, BM25 with the
-statistics of the chunks searched, reciprocal rank fusion (ties by chunk id).
+"""Chunk candidates on Neo4j from its own indexes (neo4j/passages.py ranks nothing: the documents
+service does, for every backend alike).
 
 * vector, unscoped: the global HNSW index over-fetched (`ANN_OVERFETCH` x depth) and filtered
   to the tenant; when that leaves fewer than the depth wanted and the index may hold more, an
@@ -8,10 +8,10 @@ statistics of the chunks searched, reciprocal rank fusion (ties by chunk id).
   a document set or metadata before ranking).
 * among given chunks (`$chunk_ids`, e.g. a community's): the exact scan and the full-text
   query keep only those chunks (never the index's global top k).
-* lexical: the full-text index (whitespace analyzer over the chunk's BM25 terms) finds each
-  query term's chunks in the tenant and scope; the query scores them with the scope's chunk
-  count and mean length (kept per document) and the terms' in-scope document frequencies, so
-  a scoped search ranks exactly as a collection holding only the scope's documents.
+* lexical within a scope (or among given chunks): the full-text index (whitespace analyzer over
+  the chunk's BM25 terms, the tenant a field of the query) finds each query term's chunks; the
+  query scores them with the scope's chunk count and mean length (kept per document) and the
+  terms' in-scope document frequencies. Unscoped, Lucene's own BM25 top k answers (passages.py).
 """
 
 from __future__ import annotations
@@ -19,12 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from processors.algorithms.bm25 import K1, B, terms
-from processors.algorithms.fusion import reciprocal_rank_fusion
-from processors.stores.local.chunk_index import FUSION_DEPTH
-from processors.stores.neo4j.schema import Runner, cypher_vector, lucene_phrase, node_key
+from processors.stores.neo4j.schema import Runner, cypher_vector
 from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS
-from schemas.documents import Chunk, SearchMode
+from schemas.documents import Chunk
 
 ANN_OVERFETCH = 10
 Ranked = tuple[str, float]  # (chunk id, score)
@@ -33,7 +30,7 @@ ANN_MAX_K = 10_000
 
 CHUNK_FIELDS = (
     "c.id AS id, c.document_id AS document_id, c.ordinal AS ordinal, c.text AS text, c.start AS start, "
-    "c.`end` AS stop, c.tokens AS tokens, d.title AS title"
+    "c.`end` AS stop, c.tokens AS tokens, d.title AS title, c.page AS page, c.section AS section"
 )
 GET_CHUNKS = (
     "UNWIND $ckeys AS ck MATCH (c:KgChunk {key: ck}) WHERE c.user = $user AND c.collection = $collection "
@@ -56,7 +53,7 @@ LEXICAL = (
     SCOPE_DOCS + " WITH sum(d.chunks) AS n, sum(d.lexlen) AS total "
     "WITH n, CASE WHEN total = 0 THEN 1.0 ELSE toFloat(total) / n END AS mean_len "
     "UNWIND $terms AS term CALL (term) { "
-    "CALL db.index.fulltext.queryNodes('kg_chunk_lexical', term.q) YIELD node AS c "
+    "CALL db.index.fulltext.queryNodes('kg_chunk_text', term.q) YIELD node AS c "
     "WHERE c.user = $user AND c.collection = $collection "
     "MATCH (d:KgDocument)-[:HAS_CHUNK]->(c) WHERE " + IN_SCOPE + " AND " + AMONG + " "
     "WITH c, size([x IN split(c.lexical, ' ') WHERE x = term.t]) AS tf WHERE tf > 0 "
@@ -64,36 +61,18 @@ LEXICAL = (
     "WITH n, mean_len, posts, log(1 + (n - size(posts) + 0.5) / (size(posts) + 0.5)) AS idf "
     "UNWIND posts AS p WITH p.c AS c, "
     "sum(idf * p.tf * ($k1 + 1) / (p.tf + $k1 * (1 - $b + $b * p.c.lexlen / mean_len))) AS score "
-    "ORDER BY score DESC, c.id LIMIT $k RETURN c.id AS id, score"
+    "ORDER BY score DESC, c.id LIMIT $k RETURN c.id AS id, c.lexical AS lexical, score"
 )
 
 
 def chunk_of(r: dict[str, Any]) -> Chunk:
     """A chunk from a `CHUNK_FIELDS` record."""
     return Chunk(id=r["id"], document_id=r["document_id"], ordinal=r["ordinal"], text=r["text"], start=r["start"],
-                 end=r["stop"], tokens=r["tokens"], title=r["title"] or "")  # fmt: skip
+                 end=r["stop"], tokens=r["tokens"], title=r["title"] or "", page=r.get("page"),
+                 section=r.get("section") or "")  # fmt: skip
 
 
-async def search_chunks(
-    run: Runner, params: dict[str, Any], vector: Sequence[float] | None, text: str | None, mode: SearchMode, limit: int
-) -> list[Chunk]:
-    """The best `limit` chunks of the tenant + scope in `params` (see the module docstring)."""
-    rankings: list[list[str]] = []
-    if mode in ("fused", "vector") and vector is not None:
-        ranked = await _by_vector(run, params, vector, limit if mode == "vector" else FUSION_DEPTH * limit)
-        if mode == "vector":
-            return await _fetch(run, params, ranked)
-        rankings.append([i for i, _ in ranked])
-    if mode in ("fused", "lexical") and text:
-        ranked = await _by_text(run, params, text, limit if mode == "lexical" else FUSION_DEPTH * limit)
-        if mode == "lexical":
-            return await _fetch(run, params, ranked)
-        rankings.append([i for i, _ in ranked])
-    fused = reciprocal_rank_fusion(rankings)
-    return await _fetch(run, params, sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:limit])
-
-
-async def _by_vector(run: Runner, params: dict[str, Any], vector: Sequence[float], depth: int) -> list[Ranked]:
+async def by_vector(run: Runner, params: dict[str, Any], vector: Sequence[float], depth: int) -> list[Ranked]:
     """(chunk id, cosine) of the `depth` nearest chunks, best first (ties by id)."""
     rows = await vector_index_query(run, params, vector, depth, VECTOR_ANN, VECTOR_EXACT, lambda r: r["id"])
     return [(r["id"], float(r["sim"])) for r in rows]
@@ -109,32 +88,15 @@ async def vector_index_query(
     key: Callable[[dict[str, Any]], Any],
 ) -> list[dict[str, Any]]:
     """The `depth` rows nearest `vector`, best first (ties by `key`): unscoped, from the `ann`
-    query (index over-fetched, hits of the tenant) unless that leaves too few while the index
-    may hold more; else from the `exact` query (both take $vec, $zero, $k and the tenant)."""
+    query (index over-fetched, hits of the tenant) unless that leaves fewer than `depth` (HNSW
+    may miss nodes even when asked for more than it holds); else from the `exact` query (both
+    take $vec, $zero, $k and the tenant)."""
     vec = cypher_vector(vector)
     zero = not any(vec)
     args = {**params, "vec": vec, "zero": zero, "k": depth}
     if not zero and params["doc_ids"] is None and params["meta"] is None and params.get("chunk_ids") is None:
         k = min(max(depth * ANN_OVERFETCH, ANN_MIN_K), ANN_MAX_K)
         (found,) = await run(ann, {**args, "k": k})
-        if len(found["hits"]) >= depth or found["total"] < k:
+        if len(found["hits"]) >= depth:
             return sorted(found["hits"], key=lambda h: (-h["sim"], key(h)))[:depth]
     return await run(exact, args)
-
-
-async def _by_text(run: Runner, params: dict[str, Any], text: str, depth: int) -> list[Ranked]:
-    """(chunk id, BM25) of the `depth` best chunks containing a query term, best first."""
-    words = sorted(set(terms(text)))
-    if not words:
-        return []
-    args = {**params, "terms": [{"t": w, "q": lucene_phrase(w)} for w in words], "k1": K1, "b": B, "k": depth}
-    return [(r["id"], float(r["score"])) for r in await run(LEXICAL, args)]
-
-
-async def _fetch(run: Runner, params: dict[str, Any], ranked: Sequence[Ranked]) -> list[Chunk]:
-    """The ranked chunks with their scores, in rank order."""
-    if not ranked:
-        return []
-    ckeys = [node_key(params["user"], params["collection"], i) for i, _ in ranked]
-    found = {r["id"]: chunk_of(r) for r in await run(GET_CHUNKS, {**params, "ckeys": ckeys})}
-    return [found[i].model_copy(update={"score": s}) for i, s in ranked if i in found]

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from processors.stores.documents_protocol import CommunityRecord
-from processors.stores.neo4j.schema import Neo4jConnection, Runner, cypher_vector, entity_key, node_key, stored_vector
+from processors.stores.neo4j.chunk_search import vector_index_query
+from processors.stores.neo4j.schema import Neo4jConnection, Runner, entity_key, node_key, stored_vector
 from processors.stores.neo4j.scope import IN_SCOPE, UNSCOPED, keys, tenant
 from processors.stores.protocol import VECTOR_DIMENSIONS
 from schemas.communities import CommunityInfo
@@ -37,11 +38,21 @@ LIST = "MATCH " + _TENANT + _WHERE + " RETURN " + _INFO + " AS info ORDER BY c.s
 _COS = "2 * vector.similarity.cosine(c.embedding, $vec) - 1"
 # Per level, the communities nearest $vec (those without a vector of its size keep the level
 # listed; a zero vector, not stored, scores 0 as on SQLite).
-NEAREST = (
-    "MATCH " + _TENANT + _WHERE + " WITH c, CASE WHEN c.dims <> size($vec) THEN null "
-    "WHEN $zero OR c.embedding IS NULL THEN 0.0 ELSE " + _COS + " END AS sim ORDER BY sim DESC, c.id "
-    "WITH c.level AS level, collect(CASE WHEN sim IS NOT NULL THEN {info: " + _INFO + ", sim: sim} END) AS hits "
-    "RETURN level, hits[..$limit] AS hits"
+_SIM = "CASE WHEN $zero OR c.embedding IS NULL THEN 0.0 ELSE " + _COS + " END"
+# A level's communities nearest $vec: the vector index over-fetched and kept to the tenant and
+# level, or (too few of them, or a scope) exactly over the level's communities in scope.
+NEAREST_ANN = (
+    "CALL db.index.vector.queryNodes('kg_community_embedding', $k, $vec) YIELD node AS c "
+    "WITH count(*) AS total, collect(CASE WHEN c.user = $user AND c.collection = $collection AND c.level = $level "
+    "THEN {info: " + _INFO + ", sim: " + _SIM + "} END) AS hits RETURN total, hits"
+)
+NEAREST_EXACT = (
+    "MATCH " + _TENANT + _WHERE + " AND (c.dims IS NULL OR c.dims = size($vec)) WITH c, " + _SIM + " AS sim "
+    "ORDER BY sim DESC, c.id LIMIT $k RETURN " + _INFO + " AS info, sim"
+)
+TOP_LEVEL = (
+    "MATCH (c:KgCommunity) WHERE c.user = $user AND c.collection = $collection AND c.level IS NOT NULL "
+    "RETURN c.level AS level ORDER BY level DESC LIMIT 1"
 )
 KEPT = (
     "MATCH " + _TENANT + " WHERE c.summary IS NOT NULL "
@@ -104,14 +115,18 @@ GRAPH_MENTIONS = (
     "MATCH (c:KgChunk {user: $user, collection: $collection})-[m:HAS_ENTITY]->(e:KgEntity) "
     "RETURN e.uri AS entity, c.id AS chunk, m.count AS n ORDER BY entity, chunk"
 )
-GRAPH_VECTORS = "MATCH (c:KgChunk {user: $user, collection: $collection}) RETURN c.id AS id, c.embedding AS vec"
+CHUNK_VECTORS = (
+    "UNWIND $ckeys AS k MATCH (c:KgChunk {key: k}) WHERE c.user = $user AND c.collection = $collection "
+    "RETURN c.id AS id, c.embedding AS vec"
+)
 _BATCHED = " } IN TRANSACTIONS OF 2000 ROWS"
 DELETE_COLLECTION = (
     "MATCH " + _TENANT + " CALL (c) { DETACH DELETE c" + _BATCHED,
     "MATCH (e:KgEntity {user: $user, collection: $collection}) WHERE e.label IS NULL AND e.embedding IS NULL "
     "CALL (e) { WITH e WHERE NOT (e)--() DELETE e" + _BATCHED,
 )
-Graph = tuple[list[tuple[str, str, float]], list[tuple[str, str, int]], dict[str, list[float]]]
+REPLACE_ATTEMPTS = 5  # builds of one collection in several processes at once: each replace in turn
+Graph = tuple[list[tuple[str, str, float]], list[tuple[str, str, int]]]
 
 
 class Neo4jCommunityStore:
@@ -121,16 +136,20 @@ class Neo4jCommunityStore:
         self.conn = conn.acquire()
 
     async def graph(self, user: str, collection: str) -> Graph:
-        """Relation weights (supporting chunks), mentions and chunk vectors, in one transaction."""
+        """Relation weights (supporting chunks) and mentions, in one transaction."""
         params = tenant(user, collection)
 
         async def work(run: Runner) -> Graph:
             edges = [(r["s"], r["o"], r["w"]) for r in await run(GRAPH_EDGES, params)]
-            mentions = [(r["entity"], r["chunk"], int(r["n"])) for r in await run(GRAPH_MENTIONS, params)]
-            zero = [0.0] * VECTOR_DIMENSIONS  # a zero vector is not stored
-            return edges, mentions, {r["id"]: r["vec"] or zero for r in await run(GRAPH_VECTORS, params)}
+            return edges, [(r["entity"], r["chunk"], int(r["n"])) for r in await run(GRAPH_MENTIONS, params)]
 
         return await self.conn.read_tx(work)
+
+    async def chunk_vectors(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The vectors of these chunks (a zero vector, not stored, as zeros)."""
+        params = {**tenant(user, collection), "ckeys": keys(user, collection, list(dict.fromkeys(ids)))}
+        zero = [0.0] * VECTOR_DIMENSIONS
+        return {r["id"]: r["vec"] or zero for r in await self.conn.read(CHUNK_VECTORS, params)} if ids else {}
 
     async def replace(self, user: str, collection: str, records: Sequence[CommunityRecord]) -> None:
         """Replace the collection's communities (one transaction); a community whose membership
@@ -146,7 +165,15 @@ class Neo4jCommunityStore:
             await run(WRITE, {**scope, **rows})
             await run(BARE, {**scope, "ekeys": old})
 
-        await self.conn.write_tx(work)
+        from neo4j.exceptions import ConstraintError
+
+        for attempt in range(REPLACE_ATTEMPTS):
+            try:
+                await self.conn.write_tx(work)
+                return
+            except ConstraintError:  # a build of the collection in another process committed first: again, after it
+                if attempt + 1 == REPLACE_ATTEMPTS:
+                    raise
 
     async def mark_stale(self, user: str, collection: str, entities: Sequence[str]) -> None:
         """Flag the communities (every level) these entities belong to."""
@@ -179,21 +206,20 @@ class Neo4jCommunityStore:
     ) -> list[CommunityInfo]:
         """Communities nearest `vector`: at `level`, else the top level first, falling back a level
         while fewer than `limit / 2` match, or every level when there is no hierarchy."""
-        vec = cypher_vector(vector)
-        params = {**tenant(user, collection, scope), "level": level, "ids": None, "limit": limit}
-        params |= {"vec": vec, "zero": not any(vec)}
-        by_level = {
-            r["level"]: [CommunityInfo(**h["info"], score=float(h["sim"])) for h in r["hits"]]
-            for r in await self.conn.read(NEAREST, params)
-        }
-        if level is not None:
-            return by_level.get(level, [])
-        picked: list[CommunityInfo] = []
-        for lv in sorted(by_level, reverse=True):
-            picked = by_level[lv]
-            if len(picked) >= max(1, limit // 2):
-                break
-        return picked
+        params = {**tenant(user, collection, scope), "ids": None}
+
+        async def work(run: Runner) -> list[CommunityInfo]:
+            if level is not None:
+                return await _nearest(run, {**params, "level": level}, vector, limit)
+            top = await run(TOP_LEVEL, params)
+            picked: list[CommunityInfo] = []
+            for lv in range(int(top[0]["level"]) if top else -1, -1, -1):  # the top level first, then down
+                picked = await _nearest(run, {**params, "level": lv}, vector, limit)
+                if len(picked) >= max(1, limit // 2):
+                    break
+            return picked
+
+        return await self.conn.read_tx(work)
 
     async def of_entities(self, user: str, collection: str, entities: Sequence[str], level: int) -> dict[str, str]:
         """Entity -> its community at `level`."""
@@ -252,3 +278,10 @@ def _rows(user: str, collection: str, records: Sequence[CommunityRecord]) -> dic
             {"ckey": key, "chunk": node_key(user, collection, c), "weight": float(w)} for c, w in r.chunks.items()
         ]
     return {"rows": rows, "members": members, "chunks": chunks}
+
+
+async def _nearest(run: Runner, params: dict[str, Any], vector: Sequence[float], limit: int) -> list[CommunityInfo]:
+    """One level's communities nearest `vector` (see NEAREST_ANN / NEAREST_EXACT)."""
+    key = lambda r: r["info"]["id"]  # noqa: E731 - ties by community id
+    rows = await vector_index_query(run, params, vector, limit, NEAREST_ANN, NEAREST_EXACT, key)
+    return [CommunityInfo(**r["info"], score=float(r["sim"])) for r in rows]

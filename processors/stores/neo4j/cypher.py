@@ -27,6 +27,18 @@ ADD_LITERAL_EDGES = (
     "MERGE (s)-[r:KG_EDGE {p: row.p}]->(o) ON CREATE SET r.user = $user, r.collection = $collection"
 )
 SET_LABELS = "UNWIND $rows AS row MATCH (s:KgEntity {key: row.sk}) SET s.label = row.label"
+# Label triples of IRIs with no label yet (`first_label`): the SET of `label_lock` takes the node's
+# write lock before `label` is read, so of two concurrent writers the second sees the first's label.
+ADD_FIRST_LABELS = (
+    "UNWIND $rows AS row "
+    "MERGE (s:KgEntity {key: row.sk}) ON CREATE SET s.user = $user, s.collection = $collection, s.uri = row.s "
+    "SET s.label_lock = true WITH s, row WHERE s.label IS NULL "
+    "MERGE (o:KgLiteral {key: row.ok}) ON CREATE SET o.user = $user, o.collection = $collection, "
+    "o.value = row.o, o.datatype = row.dt, o.language = row.lang "
+    "MERGE (s)-[r:KG_EDGE {p: row.p}]->(o) ON CREATE SET r.user = $user, r.collection = $collection "
+    "SET s.label = row.o"
+)
+UNLOCK_LABELS = "UNWIND $rows AS row MATCH (s:KgEntity {key: row.sk}) REMOVE s.label_lock"
 
 PATTERN_MATCH = {
     "s": "MATCH (s:KgEntity {key: $sk})-[r:KG_EDGE]->(o) WHERE",

@@ -35,7 +35,7 @@ VECTOR_INDEX = "kg_entity_embedding"
 FULLTEXT_INDEX = "kg_entity_text"
 
 SCHEMA = (
-    "CREATE CONSTRAINT kg_docs_version_key IF NOT EXISTS FOR (n:KgDocsVersion) REQUIRE n.key IS UNIQUE",
+    "DROP CONSTRAINT kg_docs_version_key IF EXISTS",
     "CREATE CONSTRAINT kg_entity_key IF NOT EXISTS FOR (n:KgEntity) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_literal_key IF NOT EXISTS FOR (n:KgLiteral) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_predicate_key IF NOT EXISTS FOR (n:KgPredicate) REQUIRE n.key IS UNIQUE",
@@ -57,6 +57,11 @@ DOCUMENT_SCHEMA = (
     "CREATE CONSTRAINT kg_chunk_key IF NOT EXISTS FOR (n:KgChunk) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_relation_key IF NOT EXISTS FOR (n:KgRelation) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_community_key IF NOT EXISTS FOR (n:KgCommunity) REQUIRE n.key IS UNIQUE",
+    "CREATE CONSTRAINT kg_term_key IF NOT EXISTS FOR (n:KgTerm) REQUIRE n.key IS UNIQUE",
+    "CREATE CONSTRAINT kg_name_key IF NOT EXISTS FOR (n:KgName) REQUIRE n.key IS UNIQUE",
+    "CREATE INDEX kg_name_scope IF NOT EXISTS FOR (n:KgName) ON (n.user, n.collection)",
+    "CREATE CONSTRAINT kg_collection_stats_key IF NOT EXISTS FOR (n:KgCollectionStats) REQUIRE n.key IS UNIQUE",
+    "CREATE INDEX kg_term_scope IF NOT EXISTS FOR (n:KgTerm) ON (n.user, n.collection)",
     "CREATE INDEX kg_document_scope IF NOT EXISTS FOR (n:KgDocument) ON (n.user, n.collection)",
     "CREATE INDEX kg_chunk_scope IF NOT EXISTS FOR (n:KgChunk) ON (n.user, n.collection)",
     "CREATE INDEX kg_relation_scope IF NOT EXISTS FOR (n:KgRelation) ON (n.user, n.collection, n.s)",
@@ -74,10 +79,13 @@ DOCUMENT_SCHEMA = (
     "{indexConfig: {`vector.dimensions`: "
     + int_literal(VECTOR_DIMENSIONS)
     + ", `vector.similarity_function`: 'cosine'}}",
-    # BM25 terms of the chunk (relevance.bm25.terms, space-joined): the index finds candidates,
-    # the query scores them with the scope's own statistics.
-    "CREATE FULLTEXT INDEX kg_chunk_lexical IF NOT EXISTS FOR (n:KgChunk) ON EACH [n.lexical] "
+    # BM25 terms of the chunk (algorithms/bm25.terms, space-joined) and its tenant token: Lucene
+    # ranks a collection's chunks by BM25 (every query requires the tenant), or finds a scope's
+    # candidates for the query to score with the scope's own statistics.
+    "CREATE FULLTEXT INDEX kg_chunk_text IF NOT EXISTS FOR (n:KgChunk) ON EACH [n.lexical, n.tenant] "
     "OPTIONS {indexConfig: {`fulltext.analyzer`: 'whitespace'}}",
+    "DROP INDEX kg_chunk_lexical IF EXISTS",
+    "DROP INDEX kg_entity_concept_key IF EXISTS",  # names are KgName nodes, found by their unique key
 )
 AWAIT_INDEXES = "CALL db.awaitIndexes(300)"
 # Auto-commit reads: attempts on a retryable error (leader switch, deadlock, lost connection), and

@@ -15,6 +15,7 @@ from processors.algorithms.edges import NeighbourResult, RawEdge, edge_triple, r
 from processors.algorithms.entities import rank_entity_hits
 from processors.algorithms.text_match import content_tokens, label_match_score, normalize
 from processors.stores.neo4j.cypher import (
+    ADD_FIRST_LABELS,
     ADD_IRI_EDGES,
     ADD_LITERAL_EDGES,
     ANN,
@@ -38,6 +39,7 @@ from processors.stores.neo4j.cypher import (
     SET_LABELS,
     SET_LOAD,
     SIMILARITIES,
+    UNLOCK_LABELS,
     UPSERT,
     VECTORS,
 )
@@ -94,9 +96,13 @@ class Neo4jTripleStore:
         self.conn = conn.acquire()
         self.entity_index = entity_index
 
-    async def add_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> int:
-        """MERGE nodes and edges in one transaction; returns the number of new edges."""
-        iri_rows, lit_rows, label_rows = [], [], []
+    async def add_triples(
+        self, user: str, collection: str, triples: Sequence[Triple], first_label: bool = False
+    ) -> int:
+        """MERGE nodes and edges in one transaction; returns the number of new edges (with
+        `first_label`, label triples go through ADD_FIRST_LABELS)."""
+        iri_rows, lit_rows, label_rows, first_rows = [], [], [], []
+        firsts: set[str] = set()
         for t in triples:
             sk = entity_key(user, collection, t.s.value)
             row = {"sk": sk, "s": t.s.value, "p": t.p.value, "o": t.o.value}
@@ -105,12 +111,18 @@ class Neo4jTripleStore:
             else:
                 dt, lang = t.o.datatype or "", t.o.language or ""
                 ok = literal_key(user, collection, t.o.value, dt, lang)
+                if t.p.value == RDFS_LABEL and first_label:
+                    if sk not in firsts:  # the batch's first label of the IRI
+                        firsts.add(sk)
+                        first_rows.append({**row, "dt": dt, "lang": lang, "ok": ok})
+                    continue
                 lit_rows.append({**row, "dt": dt, "lang": lang, "ok": ok})
                 if t.p.value == RDFS_LABEL:
                     label_rows.append({"sk": sk, "label": t.o.value})
         scope = {"user": user, "collection": collection}
         queries = [(ADD_IRI_EDGES, {**scope, "rows": iri_rows}), (ADD_LITERAL_EDGES, {**scope, "rows": lit_rows})]
         queries.append((SET_LABELS, {"rows": label_rows}))
+        queries += [(ADD_FIRST_LABELS, {**scope, "rows": first_rows}), (UNLOCK_LABELS, {"rows": first_rows})]
         return await self.conn.write([(q, p) for q, p in queries if p["rows"]])
 
     async def pattern(

@@ -78,13 +78,16 @@ class Adjacency:
         """`shortest_distances` over the held arrays: the same levels, edges, frontier order and
         truncation (tested equal), with numbers instead of an (s, o) pair per edge and the open
         results tracked as arrays. Returns the targets' hops."""
-        hops = np.full(len(self.names), -1, np.int64)
+        # one more slot than entities: a target the graph does not hold points at it and stays -1
+        # (an empty graph has no other slot to index)
+        absent = len(self.names)
+        hops = np.full(absent + 1, -1, np.int64)
         sources = list(dict.fromkeys(q.sources))
         unknown = {e for e in sources if e not in self.ids}  # hop 0, no edges
         hops[self._numbers(sources)] = 0
         members = [e for g in q.targets for e in g]
         group = np.repeat(np.arange(len(q.targets)), [len(g) for g in q.targets])
-        member = np.array([self.ids.get(e, -1) for e in members], np.int64)
+        member = np.array([self.ids.get(e, absent) for e in members], np.int64)
         given = np.zeros(len(members), bool)  # members that are sources the graph does not hold
         if unknown:
             given = np.fromiter((e in unknown for e in members), bool, len(members))
@@ -94,7 +97,7 @@ class Adjacency:
         def open_groups() -> np.ndarray:
             """The non-empty groups with no entity reached, in order."""
             closed = np.zeros(len(q.targets), bool)
-            closed[group[given | ((member >= 0) & (hops[member] >= 0))]] = True
+            closed[group[given | (hops[member] >= 0)]] = True
             return np.flatnonzero(non_empty & ~closed)
 
         frontier: list[str] | np.ndarray = sources
@@ -128,7 +131,7 @@ class Adjacency:
             frontier = far[np.sort(first)]
             hops[frontier] = level
             still = open_groups()
-        reached = (member >= 0) & (hops[member] >= 0)
+        reached = hops[member] >= 0
         out = {members[k]: int(hops[member[k]]) for k in np.flatnonzero(reached).tolist()}
         return Distances({**out, **{e: 0 for e in members if e in unknown}}, trips, truncated)
 

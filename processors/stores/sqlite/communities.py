@@ -1,6 +1,7 @@
 """Embedded community store: communities, their members and chunks in the document store's
-SQLite file (`docs.db`), a profile vector per community, and lazily written summaries cached
-against the membership hash. Every query is scoped by user and collection (and the scope)."""
+SQLite file (`docs.db`), a profile vector per community (searched through IVF lists, one space
+per level: vector_lists.py), and lazily written summaries cached against the membership hash.
+Every query is scoped by user and collection (and the scope)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 from processors.stores.documents_protocol import CommunityRecord
 from processors.stores.sqlite.docs_schema import scoped_ids
 from processors.stores.sqlite.pool import SqlitePool
+from processors.stores.sqlite.vector_lists import VectorLists
 from schemas.communities import CommunityInfo
 from schemas.documents import Scope
 
@@ -42,20 +44,29 @@ SELECT_COMMUNITIES = (
     " ORDER BY size DESC, id"
 )
 Row = tuple[CommunityInfo, np.ndarray]  # a community and its profile vector
+RESCORE = 4  # IVF hits read per community wanted, rescored exactly
+LEVEL_SPACES = (
+    "SELECT space FROM vector_spaces WHERE user = ? AND collection = ? AND space LIKE 'community-%' AND items > 0"
+)
+
+
+def level_space(level: int) -> str:
+    """The vector space of one level's profile vectors."""
+    return f"community-{level}"
 
 
 class SqliteCommunityStore:
     """CommunityStore on the document store's SQLite pool."""
 
-    def __init__(self, db: SqlitePool) -> None:
-        self.db = db
+    def __init__(self, db: SqlitePool, lists: VectorLists) -> None:
+        self.db, self.lists = db, lists
         db.ensure_schema(SCHEMA)
 
     async def graph(
         self, user: str, collection: str
-    ) -> tuple[list[tuple[str, str, float]], list[tuple[str, str, int]], dict[str, list[float]]]:
-        """What detection and profiles read: relation weights (chunks supporting each), mentions,
-        chunk vectors (one store call)."""
+    ) -> tuple[list[tuple[str, str, float]], list[tuple[str, str, int]]]:
+        """What detection and profiles read: relation weights (chunks supporting each) and mentions
+        (one store call)."""
 
         def read(conn: sqlite3.Connection) -> tuple:  # type: ignore[type-arg]
             uc = (user, collection)
@@ -67,10 +78,16 @@ class SqliteCommunityStore:
             mentions = conn.execute(
                 "SELECT entity, chunk_id, count FROM mentions WHERE user = ? AND collection = ?", uc
             ).fetchall()
-            vecs = conn.execute("SELECT id, vec FROM chunks WHERE user = ? AND collection = ?", uc).fetchall()
-            return edges, mentions, {i: np.frombuffer(v, dtype=np.float32).tolist() for i, v in vecs}
+            return edges, mentions
 
         return await self.db.read(read)
+
+    async def chunk_vectors(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The vectors of these chunks."""
+        sql = "SELECT id, vec FROM chunks WHERE user = ? AND collection = ? AND id IN (SELECT value FROM json_each(?))"
+        args = (user, collection, json.dumps(list(dict.fromkeys(ids))))
+        rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
+        return {i: np.frombuffer(v, dtype=np.float32).tolist() for i, v in rows}
 
     async def replace(self, user: str, collection: str, records: Sequence[CommunityRecord]) -> None:
         """Replace the collection's communities; a community whose membership did not change keeps
@@ -101,8 +118,20 @@ class SqliteCommunityStore:
                     "INSERT INTO community_chunks VALUES (?,?,?,?,?,?)",
                     [(*uc, r.id, c, docs[c], w) for c, w in r.chunks.items() if c in docs],
                 )
+            self._index(conn, user, collection, records)
 
         await self.db.write(write)
+
+    def _index(self, conn: sqlite3.Connection, user: str, collection: str, records: Sequence[CommunityRecord]) -> None:
+        """The profile vectors in IVF lists, one space per level (the previous build's spaces go)."""
+        for (space,) in conn.execute(LEVEL_SPACES, (user, collection)).fetchall():
+            self.lists.drop(conn, user, collection, space)
+        by_level: dict[int, list[tuple[str, str, np.ndarray]]] = {}
+        for r in records:
+            if r.vector:
+                by_level.setdefault(r.level, []).append((r.id, "", np.asarray(r.vector, dtype=np.float32)))
+        for level, items in by_level.items():
+            self.lists.add(conn, user, collection, level_space(level), items)
 
     async def mark_stale(self, user: str, collection: str, entities: Sequence[str]) -> None:
         """Flag the communities (every level) these entities belong to."""
@@ -134,21 +163,41 @@ class SqliteCommunityStore:
         limit: int,
         scope: Scope | None = None,
     ) -> list[CommunityInfo]:
-        """Communities nearest `vector` (see `SearchCommunities` for how levels are chosen)."""
-        rows = await self._rows(user, collection, None, None, scope)
+        """Communities nearest `vector` (see `SearchCommunities` for how levels are chosen): the
+        level's IVF lists, or exactly over the communities with a chunk in a narrowing scope."""
         q = np.asarray(vector, dtype=np.float32)
         q = q / (np.linalg.norm(q) or 1.0)
-        by_level: dict[int, list[Row]] = {}
-        for row in rows:
-            by_level.setdefault(row[0].level, []).append(row)
-        if level is not None:
-            return _nearest(by_level.get(level, []), q, limit)
-        picked: list[CommunityInfo] = []
-        for lv in sorted(by_level, reverse=True):  # the top level first, then down
-            picked = _nearest(by_level[lv], q, limit)
-            if len(picked) >= max(1, limit // 2):
-                return picked
-        return _nearest(rows, q, limit) if len(by_level) <= 1 else picked
+
+        def read(conn: sqlite3.Connection) -> list[CommunityInfo]:
+            allowed = _in_scope(conn, user, collection, scope)
+            levels = sorted({int(sp.rsplit("-", 1)[1]) for (sp,) in conn.execute(LEVEL_SPACES, (user, collection))})
+            if level is not None:
+                return self._nearest(conn, user, collection, level, q, limit, allowed)
+            picked: list[CommunityInfo] = []
+            for lv in reversed(levels):  # the top level first, then down
+                picked = self._nearest(conn, user, collection, lv, q, limit, allowed)
+                if len(picked) >= max(1, limit // 2):
+                    break
+            return picked
+
+        return await self.db.read(read)
+
+    def _nearest(
+        self, conn: sqlite3.Connection, user: str, collection: str, level: int, q: np.ndarray, limit: int,
+        allowed: set[str] | None,
+    ) -> list[CommunityInfo]:  # fmt: skip
+        """The `limit` communities of `level` whose profile vectors are nearest `q` (exact over
+        the IVF hits, or over `allowed`)."""
+        if allowed is None:
+            hits = self.lists.search(conn, user, collection, level_space(level), q, RESCORE * limit)
+            ids = [i for i, _ in hits]
+        else:
+            ids = sorted(allowed)
+        if not ids:
+            return []
+        args = (user, collection, level, level, 1, json.dumps(ids))
+        rows = [(_info(r), np.frombuffer(r[-1], dtype=np.float32)) for r in conn.execute(SELECT_COMMUNITIES, args)]
+        return _best(rows, q, limit)
 
     async def _rows(
         self, user: str, collection: str, level: int | None, ids: Sequence[str] | None, scope: Scope | None
@@ -238,7 +287,7 @@ def _info(r: tuple) -> CommunityInfo:  # type: ignore[type-arg]
     )  # fmt: skip
 
 
-def _nearest(rows: list[Row], q: np.ndarray, limit: int) -> list[CommunityInfo]:
+def _best(rows: list[Row], q: np.ndarray, limit: int) -> list[CommunityInfo]:
     """The `limit` communities whose profile vectors are nearest `q`, with their scores."""
     scored = [(float(v @ q), info) for info, v in rows if len(v) == len(q)]
     scored.sort(key=lambda x: (-x[0], x[1].id))

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import Counter
+from collections.abc import Sequence
 
 import numpy as np
 
-from processors.algorithms.passage_rank import build_concepts
-from processors.stores.documents_protocol import DocumentRecord, RemovedLinks, ScopeSql, scope_params
-from processors.stores.local.chunk_index import ChunkIndex, RelationIndex
+from processors.algorithms.bm25 import Bm25Stats, terms
+from processors.stores.documents_protocol import DocumentRecord, RemovedLinks, ScopeSql, scope_params, tenant_token
+from processors.stores.sqlite.vector_lists import SCHEMA as VECTOR_LISTS_SCHEMA
+from processors.stores.sqlite.vector_lists import VectorLists
 from schemas.documents import Chunk, Scope
 
-SCHEMA = """
+CHUNK_SPACE = "chunk"  # the IVF space of chunk vectors
+RELATION_SPACE = "relation"
+
+SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS documents (
     user TEXT NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL, title TEXT NOT NULL,
     timestamp REAL, metadata TEXT NOT NULL, content_hash TEXT NOT NULL, chunks INTEGER NOT NULL,
@@ -27,7 +34,7 @@ CREATE TABLE IF NOT EXISTS doc_meta (
 CREATE TABLE IF NOT EXISTS chunks (
     user TEXT NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL, document_id TEXT NOT NULL,
     ordinal INTEGER NOT NULL, text TEXT NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL,
-    tokens INTEGER NOT NULL, vec BLOB NOT NULL,
+    tokens INTEGER NOT NULL, vec BLOB NOT NULL, page INTEGER, section TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (user, collection, id)
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(user, collection, document_id);
@@ -54,11 +61,37 @@ CREATE TABLE IF NOT EXISTS concepts (
     user TEXT NOT NULL, collection TEXT NOT NULL, iri TEXT NOT NULL, owned INTEGER NOT NULL, key TEXT NOT NULL,
     PRIMARY KEY (user, collection, iri)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS docs_version (
-    user TEXT NOT NULL, collection TEXT NOT NULL, version INTEGER NOT NULL,
+-- Every key a concept is found by: its own and its aliases ("neil peart" of "neil ellwood peart").
+CREATE TABLE IF NOT EXISTS concept_keys (
+    user TEXT NOT NULL, collection TEXT NOT NULL, key TEXT NOT NULL, iri TEXT NOT NULL,
+    PRIMARY KEY (user, collection, key, iri)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS concept_keys_iri ON concept_keys(user, collection, iri);
+-- The chunks whose subject an entity is (their document's title names it): graphrank's strong links.
+CREATE TABLE IF NOT EXISTS chunk_subjects (
+    user TEXT NOT NULL, collection TEXT NOT NULL, entity TEXT NOT NULL, chunk_id TEXT NOT NULL,
+    document_id TEXT NOT NULL,
+    PRIMARY KEY (user, collection, entity, chunk_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS chunk_subjects_doc ON chunk_subjects(user, collection, document_id);
+-- Chunks per collection and their BM25 terms, kept by every write (graphrank's N, BM25's mean
+-- length: no count(*) over a collection), and the chunks holding each term (BM25's df): a
+-- collection ranks by its own statistics, whoever else shares the FTS table.
+CREATE TABLE IF NOT EXISTS collection_counts (
+    user TEXT NOT NULL, collection TEXT NOT NULL, chunks INTEGER NOT NULL, terms INTEGER NOT NULL,
     PRIMARY KEY (user, collection)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS term_df (
+    user TEXT NOT NULL, collection TEXT NOT NULL, term TEXT NOT NULL, df INTEGER NOT NULL,
+    PRIMARY KEY (user, collection, term)
+) WITHOUT ROWID;
+-- BM25 over each chunk's terms (title and text, stemmed: bm25.terms); rowid = the chunk's rowid.
+-- `tenant` is a hash of user + collection, matched inside every query.
+CREATE VIRTUAL TABLE IF NOT EXISTS chunk_fts USING fts5(tenant, terms, tokenize = 'unicode61 remove_diacritics 0');
+DROP TABLE IF EXISTS docs_version;
 """
+    + VECTOR_LISTS_SCHEMA
+)
 
 # The documents of a collection inside a scope: ?3 a JSON array of ids (or null), ?4 a JSON
 # object {key: [JSON-encoded values]} (or null); every key must match one of its values.
@@ -71,21 +104,22 @@ SELECT d.id FROM documents d WHERE d.user = ?1 AND d.collection = ?2
       WHERE m.user = d.user AND m.collection = d.collection AND m.document_id = d.id
         AND m.key = f.key AND m.value = v.value)))
 """
-_CHUNK_COLS = "c.id, c.document_id, c.ordinal, c.text, c.start, c.end, c.tokens, d.title"
+_CHUNK_COLS = "c.id, c.document_id, c.ordinal, c.text, c.start, c.end, c.tokens, d.title, c.page, c.section"
+INSERT_CHUNK = (
+    "INSERT INTO chunks (user, collection, id, document_id, ordinal, text, start, end, tokens, vec, page, section)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+)
 GET_CHUNKS = (
     "SELECT " + _CHUNK_COLS + " FROM chunks c JOIN documents d ON d.user = c.user AND d.collection = c.collection"
     " AND d.id = c.document_id WHERE c.user = ? AND c.collection = ? AND c.id IN (SELECT value FROM json_each(?))"
 )
-# Links of a neighbourhood: chunks mentioning the entities (at most ?4 per entity, most
-# mentions first), and what the given chunks mention. ?5: JSON array of allowed documents or null.
+# Links of a neighbourhood: chunks mentioning one entity (its first ?5 mentions in scope: the caller
+# keeps the most mentioning), and what the given chunks mention (?4: JSON array of allowed documents or null).
 ENTITY_LINKS = """
-SELECT entity, chunk_id, count FROM (
-  SELECT m.entity, m.chunk_id, m.count,
-         row_number() OVER (PARTITION BY m.entity ORDER BY m.count DESC, m.chunk_id) AS n
-  FROM mentions m WHERE m.user = ?1 AND m.collection = ?2 AND m.entity IN (SELECT value FROM json_each(?3))
-    AND (?5 IS NULL OR m.document_id IN (SELECT value FROM json_each(?5))))
-WHERE n <= ?4
+SELECT chunk_id, count FROM mentions WHERE user = ?1 AND collection = ?2 AND entity = ?3
+  AND (?4 IS NULL OR document_id IN (SELECT id FROM temp.scope_docs)) LIMIT ?5
 """
+LINKS_READ = 256  # mentions of one entity read before the most-mentioning are kept (a hub has thousands)
 CHUNK_LINKS = """
 SELECT m.entity, m.chunk_id, m.count FROM mentions m INDEXED BY mentions_by_chunk
 WHERE m.user = ?1 AND m.collection = ?2 AND m.chunk_id IN (SELECT value FROM json_each(?3))
@@ -108,7 +142,15 @@ RELATION_HAS_SOURCE = (
 )
 CONCEPT_MENTIONED = "SELECT 1 FROM mentions WHERE user = ? AND collection = ? AND entity = ? LIMIT 1"
 CONCEPT_OWNED = "SELECT owned FROM concepts WHERE user = ? AND collection = ? AND iri = ?"
+CLAIM_CONCEPT = (
+    "INSERT INTO concepts VALUES (?1, ?2, ?3, 1, ?4) ON CONFLICT DO UPDATE SET owned = 1,"
+    " key = CASE WHEN key = '' THEN excluded.key ELSE key END"
+)
 DELETE_CONCEPT = "DELETE FROM concepts WHERE user = ? AND collection = ? AND iri = ?"
+DELETE_CONCEPT_KEYS = "DELETE FROM concept_keys WHERE user = ? AND collection = ? AND iri = ?"
+CONCEPT_KEYS = (
+    "SELECT key, iri FROM concept_keys WHERE user = ? AND collection = ? AND key IN (SELECT value FROM json_each(?))"
+)
 RELATIONS_AMONG = """
 SELECT s, p, o, count(DISTINCT chunk_id) AS w FROM relation_sources
 WHERE user = ?1 AND collection = ?2
@@ -129,6 +171,19 @@ SCOPED_IN = """
 SELECT DISTINCT s, p, o FROM relation_sources INDEXED BY relation_sources_o WHERE user = ?1 AND collection = ?2
   AND o = ?3 AND document_id IN (SELECT value FROM json_each(?4)) ORDER BY p, s LIMIT ?5
 """
+# The relations with a source in the scope's documents (temp.scope_docs, filled per call).
+RELATIONS_IN_SCOPE = """
+SELECT DISTINCT s, p, o FROM relation_sources INDEXED BY relation_sources_doc WHERE user = ? AND collection = ?
+  AND document_id IN (SELECT id FROM temp.scope_docs)
+"""
+# Vectors and support (every source chunk) of relations (?3: JSON array of [s, p, o]).
+RELATION_VECTORS = """
+SELECT v.s, v.p, v.o, v.vec, (SELECT count(*) FROM relation_sources r WHERE r.user = v.user
+    AND r.collection = v.collection AND r.s = v.s AND r.p = v.p AND r.o = v.o) AS n
+FROM json_each(?3) k CROSS JOIN relation_vectors v
+WHERE v.user = ?1 AND v.collection = ?2 AND v.s = json_extract(k.value, '$[0]')
+  AND v.p = json_extract(k.value, '$[1]') AND v.o = json_extract(k.value, '$[2]')
+"""
 # Source chunks of relations (?3: JSON array of [s, p, o]), at most ?4 each, in scope (?5 or null).
 # CROSS JOIN keeps the requested relations outside: each is then a primary-key lookup (SQLite's
 # own choice scanned the whole collection, json_extract per row: 5.8 s for 60 relations of 91k).
@@ -141,19 +196,6 @@ SELECT s, p, o, chunk_id FROM (
     AND (?5 IS NULL OR r.document_id IN (SELECT value FROM json_each(?5))))
 WHERE n <= ?4
 """
-RELATION_ROWS = """
-SELECT v.s, v.p, v.o, v.vec, json_group_array(DISTINCT r.document_id), count(DISTINCT r.chunk_id)
-FROM relation_vectors v JOIN relation_sources r
-  ON r.user = v.user AND r.collection = v.collection AND r.s = v.s AND r.p = v.p AND r.o = v.o
-WHERE v.user = ? AND v.collection = ? GROUP BY v.s, v.p, v.o ORDER BY v.s, v.p, v.o
-"""
-INDEX_CHUNKS = """
-SELECT c.id, c.document_id, c.text, c.vec, d.title, d.title_entity FROM chunks c JOIN documents d
-  ON d.user = c.user AND d.collection = c.collection AND d.id = c.document_id
-WHERE c.user = ? AND c.collection = ? ORDER BY c.id
-"""
-INDEX_MENTIONS = "SELECT chunk_id, entity FROM mentions WHERE user = ? AND collection = ?"
-VERSION_CHECK_S = 1.0
 # Relation vectors are many (tens per chunk): a rowid table keeps each row on its page (a
 # WITHOUT ROWID row this long spills onto overflow pages: 2.5x the space).
 
@@ -167,59 +209,62 @@ def scoped_ids(conn: sqlite3.Connection, user: str, collection: str, scope: Scop
 
 
 def chunk(r: tuple) -> Chunk:  # type: ignore[type-arg]
-    cid, doc, ordinal, text, start, end, tokens, title = r
-    return Chunk(id=cid, document_id=doc, ordinal=ordinal, text=text, start=start, end=end, tokens=tokens, title=title)
+    cid, doc, ordinal, text, start, end, tokens, title, page, section = r
+    return Chunk(id=cid, document_id=doc, ordinal=ordinal, text=text, start=start, end=end, tokens=tokens, title=title,
+                 page=page, section=section or "")  # fmt: skip
 
 
-def collection_version(conn: sqlite3.Connection, user: str, collection: str) -> int:
-    row = conn.execute(
-        "SELECT version FROM docs_version WHERE user = ? AND collection = ?", (user, collection)
-    ).fetchone()
-    return int(row[0]) if row else 0
+def scope_size(conn: sqlite3.Connection, user: str, collection: str, allowed: set[str] | None) -> int:
+    """Chunks of the collection, or of the scope's documents (kept counts: no scan of chunks)."""
+    if allowed is None:
+        row = conn.execute(
+            "SELECT chunks FROM collection_counts WHERE user = ? AND collection = ?", (user, collection)
+        ).fetchone()
+        return int(row[0]) if row else 0
+    sql = (
+        "SELECT coalesce(sum(chunks), 0) FROM documents WHERE user = ? AND collection = ?"
+        " AND id IN (SELECT value FROM json_each(?))"
+    )
+    return int(conn.execute(sql, (user, collection, json.dumps(sorted(allowed)))).fetchone()[0])
 
 
-def bump(conn: sqlite3.Connection, user: str, collection: str) -> None:
+def relation_key(s: str, p: str, o: str) -> str:
+    """A relation's item id in the vector index."""
+    return "\x1f".join((s, p, o))
+
+
+def _count(conn: sqlite3.Connection, user: str, collection: str, chunk_terms: list[list[str]], sign: int = 1) -> None:
+    """Add (sign 1) or take away (-1) chunks, given their BM25 terms, from the kept statistics."""
     conn.execute(
-        "INSERT INTO docs_version VALUES (?, ?, 1) ON CONFLICT(user, collection) DO UPDATE SET version = version + 1",
-        (user, collection),
+        "INSERT INTO collection_counts VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET"
+        " chunks = chunks + excluded.chunks, terms = terms + excluded.terms",
+        (user, collection, sign * len(chunk_terms), sign * sum(len(t) for t in chunk_terms)),
     )
-
-
-def _matrix(blobs: list[bytes]) -> np.ndarray:  # type: ignore[type-arg]
-    """Stored float32 vectors as one matrix (one row per blob)."""
-    if not blobs:
-        return np.zeros((0, 1), dtype=np.float32)
-    return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
-
-
-def build_relation_index(conn: sqlite3.Connection, user: str, collection: str, version: int) -> RelationIndex:
-    """The collection's relation vectors with their documents and support."""
-    rows = conn.execute(RELATION_ROWS, (user, collection)).fetchall()
-    vecs = _matrix([r[3] for r in rows])
-    return RelationIndex(
-        version,
-        [(r[0], r[1], r[2]) for r in rows],
-        [frozenset(json.loads(r[4])) for r in rows],
-        [int(r[5]) for r in rows],
-        vecs,
+    df = Counter(t for words in chunk_terms for t in set(words))
+    conn.executemany(
+        "INSERT INTO term_df VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET df = df + excluded.df",
+        [(user, collection, t, sign * n) for t, n in df.items()],
     )
+    if sign < 0:
+        conn.execute("DELETE FROM term_df WHERE user = ? AND collection = ? AND df <= 0", (user, collection))
+        conn.execute(
+            "DELETE FROM collection_counts WHERE user = ? AND collection = ? AND chunks <= 0", (user, collection)
+        )
 
 
-def build_index(conn: sqlite3.Connection, user: str, collection: str, version: int) -> ChunkIndex:
-    """The collection's chunk search index (vectors, BM25 over title and text, concept graph)."""
-    uc = (user, collection)
-    rows = conn.execute(INDEX_CHUNKS, uc).fetchall()
-    vecs = _matrix([r[3] for r in rows])
-    ids = [r[0] for r in rows]
-    at = {c: i for i, c in enumerate(ids)}
-    mentions = [(at[c], e) for c, e in conn.execute(INDEX_MENTIONS, uc) if c in at]
-    keys = dict(conn.execute("SELECT iri, key FROM concepts WHERE user = ? AND collection = ?", uc).fetchall())
-    texts = [f"{r[4]}\n{r[2]}" if r[4] else r[2] for r in rows]
-    concepts = build_concepts([r[2] for r in rows], [r[5] for r in rows], mentions, keys)
-    return ChunkIndex.build(version, ids, [r[1] for r in rows], texts, vecs, concepts, mentions)
+def bm25_stats(conn: sqlite3.Connection, user: str, collection: str, query_terms: Sequence[str]) -> Bm25Stats:
+    """The collection's kept BM25 statistics for these terms."""
+    row = conn.execute(
+        "SELECT chunks, terms FROM collection_counts WHERE user = ? AND collection = ?", (user, collection)
+    ).fetchone()
+    sql = "SELECT term, df FROM term_df WHERE user = ? AND collection = ? AND term IN (SELECT value FROM json_each(?))"
+    df = dict(conn.execute(sql, (user, collection, json.dumps(list(query_terms)))).fetchall())
+    return Bm25Stats(int(row[0]) if row else 0, int(row[1]) if row else 0, df)
 
 
-def insert_record(conn: sqlite3.Connection, user: str, collection: str, r: DocumentRecord) -> None:
+def insert_record(conn: sqlite3.Connection, vl: VectorLists, user: str, collection: str, r: DocumentRecord) -> None:
+    """Write one document's rows: the document, its chunks (with their FTS terms, their vectors
+    in the IVF lists and their subject), mentions, relation provenance and vectors, concepts."""
     d = r.document
     ts = d.timestamp.timestamp() if d.timestamp else None
     conn.execute(
@@ -228,14 +273,36 @@ def insert_record(conn: sqlite3.Connection, user: str, collection: str, r: Docum
     )
     meta = [(user, collection, d.id, k, json.dumps(v)) for k, vs in d.metadata.items() for v in _as_list(vs)]
     conn.executemany("INSERT OR IGNORE INTO doc_meta VALUES (?,?,?,?,?)", meta)
-    conn.executemany(
-        "INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?,?)",
-        [
-            (user, collection, c.id, d.id, c.ordinal, c.text, c.start, c.end, c.tokens,
-             np.asarray(v, dtype=np.float32).tobytes())
-            for c, v in zip(r.chunks, r.vectors, strict=True)
-        ],
-    )  # fmt: skip
+    token = tenant_token(user, collection)
+    vecs = [np.asarray(v, dtype=np.float32) for v in r.vectors]
+    chunk_terms = []
+    for c, v in zip(r.chunks, vecs, strict=True):
+        row = (
+            user,
+            collection,
+            c.id,
+            d.id,
+            c.ordinal,
+            c.text,
+            c.start,
+            c.end,
+            c.tokens,
+            v.tobytes(),
+            c.page,
+            c.section,
+        )
+        rowid = conn.execute(INSERT_CHUNK, row).lastrowid
+        chunk_terms.append(terms(f"{d.title}\n{c.text}" if d.title else c.text))  # BM25 reads title and text
+        conn.execute(
+            "INSERT INTO chunk_fts(rowid, tenant, terms) VALUES (?, ?, ?)", (rowid, token, " ".join(chunk_terms[-1]))
+        )
+    vl.add(conn, user, collection, CHUNK_SPACE, [(c.id, d.id, v) for c, v in zip(r.chunks, vecs, strict=True)])
+    if r.title_entity:
+        conn.executemany(
+            "INSERT OR IGNORE INTO chunk_subjects VALUES (?,?,?,?,?)",
+            [(user, collection, r.title_entity, c.id, d.id) for c in r.chunks],
+        )
+    _count(conn, user, collection, chunk_terms)
     conn.executemany(
         "INSERT INTO mentions VALUES (?,?,?,?,?,?) ON CONFLICT DO UPDATE SET count = count + excluded.count",
         [(user, collection, m.entity, m.chunk_id, d.id, m.count) for m in r.mentions],
@@ -244,29 +311,53 @@ def insert_record(conn: sqlite3.Connection, user: str, collection: str, r: Docum
         "INSERT OR IGNORE INTO relation_sources VALUES (?,?,?,?,?,?,?)",
         [(user, collection, x.s, x.p, x.o, c, d.id) for x in r.relations for c in x.chunk_ids],
     )
-    conn.executemany(
-        "INSERT OR IGNORE INTO relation_vectors VALUES (?,?,?,?,?,?)",
-        [(user, collection, x.s, x.p, x.o, np.asarray(x.vector, dtype=np.float32).tobytes())
-         for x in r.relations if x.vector is not None],
-    )  # fmt: skip
+    _relation_vectors(conn, vl, user, collection, r)
     owned = r.owned
+    mentioned = {m.entity for m in r.mentions}
     conn.executemany(
         "INSERT INTO concepts VALUES (?,?,?,?,?) ON CONFLICT DO NOTHING",
-        [(user, collection, e, int(e in owned), r.keys.get(e, "")) for e in {m.entity for m in r.mentions}],
+        [(user, collection, e, int(e in owned), r.keys.get(e, "")) for e in mentioned],
     )
+    conn.executemany(
+        "INSERT OR IGNORE INTO concept_keys VALUES (?,?,?,?)",
+        [(user, collection, k, e) for e in mentioned for k in (r.keys.get(e, ""), *r.aliases.get(e, ())) if k],
+    )
+
+
+def _relation_vectors(conn: sqlite3.Connection, vl: VectorLists, user: str, collection: str, r: DocumentRecord) -> None:
+    """A relation keeps the first vector it was stored with; a new one joins the IVF lists."""
+    new = []
+    for x in r.relations:
+        if x.vector is None:
+            continue
+        v = np.asarray(x.vector, dtype=np.float32)
+        cur = conn.execute("INSERT OR IGNORE INTO relation_vectors VALUES (?,?,?,?,?,?)",
+                           (user, collection, x.s, x.p, x.o, v.tobytes()))  # fmt: skip
+        if cur.rowcount:
+            new.append((relation_key(x.s, x.p, x.o), "", v))
+    vl.add(conn, user, collection, RELATION_SPACE, new)
 
 
 def _as_list(v: object) -> list[object]:
     return list(v) if isinstance(v, list) else [v]
 
 
-def delete_docs(conn: sqlite3.Connection, user: str, collection: str, ids: list[str]) -> RemovedLinks:
-    """Delete the documents' rows; returns the relations and concepts they linked (candidates)."""
+def delete_docs(conn: sqlite3.Connection, vl: VectorLists, user: str, collection: str, ids: list[str]) -> RemovedLinks:
+    """Delete the documents' rows (their chunks' FTS rows, vectors and subjects too); returns the
+    relations and concepts they linked (candidates)."""
     arg = (user, collection, json.dumps(ids))
     in_docs = " WHERE user = ? AND collection = ? AND document_id IN (SELECT value FROM json_each(?))"
     rels = conn.execute("SELECT DISTINCT s, p, o FROM relation_sources" + in_docs, arg).fetchall()
     ents = conn.execute("SELECT DISTINCT entity FROM mentions" + in_docs, arg).fetchall()
-    for table in ("relation_sources", "mentions", "chunks", "doc_meta"):
+    chunks = conn.execute("SELECT rowid, id FROM chunks INDEXED BY chunks_doc" + in_docs, arg).fetchall()
+    words = [
+        str(conn.execute("SELECT terms FROM chunk_fts WHERE rowid = ?", (rowid,)).fetchone()[0]).split()
+        for rowid, _ in chunks
+    ]
+    conn.executemany("DELETE FROM chunk_fts WHERE rowid = ?", [(rowid,) for rowid, _ in chunks])
+    vl.remove(conn, user, collection, CHUNK_SPACE, [cid for _, cid in chunks])
+    _count(conn, user, collection, words, -1)
+    for table in ("relation_sources", "mentions", "chunks", "doc_meta", "chunk_subjects"):
         conn.execute("DELETE FROM " + table + in_docs, arg)
     conn.execute(
         "DELETE FROM documents WHERE user = ? AND collection = ? AND id IN (SELECT value FROM json_each(?))", arg
@@ -274,7 +365,9 @@ def delete_docs(conn: sqlite3.Connection, user: str, collection: str, ids: list[
     return RemovedLinks([(s, p, o) for s, p, o in rels], [e for (e,) in ents])
 
 
-def unlinked(conn: sqlite3.Connection, user: str, collection: str, removed: RemovedLinks) -> RemovedLinks:
+def unlinked(
+    conn: sqlite3.Connection, vl: VectorLists, user: str, collection: str, removed: RemovedLinks
+) -> RemovedLinks:
     """Of the candidates, the relations without any source left and the owned concepts no chunk
     mentions (the concept rows of every unmentioned candidate go too)."""
 
@@ -286,9 +379,11 @@ def unlinked(conn: sqlite3.Connection, user: str, collection: str, removed: Remo
         "DELETE FROM relation_vectors WHERE user = ? AND collection = ? AND s = ? AND p = ? AND o = ?",
         [(user, collection, *r) for r in rels],
     )
+    vl.remove(conn, user, collection, RELATION_SPACE, [relation_key(*r) for r in rels])
     orphans = [e for e in removed.concepts if one(CONCEPT_MENTIONED, e) is None]
     owned = [e for e in orphans if one(CONCEPT_OWNED, e) == (1,)]
     conn.executemany(DELETE_CONCEPT, [(user, collection, e) for e in orphans])
+    conn.executemany(DELETE_CONCEPT_KEYS, [(user, collection, e) for e in orphans])
     return RemovedLinks(rels, owned, removed.concepts)
 
 
@@ -297,8 +392,53 @@ def migrate(conn: sqlite3.Connection) -> None:
     for table, column, ddl in (
         ("documents", "title_entity", "ALTER TABLE documents ADD COLUMN title_entity TEXT"),
         ("concepts", "key", "ALTER TABLE concepts ADD COLUMN key TEXT NOT NULL DEFAULT ''"),
+        ("chunks", "page", "ALTER TABLE chunks ADD COLUMN page INTEGER"),
+        ("chunks", "section", "ALTER TABLE chunks ADD COLUMN section TEXT NOT NULL DEFAULT ''"),
     ):
         cols = [r[1] for r in conn.execute("PRAGMA table_info(" + table + ")")]
         if cols and column not in cols:
             conn.execute(ddl)
     conn.execute("DROP INDEX IF EXISTS mentions_chunk")  # replaced by the covering mentions_by_chunk
+
+
+def backfill(conn: sqlite3.Connection, vl: VectorLists) -> int:
+    """Index a docs.db written before the store searched its own indexes: FTS rows, IVF lists,
+    subjects and counts for every chunk (once: a no-op when the FTS table has rows or no chunk
+    exists). Returns the chunks indexed."""
+    if (
+        conn.execute("SELECT 1 FROM chunk_fts LIMIT 1").fetchone()
+        or not conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone()
+    ):
+        return 0
+    done = 0
+    for user, collection in conn.execute("SELECT DISTINCT user, collection FROM documents").fetchall():
+        token = tenant_token(user, collection)
+        rows = conn.execute(
+            "SELECT c.rowid, c.id, c.document_id, c.text, c.vec, d.title, d.title_entity FROM chunks c JOIN documents d"
+            " ON d.user = c.user AND d.collection = c.collection AND d.id = c.document_id"
+            " WHERE c.user = ? AND c.collection = ?",
+            (user, collection),
+        ).fetchall()
+        words = [terms(f"{r[5]}\n{r[3]}" if r[5] else r[3]) for r in rows]
+        conn.executemany(
+            "INSERT INTO chunk_fts(rowid, tenant, terms) VALUES (?, ?, ?)",
+            [(r[0], token, " ".join(w)) for r, w in zip(rows, words, strict=True)],
+        )
+        vl.add(conn, user, collection, CHUNK_SPACE, [(r[1], r[2], np.frombuffer(r[4], np.float32)) for r in rows])
+        conn.executemany(
+            "INSERT OR IGNORE INTO chunk_subjects VALUES (?,?,?,?,?)",
+            [(user, collection, r[6], r[1], r[2]) for r in rows if r[6]],
+        )
+        _count(conn, user, collection, words)
+        conn.execute(
+            "INSERT OR IGNORE INTO concept_keys SELECT user, collection, key, iri FROM concepts"
+            " WHERE user = ? AND collection = ? AND key != ''",
+            (user, collection),
+        )
+        rels = conn.execute(
+            "SELECT s, p, o, vec FROM relation_vectors WHERE user = ? AND collection = ?", (user, collection)
+        ).fetchall()
+        vl.add(conn, user, collection, RELATION_SPACE,
+               [(relation_key(s, p, o), "", np.frombuffer(v, np.float32)) for s, p, o, v in rels])  # fmt: skip
+        done += len(rows)
+    return done

@@ -1,57 +1,76 @@
 """Embedded document store: documents, chunks (text, offsets, vectors), chunk-entity mentions,
-relation provenance and concept ownership in one SQLite file (`docs.db`), plus an in-memory
-search index per collection (see chunk_index). Every query is scoped by user and collection,
-and a request's scope (documents, metadata) is a predicate inside it."""
+relation provenance and concept ownership in one SQLite file (`docs.db`), searched through its
+own indexes — FTS5 over the chunks' BM25 terms, IVF lists over chunk and relation vectors
+(vector_lists.py) — so no read holds a collection in the process and a write rebuilds nothing.
+Every query is scoped by user and collection, and a request's scope (documents, metadata) is a
+predicate inside it (passages.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
-import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
-from processors.algorithms.passage_rank import PassageRankParams
-from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
-from processors.stores.local.chunk_index import ChunkIndex, RelationIndex
+import numpy as np
+
+from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
+from processors.stores.documents_protocol import ChunkQuery, DocumentRecord, RemovedLinks
+from processors.stores.sqlite import passages
 from processors.stores.sqlite.docs_schema import (
     CHUNK_LINKS,
+    CLAIM_CONCEPT,
+    CONCEPT_KEYS,
     ENTITY_LINKS,
     EPISODE_COUNTS,
     EPISODES,
     GET_CHUNKS,
+    LINKS_READ,
     RELATION_CHUNKS,
+    RELATION_SPACE,
+    RELATION_VECTORS,
     RELATIONS_AMONG,
+    RELATIONS_IN_SCOPE,
     SCHEMA,
     SCOPED_ENTITIES,
     SCOPED_IN,
     SCOPED_OUT,
-    VERSION_CHECK_S,
-    build_index,
-    build_relation_index,
-    bump,
+    backfill,
     chunk,
-    collection_version,
     delete_docs,
     insert_record,
     migrate,
+    relation_key,
+    scope_size,
     scoped_ids,
     unlinked,
 )
 from processors.stores.sqlite.pool import SqlitePool
-from schemas.documents import Chunk, DocumentInfo, Mention, Scope, SearchMode
+from processors.stores.sqlite.vector_lists import VectorLists
+from schemas.documents import Chunk, DocumentInfo, Mention, Scope
+
+T = TypeVar("T")
+RelationHit = tuple[str, str, str, float, int]
+Episodes = tuple[dict[str, list[str]], dict[str, int]]
+
+# A claim makes the concept owned (a concept loaded from triples is never claimed: it is named).
+OWNED_CONCEPTS = (
+    "SELECT iri FROM concepts WHERE user = ? AND collection = ? AND owned = 1"
+    " AND iri IN (SELECT value FROM json_each(?))"
+)
 
 
 class SqliteDocumentStore:
     """DocumentStore on SQLite (see module docstring)."""
 
     def __init__(self, path: Path) -> None:
-        self.db = SqlitePool(path, SCHEMA, migrate=migrate)
-        self._index: dict[tuple[str, str], ChunkIndex] = {}
-        self._relations: dict[tuple[str, str], RelationIndex] = {}
-        self._checked: dict[tuple[str, str], float] = {}
-        self._reload = asyncio.Lock()
+        # Not mapped: a question reads a few IVF lists of a file that may hold millions of chunks, and
+        # mapped pages would stay in the process's resident set (the page cache keeps them anyway).
+        self.db = SqlitePool(path, SCHEMA, migrate=migrate, mapped=False)
+        self.lists = VectorLists()
+        with self.db.writer() as conn:  # a docs.db from before the store searched itself: indexed once
+            backfill(conn, self.lists)
 
     # --- writes -------------------------------------------------------------------------------
     async def store(self, user: str, collection: str, records: Sequence[DocumentRecord]) -> RemovedLinks:
@@ -59,38 +78,47 @@ class SqliteDocumentStore:
         what the replaced versions linked that nothing links any more."""
 
         def write(conn: sqlite3.Connection) -> RemovedLinks:
-            removed = delete_docs(conn, user, collection, [r.document.id for r in records])
+            removed = delete_docs(conn, self.lists, user, collection, [r.document.id for r in records])
             for r in records:
-                insert_record(conn, user, collection, r)
-            bump(conn, user, collection)
-            return unlinked(conn, user, collection, removed)
+                insert_record(conn, self.lists, user, collection, r)
+            return unlinked(conn, self.lists, user, collection, removed)
 
-        out = await self.db.write(write)
-        self._checked.pop((user, collection), None)
-        return out
+        return await self.db.write(write)
 
     async def delete_documents(self, user: str, collection: str, ids: Sequence[str]) -> RemovedLinks:
         """Delete documents; returns the relations and owned concepts nothing links any more."""
 
         def write(conn: sqlite3.Connection) -> RemovedLinks:
-            removed = delete_docs(conn, user, collection, list(ids))
-            bump(conn, user, collection)
-            return unlinked(conn, user, collection, removed)
+            removed = delete_docs(conn, self.lists, user, collection, list(ids))
+            return unlinked(conn, self.lists, user, collection, removed)
 
-        out = await self.db.write(write)
-        self._checked.pop((user, collection), None)
-        return out
+        return await self.db.write(write)
+
+    async def claim(self, user: str, collection: str, concepts: Mapping[str, str]) -> None:
+        """Owned concept rows for `concepts` (IRI -> key), before their vectors and labels exist."""
+        rows = [(user, collection, iri, key) for iri, key in concepts.items()]
+        await self.db.write(lambda conn: conn.executemany(CLAIM_CONCEPT, rows))
+
+    async def claimed(self, user: str, collection: str, iris: Sequence[str]) -> set[str]:
+        """Of `iris`, the owned concepts."""
+        args = (user, collection, json.dumps(list(iris)))
+        rows = await self.db.read(lambda conn: conn.execute(OWNED_CONCEPTS, args).fetchall())
+        return {str(r[0]) for r in rows}
 
     async def delete_collection(self, user: str, collection: str) -> None:
         """Drop every row of the collection."""
 
         def write(conn: sqlite3.Connection) -> None:
-            for table in ("documents", "doc_meta", "chunks", "mentions", "relation_sources", "concepts"):
-                conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", (user, collection))
-            bump(conn, user, collection)
+            uc = (user, collection)
+            conn.execute(
+                "DELETE FROM chunk_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE user = ? AND collection = ?)", uc
+            )
+            for table in ("documents", "doc_meta", "chunks", "mentions", "relation_sources", "relation_vectors",
+                          "concepts", "concept_keys", "chunk_subjects", "collection_counts", "term_df"):  # fmt: skip
+                conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", uc)
+            self.lists.drop(conn, user, collection)
 
         await self.db.write(write)
-        self._index.pop((user, collection), None)
 
     # --- reads --------------------------------------------------------------------------------
     async def hashes(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, str]:
@@ -102,28 +130,50 @@ class SqliteDocumentStore:
         rows = await self.db.read(lambda c: c.execute(sql, (user, collection, json.dumps(list(ids)))).fetchall())
         return {str(i): str(h) for i, h in rows}
 
-    async def search(
-        self,
-        user: str,
-        collection: str,
-        vector: Sequence[float] | None,
-        text: str | None,
-        mode: SearchMode,
-        limit: int,
-        scope: Scope | None = None,
-        params: PassageRankParams | None = None,
-        chunk_ids: Collection[str] | None = None,
-    ) -> list[Chunk]:
-        """The best chunks of the scope (and of `chunk_ids`, when given) by vector and/or text,
-        or by graphrank (one store call)."""
-        allowed = await self._allowed(user, collection, scope)
-        index = await self._chunk_index(user, collection)
-        if index is None or (allowed is not None and not allowed) or (chunk_ids is not None and not chunk_ids):
-            return []
-        mask = index.mask(allowed, chunk_ids)
-        hits = await asyncio.to_thread(index.search, vector, text, mode, limit, mask, params)
-        found = {c.id: c for c in await self.chunks(user, collection, [index.ids[i] for i, _ in hits])}
-        return [found[index.ids[i]].model_copy(update={"score": s}) for i, s in hits if index.ids[i] in found]
+    async def candidates(
+        self, q: ChunkQuery, terms: Sequence[str], k: int, among: Sequence[str] | None = None
+    ) -> Candidates:
+        """The `k` nearest chunks and the `k` best by BM25 over `terms` (of `among`, when given),
+        with their cosines, and the number of chunks searched (see passages.candidates)."""
+        unit = None if q.vector is None else _unit(q.vector)
+
+        def read(conn: sqlite3.Connection, allowed: set[str] | None, scoped: int | None) -> Candidates:
+            size = len(among) if among is not None else scope_size(conn, q.user, q.collection, allowed)
+            return passages.candidates(conn, self.lists, q.user, q.collection, unit, terms, k, (scoped, size), among)
+
+        return await self._read(q.user, q.collection, q.scope, read)
+
+    async def concept_keys(self, user: str, collection: str, keys: Sequence[str]) -> dict[str, list[str]]:
+        """Key -> the concepts it is a key or an alias of."""
+        if not keys:
+            return {}
+
+        def read(conn: sqlite3.Connection) -> dict[str, list[str]]:
+            out: dict[str, list[str]] = {}
+            for key, iri in conn.execute(CONCEPT_KEYS, (user, collection, json.dumps(list(keys)))):
+                out.setdefault(key, []).append(iri)
+            return out
+
+        return await self.db.read(read)
+
+    async def named(self, q: ChunkQuery, phrases: Sequence[str]) -> dict[str, tuple[str, list[Passage]]]:
+        """Of `phrases`, the concept keys in the scope: key -> (concept, its subject chunks)."""
+        unit = _unit(q.vector)
+        return await self._read(
+            q.user, q.collection, q.scope,
+            lambda conn, _, scoped: passages.named(conn, q.user, q.collection, phrases, unit, scoped),
+        )  # fmt: skip
+
+    async def passage_links(
+        self, q: ChunkQuery, chunk_ids: Sequence[str], skip: Collection[str], cap: int, known: Collection[str]
+    ) -> HopLinks:
+        """One graphrank hop from `chunk_ids` (see passages.links)."""
+        unit = _unit(q.vector)
+
+        def read(conn: sqlite3.Connection, _: set[str] | None, scoped: int | None) -> HopLinks:
+            return passages.links(conn, q.user, q.collection, chunk_ids, skip, cap, known, unit, scoped)
+
+        return await self._read(q.user, q.collection, q.scope, read)
 
     async def chunks(self, user: str, collection: str, ids: Sequence[str], scope: Scope | None = None) -> list[Chunk]:
         """Chunks by id (in the scope), in the order asked."""
@@ -147,20 +197,20 @@ class SqliteDocumentStore:
         per_entity: int,
         scope: Scope | None = None,
     ) -> list[Mention]:
-        """Chunk-entity links of a neighbourhood in one store call (see `ENTITY_LINKS`)."""
+        """Chunk-entity links of a neighbourhood in one store call: of each entity's first
+        LINKS_READ mentions in scope, the `per_entity` most mentioning; every mention of the chunks."""
 
-        def read(conn: sqlite3.Connection) -> list[Mention]:
-            allowed = scoped_ids(conn, user, collection, scope)
+        def read(conn: sqlite3.Connection, allowed: set[str] | None, scoped: int | None) -> list[Mention]:
             docs = None if allowed is None else json.dumps(sorted(allowed))
             rows: list[tuple[str, str, int]] = []
-            if entities:
-                args = (user, collection, json.dumps(list(entities)), per_entity, docs)
-                rows += conn.execute(ENTITY_LINKS, args).fetchall()
+            for e in dict.fromkeys(entities):
+                found = conn.execute(ENTITY_LINKS, (user, collection, e, scoped, max(per_entity, LINKS_READ)))
+                rows += [(e, c, n) for c, n in sorted(found, key=lambda r: (-r[1], r[0]))[:per_entity]]
             if chunk_ids:
                 rows += conn.execute(CHUNK_LINKS, (user, collection, json.dumps(list(chunk_ids)), docs)).fetchall()
             return [Mention(entity=e, chunk_id=c, count=n) for e, c, n in dict.fromkeys(rows)]
 
-        return await self.db.read(read)
+        return await self._read(user, collection, scope, read)
 
     async def relations(
         self, user: str, collection: str, entities: Sequence[str], limit: int, scope: Scope | None = None
@@ -177,13 +227,26 @@ class SqliteDocumentStore:
     async def search_relations(
         self, user: str, collection: str, vector: Sequence[float], limit: int, scope: Scope | None = None
     ) -> list[tuple[str, str, str, float, int]]:
-        """Relations nearest `vector` with a source chunk in the scope (exact, one store call)."""
-        allowed = await self._allowed(user, collection, scope)
-        index = await self._relation_index(user, collection)
-        if index is None:
-            return []
-        hits = await asyncio.to_thread(index.search, vector, limit, allowed)
-        return [(s, p, o, score, n) for (s, p, o), score, n in hits]
+        """Relations nearest `vector` with a source chunk in the scope: the IVF lists over the
+        collection's relation vectors, or exactly over the relations of a scope's documents."""
+        q = _unit(vector)
+
+        def read(conn: sqlite3.Connection, _: set[str] | None, scoped: int | None) -> list[RelationHit]:
+            if scoped is None:
+                hits = self.lists.search(conn, user, collection, RELATION_SPACE, q, passages.RESCORE * limit)
+                keys = [tuple(k.split("\x1f")) for k, _ in hits]
+            else:
+                keys = conn.execute(RELATIONS_IN_SCOPE, (user, collection)).fetchall()
+            if not keys:
+                return []
+            args = (user, collection, json.dumps([list(k) for k in keys]))
+            rows = conn.execute(RELATION_VECTORS, args).fetchall()
+            sims = passages.cosines([(relation_key(s_, p_, o_), v) for s_, p_, o_, v, _ in rows], q)
+            support = {relation_key(s_, p_, o_): n for s_, p_, o_, _, n in rows}
+            best = sorted(sims, key=lambda k: (-sims[k], k))[:limit]
+            return [(*k.split("\x1f"), sims[k], support[k]) for k in best]  # type: ignore[misc]
+
+        return await self._read(user, collection, scope, read)
 
     async def relation_chunks(
         self,
@@ -214,34 +277,33 @@ class SqliteDocumentStore:
         window: tuple[float, float] | None,
         scope: Scope | None = None,
     ) -> tuple[dict[str, list[str]], dict[str, int]]:
-        """What the chunks mention (from the search index, as chunk similarities are) and each
-        entity's episodes in the window (see `EPISODES`, `EPISODE_COUNTS`)."""
-        index = await self._chunk_index(user, collection) if chunk_ids else None
+        """What the chunks mention (in scope) and each entity's episodes in the window (see
+        `EPISODES`, `EPISODE_COUNTS`)."""
 
-        def read(conn: sqlite3.Connection) -> tuple[dict[str, list[str]], dict[str, int]]:
-            allowed = scoped_ids(conn, user, collection, scope)
-            mentioned = index.mentioned(chunk_ids, allowed) if index is not None else {}
+        def read(conn: sqlite3.Connection, allowed: set[str] | None, _: int | None) -> Episodes:
+            docs = None if allowed is None else json.dumps(sorted(allowed))
+            mentioned: dict[str, list[str]] = {}
+            if chunk_ids:
+                for e, c, _ in conn.execute(CHUNK_LINKS, (user, collection, json.dumps(list(chunk_ids)), docs)):
+                    mentioned.setdefault(c, []).append(e)
             if window is None:
                 return mentioned, {}
             wanted = list(dict.fromkeys([*entities, *(e for es in mentioned.values() for e in es)]))
-            docs = None if allowed is None else json.dumps(sorted(allowed))
             episodes = [r[0] for r in conn.execute(EPISODES, (user, collection, *window, docs))] if wanted else []
             if not episodes:
                 return mentioned, {}
             args = (user, collection, json.dumps(wanted), json.dumps(episodes))
             return mentioned, {str(e): int(n) for e, n in conn.execute(EPISODE_COUNTS, args)}
 
-        return await self.db.read(read)
+        return await self._read(user, collection, scope, read)
 
-    async def chunk_similarities(
-        self, user: str, collection: str, vector: Sequence[float], chunk_ids: Sequence[str], scope: Scope | None = None
-    ) -> dict[str, float]:
-        """Cosine of `vector` to the stored vectors of the chunks (in scope), from the search index."""
-        allowed = await self._allowed(user, collection, scope)
-        index = await self._chunk_index(user, collection)
-        if index is None or not chunk_ids:
-            return {}
-        return index.similarities(vector, chunk_ids, allowed)
+    async def chunk_similarities(self, q: ChunkQuery, chunk_ids: Sequence[str]) -> dict[str, float]:
+        """Cosine of the question's vector to the stored vectors of the chunks (in scope)."""
+        unit = _unit(q.vector)
+        return await self._read(
+            q.user, q.collection, q.scope,
+            lambda conn, _, scoped: passages.similarities(conn, q.user, q.collection, unit, chunk_ids, scoped),
+        )  # fmt: skip
 
     async def scoped_entities(self, user: str, collection: str, scope: Scope) -> set[str]:
         """Entities a chunk in the scope mentions."""
@@ -306,37 +368,22 @@ class SqliteDocumentStore:
         await self.db.close()
 
     # --- internals ----------------------------------------------------------------------------
-    async def _allowed(self, user: str, collection: str, scope: Scope | None) -> set[str] | None:
-        if scope is None or scope.is_empty:
-            return None
-        return await self.db.read(lambda c: scoped_ids(c, user, collection, scope))
+    async def _read(
+        self, user: str, collection: str, scope: Scope | None,
+        fn: Callable[[sqlite3.Connection, set[str] | None, int | None], T],
+    ) -> T:  # fmt: skip
+        """`fn(conn, the scope's documents, the scope flag)` in one read call, with the scope's
+        documents in `temp.scope_docs` for its queries (None, None: no narrower scope)."""
 
-    async def _relation_index(self, user: str, collection: str) -> RelationIndex | None:
-        """The collection's relation index, rebuilt when the store's version moved."""
-        key = (user, collection)
-        version = await self.db.read(lambda c: collection_version(c, user, collection))
-        if version == 0:
-            return None
-        cached = self._relations.get(key)
-        if cached is None or cached.version != version:
-            cached = self._relations[key] = await self.db.read(
-                lambda c: build_relation_index(c, user, collection, version)
-            )
-        return cached
+        def read(conn: sqlite3.Connection) -> T:
+            allowed = scoped_ids(conn, user, collection, scope)
+            return fn(conn, allowed, passages.set_scope(conn, allowed))
 
-    async def _chunk_index(self, user: str, collection: str) -> ChunkIndex | None:
-        """The collection's search index, rebuilt when the store's version moved (another
-        process's writes are seen within VERSION_CHECK_S)."""
-        key = (user, collection)
-        cached, now = self._index.get(key), time.monotonic()
-        if cached is not None and now - self._checked.get(key, 0.0) < VERSION_CHECK_S:
-            return cached
-        version = await self.db.read(lambda c: collection_version(c, user, collection))
-        self._checked[key] = now
-        if version == 0:
-            return None
-        async with self._reload:
-            cached = self._index.get(key)
-            if cached is None or cached.version != version:
-                cached = self._index[key] = await self.db.read(lambda c: build_index(c, user, collection, version))
-        return cached
+        return await self.db.read(read)
+
+
+def _unit(vector: Sequence[float] | None) -> np.ndarray:
+    if vector is None:
+        raise ValueError("this read ranks by the question's vector and none was given")
+    q = np.asarray(vector, dtype=np.float32)
+    return q / (np.linalg.norm(q) or 1.0)

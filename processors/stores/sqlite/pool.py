@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
@@ -14,15 +15,24 @@ T = TypeVar("T")
 
 # Map the file: every connection reads the OS page cache directly instead of warming a private cache.
 MMAP_BYTES = 8 << 30
+CACHE_KIB = 65536  # each connection's private page cache (without the map)
 
 
 class SqlitePool:
     """Thread-local connections to one database file; writes are serialized."""
 
     def __init__(
-        self, path: Path, schema: str, threads: int = 4, migrate: Callable[[sqlite3.Connection], None] | None = None
+        self,
+        path: Path,
+        schema: str,
+        threads: int = 4,
+        migrate: Callable[[sqlite3.Connection], None] | None = None,
+        mapped: bool = True,
     ) -> None:
+        """`mapped`: read through a memory map (fast; the pages a process touches count in its RSS)
+        or through SQLite's own small cache (the file stays in the OS page cache, outside the process)."""
         self.path = path
+        self.mapped = mapped
         path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
@@ -47,11 +57,18 @@ class SqlitePool:
             conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA cache_size=-65536")
-            conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+            conn.execute(f"PRAGMA cache_size=-{CACHE_KIB if self.mapped else CACHE_KIB // 4}")
+            conn.execute(f"PRAGMA mmap_size={MMAP_BYTES if self.mapped else 0}")
             self._local.conn = conn
             self._conns.append(conn)
         return conn
+
+    @contextlib.contextmanager
+    def writer(self) -> Iterator[sqlite3.Connection]:
+        """A blocking write transaction on this thread (for setup, before the event loop serves)."""
+        conn = self._conn()
+        with self._write_lock, conn:
+            yield conn
 
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(conn)` in a worker thread."""

@@ -72,6 +72,25 @@ def _obj_cols(t: Term) -> tuple[str, int, str, str]:
     return (t.value, 0 if t.is_iri else 1, t.datatype or "", t.language or "")
 
 
+def _is_label(t: Triple) -> bool:
+    return t.p.value == RDFS_LABEL and not t.o.is_iri
+
+
+def _first_labels(conn: sqlite3.Connection, user: str, collection: str, triples: Sequence[Triple]) -> list[Triple]:
+    """`triples` less the label triples of IRIs labelled already (in the store, or earlier in the batch)."""
+    subjects = json.dumps(list({t.s.value for t in triples if _is_label(t)}))
+    sql = "SELECT iri FROM labels WHERE user = ? AND collection = ? AND iri IN (SELECT value FROM json_each(?))"
+    labelled = {r[0] for r in conn.execute(sql, (user, collection, subjects))}
+    out = []
+    for t in triples:
+        if _is_label(t):
+            if t.s.value in labelled:
+                continue
+            labelled.add(t.s.value)
+        out.append(t)
+    return out
+
+
 class SqliteTripleStore:
     """TripleStore on SQLite. With an entity index, neighbour queries can score edges."""
 
@@ -81,13 +100,16 @@ class SqliteTripleStore:
         self._held: dict[tuple[str, str], tuple[int, Adjacency | None]] = {}  # (version, adjacency or too big)
         self._holding = threading.Lock()  # one thread reads a collection's adjacency at a time
 
-    async def add_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> int:
-        rows = [(user, collection, t.s.value, t.p.value, *_obj_cols(t.o)) for t in triples]
-        labels = [
-            (user, collection, t.s.value, t.o.value) for t in triples if t.p.value == RDFS_LABEL and not t.o.is_iri
-        ]
-
+    async def add_triples(
+        self, user: str, collection: str, triples: Sequence[Triple], first_label: bool = False
+    ) -> int:
         def write(conn: sqlite3.Connection) -> int:
+            kept = triples
+            if first_label:  # decided under the file's write lock: other processes' writers wait
+                conn.execute("BEGIN IMMEDIATE")
+                kept = _first_labels(conn, user, collection, triples)
+            rows = [(user, collection, t.s.value, t.p.value, *_obj_cols(t.o)) for t in kept]
+            labels = [(user, collection, t.s.value, t.o.value) for t in kept if _is_label(t)]
             before = conn.total_changes
             conn.executemany(f"INSERT OR IGNORE INTO triples(user, collection, {_COLS}) VALUES (?,?,?,?,?,?,?,?)", rows)
             stored = conn.total_changes - before  # new triples only, not the label rows below

@@ -1,0 +1,481 @@
+"""The document surface of `make bench-reliability` (issue 33), on the embedded default or the
+distributed stack (Pulsar + Neo4j: `kgflow up --pulsar`, every store on Neo4j):
+
+- kills: `kgflow load documents` (embedded) or the `kgflow up` fleet serving it (distributed)
+  killed with SIGKILL at random points, the load run again; labels, owned concepts and counts
+  compared with a clean load, and again after deleting every document;
+- decode stall: other clients' graph-rag latency while hostile text loads arrive (a quadratic
+  charset, large UTF-16 documents);
+- malformed corpus: a load of every kind of bad file; documents neither stored nor named as skipped;
+- rss: the gateway process's RSS over rounds of mixed load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from bench.measure import percentile
+from processors.stores.factory import open_stores
+from processors.stores.settings import StoreSettings
+from schemas.terms import RDFS_LABEL
+
+KGFLOW = Path(sys.executable).parent / "kgflow"
+CORPUS = (
+    Path(__file__).resolve().parents[2] / "shared" / "datasets" / "docqa" / "hotpotqa_dev200_migres" / "corpus.jsonl"
+)
+USER = "default"
+ANSWER_TIMEOUT_S = 600.0  # a busy shared machine: a hostile load may take minutes
+NEO4J_MENTIONED = (
+    "MATCH (c:KgChunk {user: $user, collection: $collection})-[:HAS_ENTITY]->(e) RETURN DISTINCT e.uri AS iri"
+)
+
+
+def corpus(path: Path, n: int) -> Path:
+    """The first `n` documents of the HotpotQA corpus as a JSONL file."""
+    path.write_text("".join(line for line in CORPUS.read_text(encoding="utf-8").splitlines(True)[:n]), "utf-8")
+    return path
+
+
+def cli(args: list[str], env: dict[str, str], timeout: float = 3600) -> subprocess.CompletedProcess[str]:
+    """`kgflow ARGS` to the end."""
+    return subprocess.run([str(KGFLOW), *args], capture_output=True, text=True, env=env, timeout=timeout, check=False)
+
+
+async def _mentioned(settings: StoreSettings, stores: Any, collection: str) -> list[str]:
+    if settings.documents_backend == "sqlite":
+        with sqlite3.connect(settings.home / "docs.db") as conn:
+            sql = "SELECT DISTINCT entity FROM mentions WHERE user = ? AND collection = ?"
+            return sorted(r[0] for r in conn.execute(sql, (USER, collection)))
+    rows = await stores.documents.conn.read(NEO4J_MENTIONED, {"user": USER, "collection": collection})
+    return sorted(r["iri"] for r in rows)
+
+
+async def collection_state(settings: StoreSettings, collection: str) -> dict[str, Any]:
+    """Counts, unlabelled mentioned entities and owned concepts of a collection."""
+    stores = open_stores(settings)
+    try:
+        mentioned = await _mentioned(settings, stores, collection)
+        labels = await stores.triples.labels(USER, collection, mentioned) if mentioned else {}
+        triples = await stores.triples.pattern(USER, collection, None, None, None, 10_000_000)
+        docs = await stores.documents.documents(USER, collection, 100_000)
+        state = await stores.triples.load_state(USER, collection)
+        owned = await stores.documents.claimed(USER, collection, mentioned) if mentioned else set()
+        return {
+            "documents": len(docs),
+            "chunks": sum(d.chunks for d in docs),
+            "mentioned": len(mentioned),
+            "unlabelled": sum(1 for e in mentioned if e not in labels),
+            "owned": len(owned),
+            "triples": len(triples),
+            "label_triples": sum(1 for t in triples if t.p.value == RDFS_LABEL),
+            "vectors": (await stores.entities.collections(USER)).get(collection, 0),
+            "incomplete": state is not None and not state.complete,
+        }
+    finally:
+        await stores.close()
+
+
+def _delete_all(collection: str, data: Path, env: dict[str, str], where: list[str]) -> None:
+    ids = [json.loads(line)["id"] for line in data.read_text(encoding="utf-8").splitlines() if line.strip()]
+    done = cli(["documents", "delete", *ids, "-C", collection, *where], env)
+    if done.returncode not in (0, 1):  # 1: some were not stored (a killed load's rerun stores them all)
+        raise RuntimeError(f"delete failed: {done.stderr[-2000:]}")
+
+
+def kills(
+    data: Path, settings: StoreSettings, where: list[str], env: dict[str, str], n: int,
+    restart: Callable[[], None] | None = None, seed: int = 33,
+) -> dict[str, Any]:  # fmt: skip
+    """`n` loads of `data` killed at random points (the CLI, or with `restart` the fleet it talks to:
+    `restart` kills and restarts it), each run again; compared with a clean load, then every document
+    deleted and compared with the clean load's leftovers."""
+    rng = random.Random(seed)
+    tag = f"{os.getpid()}-{int(time.time())}"
+    clean_coll = f"rel-clean-{tag}"
+    began = time.monotonic()
+    first = cli(["load", "documents", str(data), "-C", clean_coll, "--no-progress", *where], env)
+    full_s = time.monotonic() - began
+    if first.returncode != 0:
+        raise RuntimeError(f"clean load failed: {first.stderr[-2000:]}")
+    clean = asyncio.run(collection_state(settings, clean_coll))
+    _delete_all(clean_coll, data, env, where)
+    clean_left = asyncio.run(collection_state(settings, clean_coll))
+    out: dict[str, Any] = {"documents": clean["documents"], "clean_load_s": round(full_s, 1), "clean": clean,
+                           "clean_after_delete": clean_left, "runs": []}  # fmt: skip
+    for i in range(n):
+        coll = f"rel-killed-{tag}-{i}"
+        proc = subprocess.Popen([str(KGFLOW), "load", "documents", str(data), "-C", coll, "--no-progress", *where],
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        began = time.monotonic()
+        if i % 2:  # half the kills land inside a store request, where a write can be cut short
+            asyncio.run(_wait_for_write(settings, coll, full_s * 2))
+            time.sleep(rng.uniform(0.0, 2.0))
+        else:  # the others anywhere in the load
+            time.sleep(rng.uniform(0.05, 0.95) * full_s)
+        at = time.monotonic() - began
+        if restart is not None:
+            restart()  # the fleet dies mid-load (the CLI waits, or gives up)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        killed = asyncio.run(collection_state(settings, coll))
+        again = cli(["load", "documents", str(data), "-C", coll, "--no-progress", *where], env)
+        after = asyncio.run(collection_state(settings, coll))
+        _delete_all(coll, data, env, where)
+        left = asyncio.run(collection_state(settings, coll))
+        out["runs"].append({"kill_at_s": round(at, 1), "stored_when_killed": killed["documents"], "when_killed": killed,
+                            "incomplete_when_killed": killed["incomplete"], "rerun_exit": again.returncode,
+                            "after_rerun": after, "after_delete": left})  # fmt: skip
+    runs = out["runs"]
+    keys = ("documents", "chunks", "mentioned", "owned", "triples", "label_triples", "vectors")
+    out["summary"] = {
+        "kills": n,
+        "killed_mid_load": sum(1 for r in runs if 0 < r["stored_when_killed"] < clean["documents"]),
+        "unlabelled_after_rerun": sum(r["after_rerun"]["unlabelled"] for r in runs),
+        "unowned_after_rerun": sum(clean["owned"] - r["after_rerun"]["owned"] for r in runs),
+        "counts_equal_clean": sum(all(r["after_rerun"][k] == clean[k] for k in keys) for r in runs),
+        "after_delete_equal_clean": sum(all(r["after_delete"][k] == clean_left[k] for k in keys) for r in runs),
+        "kills_after_writes_began": sum(1 for r in runs if _partial(r["when_killed"], clean)),
+        "of_those_marked_incomplete": sum(
+            1 for r in runs if _partial(r["when_killed"], clean) and r["incomplete_when_killed"]
+        ),
+    }
+    return out
+
+
+def _partial(killed: dict[str, Any], clean: dict[str, Any]) -> bool:
+    """Something was written, not everything."""
+    wrote = killed["documents"] or killed["triples"] or killed["vectors"] or killed["incomplete"]
+    return bool(wrote) and killed["documents"] < clean["documents"]
+
+
+async def _wait_for_write(settings: StoreSettings, collection: str, timeout_s: float) -> None:
+    """Until a document write into `collection` is running (it marks the collection incomplete)."""
+    stores = open_stores(settings)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            state = await stores.triples.load_state(USER, collection)
+            if state is not None and not state.complete:
+                return
+            await asyncio.sleep(0.05)
+    finally:
+        await stores.close()
+
+
+async def _ask(ws: aiohttp.ClientWebSocketResponse, rid: str, service: str, request: dict[str, Any]) -> dict[str, Any]:
+    await ws.send_json({"id": rid, "service": service, "flow": "default", "request": request})
+    while True:
+        frame = await ws.receive_json(timeout=ANSWER_TIMEOUT_S)
+        if frame.get("id") == rid and frame.get("complete"):
+            return frame
+
+
+async def _socket(session: aiohttp.ClientSession, url: str, token: str) -> aiohttp.ClientWebSocketResponse:
+    ws = await session.ws_connect(url.replace("http", "ws") + "/api/v1/socket", max_msg_size=64 << 20)
+    await ws.send_json({"type": "auth", "token": token})
+    if (await ws.receive_json(timeout=30)).get("type") != "auth-ok":
+        raise RuntimeError("auth failed")
+    return ws
+
+
+async def decode_stall(url: str, token: str, collection: str, questions: list[str], clients: int = 3) -> dict[str, Any]:
+    """Graph-rag p50/p95 of `clients` clients idle, then while a fourth sends hostile text loads at
+    once: a 350 kB punycode document (4-5 s of a quadratic decoder), two UTF-16 documents of 1M
+    characters (over the limit) and two of 50,000 (indexed)."""
+    text = "kgflöw " * 50_000
+    hostile = [{"id": "puny", "text": base64.b64encode(text.encode("punycode")).decode(), "charset": "punycode"}]
+    wide = "Graph retrieval answers questions over documents in Lima and Quito. " * 15_000
+    for i, size in enumerate((1_000_000, 1_000_000, 50_000, 50_000)):  # two over the limit, two indexed
+        data = base64.b64encode((f"{i} " + wide)[:size].encode("utf-16")).decode()
+        hostile.append({"id": f"utf16-{size}-{i}", "text": data, "charset": "utf-16"})
+
+    async def ask_loop(stop: asyncio.Event, ms: list[float], n: int) -> None:
+        async with aiohttp.ClientSession() as s:
+            ws = await _socket(s, url, token)
+            i = 0
+            while not stop.is_set():
+                began = time.perf_counter()
+                q = questions[(n * 7 + i) % len(questions)]
+                await _ask(ws, f"q{n}-{i}", "graph-rag", {"query": q, "collection": collection, "no-llm": True})
+                ms.append((time.perf_counter() - began) * 1000)
+                i += 1
+            await ws.close()
+
+    async def measured(during: Any) -> dict[str, Any]:
+        stop, ms = asyncio.Event(), []
+        askers = [asyncio.create_task(ask_loop(stop, ms, n)) for n in range(clients)]
+        outcome = await during()
+        stop.set()
+        await asyncio.gather(*askers)
+        return {"requests": len(ms), "p50_ms": round(percentile(ms, 50), 1), "p95_ms": round(percentile(ms, 95), 1),
+                "max_ms": round(max(ms), 1), **(outcome or {})}  # fmt: skip
+
+    async def hostile_loads() -> dict[str, Any]:
+        async with aiohttp.ClientSession() as s:
+            ws = await _socket(s, url, token)
+            began = time.perf_counter()
+            target = f"{collection}-hostile"
+            for i, h in enumerate(hostile):  # all at once: one reader collects the answers
+                frame = {
+                    "id": f"h{i}",
+                    "service": "text-load",
+                    "flow": "default",
+                    "request": {**h, "collection": target},
+                }
+                await ws.send_json(frame)
+            done: dict[str, dict[str, Any]] = {}
+            while len(done) < len(hostile):
+                frame = await ws.receive_json(timeout=ANSWER_TIMEOUT_S)
+                if frame.get("complete"):
+                    done[frame["id"]] = frame
+            await ws.close()
+        answers = [done[f"h{i}"] for i in range(len(hostile))]
+        kinds = [a["error"]["type"] if "error" in a else "ok" for a in answers]
+        return {"hostile_loads": dict(zip([h["id"] for h in hostile], kinds, strict=True)),
+                "hostile_s": round(time.perf_counter() - began, 1)}  # fmt: skip
+
+    await measured(lambda: asyncio.sleep(10))  # warm: models, caches, server connections
+    idle = await measured(lambda: asyncio.sleep(20))
+    loaded = await measured(hostile_loads)
+    return {"idle": idle, "during_hostile_loads": loaded, "p95_within_1s": loaded["p95_ms"] <= 1000}
+
+
+def malformed_corpus(root: Path) -> tuple[list[Path], set[str]]:
+    """Every kind of bad input beside good documents; the paths to load and the ids of every document
+    they hold (what a load must store or name)."""
+    for folder in ("a", "b"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "report.md").write_text(f"# Report {folder}\nAcme in {folder}.", encoding="utf-8")
+    (root / "a" / "long-title.md").write_text("# " + "Acme " * 1000 + "\nAcme opened in Quito.", encoding="utf-8")
+    (root / "a" / "huge.txt").write_text("x" * 300_000, encoding="utf-8")
+    (root / "a" / "latin1.txt").write_bytes("Café in Lima".encode("latin-1"))
+    (root / "a" / "ok.txt").write_text("Acme sells anvils in Lima.", encoding="utf-8")
+    rows = [
+        json.dumps({"id": "j1", "text": "Acme was founded in Lima."}).encode(),
+        json.dumps({"id": "j1", "text": "A second document with the first one's id."}).encode(),
+        b'{"id": "j-latin", "text": "Caf\xe9"}',
+        b'{"id": "j-broken", "text": ',
+        json.dumps({"id": "j-title", "title": "T" * 3000, "text": "Too long a title."}).encode(),
+        json.dumps({"id": "j2", "text": "Acme moved to Quito.", "metadata": {"year": 2024}}).encode(),
+    ]
+    (root / "rows.jsonl").write_bytes(b"\n".join(rows) + b"\n")
+    ids = {"a/report.md", "b/report.md", "long-title.md", "huge.txt", "latin1.txt", "ok.txt", "j1", "j1#2",
+           "j-latin", "j-broken", "j-title", "j2"}  # fmt: skip
+    return [root / "a", root / "b", root / "rows.jsonl", Path("/dev/zero")], ids
+
+
+def malformed(root: Path, env: dict[str, str], where: list[str]) -> dict[str, Any]:
+    """Load the malformed corpus: every document stored or named as skipped, and the exit status."""
+    paths, ids = malformed_corpus(root)
+    coll = f"rel-malformed-{os.getpid()}"
+    done = cli(["load", "documents", *map(str, paths), "-C", coll, "--no-progress", *where], env, timeout=1800)
+    listed = cli(["documents", "list", "-C", coll, *where], env)
+    stored = (
+        {d["id"] for d in json.loads(listed.stdout or "{}").get("documents", [])} if listed.returncode == 0 else set()
+    )
+    skipped_lines = [ln for ln in done.stderr.splitlines() if ln.startswith("kgflow: skipped")]
+    failed_lines = [ln for ln in done.stderr.splitlines() if " failed: " in ln and ln.startswith("kgflow: document")]
+    reported = len(skipped_lines) + len(failed_lines)
+    return {
+        "inputs": len(ids),  # documents (or would-be documents) in the corpus, /dev/zero aside
+        "stored": len(stored),
+        "named_as_skipped_or_failed": reported,
+        "silently_dropped": len(ids)
+        - len(stored)
+        - reported
+        + (1 if any("/dev/zero" in ln for ln in skipped_lines) else 0),
+        "exit_status": done.returncode,
+        "tracebacks": done.stderr.count("Traceback"),
+        "stored_ids": sorted(stored),
+        "skipped": skipped_lines + failed_lines,
+    }
+
+
+def rss_mb(pid: int) -> dict[str, float]:
+    """Resident set size of `pid` (MB): all, anonymous (heaps), file-backed (the SQLite files mapped)."""
+    out = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "RssAnon", "RssFile"):
+            out[{"VmRSS": "rss_mb", "RssAnon": "anon_mb", "RssFile": "file_mb"}[name]] = round(
+                int(value.split()[0]) / 1024, 1
+            )
+    return out
+
+
+async def rss_rounds(url: str, pid: int, token: str, collection: str, questions: list[str], rounds: int = 20,
+                     docs: list[dict[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
+    """The gateway process's RSS after each round of mixed load: graph-rag, lazy-rag and kg-query
+    questions, a text load and the delete of what it loaded, an embeddings request."""
+    docs = docs or [{"id": "r", "text": "Acme was founded in Lima by Ada Lovelace. " * 40}]
+    series = []
+    for n in range(rounds):
+        began = time.perf_counter()
+        async with aiohttp.ClientSession() as s:
+            ws = await _socket(s, url, token)
+            for i, q in enumerate(questions[:8]):
+                await _ask(ws, f"g{n}-{i}", "graph-rag", {"query": q, "collection": collection, "no-llm": True})
+            docs_coll, churn_coll = f"{collection}-docs", f"{collection}-churn"
+            for i, q in enumerate(questions[:2]):
+                await _ask(ws, f"l{n}-{i}", "lazy-rag", {"query": q, "collection": docs_coll, "no_llm": True})
+                kg = {"query": q, "collection": docs_coll, "no_llm": True, "mode": "hybrid"}
+                await _ask(ws, f"k{n}-{i}", "kg-query", kg)
+            d = docs[n % len(docs)]
+            text = base64.b64encode(d["text"].encode()).decode()
+            await _ask(ws, f"t{n}", "text-load", {"id": f"churn-{n}", "text": text, "collection": churn_coll})
+            churn = {"operation": "delete-documents", "collection": churn_coll, "document_ids": [f"churn-{n}"]}
+            await _ask(ws, f"x{n}", "document-store", churn)
+            await _ask(ws, f"e{n}", "embeddings", {"texts": [d["text"][:500]] * 32})
+            await ws.close()
+        series.append({"round": n, **rss_mb(pid), "s": round(time.perf_counter() - began, 1)})
+
+    def spread(key: str) -> float:
+        last = [r[key] for r in series[rounds // 2 :]]
+        return round(100 * (max(last) - min(last)) / min(last), 2) if last and min(last) else 0.0
+
+    return {"rounds": series, "last_half_spread_pct": spread("rss_mb"), "anon_last_half_spread_pct": spread("anon_mb"),
+            "flat_within_5pct": spread("rss_mb") <= 5.0}  # fmt: skip
+
+
+def stack_settings(stack: str, home: Path) -> tuple[StoreSettings, list[str], list[str]]:
+    """The stack's store settings, the store arguments of every `kgflow` command, and the bus arguments
+    of those that reach running processors (`load documents`, `documents`)."""
+    if stack == "embedded":
+        return StoreSettings(home=home), ["--home", str(home)], []
+    pulsar = f"pulsar://127.0.0.1:{os.environ.get('KGFLOW_PULSAR_PORT', '6650')}"
+    neo4j = f"bolt://127.0.0.1:{os.environ.get('KGFLOW_NEO4J_BOLT_PORT', '7687')}"
+    stores = ["--home", str(home), "--neo4j-url", neo4j]
+    stores += [f"--{kind}-backend=neo4j" for kind in ("triples", "vectors", "documents")]
+    settings = StoreSettings(home=home, triples_backend="neo4j", vectors_backend="neo4j", documents_backend="neo4j",
+                             neo4j_url=neo4j)  # fmt: skip
+    return settings, stores, ["--pulsar", pulsar]
+
+
+def targets(d: dict[str, Any]) -> dict[str, bool]:
+    """Issue 33's targets for one stack's document figures."""
+    k = d["kills"]["summary"]
+    return {
+        "killed_loads_repaired": k["unlabelled_after_rerun"] == 0 and k["unowned_after_rerun"] == 0
+        and k["counts_equal_clean"] == k["kills"] and k["after_delete_equal_clean"] == k["kills"],
+        "decode_stall_p95_within_1s": d["decode_stall"]["p95_within_1s"],
+        "malformed_none_silently_dropped": d["malformed"]["silently_dropped"] == 0,
+        "rss_flat_within_5pct": d["rss"]["flat_within_5pct"],
+    }  # fmt: skip
+
+
+async def run_stack(stack: str, kill_count: int, rss_count: int, questions: list[str]) -> dict[str, Any]:
+    """Every document probe on one stack (`embedded` or `distributed`)."""
+    from bench.reliability import ADMIN, PQ2H, kgflow_up, log  # the shared `kgflow up` and tokens
+
+    out: dict[str, Any] = {"load_avg_start": os.getloadavg()}
+    with tempfile.TemporaryDirectory(prefix=f"kgflow-docrel-{stack}-") as tmp:
+        home = Path(tmp) / "home"
+        settings, stores, bus = stack_settings(stack, home)
+        env = {**os.environ, "KGFLOW_LOG_LEVEL": "ERROR"}
+        tag = f"{os.getpid()}"
+        graph, docs = f"rel-pq2h-{tag}", f"rel-pq2h-{tag}-docs"
+        loaded = cli(["load", "triples", str(PQ2H), "-C", graph, "--no-progress", *stores], env)
+        if loaded.returncode != 0:
+            raise RuntimeError(f"triples load failed: {loaded.stderr[-2000:]}")
+        up_args = [*stores[2:], *bus]  # `kgflow up` gets --home itself
+        small = corpus(Path(tmp) / "small.jsonl", 10)
+        async with kgflow_up(home, up_args) as (url, pid):
+            log(f"[reliability] {stack}: decode stall")
+            out["decode_stall"] = await decode_stall(url, ADMIN, graph, questions)
+            log(f"[reliability] {stack}: rss over {rss_count} rounds")
+            await _load_over(url, ADMIN, docs, small)
+            out["rss"] = await rss_rounds(url, pid, ADMIN, graph, questions, rss_count)
+            where = [*stores, *bus]  # embedded: the CLI runs its own processors on the same files
+            log(f"[reliability] {stack}: malformed corpus")
+            out["malformed"] = await asyncio.to_thread(malformed, Path(tmp) / "malformed", env, where)
+        log(f"[reliability] {stack}: {kill_count} killed document loads")
+        data = corpus(Path(tmp) / "kills.jsonl", 70)  # two request batches
+        if stack == "embedded":
+            out["kills"] = await asyncio.to_thread(kills, data, settings, where, env, kill_count)
+        else:
+            out["kills"] = await _fleet_kills(home, up_args, data, settings, where, env, kill_count)
+        await _drop_collections(settings, tag)
+    out["load_avg_end"] = os.getloadavg()
+    return out
+
+
+async def _load_over(url: str, token: str, collection: str, data: Path) -> None:
+    """Load a JSONL's documents through the gateway (text-load), one by one."""
+    async with aiohttp.ClientSession() as s:
+        ws = await _socket(s, url, token)
+        for n, line in enumerate((await asyncio.to_thread(data.read_text, encoding="utf-8")).splitlines()):
+            d = json.loads(line)
+            text = base64.b64encode(d["text"].encode()).decode()
+            await _ask(ws, f"d{n}", "text-load", {"id": d["id"], "text": text, "collection": collection})
+        await ws.close()
+
+
+async def _fleet_kills(home: Path, up_args: list[str], data: Path, settings: StoreSettings, where: list[str],
+                       env: dict[str, str], n: int) -> dict[str, Any]:  # fmt: skip
+    """Distributed: the processors run in `kgflow up --pulsar`; each kill is SIGKILL of that fleet
+    mid-load (and of the CLI waiting on it), then a fresh fleet and the load run again."""
+    from bench.reliability import kgflow_up
+
+    stack = contextlib.AsyncExitStack()
+    await stack.enter_async_context(kgflow_up(home, up_args))
+
+    def restart() -> None:
+        for pid in _fleet_pids(home):
+            os.kill(pid, signal.SIGKILL)
+        asyncio.run_coroutine_threadsafe(_reopen(stack, home, up_args), loop).result()
+
+    loop = asyncio.get_running_loop()
+    try:
+        return await asyncio.to_thread(kills, data, settings, where, env, n, restart)
+    finally:
+        await stack.aclose()
+
+
+async def _reopen(stack: contextlib.AsyncExitStack, home: Path, up_args: list[str]) -> None:
+    from bench.reliability import kgflow_up
+
+    await stack.enter_async_context(kgflow_up(home, up_args))
+
+
+def _fleet_pids(home: Path) -> list[int]:
+    """The running `kgflow up` processes over `home` (this benchmark's own)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if proc.name.isdigit() and b"up" in argv and str(home).encode() in argv:
+            found.append(int(proc.name))
+    return found
+
+
+async def _drop_collections(settings: StoreSettings, tag: str) -> None:
+    """Remove every collection this run made (the distributed stores are shared servers)."""
+    stores = open_stores(settings)
+    try:
+        names = set(await stores.triples.collections(USER)) | set(await stores.documents.counts(USER))
+        names |= set(await stores.entities.collections(USER))
+        for name in sorted(n for n in names if tag in n):
+            await stores.documents.delete_collection(USER, name)
+            await stores.communities.delete_collection(USER, name)
+            await stores.triples.delete_collection(USER, name)
+            await stores.entities.delete_collection(USER, name)
+    finally:
+        await stores.close()

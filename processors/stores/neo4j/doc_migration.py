@@ -1,0 +1,63 @@
+"""Bringing a Neo4j database written by an earlier version of the document store up to date, once:
+the tenant token on chunks (the full-text index requires it in every query), ABOUT links for
+documents' subjects, and the kept BM25 statistics (term_stats.py)."""
+
+from __future__ import annotations
+
+from processors.stores.documents_protocol import tenant_token
+from processors.stores.neo4j import term_stats
+from processors.stores.neo4j.doc_writes import name_key
+from processors.stores.neo4j.schema import Neo4jConnection, entity_key
+from processors.stores.neo4j.term_stats import DELETE_TERMS, DELETE_TOTALS
+
+_BATCHED = " } IN TRANSACTIONS OF 2000 ROWS"
+PAGE = 10_000
+# Chunks written before the full-text index named the tenant, and documents' subjects before ABOUT.
+MIGRATION_DONE = "MATCH (m:KgSchema {key: 'documents'}) WHERE m.version >= 3 RETURN 1 AS done"
+MIGRATION_TENANTS = "MATCH (d:KgDocument) RETURN DISTINCT d.user AS user, d.collection AS collection"
+MIGRATE_TENANT = (
+    "MATCH (c:KgChunk {user: $user, collection: $collection}) WHERE c.tenant IS NULL "
+    "CALL (c) { SET c.tenant = $tenant" + _BATCHED
+)
+MIGRATE_SUBJECTS = (
+    "MATCH (d:KgDocument {user: $user, collection: $collection}) WHERE d.title_entity IS NOT NULL "
+    "MATCH (e:KgEntity {key: $prefix + d.title_entity + '\"]'}) MATCH (d)-[:HAS_CHUNK]->(c:KgChunk) "
+    "CALL (c, e) { MERGE (c)-[a:ABOUT]->(e) ON CREATE SET a.user = $user, a.collection = $collection" + _BATCHED
+)
+MIGRATION_MARK = (
+    "MATCH (v:KgDocsVersion) DETACH DELETE v WITH count(*) AS gone "
+    "MERGE (m:KgSchema {key: 'documents'}) SET m.version = 3"
+)
+
+
+MIGRATE_NAMES = (
+    "MATCH (e:KgEntity {user: $user, collection: $collection}) WHERE e.concept_key IS NOT NULL "
+    "CALL (e) { MERGE (n:KgName {key: $prefix + e.concept_key + '\"]'}) "
+    "ON CREATE SET n.user = $user, n.collection = $collection, n.name = e.concept_key "
+    "MERGE (n)-[r:NAME_OF]->(e) ON CREATE SET r.user = $user, r.collection = $collection" + _BATCHED
+)
+CHUNK_TERMS = (
+    "MATCH (c:KgChunk {user: $user, collection: $collection}) RETURN c.lexical AS lexical "
+    "ORDER BY c.key SKIP $skip LIMIT $limit"
+)
+
+
+async def migrate_documents(conn: Neo4jConnection) -> None:
+    """Run the migration unless the database is marked done (see the module docstring)."""
+    if await conn.read(MIGRATION_DONE, {}):
+        return
+    for row in await conn.read(MIGRATION_TENANTS, {}):
+        user, collection = row["user"], row["collection"]
+        args = {"user": user, "collection": collection, "tenant": tenant_token(user, collection)}
+        await conn.autocommit(MIGRATE_TENANT, args)
+        prefix = entity_key(user, collection, "")[:-2]  # the key of an IRI is this prefix + IRI + '"]'
+        await conn.autocommit(MIGRATE_SUBJECTS, {**args, "prefix": prefix})
+        await conn.autocommit(MIGRATE_NAMES, {**args, "prefix": name_key(user, collection, "")[:-2]})
+        await conn.autocommit(DELETE_TERMS, args)
+        await conn.autocommit(DELETE_TOTALS, args)
+        skip = 0
+        while page := await conn.read(CHUNK_TERMS, {**args, "skip": skip, "limit": PAGE}):
+            words = [str(r["lexical"] or "").split() for r in page]
+            await conn.write_tx(lambda run, w=words, u=user, c=collection: term_stats.adjust(run, u, c, w, 1))
+            skip += PAGE
+    await conn.autocommit(MIGRATION_MARK, {})

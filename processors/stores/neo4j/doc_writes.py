@@ -1,0 +1,168 @@
+"""The document store's writes on Neo4j: the Cypher that replaces or deletes documents and the
+rows one write sends (documents, chunks with their tenant token and BM25 terms, subjects,
+mentions, relation sources and vectors), and what a replaced or deleted version leaves unlinked."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from processors.algorithms.bm25 import terms
+from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
+from processors.stores.neo4j.schema import Runner, entity_key, node_key, stored_vector
+from processors.stores.neo4j.scope import meta_pairs
+
+_OLD_CHUNKS = (
+    "UNWIND $dkeys AS dk MATCH (d:KgDocument {key: dk}) WHERE d.user = $user AND d.collection = $collection "
+    "MATCH (d)-[:HAS_CHUNK]->(c:KgChunk) "
+)
+# A store first write-locks its documents (creating the new ones), so two stores of one document
+# (a redelivered batch, a retry after a timeout) run one after the other: the second reads and
+# replaces what the first wrote instead of adding its mentions beside them.
+LOCK_DOCS = (
+    "UNWIND $dkeys AS dk MERGE (d:KgDocument {key: dk}) ON CREATE SET d.user = $user, d.collection = $collection "
+    "SET d.writing = true REMOVE d.writing"
+)
+# What the documents' current chunks link: candidates for RemovedLinks.
+OLD_LINKS = (
+    _OLD_CHUNKS + "CALL (c) { MATCH (c)-[:SOURCE_OF]->(r:KgRelation) RETURN collect(r.key) AS rels } "
+    "CALL (c) { MATCH (c)-[:HAS_ENTITY]->(e:KgEntity) RETURN collect([e.key, e.uri]) AS ents } "
+    "RETURN rels, ents"
+)
+# Replacing: the old chunks lose their links; those the new version does not have go.
+CLEAR_CHUNKS = (
+    "UNWIND $docs AS row MATCH (d:KgDocument {key: row.key}) WHERE d.user = $user AND d.collection = $collection "
+    "MATCH (d)-[:HAS_CHUNK]->(c:KgChunk) CALL (c) { MATCH (c)-[x:HAS_ENTITY|SOURCE_OF|ABOUT]->() DELETE x } "
+    "WITH c, row WHERE NOT c.key IN row.chunk_keys DETACH DELETE c"
+)
+DELETE_DOCS = (
+    "UNWIND $dkeys AS dk MATCH (d:KgDocument {key: dk}) WHERE d.user = $user AND d.collection = $collection "
+    "CALL (d) { MATCH (d)-[:HAS_CHUNK]->(c:KgChunk) DETACH DELETE c } DETACH DELETE d"
+)
+WRITE_DOCS = (
+    "UNWIND $docs AS row MERGE (d:KgDocument {key: row.key}) "
+    "SET d.user = $user, d.collection = $collection, d += row.props"
+)
+WRITE_CHUNKS = (
+    "UNWIND $chunks AS row MATCH (d:KgDocument {key: row.dkey}) MERGE (c:KgChunk {key: row.key}) "
+    "SET c.user = $user, c.collection = $collection, c.tenant = $tenant, c += row.props, c.embedding = row.vec "
+    "MERGE (d)-[h:HAS_CHUNK]->(c) ON CREATE SET h.user = $user, h.collection = $collection"
+)
+# A document's title names its chunks' subject (an entity the mentions MERGE).
+WRITE_SUBJECTS = (
+    "UNWIND $subjects AS row MATCH (c:KgChunk {key: row.ckey}) MATCH (e:KgEntity {key: row.ekey}) "
+    "MERGE (c)-[a:ABOUT]->(e) ON CREATE SET a.user = $user, a.collection = $collection"
+)
+WRITE_MENTIONS = (
+    "UNWIND $mentions AS row MATCH (c:KgChunk {key: row.ckey}) "
+    "MERGE (e:KgEntity {key: row.ekey}) ON CREATE SET e.user = $user, e.collection = $collection, e.uri = row.iri "
+    "SET e.concept = coalesce(e.concept, row.owned), e.concept_key = coalesce(e.concept_key, row.concept_key) "
+    "CREATE (c)-[:HAS_ENTITY {user: $user, collection: $collection, count: row.count}]->(e)"
+)
+WRITE_SOURCES = (
+    "UNWIND $sources AS row MATCH (c:KgChunk {key: row.ckey}) MERGE (r:KgRelation {key: row.key}) "
+    "ON CREATE SET r.user = $user, r.collection = $collection, r.s = row.s, r.p = row.p, r.o = row.o "
+    "MERGE (c)-[x:SOURCE_OF]->(r) ON CREATE SET x.user = $user, x.collection = $collection"
+)
+# A relation keeps the first vector it was stored with (relation search, neo4j_relations).
+WRITE_RELATION_VECTORS = (
+    "UNWIND $relvecs AS row MATCH (r:KgRelation {key: row.key}) SET r.embedding = coalesce(r.embedding, row.vec)"
+)
+# Everything a store writes, in one query.
+# Every key a concept is found by (its own and its aliases) names it: (:KgName)-[:NAME_OF]->(:KgEntity).
+WRITE_NAMES = (
+    "UNWIND $names AS row MATCH (e:KgEntity {key: row.ekey}) MERGE (n:KgName {key: row.nkey}) "
+    "ON CREATE SET n.user = $user, n.collection = $collection, n.name = row.name "
+    "MERGE (n)-[r:NAME_OF]->(e) ON CREATE SET r.user = $user, r.collection = $collection"
+)
+WRITE = (
+    "CALL () { " + WRITE_DOCS + " } CALL () { " + WRITE_CHUNKS + " } "
+    "CALL () { " + WRITE_MENTIONS + " } CALL () { " + WRITE_SUBJECTS + " } CALL () { " + WRITE_SOURCES + " } "
+    "CALL () { " + WRITE_RELATION_VECTORS + " } CALL () { " + WRITE_NAMES + " }"
+)
+# Of the candidates: relations no chunk supports any more (deleted, returned) and entities no
+# chunk mentions (their concept flag goes; nodes nothing else uses go too).
+UNSUPPORTED = (
+    "UNWIND $rkeys AS k MATCH (r:KgRelation {key: k}) WHERE r.user = $user AND r.collection = $collection "
+    "AND NOT EXISTS { (:KgChunk)-[:SOURCE_OF]->(r) } WITH r, r.s AS s, r.p AS p, r.o AS o DELETE r RETURN s, p, o"
+)
+UNMENTIONED = (
+    "UNWIND $ekeys AS k MATCH (e:KgEntity {key: k}) WHERE e.user = $user AND e.collection = $collection "
+    "AND NOT EXISTS { (:KgChunk)-[:HAS_ENTITY]->(e) } "
+    "WITH e, e.uri AS iri, coalesce(e.concept, false) AS owned REMOVE e.concept "
+    "WITH e, iri, owned CALL (e) { MATCH (n:KgName)-[:NAME_OF]->(e) DETACH DELETE n } "
+    "WITH e, iri, owned CALL (e) { WITH e WHERE e.label IS NULL AND e.embedding IS NULL AND NOT (e)--() DELETE e } "
+    "RETURN iri, owned"
+)
+
+
+def write_rows(user: str, collection: str, records: Sequence[DocumentRecord]) -> dict[str, list[dict[str, Any]]]:
+    """The UNWIND rows of documents, chunks, mentions and relation sources."""
+    docs, chunks, mentions, sources, relvecs, subjects, names = [], [], [], [], [], [], []
+    for r in records:
+        d, dkey = r.document, node_key(user, collection, r.document.id)
+        words = [terms(f"{d.title}\n{c.text}" if d.title else c.text) for c in r.chunks]  # as the embedded index
+        lex, lexlen = [" ".join(w) for w in words], [len(w) for w in words]
+        ckeys = [node_key(user, collection, c.id) for c in r.chunks]
+        props = {"id": d.id, "title": d.title, "timestamp": d.timestamp.timestamp() if d.timestamp else None,
+                 "metadata": json.dumps(d.metadata), "meta": meta_pairs(d.metadata), "content_hash": r.content_hash,
+                 "chunks": len(r.chunks), "lexlen": sum(lexlen), "title_entity": r.title_entity}  # fmt: skip
+        docs.append({"key": dkey, "chunk_keys": ckeys, "props": props})
+        for c, v, ck, x, n in zip(r.chunks, r.vectors, ckeys, lex, lexlen, strict=True):
+            cprops = {"id": c.id, "document_id": d.id, "ordinal": c.ordinal, "text": c.text, "start": c.start,
+                      "end": c.end, "tokens": c.tokens, "lexical": x, "lexlen": n, "page": c.page,
+                      "section": c.section}  # fmt: skip
+            chunks.append({"key": ck, "dkey": dkey, "props": cprops, "vec": stored_vector(v)})
+            if r.title_entity:
+                subjects.append({"ckey": ck, "ekey": entity_key(user, collection, r.title_entity)})
+        counts: dict[tuple[str, str], int] = {}
+        for m in r.mentions:
+            counts[m.chunk_id, m.entity] = counts.get((m.chunk_id, m.entity), 0) + m.count
+        mentions += [
+            {"ckey": node_key(user, collection, c), "ekey": entity_key(user, collection, e), "iri": e,
+             "count": n, "owned": e in r.owned, "concept_key": r.keys.get(e)}
+            for (c, e), n in counts.items()
+        ]  # fmt: skip
+        names += [
+            {"nkey": name_key(user, collection, k), "name": k, "ekey": entity_key(user, collection, e)}
+            for e in dict.fromkeys(m.entity for m in r.mentions)
+            for k in dict.fromkeys((r.keys.get(e, ""), *r.aliases.get(e, ())))
+            if k
+        ]
+        sources += [
+            {"ckey": node_key(user, collection, c), "key": node_key(user, collection, x.s, x.p, x.o),
+             "s": x.s, "p": x.p, "o": x.o}
+            for x in r.relations for c in dict.fromkeys(x.chunk_ids)
+        ]  # fmt: skip
+        relvecs += [
+            {"key": node_key(user, collection, x.s, x.p, x.o), "vec": stored_vector(x.vector)}
+            for x in r.relations
+            if x.vector is not None
+        ]
+    return {"docs": docs, "chunks": chunks, "mentions": mentions, "sources": sources, "relvecs": relvecs,
+            "subjects": subjects, "names": names}  # fmt: skip
+
+
+def name_key(user: str, collection: str, key: str) -> str:
+    """The node key of one concept key (a name) of a tenant."""
+    return node_key(user, collection, "name", key)
+
+
+async def linked(run: Runner, params: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
+    """Relation keys and entities (key -> IRI) the documents of `dkeys` link now."""
+    rows = await run(OLD_LINKS, params)
+    rels = sorted({k for r in rows for k in r["rels"]})
+    return rels, {k: iri for r in rows for k, iri in r["ents"]}
+
+
+async def unlinked(run: Runner, params: dict[str, Any], old: tuple[list[str], dict[str, str]]) -> RemovedLinks:
+    """Of what the removed versions linked: unsupported relations, unmentioned owned concepts."""
+    rkeys, entities = old
+    rels = await run(UNSUPPORTED, {**params, "rkeys": rkeys}) if rkeys else []
+    ents = await run(UNMENTIONED, {**params, "ekeys": sorted(entities)}) if entities else []
+    return RemovedLinks(
+        relations=sorted((r["s"], r["p"], r["o"]) for r in rels),
+        concepts=sorted(r["iri"] for r in ents if r["owned"]),
+        touched=sorted(entities.values()),
+    )

@@ -1,0 +1,260 @@
+"""A vector index inside SQLite: inverted lists (IVF) of int8 codes, per collection and space
+(`chunk`, `relation`, `community-<level>`), so a search reads a bounded share of a collection
+from the file instead of holding the collection's vectors in the process.
+
+- A space starts as one list without a centroid (searched whole). When it passes `TRAIN_AT`
+  items, k-means over its items makes `TRAIN_AT // LIST_TARGET` lists; from then on a new item
+  joins the list of its nearest centroid, and a list grown past `SPLIT_AT` items is split in two
+  by 2-means over its own members. A write touches its own items and at most one list's members:
+  nothing is rebuilt as the collection grows.
+- A search scores the centroids (cached per space, checked against the space's version) and reads
+  the nearest lists until it has `probe` items, then scores their int8 codes; the caller rescores
+  the best with the full vectors it keeps elsewhere. With `allowed` documents (a scope), the
+  document predicate is inside the list query.
+
+Every query is constant SQL with parameters; `space` is a parameter, never pasted.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from processors.algorithms.vectors import kmeans, nearest_rows, quantize
+
+TRAIN_AT = 4096
+LIST_TARGET = 512
+SPLIT_AT = 2048
+PROBE = 8192  # items a search reads (whole lists, nearest first)
+MAX_TRAIN_LISTS = 4096  # lists a first training makes (a backfill of a large collection)
+TRAIN_SAMPLE = 64  # items per list k-means trains on (the rest are assigned to the nearest)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS vector_spaces (
+    user TEXT NOT NULL, collection TEXT NOT NULL, space TEXT NOT NULL, version INTEGER NOT NULL,
+    items INTEGER NOT NULL, lists INTEGER NOT NULL,
+    PRIMARY KEY (user, collection, space)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS vector_lists (
+    user TEXT NOT NULL, collection TEXT NOT NULL, space TEXT NOT NULL, list INTEGER NOT NULL,
+    centroid BLOB, size INTEGER NOT NULL,
+    PRIMARY KEY (user, collection, space, list)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS vector_items (
+    user TEXT NOT NULL, collection TEXT NOT NULL, space TEXT NOT NULL, list INTEGER NOT NULL,
+    item TEXT NOT NULL, document_id TEXT NOT NULL, scale REAL NOT NULL, code BLOB NOT NULL,
+    PRIMARY KEY (user, collection, space, list, item)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS vector_items_by_item ON vector_items(user, collection, space, item);
+"""
+
+_SPACE = "SELECT version, items, lists FROM vector_spaces WHERE user = ? AND collection = ? AND space = ?"
+_CENTROIDS = (
+    "SELECT list, centroid, size FROM vector_lists WHERE user = ? AND collection = ? AND space = ? ORDER BY list"
+)
+_LIST_ITEMS = (
+    "SELECT item, document_id, scale, code FROM vector_items WHERE user = ?1 AND collection = ?2 AND space = ?3"
+    " AND list = ?4"
+)
+_ITEM_LISTS = (
+    "SELECT item, list FROM vector_items INDEXED BY vector_items_by_item WHERE user = ? AND collection = ?"
+    " AND space = ? AND item IN (SELECT value FROM json_each(?))"
+)
+
+
+@dataclass
+class Centroids:
+    """A space's lists as last read: version, list ids, sizes, unit centroids (None: untrained)."""
+
+    version: int
+    lists: list[int]
+    sizes: list[int]
+    matrix: np.ndarray | None
+
+
+class VectorLists:
+    """The IVF index of a SQLite file's collections (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[str, str, str], Centroids] = {}
+
+    # --- writes (inside the caller's transaction) -----------------------------------------------
+    def add(
+        self, conn: sqlite3.Connection, user: str, collection: str, space: str,
+        items: Sequence[tuple[str, str, np.ndarray]],
+    ) -> None:  # fmt: skip
+        """Index `items` (item id, document id, vector); an item already indexed moves."""
+        if not items:
+            return
+        self.remove(conn, user, collection, space, [i for i, _, _ in items])
+        cents = self._centroids(conn, user, collection, space, cached=False)
+        vecs = _unit(np.stack([v for _, _, v in items]))
+        if cents.matrix is None:
+            lists = np.zeros(len(items), dtype=np.int64)
+        else:
+            lists = np.asarray(cents.lists)[np.argmax(vecs @ cents.matrix.T, axis=1)]
+        self._insert(conn, user, collection, space, [(i, d) for i, d, _ in items], vecs, lists)
+        self._bump(conn, user, collection, space, len(items))
+        self._rebalance(conn, user, collection, space, set(lists.tolist()))
+
+    def remove(self, conn: sqlite3.Connection, user: str, collection: str, space: str, items: Sequence[str]) -> None:
+        """Drop `items` from the index (ids not indexed are ignored)."""
+        if not items:
+            return
+        found = conn.execute(_ITEM_LISTS, (user, collection, space, json.dumps(list(items)))).fetchall()
+        if not found:
+            return
+        conn.executemany(
+            "DELETE FROM vector_items WHERE user = ? AND collection = ? AND space = ? AND list = ? AND item = ?",
+            [(user, collection, space, lst, item) for item, lst in found],
+        )
+        per_list: dict[int, int] = {}
+        for _, lst in found:
+            per_list[lst] = per_list.get(lst, 0) + 1
+        conn.executemany(
+            "UPDATE vector_lists SET size = size - ? WHERE user = ? AND collection = ? AND space = ? AND list = ?",
+            [(n, user, collection, space, lst) for lst, n in per_list.items()],
+        )
+        self._bump(conn, user, collection, space, -len(found))
+
+    def drop(self, conn: sqlite3.Connection, user: str, collection: str, space: str | None = None) -> None:
+        """Forget a collection's spaces (one, or all)."""
+        for table in ("vector_items", "vector_lists", "vector_spaces"):
+            conn.execute(
+                "DELETE FROM " + table + " WHERE user = ? AND collection = ? AND (?3 IS NULL OR space = ?3)",
+                (user, collection, space),
+            )
+
+    # --- reads ------------------------------------------------------------------------------------
+    def search(
+        self, conn: sqlite3.Connection, user: str, collection: str, space: str, q: np.ndarray, k: int,
+        allowed: Collection[str] | None = None, probe: int = PROBE,
+    ) -> list[tuple[str, float]]:  # fmt: skip
+        """(item, approximate cosine) of the best `k` items of the lists nearest unit `q` (only
+        items of `allowed` documents, when given), best first."""
+        cents = self._centroids(conn, user, collection, space)
+        if not cents.lists:
+            return []
+        order = range(len(cents.lists)) if cents.matrix is None else np.argsort(-(cents.matrix @ q), kind="stable")
+        ids: list[str] = []
+        scores: list[np.ndarray] = []
+        read = 0
+        for n in order:
+            rows = conn.execute(_LIST_ITEMS, (user, collection, space, cents.lists[int(n)])).fetchall()
+            if allowed is not None:
+                rows = [r for r in rows if r[1] in allowed]
+            if rows:
+                codes = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.int8).reshape(len(rows), -1)
+                scores.append((codes.astype(np.float32) @ q) * np.asarray([r[2] for r in rows], dtype=np.float32))
+                ids += [r[0] for r in rows]
+            read += cents.sizes[int(n)]
+            if read >= probe:
+                break
+        if not ids:
+            return []
+        sims = np.concatenate(scores)
+        top = np.argsort(-sims, kind="stable")[:k]
+        return [(ids[i], float(sims[i])) for i in top.tolist()]
+
+    # --- internals --------------------------------------------------------------------------------
+    def _centroids(self, conn: sqlite3.Connection, user: str, collection: str, space: str,
+                   cached: bool = True) -> Centroids:  # fmt: skip
+        key = (user, collection, space)
+        row = conn.execute(_SPACE, key).fetchone()
+        version = int(row[0]) if row else 0
+        hit = self._cache.get(key)
+        if cached and hit is not None and hit.version == version:
+            return hit
+        rows = conn.execute(_CENTROIDS, key).fetchall()
+        matrix = None
+        if rows and rows[0][1] is not None:
+            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        cents = Centroids(version, [int(r[0]) for r in rows], [int(r[2]) for r in rows], matrix)
+        self._cache[key] = cents
+        return cents
+
+    def _insert(
+        self, conn: sqlite3.Connection, user: str, collection: str, space: str,
+        keys: Sequence[tuple[str, str]], vecs: np.ndarray, lists: np.ndarray,
+    ) -> None:  # fmt: skip
+        scales, codes = quantize(vecs)
+        conn.executemany(
+            "INSERT INTO vector_items VALUES (?,?,?,?,?,?,?,?)",
+            [(user, collection, space, int(lst), item, doc, float(s), c.tobytes())
+             for (item, doc), lst, s, c in zip(keys, lists, scales, codes, strict=True)],
+        )  # fmt: skip
+        counts = np.unique(lists, return_counts=True)
+        conn.executemany(
+            "INSERT INTO vector_lists VALUES (?,?,?,?,NULL,?) ON CONFLICT DO UPDATE SET size = size + excluded.size",
+            [(user, collection, space, int(lst), int(n)) for lst, n in zip(*counts, strict=True)],
+        )
+
+    def _bump(self, conn: sqlite3.Connection, user: str, collection: str, space: str, added: int) -> None:
+        conn.execute(
+            "INSERT INTO vector_spaces VALUES (?,?,?,1,?,1) ON CONFLICT DO UPDATE SET version = version + 1,"
+            " items = items + excluded.items",
+            (user, collection, space, added),
+        )
+
+    def _rebalance(self, conn: sqlite3.Connection, user: str, collection: str, space: str, touched: set[int]) -> None:
+        """Train an untrained space that passed TRAIN_AT; split a touched list past SPLIT_AT."""
+        cents = self._centroids(conn, user, collection, space, cached=False)
+        sizes = dict(zip(cents.lists, cents.sizes, strict=True))
+        if cents.matrix is None:
+            items = sum(sizes.values())
+            if items >= TRAIN_AT:
+                self._partition(conn, user, collection, space, 0, min(MAX_TRAIN_LISTS, items // LIST_TARGET), cents)
+            return
+        for lst in sorted(touched):
+            if sizes.get(lst, 0) > SPLIT_AT:
+                self._partition(conn, user, collection, space, lst, 2,
+                                self._centroids(conn, user, collection, space, cached=False))  # fmt: skip
+
+    def _partition(
+        self, conn: sqlite3.Connection, user: str, collection: str, space: str, lst: int, parts: int,
+        cents: Centroids,
+    ) -> None:  # fmt: skip
+        """Replace list `lst` by `parts` lists (k-means over its members), reassigning only them."""
+        rows = conn.execute(_LIST_ITEMS, (user, collection, space, lst)).fetchall()
+        codes = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.int8).reshape(len(rows), -1)
+        vecs = _unit(codes.astype(np.float32))
+        sample = vecs
+        if len(vecs) > TRAIN_SAMPLE * parts:  # train on a sample, then assign everything
+            sample = vecs[np.random.default_rng(len(rows)).choice(len(vecs), TRAIN_SAMPLE * parts, replace=False)]
+        centroids, _ = kmeans(sample, parts, seed=len(rows))
+        labels = nearest_rows(vecs, centroids)
+        next_id = max(cents.lists) + 1
+        new_ids = np.asarray([lst, *range(next_id, next_id + parts - 1)])
+        conn.execute(
+            "DELETE FROM vector_items WHERE user = ? AND collection = ? AND space = ? AND list = ?",
+            (user, collection, space, lst),
+        )
+        conn.execute(
+            "DELETE FROM vector_lists WHERE user = ? AND collection = ? AND space = ? AND list = ?",
+            (user, collection, space, lst),
+        )
+        conn.executemany(
+            "INSERT INTO vector_items VALUES (?,?,?,?,?,?,?,?)",
+            [(user, collection, space, int(new_ids[label]), r[0], r[1], r[2], r[3])
+             for r, label in zip(rows, labels.tolist(), strict=True)],
+        )  # fmt: skip
+        sizes = np.bincount(labels, minlength=parts)
+        conn.executemany(
+            "INSERT INTO vector_lists VALUES (?,?,?,?,?,?)",
+            [(user, collection, space, int(i), centroids[n].astype(np.float32).tobytes(), int(sizes[n]))
+             for n, i in enumerate(new_ids.tolist())],
+        )  # fmt: skip
+        conn.execute(
+            "UPDATE vector_spaces SET version = version + 1, lists = (SELECT count(*) FROM vector_lists"
+            " WHERE user = ?1 AND collection = ?2 AND space = ?3) WHERE user = ?1 AND collection = ?2 AND space = ?3",
+            (user, collection, space),
+        )
+
+
+def _unit(m: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    return (m / np.where(norms == 0, 1.0, norms)).astype(np.float32)

@@ -1,0 +1,82 @@
+"""Community builds are debounced: one at a time per collection, a burst of requests shares one
+next build, and a build reads a few chunk vectors per community, a page at a time (the Coalescer
+alone, then the community-build processor on the embedded stores with the real pipeline)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from processors.base.client import RequestResponseClient
+from processors.base.runtime import System, embedded
+from processors.base.settings import RuntimeSettings
+from processors.ingest.communities.coalesce import Coalescer
+from processors.ingest.communities.service import VECTOR_PAGE
+from processors.stores.settings import StoreSettings
+from schemas.communities import BuildCommunities
+from schemas.documents import Document, LoadDocuments
+from schemas.services import COMMUNITY_BUILD, DOCUMENT_LOAD
+from tests.documents.test_documents_flow import DOCS
+
+U, C = "builds", "burst"
+
+
+async def test_one_run_at_a_time_per_key_and_a_burst_shares_the_next() -> None:
+    builds: Coalescer[int] = Coalescer()
+    gate, runs, active, peak = asyncio.Event(), list[int](), [0], [0]
+
+    async def job() -> int:
+        n = len(runs) + 1
+        runs.append(n)
+        active[0] += 1
+        peak[0] = max(peak[0], active[0])
+        await gate.wait()
+        active[0] -= 1
+        return n
+
+    first = asyncio.create_task(builds.run("c", job))
+    await asyncio.sleep(0.01)  # running now
+    burst = [asyncio.create_task(builds.run("c", job)) for _ in range(5)]
+    other = asyncio.create_task(builds.run("d", job))  # another collection does not wait
+    await asyncio.sleep(0.01)
+    assert len(runs) == 2 and peak[0] == 2  # "c" once, "d" once; the burst waits
+    gate.set()
+    assert await first == 1 and await other == 2
+    assert [await b for b in burst] == [3] * 5  # one shared next run
+    assert await builds.run("c", job) == 4  # after it, a new request is a new run
+    assert len(runs) == 4
+
+
+@pytest.fixture
+async def system(tmp_path: Path) -> AsyncIterator[System]:
+    async with embedded(StoreSettings(home=tmp_path / "home"), RuntimeSettings()) as s:
+        yield s
+
+
+async def test_a_burst_of_build_requests_builds_at_most_twice(system: System) -> None:
+    loader = RequestResponseClient.for_service(system.bus, DOCUMENT_LOAD, "default", 120)
+    docs = [*DOCS, Document(id="seine", title="Seine", text="The Seine flows through Paris to the sea.")]
+    await loader.request(LoadDocuments(user=U, collection=C, documents=docs))
+    stores = system.stores.communities
+    reads: list[str] = []
+    graph, chunk_vectors = stores.graph, stores.chunk_vectors
+
+    async def counted_graph(*args: Any) -> Any:
+        reads.append("graph")
+        return await graph(*args)
+
+    async def counted_vectors(user: str, collection: str, ids: list[str]) -> Any:
+        reads.append(f"vectors:{len(ids)}")
+        return await chunk_vectors(user, collection, ids)
+
+    stores.graph, stores.chunk_vectors = counted_graph, counted_vectors  # type: ignore[method-assign]
+    builder = RequestResponseClient.for_service(system.bus, COMMUNITY_BUILD, "default", 120)
+    built = await asyncio.gather(*(builder.request(BuildCommunities(user=U, collection=C)) for _ in range(4)))
+    assert 1 <= reads.count("graph") <= 2  # not four: the burst shared a build
+    assert all(b.levels == built[0].levels and b.levels for b in built)
+    asked = [int(r.split(":")[1]) for r in reads if r.startswith("vectors:")]
+    assert asked and max(asked) <= 10 * VECTOR_PAGE  # a page of communities' chunks, never the collection's

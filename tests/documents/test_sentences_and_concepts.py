@@ -1,0 +1,40 @@
+"""Sentence boundaries come from spaCy (abbreviations do not end a sentence) and concept labels
+read as one line of text (a line break inside a noun phrase is a space)."""
+
+from __future__ import annotations
+
+import pytest
+
+from processors.ingest.documents.chunker import sentences
+from processors.ingest.extractor.concepts import doc_concepts, load_pipeline
+
+
+def test_abbreviations_do_not_end_a_sentence() -> None:
+    text = "Dr. Smith met Mr. Jones at the U.S. Army base on Jan. 5. They talked for an hour!\n\nWas it useful? Yes."
+    found = [text[s:e] for s, e, _ in sentences(text)]
+    assert found == [
+        "Dr. Smith met Mr. Jones at the U.S. Army base on Jan. 5.",
+        "They talked for an hour!",
+        "Was it useful?",
+        "Yes.",
+    ]
+    assert [p for _, _, p in sentences(text)] == [True, False, True, False]
+
+
+def test_a_paragraph_longer_than_spacy_takes_is_still_split() -> None:
+    text = "Word " * 300_000 + "end. Next sentence."  # 1.5M characters in one paragraph
+    found = sentences(text)
+    assert text[found[-1][0] : found[-1][1]] == "Next sentence."
+    assert found[0][0] == 0
+
+
+@pytest.fixture(scope="module")
+def nlp():  # type: ignore[no-untyped-def]
+    return load_pipeline()
+
+
+def test_concept_labels_have_no_line_breaks(nlp) -> None:  # type: ignore[no-untyped-def]
+    doc = nlp("Marie Curie discovered a new\nelement in Paris.\nThe Nobel\n  Prize followed.")
+    labels = [c.label for c in doc_concepts(doc)]
+    assert "new element" in labels and "Nobel Prize" in labels
+    assert not any("\n" in label or "  " in label for label in labels)
