@@ -152,3 +152,20 @@ async def test_the_runner_writes_every_key_of_its_section(tmp_path: Path) -> Non
     targets = section["targets"]
     assert targets["sqlite.1k.after_write_over_p50"]["value"] == round(r["after_write_ms"] / r["p50_ms"], 2)
     assert any(k.startswith("sqlite.1k.rss_mb") for k in targets)
+
+
+def test_sizes_not_built_say_not_measured_with_a_projection_from_the_largest_build() -> None:
+    build = {"public_chunks": 4000, "public_write_s": 400.0, "distractors_per_s": 50.0}
+    section: dict[str, dict[str, object]] = {
+        "sqlite": {"10k": {"p50_ms": 90.0, "build": build}, "1m": {"not_measured": "earlier"}},
+        "neo4j": {},
+    }
+    documents_scale.not_measured(section, "no time")
+    assert section["sqlite"]["10k"] == {"p50_ms": 90.0, "build": build}  # measured: kept
+    for size, chunks in (("100k", 100_000), ("1m", 1_000_000)):
+        entry = section["sqlite"][size]
+        assert entry["not_measured"] == "no time" and "p50_ms" not in entry  # type: ignore[operator]
+        assert entry["projected_build_s"] == round(400 + (chunks - 4000) / 50)  # type: ignore[index]
+    assert section["neo4j"] == {s: {"not_measured": "no time"} for s in ("10k", "100k", "1m")}
+    targets = documents_scale.documents_scale_targets(section)
+    assert targets["sqlite.p50_1m_over_10k"]["met"] is None and targets["neo4j.p50_1m_over_10k"]["value"] is None
