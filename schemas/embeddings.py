@@ -15,6 +15,7 @@ class EmbeddingsRequest(Message):
     """Embed these texts."""
 
     texts: list[Annotated[str, Field(max_length=MAX_TEXT_CHARS)]] = Field(min_length=1, max_length=1024)
+    query: bool = False  # the texts are questions, not passages (an asymmetric model embeds them apart)
 
 
 class EmbeddingsResponse(Response):

@@ -23,6 +23,7 @@ class LazyRagParams(BaseModel):
     use_communities: bool | None = None
     timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S)
     reranker: RerankerChoice | None = None
+    bridge_seeds: int | None = Field(default=None, ge=0, le=10)  # best chunks whose names get a follow-up search
 
 
 class LazyRagRequest(ScopedRequest, LazyRagParams):

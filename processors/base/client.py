@@ -23,8 +23,10 @@ log = logging.getLogger(__name__)
 # Message properties: the client's deadline for the first response (epoch seconds) and how long
 # it then waits for each next one (a processor does not start, and abandons, work nobody waits
 # for), and each response frame's number within its request (a client drops frames it has
-# already seen when a redelivered request is served again).
+# already seen when a redelivered request is served again), and when the client sent it (a
+# redelivered request is told apart from a new one asked later: a delete in between wins).
 DEADLINE = "deadline"
+SENT = "sent"
 IDLE = "idle"
 SEQ = "seq"
 
@@ -133,7 +135,8 @@ class RequestResponseClient(Generic[ResT]):
         expected = 0  # the next frame number; lower ones are repeats of a redelivered request, but its last
         finished = False
         try:
-            props = {"id": rid, DEADLINE: f"{time.time() + wait:.3f}", IDLE: f"{wait:.3f}"}
+            now = time.time()
+            props = {"id": rid, DEADLINE: f"{now + wait:.3f}", IDLE: f"{wait:.3f}", SENT: f"{now:.3f}"}
             await self._producer.send(request.model_dump_json(by_alias=False).encode(), props)
             while True:
                 try:

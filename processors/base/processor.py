@@ -9,13 +9,14 @@ import inspect
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from processors.base.bus import Bus, BusMessage, Consumer, Producer
-from processors.base.client import DEADLINE, IDLE, SEQ, RemoteError, RequestResponseClient
+from processors.base.client import DEADLINE, IDLE, SENT, SEQ, RemoteError, RequestResponseClient
 from processors.base.config_client import ConfigWatcher
 from processors.base.errors import QueryTimeout, ServiceError
 from processors.base.metrics import CONSUMER_STATE, LATENCY, REQUESTS
@@ -31,6 +32,9 @@ if TYPE_CHECKING:  # the stores import the framework's settings; only the type i
     from processors.stores.factory import Stores
 
 log = logging.getLogger(__name__)
+# When the request being served was sent (its client's clock; None if the client did not say): a
+# handler tells a redelivered request from one asked after a change it must not undo.
+REQUEST_SENT: ContextVar[float | None] = ContextVar("request_sent", default=None)
 
 Handler = Callable[[Any, "FlowContext"], Awaitable[Response] | AsyncIterator[Response]]
 
@@ -317,6 +321,8 @@ class FlowProcessor:
                 if budget <= 0:
                     raise QueryTimeout(f"{service.name}: the client stopped waiting before the request was served")
                 async with asyncio.timeout(budget) as limit, self._bulk_slots if bulk else contextlib.nullcontext():
+                    with contextlib.suppress(KeyError, ValueError):
+                        REQUEST_SENT.set(float(msg.properties[SENT]))
                     req = parse_request(service.request, msg.data)
                     result = spec.handler(req, ctx)
                     if inspect.isasyncgen(result):

@@ -92,12 +92,12 @@ class BusSources:
             raise ServiceError(e.type, f"{service.name}: {e.message}") from None
 
     async def embed(self, text: str) -> list[float]:
-        return (await self.embed_texts([text]))[0]
+        return (await self.embed_texts([text], query=True))[0]
 
-    async def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed_texts(self, texts: Sequence[str], query: bool = False) -> list[list[float]]:
         out: list[list[float]] = []
         for part in request_parts(texts):  # any number of texts, in requests the service takes
-            out += (await self._call(EMBEDDINGS, EmbeddingsRequest(texts=part))).vectors
+            out += (await self._call(EMBEDDINGS, EmbeddingsRequest(texts=part, query=query))).vectors
         return out
 
     async def search_chunks(

@@ -116,6 +116,16 @@ class DocumentStore(Protocol):
         """Delete documents and their chunks, mentions and relation provenance."""
         ...
 
+    async def note_deleted(self, user: str, collection: str, ids: Sequence[str], at: float) -> None:
+        """Remember that these documents (`*`: the whole collection) were deleted at `at`: a write
+        begun before then (a killed load's request, redelivered to another worker after the
+        delete) must not bring them back."""
+        ...
+
+    async def deleted_after(self, user: str, collection: str, ids: Sequence[str], since: float) -> set[str]:
+        """Of `ids`, those deleted after `since` (all of them, if the collection was)."""
+        ...
+
     async def claim(self, user: str, collection: str, concepts: Mapping[str, str]) -> None:
         """Record that a document write creates these concepts (IRI -> key): owned by documents from
         now on, written before any of their vectors or labels, so a write killed part-way leaves
@@ -127,7 +137,8 @@ class DocumentStore(Protocol):
         ...
 
     async def delete_collection(self, user: str, collection: str) -> None:
-        """Drop every document row of the collection."""
+        """Drop every document row of the collection (its deletion notes too: the caller notes the
+        collection's own deletion after)."""
         ...
 
     async def hashes(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, str]:

@@ -8,18 +8,30 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from processors.base import client as client_module
 from processors.base.client import RemoteError, RequestResponseClient
 from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
 from processors.ingest.documents import pipeline
+from processors.ingest.documents.service import BusIngest
 from processors.stores.settings import StoreSettings
-from schemas.documents import DeleteDocuments, Document, LoadDocuments, LoadResponse, WriteMark
+from schemas.documents import (
+    DeleteCollection,
+    DeleteDocuments,
+    Document,
+    IndexedDocument,
+    LoadDocuments,
+    LoadResponse,
+    StoreDocuments,
+    WriteMark,
+)
 from schemas.graph_rag import GraphRagRequest
 from schemas.kg_query import KgQueryRequest
 from schemas.lazy_rag import LazyRagRequest
@@ -168,3 +180,57 @@ async def test_a_load_is_marked_from_its_first_step_until_its_documents_are_stor
     monkeypatch.undo()
     assert (await load(system, "early")).loaded == 4
     assert await warned("early") == []
+
+
+async def test_a_write_begun_before_a_delete_does_not_bring_the_documents_back(
+    system: System, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A killed load's store request, redelivered after the user deleted its documents, stores
+    nothing of them (a whole-collection delete counts for every id); a load begun after the
+    delete stores them again, and one that meets a delete names what it did not store."""
+    store = client(system, DOCUMENT_STORE)
+    sent: list[StoreDocuments] = []
+    real_store = BusIngest.store
+
+    async def recording(self: BusIngest, documents: list[IndexedDocument]) -> list[str]:
+        sent.append(StoreDocuments(user=U, collection="gone", documents=documents, started=self.started))
+        return await real_store(self, documents)
+
+    monkeypatch.setattr(BusIngest, "store", recording)
+    await load(system, "gone", DOCS[:2])
+    (old,) = sent  # the load's one store request, as a redelivery would bring it again
+    await delete_all(system, "gone")
+    clean_after_delete = await state(system, tmp_path / "home", "gone")
+    res = await store.request(old)
+    assert res.stored == 0 and res.withdrawn == ["a", "b"]
+    assert await state(system, tmp_path / "home", "gone") == clean_after_delete
+    assert (await load(system, "gone", DOCS[:2])).loaded == 2  # begun after the delete
+    await store.request(DeleteCollection(user=U, collection="gone"))
+    res = await store.request(sent[-1])
+    assert res.stored == 0 and res.withdrawn == ["a", "b"]
+    begun = (await store.request(WriteMark(user=U, collection="gone"))).started
+    await delete_all(system, "gone")
+    late = await store.request(sent[-1].model_copy(update={"started": begun}))
+    assert late.withdrawn == ["a", "b"] and late.stored == 0
+
+
+async def test_a_load_asked_for_before_a_delete_and_served_after_it_stores_nothing_deleted(
+    system: System, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A killed client's load request, redelivered and served only after the user deleted its
+    documents, begins its write after the delete; when it was asked for decides, and it names
+    what it did not store. Asked for after the delete, the same load stores them."""
+    assert (await load(system, "again", DOCS[:2])).loaded == 2
+    await delete_all(system, "again")
+
+    class Earlier:  # the client's clock as it was 30 s ago, when the redelivered request was sent
+        @staticmethod
+        def time() -> float:
+            return time.time() - 30
+
+    monkeypatch.setattr(client_module, "time", Earlier)
+    late = await load(system, "again", DOCS[:2])
+    assert late.loaded == 0 and sorted(f.id for f in late.failed) == ["a", "b"]
+    assert all("deleted after this load began" in f.error for f in late.failed)
+    monkeypatch.undo()
+    assert (await load(system, "again", DOCS[:2])).loaded == 2

@@ -77,6 +77,17 @@ def test_other_names_of_one_entity_in_a_document_are_one_concept_with_aliases() 
     assert counts[("c2", "neil peart")] == 3  # Peart, Neil Peart and the subject itself
 
 
+def test_a_concept_is_labelled_by_its_own_key_not_by_a_more_frequent_other_name() -> None:
+    # labelled "Falls", devon_falls would be the entity a later document's "Falls" links to
+    chunks = [Chunk(id="c1", document_id="d", text="a")]
+    found = [[mention("devon falls", 0, "Devon Falls", aliases=["falls"]), mention("falls", 1, "Falls"),
+              mention("falls", 2, "Falls")]]  # fmt: skip
+    doc = Document(id="d", title="", text="Devon Falls, known as Falls. Falls is high. Falls falls.")
+    concepts = {c.key: c for c in index_document(doc, chunks, [[1.0]], found).concepts}
+    assert set(concepts) == {"devon falls"} and concepts["devon falls"].aliases == ["falls"]
+    assert concepts["devon falls"].label == "Devon Falls"
+
+
 def test_a_persons_full_name_is_keyed_by_first_and_last_name_whatever_the_order() -> None:
     chunks = [Chunk(id="c1", document_id="d", text="a")]
     full = [[mention("marie skłodowska curie", 0, "Marie Skłodowska-Curie", kind="entity:PERSON", subject=True,
@@ -149,10 +160,19 @@ class FakeSources:
     async def extract(self, texts: list[str]) -> list[list[ConceptMention]]:
         return [[mention(w.lower().strip(".")) for w in t.split()[:2]] for t in texts]
 
-    async def store(self, documents: list[IndexedDocument]) -> None:
+    async def store(self, documents: list[IndexedDocument]) -> list[str]:
         if any(d.document.id.startswith("bad") for d in documents):
             raise ValueError("refused")
-        self.stored += [d.document.id for d in documents]
+        self.stored += [d.document.id for d in documents if not d.document.id.startswith("gone")]
+        return [d.document.id for d in documents if d.document.id.startswith("gone")]  # deleted meanwhile
+
+
+async def test_a_document_deleted_while_its_load_ran_is_reported_by_name_not_counted_loaded() -> None:
+    docs = [Document(id="d0", title="t", text="Alpha beta."), Document(id="gone1", title="g", text="Gamma delta.")]
+    sources = FakeSources()
+    report = await load_batch(sources, docs, plain_tokenizer(), ChunkingParams(), lambda s, n: None)
+    assert report.loaded == 1 and sources.stored == ["d0"]
+    assert report.failed == {"gone1": "deleted after this load began: not stored"}
 
 
 async def test_load_batch_skips_unchanged_and_isolates_a_failing_document() -> None:

@@ -67,6 +67,10 @@ class Graph:
     async def embed(self, text: str) -> list[float]:
         return [1.0]
 
+    async def embed_texts(self, texts: Sequence[str], query: bool = False) -> list[list[float]]:
+        self.calls.append(("embed_texts", list(texts)))
+        return [[1.0] for _ in texts]
+
     async def search_chunks(
         self, t: Tenant, vector: list[float], text: str | None, limit: int, mode: str = "fused"
     ) -> list[Chunk]:
@@ -177,6 +181,27 @@ async def test_graph_ranking_takes_the_stores_order_and_asks_for_it() -> None:
     nb = await retrieve(g, T, "q", LazyRagSettings(chunk_limit=2))
     assert ("search", "graph") in g.calls and [c.id for c in nb.chunks] == ["q1", "q2"]
     assert not any(name == "chunks" for name, _ in g.calls)  # the store's hits carry their texts
+
+
+async def test_a_follow_up_search_finds_the_passage_about_a_name_the_best_chunk_gives() -> None:
+    class Bridged(Graph):
+        async def search_chunks(self, t, vector, text, limit, mode="fused"):  # type: ignore[no-untyped-def]
+            if text == "Neil Peart":  # the follow-up: the name, and nothing the passage held already
+                self.calls.append(("follow-up", (text, mode, limit)))
+                return [chunk("b1", "Neil Peart was a drummer and lyricist.")]
+            return await super().search_chunks(t, vector, text, limit, mode)
+
+    texts = {"q1": "Counterparts is an album by Rush. Its drummer Neil Peart wrote the lyrics."}
+    question = "Who wrote the lyrics of Counterparts?"
+    plain = await retrieve(Bridged(texts=texts), T, question, LazyRagSettings(max_hops=0, chunk_limit=4))
+    assert "b1" not in {c.id for c in plain.chunks}
+    g = Bridged(texts=texts)
+    nb = await retrieve(g, T, question, LazyRagSettings(max_hops=0, chunk_limit=4, bridge_seeds=1, bridge_depth=3))
+    assert [c.id for c in nb.chunks] == ["q1", "q2", "n1", "b1"]
+    assert ("follow-up", ("Neil Peart", "fused", 3)) in g.calls
+    # Both of q1's names ("Counterparts" is the question's own) are embedded in one call.
+    assert [arg for name, arg in g.calls if name == "embed_texts"] == [["Neil Peart", "Rush"]]
+    assert nb.round_trips == plain.round_trips + 2 and "bridges" in nb.stage_ms
 
 
 def test_personalized_pagerank_conserves_mass_and_prefers_the_seed_side() -> None:

@@ -110,6 +110,21 @@ def mentions_of(records: Sequence[DocumentRecord]) -> set[tuple[str, str, int]]:
     return {(en, c, n) for (en, c), n in out.items()}
 
 
+async def test_deletions_are_remembered_per_document_and_per_collection(docs: DocBackend) -> None:
+    user, coll = docs.scope()
+    _, other = docs.scope(user)
+    await docs.documents.note_deleted(user, coll, ["a", "b", "a"], 100.0)
+    await docs.documents.note_deleted(user, coll, ["a"], 50.0)  # an older note never moves the time back
+    assert await docs.documents.deleted_after(user, coll, ["a", "b", "c"], 99.0) == {"a", "b"}
+    assert await docs.documents.deleted_after(user, coll, ["a", "b", "c"], 100.0) == set()  # began after
+    assert await docs.documents.deleted_after(user, other, ["a", "b"], 0.0) == set()  # the tenant's own
+    await docs.documents.note_deleted(user, other, ["*"], 200.0)  # the whole collection
+    assert await docs.documents.deleted_after(user, other, ["x", "y"], 150.0) == {"x", "y"}
+    assert await docs.documents.deleted_after(user, other, ["x"], 200.0) == set()
+    await docs.documents.delete_collection(user, coll)  # a collection's notes go with it
+    assert await docs.documents.deleted_after(user, coll, ["a", "b"], 0.0) == set()
+
+
 async def test_store_hashes_listing_and_counts(docs: DocBackend) -> None:
     user, coll = docs.scope()
     a = record("a", ["alpha river", "beta mountain"], metadata={"lang": "en", "tags": ["x", "y"]})

@@ -141,7 +141,11 @@ async def test_documents_flow_with_every_store_on_neo4j(servers: Servers, tmp_pa
                 for u in (user, bob):
                     await client(system, DOCUMENT_STORE).request(DeleteCollection(user=u, collection=C))
             assert (await client(system, DOCUMENTS).request(ListCollections(user=user))).collections == []
-        left = await conn.read("MATCH (n) WHERE n.user IN $users RETURN count(n) AS n", {"users": [user, bob]})
+        users = {"users": [user, bob]}
+        left = await conn.read("MATCH (n) WHERE n.user IN $users AND NOT n:KgDeletion RETURN count(n) AS n", users)
         assert left == [{"n": 0}]
+        # what stays is when things were deleted (so a write begun before cannot bring them back)
+        gone = await conn.read("MATCH (n:KgDeletion) WHERE n.user IN $users AND n.id = '*' RETURN n.user AS u", users)
+        assert sorted(r["u"] for r in gone) == sorted([user, bob])
     finally:
         await conn.release()

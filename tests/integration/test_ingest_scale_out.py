@@ -86,9 +86,9 @@ def assert_same_collection(one: Collection, two: Collection) -> None:
     (an entity's vector, where the label is spelt alike: it is the label's)."""
     assert one.duplicates() == {} and two.duplicates() == {}
     assert set(one.labels().values()) == {1} == set(two.labels().values())  # one label each
-    assert two.counts() == one.counts()
-    for kind in one.rows:
+    for kind in one.rows:  # rows first: a difference names the rows, not only their count
         assert two.rows[kind] == one.rows[kind], f"{kind} differ: {set(two.rows[kind]) ^ set(one.rows[kind])}"
+    assert two.counts() == one.counts()
     assert vector_gap(one.chunk_vectors, two.chunk_vectors) < 1e-3
     alike = {e for e, label in one.spelling.items() if two.spelling.get(e) == label}
     assert vector_gap(one.entity_vectors, two.entity_vectors, alike) < 1e-3

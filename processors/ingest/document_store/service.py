@@ -6,6 +6,7 @@ collection changed. The document-load flow sends `store`; the gateway routes onl
 
 from __future__ import annotations
 
+import logging
 import time
 
 from processors.algorithms.iris import RELATED_TO, RELATED_TO_LABEL
@@ -15,10 +16,17 @@ from processors.ingest.document_store.linking import Linked, attach_relation_vec
 from processors.models.embeddings.client import FlowEmbedder
 from processors.stores.documents_protocol import RemovedLinks
 from processors.stores.protocol import LoadState
-from schemas.documents import DeleteCollection, DeleteDocuments, DocumentsResponse, StoreDocuments, WriteMark
+from schemas.documents import (
+    DeleteCollection,
+    DeleteDocuments,
+    DocumentsResponse,
+    StoreDocuments,
+    WriteMark,
+)
 from schemas.services import DOCUMENT_STORE, EMBEDDINGS, Service
 from schemas.terms import Term
 
+log = logging.getLogger(__name__)
 DOCUMENTS_SOURCE = "documents"  # the load state's source while documents are being written
 
 
@@ -39,15 +47,21 @@ class DocumentStoreProcessor(StoreProcessor):
         """Link the documents' concepts into the graph, then store them, in an order a rerun after
         a kill at any point completes: the collection is marked incomplete first; new concepts are
         claimed (owned) before their vectors, which make them named, and their labels; the
-        documents (what `status` reports as stored) come last, then the mark is cleared."""
+        documents (what `status` reports as stored) come last, then the mark is cleared. Documents
+        deleted after the load began are not written (see `_deleted_since_load`)."""
         user, coll = req.user, req.collection
+        gone = await self._deleted_since_load(req, [d.document.id for d in req.documents])
+        documents = [d for d in req.documents if d.document.id not in gone]
+        if not documents:
+            await self._finish(user, coll, req.started)
+            return DocumentsResponse(withdrawn=sorted(gone))
         started = req.started if req.started is not None else await self._begin(user, coll)
-        keys = sorted({c.key for d in req.documents for c in d.concepts})
+        keys = sorted({c.key for d in documents for c in d.concepts})
         named = await self.stores.entities.named(user, coll, keys)
         claimed = await self.stores.documents.claimed(user, coll, sorted(set(named.values()))) if named else set()
         labelled = await self.stores.triples.labels(user, coll, sorted(claimed)) if claimed else {}
         # a concept a killed write claimed but did not label is written again, as a new one
-        linked = link(req.documents, {k: i for k, i in named.items() if i not in claimed or i in labelled}, claimed)
+        linked = link(documents, {k: i for k, i in named.items() if i not in claimed or i in labelled}, claimed)
         concept_keys = {i: k for r in linked.records for i, k in r.keys.items() if i in linked.new_concepts}
         await self.stores.documents.claim(user, coll, concept_keys)
         embedder = FlowEmbedder(flow.client(EMBEDDINGS))
@@ -69,13 +83,27 @@ class DocumentStoreProcessor(StoreProcessor):
             await self._add_predicates(user, coll, linked, embedder)
         await self.stores.triples.add_triples(user, coll, linked.triples(), first_label=True)
         await self._agree_labels(user, coll, linked.new_concepts, embedder)
+        gone |= await self._deleted_since_load(req, [r.document.id for r in linked.records])  # meanwhile
+        linked.records = [r for r in linked.records if r.document.id not in gone]
         removed = await self.stores.documents.store(user, coll, linked.records)
         await self._unlink(user, coll, removed)
         touched = {m.entity for r in linked.records for m in r.mentions} | set(removed.touched)
         await self.stores.communities.mark_stale(user, coll, sorted(touched))
         await self._finish(user, coll, started)
         await self.announce_graph_changed(user, coll)
-        return DocumentsResponse(stored=len(linked.records))
+        return DocumentsResponse(stored=len(linked.records), withdrawn=sorted(gone))
+
+    async def _deleted_since_load(self, req: StoreDocuments, ids: list[str]) -> set[str]:
+        """Of `ids`, those deleted after the request's load began (its mark, or when its client asked
+        for it, whichever is earlier): a killed load's request, redelivered to another worker, may
+        be served after the user deleted what it holds, and must not bring it back."""
+        begun = [t for t in (req.started, req.requested) if t is not None]
+        if not begun or not ids:
+            return set()
+        gone = await self.stores.documents.deleted_after(req.user, req.collection, ids, min(begun))
+        if gone:
+            log.warning("not storing %d documents deleted after their load began: %s", len(gone), sorted(gone)[:5])
+        return gone
 
     async def _agree_labels(self, user: str, coll: str, written: dict[str, str], embedder: FlowEmbedder) -> None:
         """Writers that created one concept at once each indexed their spelling of it; the label
@@ -130,6 +158,7 @@ class DocumentStoreProcessor(StoreProcessor):
         """Delete documents; what only they supported leaves the graph; their communities go stale."""
         user, coll = req.user, req.collection
         known = await self.stores.documents.hashes(user, coll, req.document_ids)
+        await self.stores.documents.note_deleted(user, coll, req.document_ids, time.time())
         removed = await self.stores.documents.delete_documents(user, coll, sorted(known))
         await self._unlink(user, coll, removed)
         await self.stores.communities.mark_stale(user, coll, removed.touched)
@@ -170,5 +199,6 @@ class DocumentStoreProcessor(StoreProcessor):
         await self.stores.communities.delete_collection(user, collection)
         await self.stores.triples.delete_collection(user, collection)
         await self.stores.entities.delete_collection(user, collection)
+        await self.stores.documents.note_deleted(user, collection, ["*"], time.time())
         await self.announce_graph_changed(user, collection)
         return DocumentsResponse(deleted=int(existed))

@@ -66,8 +66,9 @@ class IngestSources(Protocol):
         """The concepts of each text."""
         ...
 
-    async def store(self, documents: list[IndexedDocument]) -> None:
-        """Write indexed documents (replacing earlier versions)."""
+    async def store(self, documents: list[IndexedDocument]) -> list[str]:
+        """Write indexed documents (replacing earlier versions); the ids not written because they
+        were deleted after this load began."""
         ...
 
     async def complete(self, system: str, prompt: str, json_schema: dict[str, Any], max_tokens: int) -> ModelAnswer:
@@ -134,16 +135,21 @@ def index_document(
 ) -> IndexedDocument:
     """Concepts (one per entity, with its other names), mentions and sentence co-occurrences of
     one document (mentions per chunk), its subject — a concept of every chunk — and the typed
-    relations each chunk states, if an extractor found some."""
+    relations each chunk states, if an extractor found some. A concept is labelled with a
+    spelling of its own key where the text has one: labelled by another of its names ("Falls",
+    written more often than "Devon Falls"), it would be found by that name (`named`), and which
+    concept a later document's "Falls" links to would depend on the order documents arrive in."""
     names = one_node_per_entity(mentions)
     subject = subject_key(doc.title, doc.text, mentions, names)
-    labels: dict[str, Counter[str]] = {}
+    labels: dict[str, Counter[str]] = {}  # each concept's spellings, its other names' too
+    own: dict[str, Counter[str]] = {}  # each key's own spellings
     keyed: list[KeyedMention] = []
     pairs: dict[tuple[str, str], list[str]] = {}
     for chunk, found in zip(chunks, mentions, strict=True):
         counts = Counter(names.of(m.key) for m in found)
         for m in found:
             labels.setdefault(names.of(m.key), Counter())[m.label] += 1
+            own.setdefault(m.key, Counter())[m.label] += 1
         if subject:
             if subject not in labels and doc.title:  # a subject named by the title only
                 labels.setdefault(subject, Counter())[doc.title] += 1
@@ -153,7 +159,7 @@ def index_document(
             for a, b in combinations(sorted(sentence), 2):
                 pairs.setdefault((a, b), []).append(chunk.id)
     concepts = [
-        ConceptRef(key=k, label=c.most_common(1)[0][0][:MAX_CONCEPT_CHARS],
+        ConceptRef(key=k, label=(own.get(k) or c).most_common(1)[0][0][:MAX_CONCEPT_CHARS],
                    aliases=[a for a in sorted(names.aliases.get(k, ())) if len(a) <= MAX_CONCEPT_CHARS][:32])
         for k, c in labels.items()
     ]  # fmt: skip
@@ -265,19 +271,6 @@ async def load_batch(
     return report
 
 
-def _chunk_all(
-    docs: Sequence[Document], tokenizer: Any, params: ChunkingParams, report: LoadReport
-) -> list[tuple[Document, list[Chunk]]]:
-    """Each document with its chunks; a document that cannot be chunked is reported, the others go on."""
-    chunked = []
-    for d in docs:
-        try:
-            chunked.append((d, chunk_document(d, tokenizer, params)))
-        except Exception as e:  # one bad document must not stop the others
-            report.failed[d.id] = f"chunking failed: {e}"
-    return chunked
-
-
 def _index_all(
     chunked: Sequence[tuple[Document, list[Chunk]]],
     vectors: list[list[float]],
@@ -298,7 +291,7 @@ async def _store(sources: IngestSources, indexed: list[IndexedDocument], report:
     if not indexed:
         return
     try:
-        await sources.store(indexed)
+        _withdrawn(await sources.store(indexed), report)
         return
     except Exception as e:
         if len(indexed) == 1:
@@ -306,6 +299,12 @@ async def _store(sources: IngestSources, indexed: list[IndexedDocument], report:
             return
     for doc in indexed:
         try:
-            await sources.store([doc])
+            _withdrawn(await sources.store([doc]), report)
         except Exception as e:
             report.failed[doc.document.id] = str(e)
+
+
+def _withdrawn(ids: list[str], report: LoadReport) -> None:
+    """Documents deleted while their load ran are reported by name, not silently dropped."""
+    for i in ids:
+        report.failed[i] = "deleted after this load began: not stored"

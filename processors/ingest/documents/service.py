@@ -12,7 +12,7 @@ from typing import Any
 
 from processors.base.client import RemoteError, RequestTimeout
 from processors.base.errors import ServiceError
-from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
+from processors.base.processor import REQUEST_SENT, FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
 from processors.ingest.documents.llm_relations import NEEDS_MODEL, ExtractorNeedsModel, ModelCallFailed
 from processors.ingest.documents.params import DocumentLoadParams
@@ -54,6 +54,7 @@ class BusIngest:
         self.flow, self.user, self.collection = flow, user, collection
         self.model_timeout_s = model_timeout_s
         self.started: float | None = None  # the mark `begin` set
+        self.requested = REQUEST_SENT.get()  # when the load was asked for (a redelivery keeps it)
 
     async def hashes(self, ids: list[str]) -> dict[str, str]:
         req = DocumentStatus(user=self.user, collection=self.collection, document_ids=ids)
@@ -74,9 +75,10 @@ class BusIngest:
             req = WriteMark(user=self.user, collection=self.collection, finish=self.started)
             await self.flow.client(DOCUMENT_STORE).request(req)
 
-    async def store(self, documents: list[IndexedDocument]) -> None:
-        req = StoreDocuments(user=self.user, collection=self.collection, documents=documents, started=self.started)
-        await self.flow.client(DOCUMENT_STORE).request(req)
+    async def store(self, documents: list[IndexedDocument]) -> list[str]:
+        req = StoreDocuments(user=self.user, collection=self.collection, documents=documents, started=self.started,
+                             requested=self.requested)  # fmt: skip
+        return (await self.flow.client(DOCUMENT_STORE).request(req)).withdrawn
 
     async def complete(self, system: str, prompt: str, json_schema: dict[str, Any], max_tokens: int) -> ModelAnswer:
         req = TextCompletionRequest(system=system, prompt=prompt, json_schema=json_schema, max_tokens=max_tokens)

@@ -26,11 +26,13 @@ class FlowEmbedder:
         self._batch = batch
         self._chars = chars
 
-    async def embed(self, texts: Sequence[str], max_tokens: int | None = None) -> list[list[float]]:
+    async def embed(
+        self, texts: Sequence[str], max_tokens: int | None = None, query: bool = False
+    ) -> list[list[float]]:
         """One vector per text, in order (the service applies its own budget)."""
         out: list[list[float]] = []
         for part in request_parts(texts, self._batch, self._chars):
-            res = await self._client.request(EmbeddingsRequest(texts=part))
+            res = await self._client.request(EmbeddingsRequest(texts=part, query=query))
             out.extend(res.vectors)
         return out
 

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -35,9 +35,12 @@ class Embedder(Protocol):
 
     model: str
 
-    async def embed(self, texts: Sequence[str], max_tokens: int | None = None) -> list[list[float]]:
+    async def embed(
+        self, texts: Sequence[str], max_tokens: int | None = None, query: bool = False
+    ) -> list[list[float]]:
         """One vector per text, in order; a TokenBudgetExceeded (before any work) when the texts
-        cost more than `max_tokens` tokens."""
+        cost more than `max_tokens` tokens. `query`: the texts are questions, not passages (an
+        asymmetric model embeds them differently)."""
         ...
 
 
@@ -100,24 +103,33 @@ def chunks(lengths: Sequence[int], budget: int = CHUNK_TOKENS) -> list[list[int]
 
 class OnnxMiniLM:
     """all-MiniLM-L6-v2 on onnxruntime: mean pooling + L2 normalization, in two lanes (see the
-    module docstring). Loaded once per process; inference never runs on the event loop."""
+    module docstring). Loaded once per process; inference never runs on the event loop. A
+    subclass is another BERT-style encoder: its files, its pooling, its query instruction."""
 
     model = "all-MiniLM-L6-v2-onnx-int8"
+    pooling: Literal["mean", "cls"] = "mean"
+    query_instruction = ""  # put before a question's text (an asymmetric retrieval model's)
     _instance: OnnxMiniLM | None = None
     _lock = threading.Lock()
+
+    @classmethod
+    def files(cls) -> tuple[str | bytes, str]:
+        """The ONNX model (a path, or its bytes) and the tokenizer's JSON."""
+        onnx, tok = _model_files()
+        return str(onnx), tok.read_text()
 
     def __init__(self) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        onnx, tok = _model_files()
+        onnx, tok = self.files()
 
         def session(threads: int, arena: bool) -> Any:
             opts = ort.SessionOptions()
             opts.intra_op_num_threads = threads
             opts.enable_cpu_mem_arena = arena
             opts.add_session_config_entry("session.intra_op.allow_spinning", "0")  # idle threads sleep
-            return ort.InferenceSession(str(onnx), opts, providers=["CPUExecutionProvider"])
+            return ort.InferenceSession(onnx, opts, providers=["CPUExecutionProvider"])
 
         # Questions run on one thread, leaving the other cores to the stores and the event loop.
         self._query_session = session(1, arena=True)
@@ -127,7 +139,7 @@ class OnnxMiniLM:
         # load spaCy holds a core (HotpotQA indexed in 160 s this way, 178 s with one 2-thread call).
         self._bulk_session = session(1, arena=False)
         self.dimensions = int(self._query_session.get_outputs()[0].shape[-1])
-        self._tok = Tokenizer.from_file(str(tok))
+        self._tok = Tokenizer.from_str(tok)
         self._tok.enable_truncation(MAX_TOKENS)
         self._tok.no_padding()  # each chunk is padded to its own longest text
         self._query_lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-query")
@@ -157,8 +169,11 @@ class OnnxMiniLM:
             arr[n, : len(r)] = r
         mask = (arr != 0).astype(np.int64)
         hidden = session.run(None, {"input_ids": arr, "attention_mask": mask, "token_type_ids": np.zeros_like(arr)})[0]
-        m = mask[..., None].astype(np.float32)
-        pooled = (hidden * m).sum(1) / np.clip(m.sum(1), 1e-9, None)
+        if self.pooling == "cls":
+            pooled = hidden[:, 0]
+        else:
+            m = mask[..., None].astype(np.float32)
+            pooled = (hidden * m).sum(1) / np.clip(m.sum(1), 1e-9, None)
         return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
 
     def _question(self, texts: Sequence[str], budget: int | None) -> tuple[list[list[int]], np.ndarray | None]:
@@ -169,11 +184,16 @@ class OnnxMiniLM:
             return ids, None
         return ids, self._infer(self._query_session, ids)
 
-    async def embed(self, texts: Sequence[str], max_tokens: int | None = None) -> list[list[float]]:
+    async def embed(
+        self, texts: Sequence[str], max_tokens: int | None = None, query: bool = False
+    ) -> list[list[float]]:
         """One unit vector per text, in order (question-sized requests on the query lane); texts
-        costing more than `max_tokens` tokens (each at most MAX_TOKENS) are refused unembedded."""
+        costing more than `max_tokens` tokens (each at most MAX_TOKENS) are refused unembedded.
+        `query`: the texts are questions (the model's query instruction goes first)."""
         if not texts:
             return []
+        if query and self.query_instruction:
+            texts = [self.query_instruction + t for t in texts]
         loop = asyncio.get_running_loop()
         if len(texts) <= QUERY_TEXTS:
             ids, arr = await loop.run_in_executor(self._query_lane, self._question, texts, max_tokens)
@@ -197,24 +217,13 @@ class OpenAIEmbedder:
         self.model = model
         self._client = AsyncOpenAI(base_url=base_url, api_key=api_key or "none")
 
-    async def embed(self, texts: Sequence[str], max_tokens: int | None = None) -> list[list[float]]:
-        """Vectors from the endpoint; the budget is estimated (four characters a token: the
-        endpoint's tokenizer is not known here)."""
+    async def embed(
+        self, texts: Sequence[str], max_tokens: int | None = None, query: bool = False
+    ) -> list[list[float]]:
+        """Vectors from the endpoint (questions and passages alike); the budget is estimated (four
+        characters a token: the endpoint's tokenizer is not known here)."""
         check_budget([math.ceil(len(t) / 4) + 2 for t in texts], max_tokens)
         res = await self._client.embeddings.create(model=self.model, input=list(texts))
         vecs = np.array([d.embedding for d in res.data], dtype=np.float32)
         vecs /= np.clip(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12, None)
         return vecs.tolist()
-
-
-def make_embedder(
-    backend: str = "local", model: str | None = None, base_url: str | None = None, api_key: str | None = None
-) -> Embedder:
-    """The embedder a flow's parameters ask for."""
-    if backend == "local":
-        return OnnxMiniLM.shared()
-    if backend == "openai":
-        if not model:
-            raise ValueError("the openai embeddings backend needs a model name (embeddings-model)")
-        return OpenAIEmbedder(model, base_url, api_key)
-    raise ValueError(f"unknown embeddings backend {backend!r} (local|openai)")

@@ -9,7 +9,8 @@ from pydantic import BaseModel, Field
 
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
-from processors.models.embeddings.model import Embedder, make_embedder
+from processors.models.embeddings.backends import make_embedder
+from processors.models.embeddings.model import Embedder
 from schemas.embeddings import EmbeddingsRequest, EmbeddingsResponse
 from schemas.services import EMBEDDINGS
 
@@ -17,7 +18,7 @@ from schemas.services import EMBEDDINGS
 class EmbeddingsParams(BaseModel):
     """Flow parameters of the embeddings processor."""
 
-    embeddings_backend: Literal["local", "openai"] = "local"
+    embeddings_backend: Literal["local", "bge-small", "openai"] = "local"
     embeddings_model: str | None = None
     embeddings_base_url: str | None = None
     embeddings_api_key: str | None = None
@@ -53,4 +54,4 @@ class EmbeddingsProcessor(FlowProcessor):
     async def embed(self, req: EmbeddingsRequest, flow: FlowContext) -> EmbeddingsResponse:
         """Embed the request's texts (refused, unembedded, beyond the flow's token budget)."""
         state: FlowEmbeddings = flow.state
-        return EmbeddingsResponse(vectors=await state.embedder.embed(req.texts, state.max_tokens))
+        return EmbeddingsResponse(vectors=await state.embedder.embed(req.texts, state.max_tokens, req.query))

@@ -55,7 +55,7 @@ class GraphBusSources:
             raise ServiceError(e.type, f"{service.name}: {e.message}") from None
 
     async def embed(self, text: str) -> list[float]:
-        res = await self._call(EMBEDDINGS, EmbeddingsRequest(texts=[text]))
+        res = await self._call(EMBEDDINGS, EmbeddingsRequest(texts=[text], query=True))
         return res.vectors[0]
 
     async def entities(self, scope: Tenant, vector: list[float], text: str, limit: int, predicates: int) -> Seeds:

@@ -4,6 +4,9 @@
    — concurrently, one store round trip each. The documents service ranks the chunks by
    graphrank (dense + BM25 + question-aware hops over the concept graph, see
    algorithms/passage_rank), which finds the bridge passage of a multi-hop question.
+   With `bridge_seeds`, a follow-up round (algorithms/bridges): the names the best chunks give
+   that the question does not say, each searched with what the question still asks (one
+   embeddings call, the searches concurrently), fused into the ranking.
 2. `max_hops` levels of expansion over chunk-entity links (one round trip per level): the
    entities the frontier chunks mention and the chunks that mention the frontier entities; the
    next frontier is the best `max_entities` entities, by how strongly the retrieved chunks name
@@ -23,6 +26,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
+from processors.algorithms.bridges import bridges, fuse
 from processors.algorithms.pagerank import WeightedGraph, normalise, personalized_pagerank
 from processors.retrieval.common import Stopwatch, Tenant
 from processors.retrieval.lazy_rag.sources import LazySources
@@ -49,6 +53,9 @@ class LazyRagSettings(BaseModel):
     chunk_seed_weight: float = Field(default=0.5, ge=0, le=1)  # restart mass on chunks (the rest: entities)
     reranker: RerankerChoice = "none"  # rerank the best chunks with this reranker strategy
     rerank_depth: int = Field(default=30, ge=1, le=1000)  # chunks the reranker reorders
+    bridge_seeds: int = Field(default=0, ge=0, le=10)  # best chunks whose names are followed (0: no follow-up round)
+    bridge_names: int = Field(default=4, ge=1, le=10)  # names followed per seed chunk
+    bridge_depth: int = Field(default=5, ge=1, le=50)  # chunks each follow-up search returns
 
     def for_request(self, req: LazyRagRequest) -> LazyRagSettings:
         """These settings with the request's overrides."""
@@ -79,6 +86,10 @@ async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettin
     )
     trips += 2
     watch.lap("search")
+    if s.bridge_seeds:
+        hits, more = await follow_bridges(sources, t, query, hits, s)
+        trips += more
+        watch.lap("bridges")
     known = {c.id: c for c in hits}
     mentions: list[Mention] = []
     entity_frontier = [e.id for e in seeds]
@@ -116,6 +127,24 @@ async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettin
     watch.lap("chunks")
     chunks = [known[cid].model_copy(update={"score": score}) for cid, score in top if cid in known]
     return Neighbourhood(chunks, ranked_entities[: s.max_entities], seeds, mentions, trips, watch.stage_ms)
+
+
+async def follow_bridges(
+    sources: LazySources, t: Tenant, query: str, hits: list[Chunk], s: LazyRagSettings
+) -> tuple[list[Chunk], int]:
+    """`hits` fused with the follow-up searches of the names their best chunks give (see the
+    module docstring), and the store round trips that took."""
+    seeds = enumerate(hits[: s.bridge_seeds])
+    follow = [(i, b.query) for i, c in seeds for b in bridges(query, c.text, s.bridge_names)]
+    if not follow:
+        return hits, 0
+    vectors = await sources.embed_texts([q for _, q in follow], query=True)
+    found = await asyncio.gather(
+        *(sources.search_chunks(t, v, q, s.bridge_depth, "fused") for (_, q), v in zip(follow, vectors, strict=True))
+    )
+    known = {c.id: c for cs in found for c in cs} | {c.id: c for c in hits}
+    fused = fuse([c.id for c in hits], [(i, [c.id for c in cs]) for (i, _), cs in zip(follow, found, strict=True)])
+    return [known[c].model_copy(update={"score": round(sc, 6)}) for c, sc in fused], len(follow)
 
 
 def _next_entities(mentions: Sequence[Mention], hits: Sequence[Chunk], done: set[str], limit: int) -> list[str]:

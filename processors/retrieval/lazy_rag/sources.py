@@ -20,7 +20,11 @@ class LazySources(Protocol):
     """Embedding, chunk and entity search, chunk-entity links, communities and the model."""
 
     async def embed(self, text: str) -> list[float]:
-        """Vector of `text`."""
+        """Vector of the question `text`."""
+        ...
+
+    async def embed_texts(self, texts: Sequence[str], query: bool = False) -> list[list[float]]:
+        """Vectors of `texts` (questions when `query`), in order (one model call)."""
         ...
 
     async def search_chunks(

@@ -56,6 +56,13 @@ CLAIM_CONCEPTS = (
     "SET e.concept = true, e.concept_key = coalesce(e.concept_key, row.key)"
 )
 OWNED_CONCEPTS = "UNWIND $ekeys AS k MATCH (e:KgEntity {key: k}) WHERE e.concept = true RETURN e.uri AS iri"
+# When documents were deleted (id "*": the whole collection); see DocumentStore.note_deleted.
+NOTE_DELETED = (
+    "UNWIND $rows AS row MERGE (n:KgDeletion {key: row.key}) "
+    "ON CREATE SET n.user = $user, n.collection = $collection, n.id = row.id, n.at = row.at "
+    "SET n.at = CASE WHEN n.at > row.at THEN n.at ELSE row.at END"
+)
+DELETED_AFTER = "UNWIND $keys AS k MATCH (n:KgDeletion {key: k}) WHERE n.at > $since RETURN n.id AS id"
 HASHES = (
     "UNWIND $dkeys AS dk MATCH (d:KgDocument {key: dk}) WHERE d.user = $user AND d.collection = $collection "
     "RETURN d.id AS id, d.content_hash AS hash"
@@ -108,6 +115,7 @@ DELETE_COLLECTION = (
     DELETE_TERMS,
     DELETE_TOTALS,
     "MATCH (n:KgName {" + _TENANT + "}) CALL (n) { DETACH DELETE n" + _BATCHED,
+    "MATCH (n:KgDeletion {" + _TENANT + "}) CALL (n) { DELETE n" + _BATCHED,
 )
 
 
@@ -156,6 +164,18 @@ class Neo4jDocumentStore:
             return await unlinked(run, params, old)
 
         return await self.conn.write_tx(work)
+
+    async def note_deleted(self, user: str, collection: str, ids: Sequence[str], at: float) -> None:
+        """Remember that these documents (`*`: the whole collection) were deleted at `at`."""
+        ids = list(dict.fromkeys(ids))
+        rows = [{"key": k, "id": i, "at": at} for i, k in zip(ids, _deletion_keys(user, collection, ids), strict=True)]
+        await self.conn.write([(NOTE_DELETED, {**tenant(user, collection), "rows": rows})])
+
+    async def deleted_after(self, user: str, collection: str, ids: Sequence[str], since: float) -> set[str]:
+        """Of `ids`, those deleted after `since` (all of them, if the collection was)."""
+        params = {"keys": _deletion_keys(user, collection, [*ids, "*"]), "since": since}
+        found = {r["id"] for r in await self.conn.read(DELETED_AFTER, params)}
+        return set(ids) if "*" in found else found
 
     async def claim(self, user: str, collection: str, concepts: Mapping[str, str]) -> None:
         """Flag `concepts` (IRI -> key) owned on their entity nodes, before their vectors and labels."""
@@ -321,3 +341,8 @@ class Neo4jDocumentStore:
     async def close(self) -> None:
         """Release the shared driver."""
         await self.conn.release()
+
+
+def _deletion_keys(user: str, collection: str, ids: Sequence[str]) -> list[str]:
+    """KgDeletion node keys (apart from the documents' own keys)."""
+    return keys(user, collection, [f"deleted:{i}" for i in ids])

@@ -85,6 +85,12 @@ CREATE TABLE IF NOT EXISTS term_df (
     user TEXT NOT NULL, collection TEXT NOT NULL, term TEXT NOT NULL, df INTEGER NOT NULL,
     PRIMARY KEY (user, collection, term)
 ) WITHOUT ROWID;
+-- When documents were deleted (id '*': the whole collection), so a write begun before the delete
+-- (a killed load's request redelivered to another worker) does not bring them back.
+CREATE TABLE IF NOT EXISTS doc_deletions (
+    user TEXT NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL, at REAL NOT NULL,
+    PRIMARY KEY (user, collection, id)
+) WITHOUT ROWID;
 -- BM25 over each chunk's terms (title and text, stemmed: bm25.terms); rowid = the chunk's rowid.
 -- `tenant` is a hash of user + collection, matched inside every query.
 CREATE VIRTUAL TABLE IF NOT EXISTS chunk_fts USING fts5(tenant, terms, tokenize = 'unicode61 remove_diacritics 0');
@@ -145,6 +151,14 @@ CONCEPT_OWNED = "SELECT owned FROM concepts WHERE user = ? AND collection = ? AN
 CLAIM_CONCEPT = (
     "INSERT INTO concepts VALUES (?1, ?2, ?3, 1, ?4) ON CONFLICT DO UPDATE SET owned = 1,"
     " key = CASE WHEN key = '' THEN excluded.key ELSE key END"
+)
+NOTE_DELETED = (
+    "INSERT INTO doc_deletions (user, collection, id, at) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (user, collection, id) DO UPDATE SET at = max(at, excluded.at)"
+)
+DELETED_AFTER = (
+    "SELECT id FROM doc_deletions WHERE user = ? AND collection = ? AND at > ? "
+    "AND id IN (SELECT value FROM json_each(?) UNION SELECT '*')"
 )
 DELETE_CONCEPT = "DELETE FROM concepts WHERE user = ? AND collection = ? AND iri = ?"
 DELETE_CONCEPT_KEYS = "DELETE FROM concept_keys WHERE user = ? AND collection = ? AND iri = ?"

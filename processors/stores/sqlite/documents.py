@@ -22,11 +22,13 @@ from processors.stores.sqlite.docs_schema import (
     CHUNK_LINKS,
     CLAIM_CONCEPT,
     CONCEPT_KEYS,
+    DELETED_AFTER,
     ENTITY_LINKS,
     EPISODE_COUNTS,
     EPISODES,
     GET_CHUNKS,
     LINKS_READ,
+    NOTE_DELETED,
     RELATION_CHUNKS,
     RELATION_SPACE,
     RELATION_VECTORS,
@@ -94,6 +96,17 @@ class SqliteDocumentStore:
 
         return await self.db.write(write)
 
+    async def note_deleted(self, user: str, collection: str, ids: Sequence[str], at: float) -> None:
+        """Remember that these documents (`*`: the whole collection) were deleted at `at`."""
+        rows = [(user, collection, i, at) for i in ids]
+        await self.db.write(lambda conn: conn.executemany(NOTE_DELETED, rows))
+
+    async def deleted_after(self, user: str, collection: str, ids: Sequence[str], since: float) -> set[str]:
+        """Of `ids`, those deleted after `since` (all of them, if the collection was)."""
+        args = (user, collection, since, json.dumps(list(ids)))
+        found = {str(r[0]) for r in await self.db.read(lambda conn: conn.execute(DELETED_AFTER, args).fetchall())}
+        return set(ids) if "*" in found else found
+
     async def claim(self, user: str, collection: str, concepts: Mapping[str, str]) -> None:
         """Owned concept rows for `concepts` (IRI -> key), before their vectors and labels exist."""
         rows = [(user, collection, iri, key) for iri, key in concepts.items()]
@@ -114,7 +127,8 @@ class SqliteDocumentStore:
                 "DELETE FROM chunk_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE user = ? AND collection = ?)", uc
             )
             for table in ("documents", "doc_meta", "chunks", "mentions", "relation_sources", "relation_vectors",
-                          "concepts", "concept_keys", "chunk_subjects", "collection_counts", "term_df"):  # fmt: skip
+                          "concepts", "concept_keys", "chunk_subjects", "collection_counts", "term_df",
+                          "doc_deletions"):  # fmt: skip
                 conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", uc)
             self.lists.drop(conn, user, collection)
 
