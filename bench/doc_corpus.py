@@ -26,11 +26,13 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bench.doc_sources import Sentence, Sources
+from processors.algorithms.iris import concept_iri
 from processors.algorithms.text_match import normalize
 from processors.ingest.document_store.linking import Linked, attach_relation_vectors, link
 from processors.ingest.documents.pipeline import index_document
@@ -59,24 +61,15 @@ class CorpusSpec:
 
 
 def data_key(spec: CorpusSpec, sources: Sources) -> str:
-    """What the corpus holds: the spec, the sources and the code that generates and writes it."""
+    """What the corpus holds: the spec, the sources (their key covers the indexing code), the code
+    that generates and writes it, and the writer's package (linking, the document-store writer)."""
     from bench.graphs import _code_shape
 
     h = hashlib.sha256(json.dumps(dataclasses.asdict(spec), sort_keys=True).encode() + sources.key.encode())
-    for obj in (
-        distractors,
-        _one,
-        _within,
-        Distractor,
-        index_document,
-        DirectWriter,
-        write_public,
-        link,
-        attach_relation_vectors,
-        index_document,
-        Sentence,
-    ):
+    for obj in (distractors, _one, _within, Distractor, DirectWriter, write_public, Sentence):
         h.update(_code_shape(obj).encode())
+    for f in sorted((Path(__file__).resolve().parent.parent / "processors" / "ingest" / "document_store").glob("*.py")):
+        h.update(f.name.encode() + f.read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -192,6 +185,7 @@ class DirectWriter:
         self.label_vectors = dict(sources.label_vectors)
         self.named: dict[str, str] = {}  # an entity's name (its normalised label) -> IRI, as `entities.named`
         self.vectors: dict[str, np.ndarray] = {}  # entity IRI -> label vector
+        self.labels: dict[str, str] = {}  # entity IRI -> its label (the first written: the triple keeps it)
         self.relations: set[tuple[str, str, str]] = set()
         self.seconds: Counter[str] = Counter()  # time per part of the write path
 
@@ -203,11 +197,14 @@ class DirectWriter:
         for i in range(0, len(keys), 5000):
             self.named.update(await self.stores.entities.named(user, coll, keys[i : i + 5000]))
         known = sorted(set(self.named.values()))
+        iris = sorted({concept_iri(k) for k in keys} | set(known))  # what a new concept's IRI may be
+        for i in range(0, len(iris), 5000):
+            self.labels.update(await self.stores.triples.labels(user, coll, iris[i : i + 5000]))
         for i in range(0, len(known), 5000):
             found = await self.stores.entities.vectors(user, coll, known[i : i + 5000])
             self.vectors.update({iri: np.asarray(v, dtype=np.float32) for iri, v in found.items()})
-        missing = sorted({m.label for m in mentions} - set(self.label_vectors))
-        if missing:  # the sources embedded every label; kept for a bank made another way
+        missing = sorted(({m.label for m in mentions} | set(self.labels.values())) - set(self.label_vectors))
+        if missing:  # the sources embedded every mention's label; the collection's kept labels may differ
             found = await OnnxMiniLM.shared().embed(missing)
             self.label_vectors.update({x: np.asarray(v, dtype=np.float32) for x, v in zip(missing, found, strict=True)})
         self.seconds["resolve"] += time.perf_counter() - t
@@ -221,10 +218,12 @@ class DirectWriter:
         keys = {c.key for d in indexed for c in d.concepts}
         named = {k: self.named[k] for k in keys if k in self.named}
         linked = link(indexed, named, set(named.values()))
-        for iri, label in linked.new_concepts.items():  # the entity index names an entity by its label
-            name = normalize(label)
-            self.named[name] = min(iri, self.named.get(name, iri))
-        new = [(iri, label, self._label_vector(label)) for iri, label in linked.new_concepts.items()]
+        for iri, label in linked.new_concepts.items():
+            # an IRI labelled before keeps that label: the triple keeps the first, and the writer
+            # indexes the kept one (`_agree_labels`); the entity index names an entity by its label
+            kept = self.labels.setdefault(iri, label)
+            self.named[normalize(kept)] = min(iri, self.named.get(normalize(kept), iri))
+        new = [(iri, self.labels[iri], self._label_vector(self.labels[iri])) for iri in linked.new_concepts]
         self.vectors.update({iri: v for iri, _, v in new})
         t = self._lap("link", t)
         fresh = self._fresh_relations(linked)

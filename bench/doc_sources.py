@@ -93,8 +93,9 @@ class CapturingIngest:
             out.append(found)
         return out
 
-    async def store(self, documents: list[IndexedDocument]) -> None:
+    async def store(self, documents: list[IndexedDocument]) -> list[str]:
         self.stored += documents
+        return []  # nothing was deleted while this load ran
 
     async def complete(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("the scale corpora index without a model")
@@ -116,15 +117,20 @@ def _docs(name: str, path: Path, limit: int | None) -> list[Document]:
 
 
 def sources_key(subset: int | None) -> str:
-    """The data files, this module's code, the chunking defaults, the model and the extractor."""
-    from bench.graphs import _code_shape
+    """The data files, this module, the chunking defaults, the model, and the indexing and extractor
+    packages as a whole (what `load_batch` calls decides what is captured, not `load_batch` alone)."""
 
     h = hashlib.sha256(json.dumps([subset, ChunkingParams().model_dump(), OnnxMiniLM.model,
                                    PIPELINE_PACKAGE]).encode())  # fmt: skip
     for path in SENTENCE_SETS.values():
         h.update((path / "corpus.jsonl").read_bytes() + (path / "questions.jsonl").read_bytes())
-    for fn in (CapturingIngest, prepare_sources, _docs, _bank, doc_concepts, load_batch):
-        h.update(_code_shape(fn).encode())
+    ingest = ROOT / "processors" / "ingest"
+    for f in [
+        Path(__file__),
+        *sorted((ingest / "documents").glob("*.py")),
+        *sorted((ingest / "extractor").glob("*.py")),
+    ]:
+        h.update(f.name.encode() + f.read_bytes())
     return h.hexdigest()[:16]
 
 
