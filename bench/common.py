@@ -30,8 +30,7 @@ class Config:
     pulsar_throughput_requests: int = 150  # per concurrency level, over Pulsar and in-process
     bus_requests: int = 300  # echo round trips per bus and round
     bus_rounds: int = 3
-    cache_questions: int = 20
-    cache_rounds: int = 10
+    cache_questions: int = 200  # distinct questions of the label-cache workload, each asked once
 
 
 @dataclass

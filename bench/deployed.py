@@ -142,6 +142,8 @@ def _pulsar_summary(
         "errors": main["errors"],
         "in_process_p50_ms": mem.summary()["p50_ms"],
         "store_round_trips_per_query": main["store_round_trips_per_query"],
+        "store_requests_per_query": main["store_requests_per_query"],
+        "stage_store_requests_per_query": main["stage_store_requests_per_query"],
         "bus_round_trips_per_query": round(requests["pulsar"], 2),
         "bus_round_trips_note": "every request a processor handled (its kgflow_requests_total): the client's to "
         "graph-rag, embeddings, entity search, one per hop, label-resolver",
@@ -165,6 +167,7 @@ def _pulsar_summary(
         "classic_questions": classic["queries"],
         "classic_via_pulsar_p50_ms": classic["classic_p50_ms"],
         "classic_store_calls_per_query": classic["classic_store_calls_per_query"],
+        "classic_store_requests_per_query": classic["classic_store_requests_per_query"],
         "p50_ms_on_classic_sample": round(same, 2),
         "speedup_p50": round(classic["classic_p50_ms"] / same, 1) if same else None,
     }
@@ -189,9 +192,7 @@ async def bench_server_backend(
 ) -> dict[str, Any] | str:
     """PathQuestion on a server backend (loaded fresh into a unique collection, dropped after):
     the embedded benchmark's figures on the in-process bus, then PQ-3H over Pulsar (`pulsar`)."""
-    from processors.ingest.triples.loader import load_triples
     from processors.ingest.triples.readers import read_triples
-    from processors.models.embeddings.model import OnnxMiniLM
     from processors.stores.factory import open_stores
 
     home = graphs.CACHE_DIR / f"{name}-home-{uuid.uuid4().hex[:8]}"
@@ -208,7 +209,7 @@ async def bench_server_backend(
         t = time.perf_counter()
         try:
             kb = pathquestion.DATASETS / f"{ds.max_path_length}H-kb.txt"
-            await load_triples(stores, OnnxMiniLM.shared(), graphs.USER, coll, read_triples(kb, "tsv"))
+            await graphs.load_in_process(settings, coll, read_triples(kb, "tsv"))
             n = cfg.server_questions
             sub = Dataset(ds.key, coll, home, sample(ds.questions, n), sample(ds.answers or [], n) or None,
                           ds.max_path_length, {"load_s": round(time.perf_counter() - t, 1)})  # fmt: skip

@@ -51,6 +51,9 @@ CHOSEN_ON: dict[str, dict[str, str]] = {
         "chunk_seed_weight": _ENTITIES,
         "reranker": f"{IN_SAMPLE}: every question of hotpotqa and musique (bench/rerank.py measures each strategy)",
         "rerank_depth": f"{NOT_TUNED}: used only with a reranker",
+        "bridge_seeds": f"{NOT_TUNED}: off (0) until measured on both halves",
+        "bridge_names": f"{NOT_TUNED}: used only with bridge_seeds",
+        "bridge_depth": f"{NOT_TUNED}: used only with bridge_seeds",
     },
 }
 

@@ -65,16 +65,19 @@ class Asked:
     recall: dict[str, dict[str, Recall]] = field(default_factory=dict)
     ms: dict[str, list[float]] = field(default_factory=dict)
     lazy_rag_round_trips: list[int] = field(default_factory=list)
+    lazy_rag_store_requests: list[int] = field(default_factory=list)
 
     def put(self, name: str, qid: str, ranked: Sequence[str], gold: set[str]) -> None:
         self.recall.setdefault(name, {})[qid] = recall(ranked, gold)
 
     def latency(self) -> dict[str, Any]:
-        """p50/p95 per service over every question, and lazy-rag's store round trips."""
+        """p50/p95 per service over every question, and lazy-rag's store round trips and requests."""
         out: dict[str, Any] = {name: _ms(ms) for name, ms in self.ms.items()}
         trips = self.lazy_rag_round_trips
         out["lazy_rag"]["store_round_trips_per_query"] = round(sum(trips) / len(trips), 2)
         out["lazy_rag"]["store_round_trips_max"] = max(trips)
+        requests = self.lazy_rag_store_requests
+        out["lazy_rag"]["store_requests_per_query"] = round(sum(requests) / len(requests), 2)
         out["questions"] = len(trips)
         return out
 
@@ -91,6 +94,7 @@ async def ask_all(
         res = await _timed(lazy, LazyRagRequest(user=USER, collection=COLLECTION, query=text, no_llm=True),
                            out.ms["lazy_rag"])  # fmt: skip
         out.lazy_rag_round_trips.append(res.stats.store_round_trips if res.stats else 0)
+        out.lazy_rag_store_requests.append(res.stats.store_requests if res.stats else 0)
         out.put("lazy_rag", qid, [d.id for d in res.documents], gold)
         dreq = DriftRequest(user=USER, collection=COLLECTION, query=text, no_llm=True, streaming=False)
         out.put("drift", qid, [d.id for d in (await _timed(drift, dreq, out.ms["drift"])).documents], gold)

@@ -19,13 +19,15 @@ import inspect
 import json
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from processors.algorithms.iris import ENTITY_NS, RELATION_NS, field_iri
+from processors.ingest.triples.loader import LoadReport
+from processors.stores.settings import StoreSettings
 from schemas.terms import RDFS_LABEL, Term, Triple
 
 CACHE_DIR = Path(__file__).resolve().parent / ".cache"
@@ -229,11 +231,6 @@ async def ensure_loaded(spec: GraphSpec, cache_dir: Path = CACHE_DIR, log=print)
         return home, json.loads(marker.read_text())
     import shutil
 
-    from processors.ingest.triples.loader import load_triples
-    from processors.models.embeddings.model import OnnxMiniLM
-    from processors.stores.factory import open_stores
-    from processors.stores.settings import StoreSettings
-
     if home.exists():
         shutil.rmtree(home)  # a half-finished load
     t0 = time.perf_counter()
@@ -241,12 +238,8 @@ async def ensure_loaded(spec: GraphSpec, cache_dir: Path = CACHE_DIR, log=print)
     qs, hub_qs = questions(graph), hub_questions(graph)
     gen_s = time.perf_counter() - t0
     log(f"[bench] {spec.name}: generated {len(graph.edges)} edges over {spec.entities} entities in {gen_s:.1f}s")
-    stores = open_stores(StoreSettings(home=home))
     t1 = time.perf_counter()
-    try:
-        counts = await load_triples(stores, OnnxMiniLM.shared(), USER, spec.collection, graph.triples())
-    finally:
-        await stores.close()
+    counts = await load_in_process(StoreSettings(home=home), spec.collection, graph.triples())
     load_s = time.perf_counter() - t1
     degrees = np.bincount(np.concatenate([graph.edges[:, 0], graph.edges[:, 2]]), minlength=spec.entities)
     info = {
@@ -263,6 +256,23 @@ async def ensure_loaded(spec: GraphSpec, cache_dir: Path = CACHE_DIR, log=print)
     marker.write_text(json.dumps(info))
     log(f"[bench] {spec.name}: loaded {counts} in {load_s:.1f}s (cached at {home})")
     return home, info
+
+
+async def load_in_process(settings: StoreSettings, collection: str, triples: Iterable[Triple]) -> LoadReport:
+    """Load as `kgflow load triples` does on the embedded default: through the triples-store
+    service of flow `default`, every processor in this process."""
+    from processors.base.client import RequestResponseClient
+    from processors.base.runtime import embedded
+    from processors.commands.transports import LOAD_TIMEOUT_S, FlowLoadSteps
+    from processors.ingest.triples.loader import run_load
+    from schemas.services import TRIPLES_STORE
+
+    async with embedded(settings) as system:
+        client = RequestResponseClient.for_service(system.bus, TRIPLES_STORE, "default", LOAD_TIMEOUT_S)
+        try:
+            return await run_load(FlowLoadSteps(client, USER, collection), triples)
+        finally:
+            await client.stop()
 
 
 def load_questions(home: Path, name: str = "questions") -> list[Question]:

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bench.graphs import CACHE_DIR, USER
+from bench.graphs import CACHE_DIR
 from processors.algorithms.iris import field_label
 
 DATASETS = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets" / "pathquestion"
@@ -78,19 +78,14 @@ async def ensure_loaded(
     marker = home / "loaded.json"
     if marker.exists():
         return home, json.loads(marker.read_text())
-    from processors.ingest.triples.loader import load_triples
+    from bench.graphs import load_in_process
     from processors.ingest.triples.readers import read_triples
-    from processors.stores.factory import open_stores
     from processors.stores.settings import StoreSettings
 
     if home.exists():
         shutil.rmtree(home)
-    stores = open_stores(StoreSettings(home=home))
     t = time.perf_counter()
-    try:
-        counts = await load_triples(stores, OnnxMiniLM.shared(), USER, collection(hops), read_triples(kb, "tsv"))
-    finally:
-        await stores.close()
+    counts = await load_in_process(StoreSettings(home=home), collection(hops), read_triples(kb, "tsv"))
     info = {"load_s": round(time.perf_counter() - t, 1), "counts": asdict(counts)}
     marker.write_text(json.dumps(info))
     log(f"[bench] {collection(hops)}: loaded {counts} in {info['load_s']}s")

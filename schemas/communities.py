@@ -97,4 +97,3 @@ class CommunitiesResponse(Response):
     llm_calls: int = 0
     in_token: int = 0
     out_token: int = 0
-    store_round_trips: int = 0

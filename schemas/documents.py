@@ -341,7 +341,9 @@ class DocumentsResponse(Response):
     similarities: dict[str, float] = {}  # chunk id -> cosine
     collections: list[CollectionInfo] = []
     documents: list[DocumentInfo] = []
-    store_round_trips: int = 0
+    # an earlier kgflow's hard-coded count: taken from its processors, never sent or read (the
+    # stores' counts travel beside the response, processors.stores.usage)
+    store_round_trips: int = Field(default=0, exclude=True)
 
 
 # --- the `document-load` service ---------------------------------------------------------------

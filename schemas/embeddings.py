@@ -19,6 +19,7 @@ class EmbeddingsRequest(Message):
 
 
 class EmbeddingsResponse(Response):
-    """One vector per input text, in order."""
+    """One vector per input text, in order, and the model that made them."""
 
     vectors: list[list[float]] = []
+    model: str = ""

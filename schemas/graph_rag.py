@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from schemas.base import Notice, Response, ScopedRequest
-from schemas.retrieval import RerankerChoice
+from schemas.retrieval import RequestCost, RerankerChoice
 from schemas.scope import Scope
 from schemas.terms import LabelledTriple
 
@@ -23,6 +23,9 @@ class GraphRagParams(BaseModel):
     max_path_length: int | None = Field(default=None, ge=1, le=8)
     edge_limit: int | None = Field(default=None, ge=1, le=10000)
     traversal: Literal["relevance", "bfs"] | None = None
+    # Where traversal starts: `named`, the entities the question names (every hit when it names
+    # none); `all`, every entity hit, as the classic algorithm does (the benchmark compares them).
+    anchors: Literal["named", "all"] | None = None
     timeout_s: float | None = Field(default=None, gt=0, le=3600)
     reranker: RerankerChoice | None = None
 
@@ -46,13 +49,10 @@ class SeedEntity(BaseModel):
     anchor: bool = False  # traversal started here (the candidates it did not start from are only scored)
 
 
-class GraphRagStats(BaseModel):
+class GraphRagStats(RequestCost):
     """What one query cost."""
 
-    store_round_trips: int = 0
     rows_read: int = 0
-    elapsed_ms: float = 0.0
-    stage_ms: dict[str, float] = {}
     label_cache_hits: int = 0
     label_cache_misses: int = 0
     levels: int = 0

@@ -20,4 +20,3 @@ class LabelResponse(Response):
     labels: dict[str, str] = {}
     cache_hits: int = 0
     cache_misses: int = 0
-    store_round_trips: int = 0

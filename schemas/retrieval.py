@@ -53,12 +53,21 @@ class Citation(BaseModel):
     section: str = ""  # the heading the chunk falls under, when the file has headings
 
 
-class RetrievalStats(BaseModel):
+class RequestCost(BaseModel):
+    """What a request cost: its time, and the stores' work, counted where each backend talks to
+    its store (its own reads and those of the services it called), in total and per stage."""
+
+    store_round_trips: int = 0  # store calls waited on: a SQLite read/write, a Cassandra batch, a Neo4j query
+    store_requests: int = 0  # SQL statement batches, CQL requests (and pages), Cypher transactions
+    elapsed_ms: float = 0.0
+    stage_ms: dict[str, float] = {}
+    stage_store_round_trips: dict[str, int] = {}
+    stage_store_requests: dict[str, int] = {}
+
+
+class RetrievalStats(RequestCost):
     """What one request cost."""
 
-    store_round_trips: int = 0
     llm_calls: int = 0
     in_token: int = 0
     out_token: int = 0
-    elapsed_ms: float = 0.0
-    stage_ms: dict[str, float] = {}

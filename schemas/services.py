@@ -24,7 +24,7 @@ from schemas.labels import LabelRequest, LabelResponse
 from schemas.lazy_rag import LazyRagParams, LazyRagRequest, LazyRagResponse
 from schemas.reranker import RerankerParams, RerankRequest, RerankResponse
 from schemas.text_completion import TextCompletionRequest, TextCompletionResponse
-from schemas.triples import StoreTriples, TriplesRequest, TriplesResponse
+from schemas.triples import TriplesRequest, TriplesResponse, TriplesStoreRequest, TriplesStoreResponse
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class Service:
 EMBEDDINGS = Service("embeddings", EmbeddingsRequest, EmbeddingsResponse)
 GRAPH_EMBEDDINGS = Service("graph-embeddings", GraphEmbeddingsRequest, GraphEmbeddingsResponse)
 TRIPLES = Service("triples", TriplesRequest, TriplesResponse)
-TRIPLES_STORE = Service("triples-store", StoreTriples, TriplesResponse)
+TRIPLES_STORE = Service("triples-store", TriplesStoreRequest, TriplesStoreResponse)
 LABEL_RESOLVER = Service("label-resolver", LabelRequest, LabelResponse)
 TEXT_COMPLETION = Service("text-completion", TextCompletionRequest, TextCompletionResponse)
 GRAPH_RAG = Service("graph-rag", GraphRagRequest, GraphRagResponse, GraphRagParams)

@@ -87,10 +87,62 @@ class LabelsQuery(ScopedRequest):
 
 
 class StoreTriples(ScopedRequest):
-    """Write triples into the collection (entity and relation labels are embedded too)."""
+    """Write triples into the collection. Alone (the gateway's import), a whole load: stored, their
+    entities' and relations' labels embedded, the load recorded. Within a load (`in_load`, after
+    `BeginLoad`): stored only; the response names the IRIs whose label the batch changed
+    (`fresh`: a new collection, none looked up)."""
 
     operation: Literal["store"] = "store"
     triples: list[Triple] = Field(min_length=1, max_length=MAX_BATCH)
+    in_load: bool = False
+    fresh: bool = False
+
+
+class BeginLoad(ScopedRequest):
+    """Begin a load of many batches (`kgflow load triples`): refused if the flow's embedding model is
+    not the one the collection's vectors are of; else the collection is marked incomplete until
+    `FinishLoad`."""
+
+    operation: Literal["begin-load"] = "begin-load"
+    source: str = Field(default="data", max_length=1000)
+
+
+class EmbedLabels(ScopedRequest):
+    """Within a load: embed the labels of `iris` (of `kind`) that lack a vector, with the flow's
+    model. `labels` are those the load's triples gave; `keep` are IRIs whose label did not change:
+    a vector they have is kept (every other IRI is embedded again)."""
+
+    operation: Literal["embed-labels"] = "embed-labels"
+    kind: Literal["entity", "predicate"] = "entity"
+    iris: list[str] = Field(min_length=1, max_length=MAX_BATCH)
+    labels: dict[str, str] = Field(default={}, max_length=MAX_BATCH)
+    keep: list[str] = Field(default=[], max_length=MAX_BATCH)
+
+
+class FinishLoad(ScopedRequest):
+    """End a load: recorded finished (or, with `error`, failed and why); label caches are told."""
+
+    operation: Literal["finish-load"] = "finish-load"
+    stored: int = Field(default=0, ge=0)
+    vectors: int = Field(default=0, ge=0)
+    error: str | None = Field(default=None, max_length=1000)
+
+
+class TriplesStoreRequest(RootModel):
+    """Any `triples-store` request, told apart by `operation`."""
+
+    root: Annotated[StoreTriples | BeginLoad | EmbedLabels | FinishLoad, Field(discriminator="operation")]
+
+
+class TriplesStoreResponse(Response):
+    """What a write did: triples stored, labels embedded; a load begun says whether its collection is
+    new and which earlier load it completes; a batch of a load names the labels it changed."""
+
+    stored: int = 0
+    embedded: int = 0
+    changed: list[str] = []
+    fresh: bool = False
+    repairing: str | None = None
 
 
 class TriplesRequest(RootModel):
@@ -117,6 +169,9 @@ class TriplesResponse(Response):
     pairs: list[tuple[str, str]] = []  # adjacency queries: (s, o)
     hops: dict[str, int] = {}  # distance queries: target entity -> hops from the nearest source (reached only)
     truncated: bool = False  # distance queries: a frontier was cut to max_frontier entities
-    store_round_trips: int = 0  # distance queries: adjacency reads (levels searched)
+    levels: int = 0  # distance queries: levels searched (an adjacency read each)
     rows_read: int = 0
-    stored: int = 0
+    # an earlier kgflow's fields: taken from its processors, never sent or read (the stores' counts
+    # travel beside the response, processors.stores.usage; writes answer with TriplesStoreResponse)
+    store_round_trips: int = Field(default=0, exclude=True)
+    stored: int = Field(default=0, exclude=True)

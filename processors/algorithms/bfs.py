@@ -25,10 +25,10 @@ class DistanceSearch:
 
 @dataclass
 class Distances:
-    """Hops from the nearest source to every entity reached, and what finding them cost."""
+    """Hops from the nearest source to every entity reached, and the levels read to find them."""
 
     hops: dict[str, int]
-    round_trips: int
+    levels: int  # adjacency reads: one per level searched
     truncated: bool  # a frontier was cut to `max_frontier` entities
 
 
@@ -54,7 +54,7 @@ async def shortest_distances(
         for e in g:
             owners.setdefault(e, []).append(i)
     open_groups = {i for i, g in enumerate(groups) if g and not any(e in hops for e in g)}
-    trips, truncated = 0, False
+    levels, truncated = 0, False
     for level in range(1, max_distance + 1):
         if not open_groups or not frontier:
             break
@@ -66,7 +66,7 @@ async def shortest_distances(
         if len(ask) > max_frontier:
             ask, truncated = ask[:max_frontier], True
         edges = await read_edges(ask)
-        trips += 1
+        levels += 1
         asked = set(ask)
         if reverse:  # the last level: which pending entities touch the frontier
             inside = set(frontier)
@@ -79,7 +79,7 @@ async def shortest_distances(
         frontier = _reached(edges, asked, hops, level)
         for e in frontier:
             open_groups.difference_update(owners.get(e, ()))
-    return Distances(hops, trips, truncated)
+    return Distances(hops, levels, truncated)
 
 
 def _reached(edges: Sequence[tuple[str, str]], asked: set[str], hops: dict[str, int], level: int) -> list[str]:

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from processors.base.bus import Bus, Consumer, Producer
 from processors.base.tasks import cancel_and_close
+from processors.stores.usage import StoreUsage, current
 from schemas.base import Response
 from schemas.services import Service
 from schemas.topics import topic
@@ -23,12 +24,15 @@ log = logging.getLogger(__name__)
 # Message properties: the client's deadline for the first response (epoch seconds) and how long
 # it then waits for each next one (a processor does not start, and abandons, work nobody waits
 # for), and each response frame's number within its request (a client drops frames it has
-# already seen when a redelivered request is served again), and when the client sent it (a
-# redelivered request is told apart from a new one asked later: a delete in between wins).
+# already seen when a redelivered request is served again), when the client sent it (a
+# redelivered request is told apart from a new one asked later: a delete in between wins), and
+# the store usage a response frame reports (`requests,round_trips` since the request's previous
+# frame; see processors.stores.usage): a client adds it to the counter of the request it is serving.
 DEADLINE = "deadline"
 SENT = "sent"
 IDLE = "idle"
 SEQ = "seq"
+STORE = "store"
 
 
 class RequestTimeout(RuntimeError):
@@ -70,7 +74,7 @@ class RequestResponseClient(Generic[ResT]):
         self._cancels: set[asyncio.Task[None]] = set()
         self._model = response_model
         self.timeout_s = timeout_s
-        self._pending: dict[str, asyncio.Queue[tuple[int, ResT]]] = {}
+        self._pending: dict[str, asyncio.Queue[tuple[int, ResT, StoreUsage | None]]] = {}
         self._producer: Producer | None = None
         self._reader: Consumer | None = None
         self._task: asyncio.Task[None] | None = None
@@ -115,11 +119,12 @@ class RequestResponseClient(Generic[ResT]):
                 seq = int(msg.properties.get(SEQ, "-1"))
             except ValueError:
                 seq = -1
+            store = StoreUsage.from_property(msg.properties[STORE]) if STORE in msg.properties else None
             try:
-                queue.put_nowait((seq, self._model.model_validate_json(msg.data)))
+                queue.put_nowait((seq, self._model.model_validate_json(msg.data), store))
             except Exception as e:  # a response we cannot parse is still an answer
                 err = self._model.model_validate({"error": {"type": "bad-response", "message": str(e)}})
-                queue.put_nowait((seq, err))
+                queue.put_nowait((seq, err, store))
 
     async def stream(self, request: BaseModel, timeout_s: float | None = None) -> AsyncIterator[ResT]:
         """Send `request`; yield each response until `end_of_stream`. Errors are raised.
@@ -129,7 +134,8 @@ class RequestResponseClient(Generic[ResT]):
         await self.start()
         assert self._producer is not None
         rid = str(uuid.uuid4())
-        queue: asyncio.Queue[tuple[int, ResT]] = asyncio.Queue()
+        queue: asyncio.Queue[tuple[int, ResT, StoreUsage | None]] = asyncio.Queue()
+        usage = current()  # the counter of the request this call serves, if any
         self._pending[rid] = queue
         wait = timeout_s or self.timeout_s
         expected = 0  # the next frame number; lower ones are repeats of a redelivered request, but its last
@@ -140,9 +146,11 @@ class RequestResponseClient(Generic[ResT]):
             await self._producer.send(request.model_dump_json(by_alias=False).encode(), props)
             while True:
                 try:
-                    seq, res = await asyncio.wait_for(queue.get(), wait)
+                    seq, res, store = await asyncio.wait_for(queue.get(), wait)
                 except TimeoutError:
                     raise RequestTimeout(f"no response from {self._request_topic} within {wait}s") from None
+                if usage is not None and store is not None:
+                    usage.add(store)  # a repeat's too: a redelivered request asked the stores again
                 if 0 <= seq < expected and not res.end_of_stream:
                     continue  # a repeat (the last frame is sent once: an attempt that had less to say ends sooner)
                 expected = max(expected, seq + 1)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
+
+from schemas.retrieval import RequestCost
 
 REQUESTS = Counter("kgflow_requests_total", "Requests handled", ["processor", "flow", "service", "outcome"])
 LATENCY = Histogram(
@@ -17,7 +21,12 @@ STAGE = Histogram(
     ["processor", "stage"],
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
-STORE_ROUND_TRIPS = Counter("kgflow_store_round_trips_total", "Store round trips", ["processor"])
+STORE_ROUND_TRIPS = Counter("kgflow_store_round_trips_total", "Store calls retrieval requests waited on", ["processor"])
+STORE_REQUESTS = Counter(
+    "kgflow_store_requests_total",
+    "SQL statements, CQL requests, Cypher transactions of retrieval requests",
+    ["processor"],
+)
 ROWS_READ = Counter("kgflow_store_rows_read_total", "Rows read from stores", ["processor"])
 CACHE = Counter("kgflow_label_cache_total", "Label cache lookups", ["result"])
 CACHE_HIT_RATIO = Gauge("kgflow_label_cache_hit_ratio", "Label cache hits over lookups since start", ["flow"])
@@ -30,11 +39,13 @@ CONSUMER_STATE = Gauge(
 _started: set[int] = set()
 
 
-def record_stages(processor: str, stage_ms: dict[str, float], store_round_trips: int) -> None:
-    """What one retrieval request cost (per-stage times, store round trips), into the metrics."""
-    for stage, ms in stage_ms.items():
-        STAGE.labels(processor, stage).observe(ms / 1000)
-    STORE_ROUND_TRIPS.labels(processor).inc(store_round_trips)
+def record_cost(processor: str, cost: RequestCost) -> None:
+    """What one retrieval request cost (per-stage times, store round trips and requests, its
+    own and its stages'), into the metrics; numbered stages (`hop_2`) share one series."""
+    for stage, ms in cost.stage_ms.items():
+        STAGE.labels(processor, re.sub(r"_\d+$", "", stage)).observe(ms / 1000)
+    STORE_ROUND_TRIPS.labels(processor).inc(cost.store_round_trips)
+    STORE_REQUESTS.labels(processor).inc(cost.store_requests)
 
 
 def serve_metrics(port: int | None, host: str = "127.0.0.1") -> None:

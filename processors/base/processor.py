@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from processors.base.bus import Bus, BusMessage, Consumer, Producer
-from processors.base.client import DEADLINE, IDLE, SENT, SEQ, RemoteError, RequestResponseClient
+from processors.base.client import DEADLINE, IDLE, SENT, SEQ, STORE, RemoteError, RequestResponseClient
 from processors.base.config_client import ConfigWatcher
 from processors.base.errors import QueryTimeout, ServiceError
 from processors.base.metrics import CONSUMER_STATE, LATENCY, REQUESTS
 from processors.base.settings import RuntimeSettings
 from processors.base.tasks import cancel_and_wait
 from processors.stores.settings import StoreSettings
+from processors.stores.usage import Reporting, begin
 from schemas.base import Error, Response
 from schemas.flows import Blueprint, ConfigState, Flow, GraphChanged
 from schemas.services import Service
@@ -267,10 +268,16 @@ class FlowProcessor:
                 self._cancelled.add(key)
                 task.cancel()
 
-    async def _respond(self, spec: ServiceSpec, ctx: FlowContext, rid: str, res: Response, seq: int = 0) -> None:
-        """Send one response frame, numbered (`seq`) so a client drops the repeats of a redelivery."""
+    async def _respond(
+        self, spec: ServiceSpec, ctx: FlowContext, rid: str, res: Response, seq: int = 0, store: Reporting | None = None
+    ) -> None:
+        """Send one response frame, numbered (`seq`) so a client drops the repeats of a redelivery,
+        with the store usage of the request since its previous frame (`STORE`)."""
         prod = await self._producer(topic(spec.service.name, ctx.id, "response"))
-        await prod.send(res.model_dump_json().encode(), {"id": rid, SEQ: str(seq)})
+        props = {"id": rid, SEQ: str(seq)}
+        if store is not None and (news := store.news()) is not None:
+            props[STORE] = news.to_property()
+        await prod.send(res.model_dump_json().encode(), props)
 
     async def _producer(self, name: str) -> Producer:
         """This processor's producer on topic `name`, opened on first use."""
@@ -303,6 +310,7 @@ class FlowProcessor:
     async def _handle(
         self, msg: BusMessage, consumer: Consumer, spec: ServiceSpec, ctx: FlowContext, bulk: bool = False
     ) -> None:
+        store = Reporting(begin())  # this task's store requests (and those of the services it calls)
         rid = msg.properties.get("id")
         service = spec.service
         started = time.perf_counter()
@@ -328,12 +336,12 @@ class FlowProcessor:
                     if inspect.isasyncgen(result):
                         async with contextlib.aclosing(result):
                             async for res in result:
-                                await self._respond(spec, ctx, rid, res, sent)
+                                await self._respond(spec, ctx, rid, res, sent, store)
                                 sent += 1
                                 if idle:  # the client waits `idle` more seconds for the next frame
                                     limit.reschedule(min(hard, loop.time() + idle))
                     else:
-                        await self._respond(spec, ctx, rid, await result)  # type: ignore[misc]
+                        await self._respond(spec, ctx, rid, await result, 0, store)  # type: ignore[misc]
                         sent += 1
             except TimeoutError:
                 if not limit.expired():
@@ -342,10 +350,10 @@ class FlowProcessor:
                 took = time.perf_counter() - started
                 log.warning("%s: request abandoned after %.1fs", service.name, took, extra={"flow": ctx.id})
                 err = QueryTimeout(f"{service.name} did not finish within {took:.1f}s; request abandoned")
-                await self._respond(spec, ctx, rid, error_response(service.response, err), sent)
+                await self._respond(spec, ctx, rid, error_response(service.response, err), sent, store)
             except (ServiceError, ValidationError, ValueError, RemoteError) as e:  # a called service's typed
                 outcome = "error"  # error too: retrying here would only ask it again (a dead model twice)
-                await self._respond(spec, ctx, rid, error_response(service.response, e), sent)
+                await self._respond(spec, ctx, rid, error_response(service.response, e), sent, store)
             await consumer.ack(msg)
         except asyncio.CancelledError:
             if (service.name, ctx.id, rid) not in self._cancelled:
@@ -360,7 +368,7 @@ class FlowProcessor:
                 await consumer.nack(msg)  # another instance may succeed
                 return
             with contextlib.suppress(Exception):
-                await self._respond(spec, ctx, rid or "", error_response(service.response, e), sent)
+                await self._respond(spec, ctx, rid or "", error_response(service.response, e), sent, store)
             await (consumer.nack(msg) if sent == 0 else consumer.ack(msg))
         finally:
             REQUESTS.labels(self.name, ctx.id, service.name, outcome).inc()

@@ -1,4 +1,7 @@
-"""`kgflow load triples`."""
+"""`kgflow load triples`: a file through the flow's triples-store service (in process on the embedded
+default, over Pulsar with --pulsar), or into a remote `kgflow up` through its gateway (--url). The
+one write path: triples are stored and their labels embedded with the flow's embeddings model, as
+every other write does."""
 
 from __future__ import annotations
 
@@ -34,8 +37,8 @@ class _Bars:
 
 
 async def load_triples_file(a: argparse.Namespace) -> int:
-    """Load a file into the collection: into the configured stores (then running processors are
-    told the collection changed), or through a gateway's import socket with --url."""
+    """Load a file through flow `a.flow`: stored, labels embedded with the flow's model, recorded
+    (through a gateway's import route with --url)."""
     bars = _Bars(a.file.name, a.no_progress)
     try:
         async with client(a) as kg:
@@ -43,7 +46,8 @@ async def load_triples_file(a: argparse.Namespace) -> int:
     finally:
         bars.close()
     if r.entities is None:
-        print(f"stored {r.triples} triples into {a.user}/{a.collection} through {a.url}", file=sys.stderr)
+        print(f"stored {r.triples} triples into {a.user}/{a.collection} through flow {a.flow!r} at {a.url}",
+              file=sys.stderr)  # fmt: skip
         return 0
     print(
         f"loaded {r.triples} new triples ({r.entities} entities, {r.relations} relations, "

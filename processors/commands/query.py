@@ -24,7 +24,7 @@ from schemas.drift import DriftProgress, DriftRequest, DriftResponse
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
 from schemas.kg_query import KgQueryRequest, KgQueryResponse
 from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
-from schemas.retrieval import Citation, DocumentRef
+from schemas.retrieval import Citation, DocumentRef, RequestCost
 from schemas.scope import MetadataValue
 from schemas.services import DRIFT, GRAPH_RAG, KG_QUERY, LAZY_RAG, Service
 
@@ -103,10 +103,12 @@ def _graph_rag_text(res: GraphRagResponse) -> None:
         for t in res.triples:
             print(f"  {t.s} | {t.p} | {t.o}")
     if res.stats:
-        print(
-            f"\n({len(res.triples)} triples, {res.stats.store_round_trips} store round trips, "
-            f"{res.stats.elapsed_ms:.0f} ms)"
-        )
+        print(f"\n({len(res.triples)} triples, {_store_cost(res.stats)}, {res.stats.elapsed_ms:.0f} ms)")
+
+
+def _store_cost(stats: RequestCost) -> str:
+    """What a request cost the stores, for a person."""
+    return f"{stats.store_requests} store requests in {stats.store_round_trips} round trips"
 
 
 def _source(d: DocumentRef, chunks: list[Chunk]) -> str:
@@ -137,7 +139,7 @@ def _lazy_rag_text(res: LazyRagResponse) -> None:
     if res.stats:
         print(
             f"\n(confidence {res.confidence:.2f}; {len(res.chunks)} chunks, {len(res.entities)} entities; "
-            f"{res.stats.store_round_trips} store round trips, {res.stats.llm_calls} model calls, "
+            f"{_store_cost(res.stats)}, {res.stats.llm_calls} model calls, "
             f"{res.stats.elapsed_ms:.0f} ms)"
         )
 
@@ -152,7 +154,7 @@ def _kg_query_text(res: KgQueryResponse) -> None:
         print(
             f"\n(mode {res.mode}; {len(res.entities)} entities, {len(res.relationships)} relationships, "
             f"{len(res.chunks)} chunks; {res.tokens.total}/{res.tokens.max_total_tokens} tokens; "
-            f"{res.stats.store_round_trips} store round trips, {res.stats.elapsed_ms:.0f} ms)"
+            f"{_store_cost(res.stats)}, {res.stats.elapsed_ms:.0f} ms)"
         )
 
 
@@ -170,7 +172,7 @@ def _drift_text(res: DriftResponse) -> None:
         print(
             f"\n({len(res.followups)} follow-ups, {len(res.chunks)} chunks; {st.llm_calls}/{st.max_llm_calls} model "
             f"calls, {st.citations_returned} citations kept, {st.citations_dropped} dropped; "
-            f"{st.store_round_trips} store round trips, {st.elapsed_ms:.0f} ms)"
+            f"{_store_cost(st)}, {st.elapsed_ms:.0f} ms)"
         )
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import json
 from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
@@ -19,14 +19,19 @@ from processors.base.client import RemoteError, RequestResponseClient, RequestTi
 from processors.base.settings import RuntimeSettings
 from processors.ingest.triples.readers import Format, read_triples
 from processors.stores.settings import StoreSettings
-from schemas.flows import FlowRequest, FlowResponse, GraphChanged
-from schemas.services import Service
+from schemas.flows import FlowRequest, FlowResponse
+from schemas.services import TRIPLES_STORE, Service
 from schemas.terms import Triple
-from schemas.topics import GRAPH_CHANGED
+from schemas.triples import BeginLoad, EmbedLabels, FinishLoad, StoreTriples
+
+if TYPE_CHECKING:  # the loader imports the stores and the models: not at every command's start
+    from processors.ingest.triples.loader import Begun
+    from processors.stores.protocol import VectorKind
 
 # (phase "store" | "embed", items just done, the phase's total when known)
 TriplesProgress = Callable[[str, int, int | None], None]
-IMPORT_FRAME = 500  # triples per import-socket frame
+LOAD_TIMEOUT_S = 600.0  # one step of a triples load: a batch stored, or its labels embedded
+BEGIN_TIMEOUT_S = 60.0  # its first step: a flow with no triples-store processor fails here
 FLOW_CHECK_TIMEOUT_S = 10.0
 
 
@@ -77,6 +82,44 @@ def _flow_answer(res: FlowResponse) -> FlowResponse:
     if res.error is not None:
         raise ValueError(res.error.message)
     return res
+
+
+@dataclass
+class FlowLoadSteps:
+    """A triples load's steps (loader.LoadSteps) as requests to the flow's triples-store service;
+    `begun` tells whether anything may have been written."""
+
+    client: RequestResponseClient[Any]
+    user: str
+    collection: str
+    begun: bool = False
+
+    async def begin(self, source: str) -> Begun:
+        from processors.ingest.triples.loader import Begun
+
+        req = BeginLoad(user=self.user, collection=self.collection, source=source)
+        try:
+            res = await self.client.request(req, timeout_s=BEGIN_TIMEOUT_S)
+        except RequestTimeout:
+            raise RuntimeError(
+                f"no triples-store processor answered within {BEGIN_TIMEOUT_S:.0f}s: is one serving the flow "
+                "(`kgflow up`, or `kgflow run triples-store`)?"
+            ) from None
+        self.begun = True
+        return Begun(res.fresh, res.repairing)
+
+    async def store(self, batch: list[Triple], fresh: bool) -> tuple[int, set[str]]:
+        req = StoreTriples(user=self.user, collection=self.collection, triples=batch, in_load=True, fresh=fresh)
+        res = await self.client.request(req)
+        return res.stored, set(res.changed)
+
+    async def embed(self, kind: VectorKind, iris: list[str], labels: dict[str, str], keep: list[str]) -> int:
+        req = EmbedLabels(user=self.user, collection=self.collection, kind=kind, iris=iris, labels=labels, keep=keep)
+        return int((await self.client.request(req)).embedded)
+
+    async def finish(self, stored: int, vectors: int, error: str | None = None) -> None:
+        await self.client.request(FinishLoad(user=self.user, collection=self.collection, stored=stored,
+                                             vectors=vectors, error=error))  # fmt: skip
 
 
 class BusTransport:
@@ -147,26 +190,22 @@ class BusTransport:
     async def load_triples(
         self, path: Path, fmt: str, user: str, collection: str, flow: str, progress: TriplesProgress
     ) -> TriplesStored:
-        from processors.ingest.triples.loader import load_triples
-        from processors.models.embeddings.model import OnnxMiniLM
-        from processors.stores.factory import open_stores
+        """Through the flow's triples-store service, a step at a time (the flow's model embeds the
+        labels; the service tells label caches the collection changed)."""
+        from processors.ingest.triples.loader import run_load
 
         triples, total = await asyncio.to_thread(checked_triples, path, fmt)  # type: ignore[arg-type]
         progress("store", 0, total)
-        running = self._system is not None  # embedded and started: its stores (and in-memory index)
-        stores = self._system.stores if running else open_stores(self.store)
+        steps = FlowLoadSteps(await self._client(TRIPLES_STORE, flow, LOAD_TIMEOUT_S), user, collection)
         try:
-            r = await load_triples(stores, OnnxMiniLM.shared(), user, collection, triples, progress, source=str(path))
-        except Exception as e:
+            r = await run_load(steps, triples, progress, source=str(path))
+        except (RemoteError, RuntimeError, OSError) as e:
+            why = e.message if isinstance(e, RemoteError) else str(e)
+            if not steps.begun:  # refused before anything was written (e.g. another embedding model)
+                raise RuntimeError(why) from None
             raise RuntimeError(
-                f"{e}\n  {user}/{collection} is marked incomplete (queries say so); fix the problem and load again"
+                f"{why}\n  {user}/{collection} is marked incomplete (queries say so); fix the problem and load again"
             ) from None
-        finally:
-            if not running:
-                await stores.close()
-        if running or not self.embedded:  # tell running label caches the collection changed
-            prod = await (await self.bus()).producer(GRAPH_CHANGED)
-            await prod.send(GraphChanged(user=user, collection=collection).model_dump_json().encode(), {})
         return TriplesStored(
             triples=r.triples, entities=r.entities, relations=r.relations, embedded=r.embedded, repaired=r.repaired
         )
@@ -229,58 +268,19 @@ class GatewayTransport:
     async def load_triples(
         self, path: Path, fmt: str, user: str, collection: str, flow: str, progress: TriplesProgress
     ) -> TriplesStored:
-        """Through the gateway's triples import socket, each frame acknowledged once stored."""
-        from processors.gateway import translate as tr
+        """Through the gateway's triples import route, each frame acknowledged once the flow stored it."""
+        from processors.commands.import_triples import import_over_gateway
 
-        triples = await asyncio.to_thread(lambda: list(read_triples(path, fmt)))  # type: ignore[arg-type]
-        total = len(triples)
-        frames = [
-            {"metadata": {"id": n, "collection": collection}, "triples": [tr.triple_to_wire(t) for t in batch]}
-            for n, batch in enumerate(_batches(triples, IMPORT_FRAME))
-        ]
+        triples, total = await asyncio.to_thread(checked_triples, path, fmt)  # type: ignore[arg-type]
         progress("store", 0, total)
-        stored = await self._import(frames, user, flow, total, progress)
-        return TriplesStored(triples=stored)
-
-    async def _import(
-        self, frames: list[dict[str, Any]], user: str, flow: str, total: int, progress: TriplesProgress
-    ) -> int:
-        import aiohttp
-
-        from processors.gateway.client import socket_url
-
-        base = socket_url(self.url).removesuffix("/api/v1/socket")
-        url = f"{base}/api/v1/flow/{flow}/import/triples"
-        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
-        stored = 0
-        async with (
-            aiohttp.ClientSession() as session,
-            session.ws_connect(url, params={"workspace": user}, headers=headers, heartbeat=30.0) as ws,
-        ):
-            for frame in frames:
-                await ws.send_str(json.dumps(frame))
-            while stored < total:
-                msg = await ws.receive(timeout=3600.0)
-                if msg.type != aiohttp.WSMsgType.TEXT:
-                    raise RuntimeError(f"the gateway closed the import after {stored} of {total} triples")
-                reply = json.loads(msg.data)
-                if "error" in reply:
-                    err = reply["error"]
-                    raise RemoteError(str(err.get("type", "error")), f"{err.get('message')} ({stored} stored)")
-                done = int(reply.get("ack", {}).get("triples", 0))
-                stored += done
-                progress("store", done, total)
-        return stored
+        return TriplesStored(
+            triples=await import_over_gateway(self.url, self.token, flow, user, collection, triples, progress)
+        )
 
     async def close(self) -> None:
         if self._connected:
             await self.gateway.close()
             self._connected = False
-
-
-def _batches(items: list[Any], size: int) -> list[list[Any]]:
-    it = iter(items)
-    return [batch for batch in iter(lambda: list(itertools.islice(it, size)), [])]
 
 
 async def require_flow(bus: Bus, flow: str) -> None:

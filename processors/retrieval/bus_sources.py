@@ -183,7 +183,7 @@ class BusSources:
     ) -> ModelAnswer:
         req = TextCompletionRequest(system=system, prompt=prompt, json_schema=json_schema, max_tokens=max_tokens)
         res = await self._call(TEXT_COMPLETION, req, self.model_timeout)
-        return ModelAnswer(res.response, res.configured, res.model or "", res.in_token or 0, res.out_token or 0)
+        return ModelAnswer(res.response, res.model or "", res.in_token or 0, res.out_token or 0, res.configured)
 
     async def neighbour_relations(
         self, t: Tenant, entities: Sequence[str], vector: list[float], limit: int
@@ -236,7 +236,7 @@ class BusSources:
                            targets=search.targets, max_distance=search.max_distance,
                            limit_per_entity=search.per_entity, max_frontier=search.max_frontier)  # fmt: skip
         res = await self._call(TRIPLES, q)
-        return Distances(res.hops, res.store_round_trips, res.truncated)
+        return Distances(res.hops, res.levels, res.truncated)
 
     async def entity_similarities(self, t: Tenant, vector: list[float], iris: Sequence[str]) -> dict[str, float]:
         req = GraphEmbeddingsRequest(user=t.user, collection=t.collection, scope=t.scope, vector=vector,

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from processors.base.errors import QueryTimeout
+from processors.stores import usage
+from schemas.retrieval import RequestCost
 from schemas.scope import Scope
 
 T = TypeVar("T")
@@ -58,14 +60,33 @@ class Usage:
 
 
 class Stopwatch:
-    """Per-stage wall times of one request."""
+    """Per-stage wall times of one request, and what each stage cost the stores (from the
+    request's counter, `processors.stores.usage`: its own store calls and those its calls to
+    other services reported)."""
 
     def __init__(self) -> None:
         self.stage_ms: dict[str, float] = {}
+        self.stage_store_requests: dict[str, int] = {}
+        self.stage_store_round_trips: dict[str, int] = {}
         self._t = time.perf_counter()
+        self._usage = usage.current()
+        self._mark = self._usage.copy() if self._usage is not None else None
 
     def lap(self, stage: str) -> None:
-        """Close `stage` (time since the previous lap)."""
+        """Close `stage` (time and store usage since the previous lap)."""
         now = time.perf_counter()
         self.stage_ms[stage] = round(self.stage_ms.get(stage, 0.0) + (now - self._t) * 1000, 3)
         self._t = now
+        if self._usage is not None and self._mark is not None:
+            spent = self._usage.since(self._mark)
+            self._mark = self._usage.copy()
+            self.stage_store_requests[stage] = self.stage_store_requests.get(stage, 0) + spent.requests
+            self.stage_store_round_trips[stage] = self.stage_store_round_trips.get(stage, 0) + spent.round_trips
+
+    def report(self, stats: RequestCost) -> None:
+        """Put the stages' times and store usage into `stats`, with the request's store totals so far."""
+        stats.stage_ms = {**stats.stage_ms, **self.stage_ms}
+        stats.stage_store_requests = {**stats.stage_store_requests, **self.stage_store_requests}
+        stats.stage_store_round_trips = {**stats.stage_store_round_trips, **self.stage_store_round_trips}
+        if self._usage is not None:
+            stats.store_requests, stats.store_round_trips = self._usage.requests, self._usage.round_trips

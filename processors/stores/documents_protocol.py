@@ -174,13 +174,7 @@ class DocumentStore(Protocol):
         ...
 
     async def links(
-        self,
-        user: str,
-        collection: str,
-        entities: Sequence[str],
-        chunk_ids: Sequence[str],
-        per_entity: int,
-        scope: Scope | None = None,
+        self, q: ChunkQuery, entities: Sequence[str], chunk_ids: Sequence[str], per_entity: int
     ) -> list[Mention]:
         """Chunks mentioning `entities` (at most `per_entity` each, most mentions first) and the
         mentions of `chunk_ids`, in one store call."""
@@ -211,13 +205,7 @@ class DocumentStore(Protocol):
         ...
 
     async def episodes(
-        self,
-        user: str,
-        collection: str,
-        entities: Sequence[str],
-        chunk_ids: Sequence[str],
-        window: tuple[float, float] | None,
-        scope: Scope | None = None,
+        self, q: ChunkQuery, entities: Sequence[str], chunk_ids: Sequence[str], window: tuple[float, float] | None
     ) -> tuple[dict[str, list[str]], dict[str, int]]:
         """The entities each of the chunks `chunk_ids` mentions (in scope) and, with a
         window (since, until in epoch seconds), for `entities` and those the chunks mention, the

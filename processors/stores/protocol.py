@@ -28,6 +28,52 @@ def int_literal(n: int) -> str:
 
 
 @dataclass(frozen=True)
+class VectorModel:
+    """The embedding model a collection's vectors were made by, and their dimension."""
+
+    name: str
+    dimensions: int
+
+    def __str__(self) -> str:
+        return f"{self.name or 'an unnamed model'} ({self.dimensions} dimensions)"
+
+    @classmethod
+    def of(cls, items: Sequence[VectorItem], name: str) -> VectorModel:
+        """The model of vectors about to be written: `name`, and the dimension they all share (a
+        write of mixed dimensions is refused)."""
+        dims = {len(v) for _, _, v in items}
+        if len(dims) > 1:
+            raise ValueError(f"vectors of {name} with different dimensions {sorted(dims)} in one write")
+        return cls(name, dims.pop() if dims else 0)
+
+    def require(self, collection: str, held: VectorModel | None) -> None:
+        """Refuse (VectorModelMismatch) unless the collection holds no vectors yet, or these model's."""
+        if held is not None and held != self:
+            raise VectorModelMismatch(collection, held, self)
+
+    def require_dimensions(self, index: str) -> None:
+        """Refuse what a server's vector index cannot hold (its dimension is fixed in its schema)."""
+        if self.dimensions != VECTOR_DIMENSIONS:
+            raise ValueError(
+                f"the {index} entity index holds vectors of {VECTOR_DIMENSIONS} dimensions; {self.name} makes "
+                f"{self.dimensions}: use a model of {VECTOR_DIMENSIONS} dimensions, or the local vector index"
+            )
+
+
+class VectorModelMismatch(ValueError):
+    """Vectors of another model or dimension than the collection holds: similarities across two
+    models mean nothing, so the write is refused (nothing of it is stored)."""
+
+    def __init__(self, collection: str, held: VectorModel, offered: VectorModel) -> None:
+        super().__init__(
+            f"collection {collection!r} holds vectors of {held}; refusing vectors of {offered} "
+            f"(similarities between two models mean nothing): load with a flow whose embeddings are {held.name}, "
+            "or into another collection, or delete this collection first"
+        )
+        self.held, self.offered = held, offered
+
+
+@dataclass(frozen=True)
 class EntityHit:
     """An entity found by vector or label search."""
 
@@ -148,9 +194,15 @@ class EntityIndex(Protocol):
     """Entity (and predicate) label vectors plus lexical label search."""
 
     async def upsert(
-        self, user: str, collection: str, items: Sequence[VectorItem], kind: VectorKind = "entity"
+        self, user: str, collection: str, items: Sequence[VectorItem], kind: VectorKind = "entity", *, model: str
     ) -> None:
-        """Store (iri, label, vector) items."""
+        """Store (iri, label, vector) items made by embedding model `model`. The collection's first
+        write records the model and the vectors' dimension; a write of another model or dimension
+        is refused with VectorModelMismatch, naming both, and stores nothing."""
+        ...
+
+    async def vector_model(self, user: str, collection: str) -> VectorModel | None:
+        """The model and dimension of the collection's vectors (None: none recorded yet)."""
         ...
 
     async def search(

@@ -92,7 +92,7 @@ def test_sample_is_spread_and_targets_flag_misses() -> None:
     assert _sample(list(range(10)), 5) == [0, 2, 4, 6, 8]
     res = {
         "pathquestion-3h": {
-            "store_round_trips_max": 6,
+            "store_round_trips_max": 8,  # 3 for the seeds, one per hop, one for labels: 7 at most
             "max_path_length": 3,
             "answer_coverage": 0.995,
             "answer_coverage_edge_limit_25": 0.9,

@@ -12,6 +12,7 @@ import pytest
 from processors.base.client import RequestResponseClient
 from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
+from processors.stores.documents_protocol import ChunkQuery
 from processors.stores.settings import StoreSettings
 from schemas.documents import Document, LoadDocuments
 from schemas.graph_rag import GraphRagRequest
@@ -46,7 +47,7 @@ async def test_the_names_of_one_person_are_one_concept(system: System) -> None:
     assert set(found) == set(NAMES)
     assert len({iri for iris in found.values() for iri in iris}) == 1  # one entity, three names
     (marie,) = found["marie curie"]
-    mentioning = {m.chunk_id for m in await system.stores.documents.links(U, C, [marie], [], 10)}
+    mentioning = {m.chunk_id for m in await system.stores.documents.links(ChunkQuery(U, C, None), [marie], [], 10)}
     assert len(mentioning) == 3  # every document's chunk mentions the same node
 
 

@@ -60,6 +60,15 @@ def test_a_title_that_names_nothing_in_the_text_is_no_subject_and_the_first_sent
     assert index_document(doc.model_copy(update={"title": ""}), chunks, [[1.0], [0.0]], plain).subject_key == ""
 
 
+def test_a_title_that_reads_as_a_name_is_the_subject_though_the_text_does_not_repeat_it() -> None:
+    chunks = [Chunk(id="c1", document_id="d", text="a")]
+    found = [[mention("play", 0, "play", subject=True), mention("interviews", 0)]]
+    doc = Document(id="d", title="The Laramie Project", text="The play draws on interviews.")
+    assert index_document(doc, chunks, [[1.0]], found).subject_key == "laramie project"
+    for title in ("laramie_project_notes", "Q3 2014 Earnings", "notes on a play we saw in the city"):
+        assert index_document(doc.model_copy(update={"title": title}), chunks, [[1.0]], found).subject_key == "play"
+
+
 def test_other_names_of_one_entity_in_a_document_are_one_concept_with_aliases() -> None:
     chunks = [Chunk(id="c1", document_id="d", text="a"), Chunk(id="c2", document_id="d", text="b")]
     found = [

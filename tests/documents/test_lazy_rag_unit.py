@@ -201,7 +201,7 @@ async def test_a_follow_up_search_finds_the_passage_about_a_name_the_best_chunk_
     assert ("follow-up", ("Neil Peart", "fused", 3)) in g.calls
     # Both of q1's names ("Counterparts" is the question's own) are embedded in one call.
     assert [arg for name, arg in g.calls if name == "embed_texts"] == [["Neil Peart", "Rush"]]
-    assert nb.round_trips == plain.round_trips + 2 and "bridges" in nb.stage_ms
+    assert "bridges" in nb.watch.stage_ms  # its store requests are counted by the stores (none here)
 
 
 def test_personalized_pagerank_conserves_mass_and_prefers_the_seed_side() -> None:

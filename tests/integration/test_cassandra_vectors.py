@@ -57,7 +57,7 @@ async def test_old_vectors_are_migrated_and_read(old_keyspace: tuple[Any, str], 
     index = CassandraEntityIndex(conn)
     try:
         new = _vec(2)
-        await index.upsert("u", "c", [("http://x/new", "new one", new)])
+        await index.upsert("u", "c", [("http://x/new", "new one", new)], model="unit-test")
         columns = {r.column_name for r in session.execute(
             "SELECT column_name FROM system_schema.columns WHERE keyspace_name = %s AND table_name = 'entity_vectors'",
             (keyspace,),

@@ -24,7 +24,8 @@ KB = DATASET / "2H-kb.txt"
 QUESTIONS = DATASET / "PQ-2H.txt"
 SAMPLE_EVERY, SAMPLE_SIZE = 95, 20
 PARAMS = ("--param", "max-subgraph-size=150")
-WORKERS = ("embeddings", "graph-embeddings", "triples", "label-resolver", "graph-rag", "text-completion")
+WORKERS = ("embeddings", "graph-embeddings", "triples", "triples-store", "label-resolver", "graph-rag",
+           "text-completion")  # fmt: skip
 
 # Backend configurations: (triples backend, vectors backend).
 CONFIGS = {
@@ -166,12 +167,6 @@ async def test_distributed_processes_match_embedded_default(
     config_proc = procs.kgflow("config", "run", "config", *bus, *stores)
     workers = [procs.kgflow(name, "run", name, *bus, *stores, "--log-level", "INFO") for name in WORKERS]
     try:
-        # Load meanwhile (the loader embeds labels itself and publishes a graph-changed notice).
-        loading = asyncio.create_task(
-            asyncio.to_thread(
-                cli, "load", "triples", str(KB), "--collection", collection, "--no-progress", *stores, name="load"
-            )
-        )
         await config_proc.await_line("config ready", 60, which="err")
         for w in workers:
             await w.await_line(f"{w.name} ready", 150, which="err")
@@ -180,7 +175,9 @@ async def test_distributed_processes_match_embedded_default(
         cli("flow", "start", flow_id, "--blueprint", "graph-rag", name="start")
         for w in workers:
             await w.await_line(flow_started(flow_id), 60, which="err")
-        await loading
+        # through the flow: its triples-store stores, its embeddings embed the labels
+        await asyncio.to_thread(cli, "load", "triples", str(KB), "--collection", collection, "--flow", flow_id,
+                                "--no-progress", name="load")  # fmt: skip
         out = cli(
             "query",
             "graph-rag",

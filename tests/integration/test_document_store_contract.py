@@ -173,7 +173,7 @@ async def test_replace_and_delete_return_what_nothing_links_any_more(docs: DocBa
     removed = unlinked(await docs.documents.delete_documents(user, coll, ["b", "zz"]))
     want_rels = [(e("curie"), REL, e("paris")), (e("paris"), REL, e("seine"))]
     assert removed == (want_rels, [e("curie"), e("seine")], [e("curie"), e("paris"), e("seine")])
-    assert await docs.documents.links(user, coll, [e("curie"), e("seine")], ["b:0"], 10) == []
+    assert await docs.documents.links(ChunkQuery(user, coll, None), [e("curie"), e("seine")], ["b:0"], 10) == []
     removed = unlinked(await docs.documents.delete_documents(user, coll, ["a"]))
     assert removed == ([(e("louvre"), REL, e("paris"))], [e("louvre")], [e("louvre"), e("paris")])
     assert await docs.documents.documents(user, coll, 10) == []
@@ -246,7 +246,7 @@ async def test_links_cap_per_entity_and_read_both_directions(docs: DocBackend) -
     await docs.documents.store(user, coll, [a, b])
 
     async def links(ents: list[str], chunks: list[str], per: int, scope: Scope | None = None) -> set[tuple]:  # type: ignore[type-arg]
-        found = await docs.documents.links(user, coll, [e(x) for x in ents], chunks, per, scope)
+        found = await docs.documents.links(ChunkQuery(user, coll, None, scope), [e(x) for x in ents], chunks, per)
         return {(m.entity[len("http://e/") :], m.chunk_id, m.count) for m in found}
 
     assert await links(["curie"], [], 3) == {("curie", "b:0", 5), ("curie", "a:1", 3), ("curie", "a:2", 3)}
@@ -379,7 +379,7 @@ async def test_injection_strings_are_data(docs: DocBackend) -> None:
         assert [d.id for d in await docs.documents.documents(user, coll, 5, Scope(metadata={bad: bad}))] == [bad]
         hits = await search(docs, user, coll, None, bad + " album", "lexical", 5, Scope(document_ids=[bad]))
         assert (hits[0].id, hits[0].text) == (bad + ":0", bad + " album")  # BM25 reads title + text
-        assert await docs.documents.links(user, coll, [e(bad)], [], 5) == r.mentions
+        assert await docs.documents.links(ChunkQuery(user, coll, None), [e(bad)], [], 5) == r.mentions
         assert await docs.documents.relations(user, coll, [e(bad), e("curie")], 5) == [(e(bad), REL, e("curie"), 1)]
         await docs.documents.delete_collection(user, coll)
         assert await docs.documents.documents(user, coll, 5) == []
@@ -395,7 +395,7 @@ async def snapshot(docs: DocBackend, user: str, coll: str, records: Sequence[Doc
         await docs.documents.hashes(user, coll, [r.document.id for r in records]),
         [(c.id, c.score) for c in await search(docs, user, coll, unit(7000), "album curie", "fused", 50)],
         await docs.documents.chunks(user, coll, ids),
-        sorted(await docs.documents.links(user, coll, ents, ids, 100), key=repr),
+        sorted(await docs.documents.links(ChunkQuery(user, coll, None), ents, ids, 100), key=repr),
         await docs.documents.relations(user, coll, ents, 1000),
         await docs.communities.list(user, coll),
         await docs.communities.search(user, coll, unit(7001), None, 5),
@@ -442,7 +442,7 @@ async def test_random_scopes_never_leak_and_find_what_a_fresh_collection_finds(d
         allowed = {r.document.id for r in inside}
         got = await docs.documents.chunks(user, coll, chunk_ids, scope)
         assert [c.id for c in got] == [c for c in chunk_ids if c.split(":")[0] in allowed], scope
-        links = await docs.documents.links(user, coll, ents, chunk_ids, 1000, scope)
+        links = await docs.documents.links(ChunkQuery(user, coll, None, scope), ents, chunk_ids, 1000)
         assert {(m.entity, m.chunk_id, m.count) for m in links} == mentions_of(inside), scope
         rels = await docs.documents.relations(user, coll, ents, 1000, scope)
         assert {(s, p, o): w for s, p, o, w in rels} == support(inside), scope

@@ -1,8 +1,9 @@
 """The reranker's node distance on the real triple stores: every processor in one process on the
 memory bus, triples and entity vectors on Cassandra or Neo4j (documents stay on SQLite: the
 Neo4j document store is another branch's). A 3-hop distance Graphiti would call infinite, one
-store round trip per BFS level, and another tenant's shortcut that must not count; and each
-backend's adjacency query (a BFS level) against its neighbour query."""
+store round trip per BFS level (as counted where the backend sends it), and another tenant's
+shortcut that must not count; and each backend's adjacency query (a BFS level) against its
+neighbour query."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from schemas.services import RERANKER, TRIPLES_STORE
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import StoreTriples
 from tests.integration.store_fixtures import StoreBackend, nq, t
+from tests.store_observer import observe_stores
 
 PEOPLE = {"ada": "Ada Lovelace", "bob": "Bob Smith", "carl": "Carl Jung", "dora": "Dora Maar", "eve": "Eve Curie",
           "lima": "Lima"}  # fmt: skip
@@ -59,7 +61,7 @@ async def system(request: pytest.FixtureRequest, tmp_path: Path, servers: Any) -
                 await s.stores.entities.delete_collection(user, "kb")
 
 
-async def test_distance_on_a_real_triple_store(system: tuple[System, str]) -> None:
+async def test_distance_on_a_real_triple_store(system: tuple[System, str], monkeypatch: pytest.MonkeyPatch) -> None:
     s, tag = system
     alice, mallory = f"alice-{tag}", f"mallory-{tag}"
     triples = RequestResponseClient.for_service(s.bus, TRIPLES_STORE, "default", 300)
@@ -72,13 +74,18 @@ async def test_distance_on_a_real_triple_store(system: tuple[System, str]) -> No
         return RerankRequest(user=user, collection="kb", query="Who did Ada Lovelace meet?", results=items,
                              strategy="distance", weights=ONLY_DISTANCE)  # fmt: skip
 
+    await reranker.request(ask(alice))  # connected and set up: what is counted below is the question's
+    seen = observe_stores(monkeypatch)
     res = await reranker.request(ask(alice))
     assert res.question_entities == [iri("ada")]
     assert [r.id for r in res.results] == [iri("bob"), iri("dora"), iri("lima")]
     hops = {r.id: r.graph_context.min_distance for r in res.results}
     assert hops == {iri("bob"): 1, iri("dora"): 3, iri("lima"): None}
     assert res.results[1].graph_context.distance_score == pytest.approx(0.25)
-    assert res.stats is not None and res.stats.store_round_trips == 4  # seed search + one per level: max-distance + 1
+    st = res.stats
+    assert st is not None and (st.store_round_trips, st.store_requests) == (seen.calls, seen.requests)
+    assert st.stage_store_round_trips["distance"] == 3  # one adjacency read per level: dora is 3 hops away
+    assert st.stage_store_round_trips["lookup"] >= 1  # the seed search
 
     theirs = await reranker.request(ask(mallory))  # their graph has the shortcut; ours must not see it, nor they ours
     assert {r.id: r.graph_context.min_distance for r in theirs.results} == {iri("dora"): 1, iri("bob"): None,

@@ -62,8 +62,12 @@ async def test_add_and_pattern_queries(store: StoreBackend) -> None:
 
 async def test_nearest_predicates(store: StoreBackend) -> None:
     user, coll = store.scope()
-    await store.index.upsert(user, coll, [(f"r{i}", f"relation {i}", unit(300 + i)) for i in range(12)], "predicate")
-    await store.index.upsert(user, coll, [("e", "an entity", unit(301))])  # entities are never predicate hits
+    await store.index.upsert(
+        user, coll, [(f"r{i}", f"relation {i}", unit(300 + i)) for i in range(12)], "predicate", model="unit-test"
+    )
+    await store.index.upsert(
+        user, coll, [("e", "an entity", unit(301))], model="unit-test"
+    )  # entities are never predicate hits
     query = near(unit(305), 77, 0.5)
     sims = {f"r{i}": float(np.dot(unit(300 + i), query)) for i in range(12)}
     want = sorted(sims, key=lambda k: -sims[k])[:3]
@@ -110,9 +114,11 @@ async def test_first_label_keeps_the_label_an_iri_has(store: StoreBackend) -> No
 async def test_entity_vector_search_top_k(store: StoreBackend) -> None:
     user, coll = store.scope()
     items = [(f"e{i}", f"entity {i}", unit(i)) for i in range(20)]
-    await store.index.upsert(user, coll, items)
+    await store.index.upsert(user, coll, items, model="unit-test")
     query = near(unit(7), 99, 0.6)
-    await store.index.upsert(user, coll, [("pred", "a predicate", query)], kind="predicate")  # never a hit
+    await store.index.upsert(
+        user, coll, [("pred", "a predicate", query)], kind="predicate", model="unit-test"
+    )  # never a hit
     m = np.asarray([v for _, _, v in items], dtype=np.float32)
     sims = m @ np.asarray(query, dtype=np.float32)
     order = np.argsort(-sims)[:5]
@@ -127,7 +133,9 @@ async def test_entity_vector_search_top_k(store: StoreBackend) -> None:
 async def test_lexical_exact_phrase_match(store: StoreBackend) -> None:
     user, coll = store.scope()
     labels = {"nyc": "New York City", "ny": "New York", "yk": "York", "pa": "Paris", "coy": "City of York", "th": "The"}
-    await store.index.upsert(user, coll, [(k, v, unit(n)) for n, (k, v) in enumerate(labels.items())])
+    await store.index.upsert(
+        user, coll, [(k, v, unit(n)) for n, (k, v) in enumerate(labels.items())], model="unit-test"
+    )
     question = "Which river flows through New York City? The big one"
     hits = await store.index.search(user, coll, None, question, 10)
     assert [(h.iri, h.lexical) for h in hits] == [("nyc", True), ("ny", True), ("yk", True)]
@@ -135,7 +143,7 @@ async def test_lexical_exact_phrase_match(store: StoreBackend) -> None:
     mixed = await store.index.search(user, coll, unit(3), question, 10)
     assert [h.iri for h in mixed[:4]] == ["nyc", "ny", "yk", "pa"] and not mixed[3].lexical
     assert len({h.iri for h in mixed}) == len(mixed)
-    await store.index.upsert(user, coll, [("ny", "Big Apple", unit(1))])  # a relabelled entity
+    await store.index.upsert(user, coll, [("ny", "Big Apple", unit(1))], model="unit-test")  # a relabelled entity
     hits = await store.index.search(user, coll, None, question, 10)
     assert [h.iri for h in hits] == ["nyc", "yk"]
 
@@ -148,8 +156,8 @@ async def test_tenant_isolation(store: StoreBackend) -> None:
         store.scope("ub-" + tag, "ca-" + tag),
     )
     await store.triples.add_triples(*a, GRAPH)
-    await store.index.upsert(*a, [("a", "Alpha", unit(1)), ("b", "Bee", unit(2))])
-    await store.index.upsert(*a, [("p1", "first", unit(3))], kind="predicate")
+    await store.index.upsert(*a, [("a", "Alpha", unit(1)), ("b", "Bee", unit(2))], model="unit-test")
+    await store.index.upsert(*a, [("p1", "first", unit(3))], kind="predicate", model="unit-test")
     for other in (b, c):
         assert await store.triples.pattern(*other, None, None, None, 100) == []
         assert await store.triples.pattern(*other, iri("a"), None, None, 100) == []
@@ -158,7 +166,7 @@ async def test_tenant_isolation(store: StoreBackend) -> None:
         assert await store.index.search(*other, unit(1), "Alpha and Bee", 10) == []
         assert await store.index.vectors(*other, ["a", "p1"]) == {}
     await store.triples.add_triples(*b, [t("a", "p9", "zz"), t("a", RDFS_LABEL, Term.literal("Other"))])
-    await store.index.upsert(*c, [("a", "Alpha", unit(1)), ("zz", "Alpha Zulu", unit(1))])
+    await store.index.upsert(*c, [("a", "Alpha", unit(1)), ("zz", "Alpha Zulu", unit(1))], model="unit-test")
     assert set(await store.triples.pattern(*a, iri("a"), None, None, 100)) == {x for x in GRAPH if x.s.value == "a"}
     assert await store.triples.labels(*a, ["a"]) == {"a": "Alpha"}
     assert await store.triples.labels(*b, ["a"]) == {"a": "Other"}
@@ -171,8 +179,8 @@ async def test_delete_collection(store: StoreBackend) -> None:
     a, b = store.scope(), store.scope()
     for scope in (a, b):
         await store.triples.add_triples(*scope, GRAPH)
-        await store.index.upsert(*scope, [("a", "Alpha", unit(1)), ("b", "Bee", unit(2))])
-        await store.index.upsert(*scope, [("p1", "first", unit(3))], kind="predicate")
+        await store.index.upsert(*scope, [("a", "Alpha", unit(1)), ("b", "Bee", unit(2))], model="unit-test")
+        await store.index.upsert(*scope, [("p1", "first", unit(3))], kind="predicate", model="unit-test")
     await store.triples.delete_collection(*a)
     await store.index.delete_collection(*a)
     assert await store.triples.pattern(*a, None, None, None, 100) == []
@@ -196,7 +204,7 @@ async def test_malformed_and_unknown_input(store: StoreBackend) -> None:
     assert await store.index.vectors(user, coll, []) == {}
     assert await store.index.search(user, coll, unit(1), "anything", 5) == []  # empty collection
     await store.triples.add_triples(user, coll, GRAPH)
-    await store.index.upsert(user, coll, [("a", "Alpha", unit(1))])
+    await store.index.upsert(user, coll, [("a", "Alpha", unit(1))], model="unit-test")
     assert (await store.triples.neighbours(nq(user, coll, ["nope", "http://x/none"], 10))).triples == []
     assert await store.triples.pattern(user, coll, iri("nope"), None, None, 10) == []
     assert await store.triples.pattern(user, coll, None, iri("nope"), None, 10) == []
@@ -228,8 +236,8 @@ async def test_factory_opens_distributed_backends(servers: Any, cassandra_conn: 
             if triples_backend == vectors_backend:  # one connection per process for both stores
                 assert stores.triples.conn is stores.entities.conn  # type: ignore[attr-defined]
             await stores.triples.add_triples(user, coll, GRAPH[:2])
-            await stores.entities.upsert(user, coll, [("b", "Bee", unit(2)), ("c", "Sea", unit(3))])
-            await stores.entities.upsert(user, coll, [("p1", "first", unit(5))], kind="predicate")
+            await stores.entities.upsert(user, coll, [("b", "Bee", unit(2)), ("c", "Sea", unit(3))], model="unit-test")
+            await stores.entities.upsert(user, coll, [("p1", "first", unit(5))], kind="predicate", model="unit-test")
             res = await stores.triples.neighbours(nq(user, coll, ["a"], 5, query_vector=unit(3), max_returned=1))
             assert res.triples == [GRAPH[1]]  # a -p1-> c: the far end is closest to the query
             await stores.triples.delete_collection(user, coll)
@@ -243,9 +251,11 @@ async def test_vector_search_ignores_closer_entities_of_other_tenants(store: Sto
     query = unit(4242)
     # 150 entities of another tenant all closer to the query than any of ours (a global ANN
     # index, as in Neo4j, must not let them crowd our entities out)
-    await store.index.upsert(*noisy, [(f"n{i}", f"noise {i}", near(query, 5000 + i, 0.2)) for i in range(150)])
+    await store.index.upsert(
+        *noisy, [(f"n{i}", f"noise {i}", near(query, 5000 + i, 0.2)) for i in range(150)], model="unit-test"
+    )
     ours = [(f"e{i}", f"entity {i}", near(query, 6000 + i, 1.5 + i / 4)) for i in range(4)]
-    await store.index.upsert(*mine, ours)
+    await store.index.upsert(*mine, ours, model="unit-test")
     hits = await store.index.search(*mine, query, None, 3)
     assert [h.iri for h in hits] == ["e0", "e1", "e2"]
 
@@ -269,7 +279,7 @@ async def test_collections_of_a_user(store: StoreBackend) -> None:
     _, second = store.scope(user=user)
     await store.triples.add_triples(user, coll, GRAPH)
     await store.triples.add_triples(user, second, GRAPH[:2])
-    await store.index.upsert(user, coll, [("a", "Alpha", unit(1)), ("b", "Bee", unit(2))])
+    await store.index.upsert(user, coll, [("a", "Alpha", unit(1)), ("b", "Bee", unit(2))], model="unit-test")
     found = await store.triples.collections(user)
     assert set(found) == {coll, second}
     if found[coll] >= 0:  # a backend that counts cheaply counts exactly
@@ -280,15 +290,17 @@ async def test_collections_of_a_user(store: StoreBackend) -> None:
 
 async def test_named_finds_entities_by_normalised_label_in_scope_only(store: StoreBackend) -> None:
     user, coll = store.scope()
-    await store.index.upsert(user, coll, [("x1", "Marie Curie", unit(1)), ("x2", "Pierre", unit(2))])
-    await store.index.upsert(user, coll, [("p", "Marie Curie", unit(3))], "predicate")  # predicates are not named
+    await store.index.upsert(user, coll, [("x1", "Marie Curie", unit(1)), ("x2", "Pierre", unit(2))], model="unit-test")
+    await store.index.upsert(
+        user, coll, [("p", "Marie Curie", unit(3))], "predicate", model="unit-test"
+    )  # predicates are not named
     other, _ = store.scope()
-    await store.index.upsert(other, coll, [("y", "Warsaw", unit(4))])
+    await store.index.upsert(other, coll, [("y", "Warsaw", unit(4))], model="unit-test")
     assert await store.index.named(user, coll, ["marie curie", "warsaw", "pierre"]) == {
         "marie curie": "x1",
         "pierre": "x2",
     }
-    await store.index.upsert(user, coll, [("x2", "Pierre Curie", unit(2))])  # a relabelled entity
+    await store.index.upsert(user, coll, [("x2", "Pierre Curie", unit(2))], model="unit-test")  # a relabelled entity
     assert await store.index.named(user, coll, ["pierre", "pierre curie"]) == {"pierre curie": "x2"}
     await store.index.delete(user, coll, ["x1"])
     assert await store.index.named(user, coll, ["marie curie"]) == {}
@@ -302,7 +314,7 @@ async def test_neo4j_vector_parameters_are_not_spelled_out(
     """The driver formats every query's parameters for a debug line whatever the log level: a
     vector parameter is named there, not spelled out (384 floats cost ~0.4 ms per query)."""
     user, coll = store.scope()
-    await store.index.upsert(user, coll, [(f"e{i}", f"entity {i}", unit(i)) for i in range(5)])
+    await store.index.upsert(user, coll, [(f"e{i}", f"entity {i}", unit(i)) for i in range(5)], model="unit-test")
     query = near(unit(2), 9, 0.6)
     with caplog.at_level(logging.DEBUG, logger="neo4j"):
         hits = await store.index.search(user, coll, query, None, 3)

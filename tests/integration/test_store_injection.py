@@ -44,7 +44,7 @@ async def snapshot(store: StoreBackend, user: str, coll: str) -> tuple[object, .
 async def test_injection_strings_are_data(store: StoreBackend) -> None:
     bystander = store.scope()
     await store.triples.add_triples(*bystander, BYSTANDER)
-    await store.index.upsert(*bystander, [("a", "Alpha", unit(1)), ("b", "Bee", unit(2))])
+    await store.index.upsert(*bystander, [("a", "Alpha", unit(1)), ("b", "Bee", unit(2))], model="unit-test")
     before = await snapshot(store, *bystander)
     assert before[0] and before[1] == {"a": "Alpha"} and before[2][0] == "a"
 
@@ -60,8 +60,8 @@ async def test_injection_strings_are_data(store: StoreBackend) -> None:
             t("plain", "p", Term.literal(bad, datatype=other)),
         ]
         await store.triples.add_triples(user, coll, graph)
-        await store.index.upsert(user, coll, [(bad, bad, unit(10 + n)), ("plain", "Alpha", unit(1))])
-        await store.index.upsert(user, coll, [(other, other, unit(50 + n))], kind="predicate")
+        await store.index.upsert(user, coll, [(bad, bad, unit(10 + n)), ("plain", "Alpha", unit(1))], model="unit-test")
+        await store.index.upsert(user, coll, [(other, other, unit(50 + n))], kind="predicate", model="unit-test")
 
         assert sorted(await store.triples.pattern(user, coll, None, None, None, 100), key=repr) == sorted(
             graph, key=repr

@@ -111,8 +111,12 @@ async def test_neighbours_scored_by_query_vector(store: StoreBackend) -> None:
     graph += [t("h", "r9", Term.literal("a literal")), t("h", "r1", "novec"), t("h", "r0", "g")]
     await store.triples.add_triples(user, coll, graph)
     ents = [f"x{i}" for i in range(8)] + [f"w{i}" for i in range(5)] + ["g", "h"]
-    await store.index.upsert(user, coll, [(e, f"label {e}", unit(100 + n)) for n, e in enumerate(ents)])
-    await store.index.upsert(user, coll, [(f"r{i}", f"rel {i}", unit(200 + i)) for i in range(3)], kind="predicate")
+    await store.index.upsert(
+        user, coll, [(e, f"label {e}", unit(100 + n)) for n, e in enumerate(ents)], model="unit-test"
+    )
+    await store.index.upsert(
+        user, coll, [(f"r{i}", f"rel {i}", unit(200 + i)) for i in range(3)], kind="predicate", model="unit-test"
+    )
     query = near(unit(201), 7, 0.8)
 
     # oracle: all candidate edges, scored with the stored vectors, budgeted fairly per frontier entity
@@ -171,9 +175,13 @@ async def test_scored_neighbours_read_what_they_rank_with_in_few_calls(
     vectors together: one query on Neo4j, one per kind of read elsewhere."""
     user, coll = store.scope()
     await store.triples.add_triples(user, coll, GRAPH)
-    await store.index.upsert(user, coll, [(e, f"label {e}", unit(300 + n)) for n, e in enumerate("abcd")])
+    await store.index.upsert(
+        user, coll, [(e, f"label {e}", unit(300 + n)) for n, e in enumerate("abcd")], model="unit-test"
+    )
     preds = sorted({tr.p.value for tr in GRAPH} - {RDFS_LABEL})
-    await store.index.upsert(user, coll, [(p, p, unit(400 + n)) for n, p in enumerate(preds)], kind="predicate")
+    await store.index.upsert(
+        user, coll, [(p, p, unit(400 + n)) for n, p in enumerate(preds)], kind="predicate", model="unit-test"
+    )
     calls = count_store_calls(store, monkeypatch)
     query = near(unit(301), 9, 0.5)
     res = await store.triples.neighbours(nq(user, coll, ["a", "b"], 10, "both", query, 4, paths={"b": preds[:1]}))

@@ -13,6 +13,7 @@ from processors.base.client import RemoteError, RequestResponseClient, RequestTi
 from processors.base.errors import BadRequest
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import RuntimeSettings
+from processors.stores.usage import StoreUsage, count, counting, current
 from schemas.base import Message, Response
 from schemas.services import Service
 from schemas.topics import dead_letter, topic
@@ -23,6 +24,7 @@ class EchoRequest(Message):
     delay: float = 0.0
     pieces: int = 0
     fail: str | None = None
+    store: int = 0  # store requests the handler makes (one store call), and each streamed piece
 
 
 class EchoResponse(Response):
@@ -55,6 +57,8 @@ class Echo(FlowProcessor):
         self.peak = max(self.peak, self.active)
         try:
             await asyncio.sleep(req.delay)
+            if req.store:
+                count(current(), req.store, 1)  # as a store's connection layer counts what it sends
             if req.fail == "bad":
                 raise BadRequest("text is not acceptable")
             if req.fail == "crash":
@@ -67,6 +71,8 @@ class Echo(FlowProcessor):
     async def echo_stream(self, req: EchoRequest, flow: FlowContext) -> AsyncIterator[EchoResponse]:
         for i in range(req.pieces):
             await asyncio.sleep(req.delay)
+            if req.store:
+                count(current(), req.store, 1)
             yield EchoResponse(text=f"{req.text}{i}", end_of_stream=i == req.pieces - 1)
 
 
@@ -87,6 +93,27 @@ async def test_request_response_round_trip(served: tuple[MemoryBus, Echo]) -> No
     bus, _ = served
     res = await client(bus).request(EchoRequest(text="hi"))
     assert res.text == "f1:hi" and res.error is None
+
+
+async def test_what_a_request_cost_the_stores_comes_back_with_its_answer(served: tuple[MemoryBus, Echo]) -> None:
+    bus, _ = served
+    c = client(bus)
+
+    async def ask(n: int) -> StoreUsage:
+        with counting() as usage:  # the caller's counter: what its calls report is added to it
+            await c.request(EchoRequest(text="x", store=n, delay=0.05))
+        return usage
+
+    assert await asyncio.gather(ask(3), ask(5)) == [StoreUsage(3, 1), StoreUsage(5, 1)]  # concurrent: never mixed
+    with counting() as usage:  # each frame of a stream reports what was counted since the previous one
+        assert len([r async for r in client(bus, "echo-stream").stream(EchoRequest(text="p", pieces=3, store=2))]) == 3
+    assert usage == StoreUsage(6, 3)
+    with counting() as usage, pytest.raises(RemoteError):  # an error answer reports its cost too
+        await c.request(EchoRequest(text="x", store=4, fail="bad"))
+    assert usage == StoreUsage(4, 1)
+    with counting() as usage:
+        await c.request(EchoRequest(text="free"))
+    assert usage == StoreUsage(0, 0)
 
 
 async def test_streaming_yields_every_piece_in_order(served: tuple[MemoryBus, Echo]) -> None:

@@ -22,6 +22,7 @@ from processors.retrieval.graph_rag.sources import LabelBatch, Seeds
 from processors.stores.local.entity_index import LocalEntityIndex
 from processors.stores.settings import StoreSettings
 from processors.stores.sqlite.triples import SqliteTripleStore
+from processors.stores.usage import StoreUsage, counting
 from schemas.flows import GraphChanged
 from schemas.graph_rag import GraphRagRequest, SeedEntity
 from schemas.labels import LabelRequest
@@ -56,9 +57,9 @@ async def scored_store(tmp_path: Path) -> AsyncIterator[SqliteTripleStore]:
     weights = [0.1, 0.9, 0.5, 0.3, 0.7, 0.2]
     items = [(E + f"x{i}", f"x{i}", _unit((0, weights[i]), (1, 1.0))) for i in range(6)]
     items.append((E + "hub", "hub", _unit((2, 1.0))))
-    await index.upsert(U, C, items, "entity")
+    await index.upsert(U, C, items, "entity", model="unit-test")
     preds = [(E + f"p{i}", f"p{i}", _unit((0, (6 - i) / 6), (3, 1.0))) for i in range(6)]
-    await index.upsert(U, C, preds, "predicate")
+    await index.upsert(U, C, preds, "predicate", model="unit-test")
     yield store
     await store.close()
     await index.close()
@@ -159,8 +160,9 @@ async def test_loading_a_collection_invalidates_its_cached_labels(tmp_path: Path
             assert first.labels == {E + "a": "Old name"} and first.cache_misses == 1
             other = await labels.request(LabelRequest(user=U, collection="other", iris=[E + "a"]))
             assert other.labels == {E + "a": "Other old"}
-            again = await labels.request(ask)
-            assert again.cache_hits == 1 and again.store_round_trips == 0
+            with counting() as usage:  # what the resolver reports back with its answer
+                again = await labels.request(ask)
+            assert again.cache_hits == 1 and usage == StoreUsage(0, 0)  # a hit reads nothing
 
             # a new load renames `a` in both collections, then announces only collection C
             await load_triples(system.stores, emb, U, C, _labelled("a", "New name"))
@@ -188,11 +190,12 @@ async def test_label_misses_are_one_store_read_with_no_triples_service(tmp_path:
         await load_triples(system.stores, OnnxMiniLM.shared(), U, C, _labelled("a", "Ada"))
         labels = RequestResponseClient.for_service(system.bus, LABEL_RESOLVER, "default", 5)
         try:
-            res = await labels.request(LabelRequest(user=U, collection=C, iris=[E + "a", E + "z"]))
+            with counting() as usage:
+                res = await labels.request(LabelRequest(user=U, collection=C, iris=[E + "a", E + "z"]))
         finally:
             await labels.stop()
         assert res.error is None and res.labels == {E + "a": "Ada"}
-        assert (res.cache_misses, res.store_round_trips) == (2, 1)
+        assert res.cache_misses == 2 and usage == StoreUsage(requests=1, round_trips=1)  # one SELECT for both
     finally:
         await system.stop()
 

@@ -66,3 +66,14 @@ async def test_text_completion_refuses_an_invalid_client_schema(tmp_path: Path) 
             assert ok.configured is False  # a valid schema goes on to the (unconfigured) model
         finally:
             await client.stop()
+
+
+def test_a_response_of_an_earlier_kgflow_is_still_read() -> None:
+    """Its processors sent hard-coded counts that the stores now count: taken, never sent again."""
+    from schemas.documents import DocumentsResponse
+    from schemas.triples import TriplesResponse
+
+    docs = DocumentsResponse.model_validate_json('{"stored": 2, "store_round_trips": 1}')
+    assert docs.stored == 2 and "store_round_trips" not in docs.model_dump_json()
+    triples = TriplesResponse.model_validate_json('{"labels": {"a": "A"}, "store_round_trips": 3, "stored": 0}')
+    assert triples.labels == {"a": "A"} and "store_round_trips" not in triples.model_dump_json()

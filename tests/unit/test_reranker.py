@@ -16,6 +16,7 @@ from processors.base.processor import error_response, parse_request
 from processors.retrieval.common import Tenant
 from processors.retrieval.reranker.rerank import NO_ENTITIES, NO_QUESTION_ENTITIES, Reranker, RerankerSettings
 from processors.retrieval.reranker.signals import distance_score, question_entities
+from processors.stores.usage import count, counting, current
 from schemas.graph_rag import SeedEntity
 from schemas.reranker import RerankItem, RerankRequest, RerankResponse, RerankWeights
 
@@ -30,7 +31,8 @@ def unit(seed: int) -> list[float]:
 
 
 class Fake:
-    """RerankSources over in-memory data; records every call."""
+    """RerankSources over in-memory data; records every call, and counts each call a store
+    service would make as one store request and round trip of the request being served."""
 
     def __init__(self, seeds: list[SeedEntity] | None = None) -> None:
         self.seed_list = seeds if seeds is not None else [SeedEntity(id="Q", label="q", score=1.0, lexical=True)]
@@ -51,12 +53,14 @@ class Fake:
 
     async def seeds(self, t: Tenant, vector: list[float], text: str, limit: int) -> list[SeedEntity]:
         self.calls.append(("seeds", text))
+        count(current(), 1, 1)
         return self.seed_list
 
     async def episodes(
         self, t: Tenant, entities: Sequence[str], chunk_ids: Sequence[str], window: tuple[datetime, datetime] | None
     ) -> tuple[dict[str, list[str]], dict[str, int]]:
         self.calls.append(("episodes", (list(entities), list(chunk_ids), window)))
+        count(current(), 1, 1)
         found = {c: self.mentions[c] for c in chunk_ids if c in self.mentions}
         wanted = set(entities) | {e for es in found.values() for e in es}
         return found, {e: n for e, n in self.episode_counts.items() if e in wanted} if window else {}
@@ -64,6 +68,7 @@ class Fake:
     async def distances(self, t: Tenant, search: DistanceSearch) -> Distances:
         async def level(entities: list[str]) -> list[tuple[str, str]]:
             self.calls.append(("edges", list(entities)))  # one store round trip
+            count(current(), 1, 1)
             return [(s, o) for s, o in EDGES if s in entities or o in entities]
 
         return await shortest_distances(level, search.sources, search.targets, search.max_distance,
@@ -71,10 +76,12 @@ class Fake:
 
     async def entity_similarities(self, t: Tenant, vector: list[float], iris: Sequence[str]) -> dict[str, float]:
         self.calls.append(("entity_sims", list(iris)))
+        count(current(), 1, 1)
         return {i: float(np.dot(vector, self.entity_vectors[i])) for i in iris if i in self.entity_vectors}
 
     async def chunk_similarities(self, t: Tenant, vector: list[float], ids: Sequence[str]) -> dict[str, float]:
         self.calls.append(("chunk_sims", list(ids)))
+        count(current(), 1, 1)
         return {i: float(np.dot(vector, self.chunk_vectors[i])) for i in ids if i in self.chunk_vectors}
 
     def count(self, name: str) -> int:
@@ -90,7 +97,8 @@ def entities(*pairs: tuple[str, float]) -> list[RerankItem]:
 
 
 async def run(fake: Fake, request: RerankRequest, **settings: object) -> RerankResponse:
-    return await Reranker(fake, RerankerSettings(**settings)).run(request)  # type: ignore[arg-type]
+    with counting():  # as the framework counts each request it serves
+        return await Reranker(fake, RerankerSettings(**settings)).run(request)  # type: ignore[arg-type]
 
 
 async def test_distance_ranks_closer_entities_first_including_three_hops() -> None:
@@ -106,6 +114,7 @@ async def test_distance_ranks_closer_entities_first_including_three_hops() -> No
     # one seed search, then one round trip per BFS level for the whole frontier: <= max-distance + 1
     assert fake.count("seeds") == 1 and fake.count("edges") == 3
     assert res.stats is not None and res.stats.store_round_trips == 4
+    assert res.stats.stage_store_round_trips == {"embed": 0, "lookup": 1, "distance": 3, "score": 0}
     assert fake.calls[-1] == ("edges", ["B"])
     # default weights: original·0.4 + distance·0.6, original min-max normalised (C 1, Y 0.875, A 0)
     res = await run(Fake(), req(entities(("C", 0.9), ("Y", 0.8), ("A", 0.1)), strategy="distance"))
@@ -135,14 +144,14 @@ async def test_shortest_distances_reads_each_level_once() -> None:
         return [(s, o) for s, o in EDGES if s in frontier or o in frontier]
 
     d = await shortest_distances(read, ["Q", "Y"], [["C"], ["Z"]], 5, 100)
-    assert d.hops == {"Q": 0, "Y": 0, "A": 1, "Z": 1, "B": 2, "C": 3} and d.round_trips == 3
+    assert d.hops == {"Q": 0, "Y": 0, "A": 1, "Z": 1, "B": 2, "C": 3} and d.levels == 3
     assert seen == [["Q", "Y"], ["A", "Z"], ["B"]]
     cut = await shortest_distances(read, ["Q", "Y"], [["C"]], 5, 1)
     assert cut.truncated and "Z" not in cut.hops
     # a result is resolved by its nearest entity: once every result has one, the search stops
     seen.clear()
     early = await shortest_distances(read, ["Q"], [["C", "A"], ["A"]], 5, 100)
-    assert early.round_trips == 1 and early.hops["A"] == 1 and "C" not in early.hops
+    assert early.levels == 1 and early.hops["A"] == 1 and "C" not in early.hops
 
 
 async def test_the_last_level_reads_the_fewer_side() -> None:
@@ -155,7 +164,7 @@ async def test_the_last_level_reads_the_fewer_side() -> None:
 
     d = await shortest_distances(read, ["Q"], [["C"], ["X"]], 3, 100)
     assert seen == [["Q"], ["A"], ["C", "X"]]  # 2 unresolved entities rather than a frontier of 5
-    assert d.hops["C"] == 3 and "X" not in d.hops and d.round_trips == 3
+    assert d.hops["C"] == 3 and "X" not in d.hops and d.levels == 3
     seen.clear()
     assert (await shortest_distances(read, ["Q"], [["C"]], 2, 100)).hops.get("C") is None
 

@@ -109,7 +109,7 @@ async def test_the_held_search_finds_what_the_search_level_by_level_finds(tmp_pa
             wanted = {e for g in search.targets for e in g}
             assert held is not None
             assert held.hops == {e: h for e, h in by_level.hops.items() if e in wanted}, (case, search)
-            assert (held.round_trips, held.truncated) == (by_level.round_trips, by_level.truncated), case
+            assert (held.levels, held.truncated) == (by_level.levels, by_level.truncated), case
             seen.update({"truncated"} if held.truncated else set(), {f"hop {h}" for h in held.hops.values()})
         finally:
             await store.db.close()

@@ -70,7 +70,8 @@ class DocumentStoreProcessor(StoreProcessor):
         if new:
             embedded = await embedder.embed([label for _, label in new])
             vectors = {iri: v for (iri, _), v in zip(new, embedded, strict=True)}
-            await self.stores.entities.upsert(user, coll, [(iri, label, vectors[iri]) for iri, label in new], "entity")
+            items = [(iri, label, vectors[iri]) for iri, label in new]
+            await self.stores.entities.upsert(user, coll, items, "entity", model=embedder.model)
         ends = sorted({x for s, _, o in linked.relations for x in (s, o)} - set(vectors))
         vectors.update(await self.stores.entities.vectors(user, coll, ends) if ends else {})
         attach_relation_vectors(linked, vectors)
@@ -78,7 +79,8 @@ class DocumentStoreProcessor(StoreProcessor):
             user, coll, [RELATED_TO]
         ):
             (v,) = await embedder.embed([RELATED_TO_LABEL])
-            await self.stores.entities.upsert(user, coll, [(RELATED_TO, RELATED_TO_LABEL, v)], "predicate")
+            items = [(RELATED_TO, RELATED_TO_LABEL, v)]
+            await self.stores.entities.upsert(user, coll, items, "predicate", model=embedder.model)
         if linked.predicates:
             await self._add_predicates(user, coll, linked, embedder)
         await self.stores.triples.add_triples(user, coll, linked.triples(), first_label=True)
@@ -114,7 +116,7 @@ class DocumentStoreProcessor(StoreProcessor):
         if lost:
             vectors = await embedder.embed(list(lost.values()))
             items = [(iri, label, v) for (iri, label), v in zip(lost.items(), vectors, strict=True)]
-            await self.stores.entities.upsert(user, coll, items, "entity")
+            await self.stores.entities.upsert(user, coll, items, "entity", model=embedder.model)
 
     async def write_mark(self, req: WriteMark, flow: FlowContext) -> DocumentsResponse:
         """Mark the collection incomplete for a load about to work on it (see `_begin`), or clear
@@ -152,7 +154,7 @@ class DocumentStoreProcessor(StoreProcessor):
         if todo:
             embedded = await embedder.embed([label for _, label in todo])
             items = [(iri, label, v) for (iri, label), v in zip(todo, embedded, strict=True)]
-            await self.stores.entities.upsert(user, coll, items, "predicate")
+            await self.stores.entities.upsert(user, coll, items, "predicate", model=embedder.model)
 
     async def delete_documents(self, req: DeleteDocuments, flow: FlowContext) -> DocumentsResponse:
         """Delete documents; what only they supported leaves the graph; their communities go stale."""

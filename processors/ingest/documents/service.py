@@ -90,7 +90,7 @@ class BusIngest:
             if e.type == LLM_CONFIG:
                 raise ExtractorNeedsModel(f"{NEEDS_MODEL} ({e.message})") from None
             raise ModelCallFailed(f"model error {e.type}") from None
-        return ModelAnswer(res.response, res.configured, res.model or "", res.in_token or 0, res.out_token or 0)
+        return ModelAnswer(res.response, res.model or "", res.in_token or 0, res.out_token or 0, res.configured)
 
 
 class DocumentLoadProcessor(FlowProcessor):

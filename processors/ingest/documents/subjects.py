@@ -6,14 +6,15 @@
   name of a concept there — what the text says it is known as, or the surname alone of exactly
   one full name ("Peart" beside "Neil Ellwood Peart") — is that concept; its key becomes one of
   the concept's aliases (found at query time: `concept_keys`).
-- The subject: the document's title when the title names something its text names (a file
-  name such as "TranscriptFY14Q4.txt" names nothing), else the concept its first sentence is
-  about (the one that opens it, or its grammatical subject), the way reference text introduces
-  its subject. A document without either has no subject.
+- The subject: the document's title when the title names something its text names, or reads as
+  a name (a few capitalised words; a file name such as "TranscriptFY14Q4.txt" names nothing),
+  else the concept its first sentence is about (the one that opens it, or its grammatical
+  subject), the way reference text introduces its subject. A document without either has none.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -79,12 +80,29 @@ def first_and_last(key: str) -> str:
     return f"{words[0]} {words[-1]}" if len(words) >= 2 else key
 
 
+_FILE_NAME = re.compile(r"\.[A-Za-z0-9]{1,5}$|[/\\_]")
+MAX_NAME_WORDS = 6
+
+
+def reads_as_a_name(title: str) -> bool:
+    """A title that names something, though the text may not repeat it (a later paragraph of an
+    article about "The Laramie Project" says "The play"): a few words, most of them capitalised,
+    not a file name ("TranscriptFY14Q4.txt", "q3_report")."""
+    words = title.split()
+    if _FILE_NAME.search(title.strip()) or not 1 <= len(words) <= MAX_NAME_WORDS:
+        return False
+    capitalised = sum(1 for w in words if w[:1].isupper())
+    return capitalised * 2 > len(words) and not any(any(c.isdigit() for c in w) and any(c.isalpha() for c in w)
+                                                    for w in words)  # fmt: skip
+
+
 def subject_key(title: str, text: str, found: Sequence[Sequence[ConceptMention]], names: Names) -> str:
     """The document's subject concept key, or "" (see the module docstring)."""
     words = f" {normalize(text)} "
     key = title_key(title) if title else ""
-    if key and len(key) <= MAX_CONCEPT_CHARS and any(c.isalpha() for c in key) and f" {key} " in words:
-        return names.of(key)
+    if key and len(key) <= MAX_CONCEPT_CHARS and any(c.isalpha() for c in key):
+        if f" {key} " in words or reads_as_a_name(title):
+            return names.of(key)
     first = found[0] if found else []
     opening = [m for m in first if m.sentence == 0 and m.subject]
     best = next((m for m in opening if m.kind.startswith("entity:")), opening[0] if opening else None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,26 +16,41 @@ REQUEST_CHARS = 6144  # a text of n characters costs at most n + 2 tokens: withi
 class FlowEmbedder:
     """Embeds through the bus (loads embed as queries do), in requests of at most `batch` texts and
     `chars` characters, within the service's default token budget (8192 tokens): a text of n
-    characters costs at most n + 2 tokens."""
-
-    model = "flow-embeddings"
+    characters costs at most n + 2 tokens; `in_flight` requests at once (the service's bulk work
+    runs two at a time: both cores). `model` is the flow's embedding model once it answered."""
 
     def __init__(
-        self, client: RequestResponseClient[Any], batch: int = REQUEST_TEXTS, chars: int = REQUEST_CHARS
+        self,
+        client: RequestResponseClient[Any],
+        batch: int = REQUEST_TEXTS,
+        chars: int = REQUEST_CHARS,
+        in_flight: int = 2,
     ) -> None:
         self._client = client
         self._batch = batch
         self._chars = chars
+        self._slots = asyncio.Semaphore(in_flight)
+        self.model = ""
 
     async def embed(
         self, texts: Sequence[str], max_tokens: int | None = None, query: bool = False
     ) -> list[list[float]]:
         """One vector per text, in order (the service applies its own budget)."""
-        out: list[list[float]] = []
-        for part in request_parts(texts, self._batch, self._chars):
-            res = await self._client.request(EmbeddingsRequest(texts=part, query=query))
-            out.extend(res.vectors)
-        return out
+
+        async def one(part: list[str]) -> list[list[float]]:
+            async with self._slots:
+                res = await self._client.request(EmbeddingsRequest(texts=part, query=query))
+            self.model = res.model
+            return res.vectors
+
+        tasks = [asyncio.ensure_future(one(part)) for part in request_parts(texts, self._batch, self._chars)]
+        try:
+            done = await asyncio.gather(*tasks)
+        except BaseException:  # the first failure (as raised) ends the others
+            for task in tasks:
+                task.cancel()
+            raise
+        return [v for part in done for v in part]
 
 
 def request_parts(texts: Sequence[str], batch: int = REQUEST_TEXTS, chars: int = REQUEST_CHARS) -> list[list[str]]:

@@ -54,4 +54,5 @@ class EmbeddingsProcessor(FlowProcessor):
     async def embed(self, req: EmbeddingsRequest, flow: FlowContext) -> EmbeddingsResponse:
         """Embed the request's texts (refused, unembedded, beyond the flow's token budget)."""
         state: FlowEmbeddings = flow.state
-        return EmbeddingsResponse(vectors=await state.embedder.embed(req.texts, state.max_tokens, req.query))
+        vectors = await state.embedder.embed(req.texts, state.max_tokens, req.query)
+        return EmbeddingsResponse(vectors=vectors, model=state.embedder.model)

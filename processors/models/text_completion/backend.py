@@ -30,7 +30,7 @@ class Completion:
     """A finished completion with usage accounting."""
 
     text: str
-    model: str
+    model: str = ""
     in_token: int = 0
     out_token: int = 0
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from processors.models.text_completion.backend import Completion
+
 _DATA_TAG = re.compile(r"<\s*(/?)\s*data\s*>", re.IGNORECASE)
 
 
@@ -17,11 +19,8 @@ def as_data(text: str) -> str:
 
 
 @dataclass
-class ModelAnswer:
-    """A model's answer (`configured` False: no model is configured, the text says so)."""
+class ModelAnswer(Completion):
+    """A model's answer as text-completion gave it (`configured` False: no model is configured, the
+    text says so)."""
 
-    text: str
     configured: bool = True
-    model: str = ""
-    in_token: int = 0
-    out_token: int = 0

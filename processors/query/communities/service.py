@@ -59,7 +59,7 @@ class CommunitiesProcessor(StoreProcessor):
         of = await self.stores.communities.of_entities(req.user, req.collection, req.entities, req.level)
         ids = list(dict.fromkeys(of[e] for e in req.entities if e in of))[: req.limit]
         if not ids:
-            return CommunitiesResponse(membership=of, store_round_trips=1)
+            return CommunitiesResponse(membership=of)
         if req.summarize:
             summary = SummarizeCommunities(user=req.user, collection=req.collection, ids=ids)
             res = await self.summarize(summary, flow)
@@ -68,7 +68,7 @@ class CommunitiesProcessor(StoreProcessor):
             res = CommunitiesResponse(communities=await self._labelled(req.user, req.collection, found))
         order = {cid: i for i, cid in enumerate(ids)}
         res.communities.sort(key=lambda c: order.get(c.id, len(order)))
-        return res.model_copy(update={"membership": of, "store_round_trips": 1})
+        return res.model_copy(update={"membership": of})
 
     async def summarize(self, req: SummarizeCommunities, flow: FlowContext) -> CommunitiesResponse:
         """Cached summaries, new ones written (and cached) by the model, or profiles without one."""

@@ -67,7 +67,7 @@ class DocumentsProcessor(StoreProcessor):
         if req.communities is not None:
             return await self.community_search(req, flow)
         found = await search_chunks(self.stores.documents, _question(req), req.text, req.mode, req.limit, flow.state)
-        return DocumentsResponse(chunks=found, store_round_trips=1)
+        return DocumentsResponse(chunks=found)
 
     async def community_search(self, req: ChunkSearch, flow: FlowContext) -> DocumentsResponse:
         """Chunks of the scope among the chunks of `req.communities`: the best `limit` of them
@@ -81,49 +81,50 @@ class DocumentsProcessor(StoreProcessor):
         if req.per_community is None:
             every = list(dict.fromkeys(c for ids in members.values() for c in ids))
             found = await among(every, req.limit)
-            return DocumentsResponse(chunks=found, store_round_trips=2)
+            return DocumentsResponse(chunks=found)
         wanted = [c for c in dict.fromkeys(req.communities or []) if members.get(c)]
         per = await asyncio.gather(*(among(members[c], req.per_community) for c in wanted))
         chunks = {ch.id: ch for found in per for ch in found}
         by_community = {c: [ch.id for ch in found] for c, found in zip(wanted, per, strict=True) if found}
-        return DocumentsResponse(chunks=list(chunks.values()), by_community=by_community, store_round_trips=2)
+        return DocumentsResponse(chunks=list(chunks.values()), by_community=by_community)
 
     async def entity_chunks(self, req: EntityChunks, flow: FlowContext) -> DocumentsResponse:
         """Chunks mentioning the entities and what the given chunks mention."""
         docs = self.stores.documents
-        links = await docs.links(req.user, req.collection, req.entities, req.chunk_ids, req.per_entity, req.scope)
-        return DocumentsResponse(links=ChunkLinks(mentions=links), store_round_trips=1)
+        links = await docs.links(
+            ChunkQuery(req.user, req.collection, None, req.scope), req.entities, req.chunk_ids, req.per_entity
+        )
+        return DocumentsResponse(links=ChunkLinks(mentions=links))
 
     async def entity_relations(self, req: EntityRelations, flow: FlowContext) -> DocumentsResponse:
         """Relations among the entities with an in-scope source, strongest first."""
         found = await self.stores.documents.relations(req.user, req.collection, req.entities, req.limit, req.scope)
         rels = [RelationshipRef(s=s, p=p, o=o, weight=float(w)) for s, p, o, w in found]
-        return DocumentsResponse(relations=rels, store_round_trips=1)
+        return DocumentsResponse(relations=rels)
 
     async def search_relations(self, req: SearchRelations, flow: FlowContext) -> DocumentsResponse:
         """Relations nearest the vector with an in-scope source."""
         hits = await self.stores.documents.search_relations(req.user, req.collection, req.vector, req.limit, req.scope)
         rels = [RelationshipRef(s=s, p=p, o=o, weight=float(n), score=sc) for s, p, o, sc, n in hits]
-        return DocumentsResponse(relations=rels, store_round_trips=1)
+        return DocumentsResponse(relations=rels)
 
     async def relation_chunks(self, req: RelationChunks, flow: FlowContext) -> DocumentsResponse:
         """Source chunks of the relations in the scope."""
         docs = self.stores.documents
         pairs = await docs.relation_chunks(req.user, req.collection, req.relations, req.per_relation, req.scope)
-        return DocumentsResponse(relation_chunks=pairs, store_round_trips=1)
+        return DocumentsResponse(relation_chunks=pairs)
 
     async def episode_mentions(self, req: EpisodeMentions, flow: FlowContext) -> DocumentsResponse:
         """What the chunks mention and each entity's episodes in the window."""
         window = (req.since.timestamp(), req.until.timestamp()) if req.since and req.until else None
-        mentioned, counts = await self.stores.documents.episodes(
-            req.user, req.collection, req.entities, req.chunk_ids, window, req.scope
-        )
-        return DocumentsResponse(chunk_mentions=mentioned, episodes=counts, store_round_trips=1)
+        q = ChunkQuery(req.user, req.collection, None, req.scope)
+        mentioned, counts = await self.stores.documents.episodes(q, req.entities, req.chunk_ids, window)
+        return DocumentsResponse(chunk_mentions=mentioned, episodes=counts)
 
     async def chunk_similarities(self, req: ChunkSimilarities, flow: FlowContext) -> DocumentsResponse:
         """Cosine of the vector to each chunk's stored vector (in scope)."""
         sims = await self.stores.documents.chunk_similarities(_question(req), req.chunk_ids)
-        return DocumentsResponse(similarities=sims, store_round_trips=1)
+        return DocumentsResponse(similarities=sims)
 
     async def get_chunks(self, req: GetChunks, flow: FlowContext) -> DocumentsResponse:
         """Chunks by id (in scope), in the order asked."""

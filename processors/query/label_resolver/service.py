@@ -76,15 +76,12 @@ class LabelResolverProcessor(StoreProcessor):
         CACHE.labels("hit").inc(len(req.iris) - len(missing))
         CACHE.labels("miss").inc(len(missing))
         CACHE_HIT_RATIO.labels(flow.id).set(cache.hit_ratio)
-        trips = 0
         if missing:
             labels = await self.stores.triples.labels(req.user, req.collection, missing)
-            trips = 1
             cache.store(req.user, req.collection, missing, labels)
             found.update(labels)
         return LabelResponse(
             labels=found,
             cache_hits=len(set(req.iris)) - len(missing),
             cache_misses=len(missing),
-            store_round_trips=trips,
         )

@@ -70,7 +70,7 @@ class TriplesProcessor(StoreProcessor):
             search = DistanceSearch(req.sources, req.targets, req.max_distance, req.limit_per_entity, req.max_frontier)
             held = await store.distances(req.user, req.collection, search)
             if held is not None:
-                return TriplesResponse(hops=held.hops, truncated=held.truncated, store_round_trips=1)
+                return TriplesResponse(hops=held.hops, truncated=held.truncated, levels=held.levels)
         read = 0
 
         async def level(frontier: list[str]) -> list[tuple[str, str]]:
@@ -82,7 +82,7 @@ class TriplesProcessor(StoreProcessor):
         d = await shortest_distances(level, req.sources, req.targets, req.max_distance, req.max_frontier)
         wanted = {e for group in req.targets for e in group}
         hops = {e: n for e, n in d.hops.items() if e in wanted}
-        return TriplesResponse(hops=hops, truncated=d.truncated, store_round_trips=d.round_trips, rows_read=read)
+        return TriplesResponse(hops=hops, truncated=d.truncated, levels=d.levels, rows_read=read)
 
     async def _neighbours(self, req: NeighboursQuery) -> NeighbourResult:
         """The frontier's edges; with a scope, only relations with a source chunk in it (from the

@@ -85,7 +85,7 @@ class Drift:
             progress.error(f"DRIFT search failed: {e.message}")
             raise
         res = answer(search) if found else DriftResponse(response=NO_DATA, no_data_found=True)
-        search.stats.stage_ms = dict(search.watch.stage_ms)
+        search.watch.report(search.stats)
         search.stats.elapsed_ms = round((time.perf_counter() - began) * 1000, 3)
         res.stats = search.stats
         done = "No data in scope matches the question" if not found else f"Done: {len(res.key_facts)} key facts"

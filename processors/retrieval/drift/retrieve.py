@@ -36,7 +36,6 @@ class Primer:
     communities: list[CommunityInfo]
     samples: dict[str, list[Chunk]]  # community id -> its best chunks
     fallback: list[Chunk]  # no communities: the best chunks of the scope
-    round_trips: int = 0
 
     def chunks(self) -> list[Chunk]:
         """Every sample chunk once: the best of each community first, then the second best..."""
@@ -59,7 +58,6 @@ class Neighbourhood:
     entities: list[tuple[str, float]] = field(default_factory=list)  # named by the chunks, weighted
     relations: list[RelationshipRef] = field(default_factory=list)  # with labels
     labels: dict[str, str] = field(default_factory=dict)
-    round_trips: int = 0
 
 
 async def primer_context(
@@ -69,10 +67,10 @@ async def primer_context(
     communities = await sources.search_communities(t, vector, s.community_limit)
     if not communities:
         fallback = await sources.search_chunks(t, vector, question, s.community_limit * s.chunks_per_community)
-        return Primer([], {}, fallback, 2)
+        return Primer([], {}, fallback)
     ids = [c.id for c in communities]
     samples = await sources.community_chunks(t, ids, vector, question, s.chunks_per_community)
-    return Primer(communities, samples, [], 2)
+    return Primer(communities, samples, [])
 
 
 async def followup_context(
@@ -81,7 +79,6 @@ async def followup_context(
     """A follow-up's chunks in its target communities and their one-hop neighbourhood."""
     nb = Neighbourhood()
     nb.chunks = await sources.search_chunks(t, vector, question, s.followup_chunks, communities=list(targets) or None)
-    nb.round_trips = 1
     if not nb.chunks or s.neighbour_entities == 0:
         return nb
     mentions = await sources.links(t, [], [c.id for c in nb.chunks], 1)
@@ -91,7 +88,6 @@ async def followup_context(
         if m.chunk_id in rank:
             weight[m.entity] += m.count / (1 + rank[m.chunk_id])
     nb.entities = sorted(weight.items(), key=lambda kv: (-kv[1], kv[0]))[: s.neighbour_entities]
-    nb.round_trips += 1
     if not nb.entities:
         return nb
     named = [e for e, _ in nb.entities]
@@ -102,7 +98,6 @@ async def followup_context(
         sources.labels(t, iris),
         sources.links(t, related, [], NEIGHBOUR_PER_ENTITY) if related else _no_links(),
     )
-    nb.round_trips += 2 + (1 if related else 0)
     nb.labels = labels
     nb.relations = [
         r.model_copy(update={"s_label": labels.get(r.s), "p_label": labels.get(r.p), "o_label": labels.get(r.o)})
@@ -113,7 +108,6 @@ async def followup_context(
     keep = nb.neighbour_ids[: s.neighbour_chunks]
     if keep:
         nb.neighbours = await sources.chunks(t, keep)
-        nb.round_trips += 1
     return nb
 
 

@@ -74,7 +74,6 @@ class Search:
         vector = await self._expand()
         self.progress.phase("retrieving_communities", "Finding the communities nearest the question")
         self.primer = await primer_context(self.sources, self.t, vector, self.req.query, self.s)
-        self.stats.store_round_trips += self.primer.round_trips
         self.watch.lap("primer_retrieval")
         if not self.primer.communities and not self.primer.fallback:
             return False
@@ -152,7 +151,6 @@ class Search:
         self.stats.summaries_written = usage.calls
         self.stats.in_token += usage.in_token
         self.stats.out_token += usage.out_token
-        self.stats.store_round_trips += 1
         self.watch.lap("summaries")
         summary = {c.id: c.summary for c in written}
         return [c.model_copy(update={"summary": summary.get(c.id) or c.summary}) for c in communities]
@@ -261,7 +259,6 @@ class Search:
 
     def _collect(self, nb: Neighbourhood) -> None:
         """Keep what a follow-up retrieved: chunks (for citations and ranking) and the graph."""
-        self.stats.store_round_trips += nb.round_trips
         self.book.add(nb.chunks)
         self.book.add(nb.neighbours)
         self.book.add_ids(nb.neighbour_ids)

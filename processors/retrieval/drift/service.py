@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from processors.base.metrics import STAGE, STORE_ROUND_TRIPS
+from processors.base.metrics import record_cost
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
 from processors.retrieval.bus_sources import BusSources
@@ -35,7 +35,5 @@ class DriftProcessor(FlowProcessor):
         """Progress responses (unless `streaming` is off), then the answer."""
         async for res in flow.state.stream(req):
             if res.stats:
-                for stage, ms in res.stats.stage_ms.items():
-                    STAGE.labels(self.name, stage).observe(ms / 1000)
-                STORE_ROUND_TRIPS.labels(self.name).inc(res.stats.store_round_trips)
+                record_cost(self.name, res.stats)
             yield res

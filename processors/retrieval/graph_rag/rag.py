@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from processors.algorithms.entities import choose_anchors
 from processors.algorithms.iris import iri_label
 from processors.base.errors import ServiceError
-from processors.retrieval.common import Tenant, within
+from processors.retrieval.common import Stopwatch, Tenant, within
 from processors.retrieval.graph_rag.sources import GraphSources
 from processors.retrieval.graph_rag.traversal import TraversalLimits, batched_traversal
 from processors.retrieval.reranker.stage import rank_scores, rerank_stage
@@ -40,6 +40,7 @@ class GraphRagSettings(BaseModel):
     max_path_length: int = Field(default=2, ge=1)
     edge_limit: int = Field(default=25, ge=1)
     traversal: Literal["relevance", "bfs"] = "relevance"
+    anchors: Literal["named", "all"] = "named"  # where traversal starts: see GraphRagParams.anchors
     candidates_per_entity: int = Field(default=32, ge=1)  # edges read per frontier entity and direction
     focus_predicates: int = Field(default=8, ge=0)  # predicates nearest the question, read on every entity
     focus_edges: int = Field(default=8, ge=1)  # edges read per entity, direction and focus predicate
@@ -96,25 +97,19 @@ class GraphRag:
         )
         scope = Tenant(req.user, req.collection, req.scope)
         stats = GraphRagStats()
-        began = t = time.perf_counter()
+        began, watch = time.perf_counter(), Stopwatch()
         vector = await self.sources.embed(req.query)
-        self._stage(stats, "embed", t)
-        t = time.perf_counter()
+        watch.lap("embed")
         found = await self.sources.entities(scope, vector, req.query, s.entity_limit, s.focus_predicates)
         seeds = found.entities
-        stats.store_round_trips += 1
-        self._stage(stats, "seeds", t)
-        anchors = choose_anchors(seeds)
+        watch.lap("seeds")
+        anchors = choose_anchors(seeds) if s.anchors == "named" else [e.id for e in seeds]
         starts = set(anchors)
         for e in seeds:
             e.anchor = e.id in starts
-        sub = await batched_traversal(self.sources, scope, anchors, limits, vector, found.predicates)
-        for i, ms in enumerate(sub.hop_ms, 1):
-            stats.stage_ms[f"hop_{i}"] = round(ms, 3)
-        stats.store_round_trips += sub.round_trips
+        sub = await batched_traversal(self.sources, scope, anchors, limits, vector, found.predicates, watch)
         stats.rows_read = sub.rows_read
-        stats.levels = len(sub.hop_ms)
-        t = time.perf_counter()
+        stats.levels = sub.levels
         iris = {e.id for e in seeds}
         for tr in sub.triples:
             iris.update((tr.s.value, tr.p.value))
@@ -122,9 +117,8 @@ class GraphRag:
                 iris.add(tr.o.value)
         labels = await self.sources.labels(scope, sorted(iris)) if iris else None
         if labels:
-            stats.store_round_trips += labels.store_round_trips
             stats.label_cache_hits, stats.label_cache_misses = labels.cache_hits, labels.cache_misses
-        self._stage(stats, "labels", t)
+        watch.lap("labels")
         names = labels.labels if labels else {}
 
         def name(iri: str) -> str:  # an IRI without a label reads as its local name
@@ -149,8 +143,8 @@ class GraphRag:
             reranked = await rerank_stage(self.sources, s.reranker, scope, req.query, vector, items, seeds)
             if reranked:
                 triples = [triples[i].model_copy(update={"score": sc}) for i, sc in reranked.order]
-                stats.store_round_trips += reranked.store_round_trips
-                stats.stage_ms["rerank"] = reranked.ms
+                watch.lap("rerank")
+        watch.report(stats)
         stats.elapsed_ms = round((time.perf_counter() - began) * 1000, 3)
         return Retrieval(seeds, triples, stats, began, found.warnings)
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from processors.algorithms.edges import NeighbourResult
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
 from processors.base.errors import QueryTimeout, ServiceError
-from processors.base.metrics import ROWS_READ, STAGE, STORE_ROUND_TRIPS
+from processors.base.metrics import ROWS_READ, record_cost
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
 from processors.models.text_completion.backend import CompletionChunk
@@ -80,7 +80,7 @@ class GraphBusSources:
         res = await self._call(
             LABEL_RESOLVER, LabelRequest(user=scope.user, collection=scope.collection, iris=list(iris))
         )
-        return LabelBatch(res.labels, res.cache_hits, res.cache_misses, res.store_round_trips)
+        return LabelBatch(res.labels, res.cache_hits, res.cache_misses)
 
     async def rerank(self, req: RerankRequest) -> RerankResponse:
         return await self._call(RERANKER, req)
@@ -127,9 +127,7 @@ class GraphRagProcessor(FlowProcessor):
 
     def _record(self, stats: GraphRagStats) -> None:
         """What one query cost, into the process's Prometheus metrics."""
-        for stage, ms in stats.stage_ms.items():
-            STAGE.labels(self.name, stage.split("_")[0]).observe(ms / 1000)
-        STORE_ROUND_TRIPS.labels(self.name).inc(stats.store_round_trips)
+        record_cost(self.name, stats)
         ROWS_READ.labels(self.name).inc(stats.rows_read)
 
     async def query(self, req: GraphRagRequest, flow: FlowContext) -> AsyncIterator[GraphRagResponse]:

@@ -26,12 +26,11 @@ class Seeds:
 
 @dataclass
 class LabelBatch:
-    """Resolved labels and what resolving them cost."""
+    """Resolved labels and how the label cache did."""
 
     labels: dict[str, str]
     cache_hits: int = 0
     cache_misses: int = 0
-    store_round_trips: int = 1
 
 
 class GraphSources(Protocol):
@@ -43,15 +42,15 @@ class GraphSources(Protocol):
 
     async def entities(self, scope: Tenant, vector: list[float], text: str, limit: int, predicates: int) -> Seeds:
         """Entities near `vector`, entities the text names and the `predicates` nearest
-        predicates (one store round trip)."""
+        predicates (one request to the entity-search service)."""
         ...
 
     async def neighbours(self, query: NeighboursQuery) -> NeighbourResult:
-        """Edges of a whole frontier, ranked (one store round trip)."""
+        """Edges of a whole frontier, ranked (one request to the triples service)."""
         ...
 
     async def labels(self, scope: Tenant, iris: Sequence[str]) -> LabelBatch:
-        """Labels of `iris` (at most one store round trip)."""
+        """Labels of `iris` (one request to the label resolver, which reads what its cache misses)."""
         ...
 
     def complete(self, system: str, prompt: str, streaming: bool) -> AsyncIterator[CompletionChunk]:

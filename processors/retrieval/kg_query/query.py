@@ -79,12 +79,11 @@ class KgQuery:
         began, watch, t = time.perf_counter(), Stopwatch(), Tenant(req.user, req.collection, req.scope)
         vector = await self.sources.embed(req.query)
         watch.lap("embed")
-        entities, relations, vector_chunks, seeds, trips = await self._search(t, req.query, vector, s)
+        entities, relations, vector_chunks, seeds = await self._search(t, req.query, vector, s)
         watch.lap("search")
         labels = await self.sources.labels(
             t, sorted({e.id for e in entities} | {x for r in relations for x in (r.s, r.p, r.o)})
         )
-        trips += 1
         for e in entities:
             e.label = labels.get(e.id, e.label)
         relations = [r.model_copy(update={"s_label": labels.get(r.s), "p_label": labels.get(r.p),
@@ -92,12 +91,10 @@ class KgQuery:
         # Token counting is CPU work (a 30k-token context): off the event loop, like the stores'.
         kept_e, kept_r = await asyncio.to_thread(self._truncate, req.query, entities, relations, s)
         watch.lap("truncate")
-        merged, more = await self._chunks(t, kept_e, kept_r, vector_chunks, s)
-        trips += more
+        merged = await self._chunks(t, kept_e, kept_r, vector_chunks, s)
         watch.lap("merge")
         if s.reranker != "none":
-            merged, more = await self._rerank(t, req.query, vector, merged, seeds, s.reranker)
-            trips += more
+            merged = await self._rerank(t, req.query, vector, merged, seeds, s.reranker)
             watch.lap("rerank")
         chunks, prompt, tokens = await asyncio.to_thread(self._context, req.query, kept_e, kept_r, merged, s)
         watch.lap("context")
@@ -105,7 +102,7 @@ class KgQuery:
         res = KgQueryResponse(mode=s.mode, entities=kept_e, relationships=kept_r, chunks=chunks, documents=refs,
                               references=refs, context=prompt, tokens=tokens,
                               no_data_found=not (kept_e or kept_r or chunks))  # fmt: skip
-        stats = RetrievalStats(store_round_trips=trips)
+        stats = RetrievalStats()
         res.response = NO_DATA if res.no_data_found else retrieval_only_answer(kept_r, chunks)
         if not res.no_data_found and not req.no_llm:
             done = await self.sources.complete(SYSTEM, prompt, None)
@@ -118,7 +115,7 @@ class KgQuery:
                 )
                 stats.llm_calls, stats.in_token, stats.out_token = 1, done.in_token, done.out_token
             watch.lap("llm")
-        stats.stage_ms = watch.stage_ms
+        watch.report(stats)
         stats.elapsed_ms = round((time.perf_counter() - began) * 1000, 3)
         res.stats = stats
         return res
@@ -131,14 +128,14 @@ class KgQuery:
         merged: list[Chunk],
         seeds: list[SeedEntity] | None,
         choice: RerankerChoice,
-    ) -> tuple[list[Chunk], int]:
+    ) -> list[Chunk]:
         """The merged chunks in the reranker's order (scored by their rank where they have no score)."""
         scores = rank_scores([c.score for c in merged])
         items = [RerankItem(id=c.id, kind="chunk", score=sc) for c, sc in zip(merged, scores, strict=True)]
         reranked = await rerank_stage(self.sources, choice, t, query, vector, items, seeds)
         if reranked is None:
-            return merged, 0
-        return [merged[i].model_copy(update={"score": sc}) for i, sc in reranked.order], reranked.store_round_trips
+            return merged
+        return [merged[i].model_copy(update={"score": sc}) for i, sc in reranked.order]
 
     def _context(
         self, query: str, entities: list[EntityRef], relations: list[RelationshipRef], merged: list[Chunk],
@@ -176,9 +173,9 @@ class KgQuery:
 
     async def _search(
         self, t: Tenant, query: str, vector: list[float], s: KgQuerySettings
-    ) -> tuple[list[EntityRef], list[RelationshipRef], list[Chunk], list[SeedEntity] | None, int]:
-        """Stage 1: entities, relations and vector chunks by mode, the entity search's seeds (None:
-        the mode searches none); store round trips made."""
+    ) -> tuple[list[EntityRef], list[RelationshipRef], list[Chunk], list[SeedEntity] | None]:
+        """Stage 1: entities, relations and vector chunks by mode, and the entity search's seeds
+        (None: the mode searches none)."""
         local, glob, chunk = (
             s.mode in ("local", "hybrid", "mix"),
             s.mode in ("global", "hybrid", "mix"),
@@ -189,16 +186,14 @@ class KgQuery:
             self.sources.search_relations(t, vector, s.top_k) if glob else _empty(),
             self.sources.search_chunks(t, vector, None, s.chunk_top_k, "vector") if chunk else _empty(),
         )
-        trips = int(local) + int(glob) + int(chunk)
         local_ents = [EntityRef(id=e.id, label=e.label, score=e.score, seed=True) for e in seeds]
         local_rels: list[RelationshipRef] = []
         if local_ents:
             local_rels = await self.sources.neighbour_relations(t, [e.id for e in local_ents], vector, s.top_k)
-            trips += 1
         global_ents = [EntityRef(id=x, score=r.score or 0.0) for r in found_rel for x in (r.s, r.o)]
         entities = round_robin([local_ents, global_ents], key=lambda e: e.id)
         relations = round_robin([local_rels, found_rel], key=lambda r: (r.s, r.p, r.o))
-        return entities, relations, vec_chunks, seeds if local else None, trips
+        return entities, relations, vec_chunks, seeds if local else None
 
     async def _chunks(
         self,
@@ -207,14 +202,13 @@ class KgQuery:
         relations: list[RelationshipRef],
         vector_chunks: list[Chunk],
         s: KgQuerySettings,
-    ) -> tuple[list[Chunk], int]:
+    ) -> list[Chunk]:
         """Stage 3: relation-linked, entity-linked and vector chunks merged round-robin (texts fetched)."""
         keys = [(r.s, r.p, r.o) for r in relations]
         by_entity, by_relation = await asyncio.gather(
             self.sources.entity_chunks(t, [e.id for e in entities], s.chunks_per_item) if entities else _empty(),
             self.sources.relation_chunks(t, keys, s.chunks_per_item) if keys else _empty(),
         )
-        trips = int(bool(entities)) + int(bool(keys))
         rank = {e.id: i for i, e in enumerate(entities)}
         entity_ids = [m.chunk_id for m in sorted(by_entity, key=lambda m: (rank.get(m.entity, len(rank)), -m.count))]
         order = {k: i for i, k in enumerate(keys)}
@@ -224,8 +218,7 @@ class KgQuery:
         missing = [i for i in ids if i not in known]
         if missing:
             known.update({c.id: c for c in await self.sources.chunks(t, missing)})
-            trips += 1
-        return [known[i] for i in ids if i in known], trips
+        return [known[i] for i in ids if i in known]
 
 
 def _entity_line(e: EntityRef) -> str:

@@ -15,7 +15,7 @@ import time
 from processors.algorithms.passage_rank import documents_of
 from processors.algorithms.text_match import normalize
 from processors.base.errors import ServiceError
-from processors.retrieval.common import NO_DATA, Stopwatch, Tenant, TokenCounter, within
+from processors.retrieval.common import NO_DATA, Tenant, TokenCounter, within
 from processors.retrieval.lazy_rag.prompts import (
     MODEL_FAILED_PREFIX,
     SUMMARY_SCHEMA,
@@ -51,11 +51,11 @@ class LazyRag:
         began = time.perf_counter()
         t = Tenant(req.user, req.collection, req.scope)
         nb = await retrieve(self.sources, t, req.query, s)
-        stats = RetrievalStats(store_round_trips=nb.round_trips, stage_ms=dict(nb.stage_ms))
+        stats, watch = RetrievalStats(), nb.watch  # the stages go on on retrieval's stopwatch
         if not nb.chunks and not nb.entities:
+            watch.report(stats)
             stats.elapsed_ms = _ms(began)
             return LazyRagResponse(response=NO_DATA, no_data_found=True, stats=stats)
-        watch = Stopwatch()
         ids = [e for e, _ in nb.entities]
         summarize = s.use_communities and req.operation == "query" and not req.no_llm
         warnings: list[Notice] = []
@@ -67,7 +67,6 @@ class LazyRag:
         )
         communities, summary_calls = communities
         stats.llm_calls += summary_calls
-        stats.store_round_trips += 2 + (1 if s.use_communities else 0)
         watch.lap("context")
         confidence, missing = coverage(concepts, labels.values(), nb)
         res = LazyRagResponse(
@@ -86,7 +85,7 @@ class LazyRag:
         if req.operation == "query" and not req.no_llm:
             await self._summarize(req, res, stats)
             watch.lap("llm")
-        stats.stage_ms.update(watch.stage_ms)
+        watch.report(stats)
         stats.elapsed_ms = _ms(began)
         res.stats = stats
         return res

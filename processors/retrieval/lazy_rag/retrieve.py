@@ -64,19 +64,18 @@ class LazyRagSettings(BaseModel):
 
 @dataclass
 class Neighbourhood:
-    """What retrieval found, ranked, and what it cost."""
+    """What retrieval found, ranked, and its stages' times and store usage (`watch`)."""
 
     chunks: list[Chunk]  # ranked, with texts
     entities: list[tuple[str, float]]  # ranked by mass
     seeds: list[SeedEntity]
     mentions: list[Mention] = field(default_factory=list)
-    round_trips: int = 0
-    stage_ms: dict[str, float] = field(default_factory=dict)
+    watch: Stopwatch = field(default_factory=Stopwatch)
 
 
 async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettings) -> Neighbourhood:
     """The ranked neighbourhood of `query` (see the module docstring)."""
-    watch, trips = Stopwatch(), 0
+    watch = Stopwatch()
     vector = await sources.embed(query)
     watch.lap("embed")
     depth = max(s.search_depth, s.chunk_limit)
@@ -84,11 +83,9 @@ async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettin
         sources.search_chunks(t, vector, query, depth, "graph"),
         sources.seeds(t, vector, query, s.seed_entities),
     )
-    trips += 2
     watch.lap("search")
     if s.bridge_seeds:
-        hits, more = await follow_bridges(sources, t, query, hits, s)
-        trips += more
+        hits = await follow_bridges(sources, t, query, hits, s)
         watch.lap("bridges")
     known = {c.id: c for c in hits}
     mentions: list[Mention] = []
@@ -99,7 +96,6 @@ async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettin
         if not entity_frontier and not chunk_frontier:
             break
         found = await sources.links(t, entity_frontier, chunk_frontier, s.per_entity)
-        trips += 1
         expanded.update(entity_frontier)
         seen_chunks = set(known) | {m.chunk_id for m in mentions}
         mentions += found
@@ -118,33 +114,31 @@ async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettin
         reranked = await rerank_stage(sources, s.reranker, t, query, vector, items, seeds)
         if reranked:
             top = [(depth[i][0], score) for i, score in reranked.order[: s.chunk_limit]]
-            trips += reranked.store_round_trips
             watch.lap("rerank")
     missing = [cid for cid, _ in top if cid not in known]
     if missing:
         known.update({c.id: c for c in await sources.chunks(t, missing)})
-        trips += 1
     watch.lap("chunks")
     chunks = [known[cid].model_copy(update={"score": score}) for cid, score in top if cid in known]
-    return Neighbourhood(chunks, ranked_entities[: s.max_entities], seeds, mentions, trips, watch.stage_ms)
+    return Neighbourhood(chunks, ranked_entities[: s.max_entities], seeds, mentions, watch)
 
 
 async def follow_bridges(
     sources: LazySources, t: Tenant, query: str, hits: list[Chunk], s: LazyRagSettings
-) -> tuple[list[Chunk], int]:
+) -> list[Chunk]:
     """`hits` fused with the follow-up searches of the names their best chunks give (see the
-    module docstring), and the store round trips that took."""
+    module docstring)."""
     seeds = enumerate(hits[: s.bridge_seeds])
     follow = [(i, b.query) for i, c in seeds for b in bridges(query, c.text, s.bridge_names)]
     if not follow:
-        return hits, 0
+        return hits
     vectors = await sources.embed_texts([q for _, q in follow], query=True)
     found = await asyncio.gather(
         *(sources.search_chunks(t, v, q, s.bridge_depth, "fused") for (_, q), v in zip(follow, vectors, strict=True))
     )
     known = {c.id: c for cs in found for c in cs} | {c.id: c for c in hits}
     fused = fuse([c.id for c in hits], [(i, [c.id for c in cs]) for (i, _), cs in zip(follow, found, strict=True)])
-    return [known[c].model_copy(update={"score": round(sc, 6)}) for c, sc in fused], len(follow)
+    return [known[c].model_copy(update={"score": round(sc, 6)}) for c, sc in fused]
 
 
 def _next_entities(mentions: Sequence[Mention], hits: Sequence[Chunk], done: set[str], limit: int) -> list[str]:

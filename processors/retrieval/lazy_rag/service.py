@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from processors.base.metrics import record_stages
+from processors.base.metrics import record_cost
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
 from processors.models.text_completion.tokens import FlowTokenCounter
@@ -45,5 +45,5 @@ class LazyRagProcessor(FlowProcessor):
             res = await flow.state.run(req)
         res.warnings = [*notices, *res.warnings]
         if res.stats:
-            record_stages(self.name, res.stats.stage_ms, res.stats.store_round_trips)
+            record_cost(self.name, res.stats)
         return res

@@ -79,13 +79,12 @@ class RerankerSettings(BaseModel):
 
 @dataclass
 class _Found:
-    """What stage 1 found, and its cost."""
+    """What stage 1 found."""
 
     entities: list[list[str]]  # per result
     episodes: dict[str, int]
     question: list[str]
     semantic: list[float | None]
-    round_trips: int
 
 
 class Reranker:
@@ -104,18 +103,17 @@ class Reranker:
         began, watch = time.perf_counter(), Stopwatch()
         t = Tenant(req.user, req.collection, req.scope)
         found = await self._gather(req, s, t, watch)
-        trips = found.round_trips
         hops: dict[str, int] = {}
         targets = [g for g in found.entities if g]
         if s.strategy in ("distance", "hybrid") and found.question and targets:
             search = DistanceSearch(found.question, targets, s.max_distance, s.edges_per_entity, s.max_frontier)
             dist = await self.sources.distances(t, search)
-            hops, trips = dist.hops, trips + dist.round_trips
+            hops = dist.hops
             watch.lap("distance")
         results = score(req.results, found, hops, s)
         watch.lap("score")
-        stats = RetrievalStats(store_round_trips=trips, stage_ms=watch.stage_ms,
-                               elapsed_ms=round((time.perf_counter() - began) * 1000, 3))  # fmt: skip
+        stats = RetrievalStats(elapsed_ms=round((time.perf_counter() - began) * 1000, 3))
+        watch.report(stats)
         return RerankResponse(strategy=s.strategy, results=results, question_entities=found.question, stats=stats)
 
     async def _gather(self, req: RerankRequest, s: RerankerSettings, t: Tenant, watch: Stopwatch) -> _Found:
@@ -136,38 +134,37 @@ class Reranker:
         until = _aware(req.as_of) if req.as_of else datetime.now(UTC)
         since = _window_start(until, s.window_days)
 
-        async def mentions() -> tuple[dict[str, list[str]], dict[str, int], int]:
+        async def mentions() -> tuple[dict[str, list[str]], dict[str, int]]:
             window = (since, until) if episodes else None
             if (episodes and (explicit or lookup)) or (distance and lookup):
-                mentioned, counts = await self.sources.episodes(t, explicit if episodes else [], lookup, window)
-                return mentioned, counts, 1
-            return {}, {}, 0
+                return await self.sources.episodes(t, explicit if episodes else [], lookup, window)
+            return {}, {}
 
-        async def question() -> tuple[list[str], int]:
+        async def question() -> list[str]:
             if not distance:
-                return [], 0
+                return []
             if req.question_entities is not None:
-                return list(dict.fromkeys(req.question_entities)), 0
+                return list(dict.fromkeys(req.question_entities))
             if req.seeds is not None:
-                return question_entities(req.seeds, s.vector_seeds, s.seed_min_similarity), 0
+                return question_entities(req.seeds, s.vector_seeds, s.seed_min_similarity)
             assert vector is not None
             seeds = await self.sources.seeds(t, vector, req.query, s.seed_entities)
-            return question_entities(seeds, s.vector_seeds, s.seed_min_similarity), 1
+            return question_entities(seeds, s.vector_seeds, s.seed_min_similarity)
 
-        async def similarities() -> tuple[list[float | None], int]:
+        async def similarities() -> list[float | None]:
             if not semantic:
-                return [None] * len(req.results), 0
+                return [None] * len(req.results)
             assert vector is not None
             return await self._similarities(t, req.results, given, vector)
 
-        (links, counts, n1), (qents, n2), (sims, n3) = await asyncio.gather(mentions(), question(), similarities())
+        (links, counts), qents, sims = await asyncio.gather(mentions(), question(), similarities())
         watch.lap("lookup")
         entities = [g if g is not None else links.get(it.id, []) for it, g in zip(req.results, given, strict=True)]
-        return _Found([list(dict.fromkeys(e)) for e in entities], counts, qents, sims, n1 + n2 + n3)
+        return _Found([list(dict.fromkeys(e)) for e in entities], counts, qents, sims)
 
     async def _similarities(
         self, t: Tenant, items: Sequence[RerankItem], given: Sequence[list[str] | None], vector: list[float]
-    ) -> tuple[list[float | None], int]:
+    ) -> list[float | None]:
         """Cosine of the question to each result's stored vector: a chunk's, an entity's label
         vector, a triple's entities' label vectors averaged; only results without a stored vector
         have their `text` embedded (one model call)."""
@@ -195,7 +192,7 @@ class Reranker:
             norms = np.linalg.norm(vecs, axis=1) * (np.linalg.norm(q) or 1.0)
             for i, c in zip(todo, (vecs @ q / np.where(norms == 0, 1.0, norms)).tolist(), strict=True):
                 out[i] = c
-        return out, int(bool(chunk_ids)) + int(bool(iris))
+        return out
 
 
 def score(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from processors.base.metrics import record_stages
+from processors.base.metrics import record_cost
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
 from processors.retrieval.bus_sources import BusSources
@@ -30,5 +30,5 @@ class RerankerProcessor(FlowProcessor):
         """Reorder the request's results."""
         res = await flow.state.run(req)
         if res.stats:
-            record_stages(self.name, res.stats.stage_ms, res.stats.store_round_trips)
+            record_cost(self.name, res.stats)
         return res

@@ -4,9 +4,8 @@ sources) and read back the new order (bus-free)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from processors.retrieval.common import Tenant
@@ -25,12 +24,10 @@ class Reranks(Protocol):
 
 @dataclass
 class Reranked:
-    """The new order, as (position in the input, combined score), and what it cost."""
+    """The new order, as (position in the input, combined score). What reranking cost the
+    stores is in the caller's counts (the reranker reports it with its response)."""
 
     order: list[tuple[int, float]]
-    store_round_trips: int = 0
-    ms: float = 0.0
-    question_entities: list[str] = field(default_factory=list)
 
 
 def rank_scores(scores: Sequence[float | None]) -> list[float]:
@@ -54,13 +51,7 @@ async def rerank_stage(
     """Rerank `items` with strategy `choice` (None: `none`, or nothing to rerank)."""
     if choice == "none" or not items:
         return None
-    began = time.perf_counter()
     req = RerankRequest(user=t.user, collection=t.collection, scope=t.scope, query=query, results=items,
                         strategy=choice, vector=vector, seeds=list(seeds) if seeds is not None else None)  # fmt: skip
     res = await sources.rerank(req)
-    return Reranked(
-        [(r.index, r.combined_score) for r in res.results],
-        res.stats.store_round_trips if res.stats else 0,
-        round((time.perf_counter() - began) * 1000, 3),
-        res.question_entities,
-    )
+    return Reranked([(r.index, r.combined_score) for r in res.results])

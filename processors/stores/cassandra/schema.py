@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from processors.stores.protocol import VECTOR_DIMENSIONS, int_literal
+from processors.stores.usage import StoreUsage, count, current
 
 CONCURRENCY = 128  # in-flight requests per logical call
 # Cassandra 5.0.x fails concurrent inserts into one SAI vector memtable index beyond a small pool
@@ -69,6 +70,8 @@ TABLES = (
     "CREATE TABLE IF NOT EXISTS collections (user text, collection text, PRIMARY KEY ((user), collection))",
     "CREATE TABLE IF NOT EXISTS load_state (user text, collection text, started double, finished double,"
     " source text, triples bigint, vectors bigint, error text, PRIMARY KEY ((user), collection))",
+    "CREATE TABLE IF NOT EXISTS vector_models (user text, collection text, model text, dimensions int,"
+    " PRIMARY KEY ((user), collection))",
 )
 _LOAD_COLS = "started, finished, source, triples, vectors, error"  # LoadState.row() order
 
@@ -154,6 +157,11 @@ STATEMENTS: dict[str, str] = {
     "set_load": "INSERT INTO load_state (user, collection, " + _LOAD_COLS + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     "get_load": "SELECT " + _LOAD_COLS + " FROM load_state WHERE user = ? AND collection = ?",
     "del_load": "DELETE FROM load_state WHERE user = ? AND collection = ?",
+    # the model of a collection's vectors: claimed by its first write (a lightweight transaction)
+    "get_vector_model": "SELECT model, dimensions FROM vector_models WHERE user = ? AND collection = ?",
+    "claim_vector_model": "INSERT INTO vector_models (user, collection, model, dimensions) VALUES (?, ?, ?, ?)"
+    " IF NOT EXISTS",
+    "del_vector_model": "DELETE FROM vector_models WHERE user = ? AND collection = ?",
 }
 
 
@@ -180,7 +188,8 @@ def _migrate(session: Any, keyspace: str) -> None:
 
 @functools.lru_cache(maxsize=256)
 def _row_type(names: tuple[str, ...]) -> Any:
-    return collections.namedtuple("Row", names)  # type: ignore[misc]
+    # a lightweight transaction's result names a column `[applied]`: as a field, `applied`
+    return collections.namedtuple("Row", [re.sub(r"\W", "", n) for n in names])  # type: ignore[misc]
 
 
 def cached_namedtuple_factory(colnames: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[Any]:
@@ -263,13 +272,21 @@ class CassandraConnection:
         if self._session is None:
             await asyncio.to_thread(self.connect)
 
-    def _start(self, name: str, params: Sequence[Any], page_all: bool) -> asyncio.Future[list[Any]]:
+    def _start(
+        self, name: str, params: Sequence[Any], page_all: bool, usage: StoreUsage | None
+    ) -> asyncio.Future[list[Any]]:
+        """Send one request; its future resolves with every row (all pages when `page_all`). The
+        request and each further page fetched count as requests of `usage`."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[list[Any]] = loop.create_future()
         rows: list[Any] = []
+        pages = [0]  # further pages fetched (counted when the call settles, on the event loop)
+        count(usage, 1)
         rf = self._session.execute_async(self._prepared[name], params)
 
         def settle(result: list[Any] | None, exc: BaseException | None) -> None:
+            count(usage, pages[0])
+            pages[0] = 0
             if fut.done():
                 return
             if exc is not None:
@@ -281,6 +298,7 @@ class CassandraConnection:
             try:
                 rows.extend(page or ())
                 if page_all and rf.has_more_pages:
+                    pages[0] += 1
                     rf.start_fetching_next_page()  # the same callbacks fire for the next page
                     return
             except Exception as exc:  # never let an error vanish in the driver's thread
@@ -297,7 +315,9 @@ class CassandraConnection:
     async def run(self, name: str, params: Sequence[Any], page_all: bool = False) -> list[Any]:
         """Execute one prepared statement by name; all pages when `page_all`."""
         await self.ready()
-        return await self._start(name, params, page_all)
+        usage = current()
+        count(usage, 0, 1)
+        return await self._start(name, params, page_all, usage)
 
     async def run_many(
         self,
@@ -313,13 +333,15 @@ class CassandraConnection:
         if not calls:
             return []
         await self.ready()
+        usage = current()
+        count(usage, 0, 1)  # one round trip: every request of the call is in flight together
         gate = asyncio.Semaphore(concurrency)
 
         async def one(name: str, params: Sequence[Any]) -> list[Any]:
             async with gate:
                 for attempt in range(write_retries + 1):
                     try:
-                        return await self._start(name, params, page_all)
+                        return await self._start(name, params, page_all, usage)
                     except Exception as exc:
                         if attempt >= write_retries or type(exc).__name__ != "WriteFailure":
                             raise

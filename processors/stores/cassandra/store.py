@@ -23,7 +23,15 @@ from processors.stores.cassandra.schema import (
     raw_vector,
     vector_array,
 )
-from processors.stores.protocol import VECTOR_DIMENSIONS, EntityHit, EntityIndex, LoadState, VectorItem, VectorKind
+from processors.stores.protocol import (
+    VECTOR_DIMENSIONS,
+    EntityHit,
+    EntityIndex,
+    LoadState,
+    VectorItem,
+    VectorKind,
+    VectorModel,
+)
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
 
@@ -271,9 +279,11 @@ class CassandraEntityIndex:
         self.conn = conn.acquire()
 
     async def upsert(
-        self, user: str, collection: str, items: Sequence[VectorItem], kind: VectorKind = "entity"
+        self, user: str, collection: str, items: Sequence[VectorItem], kind: VectorKind = "entity", *, model: str
     ) -> None:
-        """Store vectors; for entities also (re)index the label's content tokens."""
+        """Store vectors (of the collection's model, see `_claim`); for entities also (re)index the
+        label's content tokens."""
+        await self._claim(user, collection, VectorModel.of(items, model))
         latest = {iri: (label, np.asarray(v, dtype=np.float32)) for iri, label, v in items}
         calls: list[tuple[str, Sequence[Any]]] = []
         if kind == "entity":
@@ -294,6 +304,22 @@ class CassandraEntityIndex:
         ]
         await self.conn.run_many(calls)
         await self.conn.run_many(vec_calls, concurrency=VECTOR_WRITE_CONCURRENCY, write_retries=VECTOR_WRITE_RETRIES)
+
+    async def _claim(self, user: str, collection: str, offered: VectorModel) -> None:
+        """Refuse vectors the collection cannot hold: another model's than it holds (the first
+        write records its model with a lightweight transaction, so two first writers cannot both
+        win), or another dimension than the vector column's."""
+        offered.require_dimensions("Cassandra")
+        held = await self.vector_model(user, collection)
+        if held is None:
+            (row,) = await self.conn.run("claim_vector_model", (user, collection, offered.name, offered.dimensions))
+            held = offered if row.applied else VectorModel(row.model, row.dimensions)
+        offered.require(collection, held)
+
+    async def vector_model(self, user: str, collection: str) -> VectorModel | None:
+        """The model the collection's first vector write recorded."""
+        rows = await self.conn.run("get_vector_model", (user, collection))
+        return VectorModel(rows[0].model, rows[0].dimensions) if rows else None
 
     async def search(
         self, user: str, collection: str, vector: Sequence[float] | None, text: str | None, limit: int
@@ -404,6 +430,7 @@ class CassandraEntityIndex:
         calls: list[tuple[str, Sequence[Any]]] = [("del_token_part", (user, collection, t)) for t in toks]
         calls += [("del_name_part", (user, collection, n)) for n in {normalize(r.label) for r in rows}]
         calls += [("del_vec_kind", (user, collection, k)) for k in ("entity", "predicate")]
+        calls.append(("del_vector_model", (user, collection)))
         await self.conn.run_many(calls)
 
     async def close(self) -> None:

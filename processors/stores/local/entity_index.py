@@ -17,7 +17,7 @@ import numpy as np
 from processors.algorithms.entities import rank_entity_hits
 from processors.algorithms.text_match import label_phrases, normalize
 from processors.algorithms.vectors import ProjectedIndex, top_cosines
-from processors.stores.protocol import EntityHit, VectorItem, VectorKind
+from processors.stores.protocol import EntityHit, VectorItem, VectorKind, VectorModel
 from processors.stores.sqlite.pool import SqlitePool
 
 SCHEMA = """
@@ -30,6 +30,10 @@ CREATE TABLE IF NOT EXISTS vectors (
 CREATE INDEX IF NOT EXISTS vectors_name ON vectors(user, collection, name);
 CREATE TABLE IF NOT EXISTS scope_version (
     user TEXT NOT NULL, collection TEXT NOT NULL, version INTEGER NOT NULL,
+    PRIMARY KEY (user, collection)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS vector_model (
+    user TEXT NOT NULL, collection TEXT NOT NULL, model TEXT NOT NULL, dimensions INTEGER NOT NULL,
     PRIMARY KEY (user, collection)
 ) WITHOUT ROWID;
 """
@@ -80,8 +84,9 @@ class LocalEntityIndex:
         self._reload = asyncio.Lock()
 
     async def upsert(
-        self, user: str, collection: str, items: Sequence[VectorItem], kind: VectorKind = "entity"
+        self, user: str, collection: str, items: Sequence[VectorItem], kind: VectorKind = "entity", *, model: str
     ) -> None:
+        offered = VectorModel.of(items, model)
         rows = [
             (user, collection, iri, kind, label, np.asarray(v, dtype=np.float32).tobytes(),
              normalize(label) if kind == "entity" else "")
@@ -89,6 +94,12 @@ class LocalEntityIndex:
         ]  # fmt: skip
 
         def write(conn: sqlite3.Connection) -> None:
+            # the first write records the model; the check and the write are one transaction
+            conn.execute(
+                "INSERT OR IGNORE INTO vector_model VALUES (?, ?, ?, ?)",
+                (user, collection, offered.name, offered.dimensions),
+            )
+            offered.require(collection, _vector_model(conn, user, collection))
             conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?,?,?,?,?)", rows)
             conn.execute(
                 "INSERT INTO scope_version VALUES (?, ?, 1) ON CONFLICT(user, collection)"
@@ -98,6 +109,9 @@ class LocalEntityIndex:
 
         await self.db.write(write)
         self._checked.pop((user, collection), None)
+
+    async def vector_model(self, user: str, collection: str) -> VectorModel | None:
+        return await self.db.read(lambda c: _vector_model(c, user, collection))
 
     async def _matrix(self, user: str, collection: str, version: int | None = None) -> _Matrix | None:
         """The collection's vectors, reloaded when another writer bumped its version (this
@@ -220,14 +234,20 @@ class LocalEntityIndex:
 
     async def delete_collection(self, user: str, collection: str) -> None:
         def write(conn: sqlite3.Connection) -> None:
-            conn.execute("DELETE FROM vectors WHERE user = ? AND collection = ?", (user, collection))
-            conn.execute("DELETE FROM scope_version WHERE user = ? AND collection = ?", (user, collection))
+            for table in ("vectors", "scope_version", "vector_model"):
+                conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", (user, collection))
 
         await self.db.write(write)
         self._cache.pop((user, collection), None)
 
     async def close(self) -> None:
         await self.db.close()
+
+
+def _vector_model(conn: sqlite3.Connection, user: str, collection: str) -> VectorModel | None:
+    sql = "SELECT model, dimensions FROM vector_model WHERE user = ? AND collection = ?"
+    row = conn.execute(sql, (user, collection)).fetchone()
+    return VectorModel(str(row[0]), int(row[1])) if row else None
 
 
 def _version(conn: sqlite3.Connection, user: str, collection: str) -> int:

@@ -229,7 +229,14 @@ SIMILARITIES = _collected(
 VECTORS = _collected(
     _ENTITIES_BY_KEY + "n.embedding AS vec UNION ALL " + _PREDICATES_BY_KEY + "n.embedding AS vec", "iri", "vec"
 )
+# the model of a collection's vectors: recorded by its first write, in the write's transaction
+CLAIM_VECTOR_MODEL = (
+    "MERGE (m:KgVectorModel {key: $key}) ON CREATE SET m.user = $user, m.collection = $collection, "
+    "m.model = $model, m.dimensions = $dimensions RETURN m.model AS model, m.dimensions AS dimensions"
+)
+GET_VECTOR_MODEL = "MATCH (m:KgVectorModel {key: $key}) RETURN m.model AS model, m.dimensions AS dimensions"
 DELETE_INDEX = (
+    "MATCH (m:KgVectorModel {user: $user, collection: $collection}) CALL (m) { DELETE m" + _BATCHED,
     "MATCH (n:KgPredicate {user: $user, collection: $collection}) CALL (n) { DETACH DELETE n" + _BATCHED,
     "MATCH (n:KgEntity {user: $user, collection: $collection}) CALL (n) { "
     "REMOVE n.embedding, n.index_label, n.search_text "

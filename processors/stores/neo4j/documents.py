@@ -230,16 +230,11 @@ class Neo4jDocumentStore:
         return await self.conn.read_tx(lambda run: passages.links(run, params, chunk_ids, skip, cap, known, q.vector))
 
     async def episodes(
-        self,
-        user: str,
-        collection: str,
-        entities: Sequence[str],
-        chunk_ids: Sequence[str],
-        window: tuple[float, float] | None,
-        scope: Scope | None = None,
+        self, q: ChunkQuery, entities: Sequence[str], chunk_ids: Sequence[str], window: tuple[float, float] | None
     ) -> tuple[dict[str, list[str]], dict[str, int]]:
         """What the chunks mention (in scope) and, with a window, each entity's episodes: the
         distinct documents in scope with a timestamp in it whose chunks mention it."""
+        user, collection, scope = q.user, q.collection, q.scope
         params = tenant(user, collection, scope)
 
         async def work(run: Runner) -> tuple[dict[str, list[str]], dict[str, int]]:
@@ -270,15 +265,10 @@ class Neo4jDocumentStore:
         return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
 
     async def links(
-        self,
-        user: str,
-        collection: str,
-        entities: Sequence[str],
-        chunk_ids: Sequence[str],
-        per_entity: int,
-        scope: Scope | None = None,
+        self, q: ChunkQuery, entities: Sequence[str], chunk_ids: Sequence[str], per_entity: int
     ) -> list[Mention]:
         """Chunks mentioning `entities` (at most `per_entity` each) and the mentions of `chunk_ids`."""
+        user, collection, scope = q.user, q.collection, q.scope
         params = {**tenant(user, collection, scope), "per": per_entity, "read": max(per_entity, LINKS_READ)}
         params["ekeys"] = [entity_key(user, collection, e) for e in dict.fromkeys(entities)]
         params["ckeys"] = keys(user, collection, chunk_ids)

@@ -11,6 +11,8 @@ Model (every node and relationship carries `user` and `collection`):
 * ``(:KgEntity)-[:KG_EDGE {p, user, collection}]->(:KgEntity|:KgLiteral)``: a triple.
 * ``(:KgLoad {key, user, collection, started, finished?, source, triples, vectors, error?})``: a
   collection's last load (protocol.LoadState).
+* ``(:KgVectorModel {key, user, collection, model, dimensions})``: the embedding model of the
+  collection's vectors (protocol.VectorModel), recorded by its first vector write.
 
 Documents, chunks, relation provenance and communities (DOCUMENT_SCHEMA) are modelled in
 neo4j_documents.py and neo4j_communities.py; their chunks link to these same KgEntity nodes.
@@ -30,6 +32,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from processors.stores.protocol import VECTOR_DIMENSIONS, int_literal
+from processors.stores.usage import count, current
 
 VECTOR_INDEX = "kg_entity_embedding"
 FULLTEXT_INDEX = "kg_entity_text"
@@ -40,6 +43,7 @@ SCHEMA = (
     "CREATE CONSTRAINT kg_literal_key IF NOT EXISTS FOR (n:KgLiteral) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_predicate_key IF NOT EXISTS FOR (n:KgPredicate) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_load_key IF NOT EXISTS FOR (n:KgLoad) REQUIRE n.key IS UNIQUE",
+    "CREATE CONSTRAINT kg_vector_model_key IF NOT EXISTS FOR (n:KgVectorModel) REQUIRE n.key IS UNIQUE",
     "CREATE INDEX kg_entity_scope IF NOT EXISTS FOR (n:KgEntity) ON (n.user, n.collection)",
     "CREATE INDEX kg_literal_scope IF NOT EXISTS FOR (n:KgLiteral) ON (n.user, n.collection)",
     "CREATE INDEX kg_predicate_scope IF NOT EXISTS FOR (n:KgPredicate) ON (n.user, n.collection)",
@@ -216,7 +220,10 @@ class Neo4jConnection:
         from neo4j import READ_ACCESS
         from neo4j.exceptions import DriverError, Neo4jError
 
+        usage = current()
+        count(usage, 0, 1)
         for attempt in range(READ_ATTEMPTS):
+            count(usage, 1)
             try:
                 async with self._driver.session(database=self.database, default_access_mode=READ_ACCESS) as session:
                     # dict(record), not record.data(): data() walks every value again, element by
@@ -235,7 +242,6 @@ class Neo4jConnection:
 
     async def write(self, queries: list[tuple[str, Mapping[str, Any]]]) -> int:
         """Run write queries in ONE managed transaction; returns relationships created."""
-        await self.ready()
 
         async def work(tx: Any) -> int:
             created = 0
@@ -244,24 +250,34 @@ class Neo4jConnection:
                 created += summary.counters.relationships_created
             return created
 
-        async with self._driver.session(database=self.database) as session:
-            return await session.execute_write(work)
+        return await self._transaction(work, write=True)
 
     async def read_tx(self, work: Callable[[Runner], Awaitable[T]]) -> T:
         """Run `work` in one managed read transaction; it runs queries with the `Runner` it gets."""
-        await self.ready()
-        async with self._driver.session(database=self.database) as session:
-            return await session.execute_read(lambda tx: work(_runner(tx)))
+        return await self._transaction(lambda tx: work(_runner(tx)), write=False)
 
     async def write_tx(self, work: Callable[[Runner], Awaitable[T]]) -> T:
         """Run `work` in one managed write transaction (retried as a whole on transient errors)."""
+        return await self._transaction(lambda tx: work(_runner(tx)), write=True)
+
+    async def _transaction(self, work: Callable[[Any], Awaitable[T]], write: bool) -> T:
+        """`work(tx)` in one managed transaction, one request counted per attempt the driver makes
+        (it runs `work` again after a transient error)."""
         await self.ready()
+        usage = current()
+        count(usage, 0, 1)
+
+        async def attempt(tx: Any) -> T:
+            count(usage, 1)
+            return await work(tx)
+
         async with self._driver.session(database=self.database) as session:
-            return await session.execute_write(lambda tx: work(_runner(tx)))
+            return await (session.execute_write if write else session.execute_read)(attempt)
 
     async def autocommit(self, cypher: str, params: Mapping[str, Any]) -> None:
         """Run one auto-commit query (needed for CALL { ... } IN TRANSACTIONS)."""
         await self.ready()
+        count(current(), 1, 1)
         async with self._driver.session(database=self.database) as session:
             await (await session.run(cypher, params)).consume()
 

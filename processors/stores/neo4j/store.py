@@ -19,6 +19,7 @@ from processors.stores.neo4j.cypher import (
     ADD_IRI_EDGES,
     ADD_LITERAL_EDGES,
     ANN,
+    CLAIM_VECTOR_MODEL,
     COLLECTIONS,
     DELETE_ENTITIES,
     DELETE_INDEX,
@@ -28,6 +29,7 @@ from processors.stores.neo4j.cypher import (
     EXACT,
     FULLTEXT,
     GET_LOAD,
+    GET_VECTOR_MODEL,
     INDEX_COLLECTIONS,
     LABELS,
     NAMED,
@@ -45,13 +47,14 @@ from processors.stores.neo4j.cypher import (
 )
 from processors.stores.neo4j.schema import (
     Neo4jConnection,
+    Runner,
     cypher_vector,
     entity_key,
     literal_key,
     lucene_phrase,
     stored_vector,
 )
-from processors.stores.protocol import EntityHit, EntityIndex, LoadState, VectorItem, VectorKind
+from processors.stores.protocol import EntityHit, EntityIndex, LoadState, VectorItem, VectorKind, VectorModel
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
 
@@ -251,9 +254,12 @@ class Neo4jEntityIndex:
         self.conn = conn.acquire()
 
     async def upsert(
-        self, user: str, collection: str, items: Sequence[VectorItem], kind: VectorKind = "entity"
+        self, user: str, collection: str, items: Sequence[VectorItem], kind: VectorKind = "entity", *, model: str
     ) -> None:
-        """Set label, normalized search text and embedding on each entity (or predicate) node."""
+        """Set label, normalized search text and embedding on each entity (or predicate) node, in
+        one transaction with the check of the collection's model (the first write records it)."""
+        offered = VectorModel.of(items, model)
+        offered.require_dimensions("Neo4j")
         rows = [
             {
                 "key": entity_key(user, collection, iri),
@@ -264,8 +270,23 @@ class Neo4jEntityIndex:
             }
             for iri, lab, v in items
         ]
-        if rows:
-            await self.conn.write([(UPSERT[kind], {"user": user, "collection": collection, "rows": rows})])
+        if not rows:
+            return
+        scope = {"user": user, "collection": collection}
+
+        async def write(run: Runner) -> None:
+            claim = {**scope, "key": entity_key(user, collection, ""), "model": offered.name,
+                     "dimensions": offered.dimensions}  # fmt: skip
+            (held,) = await run(CLAIM_VECTOR_MODEL, claim)
+            offered.require(collection, VectorModel(held["model"], held["dimensions"]))
+            await run(UPSERT[kind], {**scope, "rows": rows})
+
+        await self.conn.write_tx(write)
+
+    async def vector_model(self, user: str, collection: str) -> VectorModel | None:
+        """The model the collection's first vector write recorded."""
+        rows = await self.conn.read(GET_VECTOR_MODEL, {"key": entity_key(user, collection, "")})
+        return VectorModel(rows[0]["model"], rows[0]["dimensions"]) if rows else None
 
     async def search(
         self, user: str, collection: str, vector: Sequence[float] | None, text: str | None, limit: int

@@ -101,7 +101,7 @@ class Adjacency:
             return np.flatnonzero(non_empty & ~closed)
 
         frontier: list[str] | np.ndarray = sources
-        still, trips, truncated = open_groups(), 0, False
+        still, levels, truncated = open_groups(), 0, False
         for level in range(1, q.max_distance + 1):
             if not len(still) or not len(frontier):
                 break
@@ -116,7 +116,7 @@ class Adjacency:
             asked = np.zeros(len(self.names), bool)
             asked[numbers] = True
             a, b = self._edges(numbers, q.per_entity)
-            trips += 1
+            levels += 1
             if reverse:  # the last level: which pending entities touch the frontier
                 inside = np.zeros(len(self.names), bool)
                 inside[self._numbers(frontier)] = True
@@ -133,7 +133,7 @@ class Adjacency:
             still = open_groups()
         reached = hops[member] >= 0
         out = {members[k]: int(hops[member[k]]) for k in np.flatnonzero(reached).tolist()}
-        return Distances({**out, **{e: 0 for e in members if e in unknown}}, trips, truncated)
+        return Distances({**out, **{e: 0 for e in members if e in unknown}}, levels, truncated)
 
     def _numbers(self, entities: Sequence[str] | np.ndarray) -> np.ndarray:
         """Entity numbers of `entities` (names, or numbers already), unknown names left out."""

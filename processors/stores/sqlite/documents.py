@@ -203,16 +203,11 @@ class SqliteDocumentStore:
         return await self.db.read(read)
 
     async def links(
-        self,
-        user: str,
-        collection: str,
-        entities: Sequence[str],
-        chunk_ids: Sequence[str],
-        per_entity: int,
-        scope: Scope | None = None,
+        self, q: ChunkQuery, entities: Sequence[str], chunk_ids: Sequence[str], per_entity: int
     ) -> list[Mention]:
         """Chunk-entity links of a neighbourhood in one store call: of each entity's first
         LINKS_READ mentions in scope, the `per_entity` most mentioning; every mention of the chunks."""
+        user, collection, scope = q.user, q.collection, q.scope
 
         def read(conn: sqlite3.Connection, allowed: set[str] | None, scoped: int | None) -> list[Mention]:
             docs = None if allowed is None else json.dumps(sorted(allowed))
@@ -283,16 +278,11 @@ class SqliteDocumentStore:
         return await self.db.read(read)
 
     async def episodes(
-        self,
-        user: str,
-        collection: str,
-        entities: Sequence[str],
-        chunk_ids: Sequence[str],
-        window: tuple[float, float] | None,
-        scope: Scope | None = None,
+        self, q: ChunkQuery, entities: Sequence[str], chunk_ids: Sequence[str], window: tuple[float, float] | None
     ) -> tuple[dict[str, list[str]], dict[str, int]]:
         """What the chunks mention (in scope) and each entity's episodes in the window (see
         `EPISODES`, `EPISODE_COUNTS`)."""
+        user, collection, scope = q.user, q.collection, q.scope
 
         def read(conn: sqlite3.Connection, allowed: set[str] | None, _: int | None) -> Episodes:
             docs = None if allowed is None else json.dumps(sorted(allowed))

@@ -6,16 +6,36 @@ import asyncio
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
+
+from processors.stores.usage import count, current
 
 T = TypeVar("T")
 
 # Map the file: every connection reads the OS page cache directly instead of warming a private cache.
 MMAP_BYTES = 8 << 30
 CACHE_KIB = 65536  # each connection's private page cache (without the map)
+
+
+class CountedConnection(sqlite3.Connection):
+    """A connection that counts the statement batches run on it (`processors.stores.usage`)."""
+
+    statements = 0
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        self.statements += 1
+        return super().execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> sqlite3.Cursor:
+        self.statements += 1
+        return super().executemany(sql, parameters)
+
+    def executescript(self, sql: str, /) -> sqlite3.Cursor:
+        self.statements += 1
+        return super().executescript(sql)
 
 
 class SqlitePool:
@@ -51,10 +71,10 @@ class SqlitePool:
         with self._write_lock:
             conn.executescript(schema)
 
-    def _conn(self) -> sqlite3.Connection:
+    def _conn(self) -> CountedConnection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+            conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False, factory=CountedConnection)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(f"PRAGMA cache_size=-{CACHE_KIB if self.mapped else CACHE_KIB // 4}")
@@ -72,17 +92,33 @@ class SqlitePool:
 
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(conn)` in a worker thread."""
-        return await asyncio.get_running_loop().run_in_executor(self._pool, lambda: fn(self._conn()))
+        return await self._run(fn, write=False)
 
     async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(conn)` in a worker thread inside one transaction, one writer at a time."""
+        return await self._run(fn, write=True)
 
-        def txn() -> T:
+    async def _run(self, fn: Callable[[sqlite3.Connection], T], write: bool) -> T:
+        """`fn(conn)` in a worker thread; its statements and this round trip go to the request's
+        counter (on the event loop: the worker only reports how many it ran)."""
+        usage = current()
+        ran = [0]
+
+        def work() -> T:
             conn = self._conn()
-            with self._write_lock, conn:
-                return fn(conn)
+            before = conn.statements
+            try:
+                if not write:
+                    return fn(conn)
+                with self._write_lock, conn:
+                    return fn(conn)
+            finally:
+                ran[0] = conn.statements - before
 
-        return await asyncio.get_running_loop().run_in_executor(self._pool, txn)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._pool, work)
+        finally:
+            count(usage, ran[0], 1)
 
     async def close(self) -> None:
         """Close every connection."""

@@ -246,7 +246,7 @@ class SqliteTripleStore:
     async def delete_collection(self, user: str, collection: str) -> None:
         def write(conn: sqlite3.Connection) -> None:
             for table in ("triples", "labels", "load_state"):
-                conn.execute(f"DELETE FROM {table} WHERE user = ? AND collection = ?", (user, collection))
+                conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", (user, collection))
             bump_version(conn, user, collection)
 
         await self.db.write(write)
