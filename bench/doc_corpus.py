@@ -247,7 +247,7 @@ class DirectWriter:
         t, user, coll = time.perf_counter(), USER, self.collection
         await self.stores.documents.claim(user, coll, batch.claims)  # as the writer: claimed before named
         if batch.entities:
-            await self.stores.entities.upsert(user, coll, batch.entities, "entity")
+            await self.stores.entities.upsert(user, coll, batch.entities, "entity", model=OnnxMiniLM.model)
         t = self._lap("entities", t)
         await self.stores.triples.add_triples(user, coll, batch.triples, first_label=True)
         t = self._lap("triples", t)

@@ -17,6 +17,7 @@ from bench.doc_corpus import USER, CorpusSpec, distractors
 from bench.doc_sources import Sources, prepare_sources
 from processors.base.runtime import embedded
 from processors.ingest.document_store.linking import link
+from processors.stores.documents_protocol import ChunkQuery
 from processors.stores.settings import StoreSettings
 
 PUBLIC_IDS = {"hqm-00004", "hqm-00006", "msk-00006", "msk-00010"}  # the first questions' supporting paragraphs
@@ -124,7 +125,7 @@ async def _corpus(
     chunks, its (documents, chunks)."""
     async with embedded(StoreSettings(home=home)) as system:
         docs = await system.stores.documents.documents(USER, "docscale", 10_000)
-        links = await system.stores.documents.links(USER, "docscale", [], chunk_ids, 10)
+        links = await system.stores.documents.links(ChunkQuery(USER, "docscale", None), [], chunk_ids, 10)
         counts = (await system.stores.documents.counts(USER))["docscale"]
     return (
         [(d.id, d.chunks, d.content_hash) for d in docs],
