@@ -51,6 +51,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.rerank
 	$(BIN)/python -m bench.ingest_scale
 	$(BIN)/python -m bench.community_scale
+	$(BIN)/python -m bench.documents_scale
 
 # Fuzzed frames, graph-rag under maximal embeddings requests, killed loads -> bench/reliability.json
 bench-reliability: $(STAMP)

@@ -75,3 +75,20 @@ def targets(results: dict[str, Any]) -> dict[str, Any]:
                 t.at_most(f"{name}.pathquestion-3h.p50_ms", r["p50_ms"], 60)
             t.scaling(f"{name}.{key}.throughput_8_over_1", r.get("throughput_rps"))
     return t.out
+
+
+def documents_scale_targets(section: dict[str, Any]) -> dict[str, Any]:
+    """Issue 30's document scale targets (bench/documents_scale.py)."""
+    t = Targets()
+    for backend in ("sqlite", "neo4j"):
+        sizes = _dicts(section.get(backend))
+        for size, r in sizes.items():
+            if backend == "neo4j" and size == "1m":
+                t.at_most("neo4j.1m.p50_ms", r.get("p50_ms"), 300)
+            t.at_most(f"{backend}.{size}.rss_mb ({r.get('rss_of', 'not measured')})", r.get("rss_mb"), 600)
+            after, p50 = r.get("after_write_ms"), r.get("p50_ms")
+            t.at_most(f"{backend}.{size}.after_write_over_p50", round(after / p50, 2) if after and p50 else None, 2)
+        big, small = sizes.get("1m", {}).get("p50_ms"), sizes.get("10k", {}).get("p50_ms")
+        if "1m" in sizes or "10k" in sizes:
+            t.at_most(f"{backend}.p50_1m_over_10k", round(big / small, 2) if big and small else None, 3)
+    return t.out

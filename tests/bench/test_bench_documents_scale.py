@@ -1,0 +1,172 @@
+"""The document scale corpora (bench/doc_corpus.py) on a 1k-chunk variant over a few real
+documents of each set: deterministic, the public paragraphs stored, distractors that carry mentions
+and vectors and are linked as the writer links them, a stopped build that resumes to the same
+corpus; and the runner (bench/documents_scale.py) writing every key of its section."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench import doc_corpus, doc_stores, documents_scale
+from bench.doc_corpus import USER, CorpusSpec, distractors
+from bench.doc_sources import Sources, prepare_sources
+from processors.base.runtime import embedded
+from processors.ingest.document_store.linking import link
+from processors.stores.documents_protocol import ChunkQuery
+from processors.stores.settings import StoreSettings
+
+PUBLIC_IDS = {"hqm-00004", "hqm-00006", "msk-00006", "msk-00010"}  # the first questions' supporting paragraphs
+SUBSET = 1  # the public sets' first question's paragraphs, one MSFT transcript (~80 chunks)
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory: pytest.TempPathFactory) -> Sources:
+    """The real pipeline (chunker, MiniLM, spaCy concepts) over a few documents of each set."""
+    return asyncio.run(prepare_sources(tmp_path_factory.mktemp("docscale"), SUBSET))
+
+
+def test_the_public_sets_were_indexed_for_real(sources: Sources) -> None:
+    assert {d.document.id for docs in sources.public.values() for d in docs} == PUBLIC_IDS
+    doc = sources.public["hotpotqa"][0]
+    assert doc.concepts and doc.mentions and doc.document.title
+    assert len(doc.vectors[0]) == 384 and abs(np.linalg.norm(doc.vectors[0]) - 1) < 1e-3
+    assert set(sources.bank_sets) == {"hotpotqa", "musique", "msft"} and len(sources.bank) == len(sources.bank_vectors)
+    assert all(m.label in sources.label_vectors for chunk in sources.bank for s in chunk for m in s.mentions)
+
+
+def test_distractors_are_deterministic_and_made_of_real_sentences(sources: Sources) -> None:
+    spec = CorpusSpec(2000)
+    a, b = distractors(spec, sources, 0, 200), distractors(spec, sources, 0, 200)
+    assert [(d.chunk.text, d.vector) for d in a] == [(d.chunk.text, d.vector) for d in b]
+    later = distractors(spec, sources, 200, 200)
+    assert {d.document.id for d in later}.isdisjoint({d.document.id for d in a})
+    assert [d.chunk.text for d in later] != [d.chunk.text for d in a]
+    real = {s.text for chunk in sources.bank for s in chunk}
+    for d in a:
+        assert all(s.text in real for s in d.sentences) and d.chunk.text == " ".join(s.text for s in d.sentences)
+        assert d.document.title == ""
+        assert d.chunk.tokens <= spec.max_tokens or len(d.sentences) == 1
+        assert len(d.vector) == 384 and abs(np.linalg.norm(d.vector) - 1) < 1e-5
+    assert sum(bool(d.mentions()) for d in a) > 0.95 * len(a)
+    # near their sources, not on them: each is a noisy mix of two real chunk vectors
+    best = (np.asarray([d.vector for d in a]) @ sources.bank_vectors.T).max(axis=1)
+    assert 0.5 < float(np.median(best)) < 0.99
+
+
+def test_distractors_are_indexed_and_linked_as_the_writer_links_them(sources: Sources) -> None:
+    batch = distractors(CorpusSpec(2000), sources, 0, 300)
+    writer = doc_corpus.DirectWriter(None, "c", sources)  # type: ignore[arg-type]
+    writer.named = {
+        k: f"http://x/e/{n}" for n, k in enumerate(sorted({m.key for d in batch for m in d.mentions()})[::3])
+    }
+    named = dict(writer.named)  # a third known to the collection
+    prepared = writer.prepare(batch)
+    expected = link([d.indexed() for d in batch], named, set(named.values()))
+
+    # the same records; a relation's vector is computed the first time it is seen only
+    def shape(records: list[doc_corpus.DocumentRecord]) -> list[tuple[object, ...]]:
+        return [(r.document.id, r.chunks, r.mentions, r.owned, r.keys, r.aliases, r.title_entity,
+                 [(x.s, x.p, x.o, x.chunk_ids) for x in r.relations]) for r in records]  # fmt: skip
+
+    assert shape(prepared.linked.records) == shape(expected.records)
+    assert prepared.linked.new_concepts == expected.new_concepts and prepared.linked.relations == expected.relations
+    with_vector = {(r.s, r.p, r.o) for rec in prepared.linked.records for r in rec.relations if r.vector}
+    assert with_vector == expected.relations
+    assert set(prepared.claims) == set(expected.new_concepts) and prepared.linked.relations
+    assert {e[0] for e in prepared.entities} == set(expected.new_concepts)
+    assert any(r.title_entity for r in prepared.linked.records)  # subjects found in the content
+
+
+async def test_a_stopped_build_resumes_to_the_corpus_an_uninterrupted_build_writes(
+    sources: Sources, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = CorpusSpec(1000, batch=200)
+    whole = await doc_stores.ensure("sqlite", "1k", spec, sources, False, tmp_path / "a")
+    assert not whole["cached"] and whole["chunks"] == 1000 and whole["public_documents"] == 4
+    real_write = doc_corpus.DirectWriter.write
+    calls = 0
+
+    async def stops_at_the_third_batch(self: doc_corpus.DirectWriter, batch: doc_corpus.Prepared) -> None:
+        nonlocal calls
+        calls += 1
+        if calls >= 3:  # the third batch and its retries
+            raise RuntimeError("killed")
+        await real_write(self, batch)
+
+    monkeypatch.setattr(doc_corpus.DirectWriter, "write", stops_at_the_third_batch)
+    monkeypatch.setattr(doc_corpus, "RETRY_PAUSE_S", 0.0)
+    with pytest.raises(RuntimeError, match="killed"):
+        await doc_stores.ensure("sqlite", "1k", spec, sources, False, tmp_path / "b")
+    monkeypatch.setattr(doc_corpus.DirectWriter, "write", real_write)
+    resumed = await doc_stores.ensure("sqlite", "1k", spec, sources, False, tmp_path / "b")
+    assert resumed["resumed_after"] == 400 and resumed["chunks"] == 1000
+    again = await doc_stores.ensure("sqlite", "1k", spec, sources, False, tmp_path / "b")
+    assert again["cached"]
+    public_chunks = sum(len(d.chunks) for docs in sources.public.values() for d in docs)
+    made = [d for start, n in doc_corpus.batches(spec, public_chunks) for d in distractors(spec, sources, start, n)]
+    sample = [d.chunk.id for d in made[::97]]  # from every batch
+    corpora = [await _corpus(Path(info["home"]), sample) for info in (whole, resumed)]
+    assert corpora[0] == corpora[1]
+    docs, links, counts = corpora[0]
+    assert PUBLIC_IDS <= {d[0] for d in docs}
+    assert len(docs) == 4 + len(made) and counts == (len(docs), 1000)
+    assert {c for c, _, _ in links} == set(sample)  # every sampled distractor carries its mentions
+
+
+async def _corpus(
+    home: Path, chunk_ids: list[str]
+) -> tuple[list[tuple[str, int, str]], list[tuple[str, str, int]], tuple[int, int]]:
+    """What a corpus holds, read through the store API: its documents, the mentions of some
+    chunks, its (documents, chunks)."""
+    async with embedded(StoreSettings(home=home)) as system:
+        docs = await system.stores.documents.documents(USER, "docscale", 10_000)
+        links = await system.stores.documents.links(ChunkQuery(USER, "docscale", None), [], chunk_ids, 10)
+        counts = (await system.stores.documents.counts(USER))["docscale"]
+    return (
+        [(d.id, d.chunks, d.content_hash) for d in docs],
+        sorted((m.chunk_id, m.entity, m.count) for m in links),
+        counts,
+    )
+
+
+async def test_the_runner_writes_every_key_of_its_section(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    out.write_text(json.dumps({"graph_rag": {"kept": True}}))
+    args = ["--sizes", "1k", "--backends", "sqlite", "--subset", str(SUBSET), "--cache", str(tmp_path),
+            "--warmup-s", "0", "--budget-s", "120", "--out", str(out)]  # fmt: skip
+    section = await documents_scale.main(args)
+    results = json.loads(out.read_text())
+    assert results["graph_rag"] == {"kept": True} and results["documents_scale"] == section
+    r = section["sqlite"]["1k"]
+    for key in ("p50_ms", "p95_ms", "kg_query_p50_ms", "kg_query_p95_ms", "store_requests", "rss_mb",
+                "after_write_ms", "recall_at_5", "build_s"):  # fmt: skip
+        assert isinstance(r[key], int | float), key
+    assert r["questions_asked"] == r["questions_available"] > 0 and r["errors"] == 0
+    assert r["store_requests_counter"] in ("stats.store_requests", "stats.store_round_trips")
+    assert r["rss_of"].startswith("the embedded process") and len(r["after_write_rounds_ms"]) == documents_scale.WRITES
+    assert 0 <= r["recall_at_5"] <= 1 and r["build"]["chunks"] == 1000
+    targets = section["targets"]
+    assert targets["sqlite.1k.after_write_over_p50"]["value"] == round(r["after_write_ms"] / r["p50_ms"], 2)
+    assert any(k.startswith("sqlite.1k.rss_mb") for k in targets)
+
+
+def test_sizes_not_built_say_not_measured_with_a_projection_from_the_largest_build() -> None:
+    build = {"public_chunks": 4000, "public_write_s": 400.0, "distractors_per_s": 50.0}
+    section: dict[str, dict[str, object]] = {
+        "sqlite": {"10k": {"p50_ms": 90.0, "build": build}, "1m": {"not_measured": "earlier"}},
+        "neo4j": {},
+    }
+    documents_scale.not_measured(section, "no time")
+    assert section["sqlite"]["10k"] == {"p50_ms": 90.0, "build": build}  # measured: kept
+    for size, chunks in (("100k", 100_000), ("1m", 1_000_000)):
+        entry = section["sqlite"][size]
+        assert entry["not_measured"] == "no time" and "p50_ms" not in entry  # type: ignore[operator]
+        assert entry["projected_build_s"] == round(400 + (chunks - 4000) / 50)  # type: ignore[index]
+    assert section["neo4j"] == {s: {"not_measured": "no time"} for s in ("10k", "100k", "1m")}
+    targets = documents_scale.documents_scale_targets(section)
+    assert targets["sqlite.p50_1m_over_10k"]["met"] is None and targets["neo4j.p50_1m_over_10k"]["value"] is None
