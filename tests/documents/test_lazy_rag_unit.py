@@ -193,7 +193,9 @@ async def test_a_follow_up_search_finds_the_passage_about_a_name_the_best_chunk_
 
     texts = {"q1": "Counterparts is an album by Rush. Its drummer Neil Peart wrote the lyrics."}
     question = "Who wrote the lyrics of Counterparts?"
-    plain = await retrieve(Bridged(texts=texts), T, question, LazyRagSettings(max_hops=0, chunk_limit=4))
+    plain = await retrieve(
+        Bridged(texts=texts), T, question, LazyRagSettings(max_hops=0, chunk_limit=4, bridge_seeds=0)
+    )
     assert "b1" not in {c.id for c in plain.chunks}
     g = Bridged(texts=texts)
     nb = await retrieve(g, T, question, LazyRagSettings(max_hops=0, chunk_limit=4, bridge_seeds=1, bridge_depth=3))

@@ -53,7 +53,8 @@ class LazyRagSettings(BaseModel):
     chunk_seed_weight: float = Field(default=0.5, ge=0, le=1)  # restart mass on chunks (the rest: entities)
     reranker: RerankerChoice = "none"  # rerank the best chunks with this reranker strategy
     rerank_depth: int = Field(default=30, ge=1, le=1000)  # chunks the reranker reorders
-    bridge_seeds: int = Field(default=0, ge=0, le=10)  # best chunks whose names are followed (0: no follow-up round)
+    # best chunks whose names are followed (0: no follow-up round); 2: chosen on the tuning halves
+    bridge_seeds: int = Field(default=2, ge=0, le=10)
     bridge_names: int = Field(default=4, ge=1, le=10)  # names followed per seed chunk
     bridge_depth: int = Field(default=5, ge=1, le=50)  # chunks each follow-up search returns
 
