@@ -51,7 +51,7 @@ CHOSEN_ON: dict[str, dict[str, str]] = {
         "chunk_seed_weight": _ENTITIES,
         "reranker": f"{IN_SAMPLE}: every question of hotpotqa and musique (bench/rerank.py measures each strategy)",
         "rerank_depth": f"{NOT_TUNED}: used only with a reranker",
-        "bridge_seeds": f"{TUNING}: 0 vs 2 on both sets' tuning halves (titles kept and removed), 2 confirmed on validation",
+        "bridge_seeds": f"{TUNING}: 0 vs 2 on both sets' tuning halves, titles kept and removed; 2 confirmed",
         "bridge_names": f"{NOT_TUNED}: used only with bridge_seeds",
         "bridge_depth": f"{NOT_TUNED}: used only with bridge_seeds",
     },
