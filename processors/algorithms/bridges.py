@@ -22,9 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from processors.algorithms.bm25 import terms as bm25_terms
-from processors.algorithms.text_match import STOPWORDS, normalize
+from processors.algorithms.text_match import MAX_NAME_WORDS, STOPWORDS, normalize
 
-MAX_NAME_WORDS = 6
 # How a follow-up ranking fuses with the question's (`fuse`), chosen on the tuning halves of the
 # public doc-QA sets (bench/README.md, "Stronger signals").
 FUSION_K = 3.0

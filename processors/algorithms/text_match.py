@@ -20,6 +20,7 @@ def normalize(text: str) -> str:
 
 
 _DISAMBIGUATION = re.compile(r"\s*\([^)]*\)\s*$")
+MAX_NAME_WORDS = 6  # a name (of a person, a title, a bridge) has at most this many words
 _ARTICLE = re.compile(r"^(the|a|an) ")
 
 

@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from processors.algorithms.text_match import normalize, title_key
+from processors.algorithms.text_match import MAX_NAME_WORDS, normalize, title_key
 from schemas.documents import MAX_CONCEPT_CHARS
 from schemas.extraction import ConceptMention
 
@@ -81,7 +81,6 @@ def first_and_last(key: str) -> str:
 
 
 _FILE_NAME = re.compile(r"\.[A-Za-z0-9]{1,5}$|[/\\_]")
-MAX_NAME_WORDS = 6
 
 
 def reads_as_a_name(title: str) -> bool:
@@ -92,8 +91,8 @@ def reads_as_a_name(title: str) -> bool:
     if _FILE_NAME.search(title.strip()) or not 1 <= len(words) <= MAX_NAME_WORDS:
         return False
     capitalised = sum(1 for w in words if w[:1].isupper())
-    return capitalised * 2 > len(words) and not any(any(c.isdigit() for c in w) and any(c.isalpha() for c in w)
-                                                    for w in words)  # fmt: skip
+    codes = [w for w in words if re.search(r"\d", w) and re.search(r"[^\W\d_]", w)]  # "Q3", "FY14"
+    return capitalised * 2 > len(words) and not codes
 
 
 def subject_key(title: str, text: str, found: Sequence[Sequence[ConceptMention]], names: Names) -> str:

@@ -9,9 +9,8 @@ from __future__ import annotations
 import itertools
 import re
 
-from processors.algorithms.text_match import STOPWORDS, normalize
+from processors.algorithms.text_match import MAX_NAME_WORDS, STOPWORDS, normalize
 
-MAX_NAME_WORDS = 6
 _NAME = r"((?:[A-Z][\w'’.-]*)(?:\s+(?:[A-Z][\w'’.-]*|de|di|da|van|von|der|la|le|del|of))*)"
 _LEAD = r"^\s*(?:\([^)]{0,40}\))?\s*,?\s*(?:\(|,)?\s*"  # a parenthetical (dates) may come first
 _KNOWN_AS = re.compile(
