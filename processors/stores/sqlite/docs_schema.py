@@ -1,18 +1,15 @@
-"""The SQLite schema, queries and row helpers of the embedded document store (docs.db)."""
+"""The SQLite schema, read queries and row helpers of the embedded document store (docs.db); its
+row writes are in doc_writes.py."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections import Counter
 from collections.abc import Sequence
 
-import numpy as np
-
-from processors.algorithms.bm25 import Bm25Stats, terms
-from processors.stores.documents_protocol import DocumentRecord, RemovedLinks, ScopeSql, scope_params, tenant_token
+from processors.algorithms.bm25 import Bm25Stats
+from processors.stores.documents_protocol import ScopeSql, scope_params
 from processors.stores.sqlite.vector_lists import SCHEMA as VECTOR_LISTS_SCHEMA
-from processors.stores.sqlite.vector_lists import VectorLists
 from schemas.documents import Chunk, Scope
 
 CHUNK_SPACE = "chunk"  # the IVF space of chunk vectors
@@ -111,10 +108,6 @@ SELECT d.id FROM documents d WHERE d.user = ?1 AND d.collection = ?2
         AND m.key = f.key AND m.value = v.value)))
 """
 _CHUNK_COLS = "c.id, c.document_id, c.ordinal, c.text, c.start, c.end, c.tokens, d.title, c.page, c.section"
-INSERT_CHUNK = (
-    "INSERT INTO chunks (user, collection, id, document_id, ordinal, text, start, end, tokens, vec, page, section)"
-    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
-)
 GET_CHUNKS = (
     "SELECT " + _CHUNK_COLS + " FROM chunks c JOIN documents d ON d.user = c.user AND d.collection = c.collection"
     " AND d.id = c.document_id WHERE c.user = ? AND c.collection = ? AND c.id IN (SELECT value FROM json_each(?))"
@@ -143,11 +136,6 @@ WHERE m.user = ?1 AND m.collection = ?2 AND m.entity IN (SELECT value FROM json_
   AND m.document_id IN (SELECT value FROM json_each(?4))
 GROUP BY m.entity
 """
-RELATION_HAS_SOURCE = (
-    "SELECT 1 FROM relation_sources WHERE user = ? AND collection = ? AND s = ? AND p = ? AND o = ? LIMIT 1"
-)
-CONCEPT_MENTIONED = "SELECT 1 FROM mentions WHERE user = ? AND collection = ? AND entity = ? LIMIT 1"
-CONCEPT_OWNED = "SELECT owned FROM concepts WHERE user = ? AND collection = ? AND iri = ?"
 CLAIM_CONCEPT = (
     "INSERT INTO concepts VALUES (?1, ?2, ?3, 1, ?4) ON CONFLICT DO UPDATE SET owned = 1,"
     " key = CASE WHEN key = '' THEN excluded.key ELSE key END"
@@ -160,8 +148,6 @@ DELETED_AFTER = (
     "SELECT id FROM doc_deletions WHERE user = ? AND collection = ? AND at > ? "
     "AND id IN (SELECT value FROM json_each(?) UNION SELECT '*')"
 )
-DELETE_CONCEPT = "DELETE FROM concepts WHERE user = ? AND collection = ? AND iri = ?"
-DELETE_CONCEPT_KEYS = "DELETE FROM concept_keys WHERE user = ? AND collection = ? AND iri = ?"
 CONCEPT_KEYS = (
     "SELECT key, iri FROM concept_keys WHERE user = ? AND collection = ? AND key IN (SELECT value FROM json_each(?))"
 )
@@ -247,25 +233,6 @@ def relation_key(s: str, p: str, o: str) -> str:
     return "\x1f".join((s, p, o))
 
 
-def _count(conn: sqlite3.Connection, user: str, collection: str, chunk_terms: list[list[str]], sign: int = 1) -> None:
-    """Add (sign 1) or take away (-1) chunks, given their BM25 terms, from the kept statistics."""
-    conn.execute(
-        "INSERT INTO collection_counts VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET"
-        " chunks = chunks + excluded.chunks, terms = terms + excluded.terms",
-        (user, collection, sign * len(chunk_terms), sign * sum(len(t) for t in chunk_terms)),
-    )
-    df = Counter(t for words in chunk_terms for t in set(words))
-    conn.executemany(
-        "INSERT INTO term_df VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET df = df + excluded.df",
-        [(user, collection, t, sign * n) for t, n in df.items()],
-    )
-    if sign < 0:
-        conn.execute("DELETE FROM term_df WHERE user = ? AND collection = ? AND df <= 0", (user, collection))
-        conn.execute(
-            "DELETE FROM collection_counts WHERE user = ? AND collection = ? AND chunks <= 0", (user, collection)
-        )
-
-
 def bm25_stats(conn: sqlite3.Connection, user: str, collection: str, query_terms: Sequence[str]) -> Bm25Stats:
     """The collection's kept BM25 statistics for these terms."""
     row = conn.execute(
@@ -274,131 +241,6 @@ def bm25_stats(conn: sqlite3.Connection, user: str, collection: str, query_terms
     sql = "SELECT term, df FROM term_df WHERE user = ? AND collection = ? AND term IN (SELECT value FROM json_each(?))"
     df = dict(conn.execute(sql, (user, collection, json.dumps(list(query_terms)))).fetchall())
     return Bm25Stats(int(row[0]) if row else 0, int(row[1]) if row else 0, df)
-
-
-def insert_record(conn: sqlite3.Connection, vl: VectorLists, user: str, collection: str, r: DocumentRecord) -> None:
-    """Write one document's rows: the document, its chunks (with their FTS terms, their vectors
-    in the IVF lists and their subject), mentions, relation provenance and vectors, concepts."""
-    d = r.document
-    ts = d.timestamp.timestamp() if d.timestamp else None
-    conn.execute(
-        "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?)",
-        (user, collection, d.id, d.title, ts, json.dumps(d.metadata), r.content_hash, len(r.chunks), r.title_entity),
-    )
-    meta = [(user, collection, d.id, k, json.dumps(v)) for k, vs in d.metadata.items() for v in _as_list(vs)]
-    conn.executemany("INSERT OR IGNORE INTO doc_meta VALUES (?,?,?,?,?)", meta)
-    token = tenant_token(user, collection)
-    vecs = [np.asarray(v, dtype=np.float32) for v in r.vectors]
-    chunk_terms = []
-    for c, v in zip(r.chunks, vecs, strict=True):
-        row = (
-            user,
-            collection,
-            c.id,
-            d.id,
-            c.ordinal,
-            c.text,
-            c.start,
-            c.end,
-            c.tokens,
-            v.tobytes(),
-            c.page,
-            c.section,
-        )
-        rowid = conn.execute(INSERT_CHUNK, row).lastrowid
-        chunk_terms.append(terms(f"{d.title}\n{c.text}" if d.title else c.text))  # BM25 reads title and text
-        conn.execute(
-            "INSERT INTO chunk_fts(rowid, tenant, terms) VALUES (?, ?, ?)", (rowid, token, " ".join(chunk_terms[-1]))
-        )
-    vl.add(conn, user, collection, CHUNK_SPACE, [(c.id, d.id, v) for c, v in zip(r.chunks, vecs, strict=True)])
-    if r.title_entity:
-        conn.executemany(
-            "INSERT OR IGNORE INTO chunk_subjects VALUES (?,?,?,?,?)",
-            [(user, collection, r.title_entity, c.id, d.id) for c in r.chunks],
-        )
-    _count(conn, user, collection, chunk_terms)
-    conn.executemany(
-        "INSERT INTO mentions VALUES (?,?,?,?,?,?) ON CONFLICT DO UPDATE SET count = count + excluded.count",
-        [(user, collection, m.entity, m.chunk_id, d.id, m.count) for m in r.mentions],
-    )
-    conn.executemany(
-        "INSERT OR IGNORE INTO relation_sources VALUES (?,?,?,?,?,?,?)",
-        [(user, collection, x.s, x.p, x.o, c, d.id) for x in r.relations for c in x.chunk_ids],
-    )
-    _relation_vectors(conn, vl, user, collection, r)
-    owned = r.owned
-    mentioned = {m.entity for m in r.mentions}
-    conn.executemany(
-        "INSERT INTO concepts VALUES (?,?,?,?,?) ON CONFLICT DO NOTHING",
-        [(user, collection, e, int(e in owned), r.keys.get(e, "")) for e in mentioned],
-    )
-    conn.executemany(
-        "INSERT OR IGNORE INTO concept_keys VALUES (?,?,?,?)",
-        [(user, collection, k, e) for e in mentioned for k in (r.keys.get(e, ""), *r.aliases.get(e, ())) if k],
-    )
-
-
-def _relation_vectors(conn: sqlite3.Connection, vl: VectorLists, user: str, collection: str, r: DocumentRecord) -> None:
-    """A relation keeps the first vector it was stored with; a new one joins the IVF lists."""
-    new = []
-    for x in r.relations:
-        if x.vector is None:
-            continue
-        v = np.asarray(x.vector, dtype=np.float32)
-        cur = conn.execute("INSERT OR IGNORE INTO relation_vectors VALUES (?,?,?,?,?,?)",
-                           (user, collection, x.s, x.p, x.o, v.tobytes()))  # fmt: skip
-        if cur.rowcount:
-            new.append((relation_key(x.s, x.p, x.o), "", v))
-    vl.add(conn, user, collection, RELATION_SPACE, new)
-
-
-def _as_list(v: object) -> list[object]:
-    return list(v) if isinstance(v, list) else [v]
-
-
-def delete_docs(conn: sqlite3.Connection, vl: VectorLists, user: str, collection: str, ids: list[str]) -> RemovedLinks:
-    """Delete the documents' rows (their chunks' FTS rows, vectors and subjects too); returns the
-    relations and concepts they linked (candidates)."""
-    arg = (user, collection, json.dumps(ids))
-    in_docs = " WHERE user = ? AND collection = ? AND document_id IN (SELECT value FROM json_each(?))"
-    rels = conn.execute("SELECT DISTINCT s, p, o FROM relation_sources" + in_docs, arg).fetchall()
-    ents = conn.execute("SELECT DISTINCT entity FROM mentions" + in_docs, arg).fetchall()
-    chunks = conn.execute("SELECT rowid, id FROM chunks INDEXED BY chunks_doc" + in_docs, arg).fetchall()
-    words = [
-        str(conn.execute("SELECT terms FROM chunk_fts WHERE rowid = ?", (rowid,)).fetchone()[0]).split()
-        for rowid, _ in chunks
-    ]
-    conn.executemany("DELETE FROM chunk_fts WHERE rowid = ?", [(rowid,) for rowid, _ in chunks])
-    vl.remove(conn, user, collection, CHUNK_SPACE, [cid for _, cid in chunks])
-    _count(conn, user, collection, words, -1)
-    for table in ("relation_sources", "mentions", "chunks", "doc_meta", "chunk_subjects"):
-        conn.execute("DELETE FROM " + table + in_docs, arg)
-    conn.execute(
-        "DELETE FROM documents WHERE user = ? AND collection = ? AND id IN (SELECT value FROM json_each(?))", arg
-    )
-    return RemovedLinks([(s, p, o) for s, p, o in rels], [e for (e,) in ents])
-
-
-def unlinked(
-    conn: sqlite3.Connection, vl: VectorLists, user: str, collection: str, removed: RemovedLinks
-) -> RemovedLinks:
-    """Of the candidates, the relations without any source left and the owned concepts no chunk
-    mentions (the concept rows of every unmentioned candidate go too)."""
-
-    def one(sql: str, *args: str) -> tuple | None:  # type: ignore[type-arg]
-        return conn.execute(sql, (user, collection, *args)).fetchone()
-
-    rels = [r for r in removed.relations if one(RELATION_HAS_SOURCE, *r) is None]
-    conn.executemany(
-        "DELETE FROM relation_vectors WHERE user = ? AND collection = ? AND s = ? AND p = ? AND o = ?",
-        [(user, collection, *r) for r in rels],
-    )
-    vl.remove(conn, user, collection, RELATION_SPACE, [relation_key(*r) for r in rels])
-    orphans = [e for e in removed.concepts if one(CONCEPT_MENTIONED, e) is None]
-    owned = [e for e in orphans if one(CONCEPT_OWNED, e) == (1,)]
-    conn.executemany(DELETE_CONCEPT, [(user, collection, e) for e in orphans])
-    conn.executemany(DELETE_CONCEPT_KEYS, [(user, collection, e) for e in orphans])
-    return RemovedLinks(rels, owned, removed.concepts)
 
 
 def migrate(conn: sqlite3.Connection) -> None:
@@ -413,46 +255,3 @@ def migrate(conn: sqlite3.Connection) -> None:
         if cols and column not in cols:
             conn.execute(ddl)
     conn.execute("DROP INDEX IF EXISTS mentions_chunk")  # replaced by the covering mentions_by_chunk
-
-
-def backfill(conn: sqlite3.Connection, vl: VectorLists) -> int:
-    """Index a docs.db written before the store searched its own indexes: FTS rows, IVF lists,
-    subjects and counts for every chunk (once: a no-op when the FTS table has rows or no chunk
-    exists). Returns the chunks indexed."""
-    if (
-        conn.execute("SELECT 1 FROM chunk_fts LIMIT 1").fetchone()
-        or not conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone()
-    ):
-        return 0
-    done = 0
-    for user, collection in conn.execute("SELECT DISTINCT user, collection FROM documents").fetchall():
-        token = tenant_token(user, collection)
-        rows = conn.execute(
-            "SELECT c.rowid, c.id, c.document_id, c.text, c.vec, d.title, d.title_entity FROM chunks c JOIN documents d"
-            " ON d.user = c.user AND d.collection = c.collection AND d.id = c.document_id"
-            " WHERE c.user = ? AND c.collection = ?",
-            (user, collection),
-        ).fetchall()
-        words = [terms(f"{r[5]}\n{r[3]}" if r[5] else r[3]) for r in rows]
-        conn.executemany(
-            "INSERT INTO chunk_fts(rowid, tenant, terms) VALUES (?, ?, ?)",
-            [(r[0], token, " ".join(w)) for r, w in zip(rows, words, strict=True)],
-        )
-        vl.add(conn, user, collection, CHUNK_SPACE, [(r[1], r[2], np.frombuffer(r[4], np.float32)) for r in rows])
-        conn.executemany(
-            "INSERT OR IGNORE INTO chunk_subjects VALUES (?,?,?,?,?)",
-            [(user, collection, r[6], r[1], r[2]) for r in rows if r[6]],
-        )
-        _count(conn, user, collection, words)
-        conn.execute(
-            "INSERT OR IGNORE INTO concept_keys SELECT user, collection, key, iri FROM concepts"
-            " WHERE user = ? AND collection = ? AND key != ''",
-            (user, collection),
-        )
-        rels = conn.execute(
-            "SELECT s, p, o, vec FROM relation_vectors WHERE user = ? AND collection = ?", (user, collection)
-        ).fetchall()
-        vl.add(conn, user, collection, RELATION_SPACE,
-               [(relation_key(s, p, o), "", np.frombuffer(v, np.float32)) for s, p, o, v in rels])  # fmt: skip
-        done += len(rows)
-    return done

@@ -18,6 +18,7 @@ import numpy as np
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
 from processors.stores.documents_protocol import ChunkQuery, DocumentRecord, RemovedLinks
 from processors.stores.sqlite import passages
+from processors.stores.sqlite.doc_writes import backfill, delete_docs, insert_record, unlinked
 from processors.stores.sqlite.docs_schema import (
     CHUNK_LINKS,
     CLAIM_CONCEPT,
@@ -38,15 +39,11 @@ from processors.stores.sqlite.docs_schema import (
     SCOPED_ENTITIES,
     SCOPED_IN,
     SCOPED_OUT,
-    backfill,
     chunk,
-    delete_docs,
-    insert_record,
     migrate,
     relation_key,
     scope_size,
     scoped_ids,
-    unlinked,
 )
 from processors.stores.sqlite.pool import SqlitePool
 from processors.stores.sqlite.vector_lists import VectorLists

@@ -1,0 +1,216 @@
+"""Row writes of the embedded document store (docs.db): a document's rows in, its rows out with
+what they alone supported, and the one-time backfill of the store's own indexes."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+
+import numpy as np
+
+from processors.algorithms.bm25 import terms
+from processors.stores.documents_protocol import DocumentRecord, RemovedLinks, tenant_token
+from processors.stores.sqlite.docs_schema import CHUNK_SPACE, RELATION_SPACE, relation_key
+from processors.stores.sqlite.vector_lists import VectorLists
+
+INSERT_CHUNK = (
+    "INSERT INTO chunks (user, collection, id, document_id, ordinal, text, start, end, tokens, vec, page, section)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+RELATION_HAS_SOURCE = (
+    "SELECT 1 FROM relation_sources WHERE user = ? AND collection = ? AND s = ? AND p = ? AND o = ? LIMIT 1"
+)
+CONCEPT_MENTIONED = "SELECT 1 FROM mentions WHERE user = ? AND collection = ? AND entity = ? LIMIT 1"
+CONCEPT_OWNED = "SELECT owned FROM concepts WHERE user = ? AND collection = ? AND iri = ?"
+DELETE_CONCEPT = "DELETE FROM concepts WHERE user = ? AND collection = ? AND iri = ?"
+DELETE_CONCEPT_KEYS = "DELETE FROM concept_keys WHERE user = ? AND collection = ? AND iri = ?"
+
+
+def count_terms(
+    conn: sqlite3.Connection, user: str, collection: str, chunk_terms: list[list[str]], sign: int = 1
+) -> None:
+    """Add (sign 1) or take away (-1) chunks, given their BM25 terms, from the kept statistics."""
+    conn.execute(
+        "INSERT INTO collection_counts VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET"
+        " chunks = chunks + excluded.chunks, terms = terms + excluded.terms",
+        (user, collection, sign * len(chunk_terms), sign * sum(len(t) for t in chunk_terms)),
+    )
+    df = Counter(t for words in chunk_terms for t in set(words))
+    conn.executemany(
+        "INSERT INTO term_df VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET df = df + excluded.df",
+        [(user, collection, t, sign * n) for t, n in df.items()],
+    )
+    if sign < 0:
+        conn.execute("DELETE FROM term_df WHERE user = ? AND collection = ? AND df <= 0", (user, collection))
+        conn.execute(
+            "DELETE FROM collection_counts WHERE user = ? AND collection = ? AND chunks <= 0", (user, collection)
+        )
+
+
+def insert_record(conn: sqlite3.Connection, vl: VectorLists, user: str, collection: str, r: DocumentRecord) -> None:
+    """Write one document's rows: the document, its chunks (with their FTS terms, their vectors
+    in the IVF lists and their subject), mentions, relation provenance and vectors, concepts."""
+    d = r.document
+    ts = d.timestamp.timestamp() if d.timestamp else None
+    conn.execute(
+        "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?)",
+        (user, collection, d.id, d.title, ts, json.dumps(d.metadata), r.content_hash, len(r.chunks), r.title_entity),
+    )
+    meta = [(user, collection, d.id, k, json.dumps(v)) for k, vs in d.metadata.items() for v in _as_list(vs)]
+    conn.executemany("INSERT OR IGNORE INTO doc_meta VALUES (?,?,?,?,?)", meta)
+    token = tenant_token(user, collection)
+    vecs = [np.asarray(v, dtype=np.float32) for v in r.vectors]
+    chunk_terms = []
+    for c, v in zip(r.chunks, vecs, strict=True):
+        row = (
+            user,
+            collection,
+            c.id,
+            d.id,
+            c.ordinal,
+            c.text,
+            c.start,
+            c.end,
+            c.tokens,
+            v.tobytes(),
+            c.page,
+            c.section,
+        )
+        rowid = conn.execute(INSERT_CHUNK, row).lastrowid
+        chunk_terms.append(terms(f"{d.title}\n{c.text}" if d.title else c.text))  # BM25 reads title and text
+        conn.execute(
+            "INSERT INTO chunk_fts(rowid, tenant, terms) VALUES (?, ?, ?)", (rowid, token, " ".join(chunk_terms[-1]))
+        )
+    vl.add(conn, user, collection, CHUNK_SPACE, [(c.id, d.id, v) for c, v in zip(r.chunks, vecs, strict=True)])
+    if r.title_entity:
+        conn.executemany(
+            "INSERT OR IGNORE INTO chunk_subjects VALUES (?,?,?,?,?)",
+            [(user, collection, r.title_entity, c.id, d.id) for c in r.chunks],
+        )
+    count_terms(conn, user, collection, chunk_terms)
+    conn.executemany(
+        "INSERT INTO mentions VALUES (?,?,?,?,?,?) ON CONFLICT DO UPDATE SET count = count + excluded.count",
+        [(user, collection, m.entity, m.chunk_id, d.id, m.count) for m in r.mentions],
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO relation_sources VALUES (?,?,?,?,?,?,?)",
+        [(user, collection, x.s, x.p, x.o, c, d.id) for x in r.relations for c in x.chunk_ids],
+    )
+    _relation_vectors(conn, vl, user, collection, r)
+    owned = r.owned
+    mentioned = {m.entity for m in r.mentions}
+    conn.executemany(
+        "INSERT INTO concepts VALUES (?,?,?,?,?) ON CONFLICT DO NOTHING",
+        [(user, collection, e, int(e in owned), r.keys.get(e, "")) for e in mentioned],
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO concept_keys VALUES (?,?,?,?)",
+        [(user, collection, k, e) for e in mentioned for k in (r.keys.get(e, ""), *r.aliases.get(e, ())) if k],
+    )
+
+
+def _relation_vectors(conn: sqlite3.Connection, vl: VectorLists, user: str, collection: str, r: DocumentRecord) -> None:
+    """A relation keeps the first vector it was stored with; a new one joins the IVF lists."""
+    new = []
+    for x in r.relations:
+        if x.vector is None:
+            continue
+        v = np.asarray(x.vector, dtype=np.float32)
+        cur = conn.execute("INSERT OR IGNORE INTO relation_vectors VALUES (?,?,?,?,?,?)",
+                           (user, collection, x.s, x.p, x.o, v.tobytes()))  # fmt: skip
+        if cur.rowcount:
+            new.append((relation_key(x.s, x.p, x.o), "", v))
+    vl.add(conn, user, collection, RELATION_SPACE, new)
+
+
+def _as_list(v: object) -> list[object]:
+    return list(v) if isinstance(v, list) else [v]
+
+
+def delete_docs(conn: sqlite3.Connection, vl: VectorLists, user: str, collection: str, ids: list[str]) -> RemovedLinks:
+    """Delete the documents' rows (their chunks' FTS rows, vectors and subjects too); returns the
+    relations and concepts they linked (candidates)."""
+    arg = (user, collection, json.dumps(ids))
+    in_docs = " WHERE user = ? AND collection = ? AND document_id IN (SELECT value FROM json_each(?))"
+    rels = conn.execute("SELECT DISTINCT s, p, o FROM relation_sources" + in_docs, arg).fetchall()
+    ents = conn.execute("SELECT DISTINCT entity FROM mentions" + in_docs, arg).fetchall()
+    chunks = conn.execute("SELECT rowid, id FROM chunks INDEXED BY chunks_doc" + in_docs, arg).fetchall()
+    words = [
+        str(conn.execute("SELECT terms FROM chunk_fts WHERE rowid = ?", (rowid,)).fetchone()[0]).split()
+        for rowid, _ in chunks
+    ]
+    conn.executemany("DELETE FROM chunk_fts WHERE rowid = ?", [(rowid,) for rowid, _ in chunks])
+    vl.remove(conn, user, collection, CHUNK_SPACE, [cid for _, cid in chunks])
+    count_terms(conn, user, collection, words, -1)
+    for table in ("relation_sources", "mentions", "chunks", "doc_meta", "chunk_subjects"):
+        conn.execute("DELETE FROM " + table + in_docs, arg)
+    conn.execute(
+        "DELETE FROM documents WHERE user = ? AND collection = ? AND id IN (SELECT value FROM json_each(?))", arg
+    )
+    return RemovedLinks([(s, p, o) for s, p, o in rels], [e for (e,) in ents])
+
+
+def unlinked(
+    conn: sqlite3.Connection, vl: VectorLists, user: str, collection: str, removed: RemovedLinks
+) -> RemovedLinks:
+    """Of the candidates, the relations without any source left and the owned concepts no chunk
+    mentions (the concept rows of every unmentioned candidate go too)."""
+
+    def one(sql: str, *args: str) -> tuple | None:  # type: ignore[type-arg]
+        return conn.execute(sql, (user, collection, *args)).fetchone()
+
+    rels = [r for r in removed.relations if one(RELATION_HAS_SOURCE, *r) is None]
+    conn.executemany(
+        "DELETE FROM relation_vectors WHERE user = ? AND collection = ? AND s = ? AND p = ? AND o = ?",
+        [(user, collection, *r) for r in rels],
+    )
+    vl.remove(conn, user, collection, RELATION_SPACE, [relation_key(*r) for r in rels])
+    orphans = [e for e in removed.concepts if one(CONCEPT_MENTIONED, e) is None]
+    owned = [e for e in orphans if one(CONCEPT_OWNED, e) == (1,)]
+    conn.executemany(DELETE_CONCEPT, [(user, collection, e) for e in orphans])
+    conn.executemany(DELETE_CONCEPT_KEYS, [(user, collection, e) for e in orphans])
+    return RemovedLinks(rels, owned, removed.concepts)
+
+
+def backfill(conn: sqlite3.Connection, vl: VectorLists) -> int:
+    """Index a docs.db written before the store searched its own indexes: FTS rows, IVF lists,
+    subjects and counts for every chunk (once: a no-op when the FTS table has rows or no chunk
+    exists). Returns the chunks indexed."""
+    if (
+        conn.execute("SELECT 1 FROM chunk_fts LIMIT 1").fetchone()
+        or not conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone()
+    ):
+        return 0
+    done = 0
+    for user, collection in conn.execute("SELECT DISTINCT user, collection FROM documents").fetchall():
+        token = tenant_token(user, collection)
+        rows = conn.execute(
+            "SELECT c.rowid, c.id, c.document_id, c.text, c.vec, d.title, d.title_entity FROM chunks c JOIN documents d"
+            " ON d.user = c.user AND d.collection = c.collection AND d.id = c.document_id"
+            " WHERE c.user = ? AND c.collection = ?",
+            (user, collection),
+        ).fetchall()
+        words = [terms(f"{r[5]}\n{r[3]}" if r[5] else r[3]) for r in rows]
+        conn.executemany(
+            "INSERT INTO chunk_fts(rowid, tenant, terms) VALUES (?, ?, ?)",
+            [(r[0], token, " ".join(w)) for r, w in zip(rows, words, strict=True)],
+        )
+        vl.add(conn, user, collection, CHUNK_SPACE, [(r[1], r[2], np.frombuffer(r[4], np.float32)) for r in rows])
+        conn.executemany(
+            "INSERT OR IGNORE INTO chunk_subjects VALUES (?,?,?,?,?)",
+            [(user, collection, r[6], r[1], r[2]) for r in rows if r[6]],
+        )
+        count_terms(conn, user, collection, words)
+        conn.execute(
+            "INSERT OR IGNORE INTO concept_keys SELECT user, collection, key, iri FROM concepts"
+            " WHERE user = ? AND collection = ? AND key != ''",
+            (user, collection),
+        )
+        rels = conn.execute(
+            "SELECT s, p, o, vec FROM relation_vectors WHERE user = ? AND collection = ?", (user, collection)
+        ).fetchall()
+        vl.add(conn, user, collection, RELATION_SPACE,
+               [(relation_key(s, p, o), "", np.frombuffer(v, np.float32)) for s, p, o, v in rels])  # fmt: skip
+        done += len(rows)
+    return done
