@@ -19,16 +19,19 @@ import numpy as np
 import pytest
 
 from processors.algorithms.bm25 import terms
+from processors.algorithms.passage_rank import PassageRankParams
 from processors.ingest.communities.detect import Community
 from processors.ingest.communities.profiles import profile
+from processors.query.documents.search import search_chunks
 from processors.stores.documents_protocol import (
+    ChunkQuery,
     CommunityRecord,
     CommunityStore,
     DocumentRecord,
     DocumentStore,
     Relation,
 )
-from schemas.documents import Chunk, Document, Mention, Scope
+from schemas.documents import Chunk, Document, Mention, Scope, SearchMode
 from tests.integration.store_fixtures import cleaned_up, near, new_tenant, unit
 
 DOC_BACKENDS = ("sqlite", "neo4j")
@@ -242,3 +245,21 @@ def communities_of(records: Sequence[DocumentRecord]) -> list[CommunityRecord]:
     edges = [(s, o, float(w)) for (s, _, o), w in support(records).items()]
     vectors = {c.id: v for r in records for c, v in zip(r.chunks, r.vectors, strict=True)}
     return profile([*leaves, top], mentions, edges, vectors)
+
+
+async def search(
+    docs: DocBackend, user: str, coll: str, vector: list[float] | None, text: str | None, mode: SearchMode,
+    limit: int, scope: Scope | None = None,
+) -> list[Chunk]:  # fmt: skip
+    """The documents service's chunk search over this backend's store."""
+    q = ChunkQuery(user, coll, vector, scope)
+    return await search_chunks(docs.documents, q, text, mode, limit, PassageRankParams())
+
+
+def mentions_of(records: Sequence[DocumentRecord]) -> set[tuple[str, str, int]]:
+    """(entity, chunk, count) of every mention, counts summed."""
+    out: dict[tuple[str, str], int] = {}
+    for r in records:
+        for m in r.mentions:
+            out[m.entity, m.chunk_id] = out.get((m.entity, m.chunk_id), 0) + m.count
+    return {(en, c, n) for (en, c), n in out.items()}
