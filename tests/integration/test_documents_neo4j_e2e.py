@@ -149,3 +149,17 @@ async def test_documents_flow_with_every_store_on_neo4j(servers: Servers, tmp_pa
         assert sorted(r["u"] for r in gone) == sorted([user, bob])
     finally:
         await conn.release()
+
+
+async def test_a_read_of_what_was_never_written_logs_no_warning(servers: Servers, caplog: Any) -> None:
+    # a fresh database answers a read of a label or property nothing wrote yet (a collection's
+    # vector model, before any load) with no rows, and the driver logged a warning for each
+    conn = Neo4jConnection(servers.neo4j_url).acquire()
+    absent = f"NeverWritten{uuid.uuid4().hex[:8]}"
+    try:
+        with caplog.at_level("WARNING", logger="neo4j"):
+            query = f"MATCH (m:{absent} {{key: $key}}) RETURN m.{absent.lower()} AS v"  # our own names
+            assert await conn.read(query, {"key": "x"}) == []
+        assert [r.getMessage()[:80] for r in caplog.records if r.name.startswith("neo4j.notifications")] == []
+    finally:
+        await conn.release()

@@ -194,7 +194,11 @@ class Neo4jConnection:
             from neo4j.exceptions import ClientError
 
             if self._driver is None:
-                self._driver = AsyncGraphDatabase.driver(self.url, auth=self.auth)
+                # a fresh database warns that a property read before its first write (a collection's
+                # vector model) "does not exist"; that is an empty answer, not a user's problem
+                self._driver = AsyncGraphDatabase.driver(
+                    self.url, auth=self.auth, notifications_disabled_classifications=["UNRECOGNIZED"]
+                )
             if (self.url, self.database) in _SCHEMA_DONE:
                 self._ready = True
                 return
