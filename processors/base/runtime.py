@@ -102,6 +102,10 @@ class System:
 def limit_blas_threads(threads: int) -> None:
     """At most `threads` BLAS threads in this process from now on (numpy's vector search and
     ranking are small products: a second thread saves little and spins while idle)."""
+    # threadpoolctl limits only the BLAS libraries already loaded: a `kgflow run` process that
+    # imported numpy later kept two OpenBLAS threads, whose spinning took 0.9 of a core in
+    # graph-embeddings over Pulsar (55 ms of CPU per question instead of 5)
+    import numpy  # noqa: F401
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=threads, user_api="blas")
