@@ -102,9 +102,8 @@ class System:
 def limit_blas_threads(threads: int) -> None:
     """At most `threads` BLAS threads in this process from now on (numpy's vector search and
     ranking are small products: a second thread saves little and spins while idle)."""
-    # threadpoolctl limits only the BLAS libraries already loaded: a `kgflow run` process that
-    # imported numpy later kept two OpenBLAS threads, whose spinning took 0.9 of a core in
-    # graph-embeddings over Pulsar (55 ms of CPU per question instead of 5)
+    # threadpoolctl limits only BLAS libraries already loaded (a `kgflow run` process imports
+    # numpy later, and kept two spinning threads; figures in bench/README.md)
     import numpy  # noqa: F401
     from threadpoolctl import threadpool_limits
 
