@@ -6,6 +6,9 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from schemas.scope import Scope
+from schemas.tenant import Tenant
+
 SCHEMA_VERSION = 1
 
 
@@ -54,3 +57,9 @@ class ScopedRequest(Message):
 
     user: str = Field(min_length=1, max_length=256)
     collection: CollectionName
+
+    @property
+    def tenant(self) -> Tenant:
+        """The tenant this request reads or writes (a request with a `scope` field narrows it)."""
+        scope = getattr(self, "scope", None)
+        return Tenant(self.user, self.collection, scope if isinstance(scope, Scope) else None)

@@ -18,7 +18,7 @@ from processors.base.errors import QueryTimeout, ServiceError
 from processors.base.processor import FlowContext
 from processors.models.embeddings.client import request_parts
 from processors.models.text_completion.prompting import ModelAnswer
-from processors.retrieval.common import Tenant, Usage
+from processors.retrieval.common import Usage
 from schemas.base import Notice
 from schemas.communities import CommunitiesOf, CommunityInfo, SearchCommunities, SummarizeCommunities
 from schemas.documents import (
@@ -53,6 +53,7 @@ from schemas.services import (
     TRIPLES,
     Service,
 )
+from schemas.tenant import Tenant
 from schemas.text_completion import TextCompletionRequest
 from schemas.triples import DistancesQuery, NeighboursQuery
 

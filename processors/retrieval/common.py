@@ -12,20 +12,10 @@ from typing import Protocol, TypeVar
 from processors.base.errors import QueryTimeout
 from processors.stores import usage
 from schemas.retrieval import RequestCost
-from schemas.scope import Scope
 
 T = TypeVar("T")
 
 NO_DATA = "Nothing in this collection (or scope) matches the question."
-
-
-@dataclass(frozen=True)
-class Tenant:
-    """User + collection (every store call carries them), and the request's narrower scope."""
-
-    user: str
-    collection: str
-    scope: Scope | None = None
 
 
 class TokenCounter(Protocol):

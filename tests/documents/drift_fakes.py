@@ -12,11 +12,12 @@ from typing import Any
 
 from processors.base.errors import ServiceError
 from processors.models.text_completion.prompting import ModelAnswer
-from processors.retrieval.common import Tenant, Usage
+from processors.retrieval.common import Usage
 from processors.retrieval.drift import prompts as pr
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Mention
 from schemas.retrieval import RelationshipRef
+from schemas.tenant import Tenant
 
 MEMBERS = {"k1": ["c1", "c2", "c3"], "k2": ["c4", "c5", "c6"]}
 MENTIONS = {

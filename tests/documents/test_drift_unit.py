@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from processors.base.errors import ServiceError
-from processors.retrieval.common import Tenant
 from processors.retrieval.drift.drift import Drift
 from processors.retrieval.drift.followups import Pending, rank_followups
 from processors.retrieval.drift.prompts import NO_MODEL_PREFIX
@@ -20,6 +19,7 @@ from processors.retrieval.drift.settings import DriftSettings
 from schemas.documents import Scope
 from schemas.drift import DriftProgress, DriftRequest, DriftResponse
 from schemas.retrieval import Citation
+from schemas.tenant import Tenant
 from tests.documents.drift_fakes import MEMBERS, Fake, valid_ids, vec
 
 Q = "How did revenue grow?"

@@ -13,7 +13,6 @@ import pytest
 from processors.algorithms.pagerank import WeightedGraph, personalized_pagerank
 from processors.base.errors import QueryTimeout, ServiceError
 from processors.models.text_completion.prompting import ModelAnswer, as_data
-from processors.retrieval.common import Tenant
 from processors.retrieval.lazy_rag.prompts import MODEL_FAILED_PREFIX, SUMMARY_SYSTEM, fitted_summary_prompt
 from processors.retrieval.lazy_rag.rag import LazyRag, coverage
 from processors.retrieval.lazy_rag.retrieve import LazyRagSettings, Neighbourhood, retrieve
@@ -23,6 +22,7 @@ from schemas.extraction import ConceptMention
 from schemas.graph_rag import SeedEntity
 from schemas.lazy_rag import LazyRagRequest
 from schemas.retrieval import RelationshipRef
+from schemas.tenant import Tenant
 
 T = Tenant("u", "c")
 

@@ -16,7 +16,6 @@ from processors.base.runtime import System, embedded, ensure_default_flow
 from processors.base.settings import RuntimeSettings
 from processors.ingest.triples.loader import load_triples
 from processors.models.embeddings.model import OnnxMiniLM
-from processors.retrieval.common import Tenant
 from processors.retrieval.graph_rag.rag import GraphRag, GraphRagSettings
 from processors.retrieval.graph_rag.sources import LabelBatch, Seeds
 from processors.stores.local.entity_index import LocalEntityIndex
@@ -27,6 +26,7 @@ from schemas.flows import GraphChanged
 from schemas.graph_rag import GraphRagRequest, SeedEntity
 from schemas.labels import LabelRequest
 from schemas.services import GRAPH_RAG, LABEL_RESOLVER, Service
+from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.topics import GRAPH_CHANGED
 from schemas.triples import NeighboursQuery

@@ -13,12 +13,12 @@ from pydantic import ValidationError
 
 from processors.algorithms.bfs import Distances, DistanceSearch, shortest_distances
 from processors.base.processor import error_response, parse_request
-from processors.retrieval.common import Tenant
 from processors.retrieval.reranker.rerank import NO_ENTITIES, NO_QUESTION_ENTITIES, Reranker, RerankerSettings
 from processors.retrieval.reranker.signals import distance_score, question_entities
 from processors.stores.usage import count, counting, current
 from schemas.graph_rag import SeedEntity
 from schemas.reranker import RerankItem, RerankRequest, RerankResponse, RerankWeights
+from schemas.tenant import Tenant
 
 # Q - A - B - C is a chain (C is 3 hops from Q); Y - Z is elsewhere.
 EDGES = [("Q", "A"), ("B", "A"), ("B", "C"), ("Y", "Z")]

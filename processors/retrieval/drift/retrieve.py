@@ -19,12 +19,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from processors.retrieval.common import Tenant
 from processors.retrieval.drift.settings import DriftSettings
 from processors.retrieval.drift.sources import DriftSources
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk
 from schemas.retrieval import RelationshipRef
+from schemas.tenant import Tenant
 
 NEIGHBOUR_PER_ENTITY = 3  # chunks read per related entity
 

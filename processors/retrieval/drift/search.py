@@ -25,7 +25,7 @@ import math
 from typing import Any
 
 from processors.base.errors import ServiceError
-from processors.retrieval.common import Stopwatch, Tenant
+from processors.retrieval.common import Stopwatch
 from processors.retrieval.drift import prompts as pr
 from processors.retrieval.drift.citations import CitationBook
 from processors.retrieval.drift.followups import Budget, Pending, Ranked, hyde_fits, rank_followups, summaries_fit
@@ -37,6 +37,7 @@ from schemas.communities import CommunityInfo
 from schemas.documents import Chunk
 from schemas.drift import DriftRequest, DriftStats, FollowUp, KeyFact
 from schemas.retrieval import Citation, RelationshipRef
+from schemas.tenant import Tenant
 
 PROMPT_RELATIONS = 15
 PROMPT_ENTITIES = 15

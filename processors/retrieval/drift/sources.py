@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from processors.models.text_completion.prompting import ModelAnswer
-from processors.retrieval.common import Tenant, Usage
+from processors.retrieval.common import Usage
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Mention
 from schemas.retrieval import RelationshipRef
+from schemas.tenant import Tenant
 
 
 class DriftSources(Protocol):

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from processors.algorithms.entities import choose_anchors
 from processors.algorithms.iris import iri_label
 from processors.base.errors import ServiceError
-from processors.retrieval.common import Stopwatch, Tenant, within
+from processors.retrieval.common import Stopwatch, within
 from processors.retrieval.graph_rag.sources import GraphSources
 from processors.retrieval.graph_rag.traversal import TraversalLimits, batched_traversal
 from processors.retrieval.reranker.stage import rank_scores, rerank_stage
@@ -20,6 +20,7 @@ from schemas.base import Notice
 from schemas.graph_rag import GraphRagParams, GraphRagRequest, GraphRagStats, SeedEntity
 from schemas.reranker import RerankItem
 from schemas.retrieval import RerankerChoice
+from schemas.tenant import Tenant
 from schemas.terms import LabelledTriple, Triple
 
 SYSTEM_PROMPT = (

@@ -15,7 +15,6 @@ from processors.base.metrics import ROWS_READ, record_cost
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
 from processors.models.text_completion.backend import CompletionChunk
-from processors.retrieval.common import Tenant
 from processors.retrieval.graph_rag.rag import GraphRag, GraphRagSettings
 from processors.retrieval.graph_rag.sources import LabelBatch, Seeds
 from schemas.embeddings import EmbeddingsRequest
@@ -33,6 +32,7 @@ from schemas.services import (
     TRIPLES,
     Service,
 )
+from schemas.tenant import Tenant
 from schemas.terms import Triple
 from schemas.text_completion import TextCompletionRequest
 from schemas.triples import NeighboursQuery

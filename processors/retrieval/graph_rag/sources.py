@@ -8,10 +8,10 @@ from typing import Protocol
 
 from processors.algorithms.edges import NeighbourResult
 from processors.models.text_completion.backend import CompletionChunk
-from processors.retrieval.common import Tenant
 from schemas.base import Notice
 from schemas.graph_rag import SeedEntity
 from schemas.reranker import RerankRequest, RerankResponse
+from schemas.tenant import Tenant
 from schemas.triples import NeighboursQuery
 
 

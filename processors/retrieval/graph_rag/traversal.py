@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from processors.retrieval.common import Stopwatch, Tenant
+from processors.retrieval.common import Stopwatch
 from processors.retrieval.graph_rag.sources import GraphSources
+from schemas.tenant import Tenant
 from schemas.terms import Triple
 from schemas.triples import NeighboursQuery
 

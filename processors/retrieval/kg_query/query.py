@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 
 from processors.algorithms.passage_rank import documents_of
 from processors.base.errors import BadRequest
-from processors.retrieval.common import NO_DATA, Stopwatch, Tenant, TokenCounter, within
+from processors.retrieval.common import NO_DATA, Stopwatch, TokenCounter, within
 from processors.retrieval.kg_query.context import (
     SYSTEM,
     chunk_line,
@@ -39,6 +39,7 @@ from schemas.graph_rag import SeedEntity
 from schemas.kg_query import KgQueryParams, KgQueryRequest, KgQueryResponse, Mode, TokenUse
 from schemas.reranker import RerankItem
 from schemas.retrieval import EntityRef, RelationshipRef, RerankerChoice, RetrievalStats
+from schemas.tenant import Tenant
 
 NO_MODEL = "No language model is configured; the most relevant retrieved facts and passages are:"
 NO_MODEL_FACTS, NO_MODEL_PASSAGES, NO_MODEL_CHARS = 5, 3, 300  # what the retrieval-only answer lists

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from processors.models.text_completion.prompting import ModelAnswer
-from processors.retrieval.common import Tenant
 from schemas.documents import Chunk, Mention, SearchMode
 from schemas.graph_rag import SeedEntity
 from schemas.reranker import RerankRequest, RerankResponse
 from schemas.retrieval import RelationshipRef
+from schemas.tenant import Tenant
 
 
 class KgSources(Protocol):

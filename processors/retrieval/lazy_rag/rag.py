@@ -15,7 +15,7 @@ import time
 from processors.algorithms.passage_rank import documents_of
 from processors.algorithms.text_match import normalize
 from processors.base.errors import ServiceError
-from processors.retrieval.common import NO_DATA, Tenant, TokenCounter, within
+from processors.retrieval.common import NO_DATA, TokenCounter, within
 from processors.retrieval.lazy_rag.prompts import (
     MODEL_FAILED_PREFIX,
     SUMMARY_SCHEMA,
@@ -30,6 +30,7 @@ from schemas.communities import CommunityInfo
 from schemas.extraction import ConceptMention
 from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
 from schemas.retrieval import Citation, EntityRef, RetrievalStats
+from schemas.tenant import Tenant
 
 CONTEXT_COMMUNITIES = 3
 

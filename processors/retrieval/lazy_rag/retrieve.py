@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 
 from processors.algorithms.bridges import bridges, fuse
 from processors.algorithms.pagerank import WeightedGraph, normalise, personalized_pagerank
-from processors.retrieval.common import Stopwatch, Tenant
+from processors.retrieval.common import Stopwatch
 from processors.retrieval.lazy_rag.sources import LazySources
 from processors.retrieval.reranker.stage import rerank_stage
 from schemas.documents import Chunk, Mention
@@ -36,6 +36,7 @@ from schemas.graph_rag import SeedEntity
 from schemas.lazy_rag import LazyRagParams, LazyRagRequest
 from schemas.reranker import RerankItem
 from schemas.retrieval import RerankerChoice
+from schemas.tenant import Tenant
 
 
 class LazyRagSettings(BaseModel):

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from processors.models.text_completion.prompting import ModelAnswer
-from processors.retrieval.common import Tenant
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Mention, SearchMode
 from schemas.extraction import ConceptMention
 from schemas.graph_rag import SeedEntity
 from schemas.reranker import RerankRequest, RerankResponse
 from schemas.retrieval import RelationshipRef
+from schemas.tenant import Tenant
 
 
 class LazySources(Protocol):

@@ -24,7 +24,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from processors.algorithms.bfs import DistanceSearch
-from processors.retrieval.common import Stopwatch, Tenant, within
+from processors.retrieval.common import Stopwatch, within
 from processors.retrieval.reranker.signals import (
     Signals,
     closest_entity,
@@ -46,6 +46,7 @@ from schemas.reranker import (
     Strategy,
 )
 from schemas.retrieval import RetrievalStats
+from schemas.tenant import Tenant
 from schemas.triples import MAX_BATCH
 
 NO_QUESTION_ENTITIES = (

@@ -9,8 +9,8 @@ from datetime import datetime
 from typing import Protocol
 
 from processors.algorithms.bfs import Distances, DistanceSearch
-from processors.retrieval.common import Tenant
 from schemas.graph_rag import SeedEntity
+from schemas.tenant import Tenant
 
 
 class RerankSources(Protocol):

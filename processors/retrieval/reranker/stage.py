@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from processors.retrieval.common import Tenant
 from schemas.graph_rag import SeedEntity
 from schemas.reranker import RerankItem, RerankRequest, RerankResponse
 from schemas.retrieval import RerankerChoice
+from schemas.tenant import Tenant
 
 
 class Reranks(Protocol):
