@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -33,6 +32,8 @@ if TYPE_CHECKING:  # the stores import the framework's settings; only the type i
     from processors.stores.factory import Stores
 
 log = logging.getLogger(__name__)
+S = TypeVar("S")  # a flow's state
+R = TypeVar("R", bound=Response)
 # When the request being served was sent (its client's clock; None if the client did not say): a
 # handler tells a redelivered request from one asked after a change it must not undo.
 REQUEST_SENT: ContextVar[float | None] = ContextVar("request_sent", default=None)
@@ -68,17 +69,29 @@ class Host(Protocol):
 
 
 @dataclass
-class FlowContext:
-    """What a handler sees of its flow: id, merged parameters, clients, per-flow state."""
+class FlowContext(Generic[S]):
+    """What a handler sees of its flow: id, merged parameters, clients, and the per-flow state `S`
+    its processor builds in `on_flow_start` (`FlowContext[GraphRag]`: the checker knows its type)."""
 
     id: str
     parameters: dict[str, Any]
-    clients: dict[str, RequestResponseClient[Any]] = field(default_factory=dict)
-    state: Any = None
+    clients: dict[str, RequestResponseClient[Response]] = field(default_factory=dict)
+    _state: S | None = None
 
-    def client(self, service: Service) -> RequestResponseClient[Any]:
-        """The client of a service this processor declared it calls."""
-        return self.clients[service.name]
+    @property
+    def state(self) -> S:
+        """The flow's state (set by the processor's `on_flow_start`)."""
+        if self._state is None:
+            raise RuntimeError(f"flow {self.id!r} has no state: its processor's on_flow_start sets it")
+        return self._state
+
+    @state.setter
+    def state(self, value: S) -> None:
+        self._state = value
+
+    def client(self, service: Service[BaseModel, R]) -> RequestResponseClient[R]:
+        """The client of a service this processor declared it calls (typed by the service)."""
+        return cast(RequestResponseClient[R], self.clients[service.name])
 
 
 @dataclass
@@ -325,6 +338,7 @@ class FlowProcessor:
             budget, idle = self._budget(msg)
             loop = asyncio.get_running_loop()
             hard = loop.time() + self.runtime.handler_timeout_s  # no request runs longer, frames or not
+            limit: asyncio.Timeout | None = None
             try:
                 if budget <= 0:
                     raise QueryTimeout(f"{service.name}: the client stopped waiting before the request was served")
@@ -333,18 +347,18 @@ class FlowProcessor:
                         REQUEST_SENT.set(float(msg.properties[SENT]))
                     req = parse_request(service.request, msg.data)
                     result = spec.handler(req, ctx)
-                    if inspect.isasyncgen(result):
-                        async with contextlib.aclosing(result):
-                            async for res in result:
+                    if isinstance(result, Awaitable):  # a coroutine: one response
+                        await self._respond(spec, ctx, rid, await result, 0, store)
+                        sent += 1
+                    else:
+                        async with contextlib.aclosing(_generator(result)) as frames:
+                            async for res in frames:
                                 await self._respond(spec, ctx, rid, res, sent, store)
                                 sent += 1
                                 if idle:  # the client waits `idle` more seconds for the next frame
                                     limit.reschedule(min(hard, loop.time() + idle))
-                    else:
-                        await self._respond(spec, ctx, rid, await result, 0, store)  # type: ignore[misc]
-                        sent += 1
             except TimeoutError:
-                if not limit.expired():
+                if limit is None or not limit.expired():
                     raise
                 outcome = "timeout"
                 took = time.perf_counter() - started
@@ -391,6 +405,13 @@ class StoreProcessor(FlowProcessor):
         """Tell whoever follows GRAPH_CHANGED (label caches) that the collection's graph changed."""
         note = GraphChanged(user=user, collection=collection)
         await (await self._producer(GRAPH_CHANGED)).send(note.model_dump_json().encode(), {})
+
+
+def _generator(frames: AsyncIterator[Response]) -> AsyncGenerator[Response, None]:
+    """`frames` as an async generator (closable however the handler wrote its stream)."""
+    if isinstance(frames, AsyncGenerator):
+        return frames
+    return (f async for f in frames)
 
 
 def parse_request(model: Any, data: bytes) -> Any:

@@ -112,10 +112,11 @@ class _PulsarConsumer(Consumer):
 
     async def receive(self) -> BusMessage:
         while True:
-            if self._pending is None:
-                self._pending = asyncio.ensure_future(self._next())
+            pending = self._pending
+            if pending is None:
+                pending = self._pending = asyncio.ensure_future(self._next())
             try:
-                msg = await asyncio.shield(self._pending)
+                msg = await asyncio.shield(pending)
             except apulsar.PulsarException:
                 if self._closed:
                     raise

@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -19,7 +19,7 @@ from processors.base.processor import FlowContext
 from processors.models.embeddings.client import request_parts
 from processors.models.text_completion.prompting import ModelAnswer
 from processors.retrieval.common import Usage
-from schemas.base import Notice
+from schemas.base import Notice, Response
 from schemas.communities import CommunitiesOf, CommunityInfo, SearchCommunities, SummarizeCommunities
 from schemas.documents import (
     Chunk,
@@ -57,6 +57,7 @@ from schemas.tenant import Tenant
 from schemas.text_completion import TextCompletionRequest
 from schemas.triples import DistancesQuery, NeighboursQuery
 
+R = TypeVar("R", bound=Response)
 CANDIDATES_PER_ENTITY = 32  # edges read per entity before the best are kept
 # The collection notices (unknown, incomplete) a request's entity searches met, for the service to
 # put in its answer as graph-rag does (see `collecting_notices`); None outside a collecting request.
@@ -83,7 +84,8 @@ class BusSources:
         self.timeout = stage_timeout_s
         self.model_timeout = model_timeout_s or stage_timeout_s  # a model call (summaries too) may take longer
 
-    async def _call(self, service: Service, req: BaseModel, timeout_s: float | None = None) -> Any:
+    async def _call(self, service: Service[BaseModel, R], req: BaseModel, timeout_s: float | None = None) -> R:
+        """`req`'s response from `service` (typed by the service); a failure is a typed error."""
         wait = timeout_s or self.timeout
         try:
             return await self.flow.client(service).request(req, timeout_s=wait)

@@ -146,8 +146,9 @@ class GraphRagProcessor(FlowProcessor):
                 warnings=found.warnings,
             )
         text: list[str] = []
-        async for piece, meta in rag.answer(req, found):
-            if not meta["final"]:
+        async for a in rag.answer(req, found):
+            piece = a.text
+            if not a.final:
                 text.append(piece)
                 if req.streaming and piece:
                     yield GraphRagResponse(
@@ -164,8 +165,8 @@ class GraphRagProcessor(FlowProcessor):
                 triples=found.triples,
                 sources=sources,
                 stats=found.stats,
-                model=meta.get("model"),
-                in_token=meta.get("in_token"),
-                out_token=meta.get("out_token"),  # type: ignore[arg-type]
-                warnings=[*found.warnings, *meta.get("warnings", [])],  # type: ignore[list-item]
+                model=a.model,
+                in_token=a.in_token,
+                out_token=a.out_token,
+                warnings=[*found.warnings, *a.warnings],
             )
