@@ -12,14 +12,14 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, RootModel, ValidationError
 
 from processors.base.bus import Bus, BusMessage, Consumer, Producer
 from processors.base.client import DEADLINE, IDLE, SENT, SEQ, STORE, RemoteError, RequestResponseClient
 from processors.base.config_client import ConfigWatcher
 from processors.base.errors import QueryTimeout, ServiceError
 from processors.base.metrics import CONSUMER_STATE, LATENCY, REQUESTS
-from processors.base.settings import RuntimeSettings
+from processors.base.settings import ParamModels, RuntimeSettings
 from processors.base.tasks import cancel_and_wait
 from processors.stores.settings import StoreSettings
 from processors.stores.usage import Reporting, begin
@@ -63,8 +63,13 @@ class Host(Protocol):
     store_settings: StoreSettings
 
     @property
-    def stores(self) -> Any:
-        """The process's stores (`processors.stores.factory.Stores`), opened on first use."""
+    def stores(self) -> Stores:
+        """The process's stores, opened on first use."""
+        ...
+
+    @property
+    def param_models(self) -> ParamModels:
+        """Each processor's flow-parameter model (the config service checks a flow's against them)."""
         ...
 
 
@@ -414,12 +419,10 @@ def _generator(frames: AsyncIterator[Response]) -> AsyncGenerator[Response, None
     return (f async for f in frames)
 
 
-def parse_request(model: Any, data: bytes) -> Any:
-    """Validate raw JSON against a request model (RootModel unions are unwrapped)."""
-    if isinstance(model, type) and issubclass(model, BaseModel):
-        obj = model.model_validate_json(data)
-        return getattr(obj, "root", obj)
-    return TypeAdapter(model).validate_json(data)
+def parse_request(model: type[BaseModel], data: bytes) -> BaseModel:
+    """Validate raw JSON against a request model (a RootModel union gives the operation's model)."""
+    obj = model.model_validate_json(data)
+    return obj.root if isinstance(obj, RootModel) else obj
 
 
 def error_response(response: type[Response], exc: Exception) -> Response:

@@ -20,7 +20,6 @@ from pydantic import BaseModel
 from processors.base.bus import Bus
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
 from processors.base.config_client import CONFIG_TIMEOUT_S, ConfigWatcher, config_client
-from processors.base.registry import server_of
 from processors.gateway import tg_config as tgc
 from processors.gateway import tg_documents as tgd
 from processors.gateway import tg_flow as tgf
@@ -161,9 +160,8 @@ class Dispatcher:
         if running is None:
             known = ", ".join(sorted(self.config.flows)) or "none"
             raise GatewayError("unknown-flow", f"flow {flow!r} is not running (running flows: {known})")
-        server = server_of(service.name)
         bp = self.config.blueprints.get(running.blueprint)
-        if bp is None or server is None or server.name not in bp.processors:
+        if bp is None or service.name not in bp.processors:  # each service's processor is named after it
             raise GatewayError(
                 "unknown-service", f"flow {flow!r} (blueprint {running.blueprint!r}) has no {service.name}"
             )
@@ -298,10 +296,9 @@ class Dispatcher:
         """The flow collection-management goes through: `default`, else the first flow with documents."""
         if not self.config.flows:
             await self._refresh()
-        server = server_of(DOCUMENTS.name)
         for name in sorted(self.config.flows, key=lambda n: (n != DEFAULT_FLOW, n)):
             bp = self.config.blueprints.get(self.config.flows[name].blueprint)
-            if bp is not None and server is not None and server.name in bp.processors:
+            if bp is not None and DOCUMENTS.name in bp.processors:
                 return name
         raise GatewayError("unavailable", "no running flow has a documents service (start the `default` flow)")
 
