@@ -70,7 +70,7 @@ class System:
             await self._stores.close()
         await self.bus.close()
 
-    def processor(self, name: str) -> Any:
+    def processor(self, name: str) -> Runnable:
         """A started processor by name."""
         return next(p for p in self.processors if getattr(p, "name", None) == name)
 

@@ -181,7 +181,7 @@ class Dispatcher:
         workspace: object,
         service: str,
         flow: str | None,
-        request: Any,
+        request: object,
         streaming_allowed: bool = True,
     ) -> AsyncIterator[Frame]:
         """Frames answering one request; raises GatewayError (never anything else)."""
@@ -195,7 +195,7 @@ class Dispatcher:
                 yield frame
 
     async def _flow_service(
-        self, user: str, service: str, flow: str, wire: Any, streaming_allowed: bool
+        self, user: str, service: str, flow: str, wire: object, streaming_allowed: bool
     ) -> AsyncIterator[Frame]:
         if service in TRUSTGRAPH_ALIASES:
             async for frame in self._trustgraph_alias(user, service, flow, wire, streaming_allowed):
@@ -268,7 +268,7 @@ class Dispatcher:
                 yield tr.text_completion_response_to_wire(res), res.end_of_stream
 
     async def _trustgraph_alias(
-        self, user: str, service: str, flow: str, wire: Any, streaming_allowed: bool
+        self, user: str, service: str, flow: str, wire: object, streaming_allowed: bool
     ) -> AsyncIterator[Frame]:
         """TrustGraph's document-rag and text/document loads, answered by lazy-rag and document-load (a load
         with `streaming: true` also sends `{stage, done}` progress frames before its report)."""
@@ -317,17 +317,18 @@ class Dispatcher:
             client = await self._client(DOCUMENTS, await self._documents_flow())
             return list((await client.request(ListCollections(user=user))).collections)
 
-    async def _collections(self, user: str, wire: Any) -> AsyncIterator[Frame]:
-        op, collection = tgd.collection_operation(wire)
+    async def _collections(self, user: str, wire: object) -> AsyncIterator[Frame]:
+        op, collection = tgd.collection_operation(wire)  # a JSON object, or a BadRequest
         if op == "list-collections":
-            yield tgd.collections_to_wire(await self.list_collections(user), wire.get("tag_filter")), True
+            tags = wire.get("tag_filter") if isinstance(wire, dict) else None
+            yield tgd.collections_to_wire(await self.list_collections(user), tags), True
             return
         flow = await self._documents_flow()
         await (await self._client(DOCUMENT_STORE, flow)).request(DeleteCollection(user=user, collection=collection))
         yield {}, True
 
     async def _workspace_service(
-        self, principal: Principal, user: str, service: str, wire: Any
+        self, principal: Principal, user: str, service: str, wire: object
     ) -> AsyncIterator[Frame]:
         if service == "collection-management":
             async for frame in self._collections(user, wire):

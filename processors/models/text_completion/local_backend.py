@@ -21,7 +21,7 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from pydantic import JsonValue
 
@@ -146,6 +146,15 @@ def grammar_schema(schema: JsonValue) -> JsonValue:
     }
 
 
+class _Done(NamedTuple):
+    """The end of a stream: the whole text, its usage and why the model stopped."""
+
+    text: str
+    in_token: int
+    out_token: int
+    finish_reason: str | None
+
+
 class LocalLlamaBackend:
     """An `LLMBackend` that runs a GGUF model in-process with llama-cpp-python."""
 
@@ -235,12 +244,12 @@ class LocalLlamaBackend:
         """
         kwargs = self._request(messages, options)
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        queue: asyncio.Queue[str | _Done | BaseException] = asyncio.Queue()  # a piece, the end, a failure
         cancelled = threading.Event()
 
-        def emit(kind: str, payload: Any) -> None:
+        def emit(item: str | _Done | BaseException) -> None:
             with contextlib.suppress(RuntimeError):  # the loop may be gone
-                loop.call_soon_threadsafe(queue.put_nowait, (kind, payload))
+                loop.call_soon_threadsafe(queue.put_nowait, item)
 
         def work() -> None:
             if cancelled.is_set():
@@ -251,7 +260,7 @@ class LocalLlamaBackend:
                     in_token = _prompt_tokens(llama, kwargs["messages"])
                     pieces: list[str] = []
                     finish_reason = None
-                    chunks: Any = llama.create_chat_completion(**kwargs, stream=True)
+                    chunks = llama.create_chat_completion(**kwargs, stream=True)
                     try:
                         for chunk in chunks:
                             if cancelled.is_set():
@@ -260,7 +269,7 @@ class LocalLlamaBackend:
                             piece = choice.get("delta", {}).get("content")
                             if piece:
                                 pieces.append(piece)
-                                emit("text", piece)
+                                emit(piece)
                             finish_reason = choice.get("finish_reason") or finish_reason
                     finally:
                         close = getattr(chunks, "close", None)
@@ -268,9 +277,9 @@ class LocalLlamaBackend:
                             close()
                     text = "".join(pieces)
                     out_token = len(llama.tokenize(text.encode(), add_bos=False, special=True)) if text else 0
-                emit("done", (text, in_token, out_token, finish_reason))
+                emit(_Done(text, in_token, out_token, finish_reason))
             except BaseException as exc:  # delivered to the consumer, never lost
-                emit("error", exc)
+                emit(exc)
 
         future = loop.run_in_executor(_executor(), work)
         deadline = loop.time() + options.timeout_s
@@ -280,17 +289,17 @@ class LocalLlamaBackend:
                 try:
                     if remaining <= 0:
                         raise TimeoutError
-                    kind, payload = await asyncio.wait_for(queue.get(), remaining)
+                    item = await asyncio.wait_for(queue.get(), remaining)
                 except TimeoutError as exc:
                     raise LLMError("timeout", f"{self.model}: stream exceeded {options.timeout_s}s") from exc
-                if kind == "text":
-                    yield CompletionChunk(text=payload, model=self.model)
-                elif kind == "error":
-                    if isinstance(payload, LLMError):
-                        raise payload
-                    raise LLMError("llm-error", f"{self.model}: {payload}") from payload
+                if isinstance(item, str):
+                    yield CompletionChunk(text=item, model=self.model)
+                elif isinstance(item, BaseException):
+                    if isinstance(item, LLMError):
+                        raise item
+                    raise LLMError("llm-error", f"{self.model}: {item}") from item
                 else:
-                    text, in_token, out_token, finish_reason = payload
+                    text, in_token, out_token, finish_reason = item
                     if options.json_schema is not None:
                         parse_and_validate(text, options.json_schema)
                     yield CompletionChunk(
