@@ -18,10 +18,10 @@ import contextlib
 import importlib.resources
 import os
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 from pydantic import JsonValue
 
@@ -37,6 +37,7 @@ from processors.models.text_completion.json_schema import parse_and_validate
 if TYPE_CHECKING:
     from llama_cpp import Llama
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    from llama_cpp.llama_types import ChatCompletionRequestMessage, CreateChatCompletionStreamResponse
 
 T = TypeVar("T")
 
@@ -126,7 +127,7 @@ def _prompt_tokens(llama: Llama, messages: list[dict[str, str]]) -> int:
             template=template, eos_token=text(eos), bos_token=text(bos), stop_token_ids=[eos]
         )
         _FORMATTERS[id(llama)] = formatter
-    result = formatter(messages=messages)
+    result = formatter(messages=cast("list[ChatCompletionRequestMessage]", messages))  # role and content each
     prompt = result.prompt.encode("utf-8")
     return len(llama.tokenize(prompt, add_bos=not result.added_special, special=True))
 
@@ -260,7 +261,8 @@ class LocalLlamaBackend:
                     in_token = _prompt_tokens(llama, kwargs["messages"])
                     pieces: list[str] = []
                     finish_reason = None
-                    chunks = llama.create_chat_completion(**kwargs, stream=True)
+                    streamed = llama.create_chat_completion(**kwargs, stream=True)
+                    chunks = cast("Iterator[CreateChatCompletionStreamResponse]", streamed)  # stream=True: pieces
                     try:
                         for chunk in chunks:
                             if cancelled.is_set():
