@@ -1,7 +1,7 @@
-"""The document scale corpora (bench/doc_corpus.py) on a 1k-chunk variant over a few real
+"""The document scale corpora (bench/documents/corpus.py) on a 1k-chunk variant over a few real
 documents of each set: deterministic, the public paragraphs stored, distractors that carry mentions
 and vectors and are linked as the writer links them, a stopped build that resumes to the same
-corpus; and the runner (bench/documents_scale.py) writing every key of its section."""
+corpus; and the runner (bench/documents/scale.py) writing every key of its section."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import doc_corpus, doc_stores, documents_scale
-from bench.doc_corpus import USER, CorpusSpec, distractors
-from bench.doc_sources import Sources, prepare_sources
+from bench.documents import corpus as doc_corpus
+from bench.documents import scale as documents_scale
+from bench.documents import stores as doc_stores
+from bench.documents.corpus import USER, CorpusSpec, distractors
+from bench.documents.sources import Sources, prepare_sources
 from processors.base.runtime import embedded
 from processors.ingest.document_store.linking import link
 from processors.stores.documents_protocol import ChunkQuery
