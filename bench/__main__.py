@@ -108,7 +108,8 @@ def usage() -> str:
     """The sections, one a line."""
     lines = ["usage: python -m bench SECTION [options]   (python -m bench SECTION --help)", "", "sections:"]
     lines += [f"  {name:<18} {s.measures}" for name, s in SECTIONS.items() if not s.worker]
-    lines += ["  all                run every section `make bench` runs, with its defaults", "",
+    in_make = ", ".join(name for name, s in SECTIONS.items() if s.in_make_bench)
+    lines += [f"  {'all':<18} {in_make} in turn, with their defaults (`make bench`)", "",
               "run by the sections above in child processes:"]  # fmt: skip
     lines += [f"  {name:<18} {s.measures}" for name, s in SECTIONS.items() if s.worker]
     return "\n".join(lines)

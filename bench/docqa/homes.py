@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import shutil
 import time
 from collections.abc import Callable
@@ -27,7 +26,7 @@ from prometheus_client import REGISTRY
 from bench.docqa.collection import COLLECTION, TIMEOUT_S, USER, client
 from bench.harness.results import CACHE as BENCH_CACHE
 from bench.harness.results import DATASETS, ROOT
-from bench.harness.stats import peak_rss_mb
+from bench.harness.stats import load_average, peak_rss_mb
 from processors.algorithms.iris import RELATED_TO
 from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
@@ -108,7 +107,7 @@ def _llm_requests() -> float:
 async def index(system: System, docs: list[Document]) -> dict[str, Any]:
     """Index `docs` through the documents flow; what it cost."""
     llm_before, began = _llm_requests(), time.perf_counter()
-    load_at_start = [round(x, 2) for x in os.getloadavg()]
+    load_at_start = load_average()
     loader, chunks, failed, reported_calls = client(system, DOCUMENT_LOAD), 0, 0, 0
     slots = asyncio.Semaphore(2)
 
@@ -142,7 +141,7 @@ async def index(system: System, docs: list[Document]) -> dict[str, Any]:
         "llm_calls_at_index_time": int(_llm_requests() - llm_before),  # text-completion's own request counter
         "llm_calls_reported_by_load": reported_calls,  # the load responses' count (extractor `llm`: one per chunk)
         "peak_rss_mb": peak_rss_mb(),  # of the process so far
-        "load_average": {"start": load_at_start, "end": [round(x, 2) for x in os.getloadavg()]},
+        "load_average": {"start": load_at_start, "end": load_average()},
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -29,13 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.docqa import homes as docqa_homes
-from bench.docqa import run as docqa
 from bench.docqa.collection import COLLECTION, USER, client
 from bench.docqa.protocol import mean_recall
 from bench.docqa.quality import recall
 from bench.graph import pathquestion
 from bench.graph.measure import KgflowClient
-from bench.harness.stats import percentile
+from bench.harness.results import RESULTS, write_section
+from bench.harness.stats import load_average, percentile
 from processors.base.runtime import System, embedded
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.retrieval.graph_rag.rag import GraphRagSettings
@@ -71,7 +70,7 @@ async def indexed_home(name: str) -> tuple[Path, list[dict[str, Any]]]:
 
 async def latency(system: System, questions: list[dict[str, Any]]) -> dict[str, Any]:
     """Rerank latency and round trips per strategy and result count (see the module docstring)."""
-    load_at_start = [round(x, 2) for x in os.getloadavg()]
+    load_at_start = load_average()
     rerank = client(system, RERANKER)
     search, ge = client(system, DOCUMENTS), client(system, GRAPH_EMBEDDINGS)
     embedder = OnnxMiniLM.shared()
@@ -122,7 +121,7 @@ async def latency(system: System, questions: list[dict[str, Any]]) -> dict[str, 
             for size in SIZES
         }
         out[strategy]["standalone_100_store_round_trips_max"] = max(alone[strategy])
-    out["load_average"] = {"start": load_at_start, "end": [round(x, 2) for x in os.getloadavg()]}
+    out["load_average"] = {"start": load_at_start, "end": load_average()}
     out["requests_per_cell"] = len(questions) - 1
     out["results"] = (
         "chunks (best of a fused chunk search); vector + entity-search seeds given, as retrieval services do"
@@ -203,12 +202,12 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--latency-questions", type=int, default=21, help="questions per latency cell, +1 warm-up (0: skip)"
     )
     ap.add_argument("--pq-questions", type=int, default=300, help="PathQuestion questions per set (0: skip)")
-    ap.add_argument("--out", type=Path, default=docqa.RESULTS)
+    ap.add_argument("--out", type=Path, default=RESULTS)
     a = ap.parse_args(argv)
-    load_at_start = [round(x, 2) for x in os.getloadavg()]
+    load_at_start = load_average()
     began = time.perf_counter()
     earlier = json.loads(a.out.read_text()) if a.out.exists() else {}
-    section: dict[str, Any] = earlier.get("reranker", {})  # a partial run updates what it measures
+    section: dict[str, Any] = earlier.get("rerank", {})  # a partial run updates what it measures
     section.setdefault("recall", {})
     section.setdefault("pathquestion", {})
     for i, name in enumerate(x for x in a.doc_sets.split(",") if x):
@@ -224,15 +223,12 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
     for hops in (2, 3) if a.pq_questions else ():
         log(f"[rerank] PathQuestion {hops}H: graph-rag coverage with reranker {CHOICES}")
         section["pathquestion"][f"pq{hops}"] = await pathquestion_effect(hops, a.pq_questions)
-    section["meta"] = {
-        "load_average_at_start": load_at_start,
-        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-        "cpus": os.cpu_count(),
+    section["run"] = {
         "wall_s": round(time.perf_counter() - began, 1),
         "defaults": RerankerSettings().model_dump(mode="json"),
     }
     section["targets"] = targets(section)
-    docqa.write_section(a.out, "reranker", section)
+    write_section(a.out, "rerank", section, load_at_start)
     return section
 
 

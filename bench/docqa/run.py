@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -35,7 +34,8 @@ from bench.docqa.homes import SETS, VARIANTS, corpus_lines, indexed_home, questi
 from bench.docqa.llm import with_local_model
 from bench.docqa.protocol import HALVES, split_ids, summarise_half, targets
 from bench.docqa.quality import KG_MODES, ask_all, scope_cost
-from bench.harness.results import RESULTS
+from bench.harness.results import RESULTS, write_section
+from bench.harness.stats import load_average
 from processors.base.runtime import embedded
 from processors.base.settings import RuntimeSettings
 from processors.stores.settings import StoreSettings
@@ -52,7 +52,7 @@ async def bench_variant(name: str, variant: str, limit: int | None, llm_question
     built = await indexed_home(name, variant, log)
     qs = questions(name)[:limit]
     docs = [Document.model_validate_json(x) for x in corpus_lines(name, variant)]
-    load_at_start = [round(x, 2) for x in os.getloadavg()]
+    load_at_start = load_average()
     out: dict[str, Any] = {
         "titles": "kept" if variant == "titles" else "dropped (text unchanged)",
         "index": {**built.cost, "built_in_this_run": built.built_now, "home": built.home.name},
@@ -66,7 +66,7 @@ async def bench_variant(name: str, variant: str, limit: int | None, llm_question
         out["latency"] = asked.latency()
         if variant == "titles":
             out["scope_cost"] = await scope_cost(system, qs)
-    out["load_average"] = {"start": load_at_start, "end": [round(x, 2) for x in os.getloadavg()]}
+    out["load_average"] = {"start": load_at_start, "end": load_average()}
     if llm_questions:
         out["with_local_model"] = await with_local_model(built.home, qs[:llm_questions], log)
     out["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -82,9 +82,9 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--llm-questions", type=int, default=3, help="questions answered with the local model")
     ap.add_argument("--out", type=Path, default=RESULTS)
     a = ap.parse_args(argv)
-    load_at_start = [round(x, 2) for x in os.getloadavg()]
+    load_at_start = load_average()
     began = time.perf_counter()
-    earlier = json.loads(a.out.read_text()).get("documents", {}) if a.out.exists() else {}
+    earlier = json.loads(a.out.read_text()).get("docqa", {}) if a.out.exists() else {}
     section: dict[str, Any] = {k: v for k, v in earlier.items() if k in SETS}  # a partial run keeps the rest
     for i, name in enumerate(a.datasets.split(",")):
         figures = section[name] if isinstance(section.get(name), dict) and "index" not in section[name] else {}
@@ -93,23 +93,12 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
             figures[variant] = await bench_variant(name, variant, a.questions, llm)
         section[name] = figures
     section["defaults"] = defaults()
-    section["meta"] = {
-        "load_average_at_start": load_at_start,
-        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-        "cpus": os.cpu_count(),
+    section["run"] = {
         "wall_s": round(time.perf_counter() - began, 1),
         "llm": "none at index time and for recall (no_llm); with_local_model: SmolLM2-135M (llama.cpp)",
         "protocol": "bench/README.md (documents): halves by bench/docqa/halves.py, gains over the best of "
         "vector, lexical and fused per half",
     }
     section["targets"] = targets(section)
-    write_section(a.out, "documents", section)
+    write_section(a.out, "docqa", section, load_at_start)
     return section
-
-
-def write_section(path: Path, name: str, section: dict[str, Any]) -> None:
-    """Merge `section` into the results file under `name` (other sections kept), and print it."""
-    results = json.loads(path.read_text()) if path.exists() else {}
-    results[name] = section
-    path.write_text(json.dumps(results, indent=2))
-    print(json.dumps(section, indent=2))

@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import itertools
 import json
-import os
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -34,7 +33,7 @@ from bench.docqa.halves import halves
 from bench.docqa.homes import SETS, VARIANTS, indexed_home, questions
 from bench.docqa.protocol import HALVES, mean_recall
 from bench.docqa.quality import recall
-from bench.harness.stats import percentile
+from bench.harness.stats import load_average, percentile
 from processors.base.config_client import config_client
 from processors.base.registry import FLOW_PROCESSORS
 from processors.base.runtime import System, embedded
@@ -160,7 +159,7 @@ async def tune(name: str, variant: str, half: str, settings: list[dict[str, str]
     built = await indexed_home(name, variant, log)
     qs = halves(questions(name))[half][:limit]
     rows: list[dict[str, Any]] = []
-    load_at_start = [round(x, 2) for x in os.getloadavg()]
+    load_at_start = load_average()
     async with embedded(StoreSettings(home=built.home), RuntimeSettings(request_timeout_s=TIMEOUT_S)) as system:
         await stop_leftovers(system)
         await evaluate(system, "default", qs[:1])  # untimed: the first question loads indexes and caches
@@ -168,7 +167,7 @@ async def tune(name: str, variant: str, half: str, settings: list[dict[str, str]
             async with flow_with(system, f"{FLOW_PREFIX}{n}", params) as flow_id:
                 log(f"[tune] {name}/{variant}/{half}: {params or 'defaults'} ({len(qs)} questions)")
                 rows.append({"parameters": params, **await evaluate(system, flow_id, qs)})
-    load = {"start": load_at_start, "end": [round(x, 2) for x in os.getloadavg()]}
+    load = {"start": load_at_start, "end": load_average()}
     return {"set": name, "variant": variant, "half": half, "questions": len(qs), "rows": rows, "load_average": load}
 
 

@@ -1,4 +1,5 @@
-"""Ingestion scale-out over Pulsar: `documents_scale.ingest` in bench/results.json.
+"""Ingestion scale-out over Pulsar: tokens a second a worker indexes, one worker against two, and the
+bound the local embedding model sets (`ingest` in bench/results.json).
 
     python -m bench ingest [--corpus PATH]
 
@@ -10,16 +11,12 @@ start to its last document (the community build it asks for after is timed apart
 time of the workers and the CLI is read from /proc. The embedding bound is the local model alone
 embedding the same chunks in this process, every core busy. The workers run in a Pulsar tenant of
 their own (KGFLOW_PULSAR_TENANT), apart from any other deployment on the broker.
-
-Only this module writes `documents_scale.ingest`: the file is read, that key replaced, and written
-back, so the other `documents_scale.<backend>.<size>` keys stay as they are.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import re
 import resource
@@ -32,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness.fleet import KGFLOW, _free_port, checkout_env, die_with_parent, own_tenant
-from bench.harness.results import DATASETS, RESULTS, ROOT
+from bench.harness.results import DATASETS, RESULTS, ROOT, write_section
 from bench.harness.servers import pulsar_url
-from bench.harness.stats import cpu_seconds
+from bench.harness.stats import cpu_seconds, load_average
 from schemas.documents import Document
 
 CORPUS = DATASETS / "docqa" / "musique_train100_kag" / "corpus.jsonl"
@@ -227,18 +224,10 @@ async def measure(corpus: Path) -> dict[str, Any]:
         "per_core_vs_embedding_bound": {k: round(r["tokens_per_s_per_core"] / bound["tokens_per_s_per_core"], 2)
                                         for k, r in runs.items()},
         "cpu_count": os.cpu_count(),
-        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+        "load_average_at_end": load_average(),
         "machine": "2 cores shared with other sessions' tests and benchmarks (see load_average_at_end)",
     }  # fmt: skip
     return section
-
-
-def write_key(path: Path, key: str, section: dict[str, Any]) -> None:
-    """Read the results file, replace `documents_scale.<key>` only, write it back."""
-    results = json.loads(path.read_text()) if path.exists() else {}
-    results.setdefault("documents_scale", {})[key] = section
-    path.write_text(json.dumps(results, indent=2))
-    print(json.dumps(section, indent=2))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -247,4 +236,5 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     ap.add_argument("--out", type=Path, default=RESULTS)
     a = ap.parse_args(argv)
-    write_key(a.out, "ingest", asyncio.run(measure(a.corpus)))
+    load_at_start = load_average()
+    write_section(a.out, "ingest", asyncio.run(measure(a.corpus)), load_at_start)

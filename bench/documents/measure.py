@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import statistics
 import time
 import uuid
@@ -27,7 +26,7 @@ from bench.docqa.quality import recall
 from bench.documents.corpus import USER
 from bench.documents.sources import PUBLIC_SETS, SENTENCE_SETS
 from bench.documents.stores import collection, store_settings
-from bench.harness.stats import percentile
+from bench.harness.stats import load_average, percentile
 from processors.base.client import RequestResponseClient
 from processors.base.settings import RuntimeSettings
 from schemas.documents import DeleteDocuments, IndexedDocument, StoreDocuments
@@ -255,26 +254,22 @@ async def measure(a: argparse.Namespace) -> dict[str, Any]:
     plan = json.loads(a.plan.read_text())
     writes = [IndexedDocument.model_validate(x) for x in plan["writes"]]
     questions = public_questions(set(plan["public_ids"]))[: a.questions]
-    rec = Recorder(a.out, {"backend": a.backend, "size": a.size, "load_average_at_start": _load()})
+    rec = Recorder(a.out, {"backend": a.backend, "size": a.size, "load_average_at_start": load_average()})
     began = time.perf_counter()
     async with target(a.backend, built, a.question_timeout_s) as t:
         rec.put(start_s=round(time.perf_counter() - began, 1), rss_of=t.rss_of, rss_mb_at_start=rss_mb(t.pid)["now"])
         await warm(t, rec, a.warmup_s)
-        rec.put(load_average_after_warm_up=_load())
+        rec.put(load_average_after_warm_up=load_average())
         await timed(t, rec, questions, a.budget_s)
         rss = rss_mb(t.pid)
-        rec.put(rss_mb=rss["now"], rss_mb_peak=rss["peak"], load_average_after_questions=_load())
+        rec.put(rss_mb=rss["now"], rss_mb_peak=rss["peak"], load_average_after_questions=load_average())
         await after_writes(t, rec, writes, questions)
         rec.put(
             rss_mb_peak=rss_mb(t.pid)["peak"],
-            load_average_at_end=_load(),
+            load_average_at_end=load_average(),
             measure_s=round(time.perf_counter() - began, 1),
         )
     return rec.figures
-
-
-def _load() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

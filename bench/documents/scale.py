@@ -26,7 +26,8 @@ from typing import Any
 from bench.documents.corpus import SIZES
 from bench.documents.sources import Sources, prepare_sources
 from bench.documents.stores import CACHE, spec_for
-from bench.harness.results import RESULTS, ROOT
+from bench.harness.results import RESULTS, ROOT, write_section
+from bench.harness.stats import load_average
 from bench.harness.targets import documents_scale_targets
 
 WRITES = 3  # one-document writes, each followed by a question
@@ -186,10 +187,9 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
     began = time.perf_counter()
     sources = await prepare_sources(a.cache, a.subset, log)
     command = "python -m bench documents " + " ".join(argv if argv is not None else sys.argv[1:])
-    meta = {"command": command, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpus": os.cpu_count(),
-            "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}  # fmt: skip
-    section: dict[str, Any] = {"meta": meta}
-    earlier = json.loads(a.out.read_text()).get("documents_scale", {}) if a.out.exists() else {}
+    load_at_start = load_average()
+    section: dict[str, Any] = {"run": {"command": command}}
+    earlier = json.loads(a.out.read_text()).get("documents", {}) if a.out.exists() else {}
     for b in ("sqlite", "neo4j"):  # a run of some backends or sizes keeps the others' figures
         section[b] = {k: v for k, v in earlier.get(b, {}).items() if k not in sizes or b not in backends}
     from bench.harness.servers import servers_for
@@ -203,14 +203,10 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
             for size in sizes:
                 section[backend][size] = {"skipped": why} if why else bench_one(backend, size, a, sources, Path(tmp))
                 section["targets"] = documents_scale_targets(section)
-                section["meta"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-                section["meta"]["wall_s"] = round(time.perf_counter() - began, 1)
-                results = json.loads(a.out.read_text()) if a.out.exists() else {}
-                a.out.write_text(json.dumps({**results, "documents_scale": section}, indent=2))
+                section["run"]["wall_s"] = round(time.perf_counter() - began, 1)
+                write_section(a.out, "documents", section, load_at_start)  # each size kept as it is measured
     if not a.subset:
         not_measured(section, "not built or measured in the runs so far (see projected_build_s)")
         section["targets"] = documents_scale_targets(section)
-        results = json.loads(a.out.read_text()) if a.out.exists() else {}
-        a.out.write_text(json.dumps({**results, "documents_scale": section}, indent=2))
-    print(json.dumps(section, indent=2))
+        write_section(a.out, "documents", section, load_at_start)
     return section

@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import hashlib
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -31,6 +30,7 @@ from bench.documents.corpus import SIZES, USER, CorpusSpec, build, data_key
 from bench.documents.sources import Sources, prepare_sources
 from bench.harness.results import CACHE as BENCH_CACHE
 from bench.harness.results import ROOT
+from bench.harness.stats import load_average
 from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
 from processors.stores.settings import StoreSettings
@@ -194,12 +194,12 @@ async def _with_system(store: StoreSettings, fn: Any) -> Any:
 async def _build_into(
     system: System, coll: str, spec: CorpusSpec, sources: Sources, resume: int | None, checkpoint: Any
 ) -> dict[str, Any]:
-    load = [round(x, 2) for x in os.getloadavg()]
+    load = load_average()
     info = await build(system, coll, spec, sources, log, resume, checkpoint)
     info["chunks"] = (await system.stores.documents.counts(USER)).get(coll, (0, 0))[1]
     info["concepts"] = (await system.stores.entities.collections(USER)).get(coll, 0)  # entity vectors
     info["triples"] = (await system.stores.triples.collections(USER)).get(coll, 0)
-    info["load_average"] = {"start": load, "end": [round(x, 2) for x in os.getloadavg()]}
+    info["load_average"] = {"start": load, "end": load_average()}
     return info
 
 

@@ -3,7 +3,7 @@
     python -m bench communities [--chunks 20000 100000] [--seed 7] [--out bench/results.json]
 
 Each size runs in a fresh process (its peak RSS is that build's alone); the figures go to
-`documents_scale.community_build` in bench/results.json (only that key is replaced).
+`communities` in bench/results.json (only that key is replaced).
 
 The graph has the degree structure measured on the HotpotQA corpus indexed by kgflow (2,187
 chunks): 17 distinct concepts mentioned per chunk, concept popularity heavy-tailed (most
@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.documents.ingest import write_key
-from bench.harness.results import RESULTS
+from bench.harness.results import RESULTS, write_section
+from bench.harness.stats import load_average
 
 MENTIONS_PER_CHUNK = 17
 SENTENCES = (5, 6, 6)  # concepts per sentence: 10 + 15 + 15 pairs
@@ -141,13 +141,14 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(build(a.chunks[0], a.seed)))
         return
     out: dict[str, Any] = {}
+    load_at_start = load_average()
     for n in a.chunks:
         done = subprocess.run([sys.executable, "-m", "bench", "communities", "--one", "--chunks", str(n),
                                "--seed", str(a.seed)], capture_output=True, text=True)  # fmt: skip
         out[str(n)] = json.loads(done.stdout) if done.returncode == 0 else {"chunks": n, "error": done.stderr[-800:]
                                                                             or f"exit {done.returncode}"}  # fmt: skip
         print(f"[community-scale] {out[str(n)]}", file=sys.stderr, flush=True)
-    write_key(a.out, "community_build", {"sizes": out, "at_1m": at_one_million(out), **MACHINE})
+    write_section(a.out, "communities", {"sizes": out, "at_1m": at_one_million(out), **MACHINE}, load_at_start)
 
 
 def at_one_million(sizes: dict[str, Any]) -> dict[str, Any]:

@@ -9,9 +9,6 @@ LLM) and the classic algorithm against the same store. See bench/README.md.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -29,9 +26,9 @@ from bench.graph.measure import (
     throughput,
     warm_up,
 )
-from bench.harness.results import RESULTS
+from bench.harness.results import RESULTS, write_section
 from bench.harness.servers import pulsar_url, server_pids, servers_for
-from bench.harness.stats import peak_rss_mb, percentile
+from bench.harness.stats import load_average, peak_rss_mb, percentile
 from bench.harness.targets import targets
 from processors.base.runtime import embedded
 from processors.base.settings import RuntimeSettings
@@ -201,7 +198,7 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the benchmarks, write the results file, return the results."""
     a = parse_args(argv)
     began = time.perf_counter()
-    load_at_start = [round(x, 2) for x in os.getloadavg()]  # other work on the machine skews latencies
+    load_at_start = load_average()  # other work on the machine skews latencies
     if a.quick:
         cfg = Config(True, a.pq_questions or 300, 100, 20, 10, 100)
         keys = (a.datasets or "pq3,pq2,100k,10k").split(",")
@@ -241,14 +238,9 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
                     else:
                         results[name] = await bench_server_backend(name, data, cfg, bench_dataset, url)
     out = {
-        "meta": {
+        "run": {
             "command": "python -m bench graph " + " ".join(argv if argv is not None else sys.argv[1:]),
             "quick": cfg.quick,
-            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "cpus": os.cpu_count(),
-            "load_average_at_start": load_at_start,
-            "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-            "python": platform.python_version(),
             "llm": "none (no_llm=True): retrieval only",
             "prepare_s": round(prepared_s, 1),
             "wall_s": round(time.perf_counter() - began, 1),
@@ -257,6 +249,5 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
         "graph_rag": results,
         "targets": targets(results),
     }
-    a.out.write_text(json.dumps(out, indent=2))
-    print(json.dumps(out, indent=2))
+    write_section(a.out, "graph", out, load_at_start)
     return out

@@ -1,5 +1,5 @@
-"""Where the bench keeps what it measured: bench/results.json (tracked by git), one key per
-section, each written with the commit it measured and the machine's load."""
+"""Where the bench keeps what it measured: bench/results.json (tracked by git), one key per section
+(named as the section), each written with `meta.<section>`: the commit measured and the machine's load."""
 
 from __future__ import annotations
 
@@ -47,14 +47,10 @@ def run_meta(load_at_start: list[float]) -> dict[str, Any]:
 
 
 def write_section(path: Path, key: str, section: dict[str, Any], load_at_start: list[float]) -> None:
-    """Replace `key` (dotted: `documents_scale.ingest`) in the results file, other keys kept, with its
-    run's meta under `meta.<key>`; print the section."""
+    """Replace the section's key in the results file (other sections kept) and its run's `meta.<key>`;
+    print the section."""
     results = json.loads(path.read_text()) if path.exists() else {}
-    *parents, last = key.split(".")
-    into = results
-    for part in parents:
-        into = into.setdefault(part, {})
-    into[last] = section
+    results[key] = section
     results.setdefault("meta", {})[key] = run_meta(load_at_start)
     path.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(section, indent=2))

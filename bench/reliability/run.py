@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import subprocess
 import tempfile
@@ -34,8 +33,8 @@ from typing import Any
 
 import aiohttp
 
-from bench.harness.results import DATASETS, RELIABILITY
-from bench.harness.stats import percentile
+from bench.harness.results import DATASETS, RELIABILITY, run_meta
+from bench.harness.stats import load_average, percentile
 from bench.reliability import documents as doc_reliability
 from bench.reliability import kill_loads
 from bench.reliability.fuzz import fuzz_frames
@@ -163,7 +162,8 @@ async def embeddings_pressure(url: str, pid: int, n_questions: int) -> dict[str,
 async def main_async(a: argparse.Namespace) -> dict[str, Any]:
     """Every section asked for: one `kgflow up` for fuzz and embeddings, then killed triples loads,
     then the document surface on each stack (bench/reliability/documents.py)."""
-    out: dict[str, Any] = {"meta": {"load_avg_start": os.getloadavg(), "cpus": os.cpu_count()}}
+    load_at_start = load_average()
+    out: dict[str, Any] = {}
     if "triples" in a.sections:
         out.update(await _triples_sections(a))
     if "documents" in a.sections:
@@ -171,7 +171,7 @@ async def main_async(a: argparse.Namespace) -> dict[str, Any]:
         for stack in a.stacks.split(","):
             log(f"[reliability] the document surface on the {stack} stack")
             out["documents"][stack] = await doc_reliability.run_stack(stack, a.doc_kills, a.rss_rounds, questions(60))
-    out["meta"]["load_avg_end"] = os.getloadavg()
+    out["meta"] = run_meta(load_at_start)
     out["targets"] = targets(out)
     return out
 

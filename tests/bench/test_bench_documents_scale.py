@@ -138,12 +138,16 @@ async def _corpus(
 
 async def test_the_runner_writes_every_key_of_its_section(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
-    out.write_text(json.dumps({"graph_rag": {"kept": True}}))
+    out.write_text(json.dumps({"graph": {"kept": True}}))
     args = ["--sizes", "1k", "--backends", "sqlite", "--subset", str(SUBSET), "--cache", str(tmp_path),
             "--warmup-s", "0", "--budget-s", "120", "--out", str(out)]  # fmt: skip
     section = await documents_scale.main(args)
     results = json.loads(out.read_text())
-    assert results["graph_rag"] == {"kept": True} and results["documents_scale"] == section
+    assert results["graph"] == {"kept": True} and results["documents"] == section
+    assert (
+        results["meta"]["documents"]["commit"] != "unknown"
+        and len(results["meta"]["documents"]["load_average_at_end"]) == 3
+    )
     r = section["sqlite"]["1k"]
     for key in ("p50_ms", "p95_ms", "kg_query_p50_ms", "kg_query_p95_ms", "store_requests", "rss_mb",
                 "after_write_ms", "recall_at_5", "build_s"):  # fmt: skip
