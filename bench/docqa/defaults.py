@@ -1,5 +1,5 @@
-"""Where each ranking default came from (issue 31: every default the bench reports says the half
-it was chosen on). The values live once, in the processors' settings models; this file holds only
+"""Where each ranking default came from: every default the bench reports says the half it was
+chosen on. The values live once, in the processors' settings models; this file holds only
 their provenance, and the bench reports both side by side. Whoever changes a default after tuning
 with `python -m bench tune` updates its label here (a test checks every knob has one)."""
 

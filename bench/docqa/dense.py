@@ -1,4 +1,4 @@
-"""The dense baseline over the chunk text alone (issue 31): every stored chunk's text, without its
+"""The dense baseline over the chunk text alone: every stored chunk's text, without its
 document's title, embedded by the real MiniLM in the bench process; a question's chunks ranked by
 cosine. The store embeds title + text (ingest's `embedded_text`), so its vector search leans on
 titles where they exist; this baseline never sees one. The vectors are cached in the variant's

@@ -1,4 +1,4 @@
-"""The tuning and validation halves of a public doc-QA set (issue 31's protocol): questions are
+"""The tuning and validation halves of a public doc-QA set: questions are
 split by a fixed seed, half and half; the corpus stays whole (every paragraph is indexed for both
 halves, as a user's collection would be). Defaults are chosen on the tuning half only; the bench
 reports both."""

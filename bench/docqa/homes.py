@@ -1,4 +1,4 @@
-"""The public doc-QA sets as the bench indexes them (issue 31's protocol).
+"""The public doc-QA sets as the bench indexes them, each into a cached embedded home.
 
 Each set comes in two variants: `titles` (the corpus as published) and `notitles` (each
 document's `title` dropped, text unchanged: exactly what ../shared/tools/docqa_eval.py

@@ -1,4 +1,4 @@
-"""Issue 31's measurement protocol, as pure functions over per-question recalls: the figures of
+"""The doc-QA measurement protocol, as pure functions over per-question recalls: the figures of
 each half, the best baseline, the gains, and the done-when targets (bench/docqa/run.py gathers the
 recalls; bench/README.md explains the protocol)."""
 
@@ -69,7 +69,7 @@ SCOPE_TARGET = 1.5  # scoped p50 within this factor of unscoped (issue 17)
 
 
 def targets(section: dict[str, Any]) -> dict[str, Any]:
-    """Issue 31's targets (and the earlier issues' that still hold) beside the measured figures."""
+    """The doc-QA targets (recall gains per half, index cost, latency, scope cost) beside the measured figures."""
     t = Targets()
     for name, by_k in RECALL_TARGETS.items():
         val = section.get(name, {}).get("titles", {}).get("halves", {}).get("validation")
@@ -99,7 +99,7 @@ def targets(section: dict[str, Any]) -> dict[str, Any]:
     for name, variants in _variants(section):
         cost = variants.get("titles", {}).get("scope_cost", {})
         for service in ("lazy_rag", "kg_query_mix"):
-            if service in cost:  # issue 17
+            if service in cost:  # a scope costs little over the unscoped question
                 t.at_most(f"{name}.titles.{service}.scoped_p50_over_unscoped (issue 17)",
                           cost[service]["scoped_p50_over_unscoped"], SCOPE_TARGET)  # fmt: skip
     return t.out

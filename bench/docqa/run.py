@@ -1,5 +1,5 @@
-"""`make bench` (documents): retrieval quality on the public doc-QA sets by issue 31's protocol,
-with the index cost, the cost of a scope and a few answers by the local model.
+"""Retrieval quality on the public doc-QA sets by the halves protocol (bench/README.md), with the
+index cost, the cost of a scope and a few answers by the local model.
 
     python -m bench docqa [--datasets hotpotqa,musique] [--variants titles,notitles]
                           [--questions N] [--llm-questions N] [--out bench/results.json]
@@ -15,7 +15,7 @@ gain over the best of vector, lexical and fused, and lazy-rag's over dense text-
 (bench/docqa/protocol.py). With titles kept, the questions scoped to their own context paragraphs
 give the cost of a scope, and lazy-rag and DRIFT answer the first few questions of the first set
 with the local model (bench/docqa/llm.py). The section is merged into bench/results.json under
-"documents", with the ranking defaults (and the half each was chosen on) and issue 31's targets.
+`docqa`, with the ranking defaults (and the half each was chosen on) and the targets.
 """
 
 from __future__ import annotations

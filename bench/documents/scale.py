@@ -1,5 +1,5 @@
-"""`make bench` (documents at scale, issue 30): lazy-rag and kg-query over 10k, 100k and 1M chunks
-on embedded SQLite and on the real Neo4j → `documents_scale` in bench/results.json.
+"""Documents at scale: lazy-rag and kg-query latency, recall, store requests and memory over 10k,
+100k and 1M chunks on embedded SQLite and on the real Neo4j → `documents` in bench/results.json.
 
     python -m bench documents [--sizes 10k,100k,1m] [--backends sqlite,neo4j] [--questions N]
                                     [--budget-s S] [--build-timeout-s S] [--measure-timeout-s S]

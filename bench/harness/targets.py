@@ -1,4 +1,4 @@
-"""The issues' targets, each with the measured value and whether it is met (None: not measured)."""
+"""Targets, each with the measured value and whether it is met (None: not measured)."""
 
 from __future__ import annotations
 
@@ -34,13 +34,13 @@ def _dicts(section: Any) -> dict[str, dict[str, Any]]:
 
 
 def targets(results: dict[str, Any]) -> dict[str, Any]:
-    """Issue 4's targets (embedded) and issue 19's (the deployed path)."""
+    """The graph section's targets: round trips, coverage, label cache and scaling, embedded and deployed."""
     t = Targets()
     emb = _dicts(results.get("embedded"))
     for key, r in emb.items():
         if "store_round_trips_max" not in r:
             continue
-        # Counted for real (issue 29): the seeds take 3 round trips (vector search, entities the
+        # Counted where each backend talks to its store: the seeds take 3 round trips (vector search, entities the
         # question names, their labels), then one per hop and one for the path's labels.
         limit = r["max_path_length"] + 4
         t.put(f"{key}.store_round_trips", r["store_round_trips_max"], f"<= {limit} (max)",
@@ -78,7 +78,7 @@ def targets(results: dict[str, Any]) -> dict[str, Any]:
 
 
 def documents_scale_targets(section: dict[str, Any]) -> dict[str, Any]:
-    """Issue 30's document scale targets (bench/documents/scale.py)."""
+    """The documents section's targets: latency, memory and latency after writes by backend and size."""
     t = Targets()
     for backend in ("sqlite", "neo4j"):
         sizes = _dicts(section.get(backend))

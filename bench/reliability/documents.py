@@ -1,4 +1,4 @@
-"""The document surface of `make bench-reliability` (issue 33), on the embedded default or the
+"""The document surface of `make bench-reliability`, on the embedded default or the
 distributed stack (Pulsar + Neo4j: `kgflow up --pulsar`, every store on Neo4j):
 
 - kills: `kgflow load documents` (embedded) or the `kgflow up` fleet serving it (distributed)
@@ -238,7 +238,8 @@ def stack_settings(stack: str, home: Path) -> tuple[StoreSettings, list[str], li
 
 
 def targets(d: dict[str, Any]) -> dict[str, bool]:
-    """Issue 33's targets for one stack's document figures."""
+    """The targets of one stack's document figures: killed loads repaired, a short decode stall, no
+    malformed file silently dropped, flat memory."""
     k = d["kills"]["summary"]
     return {
         "killed_loads_repaired": k["unlabelled_after_rerun"] == 0 and k["unowned_after_rerun"] == 0

@@ -1,4 +1,4 @@
-"""Probes of a running `kgflow up` over its websocket gateway (`make bench-reliability`, issue 33):
+"""Probes of a running `kgflow up` over its websocket gateway (`make bench-reliability`):
 other clients' graph-rag latency while hostile text loads arrive, and the process's RSS over rounds
 of mixed load."""
 

@@ -6,7 +6,7 @@
    types, deep nesting, malformed JSON, odd ids, binary, unknown services); reported: frames sent,
    typed errors returned, frames left unanswered, connections lost, server alive afterwards.
 2. embeddings: graph-rag latency (p50/p99, timeouts) over the gateway while idle and while maximal
-   embeddings requests run back to back; the issue's 1,024 x 1,000-character request (refused now);
+   embeddings requests run back to back; one 1,024 x 1,000-character request (refused);
    the server's RSS before and after.
 3. loads: `kgflow load` killed (SIGKILL) at random points; collections left inconsistent, and
    reruns that completed them (bench/reliability/kill_loads.py).
