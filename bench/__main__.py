@@ -4,9 +4,17 @@ for a section's options; `python -m bench all` runs what `make bench` runs, with
 from __future__ import annotations
 
 import asyncio
+import inspect
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from bench.docqa import rerank, tune
+from bench.docqa import run as docqa
+from bench.documents import fleet, ingest, measure, scale, stores
+from bench.graph import communities
+from bench.graph import run as graph
+from bench.reliability import run as reliability
 
 
 @dataclass(frozen=True)
@@ -14,93 +22,23 @@ class Section:
     """One runnable section: what it measures and how it is run with its arguments."""
 
     measures: str
-    run: Callable[[list[str]], object]
+    main: Callable[[list[str]], object]  # may return a coroutine: run to its end
     in_make_bench: bool = False
     worker: bool = False  # run by another section in a child process, not by hand
 
 
-def _graph(argv: list[str]) -> object:
-    from bench.graph.run import main
-
-    return asyncio.run(main(argv))
-
-
-def _communities(argv: list[str]) -> object:
-    from bench.graph.communities import main
-
-    return main(argv)
-
-
-def _docqa(argv: list[str]) -> object:
-    from bench.docqa.run import main
-
-    return asyncio.run(main(argv))
-
-
-def _rerank(argv: list[str]) -> object:
-    from bench.docqa.rerank import main
-
-    return asyncio.run(main(argv))
-
-
-def _tune(argv: list[str]) -> object:
-    from bench.docqa.tune import main
-
-    return main(argv)
-
-
-def _documents(argv: list[str]) -> object:
-    from bench.documents.scale import main
-
-    return asyncio.run(main(argv))
-
-
-def _corpora(argv: list[str]) -> object:
-    from bench.documents.stores import main
-
-    return asyncio.run(main(argv))
-
-
-def _documents_measure(argv: list[str]) -> object:
-    from bench.documents.measure import measure, parse_args
-
-    return asyncio.run(measure(parse_args(argv)))
-
-
-def _documents_serve(argv: list[str]) -> object:
-    import json
-
-    from bench.documents.fleet import serve
-
-    return asyncio.run(serve(argv[0], argv[1], json.loads(argv[2]) if len(argv) > 2 else {}))
-
-
-def _ingest(argv: list[str]) -> object:
-    from bench.documents.ingest import main
-
-    return main(argv)
-
-
-def _reliability(argv: list[str]) -> object:
-    from bench.reliability.run import main
-
-    return main(argv)
-
-
 SECTIONS: dict[str, Section] = {
-    "graph": Section("graph-rag retrieval against the classic baseline, every backend and path", _graph, True),
-    "docqa": Section("document-retrieval recall on the public doc-QA sets, by the halves protocol", _docqa, True),
-    "rerank": Section("the reranker's latency, store round trips and effect on recall", _rerank, True),
-    "ingest": Section("ingestion throughput over Pulsar, one worker against two", _ingest, True),
-    "communities": Section("the community build's time and peak memory by graph size", _communities, True),
-    "documents": Section("lazy-rag and kg-query over 10k to 1M chunks, SQLite and Neo4j", _documents, True),
-    "tune": Section("recall of a ranking knob's values on one half of a doc-QA set", _tune),
-    "reliability": Section("fuzzed frames, heavy tenants and killed loads against a running kgflow", _reliability),
-    "corpora": Section("build (or find cached) one document scale corpus", _corpora, worker=True),
-    "documents-measure": Section(
-        "measure one backend and size of the documents section", _documents_measure, worker=True
-    ),
-    "documents-serve": Section("serve one processor of the documents section's fleet", _documents_serve, worker=True),
+    "graph": Section("graph-rag retrieval against the classic baseline, every backend and path", graph.main, True),
+    "docqa": Section("document-retrieval recall on the public doc-QA sets, by the halves protocol", docqa.main, True),
+    "rerank": Section("the reranker's latency, store round trips and effect on recall", rerank.main, True),
+    "ingest": Section("ingestion throughput over Pulsar, one worker against two", ingest.main, True),
+    "communities": Section("the community build's time and peak memory by graph size", communities.main, True),
+    "documents": Section("lazy-rag and kg-query over 10k to 1M chunks, SQLite and Neo4j", scale.main, True),
+    "tune": Section("recall of a ranking knob's values on one half of a doc-QA set", tune.main),
+    "reliability": Section("fuzzed frames, heavy tenants and killed loads against a running kgflow", reliability.main),
+    "corpora": Section("build (or find cached) one document scale corpus", stores.main, worker=True),
+    "documents-measure": Section("measure one backend and size of the documents section", measure.main, worker=True),
+    "documents-serve": Section("serve one processor of the documents section's fleet", fleet.main, worker=True),
 }
 
 
@@ -123,13 +61,20 @@ def main(argv: list[str]) -> int:
     name, rest = argv[0], argv[1:]
     if name == "all":
         for section in (s for s in SECTIONS.values() if s.in_make_bench):
-            section.run([])
+            run(section, [])
         return 0
     if name not in SECTIONS:
         print(f"unknown section {name!r}\n\n{usage()}", file=sys.stderr)
         return 2
-    SECTIONS[name].run(rest)
+    run(SECTIONS[name], rest)
     return 0
+
+
+def run(section: Section, argv: list[str]) -> None:
+    """Run one section's main with its arguments, on an event loop of its own when it is async."""
+    result = section.main(argv)
+    if inspect.iscoroutine(result):
+        asyncio.run(result)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ blueprint) and follows no config topic: nobody else serves that flow, and nothin
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
@@ -117,3 +118,13 @@ async def documents_fleet(
             yield fleet
         finally:
             await fleet.stop()
+
+
+async def main(argv: list[str]) -> None:
+    """Serve one processor of the benchmark's own flow until stopped."""
+    ap = argparse.ArgumentParser(prog="python -m bench documents-serve", description=main.__doc__)
+    ap.add_argument("name", help="the processor (settings: KGFLOW_* in the environment)")
+    ap.add_argument("flow_id")
+    ap.add_argument("parameters", nargs="?", type=json.loads, default={}, help="the flow's parameters (JSON)")
+    a = ap.parse_args(argv)
+    await serve(a.name, a.flow_id, a.parameters)

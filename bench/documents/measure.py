@@ -285,3 +285,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--warmup-s", type=float, default=30.0)
     ap.add_argument("--question-timeout-s", type=float, default=900.0)
     return ap.parse_args(argv)
+
+
+async def main(argv: list[str]) -> dict[str, Any]:
+    """Measure the backend and size the arguments name (`python -m bench documents-measure`)."""
+    return await measure(parse_args(argv))
