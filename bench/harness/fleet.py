@@ -28,8 +28,8 @@ from bench.harness.results import ROOT
 from processors.base.runtime import ensure_default_flow
 from processors.stores.settings import StoreSettings
 
-# What a graph-rag question touches (docs/distributed.md runs text-completion too; no LLM here).
 KGFLOW = Path(sys.executable).parent / "kgflow"  # the console script, as an operator runs it
+# What a graph-rag question touches (docs/distributed.md runs text-completion too; no LLM here).
 GRAPH_RAG_FLEET = ("embeddings", "graph-embeddings", "triples", "label-resolver", "graph-rag")
 START_TIMEOUT_S = 180.0  # graph-embeddings loads the entity index before it is ready
 TENANT_NAMESPACES = ("flow", "config", "notify")  # what a deployment's topics live in (schemas.topics)
