@@ -167,31 +167,35 @@ def test_a_package_importing_back_its_submodule_is_a_cycle() -> None:
     assert import_cycles(graph) == ["pkg -> pkg.sub -> pkg"]
 
 
+def _loading_nothing(tree: ast.AST) -> set[int]:
+    """The ids of the string nodes that load nothing: docstrings, and `"pkg.mod" in sys.modules`
+    (which asks whether a module is loaded)."""
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    loaded_checks = {
+        id(node.left)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Compare) and ast.unparse(node.comparators[0]) == "sys.modules"
+    }
+    return docstrings | loaded_checks
+
+
 def dotted_loads(sources: dict[str, str], known: Collection[str]) -> list[str]:
-    """Every string (docstrings aside) in `sources` naming a `known` module, as `pkg.mod` or
-    `pkg.mod:attr`: a module loaded by such a string is an import no reader, linter or this file's
-    import checks can see."""
+    """Every string in `sources` naming a `known` module, as `pkg.mod` or `pkg.mod:attr`: a module
+    loaded by such a string is an import no reader, linter or this file's import checks can see."""
     found = []
     for name, text in sorted(sources.items()):
         tree = ast.parse(text)
-        docstrings = {
-            id(node.body[0].value)
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-            and node.body
-            and isinstance(node.body[0], ast.Expr)
-            and isinstance(node.body[0].value, ast.Constant)
-        }
-        loaded_checks = {  # `"pkg.mod" in sys.modules` asks whether it is loaded; it loads nothing
-            id(node.left)
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Compare) and ast.unparse(node.comparators[0]) == "sys.modules"
-        }
-        skip = docstrings | loaded_checks
+        skip = _loading_nothing(tree)
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
-                target = node.value.partition(":")[0]
-                if "." in target and target in known:
+                if "." in node.value and node.value.partition(":")[0] in known:
                     found.append(f"{name}: {node.value!r}")
     return found
 
