@@ -1,4 +1,4 @@
-"""`make bench` (reranker): latency, store round trips and effect on retrieval quality.
+"""The reranker: its latency, store round trips and effect on retrieval quality.
 
     python -m bench rerank [--doc-sets hotpotqa,musique] [--questions N] [--latency-questions N]
                            [--pq-questions N] [--out FILE]
@@ -14,7 +14,7 @@ In one run, on the embedded default (every processor in this process, memory bus
 - PathQuestion answer coverage of graph-rag's facts (the 10 a retrieval-only answer lists, the
   40 a model reads, and all retrieved) with `reranker` none and each strategy.
 
-The section is merged into bench/results.json under "reranker".
+The section is merged into bench/results.json under `rerank`.
 """
 
 from __future__ import annotations

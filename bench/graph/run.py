@@ -1,4 +1,5 @@
-"""`make bench`: graph-rag benchmarks against the classic baseline → bench/results.json (printed too).
+"""graph-rag against the classic baseline: latency, store round trips, coverage and throughput per
+backend and path → `graph` in bench/results.json (printed too).
 
     python -m bench graph [--quick] [--datasets pq3,pq2,1m,10k] [--backends embedded,cassandra,neo4j]
 
