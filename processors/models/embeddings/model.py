@@ -22,6 +22,8 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from processors.base.errors import BadRequest
+
 MAX_TOKENS = 256  # per text: the model's window (longer texts are truncated)
 CHUNK_TOKENS = 2048  # padded tokens per bulk inference call
 TOKENIZE_SLICE = 64  # texts tokenized at a time, so a request far over budget is refused early
@@ -44,8 +46,8 @@ class Embedder(Protocol):
         ...
 
 
-class TokenBudgetExceeded(ValueError):
-    """A request would cost more tokens than it may."""
+class TokenBudgetExceeded(BadRequest):
+    """A request would cost more tokens than it may (the client's to fix: fewer or shorter texts)."""
 
     def __init__(self, texts: int, tokens: int, budget: int, counted: int) -> None:
         some = "" if counted == texts else f"the first {counted} of "
