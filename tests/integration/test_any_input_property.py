@@ -155,6 +155,18 @@ def test_the_reported_questions_and_query_syntax_get_results(world: World) -> No
             assert world.run(_answer(world.client(service), req)) is None, (service.name, text[:20])
 
 
+@pytest.mark.parametrize(
+    ("question", "document"),
+    [("谁拍摄了照片？", "zh"), ("Wer hat das Foto aufgenommen?", "de"), ("من التقط الصورة؟", "ar")],
+)
+def test_lazy_rag_answers_a_question_in_another_script_from_its_document(
+    world: World, question: str, document: str
+) -> None:
+    req = LazyRagRequest(user=world.user, collection=world.collection, query=question, no_llm=True)
+    res = world.run(world.client(LAZY_RAG).request(req))
+    assert [d.id for d in res.documents][:1] == [document], [d.id for d in res.documents]
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(data=st.data())
 def test_any_question_scope_or_tenant_gets_a_result_or_a_typed_error(world: World, data: st.DataObject) -> None:
