@@ -16,15 +16,15 @@ from processors.algorithms.text_match import STOPWORDS, fold
 K1, B = 1.2, 0.75
 # A term is a word of a script written with spaces, or a run of a script written without them
 # (Chinese, Japanese, Korean, Thai, Lao, Khmer, Myanmar), which the latter then splits.
-_UNSPACED = (
-    "["
-    + "".join(rf"\p{{scx={s}}}" for s in ("Han", "Hiragana", "Katakana", "Hangul", "Thai", "Lao", "Khmer", "Myanmar"))
-    + "]"
+_SCRIPTS = "".join(
+    rf"\p{{scx={s}}}" for s in ("Han", "Hiragana", "Katakana", "Hangul", "Thai", "Lao", "Khmer", "Myanmar")
 )
+_UNSPACED = rf"[[\p{{L}}\p{{N}}]&&[{_SCRIPTS}]]"  # letters and digits only: "·" is of these scripts too
+_UNSPACED_MORE = rf"[[\p{{L}}\p{{M}}\p{{N}}]&&[{_SCRIPTS}\p{{M}}]]"
 _PART = regex.compile(
-    rf"(?V1){_UNSPACED}[{_UNSPACED}\p{{M}}]*|[[\p{{L}}\p{{N}}]--{_UNSPACED}][[\p{{L}}\p{{M}}\p{{N}}]--{_UNSPACED}]*"
+    rf"(?V1){_UNSPACED}{_UNSPACED_MORE}*|[[\p{{L}}\p{{N}}]--{_UNSPACED}][[\p{{L}}\p{{M}}\p{{N}}]--{_UNSPACED}]*"
 )
-_UNSPACED_START = regex.compile(_UNSPACED)
+_UNSPACED_START = regex.compile(rf"(?V1){_UNSPACED}")
 _CHARACTER = regex.compile(r"\X")  # a user-perceived character: a letter with its marks
 
 _STEMMER = Stemmer.Stemmer("english")  # Snowball: "albums" finds "album", "studies" "study"
