@@ -14,6 +14,9 @@ VALID: list[tuple[str, str | None, dict[str, Any]]] = [
     ("embeddings", "default", {"texts": ["marie curie"]}),
     ("graph-embeddings", "default", {"vector": [0.1] * 384, "limit": 3, "collection": "pq2h"}),
     ("text-completion", "default", {"prompt": "hello"}),
+    ("document-rag", "default", {"query": QUESTION, "collection": "pq2h"}),
+    ("lazy-rag", "default", {"query": QUESTION, "collection": "pq2h", "no-llm": True}),
+    ("documents", "default", {"operation": "search", "text": QUESTION, "collection": "pq2h"}),
     ("flow", None, {"operation": "list-flows"}),
     ("flow", None, {"operation": "get-flow", "flow-id": "default"}),
     ("flow", None, {"operation": "start-flow", "flow-id": "evil", "blueprint-name": "graph-rag"}),
@@ -21,6 +24,9 @@ VALID: list[tuple[str, str | None, dict[str, Any]]] = [
 ]
 ODD_VALUES: list[Any] = [None, -1, 0, 10**30, 1e308, "", "x" * 5000, [], {}, [1, [2, [3]]], True, "\ud800",
                          {"t": "i", "i": ""}, "../../etc/passwd", "'; DROP TABLE triples; --"]  # fmt: skip
+# Questions in other scripts, of symbols only, and full-text query syntax (issue 42's were HTTP 500).
+ODD_QUESTIONS = ["谁拍摄了照片？", "写真を撮ったのは誰ですか？", "🔬🧪☢️", "—", "…", "Ⅻ？", "مَنْ الْتَقَطَ الصُّورَة؟",
+                 '"', "a OR (", "tenant : x", "\\", "谁" * 8000]  # fmt: skip
 
 
 def _deep(depth: int) -> str:
@@ -42,8 +48,10 @@ def fuzz_frame(rng: random.Random, rid: str) -> tuple[Any, str | bytes]:
     if flow is not None:
         frame["flow"] = flow
     kind = rng.choice(["valid", "mutated", "mutated", "deep", "malformed", "not-object", "odd-id", "no-id",
-                       "binary", "huge-number", "unknown", "surrogate", "envelope"])  # fmt: skip
-    if kind == "mutated":
+                       "binary", "huge-number", "unknown", "surrogate", "envelope", "question"])  # fmt: skip
+    if kind == "question":
+        frame["request"] = {**request, "query": rng.choice(ODD_QUESTIONS), "text": rng.choice(ODD_QUESTIONS)}
+    elif kind == "mutated":
         frame["request"] = _mutate(rng, request)
     elif kind == "deep":
         return rid, json.dumps(frame)[:-1] + ', "x": ' + _deep(rng.choice([1000, 5000, 50000])) + "}"

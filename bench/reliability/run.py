@@ -49,7 +49,8 @@ async def fuzz(url: str, frames: int, sockets: int = 4, seed: int = 12) -> dict[
     """Send fuzzed frames over `sockets` connections; count what comes back."""
     rng = random.Random(seed)
     batches = [fuzz_frames(rng, frames // sockets, prefix=f"s{n}-") for n in range(sockets)]
-    totals = {"frames_sent": 0, "typed_errors": 0, "answers": 0, "unanswered": 0, "connections_lost": 0}
+    totals = {"frames_sent": 0, "typed_errors": 0, "internal_errors": 0, "answers": 0, "unanswered": 0,
+              "connections_lost": 0}  # fmt: skip
 
     async def one(batch: list[tuple[Any, str | bytes]]) -> None:
         async with aiohttp.ClientSession() as session:
@@ -68,6 +69,7 @@ async def fuzz(url: str, frames: int, sockets: int = 4, seed: int = 12) -> dict[
                 frame = json.loads(msg.data)
                 if isinstance(frame.get("error"), dict) and isinstance(frame["error"].get("type"), str):
                     totals["typed_errors"] += 1
+                    totals["internal_errors"] += frame["error"]["type"] == "internal-error"  # a fault, not the input
                 elif frame.get("complete"):
                     totals["answers"] += 1
                 if frame.get("complete") and frame.get("id") is not None:
@@ -187,6 +189,7 @@ def targets(out: dict[str, Any]) -> dict[str, bool]:
             "rss_growth_within_200_mb": e["rss_growth_mb"] <= 200,
             "no_inconsistent_collections": out["loads"]["inconsistent"] == 0,
             "fuzz_no_connection_lost": out["fuzz"]["connections_lost"] == 0 and out["fuzz"]["server_alive"],
+            "fuzz_no_internal_errors": out["fuzz"]["internal_errors"] == 0,
         })  # fmt: skip
     for stack, d in out.get("documents", {}).items():
         found.update({f"{stack}_{name}": ok for name, ok in doc_reliability.targets(d).items()})
