@@ -131,3 +131,11 @@ async def test_spec_routes_take_the_gateways_auth(live: LiveGateway, tmp_path: P
     status, out = await post(f"{live.url}/api/v1/lazy-rag/query", {"query": QUESTION, "tenant_id": "a",
                                                                    "workspace": "b"}, ok)  # fmt: skip
     assert status == 400 and "conflicting workspaces" in out["error"]["message"]
+
+
+@pytest.mark.parametrize("query", ["÷", "÷º¹", "×"])
+async def test_a_question_of_symbols_only_is_answered_not_a_500(live: LiveGateway, query: str) -> None:
+    # schemathesis found it: such a "word" is a BM25 term but no FTS5 word, so the SQLite query read "terms : ()"
+    await load_papers(live)
+    status, out = await post(f"{live.url}/api/v1/lazy-rag/query", {"query": query, "collection": "papers"})
+    assert status == 200 and out["data"]["query"] == query, out

@@ -122,7 +122,7 @@ def candidates(
         best = top_k(np.asarray([sims[i] for i in ids], dtype=np.float64), k).tolist()
         dense = {ids[i]: sims[ids[i]] for i in best}
     lexical: dict[str, float] = {}
-    if terms and not (among is not None and not among):
+    if any(t.isalnum() for t in terms) and not (among is not None and not among):  # else FTS5 reads "()"
         args = (fts_query(user, collection, terms), user, collection, scoped,
                 None if among is None else json.dumps(list(among)), RESCORE * k)  # fmt: skip
         hits = conn.execute(LEXICAL, args).fetchall()
