@@ -41,6 +41,8 @@ STATUS = {
     "unavailable": 503,
     "timeout": 504,
 }
+# A TrustGraph service or operation kgflow does not have; a collection to delete that does not exist.
+APPLICATION_ERRORS = ("not-supported", "unknown-collection")
 
 
 def _principal(request: web.Request, auth: Authenticator, url_token: bool = False) -> Principal:
@@ -49,10 +51,10 @@ def _principal(request: web.Request, auth: Authenticator, url_token: bool = Fals
 
 
 def error_response(type_: str, message: str) -> web.Response:
-    """An error body with the status of its type. `not-supported` (a TrustGraph service or operation kgflow
-    does not have) is answered 200 with the error in the body, as TrustGraph's own gateway answers
-    application errors: trustgraph-cli shows only `Status code N` for anything but a 200."""
-    status = 200 if type_ == "not-supported" else STATUS.get(type_, 500)
+    """An error body with the status of its type. APPLICATION_ERRORS are answered 200 with the error in the
+    body, as TrustGraph's own gateway answers application errors: trustgraph-cli shows only `Status code N`
+    for anything but a 200."""
+    status = 200 if type_ in APPLICATION_ERRORS else STATUS.get(type_, 500)
     return web.json_response({"error": {"type": type_, "message": message}}, status=status)
 
 
