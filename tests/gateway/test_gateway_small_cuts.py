@@ -13,6 +13,8 @@ import pytest
 from gw_support import BIN, LiveGateway
 
 from processors.gateway.chat_format import ChatModelError, parse_model
+from processors.gateway.tg_documents import collections_to_wire
+from schemas.documents import CollectionInfo
 
 QUESTION = "Where was marie_curie's husband born?"
 FACT = "pierre curie | place of birth | paris"
@@ -80,3 +82,8 @@ async def test_tg_delete_collection_of_no_such_collection_is_not_deleted(live: L
     assert "Collection 'sample' deleted successfully" in out, out
     out = await _tg("tg-delete-collection", "-u", f"{live.url}/", "-y", "sample")
     assert "unknown-collection" in out, out
+
+
+def test_collection_descriptions_count_in_the_singular_too() -> None:
+    info = CollectionInfo(collection="c", documents=1, chunks=1, entities=1, triples=0)
+    assert collections_to_wire([info])["collections"][0]["description"] == "1 document, 1 chunk, 1 entity, 0 triples"

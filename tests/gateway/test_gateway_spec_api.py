@@ -85,6 +85,10 @@ async def test_retrieve_streams_progress_phases_as_server_sent_events(live: Live
     pcts = [p.progress_pct for p in progress]
     assert pcts == sorted(pcts) and pcts[0] == 0 and pcts[-1] == 100
     assert {p.project_id for p in progress} == {"papers"} and len({p.retrieval_id for p in progress}) == 1
+    # no model, so no follow-up questions: none is announced, nor a combination of none
+    said = " ".join(p.thought_summary for p in progress)
+    assert "follow-up question" not in said and "Combining" not in said and "1 chunks" not in said, said
+    assert "No language model: searching the question in" in said
 
 
 def test_the_lazy_rag_knobs_are_the_services() -> None:
