@@ -18,15 +18,16 @@ from aiohttp import web
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from processors.gateway.chat_format import COLLECTION_HEADER, FLOW_HEADER, WORKSPACE_HEADER
 from schemas import gateway_api as g
 from schemas import spec_api as s
 from schemas.base import SCHEMA_VERSION
 
 JSON = "application/json"
 REF = "#/components/schemas/{model}"
-FLOW_HEADER_DOC = ("X-Kgflow-Flow", "the flow that answers (default `default`)")
-WORKSPACE_HEADER_DOC = ("X-Kgflow-Workspace", "the workspace to act in (a bound token: only its own)")
-COLLECTION_HEADER_DOC = ("X-Kgflow-Collection", "the collection, when the model name has no `@collection`")
+FLOW_HEADER_DOC = (FLOW_HEADER, "the flow that answers (default `default`)")
+WORKSPACE_HEADER_DOC = (WORKSPACE_HEADER, "the workspace to act in (a bound token: only its own)")
+COLLECTION_HEADER_DOC = (COLLECTION_HEADER, "the collection, when the model name has no `@collection`")
 
 
 @dataclass(frozen=True)

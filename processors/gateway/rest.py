@@ -62,6 +62,21 @@ def _auth_response(e: AuthError) -> web.Response:
     return error_response(e.type if e.type == "forbidden" else "unauthorized", e.message)
 
 
+async def json_object(request: web.Request, max_body_bytes: int) -> dict[str, Any]:
+    """The request's JSON object; anything else is a GatewayError (bad-request, frame-too-large)."""
+    if request.content_length is not None and request.content_length > max_body_bytes:
+        raise GatewayError("frame-too-large", f"body of {request.content_length} bytes > {max_body_bytes}")
+    try:
+        body = tr.loads(await request.read())
+    except tr.BadRequest as e:
+        raise GatewayError("bad-request", str(e)) from None
+    except web.HTTPRequestEntityTooLarge:
+        raise GatewayError("frame-too-large", f"body larger than {max_body_bytes} bytes") from None
+    if not isinstance(body, dict):
+        raise GatewayError("bad-request", "body must be a JSON object")
+    return body
+
+
 class RestHandlers:
     """aiohttp handlers bound to one dispatcher."""
 
@@ -73,20 +88,6 @@ class RestHandlers:
         self.max_body_bytes = max_body_bytes
         self.prometheus_url = prometheus_url
 
-    async def _body(self, request: web.Request) -> dict[str, Any]:
-        """The request's JSON object; anything else is a GatewayError (bad-request, frame-too-large)."""
-        if request.content_length is not None and request.content_length > self.max_body_bytes:
-            raise GatewayError("frame-too-large", f"body of {request.content_length} bytes > {self.max_body_bytes}")
-        try:
-            body = tr.loads(await request.read())
-        except tr.BadRequest as e:
-            raise GatewayError("bad-request", str(e)) from None
-        except web.HTTPRequestEntityTooLarge:
-            raise GatewayError("frame-too-large", f"body larger than {self.max_body_bytes} bytes") from None
-        if not isinstance(body, dict):
-            raise GatewayError("bad-request", "body must be a JSON object")
-        return body
-
     async def _answer(self, request: web.Request, service: str, flow: str | None) -> web.Response:
         began = time.perf_counter()
         try:
@@ -95,7 +96,7 @@ class RestHandlers:
             return _auth_response(e)
         outcome = "ok"
         try:
-            body = await self._body(request)
+            body = await json_object(request, self.max_body_bytes)
             last: dict[str, Any] = {}
             collected: list[dict[str, Any]] = []
             frames = self.dispatcher.handle(principal, body.get("workspace"), service, flow, body, False)

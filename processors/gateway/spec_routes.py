@@ -11,11 +11,12 @@ from the body (`workspace`, or the spec's `tenant_id`) or `X-Kgflow-Workspace`, 
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from aiohttp import web
 from pydantic import BaseModel
@@ -24,13 +25,15 @@ from processors.gateway import metrics
 from processors.gateway import translate as tr
 from processors.gateway.auth import Authenticator, AuthError
 from processors.gateway.chat_format import FLOW_HEADER, WORKSPACE_HEADER
-from processors.gateway.dispatch import DEFAULT_FLOW, Dispatcher, GatewayError
-from processors.gateway.rest import error_response
+from processors.gateway.dispatch import DEFAULT_FLOW, Dispatcher, GatewayError, as_gateway_errors
+from processors.gateway.rest import error_response, json_object
 from schemas.drift import DriftRequest, DriftResponse
 from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
 from schemas.services import DRIFT, LAZY_RAG
 from schemas.spec_api import (
+    ApiError,
     ApiMeta,
+    ErrorDetail,
     LazyRagApiRequest,
     LazyRagApiResponse,
     LazyRagResult,
@@ -39,6 +42,7 @@ from schemas.spec_api import (
     RetrieveResponse,
 )
 
+log = logging.getLogger(__name__)
 SSE = "text/event-stream"
 M = TypeVar("M", bound=BaseModel)
 KNOBS = {"max_hops", "max_entities", "chunk_limit", "use_communities", "reranker"}  # LazyRagParams' names
@@ -54,17 +58,9 @@ class SpecRoutes:
 
     async def _parse(self, request: web.Request, model: type[M]) -> M:
         """The body as `model`; anything else is a GatewayError (bad-request, frame-too-large)."""
-        if request.content_length is not None and request.content_length > self.max_body_bytes:
-            raise GatewayError("frame-too-large", f"body of {request.content_length} bytes > {self.max_body_bytes}")
-        try:
-            body = tr.loads(await request.read())
-            if not isinstance(body, dict):
-                raise tr.BadRequest("body must be a JSON object")
+        body = await json_object(request, self.max_body_bytes)
+        with as_gateway_errors():
             return tr.validate_as(model, body)  # type: ignore[no-any-return]
-        except tr.BadRequest as e:
-            raise GatewayError("bad-request", str(e)) from None
-        except web.HTTPRequestEntityTooLarge:
-            raise GatewayError("frame-too-large", f"body larger than {self.max_body_bytes} bytes") from None
 
     def _user(self, request: web.Request, *named: str | None) -> str:
         """The workspace the request acts as (AuthError when the token may not, or names disagree)."""
@@ -150,54 +146,36 @@ class SpecRoutes:
                 yield res
 
         try:
-            async for res in frames():
-                if res.progress is not None:
-                    await send("retrieval_progress", progress_message(res, project, retrieval_id))
-                if res.message_type == "answer":
-                    await send("result", retrieve_response(res, retrieval_id))
-        except GatewayError as e:  # after the stream began: an error event
-            await resp.write(
-                f"event: error\ndata: {json.dumps({'error': {'type': e.type, 'message': e.message}})}\n\n".encode()
-            )
-        await resp.write_eof()
+            try:
+                async for res in frames():
+                    if res.progress is not None:
+                        await send("retrieval_progress", progress_message(res, project, retrieval_id))
+                    if res.message_type == "answer":
+                        await send("result", retrieve_response(res, retrieval_id))
+            except GatewayError as e:  # after the stream began: an error event
+                await send("error", ApiError(error=ErrorDetail(type=e.type, message=e.message)))
+            await resp.write_eof()
+        except ConnectionResetError:  # the client left: nothing more to tell it
+            log.info("retrieve %s: the client closed the event stream", retrieval_id)
         return resp
 
 
+def _shared(model: type[BaseModel], res: BaseModel) -> dict[str, Any]:
+    """The fields of `res` that `model` also has, by name (the spec's shapes reuse the services' fields)."""
+    return {name: getattr(res, name) for name in model.model_fields if name in type(res).model_fields}
+
+
 def lazy_rag_result(query: str, res: LazyRagResponse, took_ms: float) -> LazyRagResult:
-    """The spec's result of a lazy-rag response."""
+    """The spec's result of a lazy-rag response (its `summary` is the service's `response`)."""
     return LazyRagResult(
-        query=query,
-        summary=res.response,
-        confidence=res.confidence,
-        missing_info=res.missing_info,
-        no_data_found=res.no_data_found,
-        generation_time_ms=round(took_ms, 3),
-        entities=res.entities,
-        relationships=res.relationships,
-        communities=res.communities,
-        documents=res.documents,
-        chunks=res.chunks,
-        citations=res.citations,
-        warnings=res.warnings,
-        stats=res.stats,
-        model=res.model,
+        **_shared(LazyRagResult, res), query=query, summary=res.response, generation_time_ms=round(took_ms, 3)
     )
 
 
 def retrieve_response(res: DriftResponse, retrieval_id: str) -> RetrieveResponse:
     """The spec's answer of a DRIFT response (`final_answer`: with no model, the retrieval-only answer)."""
-    return RetrieveResponse(
-        final_answer=res.final_answer or ("" if res.no_data_found else res.response),
-        key_facts=res.key_facts,
-        residual_uncertainty=res.residual_uncertainty,
-        no_data_found=res.no_data_found,
-        retrieval_id=retrieval_id,
-        followups=res.followups,
-        documents=res.documents,
-        warnings=res.warnings,
-        stats=res.stats,
-        model=res.model,
-    )
+    answer = res.final_answer or ("" if res.no_data_found else res.response)
+    return RetrieveResponse(**{**_shared(RetrieveResponse, res), "final_answer": answer}, retrieval_id=retrieval_id)
 
 
 def progress_message(res: DriftResponse, project: str, retrieval_id: str) -> RetrievalProgress:

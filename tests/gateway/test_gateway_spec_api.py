@@ -118,8 +118,10 @@ async def test_malformed_requests_are_400_naming_the_field(live: LiveGateway, pa
 
 
 async def test_unknown_flow_is_404(live: LiveGateway) -> None:
-    status, out = await post(f"{live.url}/retrieve", {"query": QUESTION}, {"X-Kgflow-Flow": "nope"})
-    assert status == 404 and out["error"]["type"] == "unknown-flow"
+    for accept in ("application/json", "text/event-stream"):  # refused before a stream would begin
+        headers = {"X-Kgflow-Flow": "nope", "Accept": accept}
+        status, out = await post(f"{live.url}/retrieve", {"query": QUESTION}, headers)
+        assert status == 404 and out["error"]["type"] == "unknown-flow"
 
 
 @pytest.mark.parametrize("live", [GatewaySettings(token_file=None, token="s3cret")], indirect=True)
