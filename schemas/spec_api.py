@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,7 +20,8 @@ from schemas.documents import Chunk, Scope
 from schemas.drift import DriftStats, FollowUp, KeyFact, Phase
 from schemas.retrieval import Citation, DocumentRef, EntityRef, RelationshipRef, RerankerChoice, RetrievalStats
 
-WorkspaceName = str  # resolved against the caller's token (a bound token may name only its own)
+# A workspace a body names, resolved against the caller's token (a bound token may name only its own).
+WorkspaceName = Annotated[str, Field(min_length=1, max_length=256)]
 
 
 class SpecRequest(BaseModel):
@@ -29,7 +30,7 @@ class SpecRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1, max_length=8192)
-    workspace: WorkspaceName | None = Field(default=None, min_length=1, max_length=256)
+    workspace: WorkspaceName | None = None
     no_llm: bool = False
 
 
@@ -43,7 +44,7 @@ class LazyRagApiRequest(SpecRequest):
     chunk_limit: int | None = Field(default=None, ge=1, le=100)
     use_communities: bool | None = None
     reranker: RerankerChoice | None = None
-    tenant_id: WorkspaceName | None = Field(default=None, min_length=1, max_length=256)
+    tenant_id: WorkspaceName | None = None
     collection: CollectionName = "default"
     scope: Scope | None = None
 

@@ -11,9 +11,12 @@ from typing import Any
 
 import aiohttp
 import pytest
-from gw_support import LiveGateway
+from gw_support import LiveGateway, served
 
-from processors.gateway.service import GatewaySettings
+from processors.base.bus import MemoryBus
+from processors.base.settings import RuntimeSettings
+from processors.gateway.chat_format import WORKSPACE_HEADER
+from processors.gateway.service import GatewayProcessor, GatewaySettings
 from processors.gateway.spec_routes import KNOBS
 from schemas.lazy_rag import LazyRagParams
 from schemas.spec_api import LazyRagApiRequest, LazyRagApiResponse, RetrievalProgress, RetrieveResponse
@@ -137,6 +140,20 @@ async def test_spec_routes_take_the_gateways_auth(live: LiveGateway, tmp_path: P
     status, out = await post(f"{live.url}/api/v1/lazy-rag/query", {"query": QUESTION, "tenant_id": "a",
                                                                    "workspace": "b"}, ok)  # fmt: skip
     assert status == 400 and "conflicting workspaces" in out["error"]["message"]
+
+
+async def test_a_token_bound_to_a_workspace_may_not_name_another(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text("alice-token alice\n", encoding="utf-8")
+    app = GatewayProcessor(MemoryBus(), RuntimeSettings(), GatewaySettings(token_file=str(tokens)), tmp_path).app()
+    async with served(app) as port:
+        url, alice = f"http://127.0.0.1:{port}", {"Authorization": "Bearer alice-token"}
+        for path, body in (("/retrieve", {"query": QUESTION, "workspace": "bob"}),
+                           ("/api/v1/lazy-rag/query", {"query": QUESTION, "tenant_id": "bob"}),
+                           ("/api/v1/lazy-rag/expand", {"query": QUESTION})):  # fmt: skip
+            headers = alice if "workspace" in body or "tenant_id" in body else {**alice, WORKSPACE_HEADER: "bob"}
+            status, out = await post(f"{url}{path}", body, headers)
+            assert status == 403 and out["error"]["type"] == "forbidden", (path, out)
 
 
 @pytest.mark.parametrize("query", ["÷", "÷º¹", "×"])
