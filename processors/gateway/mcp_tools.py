@@ -73,7 +73,9 @@ class DocumentIn(BaseModel):
 
 
 def _result(model: BaseModel, text: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=model.model_dump(mode="json"))
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=model.model_dump(mode="json")
+    )
 
 
 def _scope(document_ids: list[str] | None, metadata: dict[str, Any] | None) -> Scope | None:
@@ -112,8 +114,8 @@ class KgflowTools:
             (self.list_documents, READ_ONLY), (self.read_document, READ_ONLY), (self.read_chunks, READ_ONLY),
             (self.load_documents, ToolAnnotations(destructive_hint=False, open_world_hint=False)),
         ]  # fmt: skip
-        for fn, annotations in tools:
-            mcp.add_tool(fn, annotations=annotations)
+        for fn, hints in tools:
+            mcp.add_tool(fn, annotations=hints)
         return mcp
 
     # --- calling the services -----------------------------------------------------------------
@@ -150,7 +152,9 @@ class KgflowTools:
         res = await self._request(ctx, DOCUMENTS, lambda user: ListCollections(user=user))
         return Collections(collections=res.collections)
 
-    async def _ask(self, ctx: Context, service: Service, collection: str, build: Callable[[str], BaseModel]) -> CallToolResult:
+    async def _ask(
+        self, ctx: Context, service: Service, collection: str, build: Callable[[str], BaseModel]
+    ) -> CallToolResult:
         answer = Answer.of(service.name, collection, await self._request(ctx, service, build))
         if not answer.passages and not answer.facts:
             await self._require_collection(ctx, collection)
@@ -218,8 +222,9 @@ class KgflowTools:
         found = await self._collections(ctx)
         return _result(found, found.text())
 
-    async def list_documents(self, ctx: Context, collection: Collection = "default",
-                             limit: Annotated[int, Field(ge=1, le=10_000)] = 1000) -> Annotated[CallToolResult, Documents]:  # fmt: skip
+    async def list_documents(
+        self, ctx: Context, collection: Collection = "default", limit: Annotated[int, Field(ge=1, le=10_000)] = 1000
+    ) -> Annotated[CallToolResult, Documents]:
         """The collection's documents (id, title, chunk count), in id order."""
         res = await self._request(ctx, DOCUMENTS, lambda user: ListDocuments(user=user, collection=collection,
                                                                             limit=limit))  # fmt: skip
@@ -257,8 +262,10 @@ class KgflowTools:
         found = Passages(collection=collection, passages=[Passage.of(c) for c in res.chunks])
         return _result(found, found.text())
 
-    async def load_documents(self, documents: Annotated[list[DocumentIn], Field(min_length=1, max_length=256)],
-                             ctx: Context, collection: Collection = "default") -> Annotated[CallToolResult, Loaded]:  # fmt: skip
+    async def load_documents(
+        self, documents: Annotated[list[DocumentIn], Field(min_length=1, max_length=256)], ctx: Context,
+        collection: Collection = "default",
+    ) -> Annotated[CallToolResult, Loaded]:  # fmt: skip
         """Load text documents into the collection (chunked, embedded and linked into its graph; a document
         loaded again with the same id replaces the old one, unchanged ones are skipped)."""
 
@@ -274,4 +281,3 @@ def _question(text: str) -> str:
     if not text.strip():
         raise ToolError("the question is blank: ask something")
     return text.strip()
-
