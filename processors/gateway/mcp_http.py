@@ -38,6 +38,7 @@ ASGIApp = Callable[
     [MutableMapping[str, Any], Callable[[], Awaitable[ASGIMessage]], Callable[[ASGIMessage], Awaitable[None]]],
     Awaitable[None],
 ]
+RAW = ("utf-8", "surrogateescape")  # aiohttp decodes header bytes so; encoding back gives them as sent
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 
 
@@ -135,8 +136,8 @@ async def asgi_call(app: ASGIApp, request: web.Request, extra: dict[str, Any]) -
     scope: dict[str, Any] = {
         "type": "http", "asgi": {"version": "3.0"}, "http_version": f"{request.version.major}.{request.version.minor}",
         "method": request.method, "scheme": request.scheme, "path": request.path, "root_path": "",
-        "raw_path": request.raw_path.split("?", 1)[0].encode(), "query_string": request.query_string.encode(),
-        "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in request.headers.items()],
+        "raw_path": request.raw_path.split("?", 1)[0].encode(*RAW), "query_string": request.query_string.encode(*RAW),
+        "headers": [(k.lower().encode(*RAW), v.encode(*RAW)) for k, v in request.headers.items()],
         "client": tuple(peer[:2]) if isinstance(peer, tuple) else None, **extra,
     }  # fmt: skip
     finished = asyncio.Event()
@@ -156,7 +157,7 @@ async def asgi_call(app: ASGIApp, request: web.Request, extra: dict[str, Any]) -
         if message["type"] == "http.response.start":
             response = web.StreamResponse(status=message["status"])
             for k, v in message.get("headers", []):
-                response.headers.add(k.decode("latin-1"), v.decode("latin-1"))
+                response.headers.add(k.decode(*RAW), v.decode(*RAW))
         elif message["type"] == "http.response.body" and response is not None:
             if not response.prepared:
                 await response.prepare(request)
@@ -176,9 +177,17 @@ async def asgi_call(app: ASGIApp, request: web.Request, extra: dict[str, Any]) -
     return response
 
 
+async def _no_stream(request: web.Request) -> web.Response:
+    """GET (a stream of server-initiated messages) and DELETE (end a session): a stateless server has
+    neither, and says so as the MCP spec asks (405), instead of holding a stream open that never speaks."""
+    return web.json_response({"error": {"type": "method-not-allowed", "message": "POST MCP requests to /mcp"}},
+                             status=405, headers={"Allow": "POST"})  # fmt: skip
+
+
 def add_mcp_route(app: web.Application, route: McpRoute) -> None:
-    """Register `/mcp` (POST: requests; GET and DELETE: answered by the SDK) and its request manager."""
-    for method in ("POST", "GET", "DELETE"):
-        app.router.add_route(method, PATH, route.handle)
+    """Register `/mcp` and its request manager."""
+    app.router.add_post(PATH, route.handle)
+    app.router.add_get(PATH, _no_stream, allow_head=False)
+    app.router.add_delete(PATH, _no_stream)
     app.on_startup.append(route.start)
     app.on_cleanup.append(route.stop)

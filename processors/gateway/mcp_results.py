@@ -108,6 +108,7 @@ class DocumentText(BaseModel):
     title: str
     text: str
     passages: list[Passage]
+    complete: bool  # every stored chunk was read (else the text has gaps)
 
     @classmethod
     def of(cls, collection: str, info: DocumentInfo, chunks: list[Chunk]) -> DocumentText:
@@ -119,12 +120,13 @@ class DocumentText(BaseModel):
             end = max(end, c.end)
         passages = [Passage.of(c.model_copy(update={"score": None})) for c in ordered]
         return cls(collection=collection, document_id=info.id, title=info.title, text="".join(parts),
-                   passages=passages)  # fmt: skip
+                   passages=passages, complete=len(ordered) >= info.chunks)  # fmt: skip
 
     def text_out(self) -> str:
         """The title, the chunks' citations (with pages), then the text."""
         cites = "\n".join(p.cite(n, excerpt=False) for n, p in enumerate(self.passages, 1))
-        return f"{self.title or self.document_id} ({self.document_id})\n\nChunks:\n{cites}\n\n{self.text}"
+        gaps = "" if self.complete else "\n\nNote: not every chunk could be read; the text has gaps."
+        return f"{self.title or self.document_id} ({self.document_id})\n\nChunks:\n{cites}{gaps}\n\n{self.text}"
 
 
 class Collections(BaseModel):

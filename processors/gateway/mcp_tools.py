@@ -127,7 +127,7 @@ class KgflowTools:
                 last = res
         except (RemoteError, GatewayError) as e:
             raise ToolError(f"{service.name} refused: {e.message} ({e.type})") from None
-        except (RequestTimeout, ValueError) as e:
+        except (RequestTimeout, ValueError, RuntimeError, OSError) as e:  # e.g. no such flow, gateway unreachable
             raise ToolError(f"{service.name}: {e}") from None
         if last is None:
             raise ToolError(f"{service.name} sent no answer")
