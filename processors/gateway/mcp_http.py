@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,9 +26,10 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel
 
+from processors.gateway import metrics
 from processors.gateway.auth import Authenticator, AuthError
 from processors.gateway.chat_format import FLOW_HEADER, WORKSPACE_HEADER
-from processors.gateway.dispatch import DEFAULT_FLOW, Dispatcher
+from processors.gateway.dispatch import DEFAULT_FLOW, Dispatcher, GatewayError
 from processors.gateway.mcp_tools import KgflowTools
 from schemas.services import Service
 
@@ -68,9 +70,18 @@ class DispatcherServices:
         """The workspace the request's token may act in (checked by McpRoute.handle)."""
         return _binding(ctx).user
 
-    def stream(self, ctx: Context, service: Service, request: BaseModel) -> AsyncIterator[Any]:
-        """The service's responses (GatewayError when the dispatcher refuses)."""
-        return self.dispatcher.ask(service, _binding(ctx).flow, request)
+    async def stream(self, ctx: Context, service: Service, request: BaseModel) -> AsyncIterator[Any]:
+        """The service's responses (GatewayError when the dispatcher refuses), counted in the gateway's metrics."""
+        began, outcome = time.perf_counter(), "ok"
+        try:
+            async for res in self.dispatcher.ask(service, _binding(ctx).flow, request):
+                yield res
+        except GatewayError as e:
+            outcome = e.type
+            raise
+        finally:
+            metrics.REQUESTS.labels("mcp", metrics.service_label(service.name), outcome).inc()
+            metrics.LATENCY.labels(metrics.service_label(service.name)).observe(time.perf_counter() - began)
 
 
 class McpRoute:

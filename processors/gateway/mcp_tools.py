@@ -48,6 +48,8 @@ Metadata = Annotated[
 ]
 NoLlm = Annotated[bool, Field(description="retrieval only: no language model writes the answer")]
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+ASK_REQUESTS: dict[str, type[BaseModel]] = {LAZY_RAG.name: LazyRagRequest, KG_QUERY.name: KgQueryRequest,
+                                             DRIFT.name: DriftRequest, GRAPH_RAG.name: GraphRagRequest}  # fmt: skip
 MAX_DOCUMENT_CHUNKS = 1000  # the most chunks a document read returns (one chunk search)
 
 
@@ -152,10 +154,14 @@ class KgflowTools:
         res = await self._request(ctx, DOCUMENTS, lambda user: ListCollections(user=user))
         return Collections(collections=res.collections)
 
-    async def _ask(
-        self, ctx: Context, service: Service, collection: str, build: Callable[[str], BaseModel]
-    ) -> CallToolResult:
-        answer = Answer.of(service.name, collection, await self._request(ctx, service, build))
+    async def _ask(self, ctx: Context, service: Service, question: str, collection: str, document_ids: list[str] | None,
+                   metadata: dict[str, Any] | None, no_llm: bool, **extra: Any) -> CallToolResult:  # fmt: skip
+        """Ask a retrieval service; an empty answer from a collection the caller does not have is an error."""
+        scope, q = _scope(document_ids, metadata), _question(question)
+        kind = ASK_REQUESTS[service.name]
+        res = await self._request(ctx, service, lambda user: kind(
+            query=q, user=user, collection=collection, scope=scope, no_llm=no_llm, **extra))  # fmt: skip
+        answer = Answer.of(service.name, collection, res)
         if not answer.passages and not answer.facts:
             await self._require_collection(ctx, collection)
         return _result(answer, answer.text())
@@ -170,9 +176,7 @@ class KgflowTools:
                            no_llm: NoLlm = False) -> Annotated[CallToolResult, Answer]:  # fmt: skip
         """Answer a question from the collection's documents (graph-aware passage retrieval, a summary
         written at query time); the answer cites its passages by document, page and chunk id."""
-        scope, q = _scope(document_ids, metadata), _question(question)
-        return await self._ask(ctx, LAZY_RAG, collection, lambda user: LazyRagRequest(
-            query=q, user=user, collection=collection, scope=scope, no_llm=no_llm))  # fmt: skip
+        return await self._ask(ctx, LAZY_RAG, question, collection, document_ids, metadata, no_llm)
 
     async def ask_kg_query(self, question: Question, ctx: Context, collection: Collection = "default",
                            mode: Annotated[Mode | None, Field(description="local, global, hybrid, mix or naive "
@@ -181,26 +185,20 @@ class KgflowTools:
                            no_llm: NoLlm = False) -> Annotated[CallToolResult, Answer]:  # fmt: skip
         """Answer with LightRAG-style retrieval: `local` (entities), `global` (relations), `hybrid`, `mix`
         (graph and passages) or `naive` (passages only), within token budgets."""
-        scope, q = _scope(document_ids, metadata), _question(question)
-        return await self._ask(ctx, KG_QUERY, collection, lambda user: KgQueryRequest(
-            query=q, user=user, collection=collection, scope=scope, no_llm=no_llm, mode=mode))  # fmt: skip
+        return await self._ask(ctx, KG_QUERY, question, collection, document_ids, metadata, no_llm, mode=mode)
 
     async def ask_drift(self, question: Question, ctx: Context, collection: Collection = "default",
                         document_ids: DocumentIds = None, metadata: Metadata = None,
                         no_llm: NoLlm = False) -> Annotated[CallToolResult, Answer]:  # fmt: skip
         """Answer a broad question with DRIFT search: a primer over the collection's communities, then
         follow-up questions; best for 'what are the main themes' questions."""
-        scope, q = _scope(document_ids, metadata), _question(question)
-        return await self._ask(ctx, DRIFT, collection, lambda user: DriftRequest(
-            query=q, user=user, collection=collection, scope=scope, no_llm=no_llm, streaming=False))  # fmt: skip
+        return await self._ask(ctx, DRIFT, question, collection, document_ids, metadata, no_llm, streaming=False)
 
     async def ask_graph_rag(self, question: Question, ctx: Context, collection: Collection = "default",
                             document_ids: DocumentIds = None, metadata: Metadata = None,
                             no_llm: NoLlm = False) -> Annotated[CallToolResult, Answer]:  # fmt: skip
         """Answer a question over the collection's entity graph (facts as subject — predicate — object)."""
-        scope, q = _scope(document_ids, metadata), _question(question)
-        return await self._ask(ctx, GRAPH_RAG, collection, lambda user: GraphRagRequest(
-            query=q, user=user, collection=collection, scope=scope, no_llm=no_llm))  # fmt: skip
+        return await self._ask(ctx, GRAPH_RAG, question, collection, document_ids, metadata, no_llm)
 
     async def search_chunks(self, query: Question, ctx: Context, collection: Collection = "default",
                             mode: Annotated[SearchMode, Field(description="fused (dense + BM25), vector, lexical "

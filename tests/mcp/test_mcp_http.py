@@ -82,6 +82,9 @@ async def test_listing_collections_and_documents(gateway: Gateway) -> None:
         docs = (await call(s, "list_documents", collection=COLLECTION)).structured_content["documents"]
     assert COLLECTION in [c["collection"] for c in cols]
     assert {"marie-curie.md", "polonium-and-radium.md", PDF_ID} <= {d["id"] for d in docs}
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}) as http:
+        exported = (await http.get(f"{gateway.url}/api/metrics")).text
+    assert 'kgflow_gateway_requests_total{outcome="ok",service="documents",transport="mcp"}' in exported
 
 
 async def test_bad_input_is_a_tool_error(gateway: Gateway) -> None:
