@@ -8,7 +8,6 @@ refused request comes back as an MCP tool error with the reason, never as a cras
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any, Protocol
 
@@ -36,8 +35,6 @@ from schemas.kg_query import KgQueryRequest, Mode
 from schemas.lazy_rag import LazyRagRequest
 from schemas.scope import MetadataValue, Scope
 from schemas.services import DOCUMENT_LOAD, DOCUMENTS, DRIFT, EMBEDDINGS, GRAPH_RAG, KG_QUERY, LAZY_RAG, Service
-
-log = logging.getLogger(__name__)
 
 Collection = Annotated[str, Field(description="the collection to use (list_collections names them)")]
 Question = Annotated[str, Field(description="the question, in natural language", max_length=8192)]
