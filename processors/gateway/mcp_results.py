@@ -112,12 +112,19 @@ class DocumentText(BaseModel):
 
     @classmethod
     def of(cls, collection: str, info: DocumentInfo, chunks: list[Chunk]) -> DocumentText:
-        """The document of its chunks (overlapping windows: each adds the text past the previous' end)."""
+        """The document of its chunks: overlapping windows each add the text past the previous one's end;
+        the whitespace between two windows (never stored) comes back as one space, or a paragraph break."""
         ordered = sorted(chunks, key=lambda c: c.ordinal)
-        parts, end = [], 0
+        parts: list[str] = []
+        end: int | None = None
         for c in ordered:
-            parts.append(c.text[max(end - c.start, 0) :] if c.end > c.start else c.text)
-            end = max(end, c.end)
+            if c.end <= c.start:  # a chunk without offsets: its text as stored
+                parts.append(c.text)
+                continue
+            if end is not None and c.start > end:
+                parts.append(" " if c.start - end == 1 else "\n\n")
+            parts.append(c.text[max((end or 0) - c.start, 0) :])
+            end = max(end or 0, c.end)
         passages = [Passage.of(c.model_copy(update={"score": None})) for c in ordered]
         return cls(collection=collection, document_id=info.id, title=info.title, text="".join(parts),
                    passages=passages, complete=len(ordered) >= info.chunks)  # fmt: skip

@@ -37,6 +37,13 @@ def test_a_document_is_rebuilt_from_overlapping_chunks_in_any_order() -> None:
     assert [p.chunk_id for p in doc.passages] == [c.id for c in chunks]
     assert {p.page for p in doc.passages} == {1, 2}
 
+    # windows that end and start at a token leave the whitespace between them out
+    parted = "Polonium was named after Poland.\n\nRadium came next. It glows."
+    spans = [(0, 32), (34, 51), (52, len(parted))]
+    gapped = [Chunk(id=f"g{n}", document_id="d", ordinal=n, text=parted[a:b], start=a, end=b)
+              for n, (a, b) in enumerate(spans)]  # fmt: skip
+    assert DocumentText.of("c", DocumentInfo(id="d", chunks=3), gapped).text == parted
+
     missing = DocumentText.of("c", DocumentInfo(id="d", chunks=len(chunks)), chunks[:-1])
     assert not missing.complete and "gaps" in missing.text_out()
 
