@@ -75,12 +75,18 @@ def gateway(corpus: Corpus) -> Iterator[Gateway]:
 
 @contextlib.asynccontextmanager
 async def http_session(
-    url: str, token: str | None, workspace: str | None = None, seen: list[httpx2.Response] | None = None
+    url: str,
+    token: str | None,
+    workspace: str | None = None,
+    seen: list[httpx2.Response] | None = None,
+    flow: str | None = None,
 ) -> AsyncIterator[ClientSession]:
     """An initialised MCP session over streamable HTTP with these credentials (each HTTP response to `seen`)."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     if workspace:
         headers["X-Kgflow-Workspace"] = workspace
+    if flow:
+        headers["X-Kgflow-Flow"] = flow
 
     async def record(response: httpx2.Response) -> None:
         if seen is not None:

@@ -94,13 +94,17 @@ async def test_bad_input_is_a_tool_error(gateway: Gateway) -> None:
         scope = await call(s, "ask_kg_query", question="Who?", collection=COLLECTION, document_ids=[])
         mode = await call(s, "ask_kg_query", question="Who?", collection=COLLECTION, mode="sideways")
         missing = await call(s, "read_document", document_id="nope.md", collection=COLLECTION)
-        flowless = await call(s, "list_collections")  # the session still works after errors
+        after = await call(s, "list_collections")  # the session still works after errors
     assert blank.is_error and "blank" in text(blank)
     assert unknown.is_error and "unknown collection 'no-such'" in text(unknown) and COLLECTION in text(unknown)
     assert scope.is_error and "document_ids" in text(scope)
     assert mode.is_error and "mode" in text(mode)
     assert missing.is_error and "nope.md" in text(missing)
-    assert not flowless.is_error
+    assert not after.is_error
+
+    async with http_session(gateway.mcp, ADMIN_TOKEN, flow="no-such-flow") as s:
+        stopped = await call(s, "list_collections")
+    assert stopped.is_error and "'no-such-flow' is not running" in text(stopped)
 
 
 async def test_a_refused_token_gets_no_session(gateway: Gateway) -> None:

@@ -21,13 +21,13 @@ async def test_graph_rag_facts_over_an_open_gateway(live: LiveGateway) -> None:
     async with http_session(f"{live.url}/mcp", None) as s:
         res = await call(s, "ask_graph_rag", question="Where was marie_curie's husband born?", collection="sample",
                          no_llm=True)  # fmt: skip
-        flowless = await call(s, "list_documents", collection="sample")
+        no_documents = await call(s, "list_documents", collection="sample")
     assert not res.is_error, text(res)
     facts = res.structured_content["facts"]
     assert any(f["subject"] == "marie curie" and f["object"] == "pierre curie" for f in facts), facts
     assert "Facts:\n- " in text(res)
     # triples only: the collection exists (its graph) but holds no documents, which is not an error
-    assert not flowless.is_error and flowless.structured_content["documents"] == []
+    assert not no_documents.is_error and no_documents.structured_content["documents"] == []
 
 
 @pytest.mark.parametrize(
