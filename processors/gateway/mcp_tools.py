@@ -88,6 +88,16 @@ def _scope(document_ids: list[str] | None, metadata: dict[str, Any] | None) -> S
         raise ToolError(f"scope: {_first(e)}") from None
 
 
+async def _progress(ctx: Context, res: Any) -> None:
+    """A service's progress step (a DRIFT phase, a load's stage) as an MCP progress notification, when the
+    client asked for them (the SDK sends nothing otherwise)."""
+    step = getattr(res, "progress", None)
+    if step is not None and hasattr(step, "progress_pct"):
+        await ctx.report_progress(step.progress_pct, 100, step.thought_summary)
+    elif getattr(res, "stage", ""):
+        await ctx.report_progress(res.done, None, f"{res.stage}: {res.done}")
+
+
 def _first(e: ValidationError) -> str:
     err = e.errors()[0]
     return f"{'.'.join(map(str, err['loc'])) or 'value'}: {err['msg']}"
@@ -123,6 +133,8 @@ class KgflowTools:
         last = None
         try:
             async for res in self.services.stream(ctx, service, request):
+                if not res.end_of_stream:
+                    await _progress(ctx, res)
                 last = res
         except (RemoteError, GatewayError) as e:
             raise ToolError(f"{service.name} refused: {e.message} ({e.type})") from None
@@ -189,7 +201,7 @@ class KgflowTools:
                         no_llm: NoLlm = False) -> Annotated[CallToolResult, Answer]:  # fmt: skip
         """Answer a broad question with DRIFT search: a primer over the collection's communities, then
         follow-up questions; best for 'what are the main themes' questions."""
-        return await self._ask(ctx, DRIFT, question, collection, document_ids, metadata, no_llm, streaming=False)
+        return await self._ask(ctx, DRIFT, question, collection, document_ids, metadata, no_llm)
 
     async def ask_graph_rag(self, question: Question, ctx: Context, collection: Collection = "default",
                             document_ids: DocumentIds = None, metadata: Metadata = None,

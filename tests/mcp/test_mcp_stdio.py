@@ -18,12 +18,22 @@ async def test_embedded_stdio_answers_with_citations(corpus: Corpus) -> None:
                          collection=COLLECTION)  # fmt: skip
         unknown = await call(s, "search_chunks", query="polonium", collection="elsewhere")
         docs = await call(s, "list_documents", collection=COLLECTION)
+        steps: list[str | None] = []
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            steps.append(message)
+
+        drift = await s.call_tool("ask_drift", {"question": "What did the Curies discover?", "collection": COLLECTION,
+                                                "no_llm": True}, progress_callback=progress)  # fmt: skip
     assert {"ask_lazy_rag", "ask_graph_rag", "search_chunks", "load_documents"} <= tools
     assert not res.is_error, text(res)
     top = res.structured_content["passages"][:3]
     assert any(p["document_id"] == "polonium-and-radium.md" and "polonium" in p["text"].lower() for p in top)
     assert unknown.is_error and "unknown collection 'elsewhere'" in text(unknown)
     assert "marie-curie.md" in {d["id"] for d in docs.structured_content["documents"]}
+    # DRIFT's steps arrive as MCP progress notifications before its answer
+    assert not drift.is_error and drift.structured_content["passages"]
+    assert len(steps) >= 3 and any("communities" in (m or "") for m in steps), steps
 
 
 async def test_stdio_through_the_gateway(corpus: Corpus, gateway: Gateway) -> None:
