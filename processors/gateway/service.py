@@ -24,6 +24,7 @@ from processors.gateway.auth import Authenticator
 from processors.gateway.chat import OpenAIRoutes, add_openai_routes
 from processors.gateway.chat_ollama import OllamaRoutes, add_ollama_routes
 from processors.gateway.dispatch import Dispatcher
+from processors.gateway.mcp_http import McpRoute, add_mcp_route
 from processors.gateway.rest import RestHandlers, add_routes
 from processors.gateway.socket import SocketLimits, SocketSession
 from processors.gateway.spec_routes import SpecRoutes, add_spec_routes
@@ -104,6 +105,8 @@ class GatewayProcessor:
         )
         add_openai_routes(app, OpenAIRoutes(self.dispatcher, self.auth, self.settings.max_frame_bytes))
         add_ollama_routes(app, OllamaRoutes(self.dispatcher, self.auth, self.settings.max_frame_bytes))
+        tls = bool(self.settings.tls_cert)
+        add_mcp_route(app, McpRoute(self.dispatcher, self.auth, self.settings.max_frame_bytes, tls))
         explorer.add_routes(app)
         openapi.add_routes(app)
         app.on_shutdown.append(self._close_sockets)
