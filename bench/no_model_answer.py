@@ -1,9 +1,10 @@
 """Does the no-model answer hold the answer? On the public doc-QA sets with gold answers (HotpotQA,
 MuSiQue), the share of questions whose gold answer (any alias, normalized as
 ../shared/tools/docqa_eval.py does) appears in the `answer` text of `kgflow query SERVICE --no-llm`,
-beside the answer's mean length: an answer that quotes whole passages would hold more by saying
-more. Measured through the CLI contract, so the same script measures any code tree (run it with
-PYTHONPATH set to the tree; the before/after figures are in bench/README.md).
+beside the answer's mean length (the notice line saying no model is configured left out of both):
+an answer that quotes whole passages would hold more by saying more. Measured through the CLI
+contract, so the same script measures any code tree (run it with PYTHONPATH set to the tree; the
+before/after figures are in bench/README.md).
 
 usage: python -m bench.no_model_answer [--homes DIR] [--sets hotpotqa,musique] [--services kg-query,lazy-rag,drift]
                                        [--sample N]
@@ -27,6 +28,7 @@ from typing import Any
 DOCQA = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets" / "docqa"
 SETS = {"hotpotqa": "hotpotqa_dev200_migres", "musique": "musique_train100_kag"}
 COLLECTION = "docqa"
+NOTICE = "No language model is configured"
 
 
 def norm(text: str) -> str:
@@ -50,6 +52,13 @@ def load(home: Path, dataset: Path) -> None:
     (home / ".loaded").write_text("ok")
 
 
+def _body(answer: str) -> str:
+    """The answer without its notice line ("No language model is configured; ..."): the notice's
+    "No" would count as the gold answer of every yes/no question."""
+    first, _, rest = answer.partition("\n")
+    return rest if first.startswith(NOTICE) else answer
+
+
 def measure(home: Path, questions: list[dict[str, Any]], service: str) -> dict[str, Any]:
     """Gold answer in the answer text, and the answer's mean length, for one service."""
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
@@ -58,7 +67,7 @@ def measure(home: Path, questions: list[dict[str, Any]], service: str) -> dict[s
     cmd = [kgflow(), "query", service, "--batch", f.name, "--json", "--no-llm", "--collection", COLLECTION]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     os.unlink(f.name)
-    answers = [json.loads(line)["answer"] for line in out.splitlines() if line.startswith("{")]
+    answers = [_body(json.loads(line)["answer"]) for line in out.splitlines() if line.startswith("{")]
     assert len(answers) == len(questions), f"{len(answers)} answers for {len(questions)} questions"
     hits = [any(norm(g) and norm(g) in norm(a) for g in q["answers"]) for q, a in zip(questions, answers, strict=True)]
     return {
