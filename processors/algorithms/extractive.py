@@ -104,7 +104,8 @@ def extract_answer(
 ) -> list[AnswerSentence]:
     """The sentences that best answer `question`, in reading order (passage rank, then place in
     the passage), at most `max_sentences` and `budget` characters together (the best sentence is
-    kept even alone over the budget, cut with an ellipsis). `sentence_vectors`, when given, align
+    kept even alone over the budget, cut with an ellipsis), each sharing a word with the question
+    unless none does. `sentence_vectors`, when given, align
     with the sentences in that order: every passage's `split_sentences`, passage by passage."""
     found = [(i, a, p.text[a:b]) for i, p in enumerate(passages) for a, b in split_sentences(p.text)]
     if not found:
@@ -114,17 +115,18 @@ def extract_answer(
     df = {t: sum(t in w for w in words) for t in asked}
     weight = {t: math.log(1 + len(found) / df[t]) if df[t] else 0.0 for t in asked}
     total = sum(weight.values()) or 1.0
-    scores = []
+    scores, matched = [], []
     for n, ((i, _, _), w) in enumerate(zip(found, words, strict=True)):
+        matched.append(bool(asked & w))
         score = sum(weight[t] for t in asked & w) / total + RANK_PRIOR / (1 + i)
         if question_vector is not None and sentence_vectors is not None:
             score += VECTOR_WEIGHT * _cosine(question_vector, sentence_vectors[n])
         scores.append(score)
     kept: list[int] = []
-    used = 0
+    used, some_match = 0, any(matched)
     for n in sorted(range(len(found)), key=lambda k: -scores[k]):
         length = len(found[n][2]) + 1
-        if kept and (len(kept) >= max_sentences or used + length > budget):
+        if kept and (len(kept) >= max_sentences or used + length > budget or (some_match and not matched[n])):
             continue
         kept.append(n)
         used += length

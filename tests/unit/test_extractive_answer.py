@@ -79,3 +79,9 @@ def test_no_text_gives_the_prefix_alone_and_vectors_break_lexical_ties() -> None
     picked = extract_answer("what?", passages, max_sentences=1, question_vector=[1.0, 0.0],
                             sentence_vectors=[[0.0, 1.0], [1.0, 0.0]])  # fmt: skip
     assert [s.text for s in picked] == ["The second sentence here."]
+
+
+def test_a_sentence_sharing_nothing_with_the_question_is_left_out_unless_nothing_does() -> None:
+    passages = [Passage("Turing designed the bombe. The weather was mild. Lunch was at noon.", "a")]
+    assert [s.text for s in extract_answer("Who designed the bombe?", passages)] == ["Turing designed the bombe."]
+    assert len(extract_answer("Why?", passages)) == 3  # no sentence matches: the best passage's, in order
