@@ -105,8 +105,9 @@ def extract_answer(
     """The sentences that best answer `question`, in reading order (passage rank, then place in
     the passage), at most `max_sentences` and `budget` characters together (the best sentence is
     kept even alone over the budget, cut with an ellipsis), each sharing a word with the question
-    unless none does. `sentence_vectors`, when given, align
-    with the sentences in that order: every passage's `split_sentences`, passage by passage."""
+    unless none does. `sentence_vectors`, when given, align with the sentences in that order: every
+    passage's `split_sentences`, passage by passage (the services pass none: lexical scoring alone
+    is what bench/no_model_answer.py measured, with no embedding call per question)."""
     found = [(i, a, p.text[a:b]) for i, p in enumerate(passages) for a, b in split_sentences(p.text)]
     if not found:
         return []
