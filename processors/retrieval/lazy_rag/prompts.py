@@ -33,6 +33,9 @@ CHUNK_CHARS = 1200  # of each passage in the prompt
 SHORT_CHUNK_CHARS = 400  # when even one full passage does not fit
 RELATIONSHIPS = 30
 ENTITIES = 50
+# lazy-rag ranks its chunks sharply: answering from its best 3 held the HotpotQA gold answer 0.745
+# of the time, from 12 (kg-query's choice, whose chunk list is merged round-robin) 0.695
+ANSWER_PASSAGES = 3
 NO_MODEL_PREFIX = "No language model is configured; from the retrieved passages:"
 MODEL_FAILED_PREFIX = "The language model did not answer; from the retrieved passages:"
 
@@ -84,4 +87,4 @@ def fitted_summary_prompt(
 def retrieval_only_answer(question: str, chunks: Sequence[Chunk], prefix: str = NO_MODEL_PREFIX) -> str:
     """What a client shows when no model answers (`prefix` says why): the sentences of the best
     passages that answer the question, cited."""
-    return no_model_answer(prefix, question, chunks)
+    return no_model_answer(prefix, question, chunks, ANSWER_PASSAGES)
