@@ -44,7 +44,8 @@ def test_the_load_tab_loads_office_files_and_names_the_refused(page: Page, explo
 
     # With no model the answer cites the PDF's page, and the cited chunk's dialog names it too.
     wait_connected(page, explorer)
-    answer = ask(page, "page-files", "lazy-rag", "Which element did Marie Curie name after her homeland?", no_model=True)
+    question = "Which element did Marie Curie name after her homeland?"
+    answer = ask(page, "page-files", "lazy-rag", question, no_model=True)
     assert "named it polonium" in answer and ", p. 2]" in answer, answer
     cited = page.locator("#answer button.cite", has_text=", p. 2]").first
     cited.click()
