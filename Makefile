@@ -32,6 +32,7 @@ test: $(STAMP)
 	bash deploy/node.sh
 	$(MAKE) web/node_modules/.package-lock.json
 	$(BIN)/ruff check schemas processors tests bench
+	$(BIN)/pyright --pythonpath $(BIN)/python processors/base processors/retrieval processors/query
 	$(BIN)/python -m pytest -q -ra
 
 # The explorer page: type-check web/src and bundle it into processors/gateway/static/ (committed, so
@@ -45,17 +46,14 @@ web: web/node_modules/.package-lock.json
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit
 
+# The sections `python -m bench --help` lists under `all`, into bench/results.json (tracked: each
+# section's figures land with the commit and the machine load they were measured at).
 bench: $(STAMP)
-	$(BIN)/python -m bench.run
-	$(BIN)/python -m bench.docqa
-	$(BIN)/python -m bench.rerank
-	$(BIN)/python -m bench.ingest_scale
-	$(BIN)/python -m bench.community_scale
-	$(BIN)/python -m bench.documents_scale
+	$(BIN)/python -m bench all
 
 # Fuzzed frames, graph-rag under maximal embeddings requests, killed loads -> bench/reliability.json
 bench-reliability: $(STAMP)
-	$(BIN)/python -m bench.reliability
+	$(BIN)/python -m bench reliability
 
 lint: $(STAMP)
 	$(BIN)/ruff check schemas processors tests bench

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import io
 import zipfile
-from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+# Re-exported: the readers' common types are the package's too.
+from processors.ingest.documents.formats.text import Extracted as Extracted
+from processors.ingest.documents.formats.text import TextBuilder as TextBuilder
+from processors.ingest.documents.formats.text import UnreadableFile as UnreadableFile
 from schemas.documents import MAX_DOCUMENT_CHARS, Section
 
 Kind = Literal["pdf", "docx", "pptx", "html", "text"]
@@ -53,70 +56,6 @@ class FileLimits(BaseModel):
     def refusal(self, size: int) -> str:
         """Why a file of `size` bytes is not read."""
         return f"{size:,} bytes, over the limit of {self.max_file_mb} MB a file (KGFLOW_MAX_FILE_MB sets it)"
-
-
-class UnreadableFile(ValueError):
-    """A file kgflow cannot take text from; the message says why."""
-
-
-@dataclass(frozen=True)
-class Extracted:
-    """A file's text, where its parts come from, and the title the file gives itself (or "")."""
-
-    text: str
-    sections: list[Section]
-    title: str = ""
-
-
-class TextBuilder:
-    """Paragraphs joined by blank lines (the chunker's paragraph breaks), with a Section marked
-    wherever the page or the heading changes."""
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.length = 0
-        self.sections: list[Section] = []
-        self._page: int | None = None
-        self._heading = ""
-
-    def page(self, number: int) -> None:
-        """The text from here on is on page (or slide) `number`."""
-        self._page = number
-        self._mark()
-
-    def heading(self, text: str, in_text: bool = True) -> None:
-        """A heading: the text from here on falls under it (and, `in_text`, it is text too)."""
-        text = " ".join(text.split())
-        if text:
-            self._heading = text[:512]
-            self._mark()
-            if in_text:
-                self.paragraph(text)
-
-    def paragraph(self, text: str) -> None:
-        """One paragraph (blank lines inside it are closed up)."""
-        text = "\n".join(line.rstrip() for line in text.strip().splitlines() if line.strip())
-        if not text:
-            return
-        if self.parts:
-            self.parts.append("\n\n")
-            self.length += 2
-        self.parts.append(text)
-        self.length += len(text)
-
-    def _mark(self) -> None:
-        start = self.length + (2 if self.parts else 0)  # where the next paragraph's text begins
-        section = Section(start=start, page=self._page, heading=self._heading)
-        if self.sections and self.sections[-1].start == start:
-            self.sections[-1] = section  # nothing was written under the previous mark
-        else:
-            self.sections.append(section)
-
-    def build(self, title: str = "") -> Extracted:
-        """The text and its sections (a section starting past the end is dropped)."""
-        text = "".join(self.parts)
-        kept = [s for s in self.sections if s.start < len(text)]
-        return Extracted(text, kept, " ".join(title.split())[:2048])
 
 
 def parts(found: Extracted, limit: int = PART_CHARS) -> list[Extracted]:

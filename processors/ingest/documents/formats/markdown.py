@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from processors.ingest.documents.formats import Extracted, TextBuilder
+from processors.ingest.documents.formats.text import Extracted, TextBuilder
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
