@@ -18,7 +18,7 @@ mean answer characters.
 The before answer cut mid-word ("During the "); the after one is whole sentences, each cited. MuSiQue
 was not measured: its index did not finish building on the shared machine in the time there was.
 
-usage: python -m bench.no_model_answer [--homes DIR] [--sets hotpotqa,musique] [--services kg-query,lazy-rag,drift]
+usage: python -m bench no-model-answer [--homes DIR] [--sets hotpotqa,musique] [--services kg-query,lazy-rag,drift]
                                        [--sample N]
 Each set is loaded once into DIR/<set> (reused when DIR/<set>/.loaded exists).
 """
@@ -37,7 +37,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-DOCQA = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets" / "docqa"
+from bench.harness.results import CACHE, DATASETS, RESULTS, write_section
+from bench.harness.stats import load_average
+
+DOCQA = DATASETS / "docqa"
 SETS = {"hotpotqa": "hotpotqa_dev200_migres", "musique": "musique_train100_kag"}
 COLLECTION = "docqa"
 NOTICE = "No language model is configured"
@@ -80,7 +83,8 @@ def measure(home: Path, questions: list[dict[str, Any]], service: str) -> dict[s
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     os.unlink(f.name)
     answers = [_body(json.loads(line)["answer"]) for line in out.splitlines() if line.startswith("{")]
-    assert len(answers) == len(questions), f"{len(answers)} answers for {len(questions)} questions"
+    if len(answers) != len(questions):
+        raise RuntimeError(f"{len(answers)} answers for {len(questions)} questions")
     hits = [any(norm(g) and norm(g) in norm(a) for g in q["answers"]) for q, a in zip(questions, answers, strict=True)]
     return {
         "gold_in_answer": round(sum(hits) / len(hits), 4),
@@ -89,14 +93,18 @@ def measure(home: Path, questions: list[dict[str, Any]], service: str) -> dict[s
     }
 
 
-def main() -> None:
-    """Load each set (once), ask every question of it with no model, print one JSON line per set and service."""
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--homes", type=Path, default=Path(__file__).resolve().parent / ".cache" / "no_model_answer")
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Load each set (once), ask every question of it with no model; one JSON line per set and
+    service, and the `no_model_answer` key of bench/results.json."""
+    ap = argparse.ArgumentParser(prog="python -m bench no-model-answer")
+    ap.add_argument("--homes", type=Path, default=CACHE / "no_model_answer")
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--services", default="kg-query,lazy-rag,drift")
     ap.add_argument("--sample", type=int, default=0)
-    a = ap.parse_args()
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    a = ap.parse_args(argv)
+    load_at_start = load_average()
+    section: dict[str, Any] = {}
     for name in a.sets.split(","):
         dataset, home = DOCQA / SETS[name], a.homes / SETS[name]
         home.mkdir(parents=True, exist_ok=True)
@@ -106,8 +114,7 @@ def main() -> None:
         if a.sample and a.sample < len(qs):
             qs = random.Random(0).sample(qs, a.sample)
         for service in a.services.split(","):
-            print(json.dumps({"set": name, "service": service, **measure(home, qs, service)}), flush=True)
-
-
-if __name__ == "__main__":
-    main()
+            section.setdefault(name, {})[service] = measure(home, qs, service)
+            print(json.dumps({"set": name, "service": service, **section[name][service]}), flush=True)
+    write_section(a.out, "no_model_answer", section, load_at_start)
+    return section
