@@ -43,6 +43,9 @@ STATUS = {
 }
 # A TrustGraph service or operation kgflow does not have; a collection to delete that does not exist.
 APPLICATION_ERRORS = ("not-supported", "unknown-collection")
+# Services whose every error is answered 200 with the error in the body, as TrustGraph's gateway answers them:
+# its library and collection commands print only `Status code N` for anything but a 200.
+BODY_ERROR_SERVICES = ("librarian", "collection-management")
 
 
 def _principal(request: web.Request, auth: Authenticator, url_token: bool = False) -> Principal:
@@ -50,11 +53,12 @@ def _principal(request: web.Request, auth: Authenticator, url_token: bool = Fals
     return auth.check_header(request.headers.get("Authorization"), query)
 
 
-def error_response(type_: str, message: str) -> web.Response:
-    """An error body with the status of its type. APPLICATION_ERRORS are answered 200 with the error in the
-    body, as TrustGraph's own gateway answers application errors: trustgraph-cli shows only `Status code N`
-    for anything but a 200."""
-    status = 200 if type_ in APPLICATION_ERRORS else STATUS.get(type_, 500)
+def error_response(type_: str, message: str, service: str = "") -> web.Response:
+    """An error body with the status of its type. APPLICATION_ERRORS (and every error of BODY_ERROR_SERVICES)
+    are answered 200 with the error in the body, as TrustGraph's own gateway answers application errors:
+    trustgraph-cli shows only `Status code N` for anything but a 200."""
+    in_body = type_ in APPLICATION_ERRORS or service in BODY_ERROR_SERVICES
+    status = 200 if in_body else STATUS.get(type_, 500)
     return web.json_response({"error": {"type": type_, "message": message}}, status=status)
 
 
@@ -108,7 +112,7 @@ class RestHandlers:
             return web.json_response(last)
         except GatewayError as e:
             outcome = e.type
-            return error_response(e.type, e.message)
+            return error_response(e.type, e.message, service)
         finally:
             metrics.REQUESTS.labels("rest", metrics.service_label(service), outcome).inc()
             metrics.LATENCY.labels(metrics.service_label(service)).observe(time.perf_counter() - began)

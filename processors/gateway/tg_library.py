@@ -5,8 +5,9 @@ The library lives in the gateway's home (`HOME/library/`): one JSON metadata fil
 document, one JSON file per processing record, under a folder per workspace; names are hashes, so a client's
 id never becomes a path. Files are read and written off the event loop. Processing is done when the answer
 comes (the document is chunked, indexed and in the collection); stopping a processing forgets its record
-(the collection keeps the document: delete it from the collection to remove it). Only text (any `text/*`
-kind, or bytes that decode as UTF-8) is processed.
+(the collection keeps the document: delete it from the collection to remove it). A document is decoded as
+`kgflow load` decodes a file (formats/: PDF text layer, DOCX, PPTX, HTML, markdown, UTF-8 text), a book cut into
+parts `ID#1`, `ID#2`, ...; what cannot be decoded is refused at add-document with the reason processing gives.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from processors.gateway.translate import BadRequest, require_object
+from processors.gateway.translate import BadRequest, require_object, validate_as
+from processors.ingest.documents.formats import UnreadableFile, extract, parts
+from schemas.documents import MAX_TITLE_CHARS, Document
 
 MAX_CONTENT_BYTES = 10 << 20  # TrustGraph's clients switch to a chunked upload above 10 MB
 OPS = ("add-document", "list-documents", "get-document", "get-document-metadata", "get-document-content",
@@ -89,15 +92,39 @@ def content_of(wire: dict[str, Any]) -> bytes:
     return data
 
 
-def text_of(meta: dict[str, Any], content: bytes) -> str:
-    """The text a processing loads: the content decoded as UTF-8 (kgflow loads text only)."""
+def documents_of(meta: dict[str, Any], content: bytes) -> list[Document]:
+    """The documents a processing loads: the content decoded by `kgflow load`'s readers (by its bytes, its
+    `kind` content type, the id's extension), a book cut into parts `ID#1`, `ID#2`, ... as `kgflow load`
+    cuts one. CPU work (a PDF): call it off the event loop. An unreadable or empty file is a BadRequest."""
+    doc_id, kind = meta["id"], meta.get("kind", "")
     try:
-        return content.decode("utf-8")
-    except UnicodeDecodeError:
-        raise BadRequest(
-            f"document {meta['id']!r} ({meta['kind']}) is not UTF-8 text; processing it is not supported by kgflow, "
-            "which loads text only"
-        ) from None
+        found = extract(content, doc_id, kind)
+    except UnreadableFile as e:
+        raise BadRequest(f"document {doc_id!r} ({kind}) cannot be processed: {e}") from None
+    if not found.text.strip():
+        raise BadRequest(f"document {doc_id!r} ({kind}) cannot be processed: no text in it")
+    title = (meta.get("title") or found.title or doc_id)[:MAX_TITLE_CHARS]
+    pieces = parts(found)
+    extra = {"kind": kind, "tags": meta.get("tags", [])}
+    return [
+        validate_as(
+            Document,
+            {
+                "id": doc_id if len(pieces) == 1 else f"{doc_id}#{n}",
+                "title": title,
+                "text": p.text,
+                "sections": p.sections,
+                "metadata": extra,
+            },
+            "document.",
+        )  # fmt: skip
+        for n, p in enumerate(pieces, 1)
+    ]
+
+
+async def decode(meta: dict[str, Any], content: bytes) -> list[Document]:
+    """`documents_of`, off the event loop."""
+    return await asyncio.to_thread(documents_of, meta, content)
 
 
 class LibraryStore:

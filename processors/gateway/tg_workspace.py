@@ -19,7 +19,7 @@ from processors.gateway import tg_library as tgl
 from processors.gateway.auth import Principal
 from processors.gateway.tg_documents import load_response_to_wire
 from processors.gateway.translate import BadRequest, NotSupported, require_object
-from schemas.documents import Document, LoadDocuments
+from schemas.documents import LoadDocuments
 from schemas.flows import ConfigState, FlowRequest, FlowResponse
 from schemas.services import DOCUMENT_LOAD, Service
 
@@ -123,8 +123,9 @@ async def librarian(d: Dispatcher, user: str, wire: object) -> AsyncIterator[Fra
     if lib is None:
         raise NotSupported("the library needs a gateway home (kgflow up / kgflow run gateway); not supported here")
     if op == "add-document":
-        meta = tgl.document_metadata(wire)
-        await lib.add(user, meta, tgl.content_of(wire))
+        meta, content = tgl.document_metadata(wire), tgl.content_of(wire)
+        await tgl.decode(meta, content)  # refused now what processing would refuse, with its reason
+        await lib.add(user, meta, content)
         yield {}, True
     elif op == "list-documents":
         yield {"document-metadatas": [_metadata_to_wire(m) for m in await lib.list(user)]}, True
@@ -160,17 +161,18 @@ def _document_id(wire: dict[str, Any]) -> str:
 
 
 async def process(d: Dispatcher, user: str, meta: dict[str, Any]) -> dict[str, Any]:
-    """Load a library document into its collection through the flow's document-load (done when this returns)."""
+    """Load a library document into its collection through the flow's document-load, a book part by part
+    (one request a part keeps each under the bus's message limit); done when this returns."""
     assert d.library is not None
     doc = await d.library.get(user, meta["document-id"])
-    text = tgl.text_of(doc, await d.library.content(user, meta["document-id"]))
-    document = Document(id=doc["id"], title=doc.get("title", ""), text=text,
-                        metadata={"kind": doc.get("kind", ""), "tags": doc.get("tags", [])})  # fmt: skip
-    req = LoadDocuments(user=user, collection=meta["collection"], documents=[document])
-    async for res in d.ask(DOCUMENT_LOAD, meta["flow"], req):
-        if res.end_of_stream:
-            return load_response_to_wire(res)
-    return {}
+    total = {"loaded": 0, "unchanged": 0, "chunks": 0}
+    for document in await tgl.decode(doc, await d.library.content(user, meta["document-id"])):
+        req = LoadDocuments(user=user, collection=meta["collection"], documents=[document])
+        async for res in d.ask(DOCUMENT_LOAD, meta["flow"], req):
+            if res.end_of_stream:
+                report = load_response_to_wire(res)
+                total = {k: total[k] + report[k] for k in total}
+    return total
 
 
 async def document_stream(d: Dispatcher, user: str, doc_id: str) -> bytes:
