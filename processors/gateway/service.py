@@ -28,6 +28,7 @@ from processors.gateway.mcp_http import McpRoute, add_mcp_route
 from processors.gateway.rest import RestHandlers, add_routes
 from processors.gateway.socket import SocketLimits, SocketSession
 from processors.gateway.spec_routes import SpecRoutes, add_spec_routes
+from processors.gateway.tg_uploads import chunk_bytes
 
 log = logging.getLogger(__name__)
 LOOPBACK = "127.0.0.1"
@@ -76,6 +77,8 @@ class GatewayProcessor:
         self.settings = settings or from_env(GatewaySettings, prefix="KGFLOW_GATEWAY_")
         self.auth = Authenticator.from_env(self.settings.token, self.settings.token_file)
         self.dispatcher = Dispatcher(bus, runtime.request_timeout_s, home)  # home: where TrustGraph's library lives
+        if self.dispatcher.library is not None:  # an upload's chunks are sized to fit this gateway's frame
+            self.dispatcher.library.chunk_bytes = chunk_bytes(self.settings.max_frame_bytes)
         self.limits = SocketLimits(
             max_frame_bytes=self.settings.max_frame_bytes,
             max_inflight=self.settings.max_inflight,

@@ -25,12 +25,15 @@ from processors.gateway.translate import BadRequest, require_object, validate_as
 from processors.ingest.documents.formats import UnreadableFile, extract, parts
 from schemas.documents import MAX_TITLE_CHARS, Document
 
-MAX_CONTENT_BYTES = 10 << 20  # TrustGraph's clients switch to a chunked upload above 10 MB
+# A library document's bytes. In one add-document request a document must fit the gateway's frame with its
+# base64 (~750 kB at the default 1 MiB); trustgraph-cli sends one over 2 MB in chunks (tg_uploads.py).
+MAX_CONTENT_BYTES = 10 << 20
 OPS = ("add-document", "list-documents", "get-document", "get-document-metadata", "get-document-content",
        "update-document", "remove-document", "add-processing", "remove-processing", "list-processing")  # fmt: skip
 
 
-def _name(key: str) -> str:
+def name_of(key: str) -> str:
+    """The file name a client's id is kept under (a hash: an id never becomes a path)."""
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
 
@@ -132,30 +135,36 @@ class LibraryStore:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.chunk_bytes = 512 << 10  # a chunked upload's chunk (the gateway sets it from its frame: tg_uploads.py)
         self._lock = asyncio.Lock()  # one writer at a time: check-then-write stays atomic
 
-    def _folder(self, workspace: str, kind: str) -> Path:
-        return self.root / _name(workspace) / kind
+    def folder(self, workspace: str, kind: str) -> Path:
+        """The folder of a workspace's `kind` (documents, processing, uploads)."""
+        return self.root / name_of(workspace) / kind
+
+    def has(self, workspace: str, doc_id: str) -> bool:
+        """Whether the library holds a document `doc_id` (a file check: call it off the event loop)."""
+        return (self.folder(workspace, "documents") / f"{name_of(doc_id)}.json").is_file()
 
     async def add(self, workspace: str, meta: dict[str, Any], content: bytes) -> None:
         """Keep a new document (an id already in the library is refused, as TrustGraph's librarian does)."""
-        folder = self._folder(workspace, "documents")
+        folder = self.folder(workspace, "documents")
         async with self._lock:
-            await asyncio.to_thread(_write_new, folder, _name(meta["id"]), meta, content)
+            await asyncio.to_thread(_write_new, folder, name_of(meta["id"]), meta, content)
 
     async def update(self, workspace: str, meta: dict[str, Any]) -> dict[str, Any]:
         """Replace a document's metadata (title, comments, tags, ...); its content stays."""
-        folder = self._folder(workspace, "documents")
+        folder = self.folder(workspace, "documents")
         async with self._lock:
             old = await self.get(workspace, meta["id"])
             new = {**old, **{k: v for k, v in meta.items() if k not in ("time", "kind")}}
-            await asyncio.to_thread(_write_json, folder / f"{_name(meta['id'])}.json", new)
+            await asyncio.to_thread(write_json, folder / f"{name_of(meta['id'])}.json", new)
             return new
 
     async def get(self, workspace: str, doc_id: str) -> dict[str, Any]:
         """A document's metadata (BadRequest when it is not in the library)."""
-        path = self._folder(workspace, "documents") / f"{_name(doc_id)}.json"
-        found = await asyncio.to_thread(_read_json, path)
+        path = self.folder(workspace, "documents") / f"{name_of(doc_id)}.json"
+        found = await asyncio.to_thread(read_json, path)
         if found is None:
             raise BadRequest(f"invalid request: document-id: no document {doc_id!r} in the library")
         return found
@@ -163,35 +172,36 @@ class LibraryStore:
     async def content(self, workspace: str, doc_id: str) -> bytes:
         """A document's content."""
         await self.get(workspace, doc_id)
-        return await asyncio.to_thread((self._folder(workspace, "documents") / f"{_name(doc_id)}.bin").read_bytes)
+        return await asyncio.to_thread((self.folder(workspace, "documents") / f"{name_of(doc_id)}.bin").read_bytes)
 
     async def remove(self, workspace: str, doc_id: str) -> None:
         """Forget a document (BadRequest when it is not in the library)."""
         await self.get(workspace, doc_id)
         async with self._lock:
-            folder = self._folder(workspace, "documents")
-            await asyncio.to_thread(_unlink, folder / f"{_name(doc_id)}.json", folder / f"{_name(doc_id)}.bin")
+            folder = self.folder(workspace, "documents")
+            await asyncio.to_thread(_unlink, folder / f"{name_of(doc_id)}.json", folder / f"{name_of(doc_id)}.bin")
 
     async def list(self, workspace: str, kind: str = "documents") -> list[dict[str, Any]]:
         """Every document (or processing record), oldest first."""
-        return await asyncio.to_thread(_read_all, self._folder(workspace, kind))
+        return await asyncio.to_thread(_read_all, self.folder(workspace, kind))
 
     async def add_processing(self, workspace: str, meta: dict[str, Any]) -> None:
         """Record a finished processing."""
         async with self._lock:
-            await asyncio.to_thread(_write_json, self._folder(workspace, "processing") / f"{_name(meta['id'])}.json",
+            await asyncio.to_thread(write_json, self.folder(workspace, "processing") / f"{name_of(meta['id'])}.json",
                                     meta)  # fmt: skip
 
     async def remove_processing(self, workspace: str, pid: str) -> None:
         """Forget a processing record (BadRequest when there is none)."""
-        path = self._folder(workspace, "processing") / f"{_name(pid)}.json"
+        path = self.folder(workspace, "processing") / f"{name_of(pid)}.json"
         async with self._lock:
-            if await asyncio.to_thread(_read_json, path) is None:
+            if await asyncio.to_thread(read_json, path) is None:
                 raise BadRequest(f"invalid request: processing-id: no processing {pid!r}")
             await asyncio.to_thread(_unlink, path)
 
 
-def _write_json(path: Path, obj: dict[str, Any]) -> None:
+def write_json(path: Path, obj: dict[str, Any]) -> None:
+    """Write `obj` to `path` whole (a reader never sees half of it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(obj), encoding="utf-8")
@@ -205,10 +215,11 @@ def _write_new(folder: Path, name: str, meta: dict[str, Any], content: bytes) ->
     tmp = folder / f"{name}.bin.tmp"
     tmp.write_bytes(content)
     tmp.replace(folder / f"{name}.bin")
-    _write_json(folder / f"{name}.json", meta)  # last: a document is listed only once its content is there
+    write_json(folder / f"{name}.json", meta)  # last: a document is listed only once its content is there
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object at `path`, or None when there is no such file."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -218,7 +229,7 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 def _read_all(folder: Path) -> list[dict[str, Any]]:
     if not folder.is_dir():
         return []
-    found = [_read_json(p) for p in folder.glob("*.json")]
+    found = [read_json(p) for p in folder.glob("*.json")]
     return sorted((f for f in found if f is not None), key=lambda d: (d.get("time", 0), d.get("id", "")))
 
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from processors.gateway import tg_config as tgc
 from processors.gateway import tg_library as tgl
+from processors.gateway import tg_uploads as tgu
 from processors.gateway.auth import Principal
 from processors.gateway.tg_documents import load_response_to_wire
 from processors.gateway.translate import BadRequest, NotSupported, require_object
@@ -117,12 +118,14 @@ async def librarian(d: Dispatcher, user: str, wire: object) -> AsyncIterator[Fra
     """The `librarian` workspace service (the library: tg_library.py)."""
     wire = require_object(wire)
     op, lib = wire.get("operation"), d.library
-    if op not in tgl.OPS:
-        raise NotSupported(f"librarian operation {op!r} is not supported by kgflow (supported: {', '.join(tgl.OPS)}; "
-                           "chunked uploads of documents over 10 MB are not)")  # fmt: skip
+    if op not in tgl.OPS + tgu.UPLOAD_OPS:
+        raise NotSupported(f"librarian operation {op!r} is not supported by kgflow (supported: "
+                           f"{', '.join(tgl.OPS + tgu.UPLOAD_OPS)})")  # fmt: skip
     if lib is None:
         raise NotSupported("the library needs a gateway home (kgflow up / kgflow run gateway); not supported here")
-    if op == "add-document":
+    if op in tgu.UPLOAD_OPS:
+        yield await tgu.upload(lib, user, op, wire), True
+    elif op == "add-document":
         meta, content = tgl.document_metadata(wire), tgl.content_of(wire)
         await tgl.decode(meta, content)  # refused now what processing would refuse, with its reason
         await lib.add(user, meta, content)

@@ -111,8 +111,8 @@ async def test_library_add_process_and_remove(live: LiveGateway) -> None:
     await post(live, "librarian", {"operation": "remove-document", "document-id": "orchard"})
     _, listed = await post(live, "librarian", {"operation": "list-documents"})
     assert [d["id"] for d in listed["document-metadatas"]] == ["ferry"]
-    status, chunked = await post(live, "librarian", {"operation": "begin-upload"})
-    assert status == 200 and "not supported by kgflow" in chunked["error"]["message"]
+    status, unknown = await post(live, "librarian", {"operation": "stream-document"})
+    assert status == 200 and "not supported by kgflow" in unknown["error"]["message"]
 
 
 async def test_trustgraph_reranker_shape(live: LiveGateway) -> None:
