@@ -211,7 +211,8 @@ def _cases(url: str, tmp: Path, up: UpServer) -> dict[str, Case]:  # noqa: PLR09
             (*u, "-c", scratch, "-o", str(tmp / "export.tgz"), "--triples-limit", "1000"), r"", phase=2
         ),  # fmt: skip
         "tg-import-workspace": Case(("-u", url, "-w", f"copy-{s}", "-i", str(tmp / "export.tgz")), r"", phase=3),
-        "tg-load-sample-documents": Case(u, r"Complete\.", phase=4),  # its bundled documents, into the library
+        # its bundled documents (two PDFs, five markdown) into the library, every one accepted: none "FAILED"
+        "tg-load-sample-documents": Case(u, r"^(?![\s\S]*FAILED)[\s\S]*Complete\.", phase=4),
         "tg-load-doc-embeds": Case(("-u", f"{url}/", "-i", str(tmp / "de.msgpack")), kind="outside", phase=REFUSALS),
         # --- TrustGraph's own Pulsar queues, not the gateway ---
         "tg-monitor-prompts": Case((), kind="outside"),

@@ -75,6 +75,9 @@ async def test_a_document_over_the_frame_arrives_in_chunks(live: LiveGateway, tm
 
 async def test_chunked_upload_refusals(live: LiveGateway) -> None:
     meta, size = {"id": "big", "kind": "text/plain"}, chunk_bytes(64 * 1024)  # the test gateway's frame: 64 KiB
+    whole = await post(live, {"operation": "add-document", "document-metadata": meta,
+                              "content": base64.b64encode(bytes(size * 2)).decode()})  # fmt: skip
+    assert whole["error"]["type"] == "frame-too-large", whole  # in the body trustgraph-cli reads
     too_big = await post(live, {"operation": "begin-upload", "document-metadata": meta, "total-size": 11 << 20})
     assert "total-size: expected 1 to 10,485,760 bytes" in too_big["error"]["message"]
     begun = await post(live, {"operation": "begin-upload", "document-metadata": meta, "total-size": size + 5})
