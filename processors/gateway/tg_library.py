@@ -108,21 +108,11 @@ def documents_of(meta: dict[str, Any], content: bytes) -> list[Document]:
         raise BadRequest(f"document {doc_id!r} ({kind}) cannot be processed: no text in it")
     title = (meta.get("title") or found.title or doc_id)[:MAX_TITLE_CHARS]
     pieces = parts(found)
+    ids = [doc_id] if len(pieces) == 1 else [f"{doc_id}#{n}" for n in range(1, len(pieces) + 1)]
     extra = {"kind": kind, "tags": meta.get("tags", [])}
-    return [
-        validate_as(
-            Document,
-            {
-                "id": doc_id if len(pieces) == 1 else f"{doc_id}#{n}",
-                "title": title,
-                "text": p.text,
-                "sections": p.sections,
-                "metadata": extra,
-            },
-            "document.",
-        )  # fmt: skip
-        for n, p in enumerate(pieces, 1)
-    ]
+    fields = [{"id": i, "title": title, "text": p.text, "sections": p.sections, "metadata": extra}
+              for i, p in zip(ids, pieces, strict=True)]  # fmt: skip
+    return [validate_as(Document, f, "document.") for f in fields]
 
 
 async def decode(meta: dict[str, Any], content: bytes) -> list[Document]:
