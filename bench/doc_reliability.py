@@ -30,6 +30,7 @@ from typing import Any
 from bench.gateway_probes import decode_stall, load_over, rss_rounds
 from processors.stores.factory import open_stores
 from processors.stores.settings import StoreSettings
+from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL
 
 KGFLOW = Path(sys.executable).parent / "kgflow"
@@ -67,11 +68,11 @@ async def collection_state(settings: StoreSettings, collection: str) -> dict[str
     stores = open_stores(settings)
     try:
         mentioned = await _mentioned(settings, stores, collection)
-        labels = await stores.triples.labels(USER, collection, mentioned) if mentioned else {}
-        triples = await stores.triples.pattern(USER, collection, None, None, None, 10_000_000)
-        docs = await stores.documents.documents(USER, collection, 100_000)
-        state = await stores.triples.load_state(USER, collection)
-        owned = await stores.documents.claimed(USER, collection, mentioned) if mentioned else set()
+        labels = await stores.triples.labels(Tenant(USER, collection), mentioned) if mentioned else {}
+        triples = await stores.triples.pattern(Tenant(USER, collection), None, None, None, 10_000_000)
+        docs = await stores.documents.documents(Tenant(USER, collection), 100_000)
+        state = await stores.triples.load_state(Tenant(USER, collection))
+        owned = await stores.documents.claimed(Tenant(USER, collection), mentioned) if mentioned else set()
         return {
             "documents": len(docs),
             "chunks": sum(d.chunks for d in docs),
@@ -166,7 +167,7 @@ async def _wait_for_write(settings: StoreSettings, collection: str, timeout_s: f
     try:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            state = await stores.triples.load_state(USER, collection)
+            state = await stores.triples.load_state(Tenant(USER, collection))
             if state is not None and not state.complete:
                 return
             await asyncio.sleep(0.05)

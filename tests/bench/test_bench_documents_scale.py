@@ -19,6 +19,7 @@ from processors.base.runtime import embedded
 from processors.ingest.document_store.linking import link
 from processors.stores.documents_protocol import ChunkQuery
 from processors.stores.settings import StoreSettings
+from schemas.tenant import Tenant
 
 PUBLIC_IDS = {"hqm-00004", "hqm-00006", "msk-00006", "msk-00010"}  # the first questions' supporting paragraphs
 SUBSET = 1  # the public sets' first question's paragraphs, one MSFT transcript (~80 chunks)
@@ -124,8 +125,8 @@ async def _corpus(
     """What a corpus holds, read through the store API: its documents, the mentions of some
     chunks, its (documents, chunks)."""
     async with embedded(StoreSettings(home=home)) as system:
-        docs = await system.stores.documents.documents(USER, "docscale", 10_000)
-        links = await system.stores.documents.links(ChunkQuery(USER, "docscale", None), [], chunk_ids, 10)
+        docs = await system.stores.documents.documents(Tenant(USER, "docscale"), 10_000)
+        links = await system.stores.documents.links(ChunkQuery(Tenant(USER, "docscale")), [], chunk_ids, 10)
         counts = (await system.stores.documents.counts(USER))["docscale"]
     return (
         [(d.id, d.chunks, d.content_hash) for d in docs],
