@@ -335,9 +335,9 @@ async def _drop_collections(settings: StoreSettings, tag: str) -> None:
         names = set(await stores.triples.collections(USER)) | set(await stores.documents.counts(USER))
         names |= set(await stores.entities.collections(USER))
         for name in sorted(n for n in names if tag in n):
-            await stores.documents.delete_collection(USER, name)
-            await stores.communities.delete_collection(USER, name)
-            await stores.triples.delete_collection(USER, name)
-            await stores.entities.delete_collection(USER, name)
+            await stores.documents.delete_collection(Tenant(USER, name))
+            await stores.communities.delete_collection(Tenant(USER, name))
+            await stores.triples.delete_collection(Tenant(USER, name))
+            await stores.entities.delete_collection(Tenant(USER, name))
     finally:
         await stores.close()

@@ -249,12 +249,10 @@ def communities_of(records: Sequence[DocumentRecord]) -> list[CommunityRecord]:
 
 
 async def search(
-    docs: DocBackend, user: str, coll: str, vector: list[float] | None, text: str | None, mode: SearchMode,
-    limit: int, scope: Scope | None = None,
-) -> list[Chunk]:  # fmt: skip
-    """The documents service's chunk search over this backend's store."""
-    q = ChunkQuery(Tenant(user, coll, scope), vector)
-    return await search_chunks(docs.documents, q, text, mode, limit, PassageRankParams())
+    docs: DocBackend, tenant: Tenant, vector: list[float] | None, text: str | None, mode: SearchMode, limit: int
+) -> list[Chunk]:
+    """The documents service's chunk search over this backend's store (in the tenant's scope)."""
+    return await search_chunks(docs.documents, ChunkQuery(tenant, vector), text, mode, limit, PassageRankParams())
 
 
 def mentions_of(records: Sequence[DocumentRecord]) -> set[tuple[str, str, int]]:

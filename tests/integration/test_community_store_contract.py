@@ -157,7 +157,7 @@ async def test_graph_is_what_a_build_reads(docs: DocBackend) -> None:
     assert sorted(vectors) == ["a:1", "b:0"]  # only those asked for (a build reads a few per community)
     assert vectors["b:0"] == pytest.approx(unit(1000), abs=1e-6)
     _, other = docs.scope(user)
-    assert await docs.communities.chunk_vectors(user, other, ["b:0"]) == {}
+    assert await docs.communities.chunk_vectors(Tenant(user, other), ["b:0"]) == {}
     await docs.communities.delete_collection(Tenant(user, coll))
     assert await docs.communities.list(Tenant(user, coll)) == []
     assert await docs.communities.of_entities(Tenant(user, coll), [e("curie")], 0) == {}

@@ -14,7 +14,13 @@ import numpy as np
 import pytest
 
 from processors.query.documents.search import FUSION_DEPTH
-from processors.stores.documents_protocol import ChunkQuery, DocumentCounts, DocumentRecord, RelationChunk
+from processors.stores.documents_protocol import (
+    ChunkQuery,
+    DocumentCounts,
+    DocumentRecord,
+    RelationChunk,
+    RelationHit,
+)
 from schemas.documents import Scope, SearchMode
 from schemas.tenant import Tenant
 from tests.integration.doc_store_fixtures import (
@@ -49,15 +55,15 @@ async def assert_search(
     depth = FUSION_DEPTH * limit
     cosines = reference_cosines(records, vector, allowed)
     want = sorted(cosines.items(), key=lambda kv: (-kv[1], kv[0]))[:depth]
-    deep = await search(docs, *tenant, vector, text, "vector", depth, scope)
+    deep = await search(docs, Tenant(*tenant, scope), vector, text, "vector", depth)
     assert [c.id for c in deep] == [c for c, _ in want]
     assert [c.score for c in deep] == pytest.approx([s for _, s in want], abs=1e-5)
     holders = term_holders(records, text, allowed)
-    lexical = await search(docs, *tenant, vector, text, "lexical", depth, scope)
+    lexical = await search(docs, Tenant(*tenant, scope), vector, text, "lexical", depth)
     assert {c.id for c in lexical} <= holders and len(lexical) == min(depth, len(holders))
     assert [c.score for c in lexical] == sorted((c.score for c in lexical), reverse=True)
     for mode in ("fused", "graph"):
-        got = await search(docs, *tenant, vector, text, mode, limit, scope)
+        got = await search(docs, Tenant(*tenant, scope), vector, text, mode, limit)
         assert {c.id for c in got} <= {c.id for c in deep} | holders | set(cosines), mode
         assert len(got) == min(limit, len(cosines)) or mode == "fused"
         assert allowed is None or {c.document_id for c in got} <= allowed
@@ -103,7 +109,7 @@ async def test_search_modes_rank_the_stores_candidates(docs: DocBackend) -> None
     (hit,) = await search(docs, Tenant(user, coll), records[3].vectors[0], None, "vector", 1)
     assert hit.model_dump(exclude={"score"}) == chunk.model_copy(update={"title": "D3"}).model_dump(exclude={"score"})
     assert await search(docs, Tenant(user, coll), None, "the", "fused", 5) == []  # stopwords only
-    assert await search(docs, Tenant(user, coll), unit(5), "album", "fused", 5, Scope(document_ids=[])) == []
+    assert await search(docs, Tenant(user, coll, Scope(document_ids=[])), unit(5), "album", "fused", 5) == []
 
 
 async def test_links_cap_per_entity_and_read_both_directions(docs: DocBackend) -> None:
@@ -235,10 +241,10 @@ async def test_delete_collection_leaves_nothing_and_spares_the_others(docs: DocB
     await docs.documents.store(Tenant(user, coll), [record("fresh", ["album curie"])])
     assert [c.id for c in await search(docs, Tenant(user, coll), unit(1), "album curie", "graph", 5)] == ["fresh:0"]
     await docs.documents.delete_collection(Tenant(user, coll))
-    assert len(await search(docs, user, keep, unit(1), "album curie", "fused", 5)) == 5
-    assert len(await docs.communities.list(user, keep)) == 3
-    await docs.documents.delete_collection(user, keep)
-    await docs.communities.delete_collection(user, keep)
+    assert len(await search(docs, Tenant(user, keep), unit(1), "album curie", "fused", 5)) == 5
+    assert len(await docs.communities.list(Tenant(user, keep))) == 3
+    await docs.documents.delete_collection(Tenant(user, keep))
+    await docs.communities.delete_collection(Tenant(user, keep))
     assert await docs.leftovers(user) == 0
 
 
@@ -258,11 +264,11 @@ async def test_injection_strings_are_data(docs: DocBackend) -> None:
         assert [d.id for d in await docs.documents.documents(Tenant(user, coll, Scope(metadata={bad: bad})), 5)] == [
             bad
         ]
-        hits = await search(docs, Tenant(user, coll), None, bad + " album", "lexical", 5, Scope(document_ids=[bad]))
+        hits = await search(docs, Tenant(user, coll, Scope(document_ids=[bad])), None, bad + " album", "lexical", 5)
         assert (hits[0].id, hits[0].text) == (bad + ":0", bad + " album")  # BM25 reads title + text
         assert await docs.documents.links(ChunkQuery(Tenant(user, coll)), [e(bad)], [], 5) == r.mentions
         assert await docs.documents.relations(Tenant(user, coll), [e(bad), e("curie")], 5) == [
-            (e(bad), REL, e("curie"), 1)
+            RelationHit(e(bad), REL, e("curie"), 1)
         ]
         await docs.documents.delete_collection(Tenant(user, coll))
         assert await docs.documents.documents(Tenant(user, coll), 5) == []
@@ -301,7 +307,7 @@ async def test_another_user_or_collection_never_sees_or_touches_anything(docs: D
         assert await snapshot(docs, u, c, records) == empty
         other = random_corpus(np.random.default_rng(4), 6)  # same ids, other texts
         await docs.documents.store(Tenant(u, c), other)
-        await docs.communities.replace(u, c, communities_of(other))
+        await docs.communities.replace(Tenant(u, c), communities_of(other))
         await docs.communities.mark_stale(Tenant(u, c), [e("curie"), e("piano")])
         await docs.communities.set_summary(Tenant(u, c), "k-low", "x", "s", "m")
         await docs.documents.delete_documents(Tenant(u, c), ["d0", "d1"])
@@ -328,7 +334,7 @@ async def test_random_scopes_never_leak_and_find_what_a_fresh_collection_finds(d
         links = await docs.documents.links(ChunkQuery(Tenant(user, coll, scope)), ents, chunk_ids, 1000)
         assert {(m.entity, m.chunk_id, m.count) for m in links} == mentions_of(inside), scope
         rels = await docs.documents.relations(Tenant(user, coll, scope), ents, 1000)
-        assert {(s, p, o): w for s, p, o, w in rels} == support(inside), scope
+        assert {(h.s, h.p, h.o): h.support for h in rels} == support(inside), scope
         seen = {c for r in communities for c in r.chunks if c.split(":")[0] in allowed}
         want = sorted((-len(r.members), r.id) for r in communities if set(r.chunks) & seen)
         assert [c.id for c in await docs.communities.list(Tenant(user, coll, scope))] == [i for _, i in want]
@@ -338,13 +344,13 @@ async def test_random_scopes_never_leak_and_find_what_a_fresh_collection_finds(d
         vector = near(unit(7000 + case % 3), case, 0.6)
         text = " ".join(rng.choice(["album", "curie", "river", "piano", "studies"], 2))
         fresh = docs.scope(user, f"fresh-{case}")[1]
-        await docs.documents.store(user, fresh, inside)
+        await docs.documents.store(Tenant(user, fresh), inside)
         await assert_relations(docs, (user, coll), records, vector, scope)
         await assert_search(docs, (user, coll), records, vector, text, 6, scope, allowed)
         for mode in (*MODES, "graph"):
-            scoped = await search(docs, Tenant(user, coll), vector, text, mode, 50, scope)
-            alone = await search(docs, user, fresh, vector, text, mode, 50)
+            scoped = await search(docs, Tenant(user, coll, scope), vector, text, mode, 50)
+            alone = await search(docs, Tenant(user, fresh), vector, text, mode, 50)
             assert {c.id for c in alone} == {c.id for c in scoped}, (mode, scope)  # everything in scope fits
             if mode == "vector":
                 assert [(c.id, c.score) for c in alone] == [(c.id, pytest.approx(c.score, abs=1e-6)) for c in scoped]
-        await docs.documents.delete_collection(user, fresh)
+        await docs.documents.delete_collection(Tenant(user, fresh))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
-from processors.stores.documents_protocol import ChunkQuery, DocumentCounts, RemovedLinks
+from processors.stores.documents_protocol import ChunkQuery, DocumentCounts, RelationHit, RemovedLinks
 from schemas.documents import Scope
 from schemas.tenant import Tenant
 from tests.integration.doc_store_fixtures import REL, DocBackend, e, mentions_of, record, search
@@ -27,10 +27,10 @@ async def test_deletions_are_remembered_per_document_and_per_collection(docs: Do
     await docs.documents.note_deleted(Tenant(user, coll), ["a"], 50.0)  # an older note never moves the time back
     assert await docs.documents.deleted_after(Tenant(user, coll), ["a", "b", "c"], 99.0) == {"a", "b"}
     assert await docs.documents.deleted_after(Tenant(user, coll), ["a", "b", "c"], 100.0) == set()  # began after
-    assert await docs.documents.deleted_after(user, other, ["a", "b"], 0.0) == set()  # the tenant's own
-    await docs.documents.note_deleted(user, other, ["*"], 200.0)  # the whole collection
-    assert await docs.documents.deleted_after(user, other, ["x", "y"], 150.0) == {"x", "y"}
-    assert await docs.documents.deleted_after(user, other, ["x"], 200.0) == set()
+    assert await docs.documents.deleted_after(Tenant(user, other), ["a", "b"], 0.0) == set()  # the tenant's own
+    await docs.documents.note_deleted(Tenant(user, other), ["*"], 200.0)  # the whole collection
+    assert await docs.documents.deleted_after(Tenant(user, other), ["x", "y"], 150.0) == {"x", "y"}
+    assert await docs.documents.deleted_after(Tenant(user, other), ["x"], 200.0) == set()
     await docs.documents.delete_collection(Tenant(user, coll))  # a collection's notes go with it
     assert await docs.documents.deleted_after(Tenant(user, coll), ["a", "b"], 0.0) == set()
 
@@ -62,7 +62,7 @@ async def test_store_hashes_listing_and_counts(docs: DocBackend) -> None:
     ]:
         assert [d.id for d in await docs.documents.documents(Tenant(user, coll, scope), 10)] == want, scope
     _, other = docs.scope(user)
-    await docs.documents.store(user, other, [record("c", ["delta"])])
+    await docs.documents.store(Tenant(user, other), [record("c", ["delta"])])
     assert await docs.documents.counts(user) == {coll: DocumentCounts(2, 3), other: DocumentCounts(1, 1)}
 
 
@@ -110,7 +110,7 @@ async def test_claimed_concepts_are_owned_before_any_document_mentions_them(docs
         e("warsaw"),
     }
     _, other = docs.scope(user)
-    assert await docs.documents.claimed(user, other, [e("curie")]) == set()
+    assert await docs.documents.claimed(Tenant(user, other), [e("curie")]) == set()
     removed = unlinked(await docs.documents.delete_documents(Tenant(user, coll), ["a"]))
     assert removed[1] == [e("curie"), e("warsaw")]  # owned: they leave with the last document
 
@@ -136,5 +136,5 @@ async def test_stores_of_one_document_at_once_store_it_once(docs: DocBackend) ->
         _, mentions = await docs.communities.graph(Tenant(user, coll))  # every stored mention, repeats too
         assert sorted(mentions) == sorted(mentions_of([r]))
         assert await docs.documents.relations(Tenant(user, coll), [e("curie"), e("paris")], 10) == [
-            (e("curie"), REL, e("paris"), 1)
+            RelationHit(e("curie"), REL, e("paris"), 1)
         ]

@@ -282,8 +282,8 @@ async def test_remove_triples_removes_exactly_those(store: StoreBackend) -> None
     assert sorted(left, key=repr) == sorted([x for x in GRAPH if x not in gone], key=repr)
     assert await store.triples.labels(Tenant(user, coll), ["a", "b"]) == {"a": "Alpha"}
     other, _ = store.scope(user=user)
-    await store.triples.add_triples(user, other, GRAPH[:1])
-    await store.triples.remove_triples(user, other, GRAPH[:1])
+    await store.triples.add_triples(Tenant(user, other), GRAPH[:1])
+    await store.triples.remove_triples(Tenant(user, other), GRAPH[:1])
     assert t("a", "p1", "c") in await store.triples.pattern(Tenant(user, coll), iri("a"), None, None, 100)
 
 
@@ -291,7 +291,7 @@ async def test_collections_of_a_user(store: StoreBackend) -> None:
     user, coll = store.scope()
     _, second = store.scope(user=user)
     await store.triples.add_triples(Tenant(user, coll), GRAPH)
-    await store.triples.add_triples(user, second, GRAPH[:2])
+    await store.triples.add_triples(Tenant(user, second), GRAPH[:2])
     await store.index.upsert(Tenant(user, coll), [("a", "Alpha", unit(1)), ("b", "Bee", unit(2))], model="unit-test")
     found = await store.triples.collections(user)
     assert set(found) == {coll, second}
@@ -310,7 +310,7 @@ async def test_named_finds_entities_by_normalised_label_in_scope_only(store: Sto
         Tenant(user, coll), [("p", "Marie Curie", unit(3))], "predicate", model="unit-test"
     )  # predicates are not named
     other, _ = store.scope()
-    await store.index.upsert(other, coll, [("y", "Warsaw", unit(4))], model="unit-test")
+    await store.index.upsert(Tenant(other, coll), [("y", "Warsaw", unit(4))], model="unit-test")
     assert await store.index.named(Tenant(user, coll), ["marie curie", "warsaw", "pierre"]) == {
         "marie curie": "x1",
         "pierre": "x2",

@@ -25,8 +25,8 @@ async def test_load_state_round_trip(store: StoreBackend) -> None:
     done = LoadState(started=1700000000.5, finished=1700000009.25, source="graph.tsv", triples=4688, vectors=1200)
     await store.triples.set_load_state(Tenant(user, collection), done)
     assert await store.triples.load_state(Tenant(user, collection)) == done  # the error is gone with the finish
-    await store.triples.set_load_state(user, other, started)
+    await store.triples.set_load_state(Tenant(user, other), started)
     assert await store.triples.load_state(Tenant("nobody-" + user, collection)) is None
     await store.triples.delete_collection(Tenant(user, collection))
     assert await store.triples.load_state(Tenant(user, collection)) is None
-    assert await store.triples.load_state(user, other) == started
+    assert await store.triples.load_state(Tenant(user, other)) == started

@@ -29,8 +29,10 @@ async def test_a_collection_holds_one_models_vectors(store: StoreBackend) -> Non
     assert await store.index.vectors(Tenant(user, coll), ["b"]) == {}  # nothing of the refused write was stored
     assert await store.index.vector_model(Tenant(user, coll)) == VectorModel("model-a", 384)
 
-    await store.index.upsert(user, other, [("b", "Bee", unit(3))], model="model-b")  # another collection: its own
-    assert await store.index.vector_model(user, other) == VectorModel("model-b", 384)
+    await store.index.upsert(
+        Tenant(user, other), [("b", "Bee", unit(3))], model="model-b"
+    )  # another collection: its own
+    assert await store.index.vector_model(Tenant(user, other)) == VectorModel("model-b", 384)
 
     await store.index.delete_collection(Tenant(user, coll))
     assert await store.index.vector_model(Tenant(user, coll)) is None
@@ -49,5 +51,5 @@ async def test_another_dimension_is_refused(store: StoreBackend) -> None:
     if store.name != "sqlite":  # a server's vector index has one dimension, whatever the collection
         _, fresh = store.scope(user)
         with pytest.raises(ValueError, match="holds vectors of 384 dimensions; model-s makes 8"):
-            await store.index.upsert(user, fresh, [("b", "Bee", unit(2, 8))], model="model-s")
-        assert await store.index.vector_model(user, fresh) is None
+            await store.index.upsert(Tenant(user, fresh), [("b", "Bee", unit(2, 8))], model="model-s")
+        assert await store.index.vector_model(Tenant(user, fresh)) is None
