@@ -17,7 +17,7 @@ from bench.doc_corpus import USER, CorpusSpec, distractors
 from bench.doc_sources import Sources, prepare_sources
 from processors.base.runtime import embedded
 from processors.ingest.document_store.linking import link
-from processors.stores.documents_protocol import ChunkQuery
+from processors.stores.documents_protocol import ChunkQuery, DocumentCounts
 from processors.stores.settings import StoreSettings
 from schemas.tenant import Tenant
 
@@ -121,7 +121,7 @@ async def test_a_stopped_build_resumes_to_the_corpus_an_uninterrupted_build_writ
 
 async def _corpus(
     home: Path, chunk_ids: list[str]
-) -> tuple[list[tuple[str, int, str]], list[tuple[str, str, int]], tuple[int, int]]:
+) -> tuple[list[tuple[str, int, str]], list[tuple[str, str, int]], DocumentCounts]:
     """What a corpus holds, read through the store API: its documents, the mentions of some
     chunks, its (documents, chunks)."""
     async with embedded(StoreSettings(home=home)) as system:

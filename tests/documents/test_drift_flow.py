@@ -106,16 +106,16 @@ async def test_community_search_starts_at_the_top_level_and_falls_back(tmp_path:
     store = SqliteCommunityStore(docs.db, docs.lists)
     q = [1.0, 0.0, 0.0]
     flat = [_record(f"f{i}", 0, list(np.eye(3)[i % 3])) for i in range(4)]
-    await store.replace("u", "flat", flat)  # no hierarchy: every community is a candidate
+    await store.replace(Tenant("u", "flat"), flat)  # no hierarchy: every community is a candidate
     assert [c.id for c in await store.search(Tenant("u", "flat"), q, None, 4)][:2] == ["f0", "f3"]
 
     lone_top = [*flat, _record("top", 1, [0.0, 1.0, 0.0])]
-    await store.replace("u", "lone", lone_top)  # 1 top-level match < 4 / 2: one level down
+    await store.replace(Tenant("u", "lone"), lone_top)  # 1 top-level match < 4 / 2: one level down
     got = await store.search(Tenant("u", "lone"), q, None, 4)
     assert {c.level for c in got} == {0} and got[0].id in {"f0", "f3"}
 
     tops = [*flat, _record("t1", 1, [0.0, 1.0, 0.0]), _record("t2", 1, [1.0, 0.0, 0.0])]
-    await store.replace("u", "tops", tops)  # 2 top-level matches >= 4 / 2: the top level only
+    await store.replace(Tenant("u", "tops"), tops)  # 2 top-level matches >= 4 / 2: the top level only
     got = await store.search(Tenant("u", "tops"), q, None, 4)
     assert [c.id for c in got] == ["t2", "t1"] and all(c.score is not None for c in got)
     await docs.close()
