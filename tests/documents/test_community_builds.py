@@ -70,9 +70,9 @@ async def test_a_burst_of_build_requests_builds_at_most_twice(system: System) ->
         reads.append("graph")
         return await graph(*args)
 
-    async def counted_vectors(user: str, collection: str, ids: list[str]) -> Any:
+    async def counted_vectors(tenant: Tenant, ids: list[str]) -> Any:
         reads.append(f"vectors:{len(ids)}")
-        return await chunk_vectors(Tenant(user, collection), ids)
+        return await chunk_vectors(tenant, ids)
 
     stores.graph, stores.chunk_vectors = counted_graph, counted_vectors  # type: ignore[method-assign]
     builder = RequestResponseClient.for_service(system.bus, COMMUNITY_BUILD, "default", 120)

@@ -108,10 +108,10 @@ async def test_a_write_stopped_at_any_point_is_completed_by_a_rerun(
     store = getattr(system.stores, kill[0])
     real = getattr(store, kill[1])
 
-    async def killed(user: str, collection: str, *args: Any, **kw: Any) -> Any:
-        if collection == "killed":
+    async def killed(tenant: Tenant, *args: Any, **kw: Any) -> Any:
+        if tenant.collection == "killed":
             raise RuntimeError("killed here")
-        return await real(user, collection, *args, **kw)
+        return await real(tenant, *args, **kw)
 
     monkeypatch.setattr(store, kill[1], killed)
     first = await load(system, "killed")
