@@ -57,8 +57,8 @@ async def stored(docs: DocBackend) -> tuple[str, str]:
 async def test_list_by_level_ids_and_scope(docs: DocBackend) -> None:
     user, coll = await stored(docs)
 
-    async def ids(**kw: object) -> list[str]:
-        return [c.id for c in await docs.communities.list(Tenant(user, coll), **kw)]  # type: ignore[arg-type]
+    async def ids(scope: Scope | None = None, **kw: object) -> list[str]:
+        return [c.id for c in await docs.communities.list(Tenant(user, coll, scope), **kw)]  # type: ignore[arg-type]
 
     everything = await docs.communities.list(Tenant(user, coll))
     assert [c.id for c in everything] == ["p1", "k1", "k2", "k3", "p2"]  # largest first, then id
