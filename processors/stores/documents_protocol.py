@@ -105,6 +105,24 @@ class RelationChunk:
 
 
 @dataclass(frozen=True)
+class CommunityGraph:
+    """What a community build reads of a collection: relation weights (s, o, chunks supporting
+    the relation) and mentions (entity, chunk, count)."""
+
+    edges: list[tuple[str, str, float]]
+    mentions: list[tuple[str, str, int]]
+
+
+@dataclass(frozen=True)
+class Episodes:
+    """What an episode read found: the entities each chunk mentions, and per entity the number of
+    distinct in-scope documents in the window whose chunks mention it."""
+
+    mentioned: dict[str, list[str]]
+    counts: dict[str, int]
+
+
+@dataclass(frozen=True)
 class DocumentCounts:
     """What one collection holds in the document store."""
 
@@ -224,7 +242,7 @@ class DocumentStore(Protocol):
 
     async def episodes(
         self, q: ChunkQuery, entities: Sequence[str], chunk_ids: Sequence[str], window: tuple[float, float] | None
-    ) -> tuple[dict[str, list[str]], dict[str, int]]:
+    ) -> Episodes:
         """The entities each of the chunks `chunk_ids` mentions (in scope) and, with a
         window (since, until in epoch seconds), for `entities` and those the chunks mention, the
         distinct documents in scope with a timestamp in it whose chunks mention each (entities
@@ -262,7 +280,7 @@ class DocumentStore(Protocol):
 class CommunityStore(Protocol):
     """Communities of collections: hierarchy, members, chunks, profile vectors, cached summaries."""
 
-    async def graph(self, tenant: Tenant) -> tuple[list[tuple[str, str, float]], list[tuple[str, str, int]]]:
+    async def graph(self, tenant: Tenant) -> CommunityGraph:
         """Relation weights and mentions (entity, chunk, count): what a build reads."""
         ...
 

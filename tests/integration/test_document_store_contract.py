@@ -16,6 +16,7 @@ import pytest
 from processors.query.documents.search import FUSION_DEPTH
 from processors.stores.documents_protocol import (
     ChunkQuery,
+    CommunityGraph,
     DocumentCounts,
     DocumentRecord,
     RelationChunk,
@@ -302,7 +303,7 @@ async def test_another_user_or_collection_never_sees_or_touches_anything(docs: D
     before = await snapshot(docs, user, coll, records)
     assert all(before[:3]) and before[6] and before[7]
     empty = await snapshot(docs, *docs.scope(user), records)
-    assert not any(x for x in empty[:9]) and empty[9] == ([], []) and empty[10] == {}
+    assert not any(x for x in empty[:9]) and empty[9] == CommunityGraph([], []) and empty[10] == {}
     for u, c in (docs.scope(user), docs.scope(None, coll), docs.scope(user + "x", coll)):
         assert await snapshot(docs, u, c, records) == empty
         other = random_corpus(np.random.default_rng(4), 6)  # same ids, other texts

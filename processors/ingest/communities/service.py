@@ -54,10 +54,10 @@ class CommunityBuildProcessor(StoreProcessor):
 
     async def _build(self, tenant: Tenant, params: CommunityParams) -> CommunitiesResponse:
         started = time.perf_counter()
-        edges, mentions = await self.stores.communities.graph(tenant)
-        found = await asyncio.to_thread(detect, edges, params)
-        records = await asyncio.to_thread(profile, found, mentions, edges)
-        del edges, mentions
+        graph = await self.stores.communities.graph(tenant)
+        found = await asyncio.to_thread(detect, graph.edges, params)
+        records = await asyncio.to_thread(profile, found, graph.mentions, graph.edges)
+        del graph
         await self._profile_vectors(tenant, records)
         await self.stores.communities.replace(tenant, records)
         levels: dict[int, int] = {}

@@ -116,8 +116,8 @@ class DocumentsProcessor(StoreProcessor):
     async def episode_mentions(self, req: EpisodeMentions, flow: FlowContext) -> DocumentsResponse:
         """What the chunks mention and each entity's episodes in the window."""
         window = (req.since.timestamp(), req.until.timestamp()) if req.since and req.until else None
-        mentioned, counts = await self.stores.documents.episodes(_tenant(req), req.entities, req.chunk_ids, window)
-        return DocumentsResponse(chunk_mentions=mentioned, episodes=counts)
+        found = await self.stores.documents.episodes(_tenant(req), req.entities, req.chunk_ids, window)
+        return DocumentsResponse(chunk_mentions=found.mentioned, episodes=found.counts)
 
     async def chunk_similarities(self, req: ChunkSimilarities, flow: FlowContext) -> DocumentsResponse:
         """Cosine of the vector to each chunk's stored vector (in scope)."""

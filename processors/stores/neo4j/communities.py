@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from processors.stores.documents_protocol import CommunityRecord
+from processors.stores.documents_protocol import CommunityGraph, CommunityRecord
 from processors.stores.neo4j.chunk_search import vector_index_query
 from processors.stores.neo4j.schema import Neo4jConnection, Runner, entity_key, node_key, stored_vector
 from processors.stores.neo4j.scope import IN_SCOPE, UNSCOPED, keys, tenant_params
@@ -126,7 +126,6 @@ DELETE_COLLECTION = (
     "CALL (e) { WITH e WHERE NOT (e)--() DELETE e" + _BATCHED,
 )
 REPLACE_ATTEMPTS = 5  # builds of one collection in several processes at once: each replace in turn
-Graph = tuple[list[tuple[str, str, float]], list[tuple[str, str, int]]]
 
 
 class Neo4jCommunityStore:
@@ -135,13 +134,14 @@ class Neo4jCommunityStore:
     def __init__(self, conn: Neo4jConnection) -> None:
         self.conn = conn.acquire()
 
-    async def graph(self, tenant: Tenant) -> Graph:
+    async def graph(self, tenant: Tenant) -> CommunityGraph:
         """Relation weights (supporting chunks) and mentions, in one transaction."""
         params = tenant_params(tenant)
 
-        async def work(run: Runner) -> Graph:
+        async def work(run: Runner) -> CommunityGraph:
             edges = [(r["s"], r["o"], r["w"]) for r in await run(GRAPH_EDGES, params)]
-            return edges, [(r["entity"], r["chunk"], int(r["n"])) for r in await run(GRAPH_MENTIONS, params)]
+            mentions = [(r["entity"], r["chunk"], int(r["n"])) for r in await run(GRAPH_MENTIONS, params)]
+            return CommunityGraph(edges, mentions)
 
         return await self.conn.read_tx(work)
 

@@ -29,6 +29,7 @@ from processors.stores.documents_protocol import (
     ChunkQuery,
     DocumentCounts,
     DocumentRecord,
+    Episodes,
     RelationChunk,
     RelationHit,
     RemovedLinks,
@@ -237,22 +238,22 @@ class Neo4jDocumentStore:
 
     async def episodes(
         self, q: ChunkQuery, entities: Sequence[str], chunk_ids: Sequence[str], window: tuple[float, float] | None
-    ) -> tuple[dict[str, list[str]], dict[str, int]]:
+    ) -> Episodes:
         """What the chunks mention (in scope) and, with a window, each entity's episodes: the
         distinct documents in scope with a timestamp in it whose chunks mention it."""
         params = tenant_params(q.tenant)
 
-        async def work(run: Runner) -> tuple[dict[str, list[str]], dict[str, int]]:
+        async def work(run: Runner) -> Episodes:
             mentioned: dict[str, list[str]] = {}
             if chunk_ids:
                 for r in await run(CHUNK_LINKS, {**params, "ckeys": keys(q.tenant, chunk_ids)}):
                     mentioned.setdefault(r["chunk"], []).append(r["entity"])
             if window is None:
-                return mentioned, {}
+                return Episodes(mentioned, {})
             wanted = list(dict.fromkeys([*entities, *(e for es in mentioned.values() for e in es)]))
             ekeys = [entity_key(q.tenant, e) for e in wanted]
             rows = await run(EPISODE_COUNTS, {**params, "ekeys": ekeys, "since": window[0], "until": window[1]})
-            return mentioned, {r["entity"]: int(r["n"]) for r in rows if r["n"]}
+            return Episodes(mentioned, {r["entity"]: int(r["n"]) for r in rows if r["n"]})
 
         return await self.conn.read_tx(work)
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from processors.stores.documents_protocol import CommunityRecord
+from processors.stores.documents_protocol import CommunityGraph, CommunityRecord
 from processors.stores.sqlite.docs_schema import scoped_ids
 from processors.stores.sqlite.pool import SqlitePool
 from processors.stores.sqlite.vector_lists import VectorLists
@@ -62,11 +62,11 @@ class SqliteCommunityStore:
         self.db, self.lists = db, lists
         db.ensure_schema(SCHEMA)
 
-    async def graph(self, tenant: Tenant) -> tuple[list[tuple[str, str, float]], list[tuple[str, str, int]]]:
+    async def graph(self, tenant: Tenant) -> CommunityGraph:
         """What detection and profiles read: relation weights (chunks supporting each) and mentions
         (one store call)."""
 
-        def read(conn: sqlite3.Connection) -> tuple:  # type: ignore[type-arg]
+        def read(conn: sqlite3.Connection) -> CommunityGraph:
             uc = (tenant.user, tenant.collection)
             edges = conn.execute(
                 "SELECT s, o, count(DISTINCT chunk_id) FROM relation_sources WHERE user = ? AND collection = ?"
@@ -76,7 +76,7 @@ class SqliteCommunityStore:
             mentions = conn.execute(
                 "SELECT entity, chunk_id, count FROM mentions WHERE user = ? AND collection = ?", uc
             ).fetchall()
-            return edges, mentions
+            return CommunityGraph(edges, mentions)
 
         return await self.db.read(read)
 

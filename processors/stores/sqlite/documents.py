@@ -20,6 +20,7 @@ from processors.stores.documents_protocol import (
     ChunkQuery,
     DocumentCounts,
     DocumentRecord,
+    Episodes,
     RelationChunk,
     RelationHit,
     RemovedLinks,
@@ -59,7 +60,6 @@ from schemas.documents import Chunk, DocumentInfo, Mention
 from schemas.tenant import Tenant
 
 T = TypeVar("T")
-Episodes = tuple[dict[str, list[str]], dict[str, int]]
 
 # A claim makes the concept owned (a concept loaded from triples is never claimed: it is named).
 OWNED_CONCEPTS = (
@@ -278,7 +278,7 @@ class SqliteDocumentStore:
 
     async def episodes(
         self, q: ChunkQuery, entities: Sequence[str], chunk_ids: Sequence[str], window: tuple[float, float] | None
-    ) -> tuple[dict[str, list[str]], dict[str, int]]:
+    ) -> Episodes:
         """What the chunks mention (in scope) and each entity's episodes in the window (see
         `EPISODES`, `EPISODE_COUNTS`)."""
         user, collection = q.tenant.user, q.tenant.collection
@@ -290,13 +290,13 @@ class SqliteDocumentStore:
                 for e, c, _ in conn.execute(CHUNK_LINKS, (user, collection, json.dumps(list(chunk_ids)), docs)):
                     mentioned.setdefault(c, []).append(e)
             if window is None:
-                return mentioned, {}
+                return Episodes(mentioned, {})
             wanted = list(dict.fromkeys([*entities, *(e for es in mentioned.values() for e in es)]))
             episodes = [r[0] for r in conn.execute(EPISODES, (user, collection, *window, docs))] if wanted else []
             if not episodes:
-                return mentioned, {}
+                return Episodes(mentioned, {})
             args = (user, collection, json.dumps(wanted), json.dumps(episodes))
-            return mentioned, {str(e): int(n) for e, n in conn.execute(EPISODE_COUNTS, args)}
+            return Episodes(mentioned, {str(e): int(n) for e, n in conn.execute(EPISODE_COUNTS, args)})
 
         return await self._read(q.tenant, read)
 
