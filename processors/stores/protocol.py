@@ -1,6 +1,6 @@
 """The store protocols every backend (sqlite/local, cassandra, neo4j) implements.
 
-Every call is scoped by user and collection; every call is one store round trip.
+Every call takes a `Tenant` (user + collection, inside every query); every call is one store round trip.
 """
 
 from __future__ import annotations
