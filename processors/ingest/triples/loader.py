@@ -197,9 +197,8 @@ class StoreSteps:
 
     async def begin(self, source: str) -> Begun:
         offered = await flow_model(self.embedder)
-        offered.require(
-            self.tenant.collection, await self.stores.entities.vector_model(self.tenant)
-        )  # before anything is written
+        held = await self.stores.entities.vector_model(self.tenant)
+        offered.require(self.tenant.collection, held)  # before anything is written
         prior = await self.stores.triples.load_state(self.tenant)
         await self.stores.triples.set_load_state(self.tenant, LoadState(started=time.time(), source=source))
         return Begun(prior is None, prior.source if prior is not None and not prior.complete else None)
