@@ -26,8 +26,8 @@ from bench.fleet import GRAPH_RAG_FLEET, Fleet, processor_fleet
 from bench.measure import KgflowClient, Run, classic_sample, percentile, throughput
 from bench.servers import server_pids
 from processors.base.bus import Bus, MemoryBus
-from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
 from processors.stores.settings import StoreSettings
 from schemas.tenant import Tenant
 

@@ -61,9 +61,10 @@ async def serve(name: str, flow_id: str, parameters: dict[str, Any]) -> None:
     """Run processor `name` serving only `flow_id` until SIGTERM (`kgflow run` otherwise)."""
     import processors.base.processor as base
     from processors.base.metrics import serve_metrics
-    from processors.base.runtime import System, make_bus
+    from processors.base.runtime import make_bus
     from processors.base.settings import RuntimeSettings, from_env
     from processors.commands.serve import _wait_for_signal
+    from processors.commands.system import System
 
     StaticConfig.state = static_config(flow_id, parameters)
     base.ConfigWatcher = StaticConfig  # type: ignore[misc, assignment]

@@ -95,7 +95,7 @@ async def target(backend: str, built: dict[str, Any], timeout_s: float) -> Async
     rt = RuntimeSettings(request_timeout_s=timeout_s, handler_timeout_s=timeout_s)
     coll = collection(backend, built["size"])
     if backend == "sqlite":
-        from processors.base.runtime import embedded
+        from processors.commands.system import embedded
 
         async with embedded(store_settings("sqlite", Path(built["home"])), rt, params) as system:
             yield _target(

@@ -29,8 +29,8 @@ from typing import Any
 
 from bench.doc_corpus import SIZES, USER, CorpusSpec, build, data_key
 from bench.doc_sources import Sources, prepare_sources
-from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
 from processors.stores.documents_protocol import DocumentCounts
 from processors.stores.settings import StoreSettings
 from schemas.tenant import Tenant

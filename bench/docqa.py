@@ -35,8 +35,8 @@ from bench.docqa_homes import SETS, VARIANTS, corpus_lines, indexed_home, questi
 from bench.docqa_llm import with_local_model
 from bench.docqa_protocol import HALVES, split_ids, summarise_half, targets
 from bench.docqa_quality import KG_MODES, TIMEOUT_S, ask_all, scope_cost
-from processors.base.runtime import embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import embedded
 from processors.stores.settings import StoreSettings
 from schemas.documents import Document
 

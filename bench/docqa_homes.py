@@ -27,9 +27,9 @@ from prometheus_client import REGISTRY
 from bench.docqa_quality import COLLECTION, TIMEOUT_S, USER, client
 from bench.measure import peak_rss_mb
 from processors.algorithms.iris import RELATED_TO
-from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
 from processors.commands.loading import batches
+from processors.commands.system import System, embedded
 from processors.stores.settings import StoreSettings
 from schemas.communities import BuildCommunities
 from schemas.documents import Document, LoadDocuments

@@ -13,8 +13,8 @@ from typing import Any
 
 from bench.docqa_quality import COLLECTION, TIMEOUT_S, USER, client
 from bench.measure import percentile
-from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
 from processors.stores.settings import StoreSettings
 from schemas.drift import DriftRequest
 from schemas.lazy_rag import LazyRagRequest

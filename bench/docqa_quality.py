@@ -16,7 +16,7 @@ from bench.docqa_protocol import BASELINES, DENSE_TEXT_ONLY, Recall, mean_recall
 from bench.measure import percentile
 from processors.algorithms.passage_rank import documents_of
 from processors.base.client import RequestResponseClient
-from processors.base.runtime import System
+from processors.commands.system import System
 from processors.models.embeddings.model import OnnxMiniLM
 from schemas.documents import ChunkSearch, Scope
 from schemas.drift import DriftRequest

@@ -35,9 +35,9 @@ from bench.docqa_protocol import HALVES, mean_recall
 from bench.docqa_quality import COLLECTION, TIMEOUT_S, USER, client, recall
 from bench.measure import percentile
 from processors.base.config_client import config_client
-from processors.base.registry import FLOW_PROCESSORS
-from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings, flow_params
+from processors.commands.catalog import FLOW_PROCESSORS
+from processors.commands.system import System, embedded
 from processors.stores.settings import StoreSettings
 from schemas.flows import FlowRequest
 from schemas.lazy_rag import LazyRagRequest

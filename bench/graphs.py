@@ -262,7 +262,7 @@ async def load_in_process(settings: StoreSettings, collection: str, triples: Ite
     """Load as `kgflow load triples` does on the embedded default: through the triples-store
     service of flow `default`, every processor in this process."""
     from processors.base.client import RequestResponseClient
-    from processors.base.runtime import embedded
+    from processors.commands.system import embedded
     from processors.commands.transports import LOAD_TIMEOUT_S, FlowLoadSteps
     from processors.ingest.triples.loader import run_load
     from schemas.services import TRIPLES_STORE

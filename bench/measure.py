@@ -16,7 +16,7 @@ from typing import Any
 from bench.classic import BusPatterns, ClassicLimits, ClassicResult, classic_retrieve
 from bench.graphs import USER
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
-from processors.base.runtime import System
+from processors.commands.system import System
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.stores.usage import counting
 from schemas.flows import GraphChanged

@@ -33,7 +33,7 @@ from bench import docqa, docqa_homes, docqa_quality, pathquestion
 from bench.docqa_protocol import mean_recall
 from bench.docqa_quality import recall
 from bench.measure import KgflowClient, percentile
-from processors.base.runtime import System, embedded
+from processors.commands.system import System, embedded
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.retrieval.graph_rag.rag import GraphRagSettings
 from processors.retrieval.reranker.rerank import RerankerSettings

@@ -34,8 +34,8 @@ from bench.measure import (
 )
 from bench.servers import pulsar_url, server_pids, servers_for
 from bench.targets import targets
-from processors.base.runtime import embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import embedded
 from processors.stores.settings import StoreSettings
 
 RESULTS = Path(__file__).resolve().parent / "results.json"

@@ -7,7 +7,6 @@ import itertools
 from abc import ABC, abstractmethod
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
 
 from schemas.topics import dead_letter
 
@@ -19,7 +18,7 @@ class BusMessage:
     data: bytes
     properties: dict[str, str]
     redelivery_count: int = 0
-    handle: Any = None  # backend-specific token used for ack/nack
+    handle: object = None  # backend-specific token used for ack/nack
 
 
 class Producer(ABC):

@@ -7,7 +7,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -19,6 +19,7 @@ from schemas.services import Service
 from schemas.topics import topic
 
 ResT = TypeVar("ResT", bound=Response)
+R = TypeVar("R", bound=Response)
 log = logging.getLogger(__name__)
 
 # Message properties: the client's deadline for the first response (epoch seconds) and how long
@@ -80,10 +81,12 @@ class RequestResponseClient(Generic[ResT]):
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
 
-    @classmethod
-    def for_service(cls, bus: Bus, service: Service, flow_id: str, timeout_s: float) -> RequestResponseClient[Any]:
-        """A client of `service` in flow `flow_id`."""
-        return cls(
+    @staticmethod
+    def for_service(
+        bus: Bus, service: Service[BaseModel, R], flow_id: str, timeout_s: float
+    ) -> RequestResponseClient[R]:
+        """A client of `service` in flow `flow_id`: its responses are typed as the service's."""
+        return RequestResponseClient(
             bus,
             topic(service.name, flow_id),
             topic(service.name, flow_id, "response"),

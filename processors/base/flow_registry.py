@@ -9,9 +9,8 @@ from pathlib import Path
 
 from processors.base.bus import Bus, Consumer
 from processors.base.errors import BadRequest
-from processors.base.processor import Host, error_response, parse_request
-from processors.base.registry import PROCESSORS
-from processors.base.settings import RuntimeSettings, flow_params, param_names
+from processors.base.processor import Host, error_response
+from processors.base.settings import ParamModels, RuntimeSettings, flow_params, param_names
 from processors.base.tasks import cancel_and_close
 from schemas.flows import Blueprint, ConfigState, Flow, FlowRequest, FlowResponse
 from schemas.topics import CONFIG_PUSH, CONFIG_REQUEST, CONFIG_RESPONSE
@@ -22,8 +21,11 @@ log = logging.getLogger(__name__)
 class FlowRegistry:
     """Pure state: blueprints and running flows, optionally persisted to a JSON file."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, params: ParamModels | None = None) -> None:
+        """`params`: each processor's flow-parameter model, by name, that a flow's parameters are
+        checked against (`processors.commands.catalog.PARAMS`; None: no processor is known)."""
         self.path = path
+        self.params: ParamModels = params or {}
         self.state = ConfigState()
         if path and path.exists():
             self.state = ConfigState.model_validate_json(path.read_text())
@@ -77,7 +79,7 @@ class FlowRegistry:
             if fid in st.flows:
                 raise BadRequest(f"flow {fid!r} is already running")
             flow = Flow(id=fid, blueprint=name, description=req.description or "", parameters=req.parameters or {})
-            check_parameters(flow, st.blueprints[name])  # before anything is stored
+            check_parameters(flow, st.blueprints[name], self.params)  # before anything is stored
             st.flows[fid] = flow
             self._save()
             return FlowResponse(flow=st.flows[fid]), True
@@ -107,14 +109,13 @@ class FlowRegistry:
             del self.state.items[req.workspace]
 
 
-def check_parameters(flow: Flow, blueprint: Blueprint) -> None:
+def check_parameters(flow: Flow, blueprint: Blueprint, params: ParamModels) -> None:
     """Refuse a flow whose parameters a processor of its blueprint would not accept: each value is
-    checked against that processor's parameter model (`processors.base.registry`), and, when every
-    processor of the blueprint is known, each name must be one of theirs. Errors name the flow and
-    the parameter as written (`max-subgraph-size`)."""
-    entries = [PROCESSORS.get(name) for name in blueprint.processors]
-    models = {e.name: e.params_model() for e in entries if e is not None}
-    if all(e is not None for e in entries):
+    checked against that processor's parameter model (`params`), and, when every processor of the
+    blueprint is known, each name must be one of theirs. Errors name the flow and the parameter as
+    written (`max-subgraph-size`)."""
+    models = {name: params[name] for name in blueprint.processors if name in params}
+    if len(models) == len(blueprint.processors):
         known = {n for m in models.values() if m is not None for n in param_names(m)}
         given = [*blueprint.parameters, *(p for b in blueprint.processors.values() for p in b.parameters),
                  *flow.parameters]  # fmt: skip
@@ -147,7 +148,7 @@ class ConfigService:
     @classmethod
     def create(cls, host: Host) -> ConfigService:
         """The registry of the embedded home (`flows.json`), served on the host's bus."""
-        return cls(host.bus, FlowRegistry(host.store_settings.home / "flows.json"), host.runtime)
+        return cls(host.bus, FlowRegistry(host.store_settings.home / "flows.json", host.param_models), host.runtime)
 
     async def start(self) -> None:
         """Start serving; pushes the current config once so late watchers converge."""
@@ -170,7 +171,7 @@ class ConfigService:
             rid = msg.properties.get("id", "")
             changed = False
             try:
-                res, changed = self.registry.handle(parse_request(FlowRequest, msg.data))
+                res, changed = self.registry.handle(FlowRequest.model_validate_json(msg.data))
             except Exception as e:
                 res = error_response(FlowResponse, e)
                 log.info("flow request refused: %s", e)

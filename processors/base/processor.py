@@ -5,22 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, RootModel, ValidationError
 
 from processors.base.bus import Bus, BusMessage, Consumer, Producer
 from processors.base.client import DEADLINE, IDLE, SENT, SEQ, STORE, RemoteError, RequestResponseClient
 from processors.base.config_client import ConfigWatcher
 from processors.base.errors import QueryTimeout, ServiceError
 from processors.base.metrics import CONSUMER_STATE, LATENCY, REQUESTS
-from processors.base.settings import RuntimeSettings
+from processors.base.settings import ParamModels, RuntimeSettings
 from processors.base.tasks import cancel_and_wait
 from processors.stores.settings import StoreSettings
 from processors.stores.usage import Reporting, begin
@@ -33,6 +32,8 @@ if TYPE_CHECKING:  # the stores import the framework's settings; only the type i
     from processors.stores.factory import Stores
 
 log = logging.getLogger(__name__)
+S = TypeVar("S")  # a flow's state
+R = TypeVar("R", bound=Response)
 # When the request being served was sent (its client's clock; None if the client did not say): a
 # handler tells a redelivered request from one asked after a change it must not undo.
 REQUEST_SENT: ContextVar[float | None] = ContextVar("request_sent", default=None)
@@ -62,23 +63,40 @@ class Host(Protocol):
     store_settings: StoreSettings
 
     @property
-    def stores(self) -> Any:
-        """The process's stores (`processors.stores.factory.Stores`), opened on first use."""
+    def stores(self) -> Stores:
+        """The process's stores, opened on first use."""
+        ...
+
+    @property
+    def param_models(self) -> ParamModels:
+        """Each processor's flow-parameter model (the config service checks a flow's against them)."""
         ...
 
 
 @dataclass
-class FlowContext:
-    """What a handler sees of its flow: id, merged parameters, clients, per-flow state."""
+class FlowContext(Generic[S]):
+    """What a handler sees of its flow: id, merged parameters, clients, and the per-flow state `S`
+    its processor builds in `on_flow_start` (`FlowContext[GraphRag]`: the checker knows its type)."""
 
     id: str
     parameters: dict[str, Any]
-    clients: dict[str, RequestResponseClient[Any]] = field(default_factory=dict)
-    state: Any = None
+    clients: dict[str, RequestResponseClient[Response]] = field(default_factory=dict)
+    _state: S | None = None
 
-    def client(self, service: Service) -> RequestResponseClient[Any]:
-        """The client of a service this processor declared it calls."""
-        return self.clients[service.name]
+    @property
+    def state(self) -> S:
+        """The flow's state (set by the processor's `on_flow_start`)."""
+        if self._state is None:
+            raise RuntimeError(f"flow {self.id!r} has no state: its processor's on_flow_start sets it")
+        return self._state
+
+    @state.setter
+    def state(self, value: S) -> None:
+        self._state = value
+
+    def client(self, service: Service[BaseModel, R]) -> RequestResponseClient[R]:
+        """The client of a service this processor declared it calls (typed by the service)."""
+        return cast(RequestResponseClient[R], self.clients[service.name])
 
 
 @dataclass
@@ -325,6 +343,7 @@ class FlowProcessor:
             budget, idle = self._budget(msg)
             loop = asyncio.get_running_loop()
             hard = loop.time() + self.runtime.handler_timeout_s  # no request runs longer, frames or not
+            limit: asyncio.Timeout | None = None
             try:
                 if budget <= 0:
                     raise QueryTimeout(f"{service.name}: the client stopped waiting before the request was served")
@@ -333,18 +352,18 @@ class FlowProcessor:
                         REQUEST_SENT.set(float(msg.properties[SENT]))
                     req = parse_request(service.request, msg.data)
                     result = spec.handler(req, ctx)
-                    if inspect.isasyncgen(result):
-                        async with contextlib.aclosing(result):
-                            async for res in result:
+                    if isinstance(result, Awaitable):  # a coroutine: one response
+                        await self._respond(spec, ctx, rid, await result, 0, store)
+                        sent += 1
+                    else:
+                        async with contextlib.aclosing(_generator(result)) as frames:
+                            async for res in frames:
                                 await self._respond(spec, ctx, rid, res, sent, store)
                                 sent += 1
                                 if idle:  # the client waits `idle` more seconds for the next frame
                                     limit.reschedule(min(hard, loop.time() + idle))
-                    else:
-                        await self._respond(spec, ctx, rid, await result, 0, store)  # type: ignore[misc]
-                        sent += 1
             except TimeoutError:
-                if not limit.expired():
+                if limit is None or not limit.expired():
                     raise
                 outcome = "timeout"
                 took = time.perf_counter() - started
@@ -393,12 +412,17 @@ class StoreProcessor(FlowProcessor):
         await (await self._producer(GRAPH_CHANGED)).send(note.model_dump_json().encode(), {})
 
 
-def parse_request(model: Any, data: bytes) -> Any:
-    """Validate raw JSON against a request model (RootModel unions are unwrapped)."""
-    if isinstance(model, type) and issubclass(model, BaseModel):
-        obj = model.model_validate_json(data)
-        return getattr(obj, "root", obj)
-    return TypeAdapter(model).validate_json(data)
+def _generator(frames: AsyncIterator[Response]) -> AsyncGenerator[Response, None]:
+    """`frames` as an async generator (closable however the handler wrote its stream)."""
+    if isinstance(frames, AsyncGenerator):
+        return frames
+    return (f async for f in frames)
+
+
+def parse_request(model: type[BaseModel], data: bytes) -> BaseModel:
+    """Validate raw JSON against a request model (a RootModel union gives the operation's model)."""
+    obj = model.model_validate_json(data)
+    return obj.root if isinstance(obj, RootModel) else obj
 
 
 def error_response(response: type[Response], exc: Exception) -> Response:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 import pulsar
 import pulsar.asyncio as apulsar
@@ -70,7 +70,7 @@ class PulsarBus(Bus):
 
     async def reader(self, topic: str) -> Consumer:
         r = await self._client.create_reader(topic, pulsar.MessageId.latest, receiver_queue_size=READER_QUEUE)
-        cons = _PulsarConsumer(r.read_next, r, is_reader=True)
+        cons = _PulsarConsumer(r.read_next, r)
         self._closables.append(cons)
         return cons
 
@@ -103,19 +103,23 @@ class _PulsarConsumer(Consumer):
     already been asked for is kept and handed to the next `receive`, so a cancelled wait (a
     timeout, a stopping task) never swallows a message."""
 
-    def __init__(self, next_message: Any, handle: Any, *, is_reader: bool = False) -> None:
+    def __init__(
+        self,
+        next_message: Callable[[], Awaitable[pulsar.Message]],
+        handle: apulsar.Consumer | apulsar.Reader,
+    ) -> None:
         self._next = next_message
         self._c = handle
-        self._is_reader = is_reader
         self._pending: asyncio.Future[pulsar.Message] | None = None
         self._closed = False
 
     async def receive(self) -> BusMessage:
         while True:
-            if self._pending is None:
-                self._pending = asyncio.ensure_future(self._next())
+            pending = self._pending
+            if pending is None:
+                pending = self._pending = asyncio.ensure_future(self._next())
             try:
-                msg = await asyncio.shield(self._pending)
+                msg = await asyncio.shield(pending)
             except apulsar.PulsarException:
                 if self._closed:
                     raise
@@ -127,11 +131,11 @@ class _PulsarConsumer(Consumer):
             return BusMessage(msg.data(), msg.properties(), msg.redelivery_count(), handle=msg)
 
     async def ack(self, msg: BusMessage) -> None:
-        if not self._is_reader:
+        if isinstance(self._c, apulsar.Consumer) and isinstance(msg.handle, pulsar.Message):  # a reader acks nothing
             await self._c.acknowledge(msg.handle)
 
     async def nack(self, msg: BusMessage) -> None:
-        if not self._is_reader:
+        if isinstance(self._c, apulsar.Consumer) and isinstance(msg.handle, pulsar.Message):
             await self._c.negative_acknowledge(msg.handle)
 
     async def close(self) -> None:
@@ -147,7 +151,7 @@ class _PulsarConsumer(Consumer):
                 await pending
 
 
-def _quiet_logger() -> Any:
+def _quiet_logger() -> pulsar.ConsoleLogger:
     # The C++ client's own console logger: a Python logger would be called from the client's
     # threads (taking the GIL) and, at interpreter exit, falls back to printing DEBUG lines.
     return pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn)

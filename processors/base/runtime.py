@@ -1,24 +1,17 @@
-"""Assemble processors into a running system: all in one process, or one per process."""
+"""What every kgflow process needs from the framework: its bus, the shipped flow blueprints, the
+default flow started, its BLAS threads bounded. (Processors are assembled into a running system at
+the wiring level: `processors.commands.system`.)"""
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from processors.base.bus import Bus, MemoryBus
 from processors.base.flow_registry import load_blueprint
-from processors.base.metrics import PROCESSOR_INFO
-from processors.base.registry import CONFIG, FLOW_PROCESSORS, processor_entry
 from processors.base.settings import RuntimeSettings
-from processors.stores.settings import StoreSettings
 from schemas.flows import FlowRequest
-
-if TYPE_CHECKING:
-    from processors.stores.factory import Stores
 
 # The repo's flows/ (source checkout, editable install), else the copy a wheel installs.
 FLOWS_DIR = next(
@@ -46,57 +39,6 @@ def make_bus(rt: RuntimeSettings) -> Bus:
 def default_blueprint_path() -> Path:
     """The shipped blueprint of flow `default`: every service."""
     return FLOWS_DIR / "default.yaml"
-
-
-@dataclass
-class System:
-    """Running processors sharing one bus (and, when needed, one set of stores)."""
-
-    bus: Bus
-    store_settings: StoreSettings
-    runtime: RuntimeSettings
-    processors: list[Any] = field(default_factory=list)
-    _stores: Stores | None = None
-
-    @property
-    def stores(self) -> Stores:
-        """The stores, opened on first use."""
-        if self._stores is None:
-            from processors.stores.factory import open_stores
-
-            self._stores = open_stores(self.store_settings)
-        return self._stores
-
-    def __post_init__(self) -> None:
-        limit_blas_threads(self.runtime.blas_threads)
-
-    def build(self, name: str) -> Any:
-        """Instantiate processor `name` (see `processors.base.registry`)."""
-        return processor_entry(name).load().create(self)
-
-    async def start(self, names: tuple[str, ...] | list[str]) -> None:
-        """Start processors in order (the config service first if listed)."""
-        for name in names:
-            proc = self.build(name)
-            await proc.start()
-            self.processors.append(proc)
-            PROCESSOR_INFO.labels(getattr(proc, "name", name)).set(1)
-
-    async def stop(self) -> None:
-        """Stop everything in reverse order and close the stores and the bus."""
-        for proc in reversed(self.processors):
-            with contextlib.suppress(Exception):
-                await proc.stop()
-            with contextlib.suppress(KeyError):
-                PROCESSOR_INFO.remove(getattr(proc, "name", ""))
-        self.processors.clear()
-        if self._stores is not None:
-            await self._stores.close()
-        await self.bus.close()
-
-    def processor(self, name: str) -> Any:
-        """A started processor by name."""
-        return next(p for p in self.processors if getattr(p, "name", None) == name)
 
 
 def limit_blas_threads(threads: int) -> None:
@@ -130,23 +72,3 @@ async def ensure_default_flow(bus: Bus, flow_id: str = DEFAULT_FLOW, params: dic
             )
     finally:
         await client.stop()
-
-
-@contextlib.asynccontextmanager
-async def embedded(
-    store: StoreSettings,
-    rt: RuntimeSettings | None = None,
-    flow_params: dict[str, Any] | None = None,
-    bus: Bus | None = None,
-) -> AsyncIterator[System]:
-    """Every processor in this process on a memory bus (or on `bus`, which it then owns), serving
-    flow `default`."""
-    rt = rt or RuntimeSettings()
-    system = System(bus or MemoryBus(), store, rt)
-    try:
-        await system.start([CONFIG.name])
-        await ensure_default_flow(system.bus, params=flow_params)
-        await system.start([p.name for p in FLOW_PROCESSORS])
-        yield system
-    finally:
-        await system.stop()

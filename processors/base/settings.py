@@ -8,11 +8,14 @@ parameter model (e.g. `GraphRagSettings`, `LabelParams`, `LLMParams`), a gateway
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 M = TypeVar("M", bound=BaseModel)
+# Each processor's flow-parameter model, by processor name (None: it takes none).
+ParamModels = Mapping[str, type[BaseModel] | None]
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
@@ -46,7 +49,9 @@ def setting_name(field: str, prefix: str = "KGFLOW_", from_cli: bool = False) ->
     return f"--{field.replace('_', '-')}" if from_cli else prefix + field.upper()
 
 
-def describe_errors(exc: ValidationError, name: Any = lambda f: f.replace("_", "-"), limit: int = 3) -> str:
+def describe_errors(
+    exc: ValidationError, name: Callable[[str], str] = lambda f: f.replace("_", "-"), limit: int = 3
+) -> str:
     """A one-line account of a validation error, each field named by `name(field)`."""
     parts = []
     for err in exc.errors()[:limit]:

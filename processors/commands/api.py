@@ -22,10 +22,11 @@ import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel
 
+from processors.base.client import RemoteError
 from processors.base.settings import RuntimeSettings, from_env
 from processors.commands.loading import DEFAULT_BATCHING, Batching, DocumentsLoaded, LoadProgress, load_documents
 from processors.commands.transports import BusTransport, GatewayTransport, Transport, TriplesProgress, TriplesStored
@@ -115,18 +116,20 @@ class Kgflow:
         await self.close()
 
     # --- any service ------------------------------------------------------------------------
-    async def stream(self, service: Service | str, request: BaseModel) -> AsyncIterator[Any]:
+    async def stream(self, service: Service[BaseModel, R] | str, request: BaseModel) -> AsyncIterator[R]:
         """Every response to `request` (progress first, when the service streams), as the
         service's response model."""
-        svc = SERVICES[service] if isinstance(service, str) else service
+        svc = cast(Service[BaseModel, R], SERVICES[service]) if isinstance(service, str) else service
         async for res in self.transport.stream(svc, self.flow, request, self.timeout_s):
             yield res
 
-    async def request(self, service: Service | str, request: BaseModel) -> Any:
+    async def request(self, service: Service[BaseModel, R] | str, request: BaseModel) -> R:
         """The answer to `request` (the last response)."""
-        last = None
+        last: R | None = None
         async for res in self.stream(service, request):
             last = res
+        if last is None:
+            raise RemoteError("bad-response", "the service answered nothing")
         return last
 
     # --- questions --------------------------------------------------------------------------
@@ -134,52 +137,60 @@ class Kgflow:
                         scope: Scope | None = None, **params: Any) -> GraphRagResponse:  # fmt: skip
         """GraphRAG over the collection's triples; `params` by field name (`max_path_length=3`)."""
         req = GraphRagRequest(query=question, **self._asked(collection, no_llm, scope), **params)
-        return await self.ask(GRAPH_RAG, req)  # type: ignore[no-any-return]
+        return await self.ask(GRAPH_RAG, req)
 
     async def lazy_rag(self, question: str, *, collection: str = "default", no_llm: bool = False,
                        scope: Scope | None = None, operation: Literal["query", "expand"] = "query",
                        **params: Any) -> LazyRagResponse:  # fmt: skip
         """An answer from the collection's documents (chunks cite document, page and section)."""
         req = LazyRagRequest(query=question, operation=operation, **self._asked(collection, no_llm, scope), **params)
-        return await self.ask(LAZY_RAG, req)  # type: ignore[no-any-return]
+        return await self.ask(LAZY_RAG, req)
 
     async def kg_query(self, question: str, *, collection: str = "default", mode: KgQueryMode | None = None,
                        no_llm: bool = False, scope: Scope | None = None, **params: Any) -> KgQueryResponse:  # fmt: skip
         """LightRAG-style retrieval in `mode` (default: the flow's, `mix`)."""
         extra = {"mode": mode} if mode else {}
         req = KgQueryRequest(query=question, **self._asked(collection, no_llm, scope), **extra, **params)
-        return await self.ask(KG_QUERY, req)  # type: ignore[no-any-return]
+        return await self.ask(KG_QUERY, req)
 
     async def drift(self, question: str, *, collection: str = "default", no_llm: bool = False,
                     scope: Scope | None = None, progress: Callable[[DriftProgress], None] | None = None,
                     **params: Any) -> DriftResponse:  # fmt: skip
         """DRIFT search; `progress` sees each step as it happens."""
         req = DriftRequest(query=question, **self._asked(collection, no_llm, scope), **params)
-        return await self.ask(DRIFT, req, progress)  # type: ignore[no-any-return]
+        return await self.ask(DRIFT, req, progress)
 
     async def rerank(self, question: str, results: Sequence[RerankItem], *, collection: str = "default",
                      scope: Scope | None = None, **params: Any) -> RerankResponse:  # fmt: skip
         """Reorder `results` for `question` (`strategy`: semantic, episode, distance or hybrid)."""
         req = RerankRequest(query=question, results=list(results), user=self.user, collection=collection,
                             scope=scope, **params)  # fmt: skip
-        return await self.request(RERANKER, req)  # type: ignore[no-any-return]
+        return await self.request(RERANKER, req)
 
-    async def ask(self, service: Service, request: BaseModel, progress: Callable[[Any], None] | None = None) -> Any:
+    async def ask(
+        self,
+        service: Service[BaseModel, R],
+        request: BaseModel,
+        progress: Callable[[DriftProgress], None] | None = None,
+    ) -> R:
         """The answer of a retrieval service, each progress step to `progress`; a question over a
         collection that holds nothing carries an `unknown-collection` warning naming the user's
         collections (the retrieval services find nothing there and cannot tell why)."""
-        last: Any = None
+        last = None
         async for res in self.stream(service, request):
-            if progress is not None and not res.end_of_stream and getattr(res, "progress", None) is not None:
-                progress(res.progress)
+            step = res.progress if isinstance(res, DriftResponse) and not res.end_of_stream else None
+            if progress is not None and step is not None:
+                progress(step)
             last = res
+        if last is None:
+            raise RemoteError("bad-response", f"{service.name} answered nothing")
         await self._warn_if_unknown(last, getattr(request, "collection", ""))
         return last
 
     def _asked(self, collection: str, no_llm: bool, scope: Scope | None) -> dict[str, Any]:
         return {"user": self.user, "collection": collection, "no_llm": no_llm, "scope": scope}
 
-    async def _warn_if_unknown(self, res: Any, collection: str) -> None:
+    async def _warn_if_unknown(self, res: Response, collection: str) -> None:
         warnings: list[Notice] | None = getattr(res, "warnings", None)
         if warnings is None or any(w.type == "unknown-collection" for w in warnings):
             return
@@ -200,7 +211,7 @@ class Kgflow:
         what could not be loaded is in the result by name (`complete` is False then)."""
         items = [s if isinstance(s, Document) else Path(s) for s in sources]
 
-        def stream(service: Service, req: Any, timeout_s: float) -> AsyncIterator[Any]:
+        def stream(service: Service[BaseModel, R], req: BaseModel, timeout_s: float) -> AsyncIterator[R]:
             return self.transport.stream(service, self.flow, req, timeout_s)
 
         return await load_documents(stream, self.user, collection, items, format, progress, batching)
@@ -326,7 +337,7 @@ class KgflowSync:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def stream(self, service: Service | str, request: BaseModel) -> Iterator[Any]:
+    def stream(self, service: Service[BaseModel, R] | str, request: BaseModel) -> Iterator[R]:
         """See `Kgflow.stream`."""
         responses = self.client.stream(service, request)
         try:

@@ -10,13 +10,18 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Protocol, TypeVar
+
+from pydantic import BaseModel
 
 from processors.base.client import RemoteError, RequestTimeout
 from processors.ingest.documents.files import DocumentFormat, Unreadable, read_documents
+from schemas.base import Response
 from schemas.communities import BuildCommunities, CommunitiesResponse, ListCommunities
 from schemas.documents import Document, LoadDocuments, LoadResponse
 from schemas.services import COMMUNITIES, COMMUNITY_BUILD, DOCUMENT_LOAD, Service
+
+R = TypeVar("R", bound=Response)
 
 BATCH_CHARS = 200_000  # a batch closes at this much text (long documents make many chunks)
 LOAD_TIMEOUT_S = 3600.0
@@ -42,7 +47,12 @@ DEFAULT_BATCHING = Batching()
 # (stage, n): "documents" (n to load), "unchanged" and "loaded" (n documents done), "chunks"
 # (n more chunks found), "extracted" (n chunks indexed)
 LoadProgress = Callable[[str, int], None]
-Stream = Callable[[Service, Any, float], AsyncIterator[Any]]  # (service, request, timeout) -> responses
+
+
+class Stream(Protocol):
+    """The responses of a service to a request (progress, then the answer), each typed as the service's."""
+
+    def __call__(self, service: Service[BaseModel, R], request: BaseModel, timeout_s: float) -> AsyncIterator[R]: ...
 
 
 @dataclass
@@ -126,10 +136,12 @@ async def load_documents(
     return out
 
 
-async def _last(stream: Stream, service: Service, request: Any) -> Any:
-    last = None
+async def _last(stream: Stream, service: Service[BaseModel, R], request: BaseModel) -> R:
+    last: R | None = None
     async for res in stream(service, request, LOAD_TIMEOUT_S):
         last = res
+    if last is None:
+        raise RemoteError("bad-response", f"{service.name} answered nothing")
     return last
 
 

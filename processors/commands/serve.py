@@ -8,13 +8,17 @@ import contextlib
 import logging
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from processors.base.metrics import serve_metrics
-from processors.base.registry import CONFIG, FLOW_PROCESSORS, GATEWAY, processor_entry
-from processors.base.runtime import System, ensure_default_flow, make_bus
+from processors.base.runtime import ensure_default_flow, make_bus
 from processors.base.settings import from_env
+from processors.commands.catalog import CONFIG, FLOW_PROCESSORS, GATEWAY, processor_entry
 from processors.commands.options import runtime_settings, store_settings
+from processors.commands.system import System
+
+if TYPE_CHECKING:  # the gateway (aiohttp and its routes) is imported only by the commands that run it
+    from processors.gateway.service import GatewayProcessor
 
 log = logging.getLogger("kgflow")
 
@@ -28,7 +32,7 @@ async def _wait_for_signal() -> None:
     await stop.wait()
 
 
-def _gateway(system: System, port: int | None) -> Any:
+def _gateway(system: System, port: int | None) -> GatewayProcessor:
     """The gateway on the system's bus (settings from KGFLOW_GATEWAY_*, the port from the command line)."""
     from processors.gateway.service import GatewayProcessor, GatewaySettings
 
@@ -36,7 +40,7 @@ def _gateway(system: System, port: int | None) -> Any:
     return GatewayProcessor(system.bus, system.runtime, settings, home=system.store_settings.home)
 
 
-def _print_explorer(gw: Any) -> None:
+def _print_explorer(gw: GatewayProcessor) -> None:
     """Tell the operator where the explorer page is (and that it will ask for a token, when one is needed)."""
     token = " (it asks for the gateway's token)" if gw.auth.enabled else ""
     print(f"kgflow: explorer at {gw.url}{token}", file=sys.stderr, flush=True)

@@ -10,7 +10,7 @@ import json
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -19,12 +19,17 @@ from processors.base.client import RemoteError, RequestResponseClient, RequestTi
 from processors.base.settings import RuntimeSettings
 from processors.ingest.triples.readers import Format, read_triples
 from processors.stores.settings import StoreSettings
+from schemas.base import Response
 from schemas.flows import FlowRequest, FlowResponse
 from schemas.services import TRIPLES_STORE, Service
 from schemas.terms import Triple
 from schemas.triples import BeginLoad, EmbedLabels, FinishLoad, StoreTriples
 
+R = TypeVar("R", bound=Response)
+
 if TYPE_CHECKING:  # the loader imports the stores and the models: not at every command's start
+    from processors.commands.system import System
+    from processors.gateway.client import GatewayClient
     from processors.ingest.triples.loader import Begun
     from processors.stores.protocol import VectorKind
 
@@ -49,7 +54,9 @@ class TriplesStored(BaseModel):
 class Transport(Protocol):
     """What the API needs from a connection to kgflow."""
 
-    def stream(self, service: Service, flow: str, request: BaseModel, timeout_s: float) -> AsyncIterator[Any]:
+    def stream(
+        self, service: Service[BaseModel, R], flow: str, request: BaseModel, timeout_s: float
+    ) -> AsyncIterator[R]:
         """Every response to `request` (progress, then the answer); errors raise RemoteError."""
         ...
 
@@ -131,8 +138,8 @@ class BusTransport:
         self.store, self.runtime = store, runtime
         self._stack = contextlib.AsyncExitStack()
         self._bus: Bus | None = None
-        self._system: Any = None
-        self._clients: dict[tuple[str, str], RequestResponseClient[Any]] = {}
+        self._system: System | None = None
+        self._clients: dict[tuple[str, str], RequestResponseClient[Response]] = {}
         self._checked: set[str] = set()
         self._lock = asyncio.Lock()
 
@@ -146,7 +153,7 @@ class BusTransport:
         async with self._lock:
             if self._bus is None:
                 if self.embedded:
-                    from processors.base.runtime import embedded
+                    from processors.commands.system import embedded
 
                     self._system = await self._stack.enter_async_context(embedded(self.store, self.runtime))
                     self._bus = self._system.bus
@@ -157,7 +164,7 @@ class BusTransport:
                     self._stack.push_async_callback(self._bus.close)
             return self._bus
 
-    async def _client(self, service: Service, flow: str, timeout_s: float) -> RequestResponseClient[Any]:
+    async def _client(self, service: Service[BaseModel, R], flow: str, timeout_s: float) -> RequestResponseClient[R]:
         bus = await self.bus()
         if flow not in self._checked:
             await require_flow(bus, flow)
@@ -165,9 +172,11 @@ class BusTransport:
         key = (service.name, flow)
         if key not in self._clients:
             self._clients[key] = RequestResponseClient.for_service(bus, service, flow, timeout_s)
-        return self._clients[key]
+        return cast(RequestResponseClient[R], self._clients[key])  # made for `service` above
 
-    async def stream(self, service: Service, flow: str, request: BaseModel, timeout_s: float) -> AsyncIterator[Any]:
+    async def stream(
+        self, service: Service[BaseModel, R], flow: str, request: BaseModel, timeout_s: float
+    ) -> AsyncIterator[R]:
         client = await self._client(service, flow, timeout_s)
         async for res in client.stream(request, timeout_s):
             yield res
@@ -175,8 +184,9 @@ class BusTransport:
     async def flow_request(self, request: FlowRequest) -> FlowResponse:
         if self.embedded and self._bus is None:
             from processors.base.flow_registry import FlowRegistry
+            from processors.commands.catalog import PARAMS
 
-            return _flow_answer(FlowRegistry(self.store.home / "flows.json").handle(request)[0])
+            return _flow_answer(FlowRegistry(self.store.home / "flows.json", PARAMS).handle(request)[0])
         from processors.base.config_client import config_client
 
         client = config_client(await self.bus())
@@ -229,14 +239,16 @@ class GatewayTransport:
         self._connected = False
         self._lock = asyncio.Lock()
 
-    async def _gw(self) -> Any:
+    async def _gw(self) -> GatewayClient:
         async with self._lock:
             if not self._connected:
                 await self.gateway.connect()
                 self._connected = True
         return self.gateway
 
-    async def stream(self, service: Service, flow: str, request: BaseModel, timeout_s: float) -> AsyncIterator[Any]:
+    async def stream(
+        self, service: Service[BaseModel, R], flow: str, request: BaseModel, timeout_s: float
+    ) -> AsyncIterator[R]:
         gw = await self._gw()
         gw.timeout_s = max(gw.timeout_s, timeout_s)
         async for res in gw.stream_call(service, flow, request):

@@ -28,6 +28,7 @@ from processors.gateway import metrics
 from processors.gateway import translate as tr
 from processors.gateway.auth import Authenticator, AuthError, Principal
 from processors.gateway.dispatch import DEFAULT_FLOW, Dispatcher, GatewayError
+from schemas.base import Response
 
 log = logging.getLogger(__name__)
 STATUS = {"bad-request": 400, "unauthorized": 401, "forbidden": 403, "unknown-model": 404, "unknown-flow": 404,
@@ -79,7 +80,7 @@ class ChatRoutes:
             raise GatewayError("bad-request", "body must be a JSON object")
         return body
 
-    def call(self, request: web.Request, principal: Principal, model: Any, query: str) -> ChatCall:
+    def call(self, request: web.Request, principal: Principal, model: object, query: str) -> ChatCall:
         """The checked call of a model name and question (GatewayError when either is not served)."""
         try:
             target = cf.parse_model(model, request.headers.get(cf.COLLECTION_HEADER) or None)
@@ -135,7 +136,7 @@ class ChatRoutes:
         metrics.LATENCY.labels(metrics.service_label(service)).observe(time.perf_counter() - began)
 
 
-def _tokens(res: Any) -> tuple[int, int]:
+def _tokens(res: Response) -> tuple[int, int]:
     stats = getattr(res, "stats", None)
     in_t = getattr(res, "in_token", None) or (getattr(stats, "in_token", 0) if stats else 0)
     out_t = getattr(res, "out_token", None) or (getattr(stats, "out_token", 0) if stats else 0)

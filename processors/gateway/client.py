@@ -7,7 +7,7 @@ import itertools
 import json
 from collections.abc import AsyncIterator
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import aiohttp
 from pydantic import BaseModel
@@ -15,8 +15,11 @@ from pydantic import BaseModel
 from processors.base.client import RemoteError, RequestTimeout
 from processors.base.tasks import cancel_and_wait
 from processors.gateway import translate as tr
+from schemas.base import Response
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
 from schemas.services import GRAPH_RAG, Service
+
+R = TypeVar("R", bound=Response)
 
 
 def socket_url(url: str) -> str:
@@ -141,19 +144,21 @@ class GatewayClient:
         wire = tr.graph_rag_request_to_wire(req.model_copy(update={"streaming": False}))
         return tr.graph_rag_response_from_wire(await self.request(GRAPH_RAG.name, wire, flow_id, req.user))
 
-    async def call(self, service: Service, flow_id: str, req: BaseModel) -> Any:
+    async def call(self, service: Service[BaseModel, R], flow_id: str, req: BaseModel) -> R:
         """A kgflow service through the gateway (its `user` is sent as the workspace): the final
         response, validated as the service's response model."""
-        last = None
+        last: R | None = None
         async for res in self.stream_call(service, flow_id, req):
             last = res
+        if last is None:
+            raise RemoteError("bad-response", f"{service.name} answered nothing")
         return last
 
-    async def stream_call(self, service: Service, flow_id: str, req: BaseModel) -> AsyncIterator[Any]:
+    async def stream_call(self, service: Service[BaseModel, R], flow_id: str, req: BaseModel) -> AsyncIterator[R]:
         """Every response of a kgflow service through the gateway (progress, then the answer),
         validated as the service's response model; graph-rag answers once."""
         if service.name == GRAPH_RAG.name:
-            yield await self.graph_rag(flow_id, req)  # type: ignore[arg-type]
+            yield cast(R, await self.graph_rag(flow_id, cast(GraphRagRequest, req)))  # the service is graph-rag's
             return
         wire = tr.kgflow_request_to_wire(req)
         async for payload in self.stream(service.name, wire, flow_id, getattr(req, "user", None)):

@@ -20,7 +20,6 @@ from pydantic import BaseModel
 from processors.base.bus import Bus
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
 from processors.base.config_client import CONFIG_TIMEOUT_S, ConfigWatcher, config_client
-from processors.base.registry import server_of
 from processors.gateway import tg_config as tgc
 from processors.gateway import tg_documents as tgd
 from processors.gateway import tg_flow as tgf
@@ -161,9 +160,8 @@ class Dispatcher:
         if running is None:
             known = ", ".join(sorted(self.config.flows)) or "none"
             raise GatewayError("unknown-flow", f"flow {flow!r} is not running (running flows: {known})")
-        server = server_of(service.name)
         bp = self.config.blueprints.get(running.blueprint)
-        if bp is None or server is None or server.name not in bp.processors:
+        if bp is None or service.name not in bp.processors:  # each service's processor is named after it
             raise GatewayError(
                 "unknown-service", f"flow {flow!r} (blueprint {running.blueprint!r}) has no {service.name}"
             )
@@ -183,7 +181,7 @@ class Dispatcher:
         workspace: object,
         service: str,
         flow: str | None,
-        request: Any,
+        request: object,
         streaming_allowed: bool = True,
     ) -> AsyncIterator[Frame]:
         """Frames answering one request; raises GatewayError (never anything else)."""
@@ -197,7 +195,7 @@ class Dispatcher:
                 yield frame
 
     async def _flow_service(
-        self, user: str, service: str, flow: str, wire: Any, streaming_allowed: bool
+        self, user: str, service: str, flow: str, wire: object, streaming_allowed: bool
     ) -> AsyncIterator[Frame]:
         if service in TRUSTGRAPH_ALIASES:
             async for frame in self._trustgraph_alias(user, service, flow, wire, streaming_allowed):
@@ -270,7 +268,7 @@ class Dispatcher:
                 yield tr.text_completion_response_to_wire(res), res.end_of_stream
 
     async def _trustgraph_alias(
-        self, user: str, service: str, flow: str, wire: Any, streaming_allowed: bool
+        self, user: str, service: str, flow: str, wire: object, streaming_allowed: bool
     ) -> AsyncIterator[Frame]:
         """TrustGraph's document-rag and text/document loads, answered by lazy-rag and document-load (a load
         with `streaming: true` also sends `{stage, done}` progress frames before its report)."""
@@ -298,10 +296,9 @@ class Dispatcher:
         """The flow collection-management goes through: `default`, else the first flow with documents."""
         if not self.config.flows:
             await self._refresh()
-        server = server_of(DOCUMENTS.name)
         for name in sorted(self.config.flows, key=lambda n: (n != DEFAULT_FLOW, n)):
             bp = self.config.blueprints.get(self.config.flows[name].blueprint)
-            if bp is not None and server is not None and server.name in bp.processors:
+            if bp is not None and DOCUMENTS.name in bp.processors:
                 return name
         raise GatewayError("unavailable", "no running flow has a documents service (start the `default` flow)")
 
@@ -320,17 +317,18 @@ class Dispatcher:
             client = await self._client(DOCUMENTS, await self._documents_flow())
             return list((await client.request(ListCollections(user=user))).collections)
 
-    async def _collections(self, user: str, wire: Any) -> AsyncIterator[Frame]:
-        op, collection = tgd.collection_operation(wire)
+    async def _collections(self, user: str, wire: object) -> AsyncIterator[Frame]:
+        op, collection = tgd.collection_operation(wire)  # a JSON object, or a BadRequest
         if op == "list-collections":
-            yield tgd.collections_to_wire(await self.list_collections(user), wire.get("tag_filter")), True
+            tags = wire.get("tag_filter") if isinstance(wire, dict) else None
+            yield tgd.collections_to_wire(await self.list_collections(user), tags), True
             return
         flow = await self._documents_flow()
         await (await self._client(DOCUMENT_STORE, flow)).request(DeleteCollection(user=user, collection=collection))
         yield {}, True
 
     async def _workspace_service(
-        self, principal: Principal, user: str, service: str, wire: Any
+        self, principal: Principal, user: str, service: str, wire: object
     ) -> AsyncIterator[Frame]:
         if service == "collection-management":
             async for frame in self._collections(user, wire):

@@ -109,7 +109,7 @@ class ImportSession:
         await self.send({"error": e.to_wire(), "refused": {"ids": ids, "frames": len(ids), "triples": triples}})
 
 
-def _frame_id(text: str) -> Any:
+def _frame_id(text: str) -> object:
     """The `metadata.id` of a frame that was refused, when it can still be read."""
     try:
         meta = tr.loads(text).get("metadata")

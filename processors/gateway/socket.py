@@ -59,7 +59,7 @@ class SocketSession:
             with contextlib.suppress(ConnectionError, RuntimeError):
                 await self.ws.send_str(json.dumps(obj, ensure_ascii=False))
 
-    async def error(self, rid: Any, type_: str, message: str) -> None:
+    async def error(self, rid: str | int | None, type_: str, message: str) -> None:
         """An error frame for request `rid` (None when the frame had no readable id)."""
         await self.send({"id": rid, "error": {"type": type_, "message": message}, "complete": True})
 
@@ -152,7 +152,7 @@ class SocketSession:
             return False
         return await self._start_frame(frame, principal)
 
-    async def _start_frame(self, frame: Any, principal: Principal) -> bool:
+    async def _start_frame(self, frame: object, principal: Principal) -> bool:
         """Check a parsed frame's envelope and run its request as a task."""
         if not isinstance(frame, dict):
             await self.error(None, "bad-request", "a frame must be a JSON object")
@@ -180,7 +180,9 @@ class SocketSession:
         self._tasks.discard(task)
         self._slots.release()
 
-    async def _run(self, principal: Principal, rid: Any, frame: dict[str, Any], service: str, flow: Any) -> None:
+    async def _run(
+        self, principal: Principal, rid: str | int, frame: dict[str, Any], service: str, flow: str | None
+    ) -> None:
         began = time.perf_counter()
         outcome = "ok"
         metrics.INFLIGHT.inc()

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 from aiohttp import WSMsgType, web
@@ -44,7 +45,7 @@ async def import_entity_contexts(ws: web.WebSocketResponse) -> int:
     return count
 
 
-async def _document_frames(d: Dispatcher, flow: str, user: str) -> Any:
+async def _document_frames(d: Dispatcher, flow: str, user: str) -> AsyncIterator[tuple[str, str, list[dict[str, Any]]]]:
     """(collection, document id, chunks with vectors) for every document of the workspace."""
     for info in await d.list_collections(user):
         listed = [res async for res in d.ask(DOCUMENTS, flow, ListDocuments(user=user, collection=info.collection))]

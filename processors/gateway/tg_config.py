@@ -157,7 +157,7 @@ def render(template: str, variables: dict[str, Any]) -> str:
     return _PLACEHOLDER.sub(fill, template)
 
 
-def prompt_call(wire: Any, items: ConfigItems, workspace: str) -> tuple[str, str, bool]:
+def prompt_call(wire: object, items: ConfigItems, workspace: str) -> tuple[str, str, bool]:
     """(system, prompt, streaming) of a `prompt` service request: template `id` with `variables`."""
     wire = require_object(wire)
     id_, variables = wire.get("id"), wire.get("variables") or {}

@@ -12,15 +12,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from processors.gateway.translate import DEFAULT_COLLECTION, BadRequest, require_object, validate_as
 from schemas.reranker import RerankItem, RerankRequest, RerankResponse
+from schemas.text_completion import TextCompletionResponse
 
 MAX_TEXT = 8192
 
 
-def is_trustgraph_rerank(wire: Any) -> bool:
+def is_trustgraph_rerank(wire: object) -> TypeGuard[dict[str, Any]]:
     """True for TrustGraph's reranker shape (it has `queries` and `documents`)."""
     return isinstance(wire, dict) and "queries" in wire and "documents" in wire
 
@@ -39,7 +40,7 @@ def _pairs(wire: dict[str, Any], field: str, id_field: str, text_field: str) -> 
     return out
 
 
-def rerank_requests(wire: Any, user: str) -> tuple[list[tuple[str, RerankRequest]], int]:
+def rerank_requests(wire: object, user: str) -> tuple[list[tuple[str, RerankRequest]], int]:
     """One kgflow rerank request per query (semantic scores of the documents' texts), and the limit."""
     wire = require_object(wire)
     queries = _pairs(wire, "queries", "query_id", "query_text")
@@ -71,7 +72,7 @@ def document_ids(wire: dict[str, Any]) -> list[str]:
     return [str(d.get("document_id", i)) for i, d in enumerate(wire["documents"])]
 
 
-def prompt_frame(res: Any) -> dict[str, Any]:
+def prompt_frame(res: TextCompletionResponse) -> dict[str, Any]:
     """A text-completion answer as a prompt-service frame."""
     d: dict[str, Any] = {"text": res.response, "response": res.response, "end_of_stream": res.end_of_stream}
     for name in ("model", "in_token", "out_token"):

@@ -19,7 +19,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
-from prometheus_client import REGISTRY
+from prometheus_client import REGISTRY, CollectorRegistry
 
 _SELECTOR = re.compile(r"^\s*([A-Za-z_:][A-Za-z0-9_:]*)\s*(?:\{(.*)\})?\s*$", re.DOTALL)
 _MATCHER = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
@@ -56,7 +56,7 @@ def parse(query: str) -> tuple[str, dict[str, str]]:
     return name, labels
 
 
-def evaluate(query: str, registry: Any = REGISTRY) -> list[dict[str, Any]]:
+def evaluate(query: str, registry: CollectorRegistry = REGISTRY) -> list[dict[str, Any]]:
     """The instant vector of `query` over this process's metrics (Prometheus' result shape)."""
     name, wanted = parse(query)
     running = wanted.pop("consumer_state", None) if name == "consumer_state" else None

@@ -20,7 +20,7 @@ from processors.gateway.auth import Principal
 from processors.gateway.tg_documents import load_response_to_wire
 from processors.gateway.translate import BadRequest, NotSupported, require_object
 from schemas.documents import Document, LoadDocuments
-from schemas.flows import ConfigState, FlowRequest
+from schemas.flows import ConfigState, FlowRequest, FlowResponse
 from schemas.services import DOCUMENT_LOAD, Service
 
 Frame = tuple[dict[str, Any], bool]  # (payload, complete), as dispatch.py's
@@ -34,7 +34,7 @@ class Dispatcher(Protocol):
 
     async def refresh(self) -> None: ...
 
-    async def config_request(self, req: FlowRequest) -> Any: ...
+    async def config_request(self, req: FlowRequest) -> FlowResponse: ...
 
     def ask(self, service: Service, flow: str, request: BaseModel) -> AsyncIterator[Any]: ...
 
@@ -73,7 +73,7 @@ def endpoint_feature(path: str) -> str:
     return next((what for part, what in ENDPOINTS.items() if part in path), "a TrustGraph endpoint")
 
 
-def iam(principal: Principal, user: str, wire: Any) -> dict[str, Any]:
+def iam(principal: Principal, user: str, wire: object) -> dict[str, Any]:
     """TrustGraph's `iam` service: `whoami` (the caller as kgflow knows it); the rest is refused."""
     op = wire.get("operation") if isinstance(wire, dict) else None
     if op != "whoami":
@@ -90,7 +90,7 @@ def refuse(service: str) -> NotSupported:
     return NotSupported(f"{service}: {what} — not supported by kgflow")
 
 
-async def config(d: Dispatcher, principal: Principal, user: str, wire: Any) -> AsyncIterator[Frame]:
+async def config(d: Dispatcher, principal: Principal, user: str, wire: object) -> AsyncIterator[Frame]:
     """The `config` workspace service."""
     wire = require_object(wire)
     op = wire.get("operation")
@@ -113,7 +113,7 @@ def _metadata_to_wire(meta: dict[str, Any]) -> dict[str, Any]:
     return {k: meta[k] for k in ("id", "time", "kind", "title", "comments", "metadata", "tags") if k in meta}
 
 
-async def librarian(d: Dispatcher, user: str, wire: Any) -> AsyncIterator[Frame]:
+async def librarian(d: Dispatcher, user: str, wire: object) -> AsyncIterator[Frame]:
     """The `librarian` workspace service (the library: tg_library.py)."""
     wire = require_object(wire)
     op, lib = wire.get("operation"), d.library

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -25,6 +25,7 @@ from schemas.terms import LabelledTriple, Term, Triple, term_from_json, term_to_
 from schemas.text_completion import TextCompletionRequest, TextCompletionResponse
 from schemas.triples import PatternQuery
 
+M = TypeVar("M", bound=BaseModel)
 _ID = re.compile(r'"id"\s*:\s*"([^"\\]{1,200})"')
 DEFAULT_COLLECTION = "default"
 DEFAULT_WORKSPACE = "default"
@@ -61,7 +62,7 @@ def _field_error(e: ValidationError, prefix: str = "") -> BadRequest:
     return BadRequest("invalid request: " + "; ".join(parts))
 
 
-def validate_as(model: type[BaseModel], data: dict[str, Any], prefix: str = "") -> Any:
+def validate_as(model: type[M], data: dict[str, Any], prefix: str = "") -> M:
     """`data` as a `model`; a BadRequest naming the client's fields (after `prefix`) otherwise."""
     try:
         return model.model_validate(data)
@@ -79,14 +80,14 @@ def _pick(wire: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-def collection_of(wire: dict[str, Any]) -> Any:
+def collection_of(wire: dict[str, Any]) -> object:
     """The request's collection: `default` when it names none; anything else as given, for the
     schema to check (an empty or blank name is refused, never read as `default`)."""
     value = wire.get("collection")
     return DEFAULT_COLLECTION if value is None else value
 
 
-def require_object(wire: Any, what: str = "request") -> dict[str, Any]:
+def require_object(wire: object, what: str = "request") -> dict[str, Any]:
     """`wire` if it is a JSON object; a BadRequest otherwise."""
     if not isinstance(wire, dict):
         raise BadRequest(f"invalid request: {what}: expected a JSON object")
@@ -115,7 +116,7 @@ def frame_id(text: str) -> str | None:
 term_to_wire = term_to_json
 
 
-def term_from_wire(d: Any, field: str) -> Term:
+def term_from_wire(d: object, field: str) -> Term:
     """A compact (or long-form) TrustGraph term as a kgflow term."""
     try:
         return term_from_json(d, field)
@@ -128,7 +129,7 @@ def triple_to_wire(t: Triple) -> dict[str, Any]:
     return {"s": term_to_wire(t.s), "p": term_to_wire(t.p), "o": term_to_wire(t.o)}
 
 
-def triple_from_wire(d: Any, field: str) -> Triple:
+def triple_from_wire(d: object, field: str) -> Triple:
     """A wire triple as a kgflow triple."""
     try:
         return triple_from_json(d, field)
@@ -137,7 +138,7 @@ def triple_from_wire(d: Any, field: str) -> Triple:
 
 
 # --- graph-rag ---------------------------------------------------------------------
-def graph_rag_request(wire: Any, user: str) -> GraphRagRequest:
+def graph_rag_request(wire: object, user: str) -> GraphRagRequest:
     """A TrustGraph graph-rag request (TrustGraph-only knobs are ignored) for `user`."""
     data = _pick(require_object(wire), GRAPH_RAG_FIELDS)
     data.setdefault("collection", DEFAULT_COLLECTION)
@@ -199,7 +200,7 @@ def graph_rag_response_from_wire(d: dict[str, Any]) -> GraphRagResponse:
 
 
 # --- kgflow's own services (no TrustGraph counterpart) -------------------------------------
-def kgflow_request(service: Service, wire: Any, user: str) -> BaseModel:
+def kgflow_request(service: Service, wire: object, user: str) -> BaseModel:
     """A request of a kgflow service: its JSON with kebab- or snake-case names, for `user` (the
     `workspace` a REST body names has been resolved to `user` already)."""
     data = {_snake(k): v for k, v in require_object(wire).items() if v is not None and k not in ("user", "workspace")}
@@ -235,7 +236,7 @@ class TriplesQuery:
     graph: str | None = None
 
 
-def triples_request(wire: Any, user: str) -> TriplesQuery:
+def triples_request(wire: object, user: str) -> TriplesQuery:
     """A TrustGraph triples query (`s`/`p`/`o` compact terms, `g`, `limit`, `streaming`, `batch-size`)."""
     wire = require_object(wire)
     data: dict[str, Any] = {"user": user, "collection": collection_of(wire)}
@@ -263,7 +264,7 @@ def triples_batch_to_wire(triples: list[Triple], is_final: bool | None = None) -
 
 
 # --- embeddings, graph-embeddings, text-completion ---------------------------------------
-def embeddings_request(wire: Any) -> EmbeddingsRequest:
+def embeddings_request(wire: object) -> EmbeddingsRequest:
     """`{"texts": [...]}`."""
     return validate_as(EmbeddingsRequest, _pick(require_object(wire), ("texts",)))
 
@@ -273,7 +274,7 @@ def embeddings_response_to_wire(res: EmbeddingsResponse) -> dict[str, Any]:
     return {"vectors": res.vectors}
 
 
-def graph_embeddings_request(wire: Any, user: str) -> GraphEmbeddingsRequest:
+def graph_embeddings_request(wire: object, user: str) -> GraphEmbeddingsRequest:
     """`{"vector", "limit", "collection"}` (kgflow also takes an optional `text` for label matches)."""
     data = _pick(require_object(wire), ("vector", "limit", "collection", "text"))
     data.setdefault("collection", DEFAULT_COLLECTION)
@@ -291,7 +292,7 @@ def graph_embeddings_response_to_wire(res: GraphEmbeddingsResponse) -> dict[str,
     return {"entities": out}
 
 
-def text_completion_request(wire: Any) -> TextCompletionRequest:
+def text_completion_request(wire: object) -> TextCompletionRequest:
     """`{"system", "prompt", "streaming"}` (plus kgflow's `max-tokens`, `temperature`)."""
     fields = ("system", "prompt", "streaming", "max-tokens", "temperature")
     return validate_as(TextCompletionRequest, _pick(require_object(wire), fields))
@@ -309,7 +310,7 @@ def text_completion_response_to_wire(res: TextCompletionResponse) -> dict[str, A
 # --- flow management ----------------------------------------------------------------------
 
 
-def blueprint_from_wire(name: Any, definition: Any) -> Blueprint:
+def blueprint_from_wire(name: object, definition: object) -> Blueprint:
     """A `blueprint-definition` (JSON text or object) named `blueprint-name` as a kgflow blueprint.
 
     Parameters may be plain values or `{"default": value, ...}` descriptions (as get-blueprint shows them).
@@ -335,7 +336,7 @@ def blueprint_to_wire(bp: Blueprint) -> dict[str, Any]:
     }
 
 
-def flow_request(wire: Any) -> FlowRequest:
+def flow_request(wire: object) -> FlowRequest:
     """A TrustGraph flow-service request (`operation`, `blueprint-name`, `blueprint-definition`, `flow-id`, ...)."""
     wire = require_object(wire)
     data = _pick(wire, ("operation", "blueprint-name", "flow-id", "description", "parameters"))
@@ -372,7 +373,7 @@ def flow_response_to_wire(op: str, res: FlowResponse) -> dict[str, Any]:
 
 
 # --- bulk import ------------------------------------------------------------------------------
-def import_frame(wire: Any) -> tuple[str, list[Triple]]:
+def import_frame(wire: object) -> tuple[str, list[Triple]]:
     """A triples-import frame `{"metadata": {"collection", ...}, "triples": [...]}` as (collection, triples)."""
     wire = require_object(wire, "frame")
     meta = wire.get("metadata") or {}

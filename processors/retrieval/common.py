@@ -5,17 +5,36 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from processors.base.errors import QueryTimeout
 from processors.stores import usage
+from schemas.documents import Chunk, SearchMode
 from schemas.retrieval import RequestCost
+from schemas.tenant import Tenant
 
 T = TypeVar("T")
 
 NO_DATA = "Nothing in this collection (or scope) matches the question."
+
+
+class ChunkSearchSource(Protocol):
+    """The chunk search every document retrieval service (lazy-rag, kg-query, drift) shares."""
+
+    async def search_chunks(
+        self,
+        t: Tenant,
+        vector: list[float],
+        text: str | None,
+        limit: int,
+        mode: SearchMode = "fused",
+        communities: Sequence[str] | None = None,
+    ) -> list[Chunk]:
+        """The best chunks by vector + text, fused, or ranked by graphrank (`mode`); only those of
+        `communities` when given; in scope."""
+        ...
 
 
 class TokenCounter(Protocol):

@@ -15,7 +15,7 @@ import pytest
 from bench import doc_corpus, doc_stores, documents_scale
 from bench.doc_corpus import USER, CorpusSpec, distractors
 from bench.doc_sources import Sources, prepare_sources
-from processors.base.runtime import embedded
+from processors.commands.system import embedded
 from processors.ingest.document_store.linking import link
 from processors.stores.documents_protocol import ChunkQuery, DocumentCounts
 from processors.stores.settings import StoreSettings

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from bench.graphs import USER
 from bench.measure import KgflowClient, warm_up
-from processors.base.runtime import embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import embedded
 from processors.ingest.triples.loader import load_triples
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.stores.factory import open_stores

@@ -14,8 +14,8 @@ from bench import docqa_tune
 from bench.docqa_dense import dense_text_only
 from bench.docqa_homes import index
 from bench.docqa_quality import COLLECTION, USER, client
-from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.stores.settings import StoreSettings
 from schemas.documents import Document

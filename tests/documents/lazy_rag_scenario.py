@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from processors.base.runtime import System
+from processors.commands.system import System
 from schemas.documents import DeleteCollection, Document, Scope
 from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
 from schemas.services import DOCUMENT_STORE, LAZY_RAG

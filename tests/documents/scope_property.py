@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from processors.base.client import RequestResponseClient
-from processors.base.runtime import System
+from processors.commands.system import System
 from schemas.documents import Document, LoadDocuments, Scope
 from schemas.drift import DriftRequest
 from schemas.graph_rag import GraphRagRequest

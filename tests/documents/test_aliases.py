@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from processors.base.client import RequestResponseClient
-from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
 from processors.stores.documents_protocol import ChunkQuery
 from processors.stores.settings import StoreSettings
 from schemas.documents import Document, LoadDocuments

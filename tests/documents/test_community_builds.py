@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from processors.base.client import RequestResponseClient
-from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
 from processors.ingest.communities.coalesce import Coalescer
 from processors.ingest.communities.service import VECTOR_PAGE
 from processors.stores.settings import StoreSettings

@@ -14,8 +14,8 @@ import pytest
 
 from processors.algorithms.iris import concept_iri
 from processors.base.client import RequestResponseClient
-from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
 from processors.ingest.documents.pipeline import index_document
 from processors.stores.settings import StoreSettings
 from schemas.documents import Chunk, DeleteDocuments, Document, IndexedDocument, StoreDocuments

@@ -17,8 +17,8 @@ import pytest
 
 from processors.base import client as client_module
 from processors.base.client import RemoteError, RequestResponseClient
-from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
 from processors.ingest.documents import pipeline
 from processors.ingest.documents.service import BusIngest
 from processors.stores.settings import StoreSettings

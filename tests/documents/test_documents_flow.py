@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from processors.base.client import RequestResponseClient
-from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.stores.settings import StoreSettings
 from schemas.communities import BuildCommunities, ListCommunities

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from processors.base.client import RequestResponseClient
-from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
 from processors.retrieval.drift.prompts import NO_MODEL_PREFIX
 from processors.stores.documents_protocol import CommunityRecord
 from processors.stores.settings import StoreSettings

@@ -10,8 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from processors.base.client import RemoteError, RequestResponseClient
-from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
 from processors.models.text_completion.tokens import token_counter
 from processors.retrieval.kg_query.context import SYSTEM, fill, round_robin, truncate
 from processors.stores.settings import StoreSettings

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from processors.base.runtime import embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import embedded
 from processors.stores.settings import StoreSettings
 from tests.documents.lazy_rag_scenario import check_lazy_rag
 

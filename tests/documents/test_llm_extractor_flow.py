@@ -15,8 +15,8 @@ import pytest
 
 from processors.algorithms.iris import RELATED_TO, RELATION_NS, concept_iri
 from processors.base.client import RemoteError, RequestResponseClient
-from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
 from processors.ingest.documents.llm_relations import NEEDS_MODEL
 from processors.models.text_completion import service as text_completion
 from processors.models.text_completion.backend import ChatMessage, Completion, CompletionOptions, LLMError

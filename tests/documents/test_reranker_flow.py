@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from processors.base.client import RemoteError, RequestResponseClient
-from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
 from processors.retrieval.reranker.rerank import NO_ENTITIES
 from processors.stores.settings import StoreSettings
 from schemas.documents import ChunkSearch, Document, LoadDocuments, Scope

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from processors.base.runtime import embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import embedded
 from processors.stores.settings import StoreSettings
 from tests.documents.scope_property import QUESTIONS, check_scopes, scopes_count
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
 from processors.gateway.service import GatewayProcessor, GatewaySettings
 from processors.ingest.triples.loader import load_triples
 from processors.ingest.triples.readers import read_triples

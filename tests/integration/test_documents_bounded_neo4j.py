@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from processors.base.client import RequestResponseClient
-from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.stores.documents_protocol import DocumentRecord
 from processors.stores.settings import StoreSettings

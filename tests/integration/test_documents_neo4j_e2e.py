@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from processors.base.client import RequestResponseClient
-from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.stores.neo4j.schema import Neo4jConnection
 from processors.stores.settings import StoreSettings

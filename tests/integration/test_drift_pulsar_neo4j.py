@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from processors.base.client import RequestResponseClient
-from processors.base.runtime import System, embedded, make_bus
+from processors.base.runtime import make_bus
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
 from processors.retrieval.drift.prompts import NO_ANSWER_PREFIX, NO_MODEL_PREFIX
 from processors.stores.settings import StoreSettings
 from schemas.communities import BuildCommunities

@@ -6,8 +6,9 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from processors.base.runtime import embedded, make_bus
+from processors.base.runtime import make_bus
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import embedded
 from processors.stores.settings import StoreSettings
 from tests.conftest import Servers
 from tests.documents.lazy_rag_scenario import check_lazy_rag

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from processors.base.client import RequestResponseClient
-from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
 from processors.stores.settings import StoreSettings
 from schemas.reranker import RerankItem, RerankRequest, RerankWeights
 from schemas.services import RERANKER, TRIPLES_STORE

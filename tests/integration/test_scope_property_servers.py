@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from processors.base.runtime import embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import embedded
 from processors.stores.settings import StoreSettings
 from schemas.documents import DeleteCollection
 from schemas.services import DOCUMENT_STORE

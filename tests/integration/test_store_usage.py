@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from processors.base.client import RequestResponseClient
-from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.stores.documents_protocol import ChunkQuery
 from processors.stores.settings import StoreSettings

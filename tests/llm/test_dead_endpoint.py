@@ -14,7 +14,7 @@ import pytest
 
 from processors.base.client import RemoteError, RequestResponseClient
 from processors.base.processor import error_response
-from processors.base.runtime import embedded
+from processors.commands.system import embedded
 from processors.models.text_completion.backend import ChatMessage, CompletionOptions, LLMError
 from processors.models.text_completion.openai_backend import OpenAIBackend
 from processors.stores.settings import StoreSettings

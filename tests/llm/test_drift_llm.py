@@ -18,8 +18,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
 from processors.gateway.client import GatewayClient
 from processors.gateway.service import GatewayProcessor, GatewaySettings
 from processors.retrieval.drift.prompts import NO_ANSWER_PREFIX, NO_MODEL_PREFIX

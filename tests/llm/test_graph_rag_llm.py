@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from processors.base.client import RequestResponseClient
-from processors.base.runtime import embedded
+from processors.commands.system import embedded
 from processors.retrieval.graph_rag.rag import NO_MODEL_PREFIX
 from processors.stores.settings import StoreSettings
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse

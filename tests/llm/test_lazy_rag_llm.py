@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from processors.base.runtime import embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import embedded
 from processors.stores.settings import StoreSettings
 from schemas.lazy_rag import LazyRagRequest
 from schemas.services import LAZY_RAG

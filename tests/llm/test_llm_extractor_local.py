@@ -15,8 +15,8 @@ from prometheus_client import REGISTRY
 
 from processors.algorithms.iris import RELATED_TO, RELATION_NS
 from processors.base.client import RequestResponseClient
-from processors.base.runtime import embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import embedded
 from processors.stores.settings import StoreSettings
 from schemas.documents import Document, EntityChunks, LoadDocuments, LoadResponse
 from schemas.services import DOCUMENT_LOAD, DOCUMENTS

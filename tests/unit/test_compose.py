@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from processors.base.registry import PROCESSORS
 from processors.base.settings import RuntimeSettings
+from processors.commands.catalog import PROCESSORS
 from processors.commands.cli import build_parser
 from processors.stores.settings import StoreSettings
 

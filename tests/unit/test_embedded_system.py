@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from processors.base.client import RequestResponseClient
-from processors.base.runtime import System, embedded
+from processors.commands.system import System, embedded
 from processors.ingest.triples.loader import load_triples
 from processors.ingest.triples.readers import read_triples
 from processors.models.embeddings.model import OnnxMiniLM

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from processors.base.client import RemoteError, RequestResponseClient
-from processors.base.runtime import System, embedded
+from processors.commands.system import System, embedded
 from processors.models.embeddings.model import OnnxMiniLM, chunks
 from processors.stores.settings import StoreSettings
 from schemas.embeddings import EmbeddingsRequest, EmbeddingsResponse

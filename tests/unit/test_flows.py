@@ -11,8 +11,8 @@ from processors.base.bus import MemoryBus
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
 from processors.base.config_client import config_client
 from processors.base.flow_registry import ConfigService, FlowRegistry, load_blueprint
-from processors.base.registry import FLOW_PROCESSORS
 from processors.base.runtime import default_blueprint_path
+from processors.commands.catalog import FLOW_PROCESSORS, PARAMS
 from schemas.flows import Blueprint, Flow, FlowRequest, ProcessorBinding
 from tests.unit.test_framework import Echo, EchoRequest, client
 
@@ -114,7 +114,7 @@ def test_default_blueprint_names_every_processor() -> None:
 def test_start_flow_refuses_bad_parameters_and_stores_nothing(
     tmp_path: Path, params: dict[str, object], named: str
 ) -> None:
-    reg = FlowRegistry(tmp_path / "flows.json")
+    reg = FlowRegistry(tmp_path / "flows.json", PARAMS)
     reg.handle(FlowRequest(operation="put-blueprint", blueprint=load_blueprint(default_blueprint_path())))
     saved = (tmp_path / "flows.json").read_text()
     with pytest.raises(ValueError) as err:
@@ -161,7 +161,7 @@ async def test_a_flow_a_processor_cannot_start_leaves_the_others_served(tmp_path
 async def test_embedded_system_serves_default_despite_a_stored_bad_flow(tmp_path: Path) -> None:
     """A flows.json written before parameters were checked (or edited by hand) keeps a bad flow:
     the processors skip it and every command on the embedded default still works."""
-    from processors.base.runtime import embedded
+    from processors.commands.system import embedded
     from processors.stores.settings import StoreSettings
     from schemas.graph_rag import GraphRagRequest, GraphRagResponse
     from schemas.services import GRAPH_RAG

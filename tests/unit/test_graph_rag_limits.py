@@ -12,8 +12,9 @@ from processors.algorithms.edges import NeighbourResult, edge_scores
 from processors.algorithms.vectors import cosines
 from processors.base.bus import MemoryBus
 from processors.base.client import RemoteError, RequestResponseClient
-from processors.base.runtime import System, embedded, ensure_default_flow
+from processors.base.runtime import ensure_default_flow
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
 from processors.ingest.triples.loader import load_triples
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.retrieval.graph_rag.rag import GraphRag, GraphRagSettings

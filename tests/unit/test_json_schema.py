@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from processors.base.client import RemoteError, RequestResponseClient
-from processors.base.runtime import embedded
+from processors.commands.system import embedded
 from processors.models.text_completion.backend import LLMError
 from processors.models.text_completion.json_schema import check_schema, parse_and_validate, schema_errors
 from processors.stores.settings import StoreSettings

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from processors.base.bus import MemoryBus
-from processors.base.registry import FLOW_PROCESSORS, PROCESSORS
 from processors.base.settings import RuntimeSettings
+from processors.commands.catalog import FLOW_PROCESSORS, PROCESSORS
 
 ROOT = Path(__file__).resolve().parents[2]
 # The floors, bottom first: a module imports only from its own role or a lower floor. ingest
@@ -145,7 +145,7 @@ def test_algorithm_modules_import_no_bus_code() -> None:
 
 @pytest.mark.parametrize("entry", FLOW_PROCESSORS, ids=lambda e: e.name)
 def test_registry_matches_each_processor_class(entry) -> None:  # type: ignore[no-untyped-def]
-    cls = entry.load()
+    cls = entry.cls
     assert cls.name == entry.name
     proc = cls.__new__(cls)  # services() reads no state: no stores or bus needed
     proc.bus, proc.runtime = MemoryBus(), RuntimeSettings()
@@ -158,4 +158,4 @@ def test_registry_matches_each_processor_class(entry) -> None:  # type: ignore[n
 
 
 def test_every_processor_is_registered_once() -> None:
-    assert len(PROCESSORS) == len({e.target for e in PROCESSORS.values()})
+    assert len(PROCESSORS) == len({e.cls for e in PROCESSORS.values()})

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from processors.base.client import RequestResponseClient
-from processors.base.runtime import embedded
 from processors.commands.cli import main
+from processors.commands.system import embedded
 from processors.ingest.triples.loader import MODEL_PROBE, load_triples
 from processors.ingest.triples.readers import read_triples
 from processors.models.embeddings.model import OnnxMiniLM

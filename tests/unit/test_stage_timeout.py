@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from processors.base.client import RemoteError, RequestResponseClient
-from processors.base.runtime import embedded
+from processors.commands.system import embedded
 from processors.stores.settings import StoreSettings
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
 from schemas.topics import topic

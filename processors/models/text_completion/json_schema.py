@@ -11,14 +11,18 @@ import json
 from typing import Any
 
 from jsonschema import Draft202012Validator, SchemaError
+from jsonschema.exceptions import ValidationError
+from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
+from pydantic import JsonValue
 
 from processors.models.text_completion.backend import LLMError
 
 _MAX_ERRORS = 20
+JsonSchema = dict[str, Any]  # a JSON Schema document, as a request carries it
 
 
-def _validator(schema: Any) -> Any:
+def _validator(schema: JsonSchema) -> Validator:
     """The validator of the draft `schema` names (2020-12 by default); a malformed schema is an LLMError."""
     cls = validator_for(schema, default=Draft202012Validator)
     try:
@@ -29,29 +33,29 @@ def _validator(schema: Any) -> Any:
     return cls(schema)
 
 
-def check_schema(schema: Any) -> None:
+def check_schema(schema: JsonSchema) -> None:
     """Raise `LLMError("bad-request")` unless `schema` is a valid JSON Schema."""
     _validator(schema)
 
 
-def _path(error: Any) -> str:
+def _path(error: ValidationError) -> str:
     return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
 
 
-def schema_errors(value: Any, schema: Any) -> list[str]:
+def schema_errors(value: JsonValue, schema: JsonSchema) -> list[str]:
     """Return the ways `value` breaks `schema` (empty when it conforms), at most 20, each with its path."""
     errors = sorted(_validator(schema).iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
     return [f"{_path(e)}: {e.message}" for e in errors[:_MAX_ERRORS]]
 
 
-def validate(value: Any, schema: Any) -> None:
+def validate(value: JsonValue, schema: JsonSchema) -> None:
     """Raise `LLMError("schema-mismatch", ...)` unless `value` conforms to `schema`."""
     errors = schema_errors(value, schema)
     if errors:
         raise LLMError("schema-mismatch", "; ".join(errors))
 
 
-def parse_and_validate(text: str, schema: Any) -> Any:
+def parse_and_validate(text: str, schema: JsonSchema) -> JsonValue:
     """Decode `text` as JSON and validate it; raise `LLMError("schema-mismatch")` otherwise.
     A raw control character inside a string (a newline a small model writes under a grammar) is
     accepted, as most JSON readers do."""

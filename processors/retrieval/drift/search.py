@@ -329,7 +329,9 @@ def _first(eg: BaseExceptionGroup) -> BaseException:  # type: ignore[type-arg]
     return eg.exceptions[0]
 
 
-def _unit(x: Any) -> float:
+def _unit(x: object) -> float:
+    if not isinstance(x, int | float | str):  # a model's JSON: anything
+        return 0.0
     try:
         v = float(x)
     except (TypeError, ValueError):

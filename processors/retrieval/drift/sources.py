@@ -7,14 +7,14 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from processors.models.text_completion.prompting import ModelAnswer
-from processors.retrieval.common import Usage
+from processors.retrieval.common import ChunkSearchSource, Usage
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Mention
 from schemas.retrieval import RelationshipRef
 from schemas.tenant import Tenant
 
 
-class DriftSources(Protocol):
+class DriftSources(ChunkSearchSource, Protocol):
     """Embeddings, community and chunk search, the graph around chunks, and the model."""
 
     async def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:
@@ -35,18 +35,6 @@ class DriftSources(Protocol):
         self, t: Tenant, communities: Sequence[str], vector: list[float], text: str, per_community: int
     ) -> dict[str, list[Chunk]]:
         """The best `per_community` chunks of each community, by vector + text, in scope."""
-        ...
-
-    async def search_chunks(
-        self,
-        t: Tenant,
-        vector: list[float],
-        text: str | None,
-        limit: int,
-        mode: Any = "fused",
-        communities: Sequence[str] | None = None,
-    ) -> list[Chunk]:
-        """The best chunks by vector + text (only those of `communities` when given), in scope."""
         ...
 
     async def links(

@@ -54,6 +54,18 @@ class GraphRagSettings(BaseModel):
 
 
 @dataclass
+class AnswerPiece:
+    """A piece of the answer; the last one (`final`) carries the model's usage and any notices."""
+
+    text: str
+    final: bool = False
+    model: str | None = None
+    in_token: int | None = None
+    out_token: int | None = None
+    warnings: list[Notice] = field(default_factory=list)
+
+
+@dataclass
 class Retrieval:
     """Everything retrieved for one question."""
 
@@ -154,11 +166,11 @@ class GraphRag:
         ranked = sorted(triples, key=lambda t: -(t.score if t.score is not None else 0.0))
         return "\n".join(f"{t.s} | {t.p} | {t.o}" for t in ranked[:limit])
 
-    async def answer(self, req: GraphRagRequest, found: Retrieval) -> AsyncIterator[tuple[str, dict[str, object]]]:
-        """Yield answer pieces; the last carries usage (`model`, `in_token`, `out_token`)."""
+    async def answer(self, req: GraphRagRequest, found: Retrieval) -> AsyncIterator[AnswerPiece]:
+        """Yield answer pieces; the last (`final`) carries usage (`model`, `in_token`, `out_token`)."""
         limit = self.settings.answer_facts
         if req.no_llm:
-            yield f"{NO_MODEL_PREFIX}\n{self.facts_text(found.triples, limit)}", {"final": True}
+            yield AnswerPiece(f"{NO_MODEL_PREFIX}\n{self.facts_text(found.triples, limit)}", final=True)
             return
         facts = self.facts_text(found.triples, self.settings.llm_facts)
         prompt = f"Facts:\n{facts}\n\nQuestion: {req.query}\nAnswer:"
@@ -169,20 +181,19 @@ class GraphRag:
                 if ch.final:
                     self._stage(found.stats, "llm", t)
                     if ch.extra.get("configured") is False:
-                        yield f"{NO_MODEL_PREFIX}\n{self.facts_text(found.triples, limit)}", {"final": True}
+                        yield AnswerPiece(f"{NO_MODEL_PREFIX}\n{self.facts_text(found.triples, limit)}", final=True)
                         return
-                    meta = {"final": True, "model": ch.model, "in_token": ch.in_token, "out_token": ch.out_token}
-                    yield ch.text, meta
+                    yield AnswerPiece(ch.text, True, ch.model, ch.in_token, ch.out_token)
                     return
                 began = began or bool(ch.text)
-                yield ch.text, {"final": False}
+                yield AnswerPiece(ch.text)
         except ServiceError as e:
             if began:  # part of an answer is out: the failure is the answer's end
                 raise
             # The model is unavailable: the retrieved facts are still the answer, with the reason.
             warning = Notice(type="llm-unavailable", message=f"no model answer ({e.type}): {e.message}")
             text = f"{MODEL_FAILED_PREFIX}\n{self.facts_text(found.triples, limit)}"
-            yield text, {"final": True, "warnings": [warning]}
+            yield AnswerPiece(text, final=True, warnings=[warning])
 
 
 def _rerank_items(raw: list[Triple], triples: list[LabelledTriple]) -> list[RerankItem]:

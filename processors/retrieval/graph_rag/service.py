@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import TypeVar
 
 from pydantic import BaseModel
 
 from processors.algorithms.edges import NeighbourResult
-from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
+from processors.base.client import RemoteError, RequestTimeout
 from processors.base.errors import QueryTimeout, ServiceError
 from processors.base.metrics import ROWS_READ, record_cost
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
 from processors.models.text_completion.backend import CompletionChunk
+from processors.retrieval.bus_sources import call_service, calls_of, uses
 from processors.retrieval.graph_rag.rag import GraphRag, GraphRagSettings
-from processors.retrieval.graph_rag.sources import LabelBatch, Seeds
+from processors.retrieval.graph_rag.sources import GraphSources, LabelBatch, Seeds
+from schemas.base import Response
 from schemas.embeddings import EmbeddingsRequest
 from schemas.graph_embeddings import GraphEmbeddingsRequest
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse, GraphRagStats, SeedEntity
@@ -30,6 +32,7 @@ from schemas.services import (
     RERANKER,
     TEXT_COMPLETION,
     TRIPLES,
+    AnyService,
     Service,
 )
 from schemas.tenant import Tenant
@@ -37,27 +40,26 @@ from schemas.terms import Triple
 from schemas.text_completion import TextCompletionRequest
 from schemas.triples import NeighboursQuery
 
+R = TypeVar("R", bound=Response)
+
 
 class GraphBusSources:
     """GraphSources over the flow's request/response clients. Each call has the stage timeout;
     a stage that times out or fails ends the query with a typed error (not a redelivery)."""
 
-    def __init__(self, flow: FlowContext, stage_timeout_s: float) -> None:
-        self._clients: dict[str, RequestResponseClient] = flow.clients  # type: ignore[type-arg]
+    def __init__(self, flow: FlowContext[GraphRag], stage_timeout_s: float) -> None:
+        self._flow = flow
         self._timeout = stage_timeout_s
 
-    async def _call(self, service: Service, req: BaseModel) -> Any:
-        try:
-            return await self._clients[service.name].request(req, timeout_s=self._timeout)
-        except RequestTimeout:
-            raise QueryTimeout(f"{service.name} did not answer within {self._timeout}s; query abandoned") from None
-        except RemoteError as e:
-            raise ServiceError(e.type, f"{service.name}: {e.message}") from None
+    async def _call(self, service: Service[BaseModel, R], req: BaseModel) -> R:
+        return await call_service(self._flow, service, req, self._timeout)
 
+    @uses(EMBEDDINGS)
     async def embed(self, text: str) -> list[float]:
         res = await self._call(EMBEDDINGS, EmbeddingsRequest(texts=[text], query=True))
         return res.vectors[0]
 
+    @uses(GRAPH_EMBEDDINGS)
     async def entities(self, scope: Tenant, vector: list[float], text: str, limit: int, predicates: int) -> Seeds:
         res = await self._call(
             GRAPH_EMBEDDINGS,
@@ -70,21 +72,25 @@ class GraphBusSources:
             res.warnings,
         )
 
+    @uses(TRIPLES)
     async def neighbours(self, query: NeighboursQuery) -> NeighbourResult:
         res = await self._call(TRIPLES, query)
         return NeighbourResult(
             [Triple(s=t.s, p=t.p, o=t.o) for t in res.triples], [t.score for t in res.triples], res.rows_read
         )
 
+    @uses(LABEL_RESOLVER)
     async def labels(self, scope: Tenant, iris: Sequence[str]) -> LabelBatch:
         res = await self._call(
             LABEL_RESOLVER, LabelRequest(user=scope.user, collection=scope.collection, iris=list(iris))
         )
         return LabelBatch(res.labels, res.cache_hits, res.cache_misses)
 
+    @uses(RERANKER)
     async def rerank(self, req: RerankRequest) -> RerankResponse:
         return await self._call(RERANKER, req)
 
+    @uses(TEXT_COMPLETION)
     async def complete(self, system: str, prompt: str, streaming: bool) -> AsyncIterator[CompletionChunk]:
         req = TextCompletionRequest(system=system, prompt=prompt, streaming=streaming)
         try:
@@ -96,7 +102,7 @@ class GraphBusSources:
             raise ServiceError(e.type, f"{TEXT_COMPLETION.name}: {e.message}") from None
 
     async def _completion(self, req: TextCompletionRequest) -> AsyncIterator[CompletionChunk]:
-        async for res in self._clients[TEXT_COMPLETION.name].stream(req):
+        async for res in self._flow.client(TEXT_COMPLETION).stream(req):
             if res.end_of_stream:
                 yield CompletionChunk(
                     res.response,
@@ -118,10 +124,10 @@ class GraphRagProcessor(FlowProcessor):
     def services(self) -> list[ServiceSpec]:
         return [ServiceSpec(GRAPH_RAG, self.query)]
 
-    def calls(self) -> list[Service]:
-        return [EMBEDDINGS, GRAPH_EMBEDDINGS, TRIPLES, LABEL_RESOLVER, TEXT_COMPLETION, RERANKER]
+    def calls(self) -> list[AnyService]:
+        return calls_of(GraphBusSources, GraphSources)
 
-    async def on_flow_start(self, flow: FlowContext) -> None:
+    async def on_flow_start(self, flow: FlowContext[GraphRag]) -> None:
         settings = flow_params(GraphRagSettings, flow.parameters)
         flow.state = GraphRag(GraphBusSources(flow, settings.stage_timeout_s), settings)
 
@@ -130,9 +136,9 @@ class GraphRagProcessor(FlowProcessor):
         record_cost(self.name, stats)
         ROWS_READ.labels(self.name).inc(stats.rows_read)
 
-    async def query(self, req: GraphRagRequest, flow: FlowContext) -> AsyncIterator[GraphRagResponse]:
+    async def query(self, req: GraphRagRequest, flow: FlowContext[GraphRag]) -> AsyncIterator[GraphRagResponse]:
         """Retrieve, then answer (streamed when `req.streaming`)."""
-        rag: GraphRag = flow.state
+        rag = flow.state
         found = await rag.retrieve(req)
         ranked = sorted(found.triples, key=lambda t: -(t.score or 0.0))  # stable: ties keep traversal order
         sources = list(dict.fromkeys(x for t in ranked for x in (t.s_id, t.o_id) if x))  # most relevant first
@@ -146,8 +152,9 @@ class GraphRagProcessor(FlowProcessor):
                 warnings=found.warnings,
             )
         text: list[str] = []
-        async for piece, meta in rag.answer(req, found):
-            if not meta["final"]:
+        async for a in rag.answer(req, found):
+            piece = a.text
+            if not a.final:
                 text.append(piece)
                 if req.streaming and piece:
                     yield GraphRagResponse(
@@ -164,8 +171,8 @@ class GraphRagProcessor(FlowProcessor):
                 triples=found.triples,
                 sources=sources,
                 stats=found.stats,
-                model=meta.get("model"),
-                in_token=meta.get("in_token"),
-                out_token=meta.get("out_token"),  # type: ignore[arg-type]
-                warnings=[*found.warnings, *meta.get("warnings", [])],  # type: ignore[list-item]
+                model=a.model,
+                in_token=a.in_token,
+                out_token=a.out_token,
+                warnings=[*found.warnings, *a.warnings],
             )

@@ -6,14 +6,15 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from processors.models.text_completion.prompting import ModelAnswer
-from schemas.documents import Chunk, Mention, SearchMode
+from processors.retrieval.common import ChunkSearchSource
+from schemas.documents import Chunk, Mention
 from schemas.graph_rag import SeedEntity
 from schemas.reranker import RerankRequest, RerankResponse
 from schemas.retrieval import RelationshipRef
 from schemas.tenant import Tenant
 
 
-class KgSources(Protocol):
+class KgSources(ChunkSearchSource, Protocol):
     """Entity, relation and chunk search, their links, labels and the model."""
 
     async def embed(self, text: str) -> list[float]:
@@ -42,12 +43,6 @@ class KgSources(Protocol):
         self, t: Tenant, relations: Sequence[tuple[str, str, str]], per_relation: int
     ) -> list[tuple[tuple[str, str, str], str]]:
         """Source chunks of each relation (in scope)."""
-        ...
-
-    async def search_chunks(
-        self, t: Tenant, vector: list[float], text: str | None, limit: int, mode: SearchMode = "fused"
-    ) -> list[Chunk]:
-        """Chunks nearest the question (kg-query asks by vector only), in scope."""
         ...
 
     async def chunks(self, t: Tenant, ids: Sequence[str]) -> list[Chunk]:

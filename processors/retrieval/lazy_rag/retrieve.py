@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -146,11 +146,11 @@ async def follow_bridges(
 def _next_entities(mentions: Sequence[Mention], hits: Sequence[Chunk], done: set[str], limit: int) -> list[str]:
     """The entities to expand next: those the best chunks name most, not expanded yet."""
     rank = {c.id: i for i, c in enumerate(hits)}
-    weight: Counter[str] = Counter()
+    weight: defaultdict[str, float] = defaultdict(float)
     for m in mentions:
         if m.entity not in done:
             weight[m.entity] += 1.0 / (1 + rank.get(m.chunk_id, len(hits)))
-    return [e for e, _ in weight.most_common(limit)]
+    return sorted(weight, key=lambda e: -weight[e])[:limit]  # stable, as most_common: ties keep first-seen
 
 
 def _rank_entities(

@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from processors.models.text_completion.prompting import ModelAnswer
+from processors.retrieval.common import ChunkSearchSource
 from schemas.communities import CommunityInfo
-from schemas.documents import Chunk, Mention, SearchMode
+from schemas.documents import Chunk, Mention
 from schemas.extraction import ConceptMention
 from schemas.graph_rag import SeedEntity
 from schemas.reranker import RerankRequest, RerankResponse
@@ -16,7 +17,7 @@ from schemas.retrieval import RelationshipRef
 from schemas.tenant import Tenant
 
 
-class LazySources(Protocol):
+class LazySources(ChunkSearchSource, Protocol):
     """Embedding, chunk and entity search, chunk-entity links, communities and the model."""
 
     async def embed(self, text: str) -> list[float]:
@@ -25,12 +26,6 @@ class LazySources(Protocol):
 
     async def embed_texts(self, texts: Sequence[str], query: bool = False) -> list[list[float]]:
         """Vectors of `texts` (questions when `query`), in order (one model call)."""
-        ...
-
-    async def search_chunks(
-        self, t: Tenant, vector: list[float], text: str | None, limit: int, mode: SearchMode = "fused"
-    ) -> list[Chunk]:
-        """Best chunks: by vector + text, fused, or ranked by graphrank (`mode`)."""
         ...
 
     async def seeds(self, t: Tenant, vector: list[float], text: str, limit: int) -> list[SeedEntity]:

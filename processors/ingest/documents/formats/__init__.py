@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import io
 import zipfile
-from dataclasses import dataclass
 from typing import Literal
 
-from schemas.documents import MAX_DOCUMENT_CHARS, Section
+# Re-exported: the readers' common types are the package's too.
+from processors.ingest.documents.formats.text import Extracted as Extracted
+from processors.ingest.documents.formats.text import TextBuilder as TextBuilder
+from processors.ingest.documents.formats.text import UnreadableFile as UnreadableFile
+from schemas.documents import MAX_DOCUMENT_CHARS
 
 Kind = Literal["pdf", "docx", "pptx", "html", "text"]
 MAX_FILE_BYTES = 64 << 20  # a document file (checked before it is read)
@@ -32,71 +35,6 @@ CONTENT_TYPES: dict[str, Kind] = {
     "application/xhtml+xml": "html",
 }
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # .doc / .ppt / .xls (the binary Office formats)
-
-
-class UnreadableFile(ValueError):
-    """A file kgflow cannot take text from; the message says why."""
-
-
-@dataclass(frozen=True)
-class Extracted:
-    """A file's text, where its parts come from, and the title the file gives itself (or "")."""
-
-    text: str
-    sections: list[Section]
-    title: str = ""
-
-
-class TextBuilder:
-    """Paragraphs joined by blank lines (the chunker's paragraph breaks), with a Section marked
-    wherever the page or the heading changes."""
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.length = 0
-        self.sections: list[Section] = []
-        self._page: int | None = None
-        self._heading = ""
-
-    def page(self, number: int) -> None:
-        """The text from here on is on page (or slide) `number`."""
-        self._page = number
-        self._mark()
-
-    def heading(self, text: str) -> None:
-        """A heading: the text from here on falls under it (and it is text too)."""
-        text = " ".join(text.split())
-        if text:
-            self._heading = text[:512]
-            self._mark()
-            self.paragraph(text)
-
-    def paragraph(self, text: str) -> None:
-        """One paragraph (blank lines inside it are closed up)."""
-        text = "\n".join(line.rstrip() for line in text.strip().splitlines() if line.strip())
-        if not text:
-            return
-        if self.parts:
-            self.parts.append("\n\n")
-            self.length += 2
-        self.parts.append(text)
-        self.length += len(text)
-
-    def _mark(self) -> None:
-        start = self.length + (2 if self.parts else 0)  # where the next paragraph's text begins
-        section = Section(start=start, page=self._page, heading=self._heading)
-        if self.sections and self.sections[-1].start == start:
-            self.sections[-1] = section  # nothing was written under the previous mark
-        else:
-            self.sections.append(section)
-
-    def build(self, title: str = "") -> Extracted:
-        """The text and its sections (a section starting past the end is dropped)."""
-        text = "".join(self.parts)
-        if len(text) > MAX_DOCUMENT_CHARS:
-            raise UnreadableFile(f"its text is longer than {MAX_DOCUMENT_CHARS:,} characters; split the file")
-        kept = [s for s in self.sections if s.start < len(text)]
-        return Extracted(text, kept, " ".join(title.split())[:2048])
 
 
 def kind_of(data: bytes, name: str = "", content_type: str = "") -> Kind:

@@ -4,7 +4,7 @@ headings marking sections; the title is the page's <title> (else its first <h1>)
 
 from __future__ import annotations
 
-from processors.ingest.documents.formats import Extracted, TextBuilder, UnreadableFile
+from processors.ingest.documents.formats.text import Extracted, TextBuilder, UnreadableFile
 
 DROPPED = (
     "//script|//style|//noscript|//template|//svg|//nav|//header|//footer|//aside|//form|//button"

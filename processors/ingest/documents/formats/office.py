@@ -7,22 +7,28 @@ from __future__ import annotations
 
 import io
 import zipfile
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
-from processors.ingest.documents.formats import Extracted, TextBuilder, UnreadableFile
+from processors.ingest.documents.formats.text import Extracted, TextBuilder, UnreadableFile
+
+if TYPE_CHECKING:  # python-docx and python-pptx are loaded when a file of theirs is read
+    from docx.table import Table as DocxTable
+    from docx.text.paragraph import Paragraph
+    from pptx.shapes.base import BaseShape
+    from pptx.table import Table as PptxTable
 
 CORRUPT = (zipfile.BadZipFile, KeyError, ValueError, TypeError, AttributeError, IndexError, OSError)
 
 
-def _table_rows(table: Any) -> Iterator[str]:
+def _table_rows(table: DocxTable | PptxTable) -> Iterator[str]:
     for row in table.rows:
         cells = list(dict.fromkeys(" ".join(c.text.split()) for c in row.cells))  # merged cells repeat
         if any(cells):
             yield " | ".join(cells)
 
 
-def _docx_breaks(paragraph: Any) -> int:
+def _docx_breaks(paragraph: Paragraph) -> int:
     """Page breaks inside a paragraph: those Word rendered when it saved, else hard ones."""
     rendered = len(paragraph.rendered_page_breaks)
     if rendered:
@@ -63,16 +69,18 @@ def extract_docx(data: bytes) -> Extracted:
     return _with_text(out.build(title), "DOCX")
 
 
-def _shape_texts(shapes: Any) -> Iterator[str]:
+def _shape_texts(shapes: Iterable[BaseShape]) -> Iterator[str]:
     """The text of shapes in z-order: text frames paragraph by paragraph, tables row by row."""
-    from pptx.enum.shapes import MSO_SHAPE_TYPE
+    from pptx.shapes.autoshape import Shape
+    from pptx.shapes.graphfrm import GraphicFrame
+    from pptx.shapes.group import GroupShape
 
     for shape in shapes:
-        if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
+        if isinstance(shape, GroupShape):
             yield from _shape_texts(shape.shapes)
-        elif getattr(shape, "has_table", False) and shape.has_table:
+        elif isinstance(shape, GraphicFrame) and shape.has_table:
             yield "\n".join(_table_rows(shape.table))
-        elif shape.has_text_frame:
+        elif isinstance(shape, Shape) and shape.has_text_frame:  # placeholders too
             for p in shape.text_frame.paragraphs:
                 yield "".join(r.text for r in p.runs)
 

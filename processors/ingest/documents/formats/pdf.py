@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import logging
 
-from processors.ingest.documents.formats import Extracted, TextBuilder, UnreadableFile
+from processors.ingest.documents.formats.text import Extracted, TextBuilder, UnreadableFile
 
 MIN_TEXT_CHARS = 1  # a PDF whose pages yield fewer characters than this (whitespace aside) has no text layer
 

@@ -1,0 +1,80 @@
+"""The processors kgflow runs, in the order a system starts them (the config service first): each
+one's class, the service it serves and its flow-parameter model, imported explicitly here at the
+wiring level (the framework in `processors.base` reads entries; it names no processor)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from processors.algorithms.passage_rank import PassageRankParams
+from processors.base.flow_registry import ConfigService
+from processors.base.registry import Buildable, ProcessorEntry
+from processors.base.settings import ParamModels
+from processors.gateway.service import GatewayProcessor
+from processors.ingest.communities.detect import CommunityParams
+from processors.ingest.communities.service import CommunityBuildProcessor
+from processors.ingest.document_store.service import DocumentStoreProcessor
+from processors.ingest.documents.params import DocumentLoadParams
+from processors.ingest.documents.service import DocumentLoadProcessor
+from processors.ingest.extractor.service import ExtractorProcessor
+from processors.ingest.triples.service import TriplesStoreProcessor
+from processors.models.embeddings.service import EmbeddingsParams, EmbeddingsProcessor
+from processors.models.text_completion.service import LLMParams, TextCompletionProcessor
+from processors.query.communities.service import CommunitiesProcessor
+from processors.query.documents.service import DocumentsProcessor
+from processors.query.graph_embeddings.service import GraphEmbeddingsProcessor
+from processors.query.label_resolver.service import LabelParams, LabelResolverProcessor
+from processors.query.triples.service import TriplesProcessor
+from processors.retrieval.drift.service import DriftProcessor
+from processors.retrieval.drift.settings import DriftSettings
+from processors.retrieval.graph_rag.rag import GraphRagSettings
+from processors.retrieval.graph_rag.service import GraphRagProcessor
+from processors.retrieval.kg_query.query import KgQuerySettings
+from processors.retrieval.kg_query.service import KgQueryProcessor
+from processors.retrieval.lazy_rag.retrieve import LazyRagSettings
+from processors.retrieval.lazy_rag.service import LazyRagProcessor
+from processors.retrieval.reranker.rerank import RerankerSettings
+from processors.retrieval.reranker.service import RerankerProcessor
+from schemas import services as sv
+from schemas.services import AnyService
+
+CONFIG = ProcessorEntry("config", ConfigService)
+GATEWAY = ProcessorEntry("gateway", GatewayProcessor)
+
+
+def _serving(service: AnyService, cls: type[Buildable], params: type[BaseModel] | None = None) -> ProcessorEntry:
+    """A processor named after the one service it serves (the gateway finds a service's processor
+    in a blueprint by that name)."""
+    return ProcessorEntry(service.name, cls, (service,), params)
+
+
+FLOW_PROCESSORS = (
+    _serving(sv.EMBEDDINGS, EmbeddingsProcessor, EmbeddingsParams),
+    _serving(sv.GRAPH_EMBEDDINGS, GraphEmbeddingsProcessor),
+    _serving(sv.TRIPLES, TriplesProcessor),
+    _serving(sv.TRIPLES_STORE, TriplesStoreProcessor),
+    _serving(sv.LABEL_RESOLVER, LabelResolverProcessor, LabelParams),
+    _serving(sv.GRAPH_RAG, GraphRagProcessor, GraphRagSettings),
+    _serving(sv.TEXT_COMPLETION, TextCompletionProcessor, LLMParams),
+    _serving(sv.DOCUMENTS, DocumentsProcessor, PassageRankParams),
+    _serving(sv.DOCUMENT_STORE, DocumentStoreProcessor),
+    _serving(sv.EXTRACTOR, ExtractorProcessor),
+    _serving(sv.DOCUMENT_LOAD, DocumentLoadProcessor, DocumentLoadParams),
+    _serving(sv.COMMUNITY_BUILD, CommunityBuildProcessor, CommunityParams),
+    _serving(sv.COMMUNITIES, CommunitiesProcessor),
+    _serving(sv.LAZY_RAG, LazyRagProcessor, LazyRagSettings),
+    _serving(sv.KG_QUERY, KgQueryProcessor, KgQuerySettings),
+    _serving(sv.DRIFT, DriftProcessor, DriftSettings),
+    _serving(sv.RERANKER, RerankerProcessor, RerankerSettings),
+)
+PROCESSORS: dict[str, ProcessorEntry] = {p.name: p for p in (CONFIG, *FLOW_PROCESSORS, GATEWAY)}
+# What the config service checks a flow's parameters against.
+PARAMS: ParamModels = {p.name: p.params for p in PROCESSORS.values()}
+
+
+def processor_entry(name: str) -> ProcessorEntry:
+    """The entry of processor `name` (a clear error naming the known ones)."""
+    entry = PROCESSORS.get(name)
+    if entry is None:
+        raise ValueError(f"unknown processor {name!r}; known: {', '.join(PROCESSORS)}")
+    return entry
