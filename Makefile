@@ -46,17 +46,14 @@ web: web/node_modules/.package-lock.json
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit
 
+# The sections `python -m bench --help` lists under `all`, into bench/results.json (tracked: each
+# section's figures land with the commit and the machine load they were measured at).
 bench: $(STAMP)
-	$(BIN)/python -m bench.run
-	$(BIN)/python -m bench.docqa
-	$(BIN)/python -m bench.rerank
-	$(BIN)/python -m bench.ingest_scale
-	$(BIN)/python -m bench.community_scale
-	$(BIN)/python -m bench.documents_scale
+	$(BIN)/python -m bench all
 
 # Fuzzed frames, graph-rag under maximal embeddings requests, killed loads -> bench/reliability.json
 bench-reliability: $(STAMP)
-	$(BIN)/python -m bench.reliability
+	$(BIN)/python -m bench reliability
 
 lint: $(STAMP)
 	$(BIN)/ruff check schemas processors tests bench

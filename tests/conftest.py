@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -54,6 +55,18 @@ def servers() -> Iterator[Servers]:
     )
     if missing:
         _servers("stop", *missing)
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_restored() -> Iterator[None]:
+    """The root logger as before each test: a test that runs the CLI in-process installs a handler
+    on the stream pytest captured for that test, which is closed after it, and any later record
+    (a driver's reconnect thread at the end of the run) then prints '--- Logging error ---'."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 @pytest.fixture

@@ -4,25 +4,53 @@ statistics a store keeps per collection."""
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import regex
 import Stemmer
 
-from processors.algorithms.text_match import STOPWORDS
+from processors.algorithms.text_match import STOPWORDS, fold
 
-_WORD = re.compile(r"[0-9a-z\u00c0-\uffff]+")
 K1, B = 1.2, 0.75
-
+# A term is a word of a script written with spaces, or a run of a script written without them
+# (Chinese, Japanese, Korean, Thai, Lao, Khmer, Myanmar), which the latter then splits.
+_SCRIPTS = "".join(
+    rf"\p{{scx={s}}}" for s in ("Han", "Hiragana", "Katakana", "Hangul", "Thai", "Lao", "Khmer", "Myanmar")
+)
+_UNSPACED = rf"[[\p{{L}}\p{{N}}]&&[{_SCRIPTS}]]"  # letters and digits only: "·" is of these scripts too
+_UNSPACED_MORE = rf"[[\p{{L}}\p{{M}}\p{{N}}]&&[{_SCRIPTS}\p{{M}}]]"
+_PART = regex.compile(
+    rf"(?V1){_UNSPACED}{_UNSPACED_MORE}*|[[\p{{L}}\p{{N}}]--{_UNSPACED}][[\p{{L}}\p{{M}}\p{{N}}]--{_UNSPACED}]*"
+)
+_UNSPACED_START = regex.compile(rf"(?V1){_UNSPACED}")
+_CHARACTER = regex.compile(r"\X")  # a user-perceived character: a letter with its marks
 
 _STEMMER = Stemmer.Stemmer("english")  # Snowball: "albums" finds "album", "studies" "study"
+# Distinct terms of a question a store searches: a full-text engine caps a query's clauses
+# (Lucene at 1024), and a question's first terms say what it asks.
+MAX_QUERY_TERMS = 256
 
 
 def terms(text: str) -> list[str]:
-    """Lexical terms of `text`: lower-case words without stopwords, Snowball-stemmed."""
-    return _STEMMER.stemWords([w for w in _WORD.findall(text.lower()) if w not in STOPWORDS])
+    """Lexical terms of `text`: lower-case words without stopwords, Snowball-stemmed; a run of a
+    script written without spaces becomes its overlapping character pairs ("谁拍摄了照片" ->
+    "谁拍", "拍摄", ... "照片"), which no word tokenizer would split, so any word of it is found."""
+    words: list[str] = []
+    pairs: list[str] = []
+    for part in _PART.findall(fold(text)):
+        if _UNSPACED_START.match(part):
+            chars = _CHARACTER.findall(part)
+            pairs += [part] if len(chars) == 1 else [a + b for a, b in zip(chars, chars[1:], strict=False)]
+        elif part not in STOPWORDS:
+            words.append(part)
+    return _STEMMER.stemWords(words) + pairs
+
+
+def query_terms(words: Sequence[str]) -> list[str]:
+    """The distinct terms of a question a store searches, in order, at most MAX_QUERY_TERMS."""
+    return list(dict.fromkeys(w for w in words if w.strip()))[:MAX_QUERY_TERMS]
 
 
 @dataclass(frozen=True)

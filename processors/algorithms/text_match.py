@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
-_NON_WORD = re.compile(r"[^0-9a-z\u00c0-\uffff]+")
+import regex
+
+# A word is a letter or digit of any script and the letters, marks and digits that follow it;
+# everything else (punctuation of any script, symbols, emoji, "_") separates words.
+WORD = regex.compile(r"[\p{L}\p{N}][\p{L}\p{M}\p{N}]*")
+# Arabic vowel marks and the tatweel: optional in writing, so a question without them finds a
+# text with them.
+_ARABIC_MARKS = regex.compile(r"[\u0610-\u061a\u0640\u064b-\u065f\u0670\u06d6-\u06ed]")
 # English function words and question words only: a content word ("name", "born") is never one,
 # whatever a benchmark's question template repeats.
 STOPWORDS = frozenset(
@@ -14,9 +22,15 @@ STOPWORDS = frozenset(
 )
 
 
+def fold(text: str) -> str:
+    """`text` compatibility-normalized (full-width forms, ligatures) and lower-cased, without
+    Arabic's optional marks: the form every lexical comparison reads."""
+    return _ARABIC_MARKS.sub("", unicodedata.normalize("NFKC", text).lower())
+
+
 def normalize(text: str) -> str:
     """Lower-case words separated by single spaces (snake_case and punctuation split)."""
-    return " ".join(_NON_WORD.split(text.lower().replace("_", " "))).strip()
+    return " ".join(WORD.findall(fold(text)))
 
 
 _DISAMBIGUATION = re.compile(r"\s*\([^)]*\)\s*$")

@@ -1,6 +1,13 @@
-"""Errors a handler raises to answer with a typed error response."""
+"""Errors a handler raises to answer with a typed error response.
+
+Only these are the client's errors: any other exception in a handler (a `ValueError` or a
+pydantic `ValidationError` included) is an internal fault, logged and retried by the framework.
+Raise `BadRequest` where input is judged; `invalid` turns a validation of the client's input
+into one."""
 
 from __future__ import annotations
+
+from pydantic import ValidationError
 
 
 class ServiceError(ValueError):
@@ -20,6 +27,12 @@ class BadRequest(ServiceError):
 
     def __init__(self, message: str) -> None:
         super().__init__("bad-request", message)
+
+
+def invalid(e: ValidationError, what: str = "request") -> BadRequest:
+    """The client's input `what` failed validation `e`: a bad request naming its first fields."""
+    fields = "; ".join(f"{'.'.join(map(str, x['loc'])) or '<root>'}: {x['msg']}" for x in e.errors()[:5])
+    return BadRequest(f"invalid {what}: {fields}")
 
 
 class QueryTimeout(ServiceError):

@@ -9,6 +9,10 @@ from prometheus_client import Counter, Gauge, Histogram, start_http_server
 from schemas.retrieval import RequestCost
 
 REQUESTS = Counter("kgflow_requests_total", "Requests handled", ["processor", "flow", "service", "outcome"])
+# A handler's fault (not the client's): every attempt, the retried ones too. Should stay 0.
+INTERNAL_ERRORS = Counter(
+    "kgflow_internal_errors_total", "Handler attempts that failed internally", ["processor", "service"]
+)
 LATENCY = Histogram(
     "kgflow_request_seconds",
     "Request handling time",

@@ -17,10 +17,11 @@ from pydantic import BaseModel, RootModel, ValidationError
 from processors.base.bus import Bus, BusMessage, Consumer, Producer
 from processors.base.client import DEADLINE, IDLE, SENT, SEQ, STORE, RemoteError, RequestResponseClient
 from processors.base.config_client import ConfigWatcher
-from processors.base.errors import QueryTimeout, ServiceError
-from processors.base.metrics import CONSUMER_STATE, LATENCY, REQUESTS
+from processors.base.errors import QueryTimeout, ServiceError, invalid
+from processors.base.metrics import CONSUMER_STATE, INTERNAL_ERRORS, LATENCY, REQUESTS
 from processors.base.settings import ParamModels, RuntimeSettings
 from processors.base.tasks import cancel_and_wait
+from processors.stores.refusal import StoreRefusal
 from processors.stores.settings import StoreSettings
 from processors.stores.usage import Reporting, begin
 from schemas.base import Error, Response
@@ -370,8 +371,8 @@ class FlowProcessor:
                 log.warning("%s: request abandoned after %.1fs", service.name, took, extra={"flow": ctx.id})
                 err = QueryTimeout(f"{service.name} did not finish within {took:.1f}s; request abandoned")
                 await self._respond(spec, ctx, rid, error_response(service.response, err), sent, store)
-            except (ServiceError, ValidationError, ValueError, RemoteError) as e:  # a called service's typed
-                outcome = "error"  # error too: retrying here would only ask it again (a dead model twice)
+            except (ServiceError, RemoteError, StoreRefusal) as e:  # the client's error, or a called service's:
+                outcome = "error"  # retrying here would only ask it again (a dead model twice)
                 await self._respond(spec, ctx, rid, error_response(service.response, e), sent, store)
             await consumer.ack(msg)
         except asyncio.CancelledError:
@@ -380,8 +381,9 @@ class FlowProcessor:
             outcome = "cancelled"  # its client went away: nobody wants the answer, done with it
             asyncio.current_task().uncancel()  # type: ignore[union-attr]
             await consumer.ack(msg)
-        except Exception as e:
+        except Exception as e:  # a fault of ours, whatever its type: logged, retried, then internal-error
             outcome = "failed"
+            INTERNAL_ERRORS.labels(self.name, service.name).inc()
             log.exception("request failed", extra={"service": service.name, "flow": ctx.id})
             if sent == 0 and msg.redelivery_count < self.runtime.max_redeliveries:
                 await consumer.nack(msg)  # another instance may succeed
@@ -420,21 +422,21 @@ def _generator(frames: AsyncIterator[Response]) -> AsyncGenerator[Response, None
 
 
 def parse_request(model: type[BaseModel], data: bytes) -> BaseModel:
-    """Validate raw JSON against a request model (a RootModel union gives the operation's model)."""
-    obj = model.model_validate_json(data)
+    """Validate raw JSON against a request model (a RootModel union gives the operation's model);
+    a request that does not validate is a `BadRequest`."""
+    try:
+        obj = model.model_validate_json(data)
+    except ValidationError as e:
+        raise invalid(e) from None
     return obj.root if isinstance(obj, RootModel) else obj
 
 
 def error_response(response: type[Response], exc: Exception) -> Response:
-    """A response of type `response` carrying `exc` as a typed error."""
-    if isinstance(exc, ServiceError):
+    """A response of type `response` carrying `exc` as a typed error: the client's (a
+    `ServiceError`), a called service's, or else internal."""
+    if isinstance(exc, ServiceError | RemoteError):  # a called service's type tells the client why
         err = Error(type=exc.type, message=exc.message)
-    elif isinstance(exc, RemoteError):  # a called service failed: its error type tells the client why
-        err = Error(type=exc.type, message=exc.message)
-    elif isinstance(exc, ValidationError):
-        fields = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors()[:5])
-        err = Error(type="bad-request", message=f"invalid request: {fields}")
-    elif isinstance(exc, ValueError):
+    elif isinstance(exc, StoreRefusal):  # a store refused the client's write (another model's vectors)
         err = Error(type="bad-request", message=str(exc))
     else:
         err = Error(type="internal-error", message=f"{type(exc).__name__}: {exc}")

@@ -6,7 +6,7 @@ and flows — in this process on the embedded default, over Pulsar, or through a
     async with Kgflow.embedded(home=".kgflow") as kg:          # or Kgflow.connect("http://host:8888")
         await kg.load_documents(["examples/documents"], collection="docs")
         res = await kg.lazy_rag("Which element did Marie Curie name after her homeland?", collection="docs")
-        print(res.response, [(c.document_id, c.page) for c in res.chunks])
+        print(res.answer, [(c.document_id, c.page) for c in res.chunks])
 
 `KgflowSync` offers the same methods without `await`. The `kgflow` CLI is built on this class
 (processors/commands/), so what the CLI does the API does. Responses are the services' own
@@ -68,6 +68,38 @@ from schemas.services import (
 R = TypeVar("R", bound=Response)
 KgQueryMode = Literal["local", "global", "hybrid", "mix", "naive"]
 QUERY_TIMEOUT_S = 600.0
+
+
+# The answers the question methods return: the services' responses plus `.answer`, the name the CLI's JSON
+# gives the answer text (`.response`, the wire name, stays).
+class GraphRagAnswer(GraphRagResponse):
+    """A graph-rag response; `.answer` is its `.response`."""
+
+    answer = property(lambda self: self.response)
+
+
+class LazyRagAnswer(LazyRagResponse):
+    """A lazy-rag response; `.answer` is its `.response`."""
+
+    answer = property(lambda self: self.response)
+
+
+class KgQueryAnswer(KgQueryResponse):
+    """A kg-query response; `.answer` is its `.response`."""
+
+    answer = property(lambda self: self.response)
+
+
+class DriftAnswer(DriftResponse):
+    """A DRIFT response; `.answer` is its `.response`."""
+
+    answer = property(lambda self: self.response)
+
+
+ANSWERS: dict[type[Response], type[Response]] = {
+    GraphRagResponse: GraphRagAnswer, LazyRagResponse: LazyRagAnswer, KgQueryResponse: KgQueryAnswer,
+    DriftResponse: DriftAnswer,
+}  # fmt: skip
 
 
 class Kgflow:
@@ -134,20 +166,20 @@ class Kgflow:
 
     # --- questions --------------------------------------------------------------------------
     async def graph_rag(self, question: str, *, collection: str = "default", no_llm: bool = False,
-                        scope: Scope | None = None, **params: Any) -> GraphRagResponse:  # fmt: skip
+                        scope: Scope | None = None, **params: Any) -> GraphRagAnswer:  # fmt: skip
         """GraphRAG over the collection's triples; `params` by field name (`max_path_length=3`)."""
         req = GraphRagRequest(query=question, **self._asked(collection, no_llm, scope), **params)
         return await self.ask(GRAPH_RAG, req)
 
     async def lazy_rag(self, question: str, *, collection: str = "default", no_llm: bool = False,
                        scope: Scope | None = None, operation: Literal["query", "expand"] = "query",
-                       **params: Any) -> LazyRagResponse:  # fmt: skip
+                       **params: Any) -> LazyRagAnswer:  # fmt: skip
         """An answer from the collection's documents (chunks cite document, page and section)."""
         req = LazyRagRequest(query=question, operation=operation, **self._asked(collection, no_llm, scope), **params)
         return await self.ask(LAZY_RAG, req)
 
     async def kg_query(self, question: str, *, collection: str = "default", mode: KgQueryMode | None = None,
-                       no_llm: bool = False, scope: Scope | None = None, **params: Any) -> KgQueryResponse:  # fmt: skip
+                       no_llm: bool = False, scope: Scope | None = None, **params: Any) -> KgQueryAnswer:  # fmt: skip
         """LightRAG-style retrieval in `mode` (default: the flow's, `mix`)."""
         extra = {"mode": mode} if mode else {}
         req = KgQueryRequest(query=question, **self._asked(collection, no_llm, scope), **extra, **params)
@@ -155,7 +187,7 @@ class Kgflow:
 
     async def drift(self, question: str, *, collection: str = "default", no_llm: bool = False,
                     scope: Scope | None = None, progress: Callable[[DriftProgress], None] | None = None,
-                    **params: Any) -> DriftResponse:  # fmt: skip
+                    **params: Any) -> DriftAnswer:  # fmt: skip
         """DRIFT search; `progress` sees each step as it happens."""
         req = DriftRequest(query=question, **self._asked(collection, no_llm, scope), **params)
         return await self.ask(DRIFT, req, progress)
@@ -175,7 +207,8 @@ class Kgflow:
     ) -> R:
         """The answer of a retrieval service, each progress step to `progress`; a question over a
         collection that holds nothing carries an `unknown-collection` warning naming the user's
-        collections (the retrieval services find nothing there and cannot tell why)."""
+        collections (the retrieval services find nothing there and cannot tell why). A question
+        service's response comes with `.answer` (ANSWERS)."""
         last = None
         async for res in self.stream(service, request):
             step = res.progress if isinstance(res, DriftResponse) and not res.end_of_stream else None
@@ -185,7 +218,8 @@ class Kgflow:
         if last is None:
             raise RemoteError("bad-response", f"{service.name} answered nothing")
         await self._warn_if_unknown(last, getattr(request, "collection", ""))
-        return last
+        answer = ANSWERS.get(type(last))
+        return last if answer is None else answer.model_construct(last.model_fields_set, **dict(last))
 
     def _asked(self, collection: str, no_llm: bool, scope: Scope | None) -> dict[str, Any]:
         return {"user": self.user, "collection": collection, "no_llm": no_llm, "scope": scope}

@@ -129,9 +129,23 @@ def build_parser() -> argparse.ArgumentParser:
     bus_args(run)
     run.set_defaults(func=serve_cmds.run)
 
+    mcp = sub.add_parser("mcp", help="serve kgflow's MCP tools on stdio (for Claude Desktop, Cursor, agents)")
+    mcp.add_argument("--user", "-U", default="default", help="the workspace the tools act in")
+    mcp.add_argument("--flow", default="default")
+    _gateway_args(mcp)
+    store_args(mcp)
+    bus_args(mcp)
+    mcp.set_defaults(func=_serve_mcp)
+
     flow_cmds.add_parser(sub)
     manage_cmds.add_parsers(sub)
     return ap
+
+
+async def _serve_mcp(a: argparse.Namespace) -> int:
+    from processors.commands.mcp_stdio import serve  # the MCP SDK is imported only by this command
+
+    return await serve(a)
 
 
 def main(argv: list[str] | None = None) -> int:

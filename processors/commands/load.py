@@ -10,6 +10,7 @@ import sys
 
 from tqdm import tqdm
 
+from processors.algorithms.wording import plural
 from processors.commands.connect import client
 
 
@@ -46,12 +47,12 @@ async def load_triples_file(a: argparse.Namespace) -> int:
     finally:
         bars.close()
     if r.entities is None:
-        print(f"stored {r.triples} triples into {a.user}/{a.collection} through flow {a.flow!r} at {a.url}",
+        print(f"stored {plural(r.triples, 'triple')} into {a.user}/{a.collection} through flow {a.flow!r} at {a.url}",
               file=sys.stderr)  # fmt: skip
         return 0
     print(
-        f"loaded {r.triples} new triples ({r.entities} entities, {r.relations} relations, "
-        f"{r.embedded} labels embedded) into {a.user}/{a.collection}",
+        f"loaded {plural(r.triples, 'new triple')} ({plural(r.entities, 'entity')}, {plural(r.relations, 'relation')}, "
+        f"{plural(r.embedded, 'label')} embedded) into {a.user}/{a.collection}",
         file=sys.stderr,
     )
     if r.repaired:

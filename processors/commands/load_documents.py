@@ -9,6 +9,7 @@ import sys
 
 from tqdm import tqdm
 
+from processors.algorithms.wording import plural
 from processors.commands.connect import client
 from processors.commands.loading import LOAD_TIMEOUT_S, Batching, DocumentsLoaded
 
@@ -66,7 +67,7 @@ def report(a: argparse.Namespace, done: DocumentsLoaded) -> None:
     if done.llm_calls:  # extractor `llm` only: the default load makes no model call and says nothing here
         print(f"{done.llm_calls} model calls, {done.relations} typed relations", file=sys.stderr)
     print(
-        f"loaded {done.loaded} documents ({done.chunks} chunks; {done.unchanged} unchanged, "
+        f"loaded {plural(done.loaded, 'document')} ({plural(done.chunks, 'chunk')}; {done.unchanged} unchanged, "
         f"{len(done.failed)} failed, {len(done.skipped)} skipped) into {a.user}/{a.collection}",
         file=sys.stderr,
     )

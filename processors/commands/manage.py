@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from processors.algorithms.wording import plural
 from processors.commands.connect import client
 from processors.commands.options import bus_args, store_args
 
@@ -74,7 +75,7 @@ async def run(a: argparse.Namespace) -> int:
     if res.not_found:
         print(f"kgflow: error: not found in {a.user}/{a.collection}: {', '.join(res.not_found)}", file=sys.stderr)
         return 1
-    print(f"deleted {res.deleted} documents from {a.user}/{a.collection}", file=sys.stderr)
+    print(f"deleted {plural(res.deleted, 'document')} from {a.user}/{a.collection}", file=sys.stderr)
     return 0
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from processors.algorithms.wording import plural
 from processors.base.client import RemoteError, RequestTimeout
 from processors.base.settings import describe_errors
 from processors.commands.connect import client, require_data
@@ -103,7 +104,7 @@ def _graph_rag_text(res: GraphRagResponse) -> None:
         for t in res.triples:
             print(f"  {t.s} | {t.p} | {t.o}")
     if res.stats:
-        print(f"\n({len(res.triples)} triples, {_store_cost(res.stats)}, {res.stats.elapsed_ms:.0f} ms)")
+        print(f"\n({plural(len(res.triples), 'triple')}, {_store_cost(res.stats)}, {res.stats.elapsed_ms:.0f} ms)")
 
 
 def _store_cost(stats: RequestCost) -> str:
@@ -138,8 +139,9 @@ def _lazy_rag_text(res: LazyRagResponse) -> None:
         print("\nsources: " + "; ".join(_source(d, res.chunks) for d in res.documents[:5]))
     if res.stats:
         print(
-            f"\n(confidence {res.confidence:.2f}; {len(res.chunks)} chunks, {len(res.entities)} entities; "
-            f"{_store_cost(res.stats)}, {res.stats.llm_calls} model calls, "
+            f"\n(confidence {res.confidence:.2f}; {plural(len(res.chunks), 'chunk')}, "
+            f"{plural(len(res.entities), 'entity')}; "
+            f"{_store_cost(res.stats)}, {plural(res.stats.llm_calls, 'model call')}, "
             f"{res.stats.elapsed_ms:.0f} ms)"
         )
 
@@ -152,8 +154,9 @@ def _kg_query_text(res: KgQueryResponse) -> None:
         print("\nreferences: " + "; ".join(_source(d, res.chunks) for d in res.references[:8]))
     if res.stats and res.tokens:
         print(
-            f"\n(mode {res.mode}; {len(res.entities)} entities, {len(res.relationships)} relationships, "
-            f"{len(res.chunks)} chunks; {res.tokens.total}/{res.tokens.max_total_tokens} tokens; "
+            f"\n(mode {res.mode}; {plural(len(res.entities), 'entity')}, "
+            f"{plural(len(res.relationships), 'relationship')}, {plural(len(res.chunks), 'chunk')}; "
+            f"{res.tokens.total}/{res.tokens.max_total_tokens} tokens; "
             f"{_store_cost(res.stats)}, {res.stats.elapsed_ms:.0f} ms)"
         )
 
@@ -170,8 +173,9 @@ def _drift_text(res: DriftResponse) -> None:
     if res.stats:
         st = res.stats
         print(
-            f"\n({len(res.followups)} follow-ups, {len(res.chunks)} chunks; {st.llm_calls}/{st.max_llm_calls} model "
-            f"calls, {st.citations_returned} citations kept, {st.citations_dropped} dropped; "
+            f"\n({plural(len(res.followups), 'follow-up')}, {plural(len(res.chunks), 'chunk')}; "
+            f"{st.llm_calls}/{st.max_llm_calls} model calls, {st.citations_returned} citations kept, "
+            f"{st.citations_dropped} dropped; "
             f"{_store_cost(st)}, {st.elapsed_ms:.0f} ms)"
         )
 

@@ -60,17 +60,21 @@ def model_names(collections: list[str] = []) -> list[str]:  # noqa: B006 - never
 
 
 def parse_model(name: Any, header_collection: str | None = None) -> ChatTarget:
-    """The target of a model name; a ChatModelError for any other name."""
+    """The target of a model name, `kgflow/SERVICE[:MODE][:TAG][@COLLECTION]` (a tag, e.g. Ollama's
+    `:latest`, names no version: every tag is the same service); a ChatModelError for any other name."""
     if not isinstance(name, str) or not name.startswith(PREFIX):
         raise ChatModelError(f"model {name!r} is not served by kgflow; use one of: {', '.join(model_names())}")
-    rest = name[len(PREFIX) :].removesuffix(":latest")
+    rest = name[len(PREFIX) :].removesuffix(":latest")  # Ollama clients append the default tag to any name
     base, at, collection = rest.partition("@")
-    service, _, mode = base.partition(":")
+    service, *suffixes = base.split(":")
     if service not in SERVICES:
         raise ChatModelError(f"model {name!r}: unknown service {service!r} (services: {', '.join(SERVICES)})")
-    if mode and mode not in MODES.get(service, ()):
-        modes = ", ".join(MODES.get(service, ())) or "none"
-        raise ChatModelError(f"model {name!r}: {service} has no mode {mode!r} (modes: {modes})")
+    modes = MODES.get(service, ())
+    # a service with modes reads its first suffix as the mode (so a mistyped mode is refused, not a tag)
+    mode = suffixes.pop(0) if modes and suffixes and suffixes[0] != "latest" else None
+    if (mode is not None and mode not in modes) or len(suffixes) > 1:
+        listed = ", ".join(modes) or "none"
+        raise ChatModelError(f"model {name!r}: expected {PREFIX}{service}[:MODE][:TAG] (modes: {listed})")
     if at and not collection:
         raise ChatModelError(f"model {name!r}: a collection name must follow '@'")
     return ChatTarget(name, service, mode or None, collection or header_collection or DEFAULT_COLLECTION)

@@ -324,7 +324,9 @@ class Dispatcher:
             yield tgd.collections_to_wire(await self.list_collections(user), tags), True
             return
         flow = await self._documents_flow()
-        await (await self._client(DOCUMENT_STORE, flow)).request(DeleteCollection(user=user, collection=collection))
+        store = await self._client(DOCUMENT_STORE, flow)
+        if not (await store.request(DeleteCollection(user=user, collection=collection))).deleted:
+            raise GatewayError("unknown-collection", f"workspace {user!r} has no collection {collection!r}")
         yield {}, True
 
     async def _workspace_service(

@@ -41,6 +41,8 @@ STATUS = {
     "unavailable": 503,
     "timeout": 504,
 }
+# A TrustGraph service or operation kgflow does not have; a collection to delete that does not exist.
+APPLICATION_ERRORS = ("not-supported", "unknown-collection")
 
 
 def _principal(request: web.Request, auth: Authenticator, url_token: bool = False) -> Principal:
@@ -49,15 +51,30 @@ def _principal(request: web.Request, auth: Authenticator, url_token: bool = Fals
 
 
 def error_response(type_: str, message: str) -> web.Response:
-    """An error body with the status of its type. `not-supported` (a TrustGraph service or operation kgflow
-    does not have) is answered 200 with the error in the body, as TrustGraph's own gateway answers
-    application errors: trustgraph-cli shows only `Status code N` for anything but a 200."""
-    status = 200 if type_ == "not-supported" else STATUS.get(type_, 500)
+    """An error body with the status of its type. APPLICATION_ERRORS are answered 200 with the error in the
+    body, as TrustGraph's own gateway answers application errors: trustgraph-cli shows only `Status code N`
+    for anything but a 200."""
+    status = 200 if type_ in APPLICATION_ERRORS else STATUS.get(type_, 500)
     return web.json_response({"error": {"type": type_, "message": message}}, status=status)
 
 
 def _auth_response(e: AuthError) -> web.Response:
     return error_response(e.type if e.type == "forbidden" else "unauthorized", e.message)
+
+
+async def json_object(request: web.Request, max_body_bytes: int) -> dict[str, Any]:
+    """The request's JSON object; anything else is a GatewayError (bad-request, frame-too-large)."""
+    if request.content_length is not None and request.content_length > max_body_bytes:
+        raise GatewayError("frame-too-large", f"body of {request.content_length} bytes > {max_body_bytes}")
+    try:
+        body = tr.loads(await request.read())
+    except tr.BadRequest as e:
+        raise GatewayError("bad-request", str(e)) from None
+    except web.HTTPRequestEntityTooLarge:
+        raise GatewayError("frame-too-large", f"body larger than {max_body_bytes} bytes") from None
+    if not isinstance(body, dict):
+        raise GatewayError("bad-request", "body must be a JSON object")
+    return body
 
 
 class RestHandlers:
@@ -71,20 +88,6 @@ class RestHandlers:
         self.max_body_bytes = max_body_bytes
         self.prometheus_url = prometheus_url
 
-    async def _body(self, request: web.Request) -> dict[str, Any]:
-        """The request's JSON object; anything else is a GatewayError (bad-request, frame-too-large)."""
-        if request.content_length is not None and request.content_length > self.max_body_bytes:
-            raise GatewayError("frame-too-large", f"body of {request.content_length} bytes > {self.max_body_bytes}")
-        try:
-            body = tr.loads(await request.read())
-        except tr.BadRequest as e:
-            raise GatewayError("bad-request", str(e)) from None
-        except web.HTTPRequestEntityTooLarge:
-            raise GatewayError("frame-too-large", f"body larger than {self.max_body_bytes} bytes") from None
-        if not isinstance(body, dict):
-            raise GatewayError("bad-request", "body must be a JSON object")
-        return body
-
     async def _answer(self, request: web.Request, service: str, flow: str | None) -> web.Response:
         began = time.perf_counter()
         try:
@@ -93,7 +96,7 @@ class RestHandlers:
             return _auth_response(e)
         outcome = "ok"
         try:
-            body = await self._body(request)
+            body = await json_object(request, self.max_body_bytes)
             last: dict[str, Any] = {}
             collected: list[dict[str, Any]] = []
             frames = self.dispatcher.handle(principal, body.get("workspace"), service, flow, body, False)

@@ -19,13 +19,15 @@ from processors.base.bus import Bus
 from processors.base.metrics import PROCESSOR_INFO
 from processors.base.processor import Host
 from processors.base.settings import RuntimeSettings, from_env
-from processors.gateway import explorer
+from processors.gateway import explorer, openapi
 from processors.gateway.auth import Authenticator
 from processors.gateway.chat import OpenAIRoutes, add_openai_routes
 from processors.gateway.chat_ollama import OllamaRoutes, add_ollama_routes
 from processors.gateway.dispatch import Dispatcher
+from processors.gateway.mcp_http import McpRoute, add_mcp_route
 from processors.gateway.rest import RestHandlers, add_routes
 from processors.gateway.socket import SocketLimits, SocketSession
+from processors.gateway.spec_routes import SpecRoutes, add_spec_routes
 
 log = logging.getLogger(__name__)
 LOOPBACK = "127.0.0.1"
@@ -61,8 +63,9 @@ def tls_context(settings: GatewaySettings) -> ssl.SSLContext | None:
 
 
 class GatewayProcessor:
-    """Serves `/api/v1/socket`, the REST API, triples import, health, metrics, the chat routes (OpenAI's
-    `/v1/...`, Ollama's `/api/chat` ...) and the explorer page (`/`)."""
+    """Serves `/api/v1/socket`, the REST API, the specs' endpoints (`/api/v1/lazy-rag/...`, `/retrieve`),
+    triples import, health, metrics, the chat routes (OpenAI's `/v1/...`, Ollama's `/api/chat` ...), the
+    explorer page (`/`) and the API's description (`/openapi.json`, `/docs`)."""
 
     name = "gateway"
 
@@ -96,12 +99,16 @@ class GatewayProcessor:
         """The aiohttp application."""
         app = web.Application(client_max_size=self.settings.max_frame_bytes)
         app.router.add_get("/api/v1/socket", self._socket)
+        add_spec_routes(app, SpecRoutes(self.dispatcher, self.auth, self.settings.max_frame_bytes))
         add_routes(
             app, RestHandlers(self.dispatcher, self.auth, self.settings.max_frame_bytes, self.settings.prometheus_url)
         )
         add_openai_routes(app, OpenAIRoutes(self.dispatcher, self.auth, self.settings.max_frame_bytes))
         add_ollama_routes(app, OllamaRoutes(self.dispatcher, self.auth, self.settings.max_frame_bytes))
+        tls = bool(self.settings.tls_cert)
+        add_mcp_route(app, McpRoute(self.dispatcher, self.auth, self.settings.max_frame_bytes, tls))
         explorer.add_routes(app)
+        openapi.add_routes(app)
         app.on_shutdown.append(self._close_sockets)
         return app
 

@@ -22,6 +22,7 @@ import binascii
 import codecs
 from typing import Any
 
+from processors.algorithms.wording import plural
 from processors.gateway.translate import BadRequest, NotSupported, collection_of, require_object, validate_as
 from processors.ingest.documents.formats import MAX_FILE_BYTES, Extracted, UnreadableFile, extract
 from schemas.documents import CollectionInfo, Document, LoadDocuments, LoadResponse
@@ -175,7 +176,8 @@ def collections_to_wire(infos: list[CollectionInfo], tag_filter: Any = None) -> 
                 "collection": c.collection,
                 "name": c.collection,
                 "description": (
-                    f"{c.documents} documents, {c.chunks} chunks, {c.entities} entities, {c.triples} triples"
+                    f"{plural(c.documents, 'document')}, {plural(c.chunks, 'chunk')}, {plural(c.entities, 'entity')}, "
+                    f"{plural(c.triples, 'triple')}"
                 ),
                 "tags": [],
             }

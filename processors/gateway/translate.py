@@ -156,10 +156,16 @@ def _sources_to_wire(res: GraphRagResponse) -> list[dict[str, str]]:
     return [{"uri": s, "title": labels[s]} if labels.get(s) else {"uri": s} for s in res.sources]
 
 
+def _warning_lines(res: GraphRagResponse) -> str:
+    """The unknown-collection warnings as text: TrustGraph's clients show only the answer text (and
+    `tg-invoke-graph-rag -C nope` would otherwise print an empty answer with no hint why)."""
+    return "".join(f"\n\nWarning: {w.message}" for w in res.warnings if w.type == "unknown-collection")
+
+
 def graph_rag_response_to_wire(res: GraphRagResponse) -> dict[str, Any]:
     """A graph-rag frame as TrustGraph clients read it, plus kgflow's evidence fields."""
     d: dict[str, Any] = {
-        "response": res.response,
+        "response": res.response + _warning_lines(res),
         "message_type": res.message_type,
         "end_of_stream": res.end_of_stream,
         "end_of_session": res.end_of_session,
@@ -183,7 +189,7 @@ def graph_rag_response_to_wire(res: GraphRagResponse) -> dict[str, Any]:
 def graph_rag_response_from_wire(d: dict[str, Any]) -> GraphRagResponse:
     """A gateway graph-rag frame back as a kgflow response (kgflow's own client)."""
     sources = [s.get("uri", "") if isinstance(s, dict) else str(s) for s in d.get("sources") or []]
-    return GraphRagResponse(
+    res = GraphRagResponse(
         response=d.get("response") or "",
         message_type=d.get("message_type") or "answer",
         end_of_stream=bool(d.get("end_of_stream", True)),
@@ -197,6 +203,8 @@ def graph_rag_response_from_wire(d: dict[str, Any]) -> GraphRagResponse:
         out_token=d.get("out_token"),
         warnings=[Notice.model_validate(w) for w in d.get("warnings") or []],
     )
+    res.response = res.response.removesuffix(_warning_lines(res))  # kgflow's client has them as warnings
+    return res
 
 
 # --- kgflow's own services (no TrustGraph counterpart) -------------------------------------

@@ -12,6 +12,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from processors.algorithms.bfs import Distances, DistanceSearch
 from processors.algorithms.edges import NeighbourResult
+from processors.stores.refusal import StoreRefusal
 from schemas.tenant import Tenant
 from schemas.terms import Term, Triple
 from schemas.triples import NeighboursQuery
@@ -61,7 +62,7 @@ class VectorModel:
             )
 
 
-class VectorModelMismatch(ValueError):
+class VectorModelMismatch(StoreRefusal):
     """Vectors of another model or dimension than the collection holds: similarities across two
     models mean nothing, so the write is refused (nothing of it is stored)."""
 

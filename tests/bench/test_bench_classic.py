@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.classic import ClassicLimits, ClassicQuery, classic_retrieve
+from bench.graph.classic import ClassicLimits, ClassicQuery, classic_retrieve
 from processors.stores.protocol import EntityHit
 from processors.stores.sqlite.triples import SqliteTripleStore
 from schemas.tenant import Tenant

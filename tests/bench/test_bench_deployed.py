@@ -6,9 +6,9 @@ import socket
 
 import pytest
 
-from bench.bus import WARMUP, CountingBus, echo_latencies
-from bench.measure import Run
-from bench.servers import servers_for
+from bench.graph.bus import WARMUP, CountingBus, echo_latencies
+from bench.graph.measure import Run
+from bench.harness.servers import servers_for
 from processors.base.bus import MemoryBus
 
 

@@ -1,7 +1,7 @@
-"""The document scale corpora (bench/doc_corpus.py) on a 1k-chunk variant over a few real
+"""The document scale corpora (bench/documents/corpus.py) on a 1k-chunk variant over a few real
 documents of each set: deterministic, the public paragraphs stored, distractors that carry mentions
 and vectors and are linked as the writer links them, a stopped build that resumes to the same
-corpus; and the runner (bench/documents_scale.py) writing every key of its section."""
+corpus; and the runner (bench/documents/scale.py) writing every key of its section."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import doc_corpus, doc_stores, documents_scale
-from bench.doc_corpus import USER, CorpusSpec, distractors
-from bench.doc_sources import Sources, prepare_sources
+from bench.documents import corpus as doc_corpus
+from bench.documents import scale as documents_scale
+from bench.documents import stores as doc_stores
+from bench.documents.corpus import USER, CorpusSpec, distractors
+from bench.documents.sources import Sources, prepare_sources
 from processors.commands.system import embedded
 from processors.ingest.document_store.linking import link
 from processors.stores.documents_protocol import ChunkQuery, DocumentCounts
@@ -137,12 +139,16 @@ async def _corpus(
 
 async def test_the_runner_writes_every_key_of_its_section(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
-    out.write_text(json.dumps({"graph_rag": {"kept": True}}))
+    out.write_text(json.dumps({"graph": {"kept": True}}))
     args = ["--sizes", "1k", "--backends", "sqlite", "--subset", str(SUBSET), "--cache", str(tmp_path),
             "--warmup-s", "0", "--budget-s", "120", "--out", str(out)]  # fmt: skip
     section = await documents_scale.main(args)
     results = json.loads(out.read_text())
-    assert results["graph_rag"] == {"kept": True} and results["documents_scale"] == section
+    assert results["graph"] == {"kept": True} and results["documents"] == section
+    assert (
+        results["meta"]["documents"]["commit"] != "unknown"
+        and len(results["meta"]["documents"]["load_average_at_end"]) == 3
+    )
     r = section["sqlite"]["1k"]
     for key in ("p50_ms", "p95_ms", "kg_query_p50_ms", "kg_query_p95_ms", "store_requests", "rss_mb",
                 "after_write_ms", "recall_at_5", "build_s"):  # fmt: skip

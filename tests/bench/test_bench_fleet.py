@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from bench.fleet import GRAPH_RAG_FLEET, processor_fleet
+from bench.harness.fleet import GRAPH_RAG_FLEET, processor_fleet
 from processors.base.client import RequestResponseClient
 from processors.base.pulsar_bus import PulsarBus
 from processors.ingest.triples.loader import load_triples

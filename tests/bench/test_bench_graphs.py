@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import graphs
-from bench.common import sample as _sample
-from bench.pathquestion import covered, parse_questions
-from bench.targets import targets
+from bench.graph import graphs
+from bench.graph.common import sample as _sample
+from bench.graph.pathquestion import covered, parse_questions
+from bench.harness.targets import targets
 
 
 def test_same_spec_same_graph_and_questions() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.graphs import USER
-from bench.measure import KgflowClient, warm_up
+from bench.graph.graphs import USER
+from bench.graph.measure import KgflowClient, warm_up
 from processors.base.settings import RuntimeSettings
 from processors.commands.system import embedded
 from processors.ingest.triples.loader import load_triples

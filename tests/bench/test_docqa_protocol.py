@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from bench import docqa_homes
-from bench.docqa_defaults import CHOSEN_ON, KINDS, MODELS, defaults
-from bench.docqa_halves import halves
-from bench.docqa_protocol import best_baseline, gain_over_best_baseline, split_ids, summarise_half, targets
+from bench.docqa import homes as docqa_homes
+from bench.docqa.defaults import CHOSEN_ON, KINDS, MODELS, defaults
+from bench.docqa.halves import halves
+from bench.docqa.protocol import best_baseline, gain_over_best_baseline, split_ids, summarise_half, targets
 
 # sha256 of the sorted tuning-half ids (first 16 hex digits): the split must never move, or a
 # default chosen on the tuning half would have seen validation questions.

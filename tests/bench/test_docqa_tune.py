@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import docqa_tune
-from bench.docqa_dense import dense_text_only
-from bench.docqa_homes import index
-from bench.docqa_quality import COLLECTION, USER, client
+from bench.docqa import tune as docqa_tune
+from bench.docqa.collection import COLLECTION, USER, client
+from bench.docqa.dense import dense_text_only
+from bench.docqa.homes import index
 from processors.base.settings import RuntimeSettings
 from processors.commands.system import System, embedded
 from processors.models.embeddings.model import OnnxMiniLM

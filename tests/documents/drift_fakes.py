@@ -85,15 +85,8 @@ class Fake:
         self.calls.append(("community_chunks", t))
         return {k: [chunk(c) for c in MEMBERS.get(k, [])][:per_community] for k in communities if k in MEMBERS}
 
-    async def search_chunks(
-        self,
-        t: Tenant,
-        vector: list[float],
-        text: str | None,
-        limit: int,
-        mode: Any = "fused",
-        communities: Sequence[str] | None = None,
-    ) -> list[Chunk]:
+    async def search_chunks(self, t: Tenant, vector: list[float], text: str | None, limit: int, mode: Any = "fused",
+                            communities: Sequence[str] | None = None) -> list[Chunk]:  # fmt: skip
         self.calls.append(("search_chunks", t))
         if not self.communities:
             return []

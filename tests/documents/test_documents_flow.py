@@ -13,36 +13,19 @@ from processors.base.settings import RuntimeSettings
 from processors.commands.system import System, embedded
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.stores.settings import StoreSettings
+from schemas import documents as msg
+from schemas import services as sv
 from schemas.communities import BuildCommunities, ListCommunities
-from schemas.documents import (
-    ChunkSearch,
-    DeleteDocuments,
-    Document,
-    EntityChunks,
-    ListCollections,
-    LoadDocuments,
-    LoadResponse,
-    Scope,
-)
 from schemas.graph_embeddings import GraphEmbeddingsRequest
 from schemas.graph_rag import GraphRagRequest
-from schemas.services import (
-    COMMUNITIES,
-    COMMUNITY_BUILD,
-    DOCUMENT_LOAD,
-    DOCUMENT_STORE,
-    DOCUMENTS,
-    GRAPH_EMBEDDINGS,
-    GRAPH_RAG,
-)
 
 U, C = "alice", "papers"
 DOCS = [
-    Document(
+    msg.Document(
         id="curie", title="Marie Curie", text="Marie Curie was a physicist. She worked in Paris with Pierre Curie."
     ),
-    Document(id="paris", title="Paris", text="Paris is the capital of France. The Seine flows through Paris."),
-    Document(id="warsaw", title="Warsaw", text="Warsaw is the capital of Poland. Marie Curie was born in Warsaw."),
+    msg.Document(id="paris", title="Paris", text="Paris is the capital of France. The Seine flows through Paris."),
+    msg.Document(id="warsaw", title="Warsaw", text="Warsaw is the capital of Poland. Marie Curie was born in Warsaw."),
 ]
 
 
@@ -56,18 +39,21 @@ def client(system: System, service):  # type: ignore[no-untyped-def]
     return RequestResponseClient.for_service(system.bus, service, "default", 120)
 
 
-async def load(system: System, docs: list[Document], user: str = U, coll: str = C) -> LoadResponse:
+async def load(system: System, docs: list[msg.Document], user: str = U, coll: str = C) -> msg.LoadResponse:
     steps = [
-        r async for r in client(system, DOCUMENT_LOAD).stream(LoadDocuments(user=user, collection=coll, documents=docs))
+        r
+        async for r in client(system, sv.DOCUMENT_LOAD).stream(
+            msg.LoadDocuments(user=user, collection=coll, documents=docs)
+        )
     ]
     assert [s.stage for s in steps[:-1]] and steps[-1].end_of_stream
     return steps[-1]
 
 
-async def search(system: System, text: str, scope: Scope | None = None, user: str = U, limit: int = 10):  # type: ignore[no-untyped-def]
+async def search(system: System, text: str, scope: msg.Scope | None = None, user: str = U, limit: int = 10):  # type: ignore[no-untyped-def]
     vec = (await OnnxMiniLM.shared().embed([text]))[0]
-    req = ChunkSearch(user=user, collection=C, vector=vec, text=text, limit=limit, scope=scope)
-    return (await client(system, DOCUMENTS).request(req)).chunks
+    req = msg.ChunkSearch(user=user, collection=C, vector=vec, text=text, limit=limit, scope=scope)
+    return (await client(system, sv.DOCUMENTS).request(req)).chunks
 
 
 async def test_load_search_reload_and_lifecycle(system: System) -> None:
@@ -81,21 +67,21 @@ async def test_load_search_reload_and_lifecycle(system: System) -> None:
     assert {h.document_id for h in hits} == {"curie", "paris", "warsaw"}
 
     # documents and concepts form one graph: "Marie Curie" in two documents is one entity
-    links = (await client(system, DOCUMENTS).request(
-        EntityChunks(user=U, collection=C, chunk_ids=[h.id for h in hits]))).links.mentions  # fmt: skip
+    links = (await client(system, sv.DOCUMENTS).request(
+        msg.EntityChunks(user=U, collection=C, chunk_ids=[h.id for h in hits]))).links.mentions  # fmt: skip
     curie = {m.entity for m in links if m.entity.endswith("marie_curie")}
     assert len(curie) == 1
     by_entity = (
-        await client(system, DOCUMENTS).request(EntityChunks(user=U, collection=C, entities=sorted(curie)))
+        await client(system, sv.DOCUMENTS).request(msg.EntityChunks(user=U, collection=C, entities=sorted(curie)))
     ).links
     assert {m.chunk_id for m in by_entity.mentions} == {h.id for h in hits if h.document_id in ("curie", "warsaw")}
 
-    listed = (await client(system, DOCUMENTS).request(ListCollections(user=U))).collections
+    listed = (await client(system, sv.DOCUMENTS).request(msg.ListCollections(user=U))).collections
     assert [(c.collection, c.documents, c.chunks) for c in listed] == [(C, 3, 3)] and listed[0].entities > 5
 
-    built = await client(system, COMMUNITY_BUILD).request(BuildCommunities(user=U, collection=C))
+    built = await client(system, sv.COMMUNITY_BUILD).request(BuildCommunities(user=U, collection=C))
     assert built.levels.get(0, 0) >= 1
-    communities = (await client(system, COMMUNITIES).request(ListCommunities(user=U, collection=C))).communities
+    communities = (await client(system, sv.COMMUNITIES).request(ListCommunities(user=U, collection=C))).communities
     assert all(c.top_entity_labels for c in communities) and not any(c.stale for c in communities)
 
     # a changed document replaces its chunks; what only its old text said leaves the graph
@@ -103,13 +89,13 @@ async def test_load_search_reload_and_lifecycle(system: System) -> None:
     assert (await load(system, [changed])).loaded == 1
     texts = " ".join(h.text for h in await search(system, "Seine capital France Louvre"))
     assert "Louvre" in texts and "Seine" not in texts
-    assert not any(m.entity.endswith("/seine") for m in (await client(system, DOCUMENTS).request(
-        EntityChunks(user=U, collection=C, entities=["http://kgflow.org/e/seine"]))).links.mentions)  # fmt: skip
-    stale = (await client(system, COMMUNITIES).request(ListCommunities(user=U, collection=C))).communities
+    assert not any(m.entity.endswith("/seine") for m in (await client(system, sv.DOCUMENTS).request(
+        msg.EntityChunks(user=U, collection=C, entities=["http://kgflow.org/e/seine"]))).links.mentions)  # fmt: skip
+    stale = (await client(system, sv.COMMUNITIES).request(ListCommunities(user=U, collection=C))).communities
     assert any(c.stale for c in stale)
 
-    deleted = await client(system, DOCUMENT_STORE).request(
-        DeleteDocuments(user=U, collection=C, document_ids=["warsaw", "x"])
+    deleted = await client(system, sv.DOCUMENT_STORE).request(
+        msg.DeleteDocuments(user=U, collection=C, document_ids=["warsaw", "x"])
     )
     assert deleted.deleted == 1
     assert {h.document_id for h in await search(system, "Warsaw Poland")} == {"curie", "paris"}
@@ -117,10 +103,10 @@ async def test_load_search_reload_and_lifecycle(system: System) -> None:
 
 async def test_scope_and_tenant_are_applied_inside_the_search(system: System) -> None:
     await load(system, DOCS)
-    await load(system, [Document(id="bob-doc", title="Warsaw", text="Warsaw is where Bob lives.")], user="bob")
-    only = await search(system, "Marie Curie", Scope(document_ids=["paris"]))
+    await load(system, [msg.Document(id="bob-doc", title="Warsaw", text="Warsaw is where Bob lives.")], user="bob")
+    only = await search(system, "Marie Curie", msg.Scope(document_ids=["paris"]))
     assert {h.document_id for h in only} == {"paris"}  # the scope is searched exactly, not filtered afterwards
-    assert await search(system, "Marie Curie", Scope(document_ids=["nope"])) == []
+    assert await search(system, "Marie Curie", msg.Scope(document_ids=["nope"])) == []
     assert {h.document_id for h in await search(system, "Warsaw", user="bob")} == {"bob-doc"}
     assert "bob-doc" not in {h.document_id for h in await search(system, "Where does Bob live? Warsaw")}
 
@@ -131,29 +117,29 @@ async def test_metadata_scope(system: System) -> None:
         for d in DOCS
     ]
     await load(system, docs)
-    science = await search(system, "capital", Scope(metadata={"tags": "science"}))
+    science = await search(system, "capital", msg.Scope(metadata={"tags": "science"}))
     assert {h.document_id for h in science} == {"curie"}
-    both = await search(system, "capital", Scope(metadata={"tags": ["science", "city"], "lang": "en"}))
+    both = await search(system, "capital", msg.Scope(metadata={"tags": ["science", "city"], "lang": "en"}))
     assert {h.document_id for h in both} == {"curie", "paris", "warsaw"}
-    assert await search(system, "capital", Scope(metadata={"lang": "fr"})) == []
+    assert await search(system, "capital", msg.Scope(metadata={"lang": "fr"})) == []
 
 
 async def test_graph_rag_and_entity_search_respect_a_document_scope(system: System) -> None:
     await load(system, DOCS)
     vec = (await OnnxMiniLM.shared().embed(["Marie Curie Warsaw Paris"]))[0]
-    ge = RequestResponseClient.for_service(system.bus, GRAPH_EMBEDDINGS, "default", 60)
+    ge = RequestResponseClient.for_service(system.bus, sv.GRAPH_EMBEDDINGS, "default", 60)
     scoped = GraphEmbeddingsRequest(user=U, collection=C, vector=vec, text="Marie Curie and Paris", limit=50,
-                                    scope=Scope(document_ids=["paris"]))  # fmt: skip
+                                    scope=msg.Scope(document_ids=["paris"]))  # fmt: skip
     found = {m.entity.value for m in (await ge.request(scoped)).entities}
     assert found and not any(e.endswith("marie_curie") or e.endswith("/warsaw") for e in found)
     assert any(e.endswith("/paris") for e in found)
     unscoped = {m.entity.value for m in (await ge.request(scoped.model_copy(update={"scope": None}))).entities}
     assert any(e.endswith("marie_curie") for e in unscoped)
 
-    rag = RequestResponseClient.for_service(system.bus, GRAPH_RAG, "default", 60)
+    rag = RequestResponseClient.for_service(system.bus, sv.GRAPH_RAG, "default", 60)
     req = GraphRagRequest(user=U, collection=C, query="Where was Marie Curie born?", no_llm=True)
     everywhere = await rag.request(req)
     assert any("warsaw" in (t.o_id + t.s_id) for t in everywhere.triples)
-    only_paris = await rag.request(req.model_copy(update={"scope": Scope(document_ids=["paris"])}))
+    only_paris = await rag.request(req.model_copy(update={"scope": msg.Scope(document_ids=["paris"])}))
     ids = {x for t in only_paris.triples for x in (t.s_id, t.o_id)}
     assert not any(x.endswith("/warsaw") or x.endswith("marie_curie") for x in ids)

@@ -17,7 +17,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from bench.fleet import die_with_parent
+from bench.harness.fleet import die_with_parent
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 WORKERS = Path(__file__).resolve().parent / "workers"

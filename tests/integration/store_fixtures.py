@@ -8,6 +8,7 @@ handle deletes what it wrote afterwards.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -112,6 +113,8 @@ def cassandra_conn(servers: Any) -> Iterator[Any]:
     conn = CassandraConnection(servers.cassandra_host, servers.cassandra_port, keyspace).acquire()
     conn.connect()
     yield conn
+    # released before the servers fixture stops Cassandra: a cluster left open reconnects and logs
+    asyncio.run(conn.release())
     profile = ExecutionProfile(load_balancing_policy=DCAwareRoundRobinPolicy())
     cluster = Cluster(
         [servers.cassandra_host],

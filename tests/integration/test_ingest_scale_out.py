@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.fleet import own_tenant
+from bench.harness.fleet import own_tenant
 from schemas.topics import TENANT, topic
 from tests.conftest import Servers
 from tests.integration.neo4j_collection import Collection, delete_users, read_collection, vector_gap

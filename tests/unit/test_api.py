@@ -12,6 +12,7 @@ import pytest
 from processors.commands.api import Kgflow, KgflowSync
 from processors.commands.cli import main
 from schemas.drift import DriftRequest
+from schemas.lazy_rag import LazyRagResponse
 from schemas.reranker import RerankItem
 from schemas.services import DRIFT
 
@@ -55,8 +56,11 @@ async def test_stream_yields_progress_then_the_answer(home: Path) -> None:
 def test_the_cli_prints_what_the_api_returns(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with KgflowSync.embedded(home) as kg:
         api = kg.lazy_rag(QUESTION, collection="docs", no_llm=True)
-        mode = kg.kg_query(QUESTION, collection="docs", mode="local", no_llm=True).mode
+        local = kg.kg_query(QUESTION, collection="docs", mode="local", no_llm=True)
+        mode = local.mode
+    assert local.answer == local.response and local.answer.startswith("No language model")
     assert main(["query", "lazy-rag", QUESTION, "-C", "docs", "--json", "--no-llm", "--home", str(home)]) == 0
     cli = json.loads(capsys.readouterr().out)
     assert [c["id"] for c in cli["chunks"]] == [c.id for c in api.chunks]
-    assert cli["answer"] == api.response and mode == "local"
+    assert cli["answer"] == api.response == api.answer and mode == "local"
+    assert api.model_dump() == LazyRagResponse.model_validate(api.model_dump()).model_dump()  # still the wire model

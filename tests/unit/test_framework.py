@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+from prometheus_client import REGISTRY
 
 from processors.base.bus import MemoryBus
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
@@ -61,8 +62,12 @@ class Echo(FlowProcessor):
                 count(current(), req.store, 1)  # as a store's connection layer counts what it sends
             if req.fail == "bad":
                 raise BadRequest("text is not acceptable")
-            if req.fail == "crash":
+            if req.fail in ("crash", "value", "validation"):
                 self.crashes += 1
+                if req.fail == "value":  # a fault of ours, though of the type input checks raise
+                    raise ValueError("an internal invariant broke")
+                if req.fail == "validation":  # a model built from our own data failed to validate
+                    EchoRequest.model_validate({})
                 raise RuntimeError("boom")
             return EchoResponse(text=f"{flow.id}:{req.text}")
         finally:
@@ -186,6 +191,22 @@ async def test_crash_is_retried_then_dead_lettered_with_error_response(served: t
     assert proc.crashes == 3  # first try + 2 redeliveries
     poison = await asyncio.wait_for(dlq.receive(), 5)
     assert EchoRequest.model_validate_json(poison.data).text == "x"
+
+
+@pytest.mark.parametrize("fail", ["value", "validation"])
+async def test_a_value_or_validation_error_inside_a_handler_is_internal_and_retried(
+    served: tuple[MemoryBus, Echo], fail: str
+) -> None:
+    bus, proc = served
+    before = REGISTRY.get_sample_value("kgflow_internal_errors_total", {"processor": "echo", "service": "echo"}) or 0
+    with pytest.raises(RemoteError) as e:
+        await client(bus).request(EchoRequest(text="x", fail=fail))
+    assert e.value.type == "internal-error" and proc.crashes == 3  # not the client's fault: retried
+    after = REGISTRY.get_sample_value("kgflow_internal_errors_total", {"processor": "echo", "service": "echo"})
+    assert after == before + 3
+    with pytest.raises(RemoteError) as e:  # a deliberate BadRequest is answered once, not retried
+        await client(bus).request(EchoRequest(text="x", fail="bad"))
+    assert e.value.type == "bad-request" and proc.started == 4
 
 
 async def test_unknown_flow_times_out_with_clear_message(served: tuple[MemoryBus, Echo]) -> None:

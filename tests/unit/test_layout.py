@@ -1,11 +1,13 @@
-"""DESIGN.md's picture of the code, checked: role folders on floors that imports only ever go down,
-no import cycles, schemas stand alone, algorithm modules import no bus code, and the processor
-registry matches the classes (each request operation has its handler)."""
+"""docs/architecture.md's picture of the code, checked: role folders on floors that imports only ever
+go down, no import cycle anywhere, no module loaded by a dotted string, schemas stand alone, algorithm
+modules import no bus code, no file over 400 lines, and the processor registry matches the classes
+(each request operation has its handler)."""
 
 from __future__ import annotations
 
 import ast
 import typing
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,8 @@ from processors.base.settings import RuntimeSettings
 from processors.commands.catalog import FLOW_PROCESSORS, PROCESSORS
 
 ROOT = Path(__file__).resolve().parents[2]
+PROJECT = ("schemas", "processors", "bench")  # every package of the code, checked for cycles and string loads
+MAX_LINES = 400
 # The floors, bottom first: a module imports only from its own role or a lower floor. ingest
 # (writers) and query (readers) share a floor and import nothing of each other.
 FLOORS: tuple[tuple[str, ...], ...] = (
@@ -63,16 +67,30 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
-def _graph() -> dict[str, set[str]]:
-    mods = _modules("processors")
-    graph: dict[str, set[str]] = {m: set() for m in mods}
-    for m, path in mods.items():
-        for target in _imports(path):
-            parts = target.split(".")
-            known = next((".".join(parts[:i]) for i in range(len(parts), 0, -1) if ".".join(parts[:i]) in mods), None)
-            if known and known != m and not m.startswith(known + "."):  # a package's own __init__ is no cycle
-                graph[m].add(known)
-    return graph
+def _resolve(name: str, mods: dict[str, Path]) -> str | None:
+    """The project module an imported name is, or lives in (None: not the project's)."""
+    parts = name.split(".")
+    return next((".".join(parts[:i]) for i in range(len(parts), 0, -1) if ".".join(parts[:i]) in mods), None)
+
+
+def _targets(tree: ast.AST, mods: dict[str, Path]) -> set[str]:
+    """The project modules a file imports: `from pkg import sub` is sub (pkg's __init__ is only loaded
+    on the way), `from pkg import name` is pkg, and so is `import pkg.sub`'s longest known prefix."""
+    found: set[str | None] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(_resolve(a.name, mods) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for a in node.names:
+                sub = f"{node.module}.{a.name}"
+                found.add(sub if sub in mods else _resolve(node.module, mods))
+    return {t for t in found if t}
+
+
+def _graph(packages: tuple[str, ...] = ("processors",)) -> dict[str, set[str]]:
+    """Module -> the project modules it imports, over `packages` (a module's own name excluded)."""
+    mods = {name: path for package in packages for name, path in _modules(package).items()}
+    return {m: _targets(ast.parse(path.read_text()), mods) - {m} for m, path in mods.items()}
 
 
 def test_processors_sit_in_the_role_folders() -> None:
@@ -106,22 +124,111 @@ def test_an_upward_import_is_caught() -> None:
     ]
 
 
-def test_no_import_cycle_inside_processors() -> None:
-    graph = _graph()
+def import_cycles(graph: dict[str, set[str]]) -> list[str]:
+    """One cycle per strongly connected knot the depth-first walk meets, as `a -> b -> a`."""
     state: dict[str, int] = {}  # 1: on the current path, 2: done
+    cycles: list[str] = []
 
     def visit(m: str, path: list[str]) -> None:
         state[m] = 1
-        for n in sorted(graph[m]):
+        for n in sorted(graph.get(m, ())):
             if state.get(n) == 1:
-                pytest.fail("import cycle: " + " -> ".join([*path[path.index(n) :], n]))
-            if n not in state:
+                cycles.append(" -> ".join([*path[path.index(n) :], n]))
+            elif n not in state:
                 visit(n, [*path, n])
         state[m] = 2
 
     for m in sorted(graph):
         if m not in state:
             visit(m, [m])
+    return cycles
+
+
+def test_no_import_cycle_anywhere() -> None:
+    assert import_cycles(_graph(PROJECT)) == []
+
+
+def test_an_import_cycle_is_caught() -> None:
+    before = set(import_cycles(_graph(PROJECT)))
+    graph = _graph(PROJECT)
+    graph["bench.harness.stats"].add("bench.graph.measure")  # measure imports stats: a cycle
+    graph["schemas.base"].add("schemas.flows")  # flows imports base
+    new = set(import_cycles(graph)) - before
+    assert any("bench.harness.stats -> bench.graph.measure" in c for c in new), new
+    assert any("schemas.base -> schemas.flows" in c for c in new), new
+
+
+def test_a_package_importing_back_its_submodule_is_a_cycle() -> None:
+    mods = {"pkg": Path("pkg/__init__.py"), "pkg.sub": Path("pkg/sub.py")}
+    graph = {
+        "pkg": _targets(ast.parse("def f():\n    from pkg import sub"), mods),
+        "pkg.sub": _targets(ast.parse("from pkg import Shared"), mods),
+    }
+    assert import_cycles(graph) == ["pkg -> pkg.sub -> pkg"]
+
+
+def _loading_nothing(tree: ast.AST) -> set[int]:
+    """The ids of the string nodes that load nothing: docstrings, and `"pkg.mod" in sys.modules`
+    (which asks whether a module is loaded)."""
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    loaded_checks = {
+        id(node.left)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Compare) and ast.unparse(node.comparators[0]) == "sys.modules"
+    }
+    return docstrings | loaded_checks
+
+
+def dotted_loads(sources: dict[str, str], known: Collection[str]) -> list[str]:
+    """Every string in `sources` naming a `known` module, as `pkg.mod` or `pkg.mod:attr`: a module
+    loaded by such a string is an import no reader, linter or this file's import checks can see."""
+    found = []
+    for name, text in sorted(sources.items()):
+        tree = ast.parse(text)
+        skip = _loading_nothing(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+                if "." in node.value and node.value.partition(":")[0] in known:
+                    found.append(f"{name}: {node.value!r}")
+    return found
+
+
+def _project_sources() -> dict[str, str]:
+    return {n: p.read_text() for package in PROJECT for n, p in _modules(package).items()}
+
+
+def test_no_module_is_loaded_by_a_dotted_string() -> None:
+    sources = _project_sources()
+    assert dotted_loads(sources, set(sources)) == []
+
+
+def test_a_dotted_string_load_is_caught() -> None:
+    sources = _project_sources()
+    injected = {
+        "bench.harness.stats": sources["bench.harness.stats"] + 'importlib.import_module("bench.graph.measure")\n',
+        "schemas.topics": sources["schemas.topics"] + 'TARGET = "processors.stores.factory:open_stores"\n',
+    }
+    assert dotted_loads(injected, set(sources)) == [
+        "bench.harness.stats: 'bench.graph.measure'",
+        "schemas.topics: 'processors.stores.factory:open_stores'",
+    ]
+
+
+def test_no_file_is_over_400_lines_in_bench_and_tests() -> None:
+    long = {
+        str(f.relative_to(ROOT)): n
+        for package in ("bench", "tests")
+        for f in (ROOT / package).rglob("*.py")
+        if (n := len(f.read_text().splitlines())) > MAX_LINES
+    }
+    assert long == {}
 
 
 def test_schemas_import_nothing_from_processors() -> None:

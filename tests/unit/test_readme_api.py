@@ -1,4 +1,4 @@
-"""The Python API example in README runs as written, on the embedded default in a fresh home."""
+"""The Python API example in docs/cli.md runs as written, on the embedded default in a fresh home."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def readme_example() -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     section = readme[readme.index("## Python API") :]
     found = re.search(r"```python\n(.*?)```", section, re.DOTALL)
-    assert found, "README's Python API section has no python block"
+    assert found, "docs/cli.md's Python API section has no python block"
     return found.group(1)
 
 

@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from processors.algorithms.bfs import Distances, DistanceSearch, shortest_distances
+from processors.base.errors import BadRequest
 from processors.base.processor import error_response, parse_request
 from processors.retrieval.reranker.rerank import NO_ENTITIES, NO_QUESTION_ENTITIES, Reranker, RerankerSettings
 from processors.retrieval.reranker.signals import distance_score, question_entities
@@ -280,7 +281,7 @@ def test_weights_must_sum_to_one() -> None:
     with pytest.raises(ValidationError, match="weights original=0.5, episode=0.3, distance=0.3 sum to 1.1"):
         RerankWeights(original=0.5, episode=0.3, distance=0.3)
     raw = b'{"user":"u","collection":"c","query":"q","results":[],"weights":{"original":0.9}}'
-    with pytest.raises(ValidationError) as e:
+    with pytest.raises(BadRequest) as e:
         parse_request(RerankRequest, raw)
     err = error_response(RerankResponse, e.value).error
     assert err is not None and err.type == "bad-request"

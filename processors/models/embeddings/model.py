@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
+from processors.base.errors import BadRequest
+
 if TYPE_CHECKING:  # loaded with the model, not at import
     from onnxruntime import InferenceSession
     from tokenizers import Tokenizer
@@ -48,8 +50,8 @@ class Embedder(Protocol):
         ...
 
 
-class TokenBudgetExceeded(ValueError):
-    """A request would cost more tokens than it may."""
+class TokenBudgetExceeded(BadRequest):
+    """A request would cost more tokens than it may (the client's to fix: fewer or shorter texts)."""
 
     def __init__(self, texts: int, tokens: int, budget: int, counted: int) -> None:
         some = "" if counted == texts else f"the first {counted} of "

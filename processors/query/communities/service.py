@@ -1,7 +1,7 @@
 """Communities processor: serves a collection's communities to queries — list, search by profile
 vector, the communities of entities, summaries. It is a reader that writes one thing: a
 community's summary is written by text-completion the first time a query asks for it and cached
-against the community's membership (DESIGN.md: summaries are lazy), so the cache lives with the
+against the community's membership (docs/architecture.md: summaries are lazy), so the cache lives with the
 reads that fill it. Building communities is `community-build`'s (processors/ingest/communities)."""
 
 from __future__ import annotations

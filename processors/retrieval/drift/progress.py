@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
+from processors.algorithms.wording import plural
 from schemas.drift import DriftProgress, FollowUp, Phase
 from schemas.retrieval import Citation
 
@@ -47,7 +48,7 @@ class Progress:
         pct = PCT["executing_followup"] + span * min(self.done, self.planned) // self.planned
         cited = [c for c in node.citations if isinstance(c, Citation)]
         details = "\n".join(f'- [{c.document_name}] "{c.span[:EXCERPT_CHARS]}"' for c in cited)
-        found = f"{len(node.chunks)} chunks" + (f", confidence {node.confidence:.2f}" if node.answer else "")
+        found = plural(len(node.chunks), "chunk") + (f", confidence {node.confidence:.2f}" if node.answer else "")
         self._send("executing_followup", pct, f'Follow-up {self.done}: "{node.question}" ({found})', details)
 
     def community_searched(self, communities: list[str], chunks: int) -> None:
@@ -56,7 +57,9 @@ class Progress:
         span = FOLLOWUPS_TO - PCT["executing_followup"]
         pct = PCT["executing_followup"] + span * min(self.done, self.planned) // self.planned
         where = ", ".join(communities) or "the whole scope"
-        self._send("executing_followup", pct, f"Searched community {where} for the question ({chunks} chunks)", "")
+        self._send(
+            "executing_followup", pct, f"Searched community {where} for the question ({plural(chunks, 'chunk')})", ""
+        )
 
     def error(self, message: str) -> None:
         """The search failed (the percentage stays where it was)."""

@@ -24,6 +24,7 @@ import json
 import math
 from typing import Any
 
+from processors.algorithms.wording import plural
 from processors.base.errors import ServiceError
 from processors.retrieval.common import Stopwatch
 from processors.retrieval.drift import prompts as pr
@@ -194,7 +195,11 @@ class Search:
         answered: list[Pending] = []
         room = (self.budget.left - 1) if self.use_model else len(pending)
         self.progress.plan(min(self.s.passes * self.s.max_followups, max(room, 0)))
-        self.progress.phase("executing_followup", f"{len(pending)} follow-up questions to consider")
+        if self.use_model:
+            what = f"{plural(len(pending), 'follow-up question')} to consider"
+        else:  # no follow-up questions without a model: the question itself, searched in each community
+            what = f"No language model: searching the question in {plural(len(pending), 'community', 'communities')}"
+        self.progress.phase("executing_followup", what)
         for _ in range(self.s.passes):
             width = min(self.s.max_followups, self.budget.left - 1) if self.use_model else self.s.max_followups
             if not pending or width <= 0:
@@ -283,7 +288,9 @@ class Search:
         cited = [c for n in answered for c in n.citations]
         self.progress.phase(
             "aggregating_results",
-            f"Combining the primer and {len(answered)} follow-up answers",
+            f"Combining the primer and {plural(len(answered), 'follow-up answer')}"
+            if self.use_model
+            else "No language model: ranking the passages the searches found",
             document_names(cited),
         )
         if not self.use_model or not (self.initial_answer or answered):

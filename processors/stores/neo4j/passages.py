@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from processors.algorithms.bm25 import K1, B, best_bm25
+from processors.algorithms.bm25 import K1, B, best_bm25, query_terms
 from processors.algorithms.passage_rank import Candidates, ConceptLinks, HopLinks, Passage, name_runs
 from processors.stores.documents_protocol import tenant_token
 from processors.stores.neo4j import term_stats
@@ -96,7 +96,7 @@ async def candidates(
     if vector is not None:
         dense = dict(await by_vector(run, {**params, "chunk_ids": among}, vector, k))
     lexical: dict[str, float] = {}
-    words = sorted(set(terms))
+    words = sorted(query_terms(terms))
     if words and not scoped:
         query = f"tenant:{tenant_token(tenant)}^0 AND lexical:(" + " OR ".join(
             lucene_phrase(w) for w in words

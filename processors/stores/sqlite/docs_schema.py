@@ -90,8 +90,10 @@ CREATE TABLE IF NOT EXISTS doc_deletions (
     PRIMARY KEY (user, collection, id)
 ) WITHOUT ROWID;
 -- BM25 over each chunk's terms (title and text, stemmed: bm25.terms); rowid = the chunk's rowid.
--- `tenant` is a hash of user + collection, matched inside every query.
-CREATE VIRTUAL TABLE IF NOT EXISTS chunk_fts USING fts5(tenant, terms, tokenize = 'unicode61 remove_diacritics 0');
+-- `tenant` is a hash of user + collection, matched inside every query. The terms are made already:
+-- 'ascii' only splits them at spaces (as Neo4j's whitespace analyzer), where unicode61's Unicode 6.1
+-- tables would drop letters of later Unicode versions. (A docs.db made before keeps unicode61.)
+CREATE VIRTUAL TABLE IF NOT EXISTS chunk_fts USING fts5(tenant, terms, tokenize = 'ascii');
 DROP TABLE IF EXISTS docs_version;
 """
     + VECTOR_LISTS_SCHEMA

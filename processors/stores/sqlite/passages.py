@@ -12,7 +12,7 @@ from collections.abc import Collection, Sequence
 
 import numpy as np
 
-from processors.algorithms.bm25 import best_bm25
+from processors.algorithms.bm25 import best_bm25, query_terms
 from processors.algorithms.passage_rank import Candidates, ConceptLinks, HopLinks, Passage, name_runs
 from processors.algorithms.vectors import top_k
 from processors.stores.documents_protocol import tenant_token
@@ -64,11 +64,11 @@ SOURCE_MENTIONS = (
 )
 
 
-def fts_query(tenant: Tenant, terms: Sequence[str]) -> str:
-    """The FTS5 query for chunks of the collection holding any of `terms` (BM25 terms: word
-    characters only, each quoted)."""
-    words = " OR ".join(f'"{t}"' for t in dict.fromkeys(terms) if t.isalnum())
-    return f"tenant : {tenant_token(tenant)} AND terms : ({words})"
+def fts_query(tenant: Tenant, terms: Sequence[str]) -> str | None:
+    """The FTS5 query for chunks of the collection holding any of `terms`, each an FTS5 string
+    (quoted, its quotes doubled: data, never syntax); None when no term is left to search."""
+    words = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return f"tenant : {tenant_token(tenant)} AND terms : ({words})" if words else None
 
 
 def set_scope(conn: sqlite3.Connection, allowed: Collection[str] | None) -> int | None:
@@ -123,8 +123,10 @@ def candidates(
         best = top_k(np.asarray([sims[i] for i in ids], dtype=np.float64), k).tolist()
         dense = {ids[i]: sims[ids[i]] for i in best}
     lexical: dict[str, float] = {}
-    if terms and not (among is not None and not among):
-        args = (fts_query(tenant, terms), tenant.user, tenant.collection, scoped,
+    terms = query_terms(terms)
+    query = fts_query(tenant, terms)
+    if query is not None and not (among is not None and not among):
+        args = (query, tenant.user, tenant.collection, scoped,
                 None if among is None else json.dumps(list(among)), RESCORE * k)  # fmt: skip
         hits = conn.execute(LEXICAL, args).fetchall()
         lexical = best_bm25([(i, words.split()) for i, words, _ in hits], terms, bm25_stats(conn, tenant, terms), k)
