@@ -10,6 +10,8 @@ from schemas.scope import Scope
 from schemas.tenant import Tenant
 
 SCHEMA_VERSION = 1
+# The longest question or search text a request may carry (a longer lexical query finds nothing more).
+MAX_QUERY_CHARS = 8192
 
 
 class Error(BaseModel):

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
-from schemas.base import Message, Response, ScopedRequest
+from schemas.base import MAX_QUERY_CHARS, Message, Response, ScopedRequest
 from schemas.retrieval import RelationshipRef
 from schemas.scope import MetadataValue, Scope
 
@@ -173,7 +173,7 @@ class ChunkSearch(ScopedDocRequest):
 
     operation: Literal["search"] = "search"
     vector: list[float] | None = None
-    text: str | None = Field(default=None, max_length=8192)
+    text: str | None = Field(default=None, max_length=MAX_QUERY_CHARS)
     mode: SearchMode = "fused"
     limit: int = Field(default=10, ge=1, le=1000)
     communities: list[str] | None = Field(default=None, max_length=100)

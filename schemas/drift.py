@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from schemas.base import Notice, Response, ScopedRequest
+from schemas.base import MAX_QUERY_CHARS, Notice, Response, ScopedRequest
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Scope
 from schemas.retrieval import Citation, DocumentRef, EntityRef, RelationshipRef, RetrievalStats
@@ -44,7 +44,7 @@ class DriftParams(BaseModel):
 class DriftRequest(ScopedRequest, DriftParams):
     """A question. With `streaming` (the default) progress responses come before the answer."""
 
-    query: str = Field(min_length=1, max_length=8192)
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     scope: Scope | None = None
     no_llm: bool = False
     streaming: bool = True

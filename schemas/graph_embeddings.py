@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from schemas.base import Notice, Response, ScopedRequest
+from schemas.base import MAX_QUERY_CHARS, Notice, Response, ScopedRequest
 from schemas.scope import Scope
 from schemas.terms import Term
 
@@ -16,7 +16,7 @@ class GraphEmbeddingsRequest(ScopedRequest):
 
     vector: list[float] = Field(min_length=1)
     limit: int = Field(default=20, ge=1, le=1000)
-    text: str | None = Field(default=None, max_length=8192)
+    text: str | None = Field(default=None, max_length=MAX_QUERY_CHARS)
     predicate_limit: int = Field(default=0, ge=0, le=1000)
     scope: Scope | None = None  # only entities a chunk in the scope mentions
     iris: list[str] | None = Field(default=None, max_length=50_000)

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from schemas.base import Notice, Response, ScopedRequest
+from schemas.base import MAX_QUERY_CHARS, Notice, Response, ScopedRequest
 from schemas.retrieval import RequestCost, RerankerChoice
 from schemas.scope import Scope
 from schemas.terms import LabelledTriple
@@ -33,7 +33,7 @@ class GraphRagParams(BaseModel):
 class GraphRagRequest(ScopedRequest, GraphRagParams):
     """A question and the retrieval limits (gateway names in kebab-case)."""
 
-    query: str = Field(min_length=1, max_length=8192)
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     streaming: bool = False
     no_llm: bool = False
     scope: Scope | None = None  # only entities and relations with a source chunk in the scope

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from schemas.base import Notice, Response, ScopedRequest
+from schemas.base import MAX_QUERY_CHARS, Notice, Response, ScopedRequest
 from schemas.documents import Chunk, Scope
 from schemas.retrieval import DocumentRef, EntityRef, RelationshipRef, RerankerChoice, RetrievalStats
 
@@ -29,7 +29,7 @@ class KgQueryParams(BaseModel):
 class KgQueryRequest(ScopedRequest, KgQueryParams):
     """A question and how to gather its context."""
 
-    query: str = Field(min_length=1, max_length=8192)
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     scope: Scope | None = None
     no_llm: bool = False
 

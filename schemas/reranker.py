@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from schemas.base import Response, ScopedRequest
+from schemas.base import MAX_QUERY_CHARS, Response, ScopedRequest
 from schemas.graph_rag import SeedEntity
 from schemas.retrieval import RerankStrategy, RetrievalStats
 from schemas.scope import Scope
@@ -64,7 +64,7 @@ class RerankItem(BaseModel):
     kind: ResultKind
     score: float = 0.0
     entity_ids: list[str] | None = Field(default=None, max_length=256)
-    text: str | None = Field(default=None, max_length=8192)
+    text: str | None = Field(default=None, max_length=MAX_QUERY_CHARS)
 
 
 class RerankerParams(BaseModel):
@@ -79,7 +79,7 @@ class RerankerParams(BaseModel):
 class RerankRequest(ScopedRequest, RerankerParams):
     """Results to reorder for a question, within user + collection (+ scope)."""
 
-    query: str = Field(min_length=1, max_length=8192)
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     scope: Scope | None = None
     results: list[RerankItem] = Field(max_length=MAX_RESULTS)
     # The question's entities, used as given; else chosen from `seeds` (the caller's entity search

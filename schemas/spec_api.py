@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.base import CollectionName, Notice
+from schemas.base import MAX_QUERY_CHARS, CollectionName, Notice
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Scope
 from schemas.drift import DriftStats, FollowUp, KeyFact, Phase
@@ -29,7 +29,7 @@ class SpecRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(min_length=1, max_length=8192)
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     workspace: WorkspaceName | None = None
     no_llm: bool = False
 

@@ -147,9 +147,7 @@ def _lazy_rag_text(res: LazyRagResponse) -> None:
 
 
 def _kg_query_text(res: KgQueryResponse) -> None:
-    print(res.response)
-    if res.response.startswith("No language model") and res.context:
-        print("\n" + res.context)
+    print(res.response)  # never the context: it is the model's prompt, not something a reader reads
     if res.references:
         print("\nreferences: " + "; ".join(_source(d, res.chunks) for d in res.references[:8]))
     if res.stats and res.tokens:

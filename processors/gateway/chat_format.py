@@ -105,10 +105,15 @@ class Source:
     document_id: str = ""
     chunk_id: str = ""
     score: float | None = None
+    page: int | None = None  # the PDF page or slide the passage is on
+    section: str = ""  # the heading it falls under
 
     def line(self, n: int) -> str:
-        """The footnote as the answer text shows it."""
-        where = f" ({self.document_id})" if self.document_id and self.document_id != self.title else ""
+        """The footnote as the answer text shows it: title (document id, page or section): excerpt."""
+        named = [self.document_id] if self.document_id and self.document_id != self.title else []
+        if self.page or self.section not in ("", self.title):  # a document's first heading is its title
+            named.append(f"p. {self.page}" if self.page else self.section)
+        where = f" ({', '.join(named)})" if named else ""
         excerpt = " ".join(self.text.split())
         if len(excerpt) > EXCERPT_CHARS:
             excerpt = excerpt[:EXCERPT_CHARS].rsplit(" ", 1)[0] + "…"
@@ -117,7 +122,7 @@ class Source:
     def to_wire(self, n: int) -> dict[str, Any]:
         """The footnote as a structured field."""
         d: dict[str, Any] = {"index": n, "title": self.title}
-        for name in ("document_id", "chunk_id", "text"):
+        for name in ("document_id", "chunk_id", "text", "page", "section"):
             if getattr(self, name):
                 d[name] = getattr(self, name)
         if self.score is not None:
@@ -129,20 +134,24 @@ def sources_of(res: Any) -> list[Source]:
     """The passages (or, for graph-rag, the facts) an answer rests on, most relevant first."""
     chunks = getattr(res, "chunks", None) or []
     if chunks:
-        return [Source(c.title or c.document_id, c.text, c.document_id, c.id, c.score) for c in chunks]
+        return [
+            Source(c.title or c.document_id, c.text, c.document_id, c.id, c.score, c.page, c.section) for c in chunks
+        ]
     triples = sorted(getattr(res, "triples", None) or [], key=lambda t: -(t.score or 0.0))  # best first
     return [Source(f"{t.s} — {t.p} — {t.o}", score=t.score) for t in triples]
 
 
 def with_footnotes(text: str, sources: list[Source]) -> tuple[str, list[Source]]:
-    """`text` with its `[chunk id]` citations renumbered `[1]`, `[2]`, and the sources to list: those
-    cited, in order of first citation; for an answer that cites none, the MAX_SOURCES most relevant."""
+    """`text` with its `[chunk id]` citations (also `[chunk id, p. 3]`, as a no-model answer cites:
+    the footnote names the page) renumbered `[1]`, `[2]`, and the sources to list: those cited, in
+    order of first citation; for an answer that cites none, the MAX_SOURCES most relevant."""
     by_chunk = {s.chunk_id: s for s in sources if s.chunk_id}
     listed: list[Source] = []
 
     def number(m: re.Match[str]) -> str:
-        ids = [part.strip() for part in m.group(1).split(",")]
-        if not ids or not all(i in by_chunk for i in ids):
+        parts = [part.strip() for part in m.group(1).split(",")]
+        ids = parts if all(i in by_chunk for i in parts) else parts[:1]
+        if ids[0] not in by_chunk:
             return m.group(0)
         out = []
         for i in ids:

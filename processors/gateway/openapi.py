@@ -52,6 +52,7 @@ class Operation:
 SPEC = "Spec endpoints"
 TG = "TrustGraph-compatible API"
 OPENAI, OLLAMA, STATUS, PAGES = "OpenAI-compatible chat", "Ollama-compatible chat", "Status", "Pages"
+MCP = "MCP (Model Context Protocol)"
 WS = "A websocket (send `Upgrade: websocket`); a plain request is refused with 400."
 SPEC_HEADERS = (FLOW_HEADER_DOC, WORKSPACE_HEADER_DOC)
 CHAT_HEADERS = (FLOW_HEADER_DOC, WORKSPACE_HEADER_DOC, COLLECTION_HEADER_DOC)
@@ -104,6 +105,12 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("get", "/api/tags", OLLAMA, "Model names", answer=g.ServiceAnswer, error=g.OllamaError),
     Operation("get", "/api/version", OLLAMA, "The Ollama API version followed", answer=g.ServiceAnswer),
     Operation("get", "/api/ps", OLLAMA, "Running models (none: kgflow loads none)", answer=g.ServiceAnswer),
+    Operation("post", "/mcp", MCP, "The MCP server over streamable HTTP (stateless, JSON answers): JSON-RPC "
+              "messages in, JSON-RPC answers out; tools ask the retrieval services, search, list, read and load",
+              g.ServiceBody, g.ServiceAnswer),
+    Operation("get", "/mcp", MCP, "Not served: a stateless MCP server holds no stream (405)", answer=s.ApiError),
+    Operation("delete", "/mcp", MCP, "Not served: a stateless MCP server has no session to end (405)",
+              answer=s.ApiError),
     Operation("get", "/", PAGES, "The explorer page", content="text/html"),
     Operation("get", "/index.html", PAGES, "The explorer page", content="text/html"),
     Operation("get", "/static/{name}", PAGES, "An asset of the explorer page", content="application/octet-stream"),

@@ -2,7 +2,8 @@
 `collection-management` workspace service (trustgraph-cli 2.11.1 wire format).
 
 - `document-rag` is answered by lazy-rag: `doc-limit` chunks of context (TrustGraph's default 10),
-  the summary as `response`, the documents it rests on as `sources`. One frame even when the client
+  the summary as `response`, the documents it rests on as `sources` (with the pages or sections of
+  the passages retrieved from each). One frame even when the client
   asked for a stream (lazy-rag writes its summary in one structured call).
 - `text-load` / `document-load` (TrustGraph's `flow.load_text` / `flow.load_document`) load one
   base64 document through the documents flow: text, or (document-load) a PDF's text layer, a DOCX,
@@ -25,8 +26,9 @@ from typing import Any
 from processors.algorithms.wording import plural
 from processors.gateway.translate import BadRequest, NotSupported, collection_of, require_object, validate_as
 from processors.ingest.documents.formats import MAX_FILE_BYTES, Extracted, UnreadableFile, extract
-from schemas.documents import CollectionInfo, Document, LoadDocuments, LoadResponse
+from schemas.documents import Chunk, CollectionInfo, Document, LoadDocuments, LoadResponse
 from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
+from schemas.retrieval import DocumentRef
 
 DOC_LIMIT_DEFAULT = 10  # TrustGraph's own default for doc-limit
 MAX_DOC_LIMIT = 100  # lazy-rag's chunk_limit bound
@@ -74,7 +76,7 @@ def document_rag_response_to_wire(res: LazyRagResponse) -> dict[str, Any]:
         "response": res.response,
         "end_of_stream": True,
         "end_of_session": True,
-        "sources": [{"uri": doc.id, "title": doc.title} if doc.title else {"uri": doc.id} for doc in res.documents],
+        "sources": [_source(doc, res.chunks) for doc in res.documents],
         "confidence": res.confidence,
         "missing_info": res.missing_info,
     }
@@ -84,6 +86,16 @@ def document_rag_response_to_wire(res: LazyRagResponse) -> dict[str, Any]:
     if res.stats is not None:
         d["stats"] = res.stats.model_dump()
     return d
+
+
+def _source(doc: DocumentRef, chunks: list[Chunk]) -> dict[str, Any]:
+    """A source document as TrustGraph names it (`uri`, `title`), with the pages (PDF pages, slides)
+    or sections of its retrieved chunks, the best chunk's first."""
+    mine = [c for c in chunks if c.document_id == doc.id]
+    pages = list(dict.fromkeys(c.page for c in mine if c.page))
+    sections = list(dict.fromkeys(c.section for c in mine if c.section and not c.page))
+    out: dict[str, Any] = {"uri": doc.id, "title": doc.title, "pages": pages, "sections": sections}
+    return {k: v for k, v in out.items() if v}
 
 
 def _title(wire_metadata: Any, doc_id: str) -> str:

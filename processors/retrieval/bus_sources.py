@@ -20,7 +20,7 @@ from processors.base.processor import FlowContext
 from processors.models.embeddings.client import request_parts
 from processors.models.text_completion.prompting import ModelAnswer
 from processors.retrieval.common import Usage
-from schemas.base import Notice, Response
+from schemas.base import MAX_QUERY_CHARS, Notice, Response
 from schemas.communities import CommunitiesOf, CommunityInfo, SearchCommunities, SummarizeCommunities
 from schemas.documents import (
     Chunk,
@@ -158,6 +158,7 @@ class BusSources:
         mode: SearchMode = "fused",
         communities: Sequence[str] | None = None,
     ) -> list[Chunk]:
+        text = None if text is None else text[:MAX_QUERY_CHARS]  # a follow-up adds names to the question
         req = ChunkSearch(user=t.user, collection=t.collection, scope=t.scope, vector=vector, text=text, limit=limit,
                           mode=mode, communities=None if communities is None else list(communities))  # fmt: skip
         return (await self._call(DOCUMENTS, req)).chunks
@@ -166,6 +167,7 @@ class BusSources:
     async def community_chunks(
         self, t: Tenant, communities: Sequence[str], vector: list[float], text: str, per_community: int
     ) -> dict[str, list[Chunk]]:
+        text = text[:MAX_QUERY_CHARS]
         req = ChunkSearch(user=t.user, collection=t.collection, scope=t.scope, vector=vector, text=text,
                           communities=list(communities), per_community=per_community)  # fmt: skip
         res = await self._call(DOCUMENTS, req)

@@ -11,6 +11,7 @@ import pytest
 
 from processors.ingest.documents import formats
 from processors.ingest.documents.formats import UnreadableFile, extract, kind_of
+from schemas.documents import Section
 from tests.documents.format_files import (
     DOCX_FACT,
     HTML_FACT,
@@ -121,3 +122,27 @@ def test_chunks_end_at_pages_and_at_headings_of_a_real_length() -> None:
     chunks = chunk_document(doc, plain_tokenizer(), ChunkingParams())
     # the title and the first short section make one chunk; "Irene" starts the next
     assert [c.section for c in chunks] == ["Nobel Prizes of the Curie Family", "Irene"]
+
+
+def test_markdown_headings_are_sections_and_leave_the_text() -> None:
+    md = "# Field Notes\nIntro line.\n\n## Polonium\nMarie named it polonium.\n```\n# not a heading\n```\n"
+    md += "### Radium ###\nIt glows."
+    found = extract(md.encode(), "notes.md")
+    assert found.title == "Field Notes"
+    assert found.text == "Intro line.\n\nMarie named it polonium.\n```\n# not a heading\n```\n\nIt glows."
+    assert page_of(found, "Intro") == (None, "Field Notes")
+    assert page_of(found, "# not a heading") == (None, "Polonium")  # a fenced `#` is code, not a heading
+    assert page_of(found, "It glows") == (None, "Radium")
+
+
+def test_a_book_is_cut_into_parts_at_pages_each_citing_its_own() -> None:
+    text = "".join(f"Page {n} says something.".ljust(99) + "\n" for n in range(1, 11))
+    book = formats.Extracted(text, [Section(start=(n - 1) * 100, page=n) for n in range(1, 11)], "Book")
+    pieces = formats.parts(book, limit=350)
+    assert "".join(p.text for p in pieces) == text and all(len(p.text) <= 350 for p in pieces)
+    assert [p.text[:7] for p in pieces] == ["Page 1 ", "Page 4 ", "Page 7 ", "Page 10"]  # each at a page
+    for p in pieces:
+        assert p.title == "Book" and p.sections[0].start == 0
+        assert all(p.text[s.start :].startswith(f"Page {s.page} ") for s in p.sections)
+    words = formats.parts(formats.Extracted("word " * 100, [], ""), limit=120)
+    assert all(p.text.endswith(" ") and len(p.text) <= 120 for p in words[:-1])  # never inside a word

@@ -1,5 +1,5 @@
 """`kgflow load documents` over what careless users hand it: duplicate ids, `report.md` in two
-folders, a non-UTF-8 JSONL line, a title or a text over the limits, `/dev/zero`. Every document
+folders, a non-UTF-8 JSONL line, a title over the limit, an empty file, `/dev/zero`. Every document
 the load cannot take is named and skipped, the others load, and the exit status says some were
 dropped; `--scope year=2024` then finds the document loaded with `{"year": 2024}`."""
 
@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from processors.commands.cli import main
 from processors.ingest.documents import files
 from processors.ingest.documents.files import Unreadable, read_documents
-from schemas.documents import MAX_DOCUMENT_CHARS, Document, LoadDocuments
+from schemas.documents import Document, LoadDocuments
 
 MAX_TITLE_CHARS = 2048  # as documented
 
@@ -27,12 +27,12 @@ def jsonl(path: Path, *rows: dict[str, object] | bytes) -> Path:
 @pytest.fixture
 def corpus(tmp_path: Path) -> list[Path]:
     """Two folders with a `report.md` each, a JSONL with a repeated id, a non-UTF-8 line, a long
-    title and a text over the limit; the documents that must load are named `keep-*` or `a/...`."""
+    title and an empty file; the documents that must load are named `keep-*` or `a/...`."""
     for folder, text in (("a", "# Quarterly report\nSales of Acme rose in Lima."), ("b", "# Other\nA second one.")):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "report.md").write_text(text, encoding="utf-8")
     (tmp_path / "a" / "long-title.md").write_text("# " + "Acme " * 1000 + "\nAcme opened in Quito.", encoding="utf-8")
-    (tmp_path / "a" / "huge.txt").write_text("x" * (MAX_DOCUMENT_CHARS + 1), encoding="utf-8")
+    (tmp_path / "a" / "empty.md").write_text("\n\n", encoding="utf-8")
     rows = jsonl(
         tmp_path / "rows.jsonl",
         {"id": "keep-1", "text": "Acme was founded in Lima in 2024.", "metadata": {"year": 2024}},
@@ -54,8 +54,7 @@ def test_every_document_not_read_is_named(corpus: list[Path]) -> None:
     assert docs["keep-1"].text.startswith("Acme was founded")
     rows = corpus[2]
     assert skipped == {
-        str(corpus[0] / "huge.txt"): f"{MAX_DOCUMENT_CHARS + 1:,} characters: a document holds at most "
-        f"{MAX_DOCUMENT_CHARS:,}",
+        str(corpus[0] / "empty.md"): "no text in it (an empty file)",
         str(corpus[1] / "report.md"): f"duplicate document id 'report.md' (first read from {corpus[0] / 'report.md'})",
         f"{rows}:3": f"duplicate document id 'keep-1' (first read from {rows}:1)",
         f"{rows}:4": "not UTF-8 text (byte 0xe9 at offset 28)",
@@ -67,11 +66,13 @@ def test_files_are_bounded_before_they_are_read(tmp_path: Path, monkeypatch: pyt
     (dev_zero,) = read_documents([Path("/dev/zero")])
     assert dev_zero == Unreadable("/dev/zero", "not a regular file or directory")
     big = tmp_path / "big.txt"
-    size = 4 * MAX_DOCUMENT_CHARS + 1  # UTF-8: no document of the limit takes that many bytes
+    size = (1 << 20) + 1  # over the operator's bound, set to 1 MB
     with big.open("wb") as f:  # sparse: never read
         f.truncate(size)
+    monkeypatch.setenv("KGFLOW_MAX_FILE_MB", "1")
     (too_big,) = read_documents([big])
-    assert isinstance(too_big, Unreadable) and too_big.error.startswith(f"{size:,} bytes")
+    why = f"{size:,} bytes, over the limit of 1 MB a file (KGFLOW_MAX_FILE_MB sets it)"
+    assert too_big == Unreadable(str(big), why)
     monkeypatch.setattr(files, "MAX_LINE_BYTES", 200)
     monkeypatch.setattr(files, "SKIP_BLOCK", 64)
     rows = jsonl(tmp_path / "r.jsonl", {"id": "long", "text": "y" * 1000}, {"id": "short", "text": "Acme."})
@@ -94,7 +95,8 @@ def test_the_cli_names_what_it_skipped_and_exits_non_zero(
     err = capsys.readouterr().err
     assert code == 1, err
     assert "loaded 5 documents" in err and "4 skipped" in err and "Traceback" not in err, err
-    for name in ("huge.txt", f"{corpus[1] / 'report.md'}: duplicate", "rows.jsonl:3: duplicate", "rows.jsonl:4"):
+    named = ("empty.md: no text in it", f"{corpus[1] / 'report.md'}: duplicate", "rows.jsonl:3: duplicate")
+    for name in (*named, "rows.jsonl:4"):
         assert f"kgflow: skipped {corpus[0].parent}" in err and name in err, name
 
     def found(*scope: str) -> set[str]:

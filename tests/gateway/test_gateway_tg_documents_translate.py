@@ -8,7 +8,7 @@ import pytest
 
 from processors.gateway import tg_documents as tgd
 from processors.gateway.translate import BadRequest, NotSupported
-from schemas.documents import CollectionInfo, FailedDocument, LoadResponse
+from schemas.documents import Chunk, CollectionInfo, FailedDocument, LoadResponse
 from schemas.lazy_rag import LazyRagResponse
 from schemas.retrieval import DocumentRef
 
@@ -38,6 +38,18 @@ def test_document_rag_response_is_one_final_rag_frame() -> None:
     assert wire["response"] == "The keeper." and wire["end_of_stream"] is True
     assert "message_type" not in wire  # TrustGraph's socket client reads a frame without one as a RAG chunk
     assert wire["sources"] == [{"uri": "d1", "title": "Light"}, {"uri": "d2"}]
+
+
+def test_document_rag_sources_name_the_pages_and_sections_of_their_passages() -> None:
+    chunks = [
+        Chunk(id="a", document_id="d1", text="x", page=7),
+        Chunk(id="b", document_id="d2", text="y", section="Keeper"),
+        Chunk(id="c", document_id="d1", text="z", page=3),
+        Chunk(id="e", document_id="d1", text="w", page=7),
+    ]
+    docs = [DocumentRef(id="d1", title="Light"), DocumentRef(id="d2")]
+    wire = tgd.document_rag_response_to_wire(LazyRagResponse(response="r", documents=docs, chunks=chunks))
+    assert wire["sources"] == [{"uri": "d1", "title": "Light", "pages": [7, 3]}, {"uri": "d2", "sections": ["Keeper"]}]
 
 
 async def test_text_load_decodes_text_and_takes_the_title_from_metadata() -> None:

@@ -1,6 +1,7 @@
 """The explorer's Load tab in real Chromium: a PDF, a DOCX and a PPTX load from their bytes
 (the gateway reads them), an encrypted PDF is named with the reason while the others load, and
-the Library lists the files under the titles they give themselves."""
+the Library lists the files under the titles they give themselves; a no-model answer over them
+cites the PDF's page, and the cited chunk's dialog names it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from playwright.sync_api import Page
 
 from tests.documents.format_files import write_corpus
 from tests.gateway.gw_support import kgflow_up, up_env
-from tests.web.browser import wait_connected
+from tests.web.browser import ask, wait_connected
 
 
 @pytest.fixture(scope="module")
@@ -40,3 +41,15 @@ def test_the_load_tab_loads_office_files_and_names_the_refused(page: Page, explo
     listed = page.inner_text("#documents-list")
     assert "Laboratory Handbook" in listed and "Radioactivity Lecture" in listed, listed
     page.screenshot(path=str(tmp_path / "loaded-files.png"))
+
+    # With no model the answer cites the PDF's page, and the cited chunk's dialog names it too.
+    wait_connected(page, explorer)
+    question = "Which element did Marie Curie name after her homeland?"
+    answer = ask(page, "page-files", "lazy-rag", question, no_model=True)
+    assert "named it polonium" in answer and ", p. 2]" in answer, answer
+    cited = page.locator("#answer button.cite", has_text=", p. 2]").first
+    cited.click()
+    page.wait_for_selector("#chunk-dialog[open]")
+    meta = page.inner_text("#chunk-meta")
+    assert "curie-notes.pdf" in meta and "p. 2" in meta and (cited.get_attribute("data-chunk") or "?") in meta, meta
+    assert "named it polonium" in page.inner_text("#chunk-text")

@@ -12,7 +12,20 @@ export async function fetchChunks(gw: Gateway, flow: string, collection: string,
   return ids
     .map((id) => byChunk.get(id))
     .filter((c): c is Json => c !== undefined)
-    .map((c) => ({ id: c.id, documentId: c.document_id, title: c.title ?? "", text: c.text ?? "", ordinal: c.ordinal }));
+    .map((c) => ({
+      id: c.id,
+      documentId: c.document_id,
+      title: c.title ?? "",
+      text: c.text ?? "",
+      ordinal: c.ordinal,
+      page: c.page ?? undefined,
+      section: c.section ?? "",
+    }));
+}
+
+/** Where in its file a chunk is: its page (PDF page, slide) or section, as a citation names it. */
+export function placeOf(chunk: ChunkView): string {
+  return chunk.page ? `p. ${chunk.page}` : chunk.section ?? "";
 }
 
 function marked(text: string, span: string): (Node | string)[] {
@@ -21,10 +34,12 @@ function marked(text: string, span: string): (Node | string)[] {
   return [text.slice(0, at), h("mark", {}, span), text.slice(at + span.length)];
 }
 
-/** Open the chunk dialog: the chunk's text (the cited span marked) and the document it is from. */
+/** Open the chunk dialog: the chunk's text (the cited span marked), the document it is from and
+ * where in the file (page or section). */
 export function openChunk(chunk: ChunkView, span = ""): void {
   fill(byId("chunk-title"), chunk.title || chunk.documentId);
-  const where = chunk.ordinal === undefined ? "" : ` · chunk ${chunk.ordinal + 1}`;
+  const place = placeOf(chunk);
+  const where = (place ? ` · ${place}` : "") + (chunk.ordinal === undefined ? "" : ` · chunk ${chunk.ordinal + 1}`);
   fill(byId("chunk-meta"), "document ", h("code", {}, chunk.documentId), where, " · ", h("code", {}, chunk.id));
   fill(byId("chunk-text"), ...marked(chunk.text, span));
   const dialog = byId<HTMLDialogElement>("chunk-dialog");

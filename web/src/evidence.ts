@@ -31,6 +31,10 @@ export interface ChunkView {
   text: string;
   ordinal?: number;
   score?: number;
+  /** The PDF page or slide the chunk is on, when its file has pages. */
+  page?: number;
+  /** The heading the chunk falls under, when its file has headings. */
+  section?: string;
 }
 
 export interface CitationView {
@@ -111,6 +115,8 @@ function chunks(list: Json[] | undefined): ChunkView[] {
     text: c.text ?? "",
     ordinal: c.ordinal,
     score: c.score ?? undefined,
+    page: c.page ?? undefined,
+    section: c.section ?? "",
   }));
 }
 

@@ -1,7 +1,7 @@
 // The answer's panels: citations and chunks (each opens its text), source documents, warnings, and
 // what the query cost (store round trips, model calls, tokens, ms per stage, label cache hits).
 import type { Json } from "./api";
-import { chunkItem, openChunk } from "./chunks";
+import { chunkItem, openChunk, placeOf } from "./chunks";
 import { byId, fill, fmt, h } from "./dom";
 import type { ChunkView, Evidence } from "./evidence";
 import { markdown } from "./markdown";
@@ -30,20 +30,31 @@ export function showStats(stats: Json | null, extra: Json = {}): void {
 }
 
 /** Show the final answer, its Markdown rendered (as elements, never as HTML: see markdown.ts); a `[chunk id]`
- * it names (lazy-rag and kg-query cite that way) opens that chunk. */
+ * it names (lazy-rag and kg-query cite that way; with no model, `[chunk id, p. 3]`) opens that chunk. */
 export function showAnswer(el: HTMLElement, text: string, ev: Evidence, lookup: ChunkLookup): void {
   const known = new Set(ev.chunks.map((c) => c.id));
-  const citations = (plain: string): (Node | string)[] =>
-    plain.split(/\[([0-9A-Za-z_-]{6,64})\]/).map((part, i) => {
-      if (i % 2 === 0) return part;
-      if (!known.has(part)) return `[${part}]`;
-      const cite = h("button", { type: "button", class: "link cite", dataset: { chunk: part } }, `[${part}]`);
+  const citations = (plain: string): (Node | string)[] => {
+    // split() with two groups: text, chunk id, its ", page or section" (or undefined), text, ...
+    const parts = plain.split(/\[([0-9A-Za-z_-]{6,64})(, [^[\]\n]{1,200})?\]/);
+    const out: (Node | string)[] = [];
+    for (let i = 0; i < parts.length; i += 3) {
+      out.push(parts[i]);
+      if (i + 1 >= parts.length) break;
+      const id = parts[i + 1];
+      const label = `[${id}${parts[i + 2] ?? ""}]`;
+      if (!known.has(id)) {
+        out.push(label);
+        continue;
+      }
+      const cite = h("button", { type: "button", class: "link cite", dataset: { chunk: id } }, label);
       cite.addEventListener("click", async () => {
-        const chunk = await lookup(part);
+        const chunk = await lookup(id);
         if (chunk) openChunk(chunk);
       });
-      return cite;
-    });
+      out.push(cite);
+    }
+    return out;
+  };
   fill(el, ...markdown(text, citations));
 }
 
@@ -55,7 +66,11 @@ export function showEvidence(service: string, ev: Evidence, lookup: ChunkLookup)
   );
   fill(byId("citations"), ...(cite.length ? cite : [h("li", { class: "muted" }, "no citations (they come with a model's answer)")]));
   const chunks = ev.chunks.map((c, i) =>
-    chunkItem(`${i + 1}. ${c.title || c.documentId}`, c.score === undefined ? "" : `score ${fmt(c.score)}`, async () => c),
+    chunkItem(
+      `${i + 1}. ${c.title || c.documentId}`,
+      [placeOf(c), c.score === undefined ? "" : `score ${fmt(c.score)}`].filter(Boolean).join(" · "),
+      async () => c,
+    ),
   );
   fill(byId("chunks"), ...(chunks.length ? chunks : [h("li", { class: "muted" }, "no chunks")]));
   const docs = ev.documents.map((d) => h("li", {}, h("strong", {}, d.title), h("span", { class: "muted" }, ` ${d.id}${d.score === undefined ? "" : ` · ${fmt(d.score)}`}`)));

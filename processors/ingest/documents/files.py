@@ -3,9 +3,11 @@ text layer), DOCX, PPTX and HTML files (formats/: with the page, slide or headin
 and directories of them (id = path under the directory; title = the title the file gives itself —
 a markdown file's first `# ` heading, a PDF's or office file's title property, a page's <title> —
 cut to the title limit, else the file name). Every file is bounded before it is read: only regular
-files, up to what a document may hold, JSONL lines read a bounded piece at a time. A file or line
-that cannot be a document (too big, not UTF-8, unreadable, invalid, an id read before in the same
-load) is reported by name with the reason and skipped; the other documents are read."""
+files, up to the operator's KGFLOW_MAX_FILE_MB (FileLimits), JSONL lines read a bounded piece at a
+time. A file longer than one document holds (a book) is read as parts `ID#1`, `ID#2`, ... cut at a
+page or heading, each citing its own pages. A file or line that cannot be a document (too big, not
+UTF-8, unreadable, no text, invalid, an id read before in the same load) is reported by name with
+the reason and skipped; the other documents are read."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from typing import BinaryIO, Literal, get_args
 
 from pydantic import ValidationError
 
-from processors.ingest.documents.formats import MAX_FILE_BYTES, UnreadableFile, extract
+from processors.base.settings import from_env
+from processors.ingest.documents.formats import Extracted, FileLimits, UnreadableFile, extract, parts
+from processors.ingest.documents.formats.markdown import extract_markdown
 from schemas.documents import MAX_DOCUMENT_CHARS, MAX_TITLE_CHARS, Document
 
 DocumentFormat = Literal["auto", "jsonl", "txt", "md", "pdf", "docx", "pptx", "html"]
@@ -24,7 +28,6 @@ DOCUMENT_FORMATS: tuple[str, ...] = get_args(DocumentFormat)
 TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".text"}
 FILE_SUFFIXES = TEXT_SUFFIXES | {".pdf", ".docx", ".pptx", ".html", ".htm", ".xhtml"}
 READ = "kgflow reads .jsonl, .txt, .md, .pdf, .docx, .pptx and .html files"
-MAX_TEXT_BYTES = 4 * MAX_DOCUMENT_CHARS  # UTF-8 takes at most 4 bytes a character
 MAX_LINE_BYTES = 8 * MAX_DOCUMENT_CHARS  # a JSONL line: the text JSON-escaped (`\uXXXX`) and its fields
 SKIP_BLOCK = 1 << 20
 
@@ -76,33 +79,38 @@ def _jsonl(path: Path) -> Iterator[tuple[str, Document | Unreadable]]:
                 yield where, Unreadable(where, _invalid(e))
 
 
-def _bytes(path: Path, limit: int) -> bytes:
+def _bytes(path: Path, limits: FileLimits) -> bytes:
     """The file's bytes, refused before reading when it is not a regular file or too big."""
     if not path.is_file():  # a device (/dev/zero), pipe or socket: no size to bound it by
         raise UnreadableFile("not a regular file or directory")
     size = path.stat().st_size
-    if size > limit:
-        raise UnreadableFile(f"{size:,} bytes: a document holds at most {MAX_DOCUMENT_CHARS:,} characters")
+    if size > limits.max_bytes:
+        raise UnreadableFile(limits.refusal(size))
     return path.read_bytes()
 
 
-def _file(path: Path, root: Path, fmt: DocumentFormat) -> Document | Unreadable:
+def _file(path: Path, root: Path, fmt: DocumentFormat, limits: FileLimits) -> list[Document] | Unreadable:
+    """The file as one document, or a book as parts `ID#1`, `ID#2`... each citing its own pages."""
     doc_id = path.name if path == root else str(path.relative_to(root))
     text_file = fmt in ("txt", "md") or (fmt == "auto" and path.suffix.lower() in TEXT_SUFFIXES)
     markdown = fmt == "md" or (fmt == "auto" and path.suffix.lower() in (".md", ".markdown"))
     data = b""
     try:
-        data = _bytes(path, MAX_TEXT_BYTES if text_file else MAX_FILE_BYTES)
+        data = _bytes(path, limits)
         if text_file:
             text = data.decode("utf-8")
-            first = text.lstrip().split("\n", 1)[0]
-            title, sections = (first[2:].strip() if markdown and first.startswith("# ") else ""), []
+            found = extract_markdown(text) if markdown else Extracted(text, [])
         else:
-            found = extract(data, path.name, "text/html" if fmt == "html" else "")
-            text, title, sections = found.text, found.title, found.sections
-        if len(text) > MAX_DOCUMENT_CHARS:
-            return Unreadable(str(path), f"{len(text):,} characters: a document holds at most {MAX_DOCUMENT_CHARS:,}")
-        return Document(id=doc_id, title=title[:MAX_TITLE_CHARS] or path.name, text=text, sections=sections)
+            found = extract(data, path.name, "text/html" if fmt == "html" else "", limit=limits.max_bytes)
+        data = b""  # a book's bytes are not kept beside its text
+        if not found.text.strip():
+            return Unreadable(str(path), "no text in it (an empty file)")
+        title = found.title[:MAX_TITLE_CHARS] or path.name
+        pieces = parts(found)
+        return [
+            Document(id=doc_id if len(pieces) == 1 else f"{doc_id}#{n}", title=title, text=p.text, sections=p.sections)
+            for n, p in enumerate(pieces, 1)
+        ]
     except UnicodeDecodeError as e:
         return Unreadable(str(path), _not_utf8(data, e))
     except (OSError, UnreadableFile) as e:
@@ -112,6 +120,7 @@ def _file(path: Path, root: Path, fmt: DocumentFormat) -> Document | Unreadable:
 
 
 def _read(paths: list[Path], fmt: DocumentFormat) -> Iterator[tuple[str, Document | Unreadable]]:
+    limits = from_env(FileLimits)
     for p in paths:
         if p.is_dir():
             wanted = {".jsonl"} if fmt == "jsonl" else FILE_SUFFIXES | ({".jsonl"} if fmt == "auto" else set())
@@ -119,11 +128,15 @@ def _read(paths: list[Path], fmt: DocumentFormat) -> Iterator[tuple[str, Documen
             if not files:
                 yield str(p), Unreadable(str(p), f"no documents in the directory ({READ})")
             for f in files:
-                yield from (_jsonl(f) if f.suffix.lower() == ".jsonl" else [(str(f), _file(f, p, fmt))])
+                yield from _jsonl(f) if f.suffix.lower() == ".jsonl" else _each(str(f), _file(f, p, fmt, limits))
         elif p.is_file() and (fmt == "jsonl" or (fmt == "auto" and p.suffix.lower() == ".jsonl")):
             yield from _jsonl(p)
         else:
-            yield str(p), _file(p, p, fmt)
+            yield from _each(str(p), _file(p, p, fmt, limits))
+
+
+def _each(where: str, found: list[Document] | Unreadable) -> Iterator[tuple[str, Document | Unreadable]]:
+    yield from ((where, d) for d in found) if isinstance(found, list) else [(where, found)]
 
 
 def read_documents(paths: list[Path], fmt: DocumentFormat = "auto") -> Iterator[Document | Unreadable]:

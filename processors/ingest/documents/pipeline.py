@@ -40,7 +40,7 @@ from schemas.extraction import ConceptMention
 
 MAX_PAIRS_PER_SENTENCE = 8  # concepts of a sentence that pair up (the first ones): 28 pairs at most
 EMBED_BATCH = 256
-EXTRACT_BATCH = 128
+EXTRACT_BATCH = 32  # ~30,000 characters of spaCy a request: well inside its 60 s timeout on a busy machine
 
 
 class IngestSources(Protocol):

@@ -114,9 +114,9 @@ def answer(search: Search) -> DriftResponse:
     chunks = ranked_chunks(search, [c.chunk_id for c in citations])
     labels = search.labels
     entities = sorted(search.entities.items(), key=lambda kv: (-kv[1], kv[0]))[:RESULT_ENTITIES]
+    prefix = NO_ANSWER_PREFIX if search.stats.llm_calls else NO_MODEL_PREFIX
     return DriftResponse(
-        response=search.final_answer
-        or retrieval_only_answer(chunks, NO_ANSWER_PREFIX if search.stats.llm_calls else NO_MODEL_PREFIX),
+        response=search.final_answer or retrieval_only_answer(search.req.query, chunks, prefix),
         final_answer=search.final_answer,
         key_facts=search.key_facts,
         residual_uncertainty=search.residual,

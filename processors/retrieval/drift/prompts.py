@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from processors.algorithms.extractive import no_model_answer
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk
 
@@ -47,8 +48,8 @@ AGGREGATE_SYSTEM = (
     "residual uncertainty. Reply in JSON: "
     '{"final_answer", "key_facts": [{"fact", "citations"}], "residual_uncertainty"}.'
 )
-NO_MODEL_PREFIX = "No language model is configured; the most relevant retrieved passages are:"
-NO_ANSWER_PREFIX = "The model gave no usable answer; the most relevant retrieved passages are:"
+NO_MODEL_PREFIX = "No language model is configured; from the retrieved passages:"
+NO_ANSWER_PREFIX = "The model gave no usable answer; from the retrieved passages:"
 
 # Output schemas. Every string and list is bounded so that the whole JSON fits the call's
 # completion budget even at one character per token: a grammar-constrained model then always
@@ -182,8 +183,7 @@ def aggregate_prompt(question: str, tree: dict[str, Any]) -> str:
     return f"User question: {question}\n<data>\nQ/A tree: {json.dumps(tree, ensure_ascii=False)}\n</data>"
 
 
-def retrieval_only_answer(
-    chunks: Sequence[Chunk], prefix: str = NO_MODEL_PREFIX, limit: int = 3, chars: int = 300
-) -> str:
-    """What a client shows when no model is configured (or it gave nothing usable): the best passages."""
-    return "\n".join([prefix, *(f"[{c.id}] {c.title}: {c.text[:chars]}" for c in chunks[:limit])])
+def retrieval_only_answer(question: str, chunks: Sequence[Chunk], prefix: str = NO_MODEL_PREFIX) -> str:
+    """What a client shows when no model is configured (or it gave nothing usable): the sentences
+    of the best passages that answer the question, cited."""
+    return no_model_answer(prefix, question, chunks)

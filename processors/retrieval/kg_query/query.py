@@ -21,6 +21,7 @@ import time
 
 from pydantic import BaseModel, Field
 
+from processors.algorithms.extractive import no_model_answer
 from processors.algorithms.passage_rank import documents_of
 from processors.base.errors import BadRequest
 from processors.retrieval.common import NO_DATA, Stopwatch, TokenCounter, within
@@ -41,8 +42,9 @@ from schemas.reranker import RerankItem
 from schemas.retrieval import EntityRef, RelationshipRef, RerankerChoice, RetrievalStats
 from schemas.tenant import Tenant
 
-NO_MODEL = "No language model is configured; the most relevant retrieved facts and passages are:"
-NO_MODEL_FACTS, NO_MODEL_PASSAGES, NO_MODEL_CHARS = 5, 3, 300  # what the retrieval-only answer lists
+NO_MODEL = "No language model is configured; from the retrieved passages:"
+NO_MODEL_FACTS_ONLY = "No language model is configured; the most relevant retrieved facts are:"
+NO_MODEL_FACTS = 5  # what the retrieval-only answer lists when no passage has a sentence
 
 
 class KgQuerySettings(BaseModel):
@@ -104,7 +106,7 @@ class KgQuery:
                               references=refs, context=prompt, tokens=tokens,
                               no_data_found=not (kept_e or kept_r or chunks))  # fmt: skip
         stats = RetrievalStats()
-        res.response = NO_DATA if res.no_data_found else retrieval_only_answer(kept_r, chunks)
+        res.response = NO_DATA if res.no_data_found else retrieval_only_answer(req.query, kept_r, chunks)
         if not res.no_data_found and not req.no_llm:
             done = await self.sources.complete(SYSTEM, prompt, None)
             if done.configured:
@@ -234,9 +236,11 @@ async def _empty() -> list:  # type: ignore[type-arg]
     return []
 
 
-def retrieval_only_answer(relations: list[RelationshipRef], chunks: list[Chunk]) -> str:
-    """The answer with no model: says so, then lists the most relevant facts and passages (cited by chunk id)."""
+def retrieval_only_answer(question: str, relations: list[RelationshipRef], chunks: list[Chunk]) -> str:
+    """The answer with no model: says so, then the sentences of the best passages that answer the
+    question (cited by chunk id and page or section); the best facts when no passage has one."""
+    if any(c.text.strip() for c in chunks):
+        return no_model_answer(NO_MODEL, question, chunks)
     facts = [" | ".join(x or "" for x in (r.s_label or r.s, r.p_label or r.p, r.o_label or r.o))
              for r in relations[:NO_MODEL_FACTS]]  # fmt: skip
-    passages = [f"[{c.id}] {c.title}: {c.text[:NO_MODEL_CHARS]}" for c in chunks[:NO_MODEL_PASSAGES]]
-    return "\n".join([NO_MODEL, *facts, *passages])
+    return "\n".join([NO_MODEL_FACTS_ONLY, *facts])

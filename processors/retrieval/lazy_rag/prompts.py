@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from processors.algorithms.extractive import no_model_answer
 from processors.models.text_completion.prompting import as_data
 from processors.retrieval.common import TokenCounter
 from schemas.communities import CommunityInfo
@@ -32,8 +33,11 @@ CHUNK_CHARS = 1200  # of each passage in the prompt
 SHORT_CHUNK_CHARS = 400  # when even one full passage does not fit
 RELATIONSHIPS = 30
 ENTITIES = 50
-NO_MODEL_PREFIX = "No language model is configured; the most relevant retrieved passages are:"
-MODEL_FAILED_PREFIX = "The language model did not answer; the most relevant retrieved passages are:"
+# lazy-rag ranks its chunks sharply: answering from its best 3 held the HotpotQA gold answer 0.745
+# of the time, from 12 (kg-query's choice, whose chunk list is merged round-robin) 0.695
+ANSWER_PASSAGES = 3
+NO_MODEL_PREFIX = "No language model is configured; from the retrieved passages:"
+MODEL_FAILED_PREFIX = "The language model did not answer; from the retrieved passages:"
 
 
 def summary_prompt(
@@ -80,10 +84,7 @@ def fitted_summary_prompt(
     return prompt
 
 
-def retrieval_only_answer(
-    chunks: Sequence[Chunk], prefix: str = NO_MODEL_PREFIX, limit: int = 3, chars: int = 300
-) -> str:
-    """What a client shows when no model answers (`prefix` says why): the best passages."""
-    lines = [prefix]
-    lines += [f"[{c.id}] {c.title}: {c.text[:chars]}" for c in chunks[:limit]]
-    return "\n".join(lines)
+def retrieval_only_answer(question: str, chunks: Sequence[Chunk], prefix: str = NO_MODEL_PREFIX) -> str:
+    """What a client shows when no model answers (`prefix` says why): the sentences of the best
+    passages that answer the question, cited."""
+    return no_model_answer(prefix, question, chunks, ANSWER_PASSAGES)

@@ -71,7 +71,7 @@ class LazyRag:
         watch.lap("context")
         confidence, missing = coverage(concepts, labels.values(), nb)
         res = LazyRagResponse(
-            response=retrieval_only_answer(nb.chunks),
+            response=retrieval_only_answer(req.query, nb.chunks),
             confidence=confidence,
             missing_info=missing,
             documents=documents_of(nb.chunks),
@@ -115,7 +115,7 @@ class LazyRag:
             done = await self.sources.complete(SUMMARY_SYSTEM, prompt, SUMMARY_SCHEMA)
         except ServiceError as e:
             res.warnings.append(Notice(type="llm-unavailable", message=f"no model summary ({e.type}): {e.message}"))
-            res.response = retrieval_only_answer(res.chunks, MODEL_FAILED_PREFIX)
+            res.response = retrieval_only_answer(req.query, res.chunks, MODEL_FAILED_PREFIX)
             return
         if not done.configured:
             return

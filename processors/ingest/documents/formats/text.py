@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schemas.documents import MAX_DOCUMENT_CHARS, Section
+from schemas.documents import Section
 
 
 class UnreadableFile(ValueError):
@@ -38,13 +38,14 @@ class TextBuilder:
         self._page = number
         self._mark()
 
-    def heading(self, text: str) -> None:
-        """A heading: the text from here on falls under it (and it is text too)."""
+    def heading(self, text: str, in_text: bool = True) -> None:
+        """A heading: the text from here on falls under it (and, `in_text`, it is text too)."""
         text = " ".join(text.split())
         if text:
             self._heading = text[:512]
             self._mark()
-            self.paragraph(text)
+            if in_text:
+                self.paragraph(text)
 
     def paragraph(self, text: str) -> None:
         """One paragraph (blank lines inside it are closed up)."""
@@ -68,7 +69,5 @@ class TextBuilder:
     def build(self, title: str = "") -> Extracted:
         """The text and its sections (a section starting past the end is dropped)."""
         text = "".join(self.parts)
-        if len(text) > MAX_DOCUMENT_CHARS:
-            raise UnreadableFile(f"its text is longer than {MAX_DOCUMENT_CHARS:,} characters; split the file")
         kept = [s for s in self.sections if s.start < len(text)]
         return Extracted(text, kept, " ".join(title.split())[:2048])
