@@ -19,6 +19,7 @@ from processors.ingest.documents.pipeline import chunk_document
 from processors.models.embeddings.model import OnnxMiniLM, plain_tokenizer
 from processors.stores.documents_protocol import DocumentStore
 from schemas.documents import Chunk, Document
+from schemas.tenant import Tenant
 
 VECTORS = "text_only_vectors.npy"
 IDS = "text_only_documents.json"  # the document id of each vector
@@ -46,7 +47,7 @@ async def stored_chunks(store: DocumentStore, docs: list[Document]) -> list[Chun
     ids = [c.id for d in docs for c in chunk_document(d, tokenizer, params)]
     out: list[Chunk] = []
     for i in range(0, len(ids), READ_BATCH):
-        out += await store.chunks(USER, COLLECTION, ids[i : i + READ_BATCH])
+        out += await store.chunks(Tenant(USER, COLLECTION), ids[i : i + READ_BATCH])
     return out
 
 

@@ -35,6 +35,7 @@ from processors.stores.settings import StoreSettings
 from schemas.communities import BuildCommunities
 from schemas.documents import Document, LoadDocuments
 from schemas.services import COMMUNITY_BUILD, DOCUMENT_LOAD
+from schemas.tenant import Tenant
 from schemas.terms import Term
 
 DOCQA = DATASETS / "docqa"
@@ -124,7 +125,9 @@ async def index(system: System, docs: list[Document]) -> dict[str, Any]:
     loaded_s = time.perf_counter() - began
     built = await client(system, COMMUNITY_BUILD).request(BuildCommunities(user=USER, collection=COLLECTION))
     total_s = time.perf_counter() - began
-    relations = await system.stores.triples.pattern(USER, COLLECTION, None, Term.iri(RELATED_TO), None, 10_000_000)
+    relations = await system.stores.triples.pattern(
+        Tenant(USER, COLLECTION), None, Term.iri(RELATED_TO), None, 10_000_000
+    )
     concepts = (await system.stores.entities.collections(USER)).get(COLLECTION, 0)
     return {
         "documents": len(docs),

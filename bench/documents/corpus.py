@@ -41,6 +41,7 @@ from processors.models.embeddings.model import OnnxMiniLM
 from processors.stores.factory import Stores
 from schemas.documents import Chunk, Document, IndexedDocument
 from schemas.extraction import ConceptMention
+from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Term, Triple
 
 USER = "bench-docscale"
@@ -195,13 +196,13 @@ class DirectWriter:
         mentions = [m for c in self.sources.bank for s in c for m in s.mentions]
         keys = sorted({k for m in mentions for k in (m.key, first_and_last(m.key), *m.aliases)})
         for i in range(0, len(keys), 5000):
-            self.named.update(await self.stores.entities.named(user, coll, keys[i : i + 5000]))
+            self.named.update(await self.stores.entities.named(Tenant(user, coll), keys[i : i + 5000]))
         known = sorted(set(self.named.values()))
         iris = sorted({concept_iri(k) for k in keys} | set(known))  # what a new concept's IRI may be
         for i in range(0, len(iris), 5000):
-            self.labels.update(await self.stores.triples.labels(user, coll, iris[i : i + 5000]))
+            self.labels.update(await self.stores.triples.labels(Tenant(user, coll), iris[i : i + 5000]))
         for i in range(0, len(known), 5000):
-            found = await self.stores.entities.vectors(user, coll, known[i : i + 5000])
+            found = await self.stores.entities.vectors(Tenant(user, coll), known[i : i + 5000])
             self.vectors.update({iri: np.asarray(v, dtype=np.float32) for iri, v in found.items()})
         missing = sorted(({m.label for m in mentions} | set(self.labels.values())) - set(self.label_vectors))
         if missing:  # the sources embedded every mention's label; the collection's kept labels may differ
@@ -245,13 +246,13 @@ class DirectWriter:
     async def write(self, batch: Prepared) -> None:
         """Write one prepared batch."""
         t, user, coll = time.perf_counter(), USER, self.collection
-        await self.stores.documents.claim(user, coll, batch.claims)  # as the writer: claimed before named
+        await self.stores.documents.claim(Tenant(user, coll), batch.claims)  # as the writer: claimed before named
         if batch.entities:
-            await self.stores.entities.upsert(user, coll, batch.entities, "entity", model=OnnxMiniLM.model)
+            await self.stores.entities.upsert(Tenant(user, coll), batch.entities, "entity", model=OnnxMiniLM.model)
         t = self._lap("entities", t)
-        await self.stores.triples.add_triples(user, coll, batch.triples, first_label=True)
+        await self.stores.triples.add_triples(Tenant(user, coll), batch.triples, first_label=True)
         t = self._lap("triples", t)
-        await self.stores.documents.store(user, coll, batch.linked.records)
+        await self.stores.documents.store(Tenant(user, coll), batch.linked.records)
         self._lap("documents", t)
 
     def _fresh_relations(self, linked: Linked) -> set[tuple[str, str, str]]:

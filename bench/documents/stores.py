@@ -33,7 +33,9 @@ from bench.harness.results import ROOT
 from bench.harness.stats import load_average
 from processors.base.settings import RuntimeSettings
 from processors.commands.system import System, embedded
+from processors.stores.documents_protocol import DocumentCounts
 from processors.stores.settings import StoreSettings
+from schemas.tenant import Tenant
 from schemas.terms import Term, Triple
 
 CACHE = BENCH_CACHE / "docscale"
@@ -99,16 +101,18 @@ class TripleMarker:
         self.stores, self.coll = system.stores, coll + "-built"
 
     async def _rows(self) -> list[Triple]:
-        return await self.stores.triples.pattern(USER, self.coll, Term.iri(MARKER_S), Term.iri(MARKER_P), None, 10)
+        return await self.stores.triples.pattern(
+            Tenant(USER, self.coll), Term.iri(MARKER_S), Term.iri(MARKER_P), None, 10
+        )
 
     async def get(self) -> dict[str, Any] | None:
         rows = await self._rows()
         return json.loads(rows[0].o.value) if rows else None
 
     async def put(self, marker: dict[str, Any]) -> None:
-        await self.stores.triples.remove_triples(USER, self.coll, await self._rows())
+        await self.stores.triples.remove_triples(Tenant(USER, self.coll), await self._rows())
         triple = Triple(s=Term.iri(MARKER_S), p=Term.iri(MARKER_P), o=Term.literal(json.dumps(marker)))
-        await self.stores.triples.add_triples(USER, self.coll, [triple])
+        await self.stores.triples.add_triples(Tenant(USER, self.coll), [triple])
 
 
 def _usable(marker: dict[str, Any] | None, keys: dict[str, str], reuse: bool) -> bool:
@@ -157,7 +161,7 @@ async def ensure(
                 return {**found["info"], "cached": True, "store_code_current": found["keys"] == keys}  # type: ignore[index]
             resume, spent = None, 0.0
             if found and found["state"] == "building" and found["keys"] == keys:
-                documents = (await system.stores.documents.counts(USER)).get(coll, (0, 0))[0]
+                documents = (await system.stores.documents.counts(USER)).get(coll, DocumentCounts(0, 0)).documents
                 public = sum(len(v) for v in sources.public.values())
                 if documents >= public:
                     resume, spent = documents - public, found["elapsed_s"]
@@ -196,7 +200,7 @@ async def _build_into(
 ) -> dict[str, Any]:
     load = load_average()
     info = await build(system, coll, spec, sources, log, resume, checkpoint)
-    info["chunks"] = (await system.stores.documents.counts(USER)).get(coll, (0, 0))[1]
+    info["chunks"] = (await system.stores.documents.counts(USER)).get(coll, DocumentCounts(0, 0)).chunks
     info["concepts"] = (await system.stores.entities.collections(USER)).get(coll, 0)  # entity vectors
     info["triples"] = (await system.stores.triples.collections(USER)).get(coll, 0)
     info["load_average"] = {"start": load, "end": load_average()}
@@ -207,10 +211,10 @@ async def _drop(system: System, coll: str) -> None:
     """Every row of the collection (and of its marker collection) in every store."""
     s = system.stores
     for c in (coll, coll + "-built"):
-        await s.documents.delete_collection(USER, c)
-        await s.communities.delete_collection(USER, c)
-        await s.triples.delete_collection(USER, c)
-        await s.entities.delete_collection(USER, c)
+        await s.documents.delete_collection(Tenant(USER, c))
+        await s.communities.delete_collection(Tenant(USER, c))
+        await s.triples.delete_collection(Tenant(USER, c))
+        await s.entities.delete_collection(Tenant(USER, c))
 
 
 # Distractors a store write takes: a Neo4j transaction of 2,000 (a ~25 MB request) timed out in the

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from processors.base.client import RequestResponseClient
 from processors.models.embeddings.model import Embedder
 from processors.stores.protocol import EntityIndex, TripleStore
+from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import PatternQuery, TriplesResponse
 
@@ -62,8 +63,7 @@ class ClassicQuery:
 
     async def _query(self, s: str | None, p: str | None, o: str | None, limit: int) -> list[Edge]:
         res = await self.store.pattern(
-            self.user,
-            self.collection,
+            Tenant(self.user, self.collection),
             Term.iri(s) if s is not None else None,
             Term.iri(p) if p is not None else None,
             Term.iri(o) if o is not None else None,
@@ -133,7 +133,7 @@ async def classic_retrieve(
     vector = (await embedder.embed([question]))[0]
     stage = {"embed": (time.perf_counter() - t) * 1000}
     t = time.perf_counter()
-    seeds = [h.iri for h in await index.search(user, collection, vector, question, limits.entity_limit)]
+    seeds = [h.iri for h in await index.search(Tenant(user, collection), vector, question, limits.entity_limit)]
     stage["seeds"] = (time.perf_counter() - t) * 1000
     q = ClassicQuery(store, user, collection, limits)  # new instance, empty cache, per request
     t = time.perf_counter()

@@ -30,6 +30,7 @@ from processors.base.bus import Bus, MemoryBus
 from processors.base.settings import RuntimeSettings
 from processors.commands.system import System, embedded
 from processors.stores.settings import StoreSettings
+from schemas.tenant import Tenant
 
 DatasetBench = Callable[[Dataset, Config, StoreSettings], Awaitable[dict[str, Any]]]
 
@@ -223,8 +224,8 @@ async def bench_server_backend(
             out[ds.key] = f"failed: {type(e).__name__}: {e}"
         finally:
             with contextlib.suppress(Exception):
-                await stores.triples.delete_collection(graphs.USER, coll)
-                await stores.entities.delete_collection(graphs.USER, coll)
+                await stores.triples.delete_collection(Tenant(graphs.USER, coll))
+                await stores.entities.delete_collection(Tenant(graphs.USER, coll))
             await stores.close()
     shutil.rmtree(home, ignore_errors=True)  # only the flow registry lived there
     return out

@@ -31,6 +31,7 @@ from bench.reliability.probes import decode_stall, load_over, rss_rounds
 from bench.reliability.stack import ADMIN, KGFLOW, PQ2H, kgflow_up, log
 from processors.stores.factory import open_stores
 from processors.stores.settings import StoreSettings
+from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL
 
 CORPUS = DATASETS / "docqa" / "hotpotqa_dev200_migres" / "corpus.jsonl"
@@ -65,11 +66,11 @@ async def collection_state(settings: StoreSettings, collection: str) -> dict[str
     stores = open_stores(settings)
     try:
         mentioned = await _mentioned(settings, stores, collection)
-        labels = await stores.triples.labels(USER, collection, mentioned) if mentioned else {}
-        triples = await stores.triples.pattern(USER, collection, None, None, None, 10_000_000)
-        docs = await stores.documents.documents(USER, collection, 100_000)
-        state = await stores.triples.load_state(USER, collection)
-        owned = await stores.documents.claimed(USER, collection, mentioned) if mentioned else set()
+        labels = await stores.triples.labels(Tenant(USER, collection), mentioned) if mentioned else {}
+        triples = await stores.triples.pattern(Tenant(USER, collection), None, None, None, 10_000_000)
+        docs = await stores.documents.documents(Tenant(USER, collection), 100_000)
+        state = await stores.triples.load_state(Tenant(USER, collection))
+        owned = await stores.documents.claimed(Tenant(USER, collection), mentioned) if mentioned else set()
         return {
             "documents": len(docs),
             "chunks": sum(d.chunks for d in docs),
@@ -164,7 +165,7 @@ async def _wait_for_write(settings: StoreSettings, collection: str, timeout_s: f
     try:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            state = await stores.triples.load_state(USER, collection)
+            state = await stores.triples.load_state(Tenant(USER, collection))
             if state is not None and not state.complete:
                 return
             await asyncio.sleep(0.05)
@@ -330,9 +331,9 @@ async def _drop_collections(settings: StoreSettings, tag: str) -> None:
         names = set(await stores.triples.collections(USER)) | set(await stores.documents.counts(USER))
         names |= set(await stores.entities.collections(USER))
         for name in sorted(n for n in names if tag in n):
-            await stores.documents.delete_collection(USER, name)
-            await stores.communities.delete_collection(USER, name)
-            await stores.triples.delete_collection(USER, name)
-            await stores.entities.delete_collection(USER, name)
+            await stores.documents.delete_collection(Tenant(USER, name))
+            await stores.communities.delete_collection(Tenant(USER, name))
+            await stores.triples.delete_collection(Tenant(USER, name))
+            await stores.entities.delete_collection(Tenant(USER, name))
     finally:
         await stores.close()

@@ -20,6 +20,7 @@ from processors.ingest.triples.readers import read_triples
 from processors.query.graph_embeddings.service import collection_notices
 from processors.stores.factory import open_stores
 from processors.stores.settings import StoreSettings
+from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL
 
 USER = "default"
@@ -43,10 +44,10 @@ async def inspect(home: Path, collection: str, want: tuple[int, list[str]]) -> s
     """`old`, `complete`, `marked-incomplete` or `inconsistent`."""
     stores = open_stores(StoreSettings(home=home))
     try:
-        state = await stores.triples.load_state(USER, collection)
-        stored = len(await stores.triples.pattern(USER, collection, None, None, None, 1_000_000))
-        vectors = len(await stores.entities.vectors(USER, collection, want[1]))
-        notices = await collection_notices(stores.triples, USER, collection)
+        state = await stores.triples.load_state(Tenant(USER, collection))
+        stored = len(await stores.triples.pattern(Tenant(USER, collection), None, None, None, 1_000_000))
+        vectors = len(await stores.entities.vectors(Tenant(USER, collection), want[1]))
+        notices = await collection_notices(stores.triples, Tenant(USER, collection))
     finally:
         await stores.close()
     if state is None and stored == 0:

@@ -16,6 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
+from schemas.tenant import Tenant
 from schemas.terms import Term, Triple
 from schemas.triples import NeighboursQuery
 
@@ -124,13 +125,11 @@ def edge_triple(e: RawEdge) -> Triple:
 class LabelVectors(Protocol):
     """The stored label vectors edges are scored from (an entity index)."""
 
-    async def similarities(
-        self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
-    ) -> dict[str, float]:
+    async def similarities(self, tenant: Tenant, vector: Sequence[float], iris: Sequence[str]) -> dict[str, float]:
         """Cosine of `vector` to the stored vector of each of `iris` that has one."""
         ...
 
-    async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
+    async def vectors(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, list[float]]:
         """Stored vectors of these IRIs."""
         ...
 
@@ -157,7 +156,7 @@ async def rank_neighbours(
     # the far end of an edge is the end that is not the frontier entity (None: a literal)
     fars = [(None if e[3] else e[2]) if e[0] == v else e[0] for e, v in zip(edges, via, strict=True)]
     keys = list({*preds, *fars} - {None})
-    sims = await index.similarities(query.user, query.collection, query.query_vector, keys)
+    sims = await index.similarities(query.tenant, query.query_vector, keys)
     scores = edge_scores(preds, fars, sims, await _path_sims(preds, via, query, index))
     keep = best_edges(scores, query.max_returned or len(edges), via)
     return NeighbourResult([edge_triple(edges[i]) for i in keep], scores[keep].tolist(), rows_read)
@@ -175,7 +174,7 @@ async def _path_sims(
         return None
     columns = sorted(set(preds))
     wanted = sorted({x for h in distinct for x in h} | set(columns))
-    vectors = await index.vectors(query.user, query.collection, wanted)
+    vectors = await index.vectors(query.tenant, wanted)
     rows = [(), *distinct]  # () for entities without a path
     table = path_cosine_table(query.query_vector, rows, columns, vectors).astype(np.float64)
     row_of = {h: i for i, h in enumerate(rows)}

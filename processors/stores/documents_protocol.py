@@ -1,6 +1,6 @@
 """The document store protocol every document backend (SQLite, Neo4j) implements, and what its
-calls share. Every call is scoped by user and collection; a request's `Scope` is applied
-inside the store's queries."""
+calls share. Every call takes a `Tenant`; its `scope` (a request's narrower scope) is applied
+inside the store's queries by the reads that honour one."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Protocol
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Document, DocumentInfo, Mention, Scope
+from schemas.tenant import Tenant
 
 
 @dataclass
@@ -68,21 +69,65 @@ class CommunityRecord:
     membership_hash: str = ""
 
 
-def tenant_token(user: str, collection: str) -> str:
+def tenant_token(tenant: Tenant) -> str:
     """The token a collection's rows carry in a full-text index, matched inside every query (a
     hash: word characters only, no user text in the index)."""
-    return "t" + hashlib.sha256(f"{user}\x1f{collection}".encode()).hexdigest()[:24]
+    return "t" + hashlib.sha256(f"{tenant.user}\x1f{tenant.collection}".encode()).hexdigest()[:24]
 
 
 @dataclass(frozen=True)
 class ChunkQuery:
-    """What a question's chunk reads carry: the tenant, the question's vector (None: no dense
-    side) and the request's narrower scope."""
+    """What a question's chunk reads carry: the tenant (with the request's narrower scope) and
+    the question's vector (None: no dense side)."""
 
-    user: str
-    collection: str
-    vector: Sequence[float] | None
-    scope: Scope | None = None
+    tenant: Tenant
+    vector: Sequence[float] | None = None
+
+
+@dataclass(frozen=True)
+class RelationHit:
+    """A relation a store read found: its ends and predicate, how many chunks support it, and
+    its cosine to the question (None: not found by vector)."""
+
+    s: str
+    p: str
+    o: str
+    support: int
+    score: float | None = None
+
+
+@dataclass(frozen=True)
+class RelationChunk:
+    """A source chunk of a relation (s, p, o)."""
+
+    relation: tuple[str, str, str]
+    chunk_id: str
+
+
+@dataclass(frozen=True)
+class CommunityGraph:
+    """What a community build reads of a collection: relation weights (s, o, chunks supporting
+    the relation) and mentions (entity, chunk, count)."""
+
+    edges: list[tuple[str, str, float]]
+    mentions: list[tuple[str, str, int]]
+
+
+@dataclass(frozen=True)
+class Episodes:
+    """What an episode read found: the entities each chunk mentions, and per entity the number of
+    distinct in-scope documents in the window whose chunks mention it."""
+
+    mentioned: dict[str, list[str]]
+    counts: dict[str, int]
+
+
+@dataclass(frozen=True)
+class DocumentCounts:
+    """What one collection holds in the document store."""
+
+    documents: int
+    chunks: int
 
 
 @dataclass(frozen=True)
@@ -108,40 +153,40 @@ def scope_params(scope: Scope) -> ScopeSql:
 class DocumentStore(Protocol):
     """Documents, chunks, mentions and relation provenance of collections."""
 
-    async def store(self, user: str, collection: str, records: Sequence[DocumentRecord]) -> RemovedLinks:
+    async def store(self, tenant: Tenant, records: Sequence[DocumentRecord]) -> RemovedLinks:
         """Write documents, replacing earlier versions of the same ids (one transaction)."""
         ...
 
-    async def delete_documents(self, user: str, collection: str, ids: Sequence[str]) -> RemovedLinks:
+    async def delete_documents(self, tenant: Tenant, ids: Sequence[str]) -> RemovedLinks:
         """Delete documents and their chunks, mentions and relation provenance."""
         ...
 
-    async def note_deleted(self, user: str, collection: str, ids: Sequence[str], at: float) -> None:
+    async def note_deleted(self, tenant: Tenant, ids: Sequence[str], at: float) -> None:
         """Remember that these documents (`*`: the whole collection) were deleted at `at`: a write
         begun before then (a killed load's request, redelivered to another worker after the
         delete) must not bring them back."""
         ...
 
-    async def deleted_after(self, user: str, collection: str, ids: Sequence[str], since: float) -> set[str]:
+    async def deleted_after(self, tenant: Tenant, ids: Sequence[str], since: float) -> set[str]:
         """Of `ids`, those deleted after `since` (all of them, if the collection was)."""
         ...
 
-    async def claim(self, user: str, collection: str, concepts: Mapping[str, str]) -> None:
+    async def claim(self, tenant: Tenant, concepts: Mapping[str, str]) -> None:
         """Record that a document write creates these concepts (IRI -> key): owned by documents from
         now on, written before any of their vectors or labels, so a write killed part-way leaves
         them owned and the next write of the collection still knows it must complete them."""
         ...
 
-    async def claimed(self, user: str, collection: str, iris: Sequence[str]) -> set[str]:
+    async def claimed(self, tenant: Tenant, iris: Sequence[str]) -> set[str]:
         """Of `iris`, the concepts a document write created (owned)."""
         ...
 
-    async def delete_collection(self, user: str, collection: str) -> None:
+    async def delete_collection(self, tenant: Tenant) -> None:
         """Drop every document row of the collection (its deletion notes too: the caller notes the
         collection's own deletion after)."""
         ...
 
-    async def hashes(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, str]:
+    async def hashes(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, str]:
         """Content hash of each stored document of `ids`."""
         ...
 
@@ -153,7 +198,7 @@ class DocumentStore(Protocol):
         searched; the scope (and `among`: only those chunks, exactly) inside the queries."""
         ...
 
-    async def concept_keys(self, user: str, collection: str, keys: Sequence[str]) -> dict[str, list[str]]:
+    async def concept_keys(self, tenant: Tenant, keys: Sequence[str]) -> dict[str, list[str]]:
         """Key -> the concepts it is a key or an alias of (what documents already linked)."""
         ...
 
@@ -169,7 +214,7 @@ class DocumentStore(Protocol):
         at most `cap` + 1 chunks read per concept."""
         ...
 
-    async def chunks(self, user: str, collection: str, ids: Sequence[str], scope: Scope | None = None) -> list[Chunk]:
+    async def chunks(self, tenant: Tenant, ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id (in the scope), in the order asked."""
         ...
 
@@ -180,28 +225,24 @@ class DocumentStore(Protocol):
         mentions of `chunk_ids`, in one store call."""
         ...
 
-    async def relations(
-        self, user: str, collection: str, entities: Sequence[str], limit: int, scope: Scope | None = None
-    ) -> list[tuple[str, str, str, int]]:
-        """Relations (s, p, o, support) among `entities` with a source chunk in scope, strongest first."""
+    async def relations(self, tenant: Tenant, entities: Sequence[str], limit: int) -> list[RelationHit]:
+        """Relations among `entities` with a source chunk in scope, strongest first."""
         ...
 
-    async def search_relations(
-        self, user: str, collection: str, vector: Sequence[float], limit: int, scope: Scope | None = None
-    ) -> list[tuple[str, str, str, float, int]]:
-        """Relations (s, p, o, cosine, support) nearest `vector` with a source chunk in the scope."""
+    async def search_relations(self, tenant: Tenant, vector: Sequence[float], limit: int) -> list[RelationHit]:
+        """Relations nearest `vector` (with their cosine) with a source chunk in the scope."""
         ...
 
     async def relation_chunks(
         self, q: ChunkQuery, relations: Sequence[tuple[str, str, str]], per_relation: int
-    ) -> list[tuple[tuple[str, str, str], str]]:
-        """(relation, chunk id) for the source chunks of `relations` in the scope, at most
+    ) -> list[RelationChunk]:
+        """The source chunks of `relations` in the scope, at most
         `per_relation` each."""
         ...
 
     async def episodes(
         self, q: ChunkQuery, entities: Sequence[str], chunk_ids: Sequence[str], window: tuple[float, float] | None
-    ) -> tuple[dict[str, list[str]], dict[str, int]]:
+    ) -> Episodes:
         """The entities each of the chunks `chunk_ids` mentions (in scope) and, with a
         window (since, until in epoch seconds), for `entities` and those the chunks mention, the
         distinct documents in scope with a timestamp in it whose chunks mention each (entities
@@ -212,23 +253,23 @@ class DocumentStore(Protocol):
         """Cosine of the question's vector to the stored vector of each chunk of `chunk_ids` in scope."""
         ...
 
-    async def scoped_entities(self, user: str, collection: str, scope: Scope) -> set[str]:
-        """Entities a chunk in the (narrowing) scope mentions."""
+    async def scoped_entities(self, tenant: Tenant) -> set[str]:
+        """Entities a chunk in the tenant's (narrowing) scope mentions."""
         ...
 
     async def scoped_neighbours(
-        self, user: str, collection: str, entities: Sequence[str], limit_per_entity: int, scope: Scope
+        self, tenant: Tenant, entities: Sequence[str], limit_per_entity: int
     ) -> list[tuple[tuple[str, str, str, int, str, str], str]]:
         """Relation edges touching `entities` with a source chunk in the scope, as (raw edge,
         entity found from): out-edges first, each entity's first `limit_per_entity` in key order."""
         ...
 
-    async def documents(self, user: str, collection: str, limit: int, scope: Scope | None = None) -> list[DocumentInfo]:
-        """Documents of the collection in id order."""
+    async def documents(self, tenant: Tenant, limit: int) -> list[DocumentInfo]:
+        """Documents of the collection (in the scope) in id order."""
         ...
 
-    async def counts(self, user: str) -> dict[str, tuple[int, int]]:
-        """Collection -> (documents, chunks) for the user's collections with documents."""
+    async def counts(self, user: str) -> dict[str, DocumentCounts]:
+        """Collection -> what it holds, for the user's collections with documents."""
         ...
 
     async def close(self) -> None:
@@ -239,67 +280,59 @@ class DocumentStore(Protocol):
 class CommunityStore(Protocol):
     """Communities of collections: hierarchy, members, chunks, profile vectors, cached summaries."""
 
-    async def graph(
-        self, user: str, collection: str
-    ) -> tuple[list[tuple[str, str, float]], list[tuple[str, str, int]]]:
+    async def graph(self, tenant: Tenant) -> CommunityGraph:
         """Relation weights and mentions (entity, chunk, count): what a build reads."""
         ...
 
-    async def chunk_vectors(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, list[float]]:
+    async def chunk_vectors(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, list[float]]:
         """The vectors of these chunks (a build reads a few per community, a page of communities at a time)."""
         ...
 
-    async def replace(self, user: str, collection: str, records: Sequence[CommunityRecord]) -> None:
+    async def replace(self, tenant: Tenant, records: Sequence[CommunityRecord]) -> None:
         """Replace the collection's communities, keeping summaries whose membership is unchanged."""
         ...
 
-    async def mark_stale(self, user: str, collection: str, entities: Sequence[str]) -> None:
+    async def mark_stale(self, tenant: Tenant, entities: Sequence[str]) -> None:
         """Flag the communities these entities belong to."""
         ...
 
     async def list(
         self,
-        user: str,
-        collection: str,
+        tenant: Tenant,
         level: int | None = None,
         ids: Sequence[str] | None = None,
         limit: int = 1000,
-        scope: Scope | None = None,
     ) -> list[CommunityInfo]:
         """Communities of a level (or all), or by id, largest first, with a chunk in the scope."""
         ...
 
     async def search(
         self,
-        user: str,
-        collection: str,
+        tenant: Tenant,
         vector: Sequence[float],
         level: int | None,
         limit: int,
-        scope: Scope | None = None,
     ) -> list[CommunityInfo]:
         """Communities nearest `vector`, top level first (see `SearchCommunities`)."""
         ...
 
-    async def of_entities(self, user: str, collection: str, entities: Sequence[str], level: int) -> dict[str, str]:
+    async def of_entities(self, tenant: Tenant, entities: Sequence[str], level: int) -> dict[str, str]:
         """Entity -> its community at `level`."""
         ...
 
-    async def member_chunks(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, list[str]]:
+    async def member_chunks(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, list[str]]:
         """Community id -> the ids of its chunks (a parent's are its children's)."""
         ...
 
-    async def membership(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, str]:
+    async def membership(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, str]:
         """Community id -> membership hash."""
         ...
 
-    async def set_summary(
-        self, user: str, collection: str, community: str, membership: str, summary: str, model: str
-    ) -> None:
+    async def set_summary(self, tenant: Tenant, community: str, membership: str, summary: str, model: str) -> None:
         """Cache a summary written for this membership."""
         ...
 
-    async def delete_collection(self, user: str, collection: str) -> None:
+    async def delete_collection(self, tenant: Tenant) -> None:
         """Drop the collection's communities."""
         ...
 

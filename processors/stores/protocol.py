@@ -1,6 +1,6 @@
 """The store protocols every backend (sqlite/local, cassandra, neo4j) implements.
 
-Every call is scoped by user and collection; every call is one store round trip.
+Every call takes a `Tenant` (user + collection, inside every query); every call is one store round trip.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Literal, Protocol, runtime_checkable
 from processors.algorithms.bfs import Distances, DistanceSearch
 from processors.algorithms.edges import NeighbourResult
 from processors.stores.refusal import StoreRefusal
+from schemas.tenant import Tenant
 from schemas.terms import Term, Triple
 from schemas.triples import NeighboursQuery
 
@@ -120,7 +121,7 @@ class HeldDistances(Protocol):
     """A triple store that runs a whole distance search where it holds the graph (the embedded
     store, in memory): one store round trip instead of one per level."""
 
-    async def distances(self, user: str, collection: str, search: DistanceSearch) -> Distances | None:
+    async def distances(self, tenant: Tenant, search: DistanceSearch) -> Distances | None:
         """The search's target hops, as `shortest_distances` over `adjacent` finds them (None:
         this collection is not held; search level by level)."""
         ...
@@ -129,17 +130,13 @@ class HeldDistances(Protocol):
 class TripleStore(Protocol):
     """Triples and their labels."""
 
-    async def add_triples(
-        self, user: str, collection: str, triples: Sequence[Triple], first_label: bool = False
-    ) -> int:
+    async def add_triples(self, tenant: Tenant, triples: Sequence[Triple], first_label: bool = False) -> int:
         """Store triples (duplicates ignored); rdfs:label triples also feed the label table. With
         `first_label`, a label triple is stored only for an IRI that has no label yet, decided inside
         the write (two writers that each found a concept new label it once: the first one's)."""
         ...
 
-    async def pattern(
-        self, user: str, collection: str, s: Term | None, p: Term | None, o: Term | None, limit: int
-    ) -> list[Triple]:
+    async def pattern(self, tenant: Tenant, s: Term | None, p: Term | None, o: Term | None, limit: int) -> list[Triple]:
         """Triples matching a pattern."""
         ...
 
@@ -154,19 +151,17 @@ class TripleStore(Protocol):
         """
         ...
 
-    async def adjacent(
-        self, user: str, collection: str, entities: Sequence[str], limit_per_entity: int
-    ) -> list[tuple[str, str]]:
+    async def adjacent(self, tenant: Tenant, entities: Sequence[str], limit_per_entity: int) -> list[tuple[str, str]]:
         """(s, o) of the edges between entities that `neighbours` reads first for `entities`
         (each entity's first `limit_per_entity` per direction in key order; label and literal
         edges left out), unscored: a graph search's level in one round trip."""
         ...
 
-    async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
+    async def labels(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, str]:
         """Label of each IRI that has one."""
         ...
 
-    async def remove_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> None:
+    async def remove_triples(self, tenant: Tenant, triples: Sequence[Triple]) -> None:
         """Delete these triples (absent ones are ignored); rdfs:label triples also leave the label table."""
         ...
 
@@ -174,15 +169,15 @@ class TripleStore(Protocol):
         """The user's collections and how many triples each holds."""
         ...
 
-    async def delete_collection(self, user: str, collection: str) -> None:
+    async def delete_collection(self, tenant: Tenant) -> None:
         """Drop every triple of the collection (and its load state)."""
         ...
 
-    async def load_state(self, user: str, collection: str) -> LoadState | None:
+    async def load_state(self, tenant: Tenant) -> LoadState | None:
         """The collection's last recorded load (None: never loaded through a loader that records)."""
         ...
 
-    async def set_load_state(self, user: str, collection: str, state: LoadState) -> None:
+    async def set_load_state(self, tenant: Tenant, state: LoadState) -> None:
         """Record the collection's load state (durably, before the call returns)."""
         ...
 
@@ -195,45 +190,41 @@ class EntityIndex(Protocol):
     """Entity (and predicate) label vectors plus lexical label search."""
 
     async def upsert(
-        self, user: str, collection: str, items: Sequence[VectorItem], kind: VectorKind = "entity", *, model: str
+        self, tenant: Tenant, items: Sequence[VectorItem], kind: VectorKind = "entity", *, model: str
     ) -> None:
         """Store (iri, label, vector) items made by embedding model `model`. The collection's first
         write records the model and the vectors' dimension; a write of another model or dimension
         is refused with VectorModelMismatch, naming both, and stores nothing."""
         ...
 
-    async def vector_model(self, user: str, collection: str) -> VectorModel | None:
+    async def vector_model(self, tenant: Tenant) -> VectorModel | None:
         """The model and dimension of the collection's vectors (None: none recorded yet)."""
         ...
 
     async def search(
-        self, user: str, collection: str, vector: Sequence[float] | None, text: str | None, limit: int
+        self, tenant: Tenant, vector: Sequence[float] | None, text: str | None, limit: int
     ) -> list[EntityHit]:
         """Nearest entities to `vector`, merged with entities whose label `text` names."""
         ...
 
-    async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
+    async def vectors(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, list[float]]:
         """Stored vectors of these IRIs (entities or predicates)."""
         ...
 
-    async def nearest_predicates(
-        self, user: str, collection: str, vector: Sequence[float], limit: int
-    ) -> list[EntityHit]:
+    async def nearest_predicates(self, tenant: Tenant, vector: Sequence[float], limit: int) -> list[EntityHit]:
         """The `limit` predicates whose label vectors are nearest to `vector`, best first."""
         ...
 
-    async def similarities(
-        self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
-    ) -> dict[str, float]:
+    async def similarities(self, tenant: Tenant, vector: Sequence[float], iris: Sequence[str]) -> dict[str, float]:
         """Cosine of `vector` to the stored vector of each of `iris` that has one."""
         ...
 
-    async def named(self, user: str, collection: str, names: Sequence[str]) -> dict[str, str]:
+    async def named(self, tenant: Tenant, names: Sequence[str]) -> dict[str, str]:
         """Normalised name -> the entity labelled so (the first IRI when several are), for the names
         that label an entity: how a concept found in text becomes the entity it names."""
         ...
 
-    async def delete(self, user: str, collection: str, iris: Sequence[str]) -> None:
+    async def delete(self, tenant: Tenant, iris: Sequence[str]) -> None:
         """Drop these entities' vectors and names."""
         ...
 
@@ -241,7 +232,7 @@ class EntityIndex(Protocol):
         """The user's collections and how many entities each indexes."""
         ...
 
-    async def delete_collection(self, user: str, collection: str) -> None:
+    async def delete_collection(self, tenant: Tenant) -> None:
         """Drop the collection's vectors."""
         ...
 

@@ -11,6 +11,7 @@ import pytest
 from bench.graph.classic import ClassicLimits, ClassicQuery, classic_retrieve
 from processors.stores.protocol import EntityHit
 from processors.stores.sqlite.triples import SqliteTripleStore
+from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Term, Triple
 
 E = "http://x/e/"
@@ -22,9 +23,9 @@ class CountingStore(SqliteTripleStore):
 
     calls: list[tuple[str | None, str | None, str | None]]
 
-    async def pattern(self, user, collection, s, p, o, limit):  # type: ignore[no-untyped-def]
+    async def pattern(self, tenant, s, p, o, limit):  # type: ignore[no-untyped-def]
         self.calls.append((s and s.value, p and p.value, o and o.value))
-        return await super().pattern(user, collection, s, p, o, limit)
+        return await super().pattern(tenant, s, p, o, limit)
 
 
 def _t(s: str, p: str, o: str, literal: bool = False) -> Triple:
@@ -41,8 +42,7 @@ async def store(tmp_path: Path):  # type: ignore[no-untyped-def]
     st.calls = []
     # a -r-> b -r-> c; labels for a, b and r only (c has none).
     await st.add_triples(
-        U,
-        C,
+        Tenant(U, C),
         [
             _t("a", "r", "b"),
             _t("b", "r", "c"),
@@ -82,7 +82,7 @@ async def test_two_levels_recurse_into_every_subject_and_object_without_a_visite
 
 async def test_each_request_starts_with_an_empty_label_cache(store: CountingStore) -> None:
     class Index:
-        async def search(self, user: str, collection: str, vector, text, limit) -> list[EntityHit]:  # type: ignore[no-untyped-def]
+        async def search(self, tenant: Tenant, vector, text, limit) -> list[EntityHit]:  # type: ignore[no-untyped-def]
             return [EntityHit(E + "a", "Alpha", 1.0, lexical=True)]
 
     class Embedder:

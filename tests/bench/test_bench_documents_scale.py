@@ -19,8 +19,9 @@ from bench.documents.corpus import USER, CorpusSpec, distractors
 from bench.documents.sources import Sources, prepare_sources
 from processors.commands.system import embedded
 from processors.ingest.document_store.linking import link
-from processors.stores.documents_protocol import ChunkQuery
+from processors.stores.documents_protocol import ChunkQuery, DocumentCounts
 from processors.stores.settings import StoreSettings
+from schemas.tenant import Tenant
 
 PUBLIC_IDS = {"hqm-00004", "hqm-00006", "msk-00006", "msk-00010"}  # the first questions' supporting paragraphs
 SUBSET = 1  # the public sets' first question's paragraphs, one MSFT transcript (~80 chunks)
@@ -122,12 +123,12 @@ async def test_a_stopped_build_resumes_to_the_corpus_an_uninterrupted_build_writ
 
 async def _corpus(
     home: Path, chunk_ids: list[str]
-) -> tuple[list[tuple[str, int, str]], list[tuple[str, str, int]], tuple[int, int]]:
+) -> tuple[list[tuple[str, int, str]], list[tuple[str, str, int]], DocumentCounts]:
     """What a corpus holds, read through the store API: its documents, the mentions of some
     chunks, its (documents, chunks)."""
     async with embedded(StoreSettings(home=home)) as system:
-        docs = await system.stores.documents.documents(USER, "docscale", 10_000)
-        links = await system.stores.documents.links(ChunkQuery(USER, "docscale", None), [], chunk_ids, 10)
+        docs = await system.stores.documents.documents(Tenant(USER, "docscale"), 10_000)
+        links = await system.stores.documents.links(ChunkQuery(Tenant(USER, "docscale")), [], chunk_ids, 10)
         counts = (await system.stores.documents.counts(USER))["docscale"]
     return (
         [(d.id, d.chunks, d.content_hash) for d in docs],

@@ -15,6 +15,7 @@ from processors.stores.factory import open_stores
 from processors.stores.settings import StoreSettings
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
 from schemas.services import GRAPH_RAG
+from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Term, Triple
 
 E = "http://x/e/"
@@ -32,7 +33,7 @@ async def test_a_question_to_the_fleet_costs_one_request_per_service_call(server
     store = StoreSettings(home=tmp_path / "home")
     stores = open_stores(store)
     try:
-        await load_triples(stores, OnnxMiniLM.shared(), "u", "c", _graph())
+        await load_triples(stores, OnnxMiniLM.shared(), Tenant("u", "c"), _graph())
     finally:
         await stores.close()
     async with processor_fleet(store, servers.pulsar_url) as fleet:

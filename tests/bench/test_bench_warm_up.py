@@ -13,6 +13,7 @@ from processors.ingest.triples.loader import load_triples
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.stores.factory import open_stores
 from processors.stores.settings import StoreSettings
+from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Term, Triple
 
 E = "http://x/e/"
@@ -26,7 +27,7 @@ async def test_warm_up_asks_the_first_questions_then_keeps_asking_until_the_time
     graph = [Triple(s=Term.iri(E + k), p=Term.iri(RDFS_LABEL), o=Term.literal(v)) for k, v in named.items()]
     graph += [Triple(s=Term.iri(E + "ada"), p=Term.iri(E + "worked_with"), o=Term.iri(E + "babbage"))]
     try:
-        await load_triples(stores, OnnxMiniLM.shared(), USER, "c", graph)
+        await load_triples(stores, OnnxMiniLM.shared(), Tenant(USER, "c"), graph)
     finally:
         await stores.close()
     async with embedded(store, RuntimeSettings()) as system:

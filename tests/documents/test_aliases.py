@@ -18,6 +18,7 @@ from schemas.documents import Document, LoadDocuments
 from schemas.graph_rag import GraphRagRequest
 from schemas.lazy_rag import LazyRagRequest
 from schemas.services import DOCUMENT_LOAD, GRAPH_RAG, LAZY_RAG
+from schemas.tenant import Tenant
 
 U, C = "alice", "physics"
 DOCS = [
@@ -43,17 +44,17 @@ async def system(tmp_path: Path) -> AsyncIterator[System]:
 
 
 async def test_the_names_of_one_person_are_one_concept(system: System) -> None:
-    found = await system.stores.documents.concept_keys(U, C, NAMES)
+    found = await system.stores.documents.concept_keys(Tenant(U, C), NAMES)
     assert set(found) == set(NAMES)
     assert len({iri for iris in found.values() for iri in iris}) == 1  # one entity, three names
     (marie,) = found["marie curie"]
-    mentioning = {m.chunk_id for m in await system.stores.documents.links(ChunkQuery(U, C, None), [marie], [], 10)}
+    mentioning = {m.chunk_id for m in await system.stores.documents.links(ChunkQuery(Tenant(U, C)), [marie], [], 10)}
     assert len(mentioning) == 3  # every document's chunk mentions the same node
 
 
 @pytest.mark.parametrize("name", ["Marie Skłodowska-Curie", "Maria Skłodowska", "MARIE CURIE"])
 async def test_graph_rag_starts_from_the_entity_whatever_its_name(system: System, name: str) -> None:
-    found = await system.stores.documents.concept_keys(U, C, ["marie curie"])
+    found = await system.stores.documents.concept_keys(Tenant(U, C), ["marie curie"])
     (marie,) = found["marie curie"]
     req = GraphRagRequest(user=U, collection=C, query=f"Where was {name} born?", no_llm=True)
     res = await RequestResponseClient.for_service(system.bus, GRAPH_RAG, "default", 120).request(req)
@@ -63,7 +64,7 @@ async def test_graph_rag_starts_from_the_entity_whatever_its_name(system: System
 
 
 async def test_lazy_rag_finds_the_person_by_another_name_and_lists_one_entity(system: System) -> None:
-    found = await system.stores.documents.concept_keys(U, C, ["marie curie"])
+    found = await system.stores.documents.concept_keys(Tenant(U, C), ["marie curie"])
     (marie,) = found["marie curie"]
     req = LazyRagRequest(user=U, collection=C, query="Where was Maria Skłodowska born?", operation="expand")
     res = await RequestResponseClient.for_service(system.bus, LAZY_RAG, "default", 120).request(req)

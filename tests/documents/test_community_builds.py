@@ -20,6 +20,7 @@ from processors.stores.settings import StoreSettings
 from schemas.communities import BuildCommunities
 from schemas.documents import Document, LoadDocuments
 from schemas.services import COMMUNITY_BUILD, DOCUMENT_LOAD
+from schemas.tenant import Tenant
 from tests.documents.test_documents_flow import DOCS
 
 U, C = "builds", "burst"
@@ -69,9 +70,9 @@ async def test_a_burst_of_build_requests_builds_at_most_twice(system: System) ->
         reads.append("graph")
         return await graph(*args)
 
-    async def counted_vectors(user: str, collection: str, ids: list[str]) -> Any:
+    async def counted_vectors(tenant: Tenant, ids: list[str]) -> Any:
         reads.append(f"vectors:{len(ids)}")
-        return await chunk_vectors(user, collection, ids)
+        return await chunk_vectors(tenant, ids)
 
     stores.graph, stores.chunk_vectors = counted_graph, counted_vectors  # type: ignore[method-assign]
     builder = RequestResponseClient.for_service(system.bus, COMMUNITY_BUILD, "default", 120)

@@ -21,6 +21,7 @@ from processors.stores.settings import StoreSettings
 from schemas.documents import Chunk, DeleteDocuments, Document, IndexedDocument, StoreDocuments
 from schemas.extraction import ConceptMention
 from schemas.services import DOCUMENT_STORE
+from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Term
 
 U, C = "writers", "race"
@@ -53,9 +54,9 @@ async def test_two_writers_creating_one_concept_leave_it_one_label(system: Syste
         store(system, indexed("b", "Church bells ring.", "Church")),
     )
     stores = system.stores
-    labels = await stores.triples.pattern(U, C, Term.iri(CHURCH), Term.iri(RDFS_LABEL), None, 10)
+    labels = await stores.triples.pattern(Tenant(U, C), Term.iri(CHURCH), Term.iri(RDFS_LABEL), None, 10)
     assert len(labels) == 1 and labels[0].o.value in ("church", "Church")
-    hits = await stores.entities.search(U, C, None, "church", 5)
+    hits = await stores.entities.search(Tenant(U, C), None, "church", 5)
     assert [(h.iri, h.label) for h in hits if h.iri == CHURCH] == [(CHURCH, labels[0].o.value)]  # the index agrees
 
 
@@ -71,10 +72,10 @@ async def test_a_concept_whose_writer_died_is_still_indexings(system: System) ->
 
     stores.documents.store = dies_once  # type: ignore[method-assign]
     await store(system, indexed("a", "The church has a bell.", "church"))  # redelivered, then stored
-    assert failed and await stores.documents.hashes(U, C, ["a"])
-    assert await stores.triples.labels(U, C, [CHURCH]) == {CHURCH: "church"}
+    assert failed and await stores.documents.hashes(Tenant(U, C), ["a"])
+    assert await stores.triples.labels(Tenant(U, C), [CHURCH]) == {CHURCH: "church"}
 
     client = RequestResponseClient.for_service(system.bus, DOCUMENT_STORE, "default", 60)
     await client.request(DeleteDocuments(user=U, collection=C, document_ids=["a"]))
-    assert await stores.triples.labels(U, C, [CHURCH]) == {}  # it went with its last document
-    assert not [h for h in await stores.entities.search(U, C, None, "church", 5) if h.iri == CHURCH]
+    assert await stores.triples.labels(Tenant(U, C), [CHURCH]) == {}  # it went with its last document
+    assert not [h for h in await stores.entities.search(Tenant(U, C), None, "church", 5) if h.iri == CHURCH]

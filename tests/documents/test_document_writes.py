@@ -36,6 +36,7 @@ from schemas.graph_rag import GraphRagRequest
 from schemas.kg_query import KgQueryRequest
 from schemas.lazy_rag import LazyRagRequest
 from schemas.services import DOCUMENT_LOAD, DOCUMENT_STORE, GRAPH_RAG, KG_QUERY, LAZY_RAG
+from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Term
 
 U = "alice"
@@ -75,8 +76,8 @@ async def state(system: System, home: Path, collection: str) -> dict[str, Any]:
         )
         docs = conn.execute("SELECT count(*) FROM documents WHERE collection = ?", (collection,)).fetchone()[0]
         owned = [r[0] for r in conn.execute(OWNED, (collection,))]
-    labels = await stores.triples.labels(U, collection, mentioned)
-    triples = await stores.triples.pattern(U, collection, None, None, None, 1_000_000)
+    labels = await stores.triples.labels(Tenant(U, collection), mentioned)
+    triples = await stores.triples.pattern(Tenant(U, collection), None, None, None, 1_000_000)
     label_triples = [t for t in triples if t.p.value == RDFS_LABEL]
     return {
         "documents": docs,
@@ -107,10 +108,10 @@ async def test_a_write_stopped_at_any_point_is_completed_by_a_rerun(
     store = getattr(system.stores, kill[0])
     real = getattr(store, kill[1])
 
-    async def killed(user: str, collection: str, *args: Any, **kw: Any) -> Any:
-        if collection == "killed":
+    async def killed(tenant: Tenant, *args: Any, **kw: Any) -> Any:
+        if tenant.collection == "killed":
             raise RuntimeError("killed here")
-        return await real(user, collection, *args, **kw)
+        return await real(tenant, *args, **kw)
 
     monkeypatch.setattr(store, kill[1], killed)
     first = await load(system, "killed")
@@ -148,7 +149,7 @@ async def test_two_loads_that_find_one_new_concept_at_once_label_it_once(system:
         assert all(not r.failed for r in done)
         got = await state(system, tmp_path / "home", coll)
         assert got["labelled_twice"] == 0 and not got["unlabelled"], got
-        ada = await system.stores.triples.pattern(U, coll, Term.iri("http://kgflow.org/e/ada_lovelace"),
+        ada = await system.stores.triples.pattern(Tenant(U, coll), Term.iri("http://kgflow.org/e/ada_lovelace"),
                                                   Term.iri(RDFS_LABEL), None, 10)  # fmt: skip
         assert len(ada) == 1, ada
 

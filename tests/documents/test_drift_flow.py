@@ -22,6 +22,7 @@ from schemas.communities import BuildCommunities, ListCommunities
 from schemas.documents import ChunkSearch, Document, LoadDocuments, Scope
 from schemas.drift import DriftRequest, DriftResponse
 from schemas.services import COMMUNITIES, COMMUNITY_BUILD, DOCUMENT_LOAD, DOCUMENTS, DRIFT
+from schemas.tenant import Tenant
 
 U, C = "alice", "papers"
 TEXTS = {
@@ -80,7 +81,7 @@ async def test_tenant_and_document_scope_hold_inside_every_store_call(system: Sy
 async def test_chunk_search_among_communities_returns_only_their_chunks(system: System) -> None:
     found = (await client(system, COMMUNITIES).request(ListCommunities(user=U, collection=C, level=0))).communities
     assert len(found) >= 2
-    members = await system.stores.communities.member_chunks(U, C, [k.id for k in found])
+    members = await system.stores.communities.member_chunks(Tenant(U, C), [k.id for k in found])
     vec = [0.1] * 384
     req = ChunkSearch(user=U, collection=C, vector=vec, text="Paris", communities=[k.id for k in found[:2]],
                       per_community=1)  # fmt: skip
@@ -105,16 +106,16 @@ async def test_community_search_starts_at_the_top_level_and_falls_back(tmp_path:
     store = SqliteCommunityStore(docs.db, docs.lists)
     q = [1.0, 0.0, 0.0]
     flat = [_record(f"f{i}", 0, list(np.eye(3)[i % 3])) for i in range(4)]
-    await store.replace("u", "flat", flat)  # no hierarchy: every community is a candidate
-    assert [c.id for c in await store.search("u", "flat", q, None, 4)][:2] == ["f0", "f3"]
+    await store.replace(Tenant("u", "flat"), flat)  # no hierarchy: every community is a candidate
+    assert [c.id for c in await store.search(Tenant("u", "flat"), q, None, 4)][:2] == ["f0", "f3"]
 
     lone_top = [*flat, _record("top", 1, [0.0, 1.0, 0.0])]
-    await store.replace("u", "lone", lone_top)  # 1 top-level match < 4 / 2: one level down
-    got = await store.search("u", "lone", q, None, 4)
+    await store.replace(Tenant("u", "lone"), lone_top)  # 1 top-level match < 4 / 2: one level down
+    got = await store.search(Tenant("u", "lone"), q, None, 4)
     assert {c.level for c in got} == {0} and got[0].id in {"f0", "f3"}
 
     tops = [*flat, _record("t1", 1, [0.0, 1.0, 0.0]), _record("t2", 1, [1.0, 0.0, 0.0])]
-    await store.replace("u", "tops", tops)  # 2 top-level matches >= 4 / 2: the top level only
-    got = await store.search("u", "tops", q, None, 4)
+    await store.replace(Tenant("u", "tops"), tops)  # 2 top-level matches >= 4 / 2: the top level only
+    got = await store.search(Tenant("u", "tops"), q, None, 4)
     assert [c.id for c in got] == ["t2", "t1"] and all(c.score is not None for c in got)
     await docs.close()

@@ -24,6 +24,7 @@ from processors.stores.settings import StoreSettings
 from schemas.documents import DeleteDocuments, Document, EntityChunks, ListCollections, LoadDocuments, LoadResponse
 from schemas.graph_rag import GraphRagRequest
 from schemas.services import DOCUMENT_LOAD, DOCUMENT_STORE, DOCUMENTS, GRAPH_RAG
+from schemas.tenant import Tenant
 from schemas.terms import Term
 
 U, C = "alice", "papers"
@@ -90,7 +91,7 @@ async def load(system: System, docs: list[Document]) -> tuple[LoadResponse, list
 
 
 async def born_in(system: System) -> list[tuple[str, str, str]]:
-    found = await system.stores.triples.pattern(U, C, None, Term.iri(BORN_IN), None, 10)
+    found = await system.stores.triples.pattern(Tenant(U, C), None, Term.iri(BORN_IN), None, 10)
     return [(t.s.value, t.p.value, t.o.value) for t in found]
 
 
@@ -107,14 +108,14 @@ async def test_typed_relations_are_stored_traversed_and_failures_only_warn(
     ]
     curie, warsaw = concept_iri("marie curie"), concept_iri("warsaw")
     assert await born_in(system) == [(curie, BORN_IN, warsaw)]  # directed, ends are the concepts
-    assert await system.stores.triples.labels(U, C, [BORN_IN]) == {BORN_IN: "born in"}
-    assert BORN_IN in await system.stores.entities.vectors(U, C, [BORN_IN])
+    assert await system.stores.triples.labels(Tenant(U, C), [BORN_IN]) == {BORN_IN: "born in"}
+    assert BORN_IN in await system.stores.entities.vectors(Tenant(U, C), [BORN_IN])
 
     # the chunks whose model call failed keep their concepts and co-occurrences
     ents = [concept_iri(k) for k in ("porcelain", "china", "lisbon", "sea")]
     found = (await client(system, DOCUMENTS).request(EntityChunks(user=U, collection=C, entities=ents))).links
     assert {m.entity for m in found.mentions} == set(ents)
-    cooc = await system.stores.triples.pattern(U, C, None, Term.iri(RELATED_TO), None, 1000)
+    cooc = await system.stores.triples.pattern(Tenant(U, C), None, Term.iri(RELATED_TO), None, 1000)
     assert {concept_iri("porcelain"), concept_iri("lisbon")} <= {x for t in cooc for x in (t.s.value, t.o.value)}
 
     rag = await client(system, GRAPH_RAG).request(
@@ -132,15 +133,15 @@ async def test_reload_and_delete_remove_typed_relations(system: System, model: S
     changed, _ = await load(system, [CURIE.model_copy(update={"text": "Marie Curie was a chemist in Paris."})])
     assert changed.loaded == 1 and changed.relations == 0 and changed.llm_calls == 1
     assert await born_in(system) == []  # what only the old text said leaves the graph ...
-    assert await system.stores.triples.labels(U, C, [BORN_IN]) == {}  # ... its predicate too
-    assert await system.stores.entities.vectors(U, C, [BORN_IN]) == {}
+    assert await system.stores.triples.labels(Tenant(U, C), [BORN_IN]) == {}  # ... its predicate too
+    assert await system.stores.entities.vectors(Tenant(U, C), [BORN_IN]) == {}
 
     assert (await load(system, [CURIE]))[0].relations == 1 and len(await born_in(system)) == 1
     deleted = await client(system, DOCUMENT_STORE).request(
         DeleteDocuments(user=U, collection=C, document_ids=["curie"])
     )
     assert deleted.deleted == 1 and await born_in(system) == []
-    assert await system.stores.triples.labels(U, C, [BORN_IN]) == {}
+    assert await system.stores.triples.labels(Tenant(U, C), [BORN_IN]) == {}
 
 
 async def test_no_model_fails_the_load_clearly_and_stores_nothing(tmp_path: Path, model: ScriptedModel) -> None:

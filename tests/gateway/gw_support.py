@@ -25,6 +25,7 @@ from processors.ingest.triples.loader import load_triples
 from processors.ingest.triples.readers import read_triples
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.stores.settings import StoreSettings
+from schemas.tenant import Tenant
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -57,7 +58,7 @@ class LiveGateway:
 
     async def load(self, user: str, collection: str, path: Path = ROOT / "examples" / "sample.tsv") -> None:
         """Load a file into the system's stores as `user`/`collection`."""
-        await load_triples(self.system.stores, OnnxMiniLM.shared(), user, collection, read_triples(path))
+        await load_triples(self.system.stores, OnnxMiniLM.shared(), Tenant(user, collection), read_triples(path))
 
 
 @pytest.fixture

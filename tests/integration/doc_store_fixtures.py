@@ -32,6 +32,7 @@ from processors.stores.documents_protocol import (
     Relation,
 )
 from schemas.documents import Chunk, Document, Mention, Scope, SearchMode
+from schemas.tenant import Tenant
 from tests.integration.store_fixtures import cleaned_up, near, new_tenant, unit
 
 DOC_BACKENDS = ("sqlite", "neo4j")
@@ -69,8 +70,8 @@ class DocBackend:
     async def cleanup(self) -> None:
         """Delete everything written under the scopes handed out."""
         for user, collection in self.scopes:
-            await self.documents.delete_collection(user, collection)
-            await self.communities.delete_collection(user, collection)
+            await self.documents.delete_collection(Tenant(user, collection))
+            await self.communities.delete_collection(Tenant(user, collection))
 
 
 @pytest.fixture(params=DOC_BACKENDS)
@@ -248,12 +249,10 @@ def communities_of(records: Sequence[DocumentRecord]) -> list[CommunityRecord]:
 
 
 async def search(
-    docs: DocBackend, user: str, coll: str, vector: list[float] | None, text: str | None, mode: SearchMode,
-    limit: int, scope: Scope | None = None,
-) -> list[Chunk]:  # fmt: skip
-    """The documents service's chunk search over this backend's store."""
-    q = ChunkQuery(user, coll, vector, scope)
-    return await search_chunks(docs.documents, q, text, mode, limit, PassageRankParams())
+    docs: DocBackend, tenant: Tenant, vector: list[float] | None, text: str | None, mode: SearchMode, limit: int
+) -> list[Chunk]:
+    """The documents service's chunk search over this backend's store (in the tenant's scope)."""
+    return await search_chunks(docs.documents, ChunkQuery(tenant, vector), text, mode, limit, PassageRankParams())
 
 
 def mentions_of(records: Sequence[DocumentRecord]) -> set[tuple[str, str, int]]:

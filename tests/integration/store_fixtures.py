@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from processors.stores.protocol import EntityIndex, TripleStore
+from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
 
@@ -96,8 +97,8 @@ class StoreBackend:
     async def cleanup(self) -> None:
         """Delete everything written under the scopes handed out."""
         for user, collection in self.scopes:
-            await self.triples.delete_collection(user, collection)
-            await self.index.delete_collection(user, collection)
+            await self.triples.delete_collection(Tenant(user, collection))
+            await self.index.delete_collection(Tenant(user, collection))
 
 
 @pytest.fixture(scope="session")

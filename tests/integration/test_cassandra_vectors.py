@@ -13,6 +13,7 @@ import pytest
 from processors.stores.cassandra.schema import CassandraConnection, cql_identifier
 from processors.stores.cassandra.store import CassandraEntityIndex
 from processors.stores.protocol import VECTOR_DIMENSIONS
+from schemas.tenant import Tenant
 
 pytestmark = pytest.mark.usefixtures("servers")
 
@@ -57,20 +58,20 @@ async def test_old_vectors_are_migrated_and_read(old_keyspace: tuple[Any, str], 
     index = CassandraEntityIndex(conn)
     try:
         new = _vec(2)
-        await index.upsert("u", "c", [("http://x/new", "new one", new)], model="unit-test")
+        await index.upsert(Tenant("u", "c"), [("http://x/new", "new one", new)], model="unit-test")
         columns = {r.column_name for r in session.execute(
             "SELECT column_name FROM system_schema.columns WHERE keyspace_name = %s AND table_name = 'entity_vectors'",
             (keyspace,),
         )}  # fmt: skip
         assert "vec_raw" in columns
-        got = await index.vectors("u", "c", ["http://x/old", "http://x/new", "http://x/none"])
+        got = await index.vectors(Tenant("u", "c"), ["http://x/old", "http://x/new", "http://x/none"])
         assert set(got) == {"http://x/old", "http://x/new"}
         np.testing.assert_array_equal(np.asarray(got["http://x/old"], dtype=np.float32), old)
         np.testing.assert_array_equal(np.asarray(got["http://x/new"], dtype=np.float32), new)
-        hits = await index.search("u", "c", old.tolist(), None, 2)  # ANN rows: one legacy, one raw
+        hits = await index.search(Tenant("u", "c"), old.tolist(), None, 2)  # ANN rows: one legacy, one raw
         assert [h.iri for h in hits] == ["http://x/old", "http://x/new"]
         assert hits[0].score == pytest.approx(1.0, abs=1e-5)
-        sims = await index.similarities("u", "c", new.tolist(), ["http://x/old", "http://x/new"])
+        sims = await index.similarities(Tenant("u", "c"), new.tolist(), ["http://x/old", "http://x/new"])
         assert sims["http://x/new"] == pytest.approx(1.0, abs=1e-5)
         assert sims["http://x/old"] == pytest.approx(
             float(old @ new / np.linalg.norm(old) / np.linalg.norm(new)), abs=1e-5

@@ -13,6 +13,7 @@ import pytest
 from processors.ingest.communities.profiles import membership_hash
 from processors.stores.documents_protocol import CommunityRecord
 from schemas.documents import Scope
+from schemas.tenant import Tenant
 from tests.integration.doc_store_fixtures import DocBackend, e, record
 from tests.integration.store_fixtures import near, unit
 
@@ -48,18 +49,18 @@ async def stored(docs: DocBackend) -> tuple[str, str]:
                relations=[("curie", "paris", [0]), ("curie", "warsaw", [0, 1])])  # fmt: skip
     b = record("b", ["seine louvre", "physics"], mentions=[(0, "seine", 1), (0, "louvre", 1), (1, "physics", 1)],
                relations=[("louvre", "seine", [0])], metadata={"k": "v"})  # fmt: skip
-    await docs.documents.store(user, coll, [a, b])
-    await docs.communities.replace(user, coll, tree())
+    await docs.documents.store(Tenant(user, coll), [a, b])
+    await docs.communities.replace(Tenant(user, coll), tree())
     return user, coll
 
 
 async def test_list_by_level_ids_and_scope(docs: DocBackend) -> None:
     user, coll = await stored(docs)
 
-    async def ids(**kw: object) -> list[str]:
-        return [c.id for c in await docs.communities.list(user, coll, **kw)]  # type: ignore[arg-type]
+    async def ids(scope: Scope | None = None, **kw: object) -> list[str]:
+        return [c.id for c in await docs.communities.list(Tenant(user, coll, scope), **kw)]  # type: ignore[arg-type]
 
-    everything = await docs.communities.list(user, coll)
+    everything = await docs.communities.list(Tenant(user, coll))
     assert [c.id for c in everything] == ["p1", "k1", "k2", "k3", "p2"]  # largest first, then id
     k3 = everything[3]
     assert (k3.level, k3.parent, k3.children, k3.size, k3.chunks) == (0, "p2", [], 1, 2)
@@ -77,37 +78,45 @@ async def test_list_by_level_ids_and_scope(docs: DocBackend) -> None:
 async def test_summaries_survive_a_rebuild_only_for_the_same_membership(docs: DocBackend) -> None:
     user, coll = await stored(docs)
     k1, k2 = tree()[0], tree()[1]
-    assert await docs.communities.membership(user, coll, ["k1", "p1", "zz"]) == {
+    assert await docs.communities.membership(Tenant(user, coll), ["k1", "p1", "zz"]) == {
         "k1": k1.membership_hash,
         "p1": tree()[3].membership_hash,
     }
-    await docs.communities.set_summary(user, coll, "k1", "stale-hash", "ignored", "m0")
-    await docs.communities.set_summary(user, coll, "k2", k2.membership_hash, "about the Seine", "m1")
-    await docs.communities.set_summary(user, coll, "k1", k1.membership_hash, "about Curie", "m1")
-    (got,) = await docs.communities.list(user, coll, ids=["k1"])
+    await docs.communities.set_summary(Tenant(user, coll), "k1", "stale-hash", "ignored", "m0")
+    await docs.communities.set_summary(Tenant(user, coll), "k2", k2.membership_hash, "about the Seine", "m1")
+    await docs.communities.set_summary(Tenant(user, coll), "k1", k1.membership_hash, "about Curie", "m1")
+    (got,) = await docs.communities.list(Tenant(user, coll), ids=["k1"])
     assert (got.summary, got.summary_model) == ("about Curie", "m1")
 
-    await docs.communities.mark_stale(user, coll, [e("warsaw"), e("nobody")])
-    stale = {c.id for c in await docs.communities.list(user, coll) if c.stale}
+    await docs.communities.mark_stale(Tenant(user, coll), [e("warsaw"), e("nobody")])
+    stale = {c.id for c in await docs.communities.list(Tenant(user, coll)) if c.stale}
     assert stale == {"k1", "p1"}
-    await docs.communities.mark_stale(user, coll, [])
+    await docs.communities.mark_stale(Tenant(user, coll), [])
 
     renamed = community("k1-new", 0, ["curie", "paris", "warsaw"], {"a:0": 2.0}, unit(1))  # same members
     grown = community("k2", 0, ["seine", "louvre", "physics"], {"b:0": 2.0, "b:1": 1.0}, unit(2))
-    await docs.communities.replace(user, coll, [renamed, grown])
-    after = {c.id: c for c in await docs.communities.list(user, coll)}
+    await docs.communities.replace(Tenant(user, coll), [renamed, grown])
+    after = {c.id: c for c in await docs.communities.list(Tenant(user, coll))}
     assert set(after) == {"k1-new", "k2"} and not any(c.stale for c in after.values())
     assert (after["k1-new"].summary, after["k1-new"].summary_model) == ("about Curie", "m1")
     assert after["k2"].summary is None
-    assert await docs.communities.of_entities(user, coll, [e("physics"), e("curie")], 1) == {}
+    assert await docs.communities.of_entities(Tenant(user, coll), [e("physics"), e("curie")], 1) == {}
 
 
 async def test_membership_by_entity_and_level(docs: DocBackend) -> None:
     user, coll = await stored(docs)
     ents = [e(x) for x in ("curie", "seine", "physics", "nobody")]
-    assert await docs.communities.of_entities(user, coll, ents, 0) == {ents[0]: "k1", ents[1]: "k2", ents[2]: "k3"}
-    assert await docs.communities.of_entities(user, coll, ents, 1) == {ents[0]: "p1", ents[1]: "p1", ents[2]: "p2"}
-    assert await docs.communities.of_entities(user, coll, ents, 2) == {}
+    assert await docs.communities.of_entities(Tenant(user, coll), ents, 0) == {
+        ents[0]: "k1",
+        ents[1]: "k2",
+        ents[2]: "k3",
+    }
+    assert await docs.communities.of_entities(Tenant(user, coll), ents, 1) == {
+        ents[0]: "p1",
+        ents[1]: "p1",
+        ents[2]: "p2",
+    }
+    assert await docs.communities.of_entities(Tenant(user, coll), ents, 2) == {}
 
 
 async def test_search_goes_top_level_first_and_falls_back(docs: DocBackend) -> None:
@@ -115,7 +124,7 @@ async def test_search_goes_top_level_first_and_falls_back(docs: DocBackend) -> N
     q = near(unit(1), 9, 0.2)
 
     async def search(level: int | None, limit: int, scope: Scope | None = None) -> list[tuple[str, float]]:
-        found = await docs.communities.search(user, coll, q, level, limit, scope)
+        found = await docs.communities.search(Tenant(user, coll, scope), q, level, limit)
         return [(c.id, c.score or 0.0) for c in found]
 
     def cos(v: list[float]) -> float:
@@ -132,34 +141,35 @@ async def test_search_goes_top_level_first_and_falls_back(docs: DocBackend) -> N
     assert await search(None, 5, Scope(document_ids=[])) == []
 
     flat = [community("f1", 0, ["curie"], {"a:0": 1.0}, unit(5)), community("f2", 0, ["seine"], {"b:0": 1.0}, q)]
-    await docs.communities.replace(user, coll, flat)
+    await docs.communities.replace(Tenant(user, coll), flat)
     assert [i for i, _ in await search(None, 6)] == ["f2", "f1"]  # no hierarchy: every level
 
 
 async def test_graph_is_what_a_build_reads(docs: DocBackend) -> None:
     user, coll = await stored(docs)
-    edges, mentions = await docs.communities.graph(user, coll)
+    graph = await docs.communities.graph(Tenant(user, coll))
+    edges, mentions = graph.edges, graph.mentions
     assert sorted(edges) == [(e("curie"), e("paris"), 1), (e("curie"), e("warsaw"), 2), (e("louvre"), e("seine"), 1)]
     assert sorted(mentions) == sorted(
         [(e("curie"), "a:0", 1), (e("paris"), "a:0", 1), (e("warsaw"), "a:1", 2), (e("seine"), "b:0", 1),
          (e("louvre"), "b:0", 1), (e("physics"), "b:1", 1)]
     )  # fmt: skip
-    vectors = await docs.communities.chunk_vectors(user, coll, ["b:0", "a:1", "nope", "b:0"])
+    vectors = await docs.communities.chunk_vectors(Tenant(user, coll), ["b:0", "a:1", "nope", "b:0"])
     assert sorted(vectors) == ["a:1", "b:0"]  # only those asked for (a build reads a few per community)
     assert vectors["b:0"] == pytest.approx(unit(1000), abs=1e-6)
     _, other = docs.scope(user)
-    assert await docs.communities.chunk_vectors(user, other, ["b:0"]) == {}
-    await docs.communities.delete_collection(user, coll)
-    assert await docs.communities.list(user, coll) == []
-    assert await docs.communities.of_entities(user, coll, [e("curie")], 0) == {}
-    assert len((await docs.communities.graph(user, coll))[1]) == 6  # documents stay
+    assert await docs.communities.chunk_vectors(Tenant(user, other), ["b:0"]) == {}
+    await docs.communities.delete_collection(Tenant(user, coll))
+    assert await docs.communities.list(Tenant(user, coll)) == []
+    assert await docs.communities.of_entities(Tenant(user, coll), [e("curie")], 0) == {}
+    assert len((await docs.communities.graph(Tenant(user, coll))).mentions) == 6  # documents stay
 
 
 async def test_replaces_at_once_each_complete_and_leave_one_set(docs: DocBackend) -> None:
     user, coll = await stored(docs)  # builds of one collection in several community-build processes at once
-    want = await docs.communities.list(user, coll)
-    chunks = await docs.communities.member_chunks(user, coll, [c.id for c in want])
+    want = await docs.communities.list(Tenant(user, coll))
+    chunks = await docs.communities.member_chunks(Tenant(user, coll), [c.id for c in want])
     for _ in range(3):
-        await asyncio.gather(*(docs.communities.replace(user, coll, tree()) for _ in range(3)))
-        assert await docs.communities.list(user, coll) == want
-        assert await docs.communities.member_chunks(user, coll, [c.id for c in want]) == chunks
+        await asyncio.gather(*(docs.communities.replace(Tenant(user, coll), tree()) for _ in range(3)))
+        assert await docs.communities.list(Tenant(user, coll)) == want
+        assert await docs.communities.member_chunks(Tenant(user, coll), [c.id for c in want]) == chunks

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from processors.stores.settings import StoreSettings
+from schemas.tenant import Tenant
 from tests.integration.pulsar_helpers import BIN, ROOT, Procs, running
 
 DATASET = ROOT.parent / "shared" / "datasets" / "pathquestion"
@@ -131,8 +132,8 @@ async def drop_collection(settings: StoreSettings, user: str, collection: str) -
 
     stores = open_stores(settings)
     try:
-        await stores.triples.delete_collection(user, collection)
-        await stores.entities.delete_collection(user, collection)
+        await stores.triples.delete_collection(Tenant(user, collection))
+        await stores.entities.delete_collection(Tenant(user, collection))
     finally:
         await stores.close()
 

@@ -14,8 +14,16 @@ import numpy as np
 import pytest
 
 from processors.query.documents.search import FUSION_DEPTH
-from processors.stores.documents_protocol import ChunkQuery, DocumentRecord
+from processors.stores.documents_protocol import (
+    ChunkQuery,
+    CommunityGraph,
+    DocumentCounts,
+    DocumentRecord,
+    RelationChunk,
+    RelationHit,
+)
 from schemas.documents import Scope, SearchMode
+from schemas.tenant import Tenant
 from tests.integration.doc_store_fixtures import (
     REL,
     DocBackend,
@@ -48,15 +56,15 @@ async def assert_search(
     depth = FUSION_DEPTH * limit
     cosines = reference_cosines(records, vector, allowed)
     want = sorted(cosines.items(), key=lambda kv: (-kv[1], kv[0]))[:depth]
-    deep = await search(docs, *tenant, vector, text, "vector", depth, scope)
+    deep = await search(docs, Tenant(*tenant, scope), vector, text, "vector", depth)
     assert [c.id for c in deep] == [c for c, _ in want]
     assert [c.score for c in deep] == pytest.approx([s for _, s in want], abs=1e-5)
     holders = term_holders(records, text, allowed)
-    lexical = await search(docs, *tenant, vector, text, "lexical", depth, scope)
+    lexical = await search(docs, Tenant(*tenant, scope), vector, text, "lexical", depth)
     assert {c.id for c in lexical} <= holders and len(lexical) == min(depth, len(holders))
     assert [c.score for c in lexical] == sorted((c.score for c in lexical), reverse=True)
     for mode in ("fused", "graph"):
-        got = await search(docs, *tenant, vector, text, mode, limit, scope)
+        got = await search(docs, Tenant(*tenant, scope), vector, text, mode, limit)
         assert {c.id for c in got} <= {c.id for c in deep} | holders | set(cosines), mode
         assert len(got) == min(limit, len(cosines)) or mode == "fused"
         assert allowed is None or {c.document_id for c in got} <= allowed
@@ -70,16 +78,18 @@ async def assert_relations(
     from the records)."""
     inside = [r for r in records if in_scope(r, scope)]
     allowed = {r.document.id for r in inside}
-    got = await docs.documents.search_relations(*tenant, vector, 5, scope)
+    got = await docs.documents.search_relations(Tenant(*tenant, scope), vector, 5)
     want = reference_relations(records, vector, 5, allowed)
-    assert [(s, p, o, n) for s, p, o, _, n in got] == [(*k, n) for k, _, n in want]
-    assert [x[3] for x in got] == pytest.approx([x[1] for x in want], abs=1e-5)
+    assert [(h.s, h.p, h.o, h.support) for h in got] == [(*k, n) for k, _, n in want]
+    assert [h.score for h in got] == pytest.approx([x[1] for x in want], abs=1e-5)
     held = sources(inside)
-    pairs = await docs.documents.relation_chunks(ChunkQuery(*tenant, None, scope), sorted(support(records)), 1)
-    assert sorted(pairs) == sorted((k, min(c)) for k, c in held.items())
-    assert await docs.documents.scoped_entities(*tenant, scope) == {m.entity for r in inside for m in r.mentions}
+    pairs = await docs.documents.relation_chunks(ChunkQuery(Tenant(*tenant, scope)), sorted(support(records)), 1)
+    assert sorted((x.relation, x.chunk_id) for x in pairs) == sorted((k, min(c)) for k, c in held.items())
+    assert await docs.documents.scoped_entities(Tenant(*tenant, scope)) == {
+        m.entity for r in inside for m in r.mentions
+    }
     frontier = [e(x) for x in ("curie", "piano", "paris")]
-    edges = await docs.documents.scoped_neighbours(*tenant, frontier, 2, scope)
+    edges = await docs.documents.scoped_neighbours(Tenant(*tenant, scope), frontier, 2)
     out = [(k, x) for x in frontier for k in sorted(k for k in held if k[0] == x)[:2]]  # by (p, o)
     into = [(k, x) for x in frontier for k in sorted((k for k in held if k[2] == x), key=lambda k: (k[1], k[0]))[:2]]
     want_edges = [((*k, 0, "", ""), x) for k, x in out + into]
@@ -89,7 +99,7 @@ async def assert_relations(
 async def test_search_modes_rank_the_stores_candidates(docs: DocBackend) -> None:
     user, coll = docs.scope()
     records = random_corpus(np.random.default_rng(1), 12)
-    await docs.documents.store(user, coll, records)
+    await docs.documents.store(Tenant(user, coll), records)
     scopes = [None, Scope(document_ids=["d1", "d4", "d7", "zz"]), Scope(metadata={"group": ["g0", "g2"], "tags": "t1"})]
     for n, (text, limit) in enumerate([("album river studies", 5), ("curie paris the", 3), ("music music bridge", 20)]):
         vector = near(unit(7000 + n), 99 + n, 0.5)
@@ -97,10 +107,10 @@ async def test_search_modes_rank_the_stores_candidates(docs: DocBackend) -> None
             allowed = {r.document.id for r in records if in_scope(r, scope)} if scope else None
             await assert_search(docs, (user, coll), records, vector, text, limit, scope, allowed)
     chunk = records[3].chunks[0]
-    (hit,) = await search(docs, user, coll, records[3].vectors[0], None, "vector", 1)
+    (hit,) = await search(docs, Tenant(user, coll), records[3].vectors[0], None, "vector", 1)
     assert hit.model_dump(exclude={"score"}) == chunk.model_copy(update={"title": "D3"}).model_dump(exclude={"score"})
-    assert await search(docs, user, coll, None, "the", "fused", 5) == []  # stopwords only
-    assert await search(docs, user, coll, unit(5), "album", "fused", 5, Scope(document_ids=[])) == []
+    assert await search(docs, Tenant(user, coll), None, "the", "fused", 5) == []  # stopwords only
+    assert await search(docs, Tenant(user, coll, Scope(document_ids=[])), unit(5), "album", "fused", 5) == []
 
 
 async def test_links_cap_per_entity_and_read_both_directions(docs: DocBackend) -> None:
@@ -108,10 +118,10 @@ async def test_links_cap_per_entity_and_read_both_directions(docs: DocBackend) -
     a = record("a", ["t0", "t1", "t2", "t3"], mentions=[(0, "curie", 1), (1, "curie", 3), (2, "curie", 3),
                (3, "curie", 2), (0, "paris", 1), (3, "seine", 1), (3, "seine", 2)])  # fmt: skip
     b = record("b", ["u0"], mentions=[(0, "curie", 5), (0, "paris", 2)])
-    await docs.documents.store(user, coll, [a, b])
+    await docs.documents.store(Tenant(user, coll), [a, b])
 
     async def links(ents: list[str], chunks: list[str], per: int, scope: Scope | None = None) -> set[tuple]:  # type: ignore[type-arg]
-        found = await docs.documents.links(ChunkQuery(user, coll, None, scope), [e(x) for x in ents], chunks, per)
+        found = await docs.documents.links(ChunkQuery(Tenant(user, coll, scope)), [e(x) for x in ents], chunks, per)
         return {(m.entity[len("http://e/") :], m.chunk_id, m.count) for m in found}
 
     assert await links(["curie"], [], 3) == {("curie", "b:0", 5), ("curie", "a:1", 3), ("curie", "a:2", 3)}
@@ -127,15 +137,15 @@ async def test_links_cap_per_entity_and_read_both_directions(docs: DocBackend) -
 async def test_chunks_come_in_the_order_asked_inside_the_scope(docs: DocBackend) -> None:
     user, coll = docs.scope()
     a, b = record("a", ["one two", "three"]), record("b", ["four five six"], metadata={"k": "v"})
-    await docs.documents.store(user, coll, [a, b])
-    got = await docs.documents.chunks(user, coll, ["b:0", "zz", "a:1", "b:0", "a:0"])
+    await docs.documents.store(Tenant(user, coll), [a, b])
+    got = await docs.documents.chunks(Tenant(user, coll), ["b:0", "zz", "a:1", "b:0", "a:0"])
     assert [c.id for c in got] == ["b:0", "a:1", "a:0"]
     assert got[0] == b.chunks[0].model_copy(update={"title": "B"}) and got[1].start == 8 and got[1].end == 13
-    assert [c.id for c in await docs.documents.chunks(user, coll, ["a:0", "b:0"], Scope(metadata={"k": "v"}))] == [
-        "b:0"
-    ]
-    assert await docs.documents.chunks(user, coll, ["a:0"], Scope(document_ids=["b"])) == []
-    assert await docs.documents.chunks(user, coll, []) == []
+    assert [
+        c.id for c in await docs.documents.chunks(Tenant(user, coll, Scope(metadata={"k": "v"})), ["a:0", "b:0"])
+    ] == ["b:0"]
+    assert await docs.documents.chunks(Tenant(user, coll, Scope(document_ids=["b"])), ["a:0"]) == []
+    assert await docs.documents.chunks(Tenant(user, coll), []) == []
 
 
 async def test_chunks_keep_the_page_and_heading_of_their_file(docs: DocBackend) -> None:
@@ -143,8 +153,8 @@ async def test_chunks_keep_the_page_and_heading_of_their_file(docs: DocBackend) 
     a = record("slides", ["radium glows", "polonium was named"])
     a.chunks[0] = a.chunks[0].model_copy(update={"page": 1, "section": "Radium"})
     a.chunks[1] = a.chunks[1].model_copy(update={"page": 2, "section": "Polonium"})
-    await docs.documents.store(user, coll, [a, record("plain", ["no pages here"])])
-    got = await docs.documents.chunks(user, coll, ["slides:1", "slides:0", "plain:0"])
+    await docs.documents.store(Tenant(user, coll), [a, record("plain", ["no pages here"])])
+    got = await docs.documents.chunks(Tenant(user, coll), ["slides:1", "slides:0", "plain:0"])
     assert [(c.page, c.section) for c in got] == [(2, "Polonium"), (1, "Radium"), (None, "")]
 
 
@@ -152,13 +162,13 @@ async def test_relation_weight_is_its_support_in_scope(docs: DocBackend) -> None
     user, coll = docs.scope()
     a = record("a", ["x", "y"], relations=[("curie", "paris", [0, 1, 1]), ("paris", "warsaw", [1])])
     b = record("b", ["z"], relations=[("curie", "paris", [0]), ("curie", "seine", [0])])
-    await docs.documents.store(user, coll, [a, b])
+    await docs.documents.store(Tenant(user, coll), [a, b])
     every = [e(x) for x in ("curie", "paris", "warsaw", "seine", "louvre")]
 
     async def rels(ents: list[str], limit: int = 10, scope: Scope | None = None) -> list[tuple[str, str, int]]:
-        found = await docs.documents.relations(user, coll, ents, limit, scope)
-        assert all(p == REL for _, p, _, _ in found)
-        return [(s[len("http://e/") :], o[len("http://e/") :], w) for s, _, o, w in found]
+        found = await docs.documents.relations(Tenant(user, coll, scope), ents, limit)
+        assert all(h.p == REL and h.score is None for h in found)
+        return [(h.s[len("http://e/") :], h.o[len("http://e/") :], h.support) for h in found]
 
     assert await rels(every) == [("curie", "paris", 3), ("curie", "seine", 1), ("paris", "warsaw", 1)]
     assert await rels(every, 1) == [("curie", "paris", 3)]
@@ -175,34 +185,40 @@ async def test_relation_search_sources_and_scoped_reach(docs: DocBackend) -> Non
                relations=[("curie", "paris", [0, 1], v1), ("paris", "warsaw", [1], v2)])  # fmt: skip
     b = record("b", ["z"], mentions=[(0, "seine", 1)], relations=[("curie", "paris", [0], unit(13)),
                ("curie", "seine", [0], unit(14)), ("louvre", "seine", [0])])  # fmt: skip
-    await docs.documents.store(user, coll, [a, b])
+    await docs.documents.store(Tenant(user, coll), [a, b])
     cp, pw, cs = (e("curie"), REL, e("paris")), (e("paris"), REL, e("warsaw")), (e("curie"), REL, e("seine"))
 
     async def nearest(vector: list[float], limit: int, scope: Scope | None = None) -> list[tuple[object, ...]]:
         return [
-            (s, p, o, n) for s, p, o, _, n in await docs.documents.search_relations(user, coll, vector, limit, scope)
+            (h.s, h.p, h.o, h.support)
+            for h in await docs.documents.search_relations(Tenant(user, coll, scope), vector, limit)
         ]
 
-    hits = await docs.documents.search_relations(user, coll, near(v1, 5, 0.1), 1)
-    assert [(h[:3], h[4]) for h in hits] == [(cp, 3)] and hits[0][3] == pytest.approx(
+    hits = await docs.documents.search_relations(Tenant(user, coll), near(v1, 5, 0.1), 1)
+    assert [((h.s, h.p, h.o), h.support) for h in hits] == [(cp, 3)] and hits[0].score == pytest.approx(
         float(np.dot(near(v1, 5, 0.1), v1)), abs=1e-5
     )
     assert len(await nearest(v2, 10)) == 3  # louvre-seine has no vector: not searchable
     assert {x[:3] for x in await nearest(v2, 5, Scope(document_ids=["b"]))} == {cp, cs}
 
-    pairs = await docs.documents.relation_chunks(ChunkQuery(user, coll, None), [cp, pw, (e("x"), REL, e("y"))], 2)
-    assert sorted(pairs) == [(cp, "a:0"), (cp, "a:1"), (pw, "a:1")]
+    pairs = await docs.documents.relation_chunks(ChunkQuery(Tenant(user, coll)), [cp, pw, (e("x"), REL, e("y"))], 2)
+    assert sorted(pairs, key=repr) == [RelationChunk(cp, "a:0"), RelationChunk(cp, "a:1"), RelationChunk(pw, "a:1")]
     assert await docs.documents.relation_chunks(
-        ChunkQuery(user, coll, None, Scope(document_ids=["b"])), [cp, pw], 5
-    ) == [(cp, "b:0")]
-    assert await docs.documents.scoped_entities(user, coll, Scope(document_ids=["a"])) == {e("curie"), e("warsaw")}
+        ChunkQuery(Tenant(user, coll, Scope(document_ids=["b"]))), [cp, pw], 5
+    ) == [RelationChunk(cp, "b:0")]
+    assert await docs.documents.scoped_entities(Tenant(user, coll, Scope(document_ids=["a"]))) == {
+        e("curie"),
+        e("warsaw"),
+    }
     with pytest.raises(ValueError):
-        await docs.documents.scoped_entities(user, coll, Scope())
-    edges = await docs.documents.scoped_neighbours(user, coll, [e("paris"), e("curie")], 1, Scope(document_ids=["a"]))
+        await docs.documents.scoped_entities(Tenant(user, coll, Scope()))
+    edges = await docs.documents.scoped_neighbours(
+        Tenant(user, coll, Scope(document_ids=["a"])), [e("paris"), e("curie")], 1
+    )
     assert edges == [((*pw, 0, "", ""), e("paris")), ((*cp, 0, "", ""), e("curie")), ((*cp, 0, "", ""), e("paris"))]
-    in_b = await docs.documents.scoped_neighbours(user, coll, [e("curie")], 5, Scope(metadata={"k": "none"}))
+    in_b = await docs.documents.scoped_neighbours(Tenant(user, coll, Scope(metadata={"k": "none"})), [e("curie")], 5)
     assert in_b == []
-    await docs.documents.delete_documents(user, coll, ["a"])
+    await docs.documents.delete_documents(Tenant(user, coll), ["a"])
     assert {x[:3] for x in await nearest(v1, 10)} == {cp, cs}
 
 
@@ -211,22 +227,25 @@ async def test_delete_collection_leaves_nothing_and_spares_the_others(docs: DocB
     _, keep = docs.scope(user)
     records = random_corpus(np.random.default_rng(2), 5)
     for c in (coll, keep):
-        await docs.documents.store(user, c, records)
-        await docs.communities.replace(user, c, communities_of(records))
-    await docs.documents.delete_collection(user, coll)
-    await docs.communities.delete_collection(user, coll)
-    assert await docs.documents.documents(user, coll, 10) == [] and await docs.communities.list(user, coll) == []
+        await docs.documents.store(Tenant(user, c), records)
+        await docs.communities.replace(Tenant(user, c), communities_of(records))
+    await docs.documents.delete_collection(Tenant(user, coll))
+    await docs.communities.delete_collection(Tenant(user, coll))
+    assert (
+        await docs.documents.documents(Tenant(user, coll), 10) == []
+        and await docs.communities.list(Tenant(user, coll)) == []
+    )
     for mode in ("fused", "graph"):
-        assert await search(docs, user, coll, unit(1), "album curie", mode, 5) == []
-    assert await docs.documents.counts(user) == {keep: (5, sum(len(r.chunks) for r in records))}
+        assert await search(docs, Tenant(user, coll), unit(1), "album curie", mode, 5) == []
+    assert await docs.documents.counts(user) == {keep: DocumentCounts(5, sum(len(r.chunks) for r in records))}
     # loaded again with other documents: graph search ranks the new ones, never an index cached before
-    await docs.documents.store(user, coll, [record("fresh", ["album curie"])])
-    assert [c.id for c in await search(docs, user, coll, unit(1), "album curie", "graph", 5)] == ["fresh:0"]
-    await docs.documents.delete_collection(user, coll)
-    assert len(await search(docs, user, keep, unit(1), "album curie", "fused", 5)) == 5
-    assert len(await docs.communities.list(user, keep)) == 3
-    await docs.documents.delete_collection(user, keep)
-    await docs.communities.delete_collection(user, keep)
+    await docs.documents.store(Tenant(user, coll), [record("fresh", ["album curie"])])
+    assert [c.id for c in await search(docs, Tenant(user, coll), unit(1), "album curie", "graph", 5)] == ["fresh:0"]
+    await docs.documents.delete_collection(Tenant(user, coll))
+    assert len(await search(docs, Tenant(user, keep), unit(1), "album curie", "fused", 5)) == 5
+    assert len(await docs.communities.list(Tenant(user, keep))) == 3
+    await docs.documents.delete_collection(Tenant(user, keep))
+    await docs.communities.delete_collection(Tenant(user, keep))
     assert await docs.leftovers(user) == 0
 
 
@@ -235,21 +254,25 @@ INJECTIONS = ["x' OR '1'='1", '"}) MATCH (n) DETACH DELETE n //', "label:* OR *"
 
 async def test_injection_strings_are_data(docs: DocBackend) -> None:
     bystander, safe = docs.scope(), [record("safe", ["album river"], mentions=[(0, "curie", 1)])]
-    await docs.documents.store(*bystander, safe)
+    await docs.documents.store(Tenant(*bystander), safe)
     before = await snapshot(docs, *bystander, safe)
     for bad in INJECTIONS:
         user, coll = docs.scope(bad + bystander[0], bad)
         r = record(bad, [bad + " album", "river"], mentions=[(0, bad, 1)], relations=[(bad, "curie", [0])],
                    metadata={bad: bad})  # fmt: skip
-        await docs.documents.store(user, coll, [r])
-        assert await docs.documents.hashes(user, coll, [bad]) == {bad: r.content_hash}
-        assert [d.id for d in await docs.documents.documents(user, coll, 5, Scope(metadata={bad: bad}))] == [bad]
-        hits = await search(docs, user, coll, None, bad + " album", "lexical", 5, Scope(document_ids=[bad]))
+        await docs.documents.store(Tenant(user, coll), [r])
+        assert await docs.documents.hashes(Tenant(user, coll), [bad]) == {bad: r.content_hash}
+        assert [d.id for d in await docs.documents.documents(Tenant(user, coll, Scope(metadata={bad: bad})), 5)] == [
+            bad
+        ]
+        hits = await search(docs, Tenant(user, coll, Scope(document_ids=[bad])), None, bad + " album", "lexical", 5)
         assert (hits[0].id, hits[0].text) == (bad + ":0", bad + " album")  # BM25 reads title + text
-        assert await docs.documents.links(ChunkQuery(user, coll, None), [e(bad)], [], 5) == r.mentions
-        assert await docs.documents.relations(user, coll, [e(bad), e("curie")], 5) == [(e(bad), REL, e("curie"), 1)]
-        await docs.documents.delete_collection(user, coll)
-        assert await docs.documents.documents(user, coll, 5) == []
+        assert await docs.documents.links(ChunkQuery(Tenant(user, coll)), [e(bad)], [], 5) == r.mentions
+        assert await docs.documents.relations(Tenant(user, coll), [e(bad), e("curie")], 5) == [
+            RelationHit(e(bad), REL, e("curie"), 1)
+        ]
+        await docs.documents.delete_collection(Tenant(user, coll))
+        assert await docs.documents.documents(Tenant(user, coll), 5) == []
     assert await snapshot(docs, *bystander, safe) == before
 
 
@@ -258,39 +281,39 @@ async def snapshot(docs: DocBackend, user: str, coll: str, records: Sequence[Doc
     ids = [c.id for r in records for c in r.chunks]
     ents = sorted({m.entity for r in records for m in r.mentions})
     return (
-        await docs.documents.documents(user, coll, 100),
-        await docs.documents.hashes(user, coll, [r.document.id for r in records]),
-        [(c.id, c.score) for c in await search(docs, user, coll, unit(7000), "album curie", "fused", 50)],
-        await docs.documents.chunks(user, coll, ids),
-        sorted(await docs.documents.links(ChunkQuery(user, coll, None), ents, ids, 100), key=repr),
-        await docs.documents.relations(user, coll, ents, 1000),
-        await docs.communities.list(user, coll),
-        await docs.communities.search(user, coll, unit(7001), None, 5),
-        await docs.communities.of_entities(user, coll, ents, 0),
-        await docs.communities.graph(user, coll),
-        await docs.communities.chunk_vectors(user, coll, ids),
+        await docs.documents.documents(Tenant(user, coll), 100),
+        await docs.documents.hashes(Tenant(user, coll), [r.document.id for r in records]),
+        [(c.id, c.score) for c in await search(docs, Tenant(user, coll), unit(7000), "album curie", "fused", 50)],
+        await docs.documents.chunks(Tenant(user, coll), ids),
+        sorted(await docs.documents.links(ChunkQuery(Tenant(user, coll)), ents, ids, 100), key=repr),
+        await docs.documents.relations(Tenant(user, coll), ents, 1000),
+        await docs.communities.list(Tenant(user, coll)),
+        await docs.communities.search(Tenant(user, coll), unit(7001), None, 5),
+        await docs.communities.of_entities(Tenant(user, coll), ents, 0),
+        await docs.communities.graph(Tenant(user, coll)),
+        await docs.communities.chunk_vectors(Tenant(user, coll), ids),
     )
 
 
 async def test_another_user_or_collection_never_sees_or_touches_anything(docs: DocBackend) -> None:
     user, coll = docs.scope()
     records = random_corpus(np.random.default_rng(3), 6)
-    await docs.documents.store(user, coll, records)
-    await docs.communities.replace(user, coll, communities_of(records))
+    await docs.documents.store(Tenant(user, coll), records)
+    await docs.communities.replace(Tenant(user, coll), communities_of(records))
     before = await snapshot(docs, user, coll, records)
     assert all(before[:3]) and before[6] and before[7]
     empty = await snapshot(docs, *docs.scope(user), records)
-    assert not any(x for x in empty[:9]) and empty[9] == ([], []) and empty[10] == {}
+    assert not any(x for x in empty[:9]) and empty[9] == CommunityGraph([], []) and empty[10] == {}
     for u, c in (docs.scope(user), docs.scope(None, coll), docs.scope(user + "x", coll)):
         assert await snapshot(docs, u, c, records) == empty
         other = random_corpus(np.random.default_rng(4), 6)  # same ids, other texts
-        await docs.documents.store(u, c, other)
-        await docs.communities.replace(u, c, communities_of(other))
-        await docs.communities.mark_stale(u, c, [e("curie"), e("piano")])
-        await docs.communities.set_summary(u, c, "k-low", "x", "s", "m")
-        await docs.documents.delete_documents(u, c, ["d0", "d1"])
-        await docs.documents.delete_collection(u, c)
-        await docs.communities.delete_collection(u, c)
+        await docs.documents.store(Tenant(u, c), other)
+        await docs.communities.replace(Tenant(u, c), communities_of(other))
+        await docs.communities.mark_stale(Tenant(u, c), [e("curie"), e("piano")])
+        await docs.communities.set_summary(Tenant(u, c), "k-low", "x", "s", "m")
+        await docs.documents.delete_documents(Tenant(u, c), ["d0", "d1"])
+        await docs.documents.delete_collection(Tenant(u, c))
+        await docs.communities.delete_collection(Tenant(u, c))
     assert await snapshot(docs, user, coll, records) == before
 
 
@@ -298,37 +321,37 @@ async def test_random_scopes_never_leak_and_find_what_a_fresh_collection_finds(d
     rng = np.random.default_rng(13)
     records = random_corpus(rng, 10)
     user, coll = docs.scope()
-    await docs.documents.store(user, coll, records)
+    await docs.documents.store(Tenant(user, coll), records)
     communities = communities_of(records)
-    await docs.communities.replace(user, coll, communities)
+    await docs.communities.replace(Tenant(user, coll), communities)
     chunk_ids = sorted(c.id for r in records for c in r.chunks)
     ents = sorted({m.entity for r in records for m in r.mentions})
     for case in range(30):
         scope = random_scope(rng, records)
         inside = [r for r in records if in_scope(r, scope)]
         allowed = {r.document.id for r in inside}
-        got = await docs.documents.chunks(user, coll, chunk_ids, scope)
+        got = await docs.documents.chunks(Tenant(user, coll, scope), chunk_ids)
         assert [c.id for c in got] == [c for c in chunk_ids if c.split(":")[0] in allowed], scope
-        links = await docs.documents.links(ChunkQuery(user, coll, None, scope), ents, chunk_ids, 1000)
+        links = await docs.documents.links(ChunkQuery(Tenant(user, coll, scope)), ents, chunk_ids, 1000)
         assert {(m.entity, m.chunk_id, m.count) for m in links} == mentions_of(inside), scope
-        rels = await docs.documents.relations(user, coll, ents, 1000, scope)
-        assert {(s, p, o): w for s, p, o, w in rels} == support(inside), scope
+        rels = await docs.documents.relations(Tenant(user, coll, scope), ents, 1000)
+        assert {(h.s, h.p, h.o): h.support for h in rels} == support(inside), scope
         seen = {c for r in communities for c in r.chunks if c.split(":")[0] in allowed}
         want = sorted((-len(r.members), r.id) for r in communities if set(r.chunks) & seen)
-        assert [c.id for c in await docs.communities.list(user, coll, scope=scope)] == [i for _, i in want]
-        found = await docs.communities.search(user, coll, unit(7000 + case % 3), None, 4, scope)
+        assert [c.id for c in await docs.communities.list(Tenant(user, coll, scope))] == [i for _, i in want]
+        found = await docs.communities.search(Tenant(user, coll, scope), unit(7000 + case % 3), None, 4)
         assert {c.id for c in found} <= {i for _, i in want}
 
         vector = near(unit(7000 + case % 3), case, 0.6)
         text = " ".join(rng.choice(["album", "curie", "river", "piano", "studies"], 2))
         fresh = docs.scope(user, f"fresh-{case}")[1]
-        await docs.documents.store(user, fresh, inside)
+        await docs.documents.store(Tenant(user, fresh), inside)
         await assert_relations(docs, (user, coll), records, vector, scope)
         await assert_search(docs, (user, coll), records, vector, text, 6, scope, allowed)
         for mode in (*MODES, "graph"):
-            scoped = await search(docs, user, coll, vector, text, mode, 50, scope)
-            alone = await search(docs, user, fresh, vector, text, mode, 50)
+            scoped = await search(docs, Tenant(user, coll, scope), vector, text, mode, 50)
+            alone = await search(docs, Tenant(user, fresh), vector, text, mode, 50)
             assert {c.id for c in alone} == {c.id for c in scoped}, (mode, scope)  # everything in scope fits
             if mode == "vector":
                 assert [(c.id, c.score) for c in alone] == [(c.id, pytest.approx(c.score, abs=1e-6)) for c in scoped]
-        await docs.documents.delete_collection(user, fresh)
+        await docs.documents.delete_collection(Tenant(user, fresh))

@@ -8,8 +8,9 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
-from processors.stores.documents_protocol import ChunkQuery, RemovedLinks
+from processors.stores.documents_protocol import ChunkQuery, DocumentCounts, RelationHit, RemovedLinks
 from schemas.documents import Scope
+from schemas.tenant import Tenant
 from tests.integration.doc_store_fixtures import REL, DocBackend, e, mentions_of, record, search
 from tests.integration.store_fixtures import unit
 
@@ -22,16 +23,16 @@ def unlinked(removed: RemovedLinks) -> tuple[list[tuple[str, str, str]], list[st
 async def test_deletions_are_remembered_per_document_and_per_collection(docs: DocBackend) -> None:
     user, coll = docs.scope()
     _, other = docs.scope(user)
-    await docs.documents.note_deleted(user, coll, ["a", "b", "a"], 100.0)
-    await docs.documents.note_deleted(user, coll, ["a"], 50.0)  # an older note never moves the time back
-    assert await docs.documents.deleted_after(user, coll, ["a", "b", "c"], 99.0) == {"a", "b"}
-    assert await docs.documents.deleted_after(user, coll, ["a", "b", "c"], 100.0) == set()  # began after
-    assert await docs.documents.deleted_after(user, other, ["a", "b"], 0.0) == set()  # the tenant's own
-    await docs.documents.note_deleted(user, other, ["*"], 200.0)  # the whole collection
-    assert await docs.documents.deleted_after(user, other, ["x", "y"], 150.0) == {"x", "y"}
-    assert await docs.documents.deleted_after(user, other, ["x"], 200.0) == set()
-    await docs.documents.delete_collection(user, coll)  # a collection's notes go with it
-    assert await docs.documents.deleted_after(user, coll, ["a", "b"], 0.0) == set()
+    await docs.documents.note_deleted(Tenant(user, coll), ["a", "b", "a"], 100.0)
+    await docs.documents.note_deleted(Tenant(user, coll), ["a"], 50.0)  # an older note never moves the time back
+    assert await docs.documents.deleted_after(Tenant(user, coll), ["a", "b", "c"], 99.0) == {"a", "b"}
+    assert await docs.documents.deleted_after(Tenant(user, coll), ["a", "b", "c"], 100.0) == set()  # began after
+    assert await docs.documents.deleted_after(Tenant(user, other), ["a", "b"], 0.0) == set()  # the tenant's own
+    await docs.documents.note_deleted(Tenant(user, other), ["*"], 200.0)  # the whole collection
+    assert await docs.documents.deleted_after(Tenant(user, other), ["x", "y"], 150.0) == {"x", "y"}
+    assert await docs.documents.deleted_after(Tenant(user, other), ["x"], 200.0) == set()
+    await docs.documents.delete_collection(Tenant(user, coll))  # a collection's notes go with it
+    assert await docs.documents.deleted_after(Tenant(user, coll), ["a", "b"], 0.0) == set()
 
 
 async def test_store_hashes_listing_and_counts(docs: DocBackend) -> None:
@@ -39,15 +40,18 @@ async def test_store_hashes_listing_and_counts(docs: DocBackend) -> None:
     a = record("a", ["alpha river", "beta mountain"], metadata={"lang": "en", "tags": ["x", "y"]})
     b = record("b", ["gamma album"], metadata={"lang": "fr", "n": 1})
     b.document.timestamp = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
-    assert await docs.documents.store(user, coll, [b, a]) == RemovedLinks()
-    assert await docs.documents.hashes(user, coll, ["b", "a", "zz"]) == {"a": a.content_hash, "b": b.content_hash}
-    listed = await docs.documents.documents(user, coll, 10)
+    assert await docs.documents.store(Tenant(user, coll), [b, a]) == RemovedLinks()
+    assert await docs.documents.hashes(Tenant(user, coll), ["b", "a", "zz"]) == {
+        "a": a.content_hash,
+        "b": b.content_hash,
+    }
+    listed = await docs.documents.documents(Tenant(user, coll), 10)
     assert [(d.id, d.title, d.chunks, d.content_hash) for d in listed] == [
         ("a", "A", 2, a.content_hash),
         ("b", "B", 1, b.content_hash),
     ]
     assert listed[0].timestamp is None and listed[1].timestamp == b.document.timestamp
-    assert [d.id for d in await docs.documents.documents(user, coll, 1)] == ["a"]
+    assert [d.id for d in await docs.documents.documents(Tenant(user, coll), 1)] == ["a"]
     for scope, want in [
         (Scope(metadata={"tags": "y"}), ["a"]),
         (Scope(metadata={"n": 1}), ["b"]),
@@ -56,10 +60,10 @@ async def test_store_hashes_listing_and_counts(docs: DocBackend) -> None:
         (Scope(document_ids=["b", "zz"]), ["b"]),
         (Scope(document_ids=[]), []),
     ]:
-        assert [d.id for d in await docs.documents.documents(user, coll, 10, scope)] == want, scope
+        assert [d.id for d in await docs.documents.documents(Tenant(user, coll, scope), 10)] == want, scope
     _, other = docs.scope(user)
-    await docs.documents.store(user, other, [record("c", ["delta"])])
-    assert await docs.documents.counts(user) == {coll: (2, 3), other: (1, 1)}
+    await docs.documents.store(Tenant(user, other), [record("c", ["delta"])])
+    assert await docs.documents.counts(user) == {coll: DocumentCounts(2, 3), other: DocumentCounts(1, 1)}
 
 
 async def test_replace_and_delete_return_what_nothing_links_any_more(docs: DocBackend) -> None:
@@ -69,49 +73,55 @@ async def test_replace_and_delete_return_what_nothing_links_any_more(docs: DocBa
                owned=["curie", "warsaw"])  # fmt: skip
     b = record("b", ["curie paris seine"], mentions=[(0, "curie", 1), (0, "paris", 1), (0, "seine", 1)],
                relations=[("curie", "paris", [0]), ("paris", "seine", [0])], owned=["seine"])  # fmt: skip
-    await docs.documents.store(user, coll, [a, b])
+    await docs.documents.store(Tenant(user, coll), [a, b])
     a2 = record("a", ["paris louvre"], mentions=[(0, "paris", 1), (0, "louvre", 1)],
                 relations=[("louvre", "paris", [0])], owned=["louvre"])  # fmt: skip
-    removed = unlinked(await docs.documents.store(user, coll, [a2]))
+    removed = unlinked(await docs.documents.store(Tenant(user, coll), [a2]))
     assert removed == ([(e("curie"), REL, e("warsaw"))], [e("warsaw")], [e("curie"), e("paris"), e("warsaw")])
-    assert [c.text for c in await docs.documents.chunks(user, coll, ["a:0", "a:1"])] == ["paris louvre"]
-    assert await docs.documents.hashes(user, coll, ["a"]) == {"a": a2.content_hash}
-    again = await docs.documents.store(user, coll, [a2])  # the same version again unlinks nothing
+    assert [c.text for c in await docs.documents.chunks(Tenant(user, coll), ["a:0", "a:1"])] == ["paris louvre"]
+    assert await docs.documents.hashes(Tenant(user, coll), ["a"]) == {"a": a2.content_hash}
+    again = await docs.documents.store(Tenant(user, coll), [a2])  # the same version again unlinks nothing
     assert unlinked(again) == ([], [], [e("louvre"), e("paris")])
 
-    removed = unlinked(await docs.documents.delete_documents(user, coll, ["b", "zz"]))
+    removed = unlinked(await docs.documents.delete_documents(Tenant(user, coll), ["b", "zz"]))
     want_rels = [(e("curie"), REL, e("paris")), (e("paris"), REL, e("seine"))]
     assert removed == (want_rels, [e("curie"), e("seine")], [e("curie"), e("paris"), e("seine")])
-    assert await docs.documents.links(ChunkQuery(user, coll, None), [e("curie"), e("seine")], ["b:0"], 10) == []
-    removed = unlinked(await docs.documents.delete_documents(user, coll, ["a"]))
+    assert await docs.documents.links(ChunkQuery(Tenant(user, coll)), [e("curie"), e("seine")], ["b:0"], 10) == []
+    removed = unlinked(await docs.documents.delete_documents(Tenant(user, coll), ["a"]))
     assert removed == ([(e("louvre"), REL, e("paris"))], [e("louvre")], [e("louvre"), e("paris")])
-    assert await docs.documents.documents(user, coll, 10) == []
-    assert await docs.documents.relations(user, coll, [e(x) for x in ("curie", "paris", "louvre")], 10) == []
-    assert await search(docs, user, coll, unit(1), "paris", "fused", 5) == []
+    assert await docs.documents.documents(Tenant(user, coll), 10) == []
+    assert await docs.documents.relations(Tenant(user, coll), [e(x) for x in ("curie", "paris", "louvre")], 10) == []
+    assert await search(docs, Tenant(user, coll), unit(1), "paris", "fused", 5) == []
     assert await docs.leftovers(user) == 0
 
 
 async def test_claimed_concepts_are_owned_before_any_document_mentions_them(docs: DocBackend) -> None:
     user, coll = docs.scope()
-    await docs.documents.claim(user, coll, {e("curie"): "curie", e("warsaw"): "warsaw"})
-    assert await docs.documents.claimed(user, coll, [e("curie"), e("paris"), e("warsaw")]) == {e("curie"), e("warsaw")}
+    await docs.documents.claim(Tenant(user, coll), {e("curie"): "curie", e("warsaw"): "warsaw"})
+    assert await docs.documents.claimed(Tenant(user, coll), [e("curie"), e("paris"), e("warsaw")]) == {
+        e("curie"),
+        e("warsaw"),
+    }
     a = record("a", ["curie paris warsaw"], mentions=[(0, "curie", 1), (0, "paris", 1), (0, "warsaw", 1)],
                owned=["curie", "warsaw"])  # fmt: skip
-    await docs.documents.store(user, coll, [a])
-    assert await docs.documents.claimed(user, coll, [e("curie"), e("paris"), e("warsaw")]) == {e("curie"), e("warsaw")}
+    await docs.documents.store(Tenant(user, coll), [a])
+    assert await docs.documents.claimed(Tenant(user, coll), [e("curie"), e("paris"), e("warsaw")]) == {
+        e("curie"),
+        e("warsaw"),
+    }
     _, other = docs.scope(user)
-    assert await docs.documents.claimed(user, other, [e("curie")]) == set()
-    removed = unlinked(await docs.documents.delete_documents(user, coll, ["a"]))
+    assert await docs.documents.claimed(Tenant(user, other), [e("curie")]) == set()
+    removed = unlinked(await docs.documents.delete_documents(Tenant(user, coll), ["a"]))
     assert removed[1] == [e("curie"), e("warsaw")]  # owned: they leave with the last document
 
 
 async def test_a_claimed_concept_is_indexings_whoever_stores_its_mentions(docs: DocBackend) -> None:
     user, coll = docs.scope()
-    await docs.documents.claim(user, coll, {e("seine"): "seine"})  # its creator died before storing
-    await docs.documents.claim(user, coll, {e("seine"): "seine"})  # and the rerun claims it again
+    await docs.documents.claim(Tenant(user, coll), {e("seine"): "seine"})  # its creator died before storing
+    await docs.documents.claim(Tenant(user, coll), {e("seine"): "seine"})  # and the rerun claims it again
     b = record("b", ["paris seine"], mentions=[(0, "paris", 1), (0, "seine", 1)], owned=[])  # found, not created
-    await docs.documents.store(user, coll, [b])
-    removed = unlinked(await docs.documents.delete_documents(user, coll, ["b"]))
+    await docs.documents.store(Tenant(user, coll), [b])
+    removed = unlinked(await docs.documents.delete_documents(Tenant(user, coll), ["b"]))
     assert removed == ([], [e("seine")], [e("paris"), e("seine")])  # the claimed one goes, paris stays
     assert await docs.leftovers(user) == 0
 
@@ -122,9 +132,9 @@ async def test_stores_of_one_document_at_once_store_it_once(docs: DocBackend) ->
     for n in range(3):
         _, coll = docs.scope(user)
         r = record(f"d{n}", ["curie paris", "curie warsaw"], mentions=found, relations=[("curie", "paris", [0])])
-        await asyncio.gather(*(docs.documents.store(user, coll, [r]) for _ in range(4)))
-        _, mentions = await docs.communities.graph(user, coll)  # every stored mention, repeats too
+        await asyncio.gather(*(docs.documents.store(Tenant(user, coll), [r]) for _ in range(4)))
+        mentions = (await docs.communities.graph(Tenant(user, coll))).mentions  # every stored mention, repeats too
         assert sorted(mentions) == sorted(mentions_of([r]))
-        assert await docs.documents.relations(user, coll, [e("curie"), e("paris")], 10) == [
-            (e("curie"), REL, e("paris"), 1)
+        assert await docs.documents.relations(Tenant(user, coll), [e("curie"), e("paris")], 10) == [
+            RelationHit(e("curie"), REL, e("paris"), 1)
         ]

@@ -23,6 +23,7 @@ from schemas.drift import DriftRequest
 from schemas.kg_query import KgQueryRequest
 from schemas.lazy_rag import LazyRagRequest
 from schemas.services import DOCUMENT_STORE, DRIFT, KG_QUERY, LAZY_RAG
+from schemas.tenant import Tenant
 from tests.conftest import Servers
 
 CHUNKS = 12_000  # 12k x 384 float32 vectors: 18 MB, and Neo4j returns them as float64 lists
@@ -79,9 +80,9 @@ async def test_questions_stay_within_a_memory_budget_and_see_a_new_document_at_o
         try:
             rng = np.random.default_rng(5)
             for start in range(0, CHUNKS, 2000):
-                await system.stores.documents.store(user, coll, filler(rng, start, 2000, model.dimensions))
+                await system.stores.documents.store(Tenant(user, coll), filler(rng, start, 2000, model.dimensions))
             assert CHUNKS * model.dimensions * 4 > 3 * BUDGET
-            await system.stores.documents.store(user, "small", filler(rng, CHUNKS, 50, model.dimensions))
+            await system.stores.documents.store(Tenant(user, "small"), filler(rng, CHUNKS, 50, model.dimensions))
             await peak_of(system, asks(user, "small"))  # warm the model, the driver and the flows elsewhere
             assert await peak_of(system, asks(user, coll)) < BUDGET  # the first questions over the collection
 
@@ -105,7 +106,7 @@ async def test_questions_stay_within_a_memory_budget_and_see_a_new_document_at_o
             assert found.documents[0].id == "zeppelin" and peak < BUDGET
         finally:
             for c in (coll, "small"):
-                await system.stores.documents.delete_collection(user, c)
-                await system.stores.communities.delete_collection(user, c)
-                await system.stores.triples.delete_collection(user, c)
-                await system.stores.entities.delete_collection(user, c)
+                await system.stores.documents.delete_collection(Tenant(user, c))
+                await system.stores.communities.delete_collection(Tenant(user, c))
+                await system.stores.triples.delete_collection(Tenant(user, c))
+                await system.stores.entities.delete_collection(Tenant(user, c))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from processors.stores.documents_protocol import DocumentRecord
 from schemas.documents import Scope
+from schemas.tenant import Tenant
 from tests.integration.doc_store_fixtures import DocBackend, record, search
 from tests.integration.store_fixtures import unit
 
@@ -47,25 +48,25 @@ SILENT = [0.0] * len(unit(1))
 NOTHING_TO_SEARCH = ["🔬🧪☢️", "—", "…", "？！", "\u0301"]
 
 
-async def corpora(docs: DocBackend) -> tuple[str, str]:
+async def corpora(docs: DocBackend) -> Tenant:
     """Every corpus in one collection of a fresh tenant (documents of several scripts together)."""
-    tenant = docs.scope()
+    tenant = Tenant(*docs.scope())
     records: list[DocumentRecord] = [
         record(doc_id, [text], [unit(500 + n)]) for n, (doc_id, text) in enumerate(sum(CORPORA.values(), []))
     ]
-    await docs.documents.store(*tenant, records)
+    await docs.documents.store(tenant, records)
     return tenant
 
 
 async def test_a_question_in_any_script_ranks_its_document_first(docs: DocBackend) -> None:
     tenant = await corpora(docs)
     for lang, question, want in QUESTIONS:
-        hits = await search(docs, *tenant, unit(1), question, "lexical", 3)
+        hits = await search(docs, tenant, unit(1), question, "lexical", 3)
         assert hits and hits[0].document_id == want, (lang, question, [h.document_id for h in hits])
         # only chunks holding a term of the question: all of them in its script
         assert {h.document_id.split("-")[0] for h in hits} == {lang}, (question, [h.document_id for h in hits])
         for mode in ("fused", "graph"):  # a vector that says nothing (all cosines equal): BM25 ranks
-            ranked = [h.document_id for h in await search(docs, *tenant, SILENT, question, mode, 3)]
+            ranked = [h.document_id for h in await search(docs, tenant, SILENT, question, mode, 3)]
             assert ranked[0] == want, (mode, question, ranked)
 
 
@@ -73,7 +74,7 @@ async def test_a_scoped_search_finds_other_scripts_inside_the_scope(docs: DocBac
     tenant = await corpora(docs)
     scope = Scope(document_ids=["zh-photo", "ja-photo", "de-photo", "ar-photo", "zh-tea"])
     for lang, question, want in QUESTIONS:
-        hits = await search(docs, *tenant, unit(1), question, "lexical", 3, scope)
+        hits = await search(docs, tenant.scoped(scope), unit(1), question, "lexical", 3)
         assert {h.document_id for h in hits} <= set(scope.document_ids or [])
         if want in (scope.document_ids or []):
             assert hits[0].document_id == want, (lang, question, [h.document_id for h in hits])
@@ -82,5 +83,5 @@ async def test_a_scoped_search_finds_other_scripts_inside_the_scope(docs: DocBac
 async def test_a_question_with_nothing_to_search_finds_nothing_lexically(docs: DocBackend) -> None:
     tenant = await corpora(docs)
     for question in NOTHING_TO_SEARCH:
-        assert await search(docs, *tenant, unit(1), question, "lexical", 5) == []
-        assert len(await search(docs, *tenant, unit(1), question, "fused", 5)) == 5  # the vector side answers
+        assert await search(docs, tenant, unit(1), question, "lexical", 5) == []
+        assert len(await search(docs, tenant, unit(1), question, "fused", 5)) == 5  # the vector side answers

@@ -11,6 +11,7 @@ import pytest
 from processors.algorithms.passage_rank import question_phrases
 from processors.stores.documents_protocol import ChunkQuery, DocumentRecord
 from schemas.documents import Mention, Scope
+from schemas.tenant import Tenant
 from tests.integration.doc_store_fixtures import DocBackend, e, record, reference_cosines
 from tests.integration.store_fixtures import near, unit
 
@@ -39,13 +40,13 @@ async def stored(docs: DocBackend, seed: int) -> tuple[list[DocumentRecord], lis
     """The corpus stored in a fresh collection, a question vector near it, and the question's reads."""
     user, coll = docs.scope()
     records = corpus()
-    await docs.documents.store(user, coll, records)
+    await docs.documents.store(Tenant(user, coll), records)
     vector = near(unit(42), seed, 0.7)
-    return records, vector, ChunkQuery(user, coll, vector)
+    return records, vector, ChunkQuery(Tenant(user, coll), vector)
 
 
 def scoped(q: ChunkQuery, *document_ids: str) -> ChunkQuery:
-    return ChunkQuery(q.user, q.collection, q.vector, Scope(document_ids=list(document_ids)))
+    return ChunkQuery(q.tenant.scoped(Scope(document_ids=list(document_ids))), q.vector)
 
 
 async def test_named_concepts_come_with_their_nearest_subject_chunks(docs: DocBackend) -> None:

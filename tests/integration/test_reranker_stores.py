@@ -20,6 +20,7 @@ from processors.commands.system import System, embedded
 from processors.stores.settings import StoreSettings
 from schemas.reranker import RerankItem, RerankRequest, RerankWeights
 from schemas.services import RERANKER, TRIPLES_STORE
+from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import StoreTriples
 from tests.integration.store_fixtures import StoreBackend, nq, t
@@ -57,8 +58,8 @@ async def system(request: pytest.FixtureRequest, tmp_path: Path, servers: Any) -
             yield s, tag
         finally:
             for user in (f"alice-{tag}", f"mallory-{tag}"):
-                await s.stores.triples.delete_collection(user, "kb")
-                await s.stores.entities.delete_collection(user, "kb")
+                await s.stores.triples.delete_collection(Tenant(user, "kb"))
+                await s.stores.entities.delete_collection(Tenant(user, "kb"))
 
 
 async def test_distance_on_a_real_triple_store(system: tuple[System, str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -100,13 +101,13 @@ async def test_distance_on_a_real_triple_store(system: tuple[System, str], monke
 async def test_adjacency_is_what_a_neighbour_query_reads(store: StoreBackend) -> None:
     """Every backend's adjacency: the IRI edges its neighbour query reads first, as (s, o) pairs."""
     user, coll = store.scope()
-    await store.triples.add_triples(user, coll, [*graph(CHAIN), t(iri("bob"), iri("age"), Term.literal("42"))])
+    await store.triples.add_triples(Tenant(user, coll), [*graph(CHAIN), t(iri("bob"), iri("age"), Term.literal("42"))])
     for per in (1, 30):
         frontier = [iri("bob"), iri("carl"), iri("nobody")]
-        pairs = await store.triples.adjacent(user, coll, frontier, per)
+        pairs = await store.triples.adjacent(Tenant(user, coll), frontier, per)
         read = await store.triples.neighbours(nq(user, coll, frontier, per))
         assert set(pairs) == {(x.s.value, x.o.value) for x in read.triples if x.o.is_iri}  # neighbours dedupes
-    everything = await store.triples.adjacent(user, coll, [iri("bob"), iri("carl")], 30)
+    everything = await store.triples.adjacent(Tenant(user, coll), [iri("bob"), iri("carl")], 30)
     assert sorted(everything) == sorted([(iri("ada"), iri("bob")), (iri("bob"), iri("carl")),
                                          (iri("bob"), iri("carl")), (iri("carl"), iri("dora"))])  # fmt: skip
-    assert await store.triples.adjacent(user, "other-" + coll, [iri("bob")], 30) == []
+    assert await store.triples.adjacent(Tenant(user, "other-" + coll), [iri("bob")], 30) == []

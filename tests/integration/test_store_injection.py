@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Term
 from tests.integration.store_fixtures import StoreBackend, iri, nq, t, unit
 
@@ -33,18 +34,18 @@ BYSTANDER = [t("a", "p1", "b"), t("b", "p2", "c"), t("a", RDFS_LABEL, Term.liter
 async def snapshot(store: StoreBackend, user: str, coll: str) -> tuple[object, ...]:
     """Everything a reader can see of the bystander collection."""
     return (
-        sorted(await store.triples.pattern(user, coll, None, None, None, 100), key=repr),
-        await store.triples.labels(user, coll, ["a", "b"]),
-        [h.iri for h in await store.index.search(user, coll, unit(1), "Alpha", 10)],
-        sorted(await store.index.vectors(user, coll, ["a", "b", "p1"])),
+        sorted(await store.triples.pattern(Tenant(user, coll), None, None, None, 100), key=repr),
+        await store.triples.labels(Tenant(user, coll), ["a", "b"]),
+        [h.iri for h in await store.index.search(Tenant(user, coll), unit(1), "Alpha", 10)],
+        sorted(await store.index.vectors(Tenant(user, coll), ["a", "b", "p1"])),
     )
 
 
 @pytest.mark.usefixtures("servers")
 async def test_injection_strings_are_data(store: StoreBackend) -> None:
     bystander = store.scope()
-    await store.triples.add_triples(*bystander, BYSTANDER)
-    await store.index.upsert(*bystander, [("a", "Alpha", unit(1)), ("b", "Bee", unit(2))], model="unit-test")
+    await store.triples.add_triples(Tenant(*bystander), BYSTANDER)
+    await store.index.upsert(Tenant(*bystander), [("a", "Alpha", unit(1)), ("b", "Bee", unit(2))], model="unit-test")
     before = await snapshot(store, *bystander)
     assert before[0] and before[1] == {"a": "Alpha"} and before[2][0] == "a"
 
@@ -59,31 +60,37 @@ async def test_injection_strings_are_data(store: StoreBackend) -> None:
             t(bad, RDFS_LABEL, Term.literal(bad)),
             t("plain", "p", Term.literal(bad, datatype=other)),
         ]
-        await store.triples.add_triples(user, coll, graph)
-        await store.index.upsert(user, coll, [(bad, bad, unit(10 + n)), ("plain", "Alpha", unit(1))], model="unit-test")
-        await store.index.upsert(user, coll, [(other, other, unit(50 + n))], kind="predicate", model="unit-test")
+        await store.triples.add_triples(Tenant(user, coll), graph)
+        await store.index.upsert(
+            Tenant(user, coll), [(bad, bad, unit(10 + n)), ("plain", "Alpha", unit(1))], model="unit-test"
+        )
+        await store.index.upsert(
+            Tenant(user, coll), [(other, other, unit(50 + n))], kind="predicate", model="unit-test"
+        )
 
-        assert sorted(await store.triples.pattern(user, coll, None, None, None, 100), key=repr) == sorted(
+        assert sorted(await store.triples.pattern(Tenant(user, coll), None, None, None, 100), key=repr) == sorted(
             graph, key=repr
         )
-        assert set(await store.triples.pattern(user, coll, iri(bad), None, None, 100)) == set(graph[:2] + graph[3:4])
-        assert await store.triples.pattern(user, coll, None, iri(other), None, 100) == graph[:1]
-        lit = await store.triples.pattern(user, coll, None, None, Term.literal(bad, datatype=other), 100)
+        assert set(await store.triples.pattern(Tenant(user, coll), iri(bad), None, None, 100)) == set(
+            graph[:2] + graph[3:4]
+        )
+        assert await store.triples.pattern(Tenant(user, coll), None, iri(other), None, 100) == graph[:1]
+        lit = await store.triples.pattern(Tenant(user, coll), None, None, Term.literal(bad, datatype=other), 100)
         assert lit == graph[4:]
         res = await store.triples.neighbours(nq(user, coll, [bad], 10, query_vector=unit(10 + n), max_returned=10))
         assert set(res.triples) == set(graph[:2])
-        assert await store.triples.labels(user, coll, [bad, other]) == {bad: bad}
-        assert set(await store.index.vectors(user, coll, [bad, other, "plain"])) == {bad, other, "plain"}
-        hits = await store.index.search(user, coll, None, f"tell me about {bad} please", 10)
+        assert await store.triples.labels(Tenant(user, coll), [bad, other]) == {bad: bad}
+        assert set(await store.index.vectors(Tenant(user, coll), [bad, other, "plain"])) == {bad, other, "plain"}
+        hits = await store.index.search(Tenant(user, coll), None, f"tell me about {bad} please", 10)
         assert [(h.iri, h.label, h.lexical) for h in hits] == [(bad, bad, True)]  # syntax is no wildcard
-        assert [h.iri for h in await store.index.search(user, coll, unit(1), bad, 1)] == [bad]
+        assert [h.iri for h in await store.index.search(Tenant(user, coll), unit(1), bad, 1)] == [bad]
 
     assert await snapshot(store, *bystander) == before
     for user, coll in store.scopes[1:]:
-        await store.triples.delete_collection(user, coll)
-        await store.index.delete_collection(user, coll)
-        assert await store.triples.pattern(user, coll, None, None, None, 100) == []
-        assert await store.index.vectors(user, coll, [user[: -len(tag)]]) == {}
+        await store.triples.delete_collection(Tenant(user, coll))
+        await store.index.delete_collection(Tenant(user, coll))
+        assert await store.triples.pattern(Tenant(user, coll), None, None, None, 100) == []
+        assert await store.index.vectors(Tenant(user, coll), [user[: -len(tag)]]) == {}
     assert await snapshot(store, *bystander) == before
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from processors.algorithms.edges import best_edges, edge_scores, path_cosine_table
 from processors.algorithms.vectors import cosines
+from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Term, Triple
 from tests.integration.store_fixtures import GRAPH, StoreBackend, count_store_calls, near, nq, t, unit
 
@@ -25,7 +26,7 @@ def in_edges(graph: list[Triple], e: str) -> list[Triple]:
 
 async def test_neighbours_both_directions(store: StoreBackend) -> None:
     user, coll = store.scope()
-    await store.triples.add_triples(user, coll, GRAPH)
+    await store.triples.add_triples(Tenant(user, coll), GRAPH)
     frontier = ["a", "b"]
     for direction in ("out", "in", "both"):
         res = await store.triples.neighbours(nq(user, coll, frontier, 10, direction))
@@ -42,7 +43,7 @@ async def test_neighbours_limit_per_entity(store: StoreBackend) -> None:
     user, coll = store.scope()
     hub = [t("h", f"q{i % 2}", f"x{i}") for i in range(5)] + [t(f"y{i}", "q", "h") for i in range(4)]
     graph = [*hub, t("z", "q", "x0"), t("h", RDFS_LABEL, Term.literal("Hub"))]
-    await store.triples.add_triples(user, coll, graph)
+    await store.triples.add_triples(Tenant(user, coll), graph)
     res = await store.triples.neighbours(nq(user, coll, ["h"], 2, "both"))
     assert len([x for x in res.triples if x.s.value == "h"]) == 2
     assert len([x for x in res.triples if x.o.value == "h"]) == 2
@@ -58,7 +59,7 @@ async def test_neighbours_read_each_entity_in_key_order(store: StoreBackend) -> 
     # inserted out of order, so a backend returning insertion or hash order fails
     out = [t("h", p, o) for p, o in (("r2", "x1"), ("r1", "x9"), ("r2", "x0"), ("r1", "x3"), ("r3", "x2"))]
     into = [t(s, p, "h") for s, p in (("y5", "r2"), ("y9", "r1"), ("y1", "r2"), ("y0", "r3"), ("y3", "r1"))]
-    await store.triples.add_triples(user, coll, out + into + [t("h", "r0", Term.literal("lit"))])
+    await store.triples.add_triples(Tenant(user, coll), out + into + [t("h", "r0", Term.literal("lit"))])
     res = await store.triples.neighbours(nq(user, coll, ["h"], 3, "out"))
     assert res.triples == [t("h", "r0", Term.literal("lit")), t("h", "r1", "x3"), t("h", "r1", "x9")]
     res = await store.triples.neighbours(nq(user, coll, ["h"], 3, "in"))
@@ -69,7 +70,7 @@ async def test_neighbours_focus_predicates_reach_past_the_per_entity_limit(store
     user, coll = store.scope()
     hub = [t("h", "a", f"x{i:02}") for i in range(12)] + [t("h", "z", f"w{i}") for i in (3, 1, 2)]
     hub += [t(f"y{i:02}", "a", "h") for i in range(12)] + [t(f"v{i}", "z", "h") for i in (2, 0, 1)]
-    await store.triples.add_triples(user, coll, [*hub, t("h", RDFS_LABEL, Term.literal("Hub"))])
+    await store.triples.add_triples(Tenant(user, coll), [*hub, t("h", RDFS_LABEL, Term.literal("Hub"))])
     plain = await store.triples.neighbours(nq(user, coll, ["h"], 2, "both"))
     assert not any(x.p.value == "z" for x in plain.triples)  # the hub's "z" edges sort after its "a" edges
     res = await store.triples.neighbours(nq(user, coll, ["h"], 2, "both", focus=["z", RDFS_LABEL], focus_limit=2))
@@ -91,7 +92,7 @@ async def test_focus_predicates_the_first_read_holds_are_not_read_again(
     user, coll = store.scope()
     hub = [t("h", "a", "x0"), t("h", "a", "x1"), *(t("h", "m", f"y{i}") for i in range(5)), t("h", "z", "w0")]
     hub += [t("h", "m", "y9"), t("u", "a", "h"), t("v", "b", "h")]
-    await store.triples.add_triples(user, coll, hub)
+    await store.triples.add_triples(Tenant(user, coll), hub)
     calls = count_store_calls(store, monkeypatch)
     res = await store.triples.neighbours(nq(user, coll, ["h"], 3, "both", focus=["a"], focus_limit=2))
     assert res.triples == [t("h", "a", "x0"), t("h", "a", "x1"), t("h", "m", "y0"), t("u", "a", "h"), t("v", "b", "h")]
@@ -109,13 +110,16 @@ async def test_neighbours_scored_by_query_vector(store: StoreBackend) -> None:
     graph = [t("h", f"r{i % 3}", f"x{i}") for i in range(8)]
     graph += [t(f"w{i}", f"r{i % 3}", "g") for i in range(5)]
     graph += [t("h", "r9", Term.literal("a literal")), t("h", "r1", "novec"), t("h", "r0", "g")]
-    await store.triples.add_triples(user, coll, graph)
+    await store.triples.add_triples(Tenant(user, coll), graph)
     ents = [f"x{i}" for i in range(8)] + [f"w{i}" for i in range(5)] + ["g", "h"]
     await store.index.upsert(
-        user, coll, [(e, f"label {e}", unit(100 + n)) for n, e in enumerate(ents)], model="unit-test"
+        Tenant(user, coll), [(e, f"label {e}", unit(100 + n)) for n, e in enumerate(ents)], model="unit-test"
     )
     await store.index.upsert(
-        user, coll, [(f"r{i}", f"rel {i}", unit(200 + i)) for i in range(3)], kind="predicate", model="unit-test"
+        Tenant(user, coll),
+        [(f"r{i}", f"rel {i}", unit(200 + i)) for i in range(3)],
+        kind="predicate",
+        model="unit-test",
     )
     query = near(unit(201), 7, 0.8)
 
@@ -160,11 +164,11 @@ async def test_neighbours_scored_by_query_vector(store: StoreBackend) -> None:
 
 async def test_batched_calls_are_one_round_trip(store: StoreBackend, monkeypatch: pytest.MonkeyPatch) -> None:
     user, coll = store.scope()
-    await store.triples.add_triples(user, coll, GRAPH)
+    await store.triples.add_triples(Tenant(user, coll), GRAPH)
     calls = count_store_calls(store, monkeypatch)
     res = await store.triples.neighbours(nq(user, coll, ["a", "b", "c", "d"], 10, "both"))
     assert len(res.triples) == 10 and len(calls) == 1, calls
-    assert await store.triples.labels(user, coll, ["a", "b", "c", "d"]) == {"a": "Alpha", "b": "Bee"}
+    assert await store.triples.labels(Tenant(user, coll), ["a", "b", "c", "d"]) == {"a": "Alpha", "b": "Bee"}
     assert len(calls) == 2, calls
 
 
@@ -174,13 +178,13 @@ async def test_scored_neighbours_read_what_they_rank_with_in_few_calls(
     """A scored hop with paths reads its edges, the far ends' similarities and the predicates'
     vectors together: one query on Neo4j, one per kind of read elsewhere."""
     user, coll = store.scope()
-    await store.triples.add_triples(user, coll, GRAPH)
+    await store.triples.add_triples(Tenant(user, coll), GRAPH)
     await store.index.upsert(
-        user, coll, [(e, f"label {e}", unit(300 + n)) for n, e in enumerate("abcd")], model="unit-test"
+        Tenant(user, coll), [(e, f"label {e}", unit(300 + n)) for n, e in enumerate("abcd")], model="unit-test"
     )
     preds = sorted({tr.p.value for tr in GRAPH} - {RDFS_LABEL})
     await store.index.upsert(
-        user, coll, [(p, p, unit(400 + n)) for n, p in enumerate(preds)], kind="predicate", model="unit-test"
+        Tenant(user, coll), [(p, p, unit(400 + n)) for n, p in enumerate(preds)], kind="predicate", model="unit-test"
     )
     calls = count_store_calls(store, monkeypatch)
     query = near(unit(301), 9, 0.5)

@@ -24,6 +24,7 @@ from schemas.documents import DeleteCollection, LoadDocuments, Scope
 from schemas.graph_embeddings import GraphEmbeddingsRequest
 from schemas.graph_rag import GraphRagRequest
 from schemas.services import COMMUNITIES, COMMUNITY_BUILD, DOCUMENT_LOAD, DOCUMENT_STORE, GRAPH_EMBEDDINGS, GRAPH_RAG
+from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Term
 from tests.documents.test_documents_flow import DOCS
 from tests.integration.store_fixtures import GRAPH, StoreBackend, nq, t, unit
@@ -39,13 +40,13 @@ def spent(seen: Observed, before: Observed) -> StoreUsage:
 
 async def test_reads_count_what_the_driver_was_asked(store: StoreBackend, monkeypatch: pytest.MonkeyPatch) -> None:
     user, coll = store.scope()
-    await store.triples.add_triples(user, coll, GRAPH)
+    await store.triples.add_triples(Tenant(user, coll), GRAPH)
     seen = observe_stores(monkeypatch)
     with counting() as usage:
-        await store.triples.pattern(user, coll, Term.iri("a"), None, None, 10)
-        await store.triples.labels(user, coll, ["a", "b", "c"])
-        await store.triples.adjacent(user, coll, ["a", "b"], 5)
-        await store.triples.load_state(user, coll)
+        await store.triples.pattern(Tenant(user, coll), Term.iri("a"), None, None, 10)
+        await store.triples.labels(Tenant(user, coll), ["a", "b", "c"])
+        await store.triples.adjacent(Tenant(user, coll), ["a", "b"], 5)
+        await store.triples.load_state(Tenant(user, coll))
         await store.triples.collections(user)
     assert usage == StoreUsage(seen.requests, seen.calls) and usage.round_trips == 5
     # a frontier in one call: SQLite scans each entity's out- and in-edges (a statement each),
@@ -61,15 +62,17 @@ async def test_writes_count_what_the_driver_was_asked(store: StoreBackend, monke
     if store.name == "sqlite":  # the engine traces an executemany row by row: counted per batch here
         user, coll = store.scope()
         with counting() as usage:
-            await store.triples.add_triples(user, coll, GRAPH)
+            await store.triples.add_triples(Tenant(user, coll), GRAPH)
         # the triples, the graph version, the labels: one pool write
         assert usage == StoreUsage(3, 1)
         return
     user, coll = store.scope()
     seen = observe_stores(monkeypatch)
     with counting() as usage:
-        await store.triples.add_triples(user, coll, GRAPH)
-        await store.index.upsert(user, coll, [("a", "Alpha", unit(1)), ("b", "Bee", unit(2))], model="unit-test")
+        await store.triples.add_triples(Tenant(user, coll), GRAPH)
+        await store.index.upsert(
+            Tenant(user, coll), [("a", "Alpha", unit(1)), ("b", "Bee", unit(2))], model="unit-test"
+        )
     assert usage == StoreUsage(seen.requests, seen.calls) and usage.requests >= usage.round_trips >= 2
 
 
@@ -83,13 +86,13 @@ async def test_a_cassandra_hop_reports_its_three_dependent_reads(
     user, coll = store.scope()
     hub = [t("h", "a", f"x{i:02}") for i in range(12)] + [t("h", "z", f"w{i}") for i in range(3)]
     hub += [t(f"y{i:02}", "a", "h") for i in range(12)] + [t(f"v{i}", "z", "h") for i in range(3)]
-    await store.triples.add_triples(user, coll, [*hub, t("h", RDFS_LABEL, Term.literal("Hub"))])
+    await store.triples.add_triples(Tenant(user, coll), [*hub, t("h", RDFS_LABEL, Term.literal("Hub"))])
     ends = sorted({x.s.value for x in hub} | {x.o.value for x in hub})
     await store.index.upsert(
-        user, coll, [(e, f"entity {e}", unit(10 + n)) for n, e in enumerate(ends)], model="unit-test"
+        Tenant(user, coll), [(e, f"entity {e}", unit(10 + n)) for n, e in enumerate(ends)], model="unit-test"
     )
     await store.index.upsert(
-        user, coll, [("a", "rel a", unit(90)), ("z", "rel z", unit(91))], kind="predicate", model="unit-test"
+        Tenant(user, coll), [("a", "rel a", unit(90)), ("z", "rel z", unit(91))], kind="predicate", model="unit-test"
     )
     seen = observe_stores(monkeypatch)
     query = nq(user, coll, ["h"], 2, "both", query_vector=unit(91), max_returned=8, focus=["z"], focus_limit=2)
@@ -183,7 +186,7 @@ async def test_chunk_reads_count_what_the_driver_was_asked(
     system, user = loaded
     docs = system.stores.documents
     vector = (await OnnxMiniLM.shared().embed(["Where was Marie Curie born?"]))[0]
-    q = ChunkQuery(user, "c", vector)
+    q = ChunkQuery(Tenant(user, "c"), vector)
     found = await docs.candidates(q, ["marie", "curie", "born"], 5)  # warm-up: connections opened
     ids = [p.id for p in found.passages]
     assert ids
@@ -193,7 +196,7 @@ async def test_chunk_reads_count_what_the_driver_was_asked(
         await docs.named(q, ["marie curie", "paris"])
         await docs.passage_links(q, ids, set(), 10, set())
         await docs.chunk_similarities(q, ids)
-        await docs.concept_keys(user, "c", ["marie curie", "warsaw"])
-        await docs.claimed(user, "c", ["http://kgflow.org/e/paris"])
+        await docs.concept_keys(Tenant(user, "c"), ["marie curie", "warsaw"])
+        await docs.claimed(Tenant(user, "c"), ["http://kgflow.org/e/paris"])
     assert usage == StoreUsage(seen.requests, seen.calls)
     assert usage.round_trips >= 6 and usage.requests >= usage.round_trips

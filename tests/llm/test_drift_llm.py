@@ -28,6 +28,7 @@ from processors.stores.sqlite.documents import SqliteDocumentStore
 from schemas.drift import DriftRequest, DriftResponse
 from schemas.retrieval import Citation
 from schemas.services import DRIFT
+from schemas.tenant import Tenant
 
 ROOT = Path(__file__).resolve().parents[2]
 KGFLOW = str(Path(sys.executable).with_name("kgflow"))
@@ -62,7 +63,7 @@ async def cited_ids_exist(home: Path, res: DriftResponse) -> list[str]:
     ids = [c.chunk_id if isinstance(c, Citation) else c for f in res.key_facts for c in f.citations]
     store = SqliteDocumentStore(home / "docs.db")
     try:
-        found = {c.id for c in await store.chunks("default", COLLECTION, ids)}
+        found = {c.id for c in await store.chunks(Tenant("default", COLLECTION), ids)}
     finally:
         await store.close()
     assert set(ids) == found, f"cited chunks that are not in the collection: {set(ids) - found}"

@@ -20,6 +20,7 @@ from processors.commands.system import embedded
 from processors.stores.settings import StoreSettings
 from schemas.documents import Document, EntityChunks, LoadDocuments, LoadResponse
 from schemas.services import DOCUMENT_LOAD, DOCUMENTS
+from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL
 
 U, C = "alice", "bio"
@@ -49,7 +50,7 @@ async def test_llm_extractor_calls_the_local_model_once_per_chunk(
         res: LoadResponse = steps[-1]
         assert res.error is None and res.loaded == 1 and not res.failed and res.chunks == 1
         assert res.llm_calls == res.chunks == text_completion_requests() - before
-        everything = await system.stores.triples.pattern(U, C, None, None, None, 10_000)
+        everything = await system.stores.triples.pattern(Tenant(U, C), None, None, None, 10_000)
         typed = [t for t in everything if t.p.value.startswith(RELATION_NS) and t.p.value != RELATED_TO]
         typed = [t for t in typed if t.p.value != RDFS_LABEL]
         assert len(typed) == res.relations
@@ -61,5 +62,5 @@ async def test_llm_extractor_calls_the_local_model_once_per_chunk(
             links = (await RequestResponseClient.for_service(system.bus, DOCUMENTS, "default", 60).request(
                 EntityChunks(user=U, collection=C, entities=ends))).links  # fmt: skip
             assert {m.entity for m in links.mentions} == set(ends)  # every end is a concept of the chunk
-            labels = await system.stores.triples.labels(U, C, [t.p.value for t in typed])
+            labels = await system.stores.triples.labels(Tenant(U, C), [t.p.value for t in typed])
             assert set(labels) == {t.p.value for t in typed}

@@ -21,6 +21,7 @@ from schemas.embeddings import EmbeddingsResponse
 from schemas.graph_embeddings import GraphEmbeddingsResponse
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
 from schemas.labels import LabelResponse
+from schemas.tenant import Tenant
 from schemas.terms import Term, Triple
 from schemas.text_completion import TextCompletionResponse
 from schemas.topics import topic
@@ -45,14 +46,14 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     async def load() -> None:
         stores = open_stores(StoreSettings(home=home))
         emb = OnnxMiniLM.shared()
-        await load_triples(stores, emb, "alice", "demo", read_triples(ROOT / "examples" / "sample.tsv"))
+        await load_triples(stores, emb, Tenant("alice", "demo"), read_triples(ROOT / "examples" / "sample.tsv"))
         secret = Triple(s=Term.iri("urn:x:vault"), p=Term.iri("urn:x:holds"), o=Term.literal("the launch codes"))
         label = Triple(
             s=Term.iri("urn:x:vault"),
             p=Term.iri("http://www.w3.org/2000/01/rdf-schema#label"),
             o=Term.literal("marie curie vault"),
         )
-        await load_triples(stores, emb, "bob", "private", [secret, label])
+        await load_triples(stores, emb, Tenant("bob", "private"), [secret, label])
         await stores.close()
 
     asyncio.run(load())

@@ -53,14 +53,14 @@ async def scored_store(tmp_path: Path) -> AsyncIterator[SqliteTripleStore]:
     """A hub with 6 edges (predicates p0..p5 to x0..x5) and hand-made label vectors."""
     index = LocalEntityIndex(tmp_path / "v.db")
     store = SqliteTripleStore(tmp_path / "g.db", index)
-    await store.add_triples(U, C, [_edge("hub", f"p{i}", f"x{i}") for i in range(6)])
+    await store.add_triples(Tenant(U, C), [_edge("hub", f"p{i}", f"x{i}") for i in range(6)])
     # the question points along axis 0; predicate p_i has weight (6-i)/6 on it, x_i a scrambled one
     weights = [0.1, 0.9, 0.5, 0.3, 0.7, 0.2]
     items = [(E + f"x{i}", f"x{i}", _unit((0, weights[i]), (1, 1.0))) for i in range(6)]
     items.append((E + "hub", "hub", _unit((2, 1.0))))
-    await index.upsert(U, C, items, "entity", model="unit-test")
+    await index.upsert(Tenant(U, C), items, "entity", model="unit-test")
     preds = [(E + f"p{i}", f"p{i}", _unit((0, (6 - i) / 6), (3, 1.0))) for i in range(6)]
-    await index.upsert(U, C, preds, "predicate", model="unit-test")
+    await index.upsert(Tenant(U, C), preds, "predicate", model="unit-test")
     yield store
     await store.close()
     await index.close()
@@ -72,7 +72,7 @@ async def test_scored_neighbours_come_best_first_by_edge_scoring(scored_store: S
     res = await scored_store.neighbours(query.model_copy(update={"query_vector": q, "max_returned": 4}))
     assert len(res.triples) == 4 and res.rows_read == 6
     vecs = await scored_store.entity_index.vectors(
-        U, C, [E + f"p{i}" for i in range(6)] + [E + f"x{i}" for i in range(6)]
+        Tenant(U, C), [E + f"p{i}" for i in range(6)] + [E + f"x{i}" for i in range(6)]
     )  # type: ignore[union-attr]
     pairs = [(E + f"p{i}", E + f"x{i}") for i in range(6)]
     expected = edge_scores(*zip(*pairs, strict=True), cosines(q, [x for pair in pairs for x in pair], vecs)).tolist()
@@ -104,7 +104,7 @@ class StoreSources:
         return res
 
     async def labels(self, scope: Tenant, iris: Sequence[str]) -> LabelBatch:
-        return LabelBatch(await self.store.labels(scope.user, scope.collection, iris))
+        return LabelBatch(await self.store.labels(scope, iris))
 
     def complete(self, system: str, prompt: str, streaming: bool):  # type: ignore[no-untyped-def]
         raise AssertionError("no LLM in these tests")
@@ -116,7 +116,7 @@ async def test_frontier_caps_bound_entities_per_round_trip_and_rows_read(tmp_pat
     # 12 seeds, each with 20 edges to its own leaves, each leaf with 3 further edges
     edges = [_edge(f"s{i}", "r", f"l{i}_{j}") for i in range(12) for j in range(20)]
     edges += [_edge(f"l{i}_{j}", "q", f"m{i}_{j}_{k}") for i in range(12) for j in range(20) for k in range(3)]
-    await store.add_triples(U, C, edges)
+    await store.add_triples(Tenant(U, C), edges)
     sources = StoreSources(store, [E + f"s{i}" for i in range(12)])
     settings = GraphRagSettings(
         max_frontier=5,
@@ -154,8 +154,8 @@ async def test_loading_a_collection_invalidates_its_cached_labels(tmp_path: Path
         labels = await _client(system, LABEL_RESOLVER)
         try:
             emb = OnnxMiniLM.shared()
-            await load_triples(system.stores, emb, U, C, _labelled("a", "Old name"))
-            await load_triples(system.stores, emb, U, "other", _labelled("a", "Other old"))
+            await load_triples(system.stores, emb, Tenant(U, C), _labelled("a", "Old name"))
+            await load_triples(system.stores, emb, Tenant(U, "other"), _labelled("a", "Other old"))
             ask = LabelRequest(user=U, collection=C, iris=[E + "a"])
             first = await labels.request(ask)
             assert first.labels == {E + "a": "Old name"} and first.cache_misses == 1
@@ -166,8 +166,8 @@ async def test_loading_a_collection_invalidates_its_cached_labels(tmp_path: Path
             assert again.cache_hits == 1 and usage == StoreUsage(0, 0)  # a hit reads nothing
 
             # a new load renames `a` in both collections, then announces only collection C
-            await load_triples(system.stores, emb, U, C, _labelled("a", "New name"))
-            await load_triples(system.stores, emb, U, "other", _labelled("a", "Other new"))
+            await load_triples(system.stores, emb, Tenant(U, C), _labelled("a", "New name"))
+            await load_triples(system.stores, emb, Tenant(U, "other"), _labelled("a", "Other new"))
             prod = await system.bus.producer(GRAPH_CHANGED)
             await prod.send(GraphChanged(user=U, collection=C).model_dump_json().encode(), {})
             for _ in range(100):  # the resolver applies the notice asynchronously
@@ -188,7 +188,7 @@ async def test_label_misses_are_one_store_read_with_no_triples_service(tmp_path:
         await system.start(["config"])
         await ensure_default_flow(system.bus)
         await system.start([LABEL_RESOLVER.name])
-        await load_triples(system.stores, OnnxMiniLM.shared(), U, C, _labelled("a", "Ada"))
+        await load_triples(system.stores, OnnxMiniLM.shared(), Tenant(U, C), _labelled("a", "Ada"))
         labels = RequestResponseClient.for_service(system.bus, LABEL_RESOLVER, "default", 5)
         try:
             with counting() as usage:
@@ -203,7 +203,7 @@ async def test_label_misses_are_one_store_read_with_no_triples_service(tmp_path:
 
 async def test_tiny_timeout_is_a_timeout_error_and_the_processor_keeps_serving(tmp_path: Path) -> None:
     async with embedded(StoreSettings(home=tmp_path / "home"), RuntimeSettings()) as system:
-        await load_triples(system.stores, OnnxMiniLM.shared(), U, C, _labelled("marie", "Marie Curie"))
+        await load_triples(system.stores, OnnxMiniLM.shared(), Tenant(U, C), _labelled("marie", "Marie Curie"))
         rag = await _client(system, GRAPH_RAG)
         try:
             req = GraphRagRequest(query="Who is Marie Curie?", user=U, collection=C, no_llm=True)

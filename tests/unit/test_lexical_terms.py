@@ -15,6 +15,7 @@ from processors.algorithms.text_match import normalize
 from processors.stores.documents_protocol import tenant_token
 from processors.stores.sqlite.docs_schema import SCHEMA
 from processors.stores.sqlite.passages import fts_query
+from schemas.tenant import Tenant
 
 
 def test_scripts_without_spaces_become_character_pairs() -> None:
@@ -41,7 +42,7 @@ def test_words_of_other_alphabets_keep_their_letters() -> None:
 def test_a_question_searches_its_first_distinct_terms() -> None:
     words = [f"w{i}" for i in range(MAX_QUERY_TERMS + 10)]
     assert query_terms(words + words) == words[:MAX_QUERY_TERMS]
-    assert fts_query("u", "c", []) is None
+    assert fts_query(Tenant("u", "c"), []) is None
 
 
 @settings(max_examples=200, deadline=None)
@@ -50,9 +51,10 @@ def test_any_text_is_a_query_sqlite_runs_and_finds_its_own_chunk(text: str) -> N
     conn = sqlite3.connect(":memory:")
     conn.executescript(SCHEMA)
     conn.execute(
-        "INSERT INTO chunk_fts(rowid, tenant, terms) VALUES (1, ?, ?)", (tenant_token("u", "c"), " ".join(terms(text)))
+        "INSERT INTO chunk_fts(rowid, tenant, terms) VALUES (1, ?, ?)",
+        (tenant_token(Tenant("u", "c")), " ".join(terms(text))),
     )
-    query = fts_query("u", "c", query_terms(terms(text)))
+    query = fts_query(Tenant("u", "c"), query_terms(terms(text)))
     if query is None:
         assert terms(text) == []
         return

@@ -17,6 +17,7 @@ from processors.models.embeddings.model import OnnxMiniLM
 from processors.stores.factory import open_stores
 from processors.stores.protocol import LoadState, VectorModel
 from processors.stores.settings import StoreSettings
+from schemas.tenant import Tenant
 from tests.scripted_embeddings import ScriptedEmbeddings, scripted_embeddings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +46,7 @@ def stored(home: Path, collection: str) -> tuple[dict[str, tuple[str, np.ndarray
         stores = open_stores(StoreSettings(home=home))
         try:
             triples = await stores.triples.collections("default")
-            return await stores.triples.load_state("default", collection), triples[collection]
+            return await stores.triples.load_state(Tenant("default", collection)), triples[collection]
         finally:
             await stores.close()
 
@@ -56,7 +57,7 @@ def vector_model(home: Path, collection: str) -> VectorModel | None:
     async def read() -> VectorModel | None:
         stores = open_stores(StoreSettings(home=home))
         try:
-            return await stores.entities.vector_model("default", collection)
+            return await stores.entities.vector_model(Tenant("default", collection))
         finally:
             await stores.close()
 

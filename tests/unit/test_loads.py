@@ -19,6 +19,7 @@ from processors.stores.factory import open_stores
 from processors.stores.settings import StoreSettings
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
 from schemas.services import GRAPH_RAG
+from schemas.tenant import Tenant
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "sample.tsv"
@@ -55,12 +56,12 @@ async def test_a_killed_load_is_reported_and_a_rerun_completes_it(tmp_path: Path
     home = tmp_path / "home"
     stores = open_stores(StoreSettings(home=home))
     stuck = StuckEmbedder()
-    task = asyncio.create_task(load_triples(stores, stuck, "u", "c", read_triples(SAMPLE), source="sample.tsv"))
+    task = asyncio.create_task(load_triples(stores, stuck, Tenant("u", "c"), read_triples(SAMPLE), source="sample.tsv"))
     await stuck.entered.wait()  # every triple is stored, no vector is: killed here
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    state = await stores.triples.load_state("u", "c")
+    state = await stores.triples.load_state(Tenant("u", "c"))
     assert state is not None and not state.complete
     await stores.close()
 
@@ -69,10 +70,12 @@ async def test_a_killed_load_is_reported_and_a_rerun_completes_it(tmp_path: Path
     assert warning.type == "incomplete-collection" and "sample.tsv" in warning.message and "again" in warning.message
 
     stores = open_stores(StoreSettings(home=home))
-    report = await load_triples(stores, OnnxMiniLM.shared(), "u", "c", read_triples(SAMPLE), source="sample.tsv")
+    report = await load_triples(
+        stores, OnnxMiniLM.shared(), Tenant("u", "c"), read_triples(SAMPLE), source="sample.tsv"
+    )
     assert report.triples == 0 and report.embedded == report.entities + report.relations  # every label lacked a vector
     assert report.repaired is not None and "sample.tsv" in report.repaired
-    again = await load_triples(stores, OnnxMiniLM.shared(), "u", "c", read_triples(SAMPLE), source="sample.tsv")
+    again = await load_triples(stores, OnnxMiniLM.shared(), Tenant("u", "c"), read_triples(SAMPLE), source="sample.tsv")
     assert again.embedded == 0 and again.repaired is None  # nothing left to do
     await stores.close()
 
@@ -87,8 +90,8 @@ async def test_a_load_that_fails_part_way_says_why(tmp_path: Path) -> None:
     bad.write_text(good * 3 + '{"s": "x", "p": "", "o": "y"}\n')
     stores = open_stores(StoreSettings(home=home))
     with pytest.raises(ValueError, match=r"bad.jsonl:4: the relation field is empty"):
-        await load_triples(stores, OnnxMiniLM.shared(), "u", "c", read_triples(bad), source=str(bad))
-    state = await stores.triples.load_state("u", "c")
+        await load_triples(stores, OnnxMiniLM.shared(), Tenant("u", "c"), read_triples(bad), source=str(bad))
+    state = await stores.triples.load_state(Tenant("u", "c"))
     await stores.close()
     assert state is not None and not state.complete and "bad.jsonl:4" in (state.error or "")
     res = await ask(home, "c")
@@ -118,7 +121,7 @@ def test_progress_counts_each_phase_exactly(tmp_path: Path) -> None:
     async def run() -> None:
         stores = open_stores(StoreSettings(home=tmp_path / "home"))
         try:
-            await load_triples(stores, OnnxMiniLM.shared(), "u", "c", read_triples(data),
+            await load_triples(stores, OnnxMiniLM.shared(), Tenant("u", "c"), read_triples(data),
                                lambda phase, n, total: seen[phase].append((n, total)))  # fmt: skip
         finally:
             await stores.close()

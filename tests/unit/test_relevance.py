@@ -20,6 +20,7 @@ from processors.algorithms.edges import (
 from processors.algorithms.entities import rank_entity_hits
 from processors.algorithms.text_match import content_tokens, label_match_score, label_phrases, normalize
 from processors.algorithms.vectors import cosines
+from schemas.tenant import Tenant
 from schemas.triples import NeighboursQuery
 
 
@@ -88,11 +89,11 @@ class Vectors:
     table: dict[str, list[float]]
     calls: int = 0
 
-    async def similarities(self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]):  # type: ignore[no-untyped-def]
+    async def similarities(self, tenant: Tenant, vector: Sequence[float], iris: Sequence[str]) -> dict[str, float]:
         self.calls += 1
         return cosines(vector, iris, self.table)
 
-    async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
+    async def vectors(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, list[float]]:
         self.calls += 1
         return {i: self.table[i] for i in iris if i in self.table}
 

@@ -12,6 +12,7 @@ import pytest
 from processors.algorithms.bfs import DistanceSearch, shortest_distances
 from processors.stores.sqlite import triples as sqlite_triples
 from processors.stores.sqlite.triples import SqliteTripleStore
+from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Term, Triple
 
 
@@ -35,7 +36,7 @@ FRONTIERS = [["ada"], ["bob", "carl", "nobody"], ["ada", "eve", "ada"], ["dora"]
 
 async def reads(store: SqliteTripleStore, coll: str = "kb") -> list[list[tuple[str, str]]]:
     return [
-        await store.adjacent("alice", coll, [iri(x) for x in frontier], per)
+        await store.adjacent(Tenant("alice", coll), [iri(x) for x in frontier], per)
         for frontier in FRONTIERS
         for per in (1, 2, 30)
     ]
@@ -44,7 +45,7 @@ async def reads(store: SqliteTripleStore, coll: str = "kb") -> list[list[tuple[s
 async def test_held_adjacency_reads_what_the_sql_scans_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = SqliteTripleStore(tmp_path / "graph.db")
     try:
-        await store.add_triples("alice", "kb", GRAPH)
+        await store.add_triples(Tenant("alice", "kb"), GRAPH)
         held = await reads(store)
         monkeypatch.setattr(sqlite_triples, "MAX_HELD_EDGES", 0)  # too big to hold: the SQL scans
         store._held.clear()
@@ -54,8 +55,8 @@ async def test_held_adjacency_reads_what_the_sql_scans_read(tmp_path: Path, monk
         assert held[0] == [(iri("ada"), iri("dora")), (iri("carl"), iri("ada"))]
         assert held[1] == [(iri("ada"), iri("dora")), (iri("carl"), iri("ada")), (iri("eve"), iri("ada"))]
         assert (iri("ada"), iri("bob")) in held[2] and (iri("eve"), iri("ada")) in held[2]
-        assert await store.adjacent("alice", "other", [iri("ada")], 30) == []
-        assert await store.adjacent("mallory", "kb", [iri("ada")], 30) == []
+        assert await store.adjacent(Tenant("alice", "other"), [iri("ada")], 30) == []
+        assert await store.adjacent(Tenant("mallory", "kb"), [iri("ada")], 30) == []
     finally:
         await store.db.close()
 
@@ -63,17 +64,17 @@ async def test_held_adjacency_reads_what_the_sql_scans_read(tmp_path: Path, monk
 async def test_writes_by_any_store_on_the_file_are_seen_at_once(tmp_path: Path) -> None:
     reader, writer = SqliteTripleStore(tmp_path / "graph.db"), SqliteTripleStore(tmp_path / "graph.db")
     try:
-        await writer.add_triples("alice", "kb", GRAPH)
-        before = await reader.adjacent("alice", "kb", [iri("dora")], 30)
+        await writer.add_triples(Tenant("alice", "kb"), GRAPH)
+        before = await reader.adjacent(Tenant("alice", "kb"), [iri("dora")], 30)
         assert before == [(iri("ada"), iri("dora"))]
-        await writer.add_triples("alice", "kb", [edge("dora", "knows", "eve")])  # another process's write
-        assert await reader.adjacent("alice", "kb", [iri("dora")], 30) == [(iri("dora"), iri("eve")), *before]
-        await writer.remove_triples("alice", "kb", [edge("ada", "admires", "dora")])
-        assert await reader.adjacent("alice", "kb", [iri("dora")], 30) == [(iri("dora"), iri("eve"))]
-        await writer.delete_collection("alice", "kb")
-        assert await reader.adjacent("alice", "kb", [iri("dora"), iri("ada")], 30) == []
-        await reader.add_triples("alice", "kb", [edge("ada", "knows", "bob")])  # its own write
-        assert await reader.adjacent("alice", "kb", [iri("ada")], 30) == [(iri("ada"), iri("bob"))]
+        await writer.add_triples(Tenant("alice", "kb"), [edge("dora", "knows", "eve")])  # another process's write
+        assert await reader.adjacent(Tenant("alice", "kb"), [iri("dora")], 30) == [(iri("dora"), iri("eve")), *before]
+        await writer.remove_triples(Tenant("alice", "kb"), [edge("ada", "admires", "dora")])
+        assert await reader.adjacent(Tenant("alice", "kb"), [iri("dora")], 30) == [(iri("dora"), iri("eve"))]
+        await writer.delete_collection(Tenant("alice", "kb"))
+        assert await reader.adjacent(Tenant("alice", "kb"), [iri("dora"), iri("ada")], 30) == []
+        await reader.add_triples(Tenant("alice", "kb"), [edge("ada", "knows", "bob")])  # its own write
+        assert await reader.adjacent(Tenant("alice", "kb"), [iri("ada")], 30) == [(iri("ada"), iri("bob"))]
     finally:
         await reader.db.close()
         await writer.db.close()
@@ -92,7 +93,7 @@ async def test_the_held_search_finds_what_the_search_level_by_level_finds(tmp_pa
             triples = [edge(f"n{rng.integers(n)}", f"r{rng.integers(3)}", f"n{rng.integers(n)}") for _ in range(n * 2)]
             triples += [Triple(s=Term.iri(iri(f"n{i}")), p=Term.iri(iri("r1")), o=Term.literal(f"v{i}"))
                         for i in range(0, n, 3)]  # fmt: skip
-            await store.add_triples("alice", "kb", triples)
+            await store.add_triples(Tenant("alice", "kb"), triples)
             names = [iri(f"n{i}") for i in range(n + 3)]  # three entities the graph does not hold
             search = DistanceSearch(
                 sources=rng.choice(names, int(rng.integers(1, 4))).tolist(),
@@ -101,8 +102,8 @@ async def test_the_held_search_finds_what_the_search_level_by_level_finds(tmp_pa
                 per_entity=int(rng.integers(1, 4)),
                 max_frontier=int(rng.integers(1, 12)),
             )
-            held = await store.distances("alice", "kb", search)
-            read = partial(store.adjacent, "alice", "kb", limit_per_entity=search.per_entity)
+            held = await store.distances(Tenant("alice", "kb"), search)
+            read = partial(store.adjacent, Tenant("alice", "kb"), limit_per_entity=search.per_entity)
             by_level = await shortest_distances(
                 read, search.sources, search.targets, search.max_distance, search.max_frontier
             )
@@ -121,11 +122,11 @@ async def test_a_search_over_a_collection_with_no_edges_finds_nothing(tmp_path: 
     anyway, and gets the sources at hop 0 and nothing else, never an error."""
     store = SqliteTripleStore(tmp_path / "graph.db")
     try:
-        await store.add_triples("alice", "labels-only", [Triple(s=Term.iri(iri("ada")), p=Term.iri(RDFS_LABEL),
+        await store.add_triples(Tenant("alice", "labels-only"), [Triple(s=Term.iri(iri("ada")), p=Term.iri(RDFS_LABEL),
                                                                 o=Term.literal("Ada"))])  # fmt: skip
         search = DistanceSearch([iri("ada")], [[iri("bob")], [iri("ada"), iri("carl")], []], 3, 30, 100)
         for coll in ("empty", "labels-only"):
-            found = await store.distances("alice", coll, search)
+            found = await store.distances(Tenant("alice", coll), search)
             assert found is not None and found.hops == {iri("ada"): 0}, coll
     finally:
         await store.db.close()

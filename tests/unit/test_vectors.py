@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from processors.algorithms.vectors import ProjectedIndex, top_cosines
+from schemas.tenant import Tenant
 
 
 def _unit_rows(m: np.ndarray) -> np.ndarray:
@@ -51,13 +52,13 @@ async def test_a_search_sees_another_writers_entities_at_once(tmp_path) -> None:
     reader, writer = LocalEntityIndex(tmp_path / "v.db"), LocalEntityIndex(tmp_path / "v.db")
     try:
         await writer.upsert(
-            "u", "c", [(f"e{i}", f"entity {i}", vecs[i].tolist()) for i in range(29)], model="unit-test"
+            Tenant("u", "c"), [(f"e{i}", f"entity {i}", vecs[i].tolist()) for i in range(29)], model="unit-test"
         )
-        assert (await reader.search("u", "c", vecs[29].tolist(), None, 3))[0].iri != "e29"  # matrix now cached
+        assert (await reader.search(Tenant("u", "c"), vecs[29].tolist(), None, 3))[0].iri != "e29"  # matrix now cached
         await writer.upsert(
-            "u", "c", [("e29", "entity 29", vecs[29].tolist())], model="unit-test"
+            Tenant("u", "c"), [("e29", "entity 29", vecs[29].tolist())], model="unit-test"
         )  # another process's write
-        hits = await reader.search("u", "c", vecs[29].tolist(), None, 3)
+        hits = await reader.search(Tenant("u", "c"), vecs[29].tolist(), None, 3)
         assert hits[0].iri == "e29" and abs(hits[0].score - 1.0) < 1e-5
     finally:
         await reader.db.close()

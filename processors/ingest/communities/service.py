@@ -23,6 +23,7 @@ from processors.ingest.communities.profiles import profile, set_vectors, vector_
 from processors.stores.documents_protocol import CommunityRecord
 from schemas.communities import BuildCommunities, CommunitiesResponse
 from schemas.services import COMMUNITY_BUILD
+from schemas.tenant import Tenant
 
 if TYPE_CHECKING:
     from processors.stores.factory import Stores
@@ -49,24 +50,24 @@ class CommunityBuildProcessor(StoreProcessor):
         """Detect, profile and store the collection's communities (a build already queued for the
         collection answers this request too)."""
         params: CommunityParams = flow.state
-        return await self._builds.run((req.user, req.collection), lambda: self._build(req.user, req.collection, params))
+        return await self._builds.run((req.user, req.collection), lambda: self._build(req.tenant, params))
 
-    async def _build(self, user: str, collection: str, params: CommunityParams) -> CommunitiesResponse:
+    async def _build(self, tenant: Tenant, params: CommunityParams) -> CommunitiesResponse:
         started = time.perf_counter()
-        edges, mentions = await self.stores.communities.graph(user, collection)
-        found = await asyncio.to_thread(detect, edges, params)
-        records = await asyncio.to_thread(profile, found, mentions, edges)
-        del edges, mentions
-        await self._profile_vectors(user, collection, records)
-        await self.stores.communities.replace(user, collection, records)
+        graph = await self.stores.communities.graph(tenant)
+        found = await asyncio.to_thread(detect, graph.edges, params)
+        records = await asyncio.to_thread(profile, found, graph.mentions, graph.edges)
+        del graph
+        await self._profile_vectors(tenant, records)
+        await self.stores.communities.replace(tenant, records)
         levels: dict[int, int] = {}
         for r in records:
             levels[r.level] = levels.get(r.level, 0) + 1
         return CommunitiesResponse(levels=levels, build_ms=round((time.perf_counter() - started) * 1000, 1))
 
-    async def _profile_vectors(self, user: str, collection: str, records: list[CommunityRecord]) -> None:
+    async def _profile_vectors(self, tenant: Tenant, records: list[CommunityRecord]) -> None:
         """Each community's profile vector, from its chunks' vectors read a page of communities at a time."""
         for at in range(0, len(records), VECTOR_PAGE):
             page = records[at : at + VECTOR_PAGE]
             ids = sorted({cid for r in page for cid in vector_chunks(r)})
-            set_vectors(page, await self.stores.communities.chunk_vectors(user, collection, ids))
+            set_vectors(page, await self.stores.communities.chunk_vectors(tenant, ids))

@@ -24,6 +24,7 @@ from schemas.documents import (
     WriteMark,
 )
 from schemas.services import DOCUMENT_STORE, EMBEDDINGS, Service
+from schemas.tenant import Tenant
 from schemas.terms import Term
 
 log = logging.getLogger(__name__)
@@ -49,21 +50,21 @@ class DocumentStoreProcessor(StoreProcessor):
         claimed (owned) before their vectors, which make them named, and their labels; the
         documents (what `status` reports as stored) come last, then the mark is cleared. Documents
         deleted after the load began are not written (see `_deleted_since_load`)."""
-        user, coll = req.user, req.collection
+        tenant = req.tenant.unscoped
         gone = await self._deleted_since_load(req, [d.document.id for d in req.documents])
         documents = [d for d in req.documents if d.document.id not in gone]
         if not documents:
-            await self._finish(user, coll, req.started)
+            await self._finish(tenant, req.started)
             return DocumentsResponse(withdrawn=sorted(gone))
-        started = req.started if req.started is not None else await self._begin(user, coll)
+        started = req.started if req.started is not None else await self._begin(tenant)
         keys = sorted({c.key for d in documents for c in d.concepts})
-        named = await self.stores.entities.named(user, coll, keys)
-        claimed = await self.stores.documents.claimed(user, coll, sorted(set(named.values()))) if named else set()
-        labelled = await self.stores.triples.labels(user, coll, sorted(claimed)) if claimed else {}
+        named = await self.stores.entities.named(tenant, keys)
+        claimed = await self.stores.documents.claimed(tenant, sorted(set(named.values()))) if named else set()
+        labelled = await self.stores.triples.labels(tenant, sorted(claimed)) if claimed else {}
         # a concept a killed write claimed but did not label is written again, as a new one
         linked = link(documents, {k: i for k, i in named.items() if i not in claimed or i in labelled}, claimed)
         concept_keys = {i: k for r in linked.records for i, k in r.keys.items() if i in linked.new_concepts}
-        await self.stores.documents.claim(user, coll, concept_keys)
+        await self.stores.documents.claim(tenant, concept_keys)
         embedder = FlowEmbedder(flow.client(EMBEDDINGS))
         new = list(linked.new_concepts.items())
         vectors: dict[str, list[float]] = {}
@@ -71,28 +72,28 @@ class DocumentStoreProcessor(StoreProcessor):
             embedded = await embedder.embed([label for _, label in new])
             vectors = {iri: v for (iri, _), v in zip(new, embedded, strict=True)}
             items = [(iri, label, vectors[iri]) for iri, label in new]
-            await self.stores.entities.upsert(user, coll, items, "entity", model=embedder.model)
+            await self.stores.entities.upsert(tenant, items, "entity", model=embedder.model)
         ends = sorted({x for s, _, o in linked.relations for x in (s, o)} - set(vectors))
-        vectors.update(await self.stores.entities.vectors(user, coll, ends) if ends else {})
+        vectors.update(await self.stores.entities.vectors(tenant, ends) if ends else {})
         attach_relation_vectors(linked, vectors)
         if any(p == RELATED_TO for _, p, _ in linked.relations) and not await self.stores.entities.vectors(
-            user, coll, [RELATED_TO]
+            tenant, [RELATED_TO]
         ):
             (v,) = await embedder.embed([RELATED_TO_LABEL])
             items = [(RELATED_TO, RELATED_TO_LABEL, v)]
-            await self.stores.entities.upsert(user, coll, items, "predicate", model=embedder.model)
+            await self.stores.entities.upsert(tenant, items, "predicate", model=embedder.model)
         if linked.predicates:
-            await self._add_predicates(user, coll, linked, embedder)
-        await self.stores.triples.add_triples(user, coll, linked.triples(), first_label=True)
-        await self._agree_labels(user, coll, linked.new_concepts, embedder)
+            await self._add_predicates(tenant, linked, embedder)
+        await self.stores.triples.add_triples(tenant, linked.triples(), first_label=True)
+        await self._agree_labels(tenant, linked.new_concepts, embedder)
         gone |= await self._deleted_since_load(req, [r.document.id for r in linked.records])  # meanwhile
         linked.records = [r for r in linked.records if r.document.id not in gone]
-        removed = await self.stores.documents.store(user, coll, linked.records)
-        await self._unlink(user, coll, removed)
+        removed = await self.stores.documents.store(tenant, linked.records)
+        await self._unlink(tenant, removed)
         touched = {m.entity for r in linked.records for m in r.mentions} | set(removed.touched)
-        await self.stores.communities.mark_stale(user, coll, sorted(touched))
-        await self._finish(user, coll, started)
-        await self.announce_graph_changed(user, coll)
+        await self.stores.communities.mark_stale(tenant, sorted(touched))
+        await self._finish(tenant, started)
+        await self.announce_graph_changed(tenant.user, tenant.collection)
         return DocumentsResponse(stored=len(linked.records), withdrawn=sorted(gone))
 
     async def _deleted_since_load(self, req: StoreDocuments, ids: list[str]) -> set[str]:
@@ -102,105 +103,105 @@ class DocumentStoreProcessor(StoreProcessor):
         begun = [t for t in (req.started, req.requested) if t is not None]
         if not begun or not ids:
             return set()
-        gone = await self.stores.documents.deleted_after(req.user, req.collection, ids, min(begun))
+        gone = await self.stores.documents.deleted_after(req.tenant, ids, min(begun))
         if gone:
             log.warning("not storing %d documents deleted after their load began: %s", len(gone), sorted(gone)[:5])
         return gone
 
-    async def _agree_labels(self, user: str, coll: str, written: dict[str, str], embedder: FlowEmbedder) -> None:
+    async def _agree_labels(self, tenant: Tenant, written: dict[str, str], embedder: FlowEmbedder) -> None:
         """Writers that created one concept at once each indexed their spelling of it; the label
         triple kept the first (`first_label`). A writer whose spelling lost indexes the kept one:
         each checks after its own index write, so the last to write corrects what it wrote."""
-        kept = await self.stores.triples.labels(user, coll, sorted(written)) if written else {}
+        kept = await self.stores.triples.labels(tenant, sorted(written)) if written else {}
         lost = {iri: label for iri, label in kept.items() if label != written[iri]}
         if lost:
             vectors = await embedder.embed(list(lost.values()))
             items = [(iri, label, v) for (iri, label), v in zip(lost.items(), vectors, strict=True)]
-            await self.stores.entities.upsert(user, coll, items, "entity", model=embedder.model)
+            await self.stores.entities.upsert(tenant, items, "entity", model=embedder.model)
 
     async def write_mark(self, req: WriteMark, flow: FlowContext) -> DocumentsResponse:
         """Mark the collection incomplete for a load about to work on it (see `_begin`), or clear
         the mark `req.finish` (the load stored nothing)."""
         if req.finish is not None:
-            await self._finish(req.user, req.collection, req.finish)
+            await self._finish(req.tenant.unscoped, req.finish)
             return DocumentsResponse(started=req.finish)
-        return DocumentsResponse(started=await self._begin(req.user, req.collection))
+        return DocumentsResponse(started=await self._begin(req.tenant.unscoped))
 
-    async def _begin(self, user: str, coll: str) -> float | None:
+    async def _begin(self, tenant: Tenant) -> float | None:
         """Mark the collection incomplete while documents are written (queries warn, as after an
         interrupted triples load); None when an unfinished triples load's mark is there to keep."""
-        prior = await self.stores.triples.load_state(user, coll)
+        prior = await self.stores.triples.load_state(tenant)
         if prior is not None and not prior.complete and prior.source != DOCUMENTS_SOURCE:
             return None
         started = time.time()
-        await self.stores.triples.set_load_state(user, coll, LoadState(started=started, source=DOCUMENTS_SOURCE))
+        await self.stores.triples.set_load_state(tenant, LoadState(started=started, source=DOCUMENTS_SOURCE))
         return started
 
-    async def _finish(self, user: str, coll: str, started: float | None) -> None:
+    async def _finish(self, tenant: Tenant, started: float | None) -> None:
         """Clear the mark, unless a later write has set its own (it clears it when it finishes)."""
-        current = await self.stores.triples.load_state(user, coll)
+        current = await self.stores.triples.load_state(tenant)
         if started is not None and current is not None and current.started == started:
             done = LoadState(started=started, finished=time.time(), source=DOCUMENTS_SOURCE)
-            await self.stores.triples.set_load_state(user, coll, done)
+            await self.stores.triples.set_load_state(tenant, done)
 
-    async def _add_predicates(self, user: str, coll: str, linked: Linked, embedder: FlowEmbedder) -> None:
+    async def _add_predicates(self, tenant: Tenant, linked: Linked, embedder: FlowEmbedder) -> None:
         """Typed relations' predicates: a label where the collection has none (a predicate loaded
         from triples keeps its own) and a vector in the entity index, as `related to` has."""
-        named = await self.stores.triples.labels(user, coll, sorted(linked.predicates))
+        named = await self.stores.triples.labels(tenant, sorted(linked.predicates))
         for iri in named:
             linked.predicates.pop(iri)
-        have = await self.stores.entities.vectors(user, coll, sorted(linked.predicates))
+        have = await self.stores.entities.vectors(tenant, sorted(linked.predicates))
         todo = [(iri, label) for iri, label in sorted(linked.predicates.items()) if iri not in have]
         if todo:
             embedded = await embedder.embed([label for _, label in todo])
             items = [(iri, label, v) for (iri, label), v in zip(todo, embedded, strict=True)]
-            await self.stores.entities.upsert(user, coll, items, "predicate", model=embedder.model)
+            await self.stores.entities.upsert(tenant, items, "predicate", model=embedder.model)
 
     async def delete_documents(self, req: DeleteDocuments, flow: FlowContext) -> DocumentsResponse:
         """Delete documents; what only they supported leaves the graph; their communities go stale."""
-        user, coll = req.user, req.collection
-        known = await self.stores.documents.hashes(user, coll, req.document_ids)
-        await self.stores.documents.note_deleted(user, coll, req.document_ids, time.time())
-        removed = await self.stores.documents.delete_documents(user, coll, sorted(known))
-        await self._unlink(user, coll, removed)
-        await self.stores.communities.mark_stale(user, coll, removed.touched)
-        await self.announce_graph_changed(user, coll)
+        tenant = req.tenant.unscoped
+        known = await self.stores.documents.hashes(tenant, req.document_ids)
+        await self.stores.documents.note_deleted(tenant, req.document_ids, time.time())
+        removed = await self.stores.documents.delete_documents(tenant, sorted(known))
+        await self._unlink(tenant, removed)
+        await self.stores.communities.mark_stale(tenant, removed.touched)
+        await self.announce_graph_changed(tenant.user, tenant.collection)
         return DocumentsResponse(deleted=len(known), not_found=[d for d in req.document_ids if d not in known])
 
-    async def _unlink(self, user: str, coll: str, removed: RemovedLinks) -> None:
+    async def _unlink(self, tenant: Tenant, removed: RemovedLinks) -> None:
         """Remove the relations and concepts no document supports any more."""
         if not (removed.relations or removed.concepts):
             return
-        labels = await self.stores.triples.labels(user, coll, removed.concepts) if removed.concepts else {}
-        await self.stores.triples.remove_triples(user, coll, unlinked_triples(removed.relations, labels))
+        labels = await self.stores.triples.labels(tenant, removed.concepts) if removed.concepts else {}
+        await self.stores.triples.remove_triples(tenant, unlinked_triples(removed.relations, labels))
         if removed.concepts:
-            await self.stores.entities.delete(user, coll, removed.concepts)
-        await self._drop_unused_predicates(user, coll, {p for _, p, _ in removed.relations} - {RELATED_TO})
+            await self.stores.entities.delete(tenant, removed.concepts)
+        await self._drop_unused_predicates(tenant, {p for _, p, _ in removed.relations} - {RELATED_TO})
 
-    async def _drop_unused_predicates(self, user: str, coll: str, predicates: set[str]) -> None:
+    async def _drop_unused_predicates(self, tenant: Tenant, predicates: set[str]) -> None:
         """Typed relations' predicates no triple of the collection uses any more: their label and
         vector go with the last relation (a predicate of loaded triples is still used: it stays)."""
         unused = []
         for p in sorted(predicates):
-            if not await self.stores.triples.pattern(user, coll, None, Term.iri(p), None, 1):
+            if not await self.stores.triples.pattern(tenant, None, Term.iri(p), None, 1):
                 unused.append(p)
         if unused:
-            labels = await self.stores.triples.labels(user, coll, unused)
-            await self.stores.triples.remove_triples(user, coll, unlinked_triples([], labels))
-            await self.stores.entities.delete(user, coll, unused)
+            labels = await self.stores.triples.labels(tenant, unused)
+            await self.stores.triples.remove_triples(tenant, unlinked_triples([], labels))
+            await self.stores.entities.delete(tenant, unused)
 
     async def delete_collection(self, req: DeleteCollection, flow: FlowContext) -> DocumentsResponse:
         """Drop the collection from every store."""
-        user, collection = req.user, req.collection
+        tenant = req.tenant.unscoped
         existed = (
-            collection in await self.stores.triples.collections(user)
-            or collection in await self.stores.entities.collections(user)
-            or collection in await self.stores.documents.counts(user)
+            tenant.collection in await self.stores.triples.collections(tenant.user)
+            or tenant.collection in await self.stores.entities.collections(tenant.user)
+            or tenant.collection in await self.stores.documents.counts(tenant.user)
         )
-        await self.stores.documents.delete_collection(user, collection)  # also clears what a failed load left
-        await self.stores.communities.delete_collection(user, collection)
-        await self.stores.triples.delete_collection(user, collection)
-        await self.stores.entities.delete_collection(user, collection)
-        await self.stores.documents.note_deleted(user, collection, ["*"], time.time())
-        await self.announce_graph_changed(user, collection)
+        await self.stores.documents.delete_collection(tenant)  # also clears what a failed load left
+        await self.stores.communities.delete_collection(tenant)
+        await self.stores.triples.delete_collection(tenant)
+        await self.stores.entities.delete_collection(tenant)
+        await self.stores.documents.note_deleted(tenant, ["*"], time.time())
+        await self.announce_graph_changed(tenant.user, tenant.collection)
         return DocumentsResponse(deleted=int(existed))

@@ -31,6 +31,7 @@ from schemas.documents import (
 )
 from schemas.extraction import ConceptMention, ExtractRequest
 from schemas.services import DOCUMENT_LOAD, DOCUMENT_STORE, DOCUMENTS, EMBEDDINGS, EXTRACTOR, TEXT_COMPLETION, Service
+from schemas.tenant import Tenant
 from schemas.text_completion import TextCompletionRequest
 
 LLM_CONFIG = "llm-config"  # text-completion's error type for a model it cannot build
@@ -50,8 +51,8 @@ def _shared_tokenizer() -> Any:
 class BusIngest:
     """IngestSources over the flow's clients, for one user + collection."""
 
-    def __init__(self, flow: FlowContext, user: str, collection: str, model_timeout_s: float = 300.0) -> None:
-        self.flow, self.user, self.collection = flow, user, collection
+    def __init__(self, flow: FlowContext, tenant: Tenant, model_timeout_s: float = 300.0) -> None:
+        self.flow, self.user, self.collection = flow, tenant.user, tenant.collection
         self.model_timeout_s = model_timeout_s
         self.started: float | None = None  # the mark `begin` set
         self.requested = REQUEST_SENT.get()  # when the load was asked for (a redelivery keeps it)
@@ -112,7 +113,7 @@ class DocumentLoadProcessor(FlowProcessor):
         steps: asyncio.Queue[tuple[str, int]] = asyncio.Queue()
         tokenizer = await asyncio.to_thread(_shared_tokenizer)
         params: DocumentLoadParams = flow.state
-        sources = BusIngest(flow, req.user, req.collection, params.extractor_timeout_s)
+        sources = BusIngest(flow, req.tenant, params.extractor_timeout_s)
         task = asyncio.create_task(
             load_batch(sources, req.documents, tokenizer, params, lambda st, n: steps.put_nowait((st, n)))
         )

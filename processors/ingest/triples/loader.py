@@ -26,6 +26,7 @@ from processors.algorithms.iris import iri_label
 from processors.models.embeddings.model import Embedder
 from processors.stores.factory import Stores
 from processors.stores.protocol import LoadState, VectorKind, VectorModel
+from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Triple
 
 BATCH = 2000
@@ -192,54 +193,49 @@ class StoreSteps:
 
     stores: Stores
     embedder: Embedder
-    user: str
-    collection: str
+    tenant: Tenant
 
     async def begin(self, source: str) -> Begun:
-        uc = (self.user, self.collection)
         offered = await flow_model(self.embedder)
-        offered.require(self.collection, await self.stores.entities.vector_model(*uc))  # before anything is written
-        prior = await self.stores.triples.load_state(*uc)
-        await self.stores.triples.set_load_state(*uc, LoadState(started=time.time(), source=source))
+        held = await self.stores.entities.vector_model(self.tenant)
+        offered.require(self.tenant.collection, held)  # before anything is written
+        prior = await self.stores.triples.load_state(self.tenant)
+        await self.stores.triples.set_load_state(self.tenant, LoadState(started=time.time(), source=source))
         return Begun(prior is None, prior.source if prior is not None and not prior.complete else None)
 
     async def store(self, batch: list[Triple], fresh: bool) -> tuple[int, set[str]]:
-        uc = (self.user, self.collection)
         labelled = {t.s.value: t.o.value for t in batch if t.p.value == RDFS_LABEL and not t.o.is_iri}
-        old = {} if fresh or not labelled else await self.stores.triples.labels(*uc, list(labelled))
+        old = {} if fresh or not labelled else await self.stores.triples.labels(self.tenant, list(labelled))
         changed = {i for i, label in labelled.items() if old.get(i) != label}
-        return await self.stores.triples.add_triples(*uc, batch), changed
+        return await self.stores.triples.add_triples(self.tenant, batch), changed
 
     async def embed(self, kind: VectorKind, iris: list[str], labels: dict[str, str], keep: list[str]) -> int:
-        uc = (self.user, self.collection)
-        have = set(await self.stores.entities.vectors(*uc, keep)) if keep else set()
+        have = set(await self.stores.entities.vectors(self.tenant, keep)) if keep else set()
         todo = [i for i in iris if i not in have]
         if not todo:
             return 0
         unlabelled = [i for i in todo if i not in labels]
-        stored = await self.stores.triples.labels(*uc, unlabelled) if unlabelled else {}
+        stored = await self.stores.triples.labels(self.tenant, unlabelled) if unlabelled else {}
         texts = [labels.get(i) or stored.get(i) or iri_label(i) for i in todo]
         vectors = await self.embedder.embed(texts)
-        await self.stores.entities.upsert(*uc, list(zip(todo, texts, vectors, strict=True)), kind,
+        await self.stores.entities.upsert(self.tenant, list(zip(todo, texts, vectors, strict=True)), kind,
                                           model=self.embedder.model)  # fmt: skip
         return len(todo)
 
     async def finish(self, stored: int, vectors: int, error: str | None = None) -> None:
-        uc = (self.user, self.collection)
-        state = await self.stores.triples.load_state(*uc) or LoadState(started=time.time())
+        state = await self.stores.triples.load_state(self.tenant) or LoadState(started=time.time())
         done = replace(state, triples=stored, vectors=vectors, error=error)
-        await self.stores.triples.set_load_state(*uc, done if error else replace(done, finished=time.time()))
+        await self.stores.triples.set_load_state(self.tenant, done if error else replace(done, finished=time.time()))
 
 
 async def load_triples(
     stores: Stores,
     embedder: Embedder,
-    user: str,
-    collection: str,
+    tenant: Tenant,
     triples: Iterable[Triple],
     progress: Progress | None = None,
     source: str = "data",
 ) -> LoadReport:
-    """Load `triples` into `user`/`collection` directly on the stores (what the triples-store
+    """Load `triples` into `tenant` directly on the stores (what the triples-store
     service does for one request; see the module docstring)."""
-    return await run_load(StoreSteps(stores, embedder, user, collection), triples, progress, source)
+    return await run_load(StoreSteps(stores, embedder, tenant), triples, progress, source)

@@ -28,7 +28,7 @@ class TriplesStoreProcessor(StoreProcessor):
         return [EMBEDDINGS]
 
     def _steps(self, req: ScopedRequest, flow: FlowContext) -> StoreSteps:
-        return StoreSteps(self.stores, FlowEmbedder(flow.client(EMBEDDINGS)), req.user, req.collection)
+        return StoreSteps(self.stores, FlowEmbedder(flow.client(EMBEDDINGS)), req.tenant.unscoped)
 
     async def store(self, req: StoreTriples, flow: FlowContext) -> TriplesStoreResponse:
         """A batch of a load: stored. Alone: a whole load, then the change announced."""

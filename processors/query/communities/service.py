@@ -18,6 +18,7 @@ from schemas.communities import (
     SummarizeCommunities,
 )
 from schemas.services import COMMUNITIES, TEXT_COMPLETION, Service
+from schemas.tenant import Tenant
 from schemas.text_completion import TextCompletionRequest
 
 SUMMARY_TOKENS = 200
@@ -39,24 +40,24 @@ class CommunitiesProcessor(StoreProcessor):
 
     async def list_communities(self, req: ListCommunities, flow: FlowContext) -> CommunitiesResponse:
         """Communities of a level, or by id, largest first (in scope)."""
-        found = await self.stores.communities.list(req.user, req.collection, req.level, req.ids, req.limit, req.scope)
-        return CommunitiesResponse(communities=await self._labelled(req.user, req.collection, found))
+        found = await self.stores.communities.list(req.tenant, req.level, req.ids, req.limit)
+        return CommunitiesResponse(communities=await self._labelled(req.tenant, found))
 
     async def search(self, req: SearchCommunities, flow: FlowContext) -> CommunitiesResponse:
         """Communities nearest the vector (in scope)."""
         store = self.stores.communities
-        found = await store.search(req.user, req.collection, req.vector, req.level, req.limit, req.scope)
-        return CommunitiesResponse(communities=await self._labelled(req.user, req.collection, found))
+        found = await store.search(req.tenant, req.vector, req.level, req.limit)
+        return CommunitiesResponse(communities=await self._labelled(req.tenant, found))
 
-    async def _labelled(self, user: str, collection: str, found: list[CommunityInfo]) -> list[CommunityInfo]:
+    async def _labelled(self, tenant: Tenant, found: list[CommunityInfo]) -> list[CommunityInfo]:
         """Communities with their top entities' labels (one batched label lookup)."""
         iris = sorted({e for c in found for e in c.top_entities})
-        labels = await self.stores.triples.labels(user, collection, iris) if iris else {}
+        labels = await self.stores.triples.labels(tenant, iris) if iris else {}
         return [c.model_copy(update={"top_entity_labels": [labels.get(e, e) for e in c.top_entities]}) for c in found]
 
     async def of_entities(self, req: CommunitiesOf, flow: FlowContext) -> CommunitiesResponse:
         """Membership of the entities, and their first `limit` communities (summarised if asked)."""
-        of = await self.stores.communities.of_entities(req.user, req.collection, req.entities, req.level)
+        of = await self.stores.communities.of_entities(req.tenant, req.entities, req.level)
         ids = list(dict.fromkeys(of[e] for e in req.entities if e in of))[: req.limit]
         if not ids:
             return CommunitiesResponse(membership=of)
@@ -64,20 +65,20 @@ class CommunitiesProcessor(StoreProcessor):
             summary = SummarizeCommunities(user=req.user, collection=req.collection, ids=ids)
             res = await self.summarize(summary, flow)
         else:
-            found = await self.stores.communities.list(req.user, req.collection, None, ids, len(ids))
-            res = CommunitiesResponse(communities=await self._labelled(req.user, req.collection, found))
+            found = await self.stores.communities.list(req.tenant, None, ids, len(ids))
+            res = CommunitiesResponse(communities=await self._labelled(req.tenant, found))
         order = {cid: i for i, cid in enumerate(ids)}
         res.communities.sort(key=lambda c: order.get(c.id, len(order)))
         return res.model_copy(update={"membership": of})
 
     async def summarize(self, req: SummarizeCommunities, flow: FlowContext) -> CommunitiesResponse:
         """Cached summaries, new ones written (and cached) by the model, or profiles without one."""
-        found = await self._labelled(req.user, req.collection, await self.stores.communities.list(
-            req.user, req.collection, None, req.ids, len(req.ids)))  # fmt: skip
+        found = await self._labelled(req.tenant, await self.stores.communities.list(
+            req.tenant, None, req.ids, len(req.ids)))  # fmt: skip
         todo = [c for c in found if c.summary is None]
         chunk_ids = sorted({cid for c in todo for cid in c.top_chunks[:SUMMARY_PASSAGES]})
-        chunks = {c.id: c.text for c in await self.stores.documents.chunks(req.user, req.collection, chunk_ids)}
-        hashes = await self.stores.communities.membership(req.user, req.collection, [c.id for c in todo])
+        chunks = {c.id: c.text for c in await self.stores.documents.chunks(req.tenant, chunk_ids)}
+        hashes = await self.stores.communities.membership(req.tenant, [c.id for c in todo])
         out = CommunitiesResponse()
         written: dict[str, CommunityInfo] = {}
         for c in todo:
@@ -93,9 +94,7 @@ class CommunitiesProcessor(StoreProcessor):
             out.in_token += res.in_token or 0
             out.out_token += res.out_token or 0
             text = res.response.strip()
-            await self.stores.communities.set_summary(
-                req.user, req.collection, c.id, hashes.get(c.id, ""), text, res.model or ""
-            )
+            await self.stores.communities.set_summary(req.tenant, c.id, hashes.get(c.id, ""), text, res.model or "")
             written[c.id] = c.model_copy(update={"summary": text, "summary_model": res.model})
         out.communities = [written.get(c.id, c) for c in found]
         return out

@@ -60,7 +60,7 @@ async def search_chunks(
         asked = replace(q, vector=None) if mode == "lexical" else q
         found = await store.candidates(asked, words, depth, None if among is None else list(among))
         ranked = rank_candidates(found.passages, "fused" if mode == "graph" else mode, limit)
-    chunks = {c.id: c for c in await store.chunks(q.user, q.collection, [c for c, _ in ranked], q.scope)}
+    chunks = {c.id: c for c in await store.chunks(q.tenant, [c for c, _ in ranked])}
     return [chunks[c].model_copy(update={"score": s}) for c, s in ranked if c in chunks]
 
 

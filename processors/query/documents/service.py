@@ -12,7 +12,7 @@ from processors.base.operations import by_operation
 from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
 from processors.base.settings import flow_params
 from processors.query.documents.search import search_chunks
-from processors.stores.documents_protocol import ChunkQuery
+from processors.stores.documents_protocol import ChunkQuery, DocumentCounts
 from schemas.base import ScopedRequest
 from schemas.documents import (
     Chunk,
@@ -61,7 +61,7 @@ class DocumentsProcessor(StoreProcessor):
 
     async def status(self, req: DocumentStatus, flow: FlowContext) -> DocumentsResponse:
         """Content hashes of the stored documents among the ids."""
-        return DocumentsResponse(hashes=await self.stores.documents.hashes(req.user, req.collection, req.document_ids))
+        return DocumentsResponse(hashes=await self.stores.documents.hashes(req.tenant, req.document_ids))
 
     async def search(self, req: ChunkSearch, flow: FlowContext) -> DocumentsResponse:
         """The best chunks of the scope (among given communities' chunks, when asked)."""
@@ -73,7 +73,7 @@ class DocumentsProcessor(StoreProcessor):
     async def community_search(self, req: ChunkSearch, flow: FlowContext) -> DocumentsResponse:
         """Chunks of the scope among the chunks of `req.communities`: the best `limit` of them
         all, or with `per_community` the best of each community (one search per community)."""
-        members = await self.stores.communities.member_chunks(req.user, req.collection, req.communities or [])
+        members = await self.stores.communities.member_chunks(req.tenant, req.communities or [])
 
         async def among(ids: list[str], limit: int) -> list[Chunk]:
             q = _question(req)
@@ -97,27 +97,27 @@ class DocumentsProcessor(StoreProcessor):
 
     async def entity_relations(self, req: EntityRelations, flow: FlowContext) -> DocumentsResponse:
         """Relations among the entities with an in-scope source, strongest first."""
-        found = await self.stores.documents.relations(req.user, req.collection, req.entities, req.limit, req.scope)
-        rels = [RelationshipRef(s=s, p=p, o=o, weight=float(w)) for s, p, o, w in found]
+        found = await self.stores.documents.relations(req.tenant, req.entities, req.limit)
+        rels = [RelationshipRef(s=h.s, p=h.p, o=h.o, weight=float(h.support)) for h in found]
         return DocumentsResponse(relations=rels)
 
     async def search_relations(self, req: SearchRelations, flow: FlowContext) -> DocumentsResponse:
         """Relations nearest the vector with an in-scope source."""
-        hits = await self.stores.documents.search_relations(req.user, req.collection, req.vector, req.limit, req.scope)
-        rels = [RelationshipRef(s=s, p=p, o=o, weight=float(n), score=sc) for s, p, o, sc, n in hits]
+        hits = await self.stores.documents.search_relations(req.tenant, req.vector, req.limit)
+        rels = [RelationshipRef(s=h.s, p=h.p, o=h.o, weight=float(h.support), score=h.score) for h in hits]
         return DocumentsResponse(relations=rels)
 
     async def relation_chunks(self, req: RelationChunks, flow: FlowContext) -> DocumentsResponse:
         """Source chunks of the relations in the scope."""
         docs = self.stores.documents
-        pairs = await docs.relation_chunks(_tenant(req), req.relations, req.per_relation)
-        return DocumentsResponse(relation_chunks=pairs)
+        found = await docs.relation_chunks(_tenant(req), req.relations, req.per_relation)
+        return DocumentsResponse(relation_chunks=[(rc.relation, rc.chunk_id) for rc in found])
 
     async def episode_mentions(self, req: EpisodeMentions, flow: FlowContext) -> DocumentsResponse:
         """What the chunks mention and each entity's episodes in the window."""
         window = (req.since.timestamp(), req.until.timestamp()) if req.since and req.until else None
-        mentioned, counts = await self.stores.documents.episodes(_tenant(req), req.entities, req.chunk_ids, window)
-        return DocumentsResponse(chunk_mentions=mentioned, episodes=counts)
+        found = await self.stores.documents.episodes(_tenant(req), req.entities, req.chunk_ids, window)
+        return DocumentsResponse(chunk_mentions=found.mentioned, episodes=found.counts)
 
     async def chunk_similarities(self, req: ChunkSimilarities, flow: FlowContext) -> DocumentsResponse:
         """Cosine of the vector to each chunk's stored vector (in scope)."""
@@ -126,12 +126,11 @@ class DocumentsProcessor(StoreProcessor):
 
     async def get_chunks(self, req: GetChunks, flow: FlowContext) -> DocumentsResponse:
         """Chunks by id (in scope), in the order asked."""
-        return DocumentsResponse(chunks=await self.stores.documents.chunks(req.user, req.collection, req.chunk_ids,
-                                                                           req.scope))  # fmt: skip
+        return DocumentsResponse(chunks=await self.stores.documents.chunks(req.tenant, req.chunk_ids))
 
     async def list_documents(self, req: ListDocuments, flow: FlowContext) -> DocumentsResponse:
         """Documents of the collection in id order."""
-        docs = await self.stores.documents.documents(req.user, req.collection, req.limit, req.scope)
+        docs = await self.stores.documents.documents(req.tenant, req.limit)
         return DocumentsResponse(documents=docs)
 
     async def list_collections(self, req: ListCollections, flow: FlowContext) -> DocumentsResponse:
@@ -139,12 +138,13 @@ class DocumentsProcessor(StoreProcessor):
         triples = await self.stores.triples.collections(req.user)
         entities = await self.stores.entities.collections(req.user)
         docs = await self.stores.documents.counts(req.user)
+        none = DocumentCounts(0, 0)
         names = sorted(set(triples) | set(entities) | set(docs))
         infos = [
             CollectionInfo(
                 collection=c,
-                documents=docs.get(c, (0, 0))[0],
-                chunks=docs.get(c, (0, 0))[1],
+                documents=docs.get(c, none).documents,
+                chunks=docs.get(c, none).chunks,
                 entities=entities.get(c, 0),
                 triples=triples.get(c, 0),
             )
@@ -154,9 +154,9 @@ class DocumentsProcessor(StoreProcessor):
 
 
 def _question(req: ChunkSearch | ChunkSimilarities) -> ChunkQuery:
-    return ChunkQuery(req.user, req.collection, req.vector, req.scope)
+    return ChunkQuery(req.tenant, req.vector)
 
 
 def _tenant(req: ScopedRequest) -> ChunkQuery:
     """A read with no question vector: the request's tenant and scope."""
-    return ChunkQuery(req.user, req.collection, None, req.scope)
+    return ChunkQuery(req.tenant)

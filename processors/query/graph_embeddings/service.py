@@ -13,6 +13,7 @@ from processors.stores.protocol import EntityHit, TripleStore
 from schemas.base import Notice
 from schemas.graph_embeddings import EntityMatch, GraphEmbeddingsRequest, GraphEmbeddingsResponse
 from schemas.services import GRAPH_EMBEDDINGS
+from schemas.tenant import Tenant
 from schemas.terms import Term
 
 
@@ -33,11 +34,9 @@ class GraphEmbeddingsProcessor(StoreProcessor):
             first = self._scoped(req)
         else:
             first = self._unscoped(req)
-        searches = [first, collection_notices(self.stores.triples, req.user, req.collection)]
+        searches = [first, collection_notices(self.stores.triples, req.tenant)]
         if req.predicate_limit:
-            searches.append(
-                self.stores.entities.nearest_predicates(req.user, req.collection, req.vector, req.predicate_limit)
-            )
+            searches.append(self.stores.entities.nearest_predicates(req.tenant, req.vector, req.predicate_limit))
         hits, notices, *preds = await asyncio.gather(*searches)
         return GraphEmbeddingsResponse(
             entities=_matches(hits), predicates=_matches(preds[0] if preds else []), warnings=notices
@@ -48,57 +47,61 @@ class GraphEmbeddingsProcessor(StoreProcessor):
         assert req.iris is not None
         iris = req.iris
         if req.scope is not None and not req.scope.is_empty:
-            allowed = await self.stores.documents.scoped_entities(req.user, req.collection, req.scope)
+            allowed = await self.stores.documents.scoped_entities(req.tenant)
             iris = [i for i in iris if i in allowed]
         if not iris:
             return {}
-        return await self.stores.entities.similarities(req.user, req.collection, req.vector, iris)
+        return await self.stores.entities.similarities(req.tenant, req.vector, iris)
 
     async def _unscoped(self, req: GraphEmbeddingsRequest) -> list[EntityHit]:
         """The entity index's hits, and the entities the question names by another of their names
         (an alias documents gave them: "Marie Skłodowska-Curie", "Neil Peart"), as named ones."""
-        user, coll = req.user, req.collection
+        tenant = req.tenant
         hits, aliases = await asyncio.gather(
-            self.stores.entities.search(user, coll, req.vector, req.text, req.limit),
-            self.stores.documents.concept_keys(user, coll, label_phrases(req.text)) if req.text else _none(),
+            self.stores.entities.search(tenant, req.vector, req.text, req.limit),
+            self.stores.documents.concept_keys(tenant, label_phrases(req.text)) if req.text else _none(),
         )
         named = {h.iri for h in hits if h.lexical}
         extra = sorted({iris[0] for iris in aliases.values() if len(iris) == 1} - named)
         if not extra:
             return hits
-        labels = await self.stores.triples.labels(user, coll, extra)
+        labels = await self.stores.triples.labels(tenant, extra)
         more = [EntityHit(i, labels.get(i, i), 1.0, lexical=True) for i in extra]
         return rank_entity_hits([*more, *(h for h in hits if h.iri not in set(extra))], req.limit)
 
     async def _scoped(self, req: GraphEmbeddingsRequest) -> list[EntityHit]:
         """Exact search over the entities a chunk in the scope mentions (the index cannot filter)."""
         assert req.scope is not None
-        user, coll = req.user, req.collection
-        allowed = await self.stores.documents.scoped_entities(user, coll, req.scope)
+        tenant = req.tenant
+        allowed = await self.stores.documents.scoped_entities(tenant)
         if not allowed:
             return []
-        sims = await self.stores.entities.similarities(user, coll, req.vector, sorted(allowed))
+        sims = await self.stores.entities.similarities(tenant, req.vector, sorted(allowed))
         nearest = sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[: req.limit]
-        named = await self.stores.entities.named(user, coll, label_phrases(req.text)) if req.text else {}
+        named = await self.stores.entities.named(tenant, label_phrases(req.text)) if req.text else {}
         lexical = sorted({iri for iri in named.values() if iri in allowed})
-        labels = await self.stores.triples.labels(user, coll, sorted({i for i, _ in nearest} | set(lexical)))
+        labels = await self.stores.triples.labels(tenant, sorted({i for i, _ in nearest} | set(lexical)))
         hits = [EntityHit(i, labels.get(i, i), 1.0, lexical=True) for i in lexical]
         hits += [EntityHit(i, labels.get(i, i), s) for i, s in nearest if i not in set(lexical)]
         return rank_entity_hits(hits, req.limit)
 
 
-async def collection_notices(triples: TripleStore, user: str, collection: str) -> list[Notice]:
-    """What a query over `user`/`collection` should say: nothing for a complete collection; that
+async def collection_notices(triples: TripleStore, tenant: Tenant) -> list[Notice]:
+    """What a query over `tenant` should say: nothing for a complete collection; that
     it is incomplete (and why) after a load that did not finish; that it is unknown, naming the
     user's collections."""
-    state = await triples.load_state(user, collection)
+    state = await triples.load_state(tenant)
     if state is not None:
-        return [] if state.complete else [Notice(type="incomplete-collection", message=state.describe(collection))]
-    if await triples.pattern(user, collection, None, None, None, 1):  # written without a recorded load
+        return (
+            [] if state.complete else [Notice(type="incomplete-collection", message=state.describe(tenant.collection))]
+        )
+    if await triples.pattern(tenant, None, None, None, 1):  # written without a recorded load
         return []
-    known = sorted(await triples.collections(user))
-    where = f"known collections of user {user!r}: {', '.join(known)}" if known else f"user {user!r} has none"
-    message = f"collection {collection!r} is empty or unknown ({where})"
+    known = sorted(await triples.collections(tenant.user))
+    where = (
+        f"known collections of user {tenant.user!r}: {', '.join(known)}" if known else f"user {tenant.user!r} has none"
+    )
+    message = f"collection {tenant.collection!r} is empty or unknown ({where})"
     return [Notice(type="unknown-collection", message=message)]
 
 

@@ -7,6 +7,8 @@ from collections.abc import Callable, Sequence
 
 from cachetools import TTLCache
 
+from schemas.tenant import Tenant
+
 _MISSING = ""  # a cached "this IRI has no label" (labels are never empty)
 
 
@@ -19,12 +21,12 @@ class LabelCache:
         self.hits = 0
         self.misses = 0
 
-    def lookup(self, user: str, collection: str, iris: Sequence[str]) -> tuple[dict[str, str], list[str]]:
+    def lookup(self, tenant: Tenant, iris: Sequence[str]) -> tuple[dict[str, str], list[str]]:
         """Known labels, and the IRIs that must be fetched."""
         found: dict[str, str] = {}
         missing: list[str] = []
         for iri in dict.fromkeys(iris):
-            label = self._cache.get((user, collection, iri))
+            label = self._cache.get((tenant.user, tenant.collection, iri))
             if label is None:
                 missing.append(iri)
             elif label != _MISSING:
@@ -33,17 +35,19 @@ class LabelCache:
         self.misses += len(missing)
         return found, missing
 
-    def store(self, user: str, collection: str, asked: Sequence[str], labels: dict[str, str]) -> None:
+    def store(self, tenant: Tenant, asked: Sequence[str], labels: dict[str, str]) -> None:
         """Remember fetched labels (and which of `asked` had none)."""
         for iri in asked:
-            self._cache[(user, collection, iri)] = labels.get(iri) or _MISSING
+            self._cache[(tenant.user, tenant.collection, iri)] = labels.get(iri) or _MISSING
 
-    def invalidate(self, user: str, collection: str, iris: Sequence[str] | None = None) -> int:
+    def invalidate(self, tenant: Tenant, iris: Sequence[str] | None = None) -> int:
         """Forget a collection's labels (or just `iris`); returns how many entries went."""
         if iris is not None:
-            keys = [(user, collection, i) for i in iris if (user, collection, i) in self._cache]
+            keys = [
+                (tenant.user, tenant.collection, i) for i in iris if (tenant.user, tenant.collection, i) in self._cache
+            ]
         else:
-            keys = [k for k in list(self._cache.keys()) if k[0] == user and k[1] == collection]
+            keys = [k for k in list(self._cache.keys()) if k[0] == tenant.user and k[1] == tenant.collection]
         for k in keys:
             self._cache.pop(k, None)
         return len(keys)

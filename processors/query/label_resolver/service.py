@@ -20,6 +20,7 @@ from processors.query.label_resolver.cache import LabelCache
 from schemas.flows import GraphChanged
 from schemas.labels import LabelRequest, LabelResponse
 from schemas.services import LABEL_RESOLVER
+from schemas.tenant import Tenant
 from schemas.topics import GRAPH_CHANGED
 
 log = logging.getLogger(__name__)
@@ -67,18 +68,18 @@ class LabelResolverProcessor(StoreProcessor):
                 log.warning("malformed graph-changed notice ignored")
                 continue
             for running in list(self._flows.values()):
-                running.ctx.state.invalidate(note.user, note.collection, note.iris)
+                running.ctx.state.invalidate(Tenant(note.user, note.collection), note.iris)
 
     async def resolve(self, req: LabelRequest, flow: FlowContext) -> LabelResponse:
         """Labels of the request's IRIs: cache first, then one batched store lookup."""
         cache: LabelCache = flow.state
-        found, missing = cache.lookup(req.user, req.collection, req.iris)
+        found, missing = cache.lookup(req.tenant, req.iris)
         CACHE.labels("hit").inc(len(req.iris) - len(missing))
         CACHE.labels("miss").inc(len(missing))
         CACHE_HIT_RATIO.labels(flow.id).set(cache.hit_ratio)
         if missing:
-            labels = await self.stores.triples.labels(req.user, req.collection, missing)
-            cache.store(req.user, req.collection, missing, labels)
+            labels = await self.stores.triples.labels(req.tenant, missing)
+            cache.store(req.tenant, missing, labels)
             found.update(labels)
         return LabelResponse(
             labels=found,

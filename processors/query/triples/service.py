@@ -33,12 +33,12 @@ class TriplesProcessor(StoreProcessor):
 
     async def pattern(self, req: PatternQuery, flow: FlowContext) -> TriplesResponse:
         """Triples matching the pattern."""
-        found = await self.stores.triples.pattern(req.user, req.collection, req.s, req.p, req.o, req.limit)
+        found = await self.stores.triples.pattern(req.tenant, req.s, req.p, req.o, req.limit)
         return TriplesResponse(triples=[ScoredTriple(s=t.s, p=t.p, o=t.o) for t in found], rows_read=len(found))
 
     async def labels(self, req: LabelsQuery, flow: FlowContext) -> TriplesResponse:
         """`rdfs:label` of each IRI."""
-        labels = await self.stores.triples.labels(req.user, req.collection, req.iris)
+        labels = await self.stores.triples.labels(req.tenant, req.iris)
         return TriplesResponse(labels=labels, rows_read=len(labels))
 
     async def adjacency(self, req: AdjacencyQuery, flow: FlowContext) -> TriplesResponse:
@@ -56,10 +56,8 @@ class TriplesProcessor(StoreProcessor):
         """One adjacency read; with a scope, relations with a source chunk in it (the document
         store's provenance)."""
         if req.scope is None or req.scope.is_empty:
-            return await self.stores.triples.adjacent(req.user, req.collection, entities, req.limit_per_entity)
-        found = await self.stores.documents.scoped_neighbours(
-            req.user, req.collection, entities, req.limit_per_entity, req.scope
-        )
+            return await self.stores.triples.adjacent(req.tenant, entities, req.limit_per_entity)
+        found = await self.stores.documents.scoped_neighbours(req.tenant, entities, req.limit_per_entity)
         return [(e[0], e[2]) for e, _ in found]
 
     async def distances(self, req: DistancesQuery, flow: FlowContext) -> TriplesResponse:
@@ -68,7 +66,7 @@ class TriplesProcessor(StoreProcessor):
         store = self.stores.triples
         if isinstance(store, HeldDistances) and (req.scope is None or req.scope.is_empty):
             search = DistanceSearch(req.sources, req.targets, req.max_distance, req.limit_per_entity, req.max_frontier)
-            held = await store.distances(req.user, req.collection, search)
+            held = await store.distances(req.tenant, search)
             if held is not None:
                 return TriplesResponse(hops=held.hops, truncated=held.truncated, levels=held.levels)
         read = 0
@@ -89,8 +87,6 @@ class TriplesProcessor(StoreProcessor):
         document store's provenance), ranked as every store ranks."""
         if req.scope is None or req.scope.is_empty:
             return await self.stores.triples.neighbours(req)
-        found = await self.stores.documents.scoped_neighbours(
-            req.user, req.collection, req.entities, req.limit_per_entity, req.scope
-        )
+        found = await self.stores.documents.scoped_neighbours(req.tenant, req.entities, req.limit_per_entity)
         out = [(e, via) for e, via in found if req.direction in ("both", "out" if e[0] == via else "in")]
         return await rank_neighbours(out, len(found), req, self.stores.entities)

@@ -32,6 +32,7 @@ from processors.stores.protocol import (
     VectorKind,
     VectorModel,
 )
+from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
 
@@ -72,15 +73,13 @@ class CassandraTripleStore:
         self.conn = conn.acquire()
         self.entity_index = entity_index
 
-    async def add_triples(
-        self, user: str, collection: str, triples: Sequence[Triple], first_label: bool = False
-    ) -> int:
+    async def add_triples(self, tenant: Tenant, triples: Sequence[Triple], first_label: bool = False) -> int:
         """Write each distinct triple to the out/in/predicate tables; returns how many were written.
         `first_label` drops label triples of IRIs labelled when the write starts (read, then
         written: not atomic, unlike the SQLite and Neo4j stores; documents are stored on those)."""
         if first_label:
             subjects = [t.s.value for t in triples if t.p.value == RDFS_LABEL and not t.o.is_iri]
-            labelled = set(await self.labels(user, collection, subjects)) if subjects else set()
+            labelled = set(await self.labels(tenant, subjects)) if subjects else set()
             kept = []
             for t in triples:
                 if t.p.value == RDFS_LABEL and not t.o.is_iri:
@@ -93,44 +92,42 @@ class CassandraTripleStore:
         calls: list[tuple[str, Sequence[Any]]] = []
         for s, p, (o, lit, dt, lang) in uniq:
             lbl = p == RDFS_LABEL
-            calls.append(("ins_out", (user, collection, s, lbl, p, o, lit, dt, lang)))
-            calls.append(("ins_in", (user, collection, o, lit, dt, lang, lbl, p, s)))
-            calls.append(("ins_pred", (user, collection, p, s, o, lit, dt, lang)))
+            calls.append(("ins_out", (tenant.user, tenant.collection, s, lbl, p, o, lit, dt, lang)))
+            calls.append(("ins_in", (tenant.user, tenant.collection, o, lit, dt, lang, lbl, p, s)))
+            calls.append(("ins_pred", (tenant.user, tenant.collection, p, s, o, lit, dt, lang)))
         for p in dict.fromkeys(p for _, p, _ in uniq):
-            calls.append(("ins_predicate", (user, collection, p)))
+            calls.append(("ins_predicate", (tenant.user, tenant.collection, p)))
         # Last label of an IRI in the batch wins (as in the SQLite store's INSERT OR REPLACE).
         labels: dict[str, str] = {}
         for t in triples:
             if t.p.value == RDFS_LABEL and not t.o.is_iri:
                 labels[t.s.value] = t.o.value
-        calls.extend(("ins_label", (user, collection, iri, label)) for iri, label in labels.items())
-        calls.append(("ins_collection", (user, collection)))
+        calls.extend(("ins_label", (tenant.user, tenant.collection, iri, label)) for iri, label in labels.items())
+        calls.append(("ins_collection", (tenant.user, tenant.collection)))
         await self.conn.run_many(calls)
         return len(uniq)
 
-    async def remove_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> None:
+    async def remove_triples(self, tenant: Tenant, triples: Sequence[Triple]) -> None:
         """Delete each triple from the out/in/predicate tables (and its label, for label triples)."""
         calls: list[tuple[str, Sequence[Any]]] = []
         for t in dict.fromkeys(triples):
             o, lbl = _obj(t.o), t.p.value == RDFS_LABEL
-            calls.append(("del_out_one", (user, collection, t.s.value, lbl, t.p.value, *o)))
-            calls.append(("del_in_one", (user, collection, *o, lbl, t.p.value, t.s.value)))
-            calls.append(("del_pred_one", (user, collection, t.p.value, t.s.value, *o)))
+            calls.append(("del_out_one", (tenant.user, tenant.collection, t.s.value, lbl, t.p.value, *o)))
+            calls.append(("del_in_one", (tenant.user, tenant.collection, *o, lbl, t.p.value, t.s.value)))
+            calls.append(("del_pred_one", (tenant.user, tenant.collection, t.p.value, t.s.value, *o)))
             if lbl:
-                calls.append(("del_label", (user, collection, t.s.value)))
+                calls.append(("del_label", (tenant.user, tenant.collection, t.s.value)))
         await self.conn.run_many(calls)
 
     async def collections(self, user: str) -> dict[str, int]:
         """The user's collections; Cassandra cannot count a collection's rows cheaply: -1."""
         return {r.collection: -1 for r in await self.conn.run("collections", (user,), page_all=True)}
 
-    async def pattern(
-        self, user: str, collection: str, s: Term | None, p: Term | None, o: Term | None, limit: int
-    ) -> list[Triple]:
+    async def pattern(self, tenant: Tenant, s: Term | None, p: Term | None, o: Term | None, limit: int) -> list[Triple]:
         """Triples matching a pattern, each shape served by the table whose key it binds."""
         if limit <= 0:
             return []
-        uc = (user, collection)
+        uc = (tenant.user, tenant.collection)
         if s is not None and p is not None and o is not None:
             rows = await self.conn.run("out_spo", (*uc, s.value, p.value == RDFS_LABEL, p.value, *_obj(o)))
         elif s is not None and p is not None:
@@ -188,28 +185,26 @@ class CassandraTripleStore:
                 out[d, r.s if d == "out" else r.o, p].append(r)
         return out
 
-    async def adjacent(
-        self, user: str, collection: str, entities: Sequence[str], limit_per_entity: int
-    ) -> list[tuple[str, str]]:
+    async def adjacent(self, tenant: Tenant, entities: Sequence[str], limit_per_entity: int) -> list[tuple[str, str]]:
         """The frontier's first edges as (s, o): the partition reads of `neighbours`, concurrent."""
         frontier = list(dict.fromkeys(entities))
         calls: list[tuple[str, Sequence[Any]]] = [
-            ("out_edges", (user, collection, e, limit_per_entity)) for e in frontier
+            ("out_edges", (tenant.user, tenant.collection, e, limit_per_entity)) for e in frontier
         ]
-        calls += [("in_edges", (user, collection, e, False, "", "", limit_per_entity)) for e in frontier]
+        calls += [("in_edges", (tenant.user, tenant.collection, e, False, "", "", limit_per_entity)) for e in frontier]
         pages = await self.conn.run_many(calls)
         return [(r.s, r.o) for page in pages for r in page if not r.o_lit and r.p != RDFS_LABEL]
 
-    async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
+    async def labels(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, str]:
         """Labels of many IRIs: one multi-partition query per chunk of keys."""
         pages = await self.conn.run_many(
-            [("labels_in", (user, collection, c)) for c in _chunks(list(dict.fromkeys(iris)))]
+            [("labels_in", (tenant.user, tenant.collection, c)) for c in _chunks(list(dict.fromkeys(iris)))]
         )
         return {r.iri: r.label for page in pages for r in page}
 
-    async def delete_collection(self, user: str, collection: str) -> None:
+    async def delete_collection(self, tenant: Tenant) -> None:
         """Find every partition of the collection through its predicates, then delete them."""
-        uc = (user, collection)
+        uc = (tenant.user, tenant.collection)
         preds = [r.p for r in await self.conn.run("predicates", uc, page_all=True)]
         pages = await self.conn.run_many([("pred_all", (*uc, p)) for p in preds], page_all=True)
         rows = [r for page in pages for r in page]
@@ -220,12 +215,12 @@ class CassandraTripleStore:
         await self.conn.run_many(calls)
         await self.conn.run_many([("del_predicates", uc), ("del_collection", uc), ("del_load", uc)])
 
-    async def load_state(self, user: str, collection: str) -> LoadState | None:
-        rows = await self.conn.run("get_load", (user, collection))
+    async def load_state(self, tenant: Tenant) -> LoadState | None:
+        rows = await self.conn.run("get_load", (tenant.user, tenant.collection))
         return LoadState(*rows[0]) if rows else None
 
-    async def set_load_state(self, user: str, collection: str, state: LoadState) -> None:
-        await self.conn.run("set_load", (user, collection, *state.row()))
+    async def set_load_state(self, tenant: Tenant, state: LoadState) -> None:
+        await self.conn.run("set_load", (tenant.user, tenant.collection, *state.row()))
 
     async def close(self) -> None:
         """Release the shared connection."""
@@ -243,17 +238,15 @@ class _HopVectors:
         self.asked: set[str] = set()
         self.got: dict[str, np.ndarray] = {}
 
-    async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, np.ndarray]:
+    async def vectors(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, np.ndarray]:
         want = [i for i in dict.fromkeys([*iris, *self.extra]) if i not in self.asked]
         if want:
             self.asked.update(want)
-            self.got.update(await self.index.arrays(user, collection, want))
+            self.got.update(await self.index.arrays(tenant, want))
         return {i: self.got[i] for i in iris if i in self.got}
 
-    async def similarities(
-        self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
-    ) -> dict[str, float]:
-        return cosines(vector, iris, await self.vectors(user, collection, iris))
+    async def similarities(self, tenant: Tenant, vector: Sequence[float], iris: Sequence[str]) -> dict[str, float]:
+        return cosines(vector, iris, await self.vectors(tenant, iris))
 
 
 def _lexical_hits(rows: Iterable[Any], toks: Sequence[str], text: str) -> dict[str, EntityHit]:
@@ -279,67 +272,71 @@ class CassandraEntityIndex:
         self.conn = conn.acquire()
 
     async def upsert(
-        self, user: str, collection: str, items: Sequence[VectorItem], kind: VectorKind = "entity", *, model: str
+        self, tenant: Tenant, items: Sequence[VectorItem], kind: VectorKind = "entity", *, model: str
     ) -> None:
         """Store vectors (of the collection's model, see `_claim`); for entities also (re)index the
         label's content tokens."""
-        await self._claim(user, collection, VectorModel.of(items, model))
+        await self._claim(tenant, VectorModel.of(items, model))
         latest = {iri: (label, np.asarray(v, dtype=np.float32)) for iri, label, v in items}
         calls: list[tuple[str, Sequence[Any]]] = []
         if kind == "entity":
             olds = await self.conn.run_many(
-                [("vec_labels", (user, collection, kind, c)) for c in _chunks(list(latest))]
+                [("vec_labels", (tenant.user, tenant.collection, kind, c)) for c in _chunks(list(latest))]
             )
             for r in (r for page in olds for r in page):
                 stale = set(content_tokens(r.label)) - set(content_tokens(latest[r.iri][0]))
-                calls += [("del_token", (user, collection, tok, r.iri)) for tok in stale]
+                calls += [("del_token", (tenant.user, tenant.collection, tok, r.iri)) for tok in stale]
                 if normalize(r.label) != normalize(latest[r.iri][0]):
-                    calls.append(("del_name", (user, collection, normalize(r.label), r.iri)))
+                    calls.append(("del_name", (tenant.user, tenant.collection, normalize(r.label), r.iri)))
             for iri, (label, _) in latest.items():
-                calls += [("ins_token", (user, collection, tok, iri, label)) for tok in content_tokens(label)]
-                calls.append(("ins_name", (user, collection, normalize(label), iri)))
+                calls += [
+                    ("ins_token", (tenant.user, tenant.collection, tok, iri, label)) for tok in content_tokens(label)
+                ]
+                calls.append(("ins_name", (tenant.user, tenant.collection, normalize(label), iri)))
         vec_calls = [
-            ("ins_vec", (user, collection, kind, iri, lab, vec.tolist(), raw_vector(vec)))
+            ("ins_vec", (tenant.user, tenant.collection, kind, iri, lab, vec.tolist(), raw_vector(vec)))
             for iri, (lab, vec) in latest.items()
         ]
         await self.conn.run_many(calls)
         await self.conn.run_many(vec_calls, concurrency=VECTOR_WRITE_CONCURRENCY, write_retries=VECTOR_WRITE_RETRIES)
 
-    async def _claim(self, user: str, collection: str, offered: VectorModel) -> None:
+    async def _claim(self, tenant: Tenant, offered: VectorModel) -> None:
         """Refuse vectors the collection cannot hold: another model's than it holds (the first
         write records its model with a lightweight transaction, so two first writers cannot both
         win), or another dimension than the vector column's."""
         offered.require_dimensions("Cassandra")
-        held = await self.vector_model(user, collection)
+        held = await self.vector_model(tenant)
         if held is None:
-            (row,) = await self.conn.run("claim_vector_model", (user, collection, offered.name, offered.dimensions))
+            (row,) = await self.conn.run(
+                "claim_vector_model", (tenant.user, tenant.collection, offered.name, offered.dimensions)
+            )
             held = offered if row.applied else VectorModel(row.model, row.dimensions)
-        offered.require(collection, held)
+        offered.require(tenant.collection, held)
 
-    async def vector_model(self, user: str, collection: str) -> VectorModel | None:
+    async def vector_model(self, tenant: Tenant) -> VectorModel | None:
         """The model the collection's first vector write recorded."""
-        rows = await self.conn.run("get_vector_model", (user, collection))
+        rows = await self.conn.run("get_vector_model", (tenant.user, tenant.collection))
         return VectorModel(rows[0].model, rows[0].dimensions) if rows else None
 
     async def search(
-        self, user: str, collection: str, vector: Sequence[float] | None, text: str | None, limit: int
+        self, tenant: Tenant, vector: Sequence[float] | None, text: str | None, limit: int
     ) -> list[EntityHit]:
         """ANN hits and whole-label lexical hits, ranked like LocalEntityIndex.search."""
         if limit <= 0:
             return []
         toks = content_tokens(text) if text else []
         # one query for every token's partition: a request costs ~1 ms of client CPU in the driver
-        lexical: tuple[str, Sequence[Any]] = ("tokens", (user, collection, toks, LEXICAL_CANDIDATES))
+        lexical: tuple[str, Sequence[Any]] = ("tokens", (tenant.user, tenant.collection, toks, LEXICAL_CANDIDATES))
         calls = [lexical] if toks else []
         q = np.asarray(vector, dtype=np.float32) if vector is not None else None
         qnorm = float(np.linalg.norm(q)) if q is not None else 0.0
         if q is not None and qnorm > 0:  # Cassandra rejects zero vectors for cosine
-            calls.append(("vec_ann", (user, collection, "entity", [float(x) for x in q], limit)))
+            calls.append(("vec_ann", (tenant.user, tenant.collection, "entity", [float(x) for x in q], limit)))
         pages = await self.conn.run_many(calls)
         hits = _lexical_hits(pages.pop(0) if toks else [], toks, text or "")
         if pages and pages[0]:  # the ANN's page
             ann = pages[0]
-            m = await self._matrix(user, collection, ann)
+            m = await self._matrix(tenant, ann)
             norms = np.linalg.norm(m, axis=1, keepdims=True)
             sims = (m / np.where(norms == 0, 1, norms)) @ (q / qnorm)  # type: ignore[operator]
             for i in np.argsort(-sims, kind="stable"):
@@ -348,73 +345,75 @@ class CassandraEntityIndex:
                     hits[r.iri] = EntityHit(r.iri, r.label, float(sims[i]))
         return rank_entity_hits(list(hits.values()), limit)
 
-    async def nearest_predicates(
-        self, user: str, collection: str, vector: Sequence[float], limit: int
-    ) -> list[EntityHit]:
+    async def nearest_predicates(self, tenant: Tenant, vector: Sequence[float], limit: int) -> list[EntityHit]:
         """ANN over the collection's predicate partition (over-fetched), re-scored exactly."""
         q = np.asarray(vector, dtype=np.float32)
         qnorm = float(np.linalg.norm(q))
         if limit <= 0 or qnorm == 0:  # Cassandra rejects zero vectors for cosine
             return []
         k = max(4 * limit, 32)
-        rows = await self.conn.run("vec_ann", (user, collection, "predicate", [float(x) for x in q], k))
-        m = await self._matrix(user, collection, rows)
+        rows = await self.conn.run("vec_ann", (tenant.user, tenant.collection, "predicate", [float(x) for x in q], k))
+        m = await self._matrix(tenant, rows)
         sims = cosines(q, [r.iri for r in rows], dict(zip((r.iri for r in rows), m, strict=True)))
         hits = [EntityHit(r.iri, r.label, sims[r.iri]) for r in rows if r.iri in sims]
         return sorted(hits, key=lambda h: (-h.score, h.iri))[:limit]
 
-    async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
+    async def vectors(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, list[float]]:
         """Stored vectors (entities or predicates), IN-lists of keys queried concurrently."""
-        return {iri: v.tolist() for iri, v in (await self.arrays(user, collection, iris)).items()}
+        return {iri: v.tolist() for iri, v in (await self.arrays(tenant, iris)).items()}
 
-    async def arrays(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, np.ndarray]:
+    async def arrays(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors as float32 arrays: what scoring multiplies (a list of 384 Python floats
         per vector, made and then turned back into an array, was ~10 % of a Cassandra question's CPU)."""
-        rows = await self._vector_rows(user, collection, list(dict.fromkeys(iris)))
+        rows = await self._vector_rows(tenant, list(dict.fromkeys(iris)))
         return {iri: vector_array(raw) for iri, raw in rows.items()}
 
-    async def _vector_rows(self, user: str, collection: str, iris: list[str]) -> dict[str, bytes]:
+    async def _vector_rows(self, tenant: Tenant, iris: list[str]) -> dict[str, bytes]:
         """`vec_raw` of each IRI that has a vector (read from `vec` for rows written before it existed)."""
         kinds = ["entity", "predicate"]
-        pages = await self.conn.run_many([("vec_get", (user, collection, kinds, c)) for c in _chunks(iris)])
+        pages = await self.conn.run_many(
+            [("vec_get", (tenant.user, tenant.collection, kinds, c)) for c in _chunks(iris)]
+        )
         found = {r.iri: r.vec_raw for page in pages for r in page}
         legacy = [i for i, raw in found.items() if raw is None]
         if legacy:
             pages = await self.conn.run_many(
-                [("vec_get_legacy", (user, collection, kinds, c)) for c in _chunks(legacy)]
+                [("vec_get_legacy", (tenant.user, tenant.collection, kinds, c)) for c in _chunks(legacy)]
             )
             found.update({r.iri: raw_vector(r.vec) for page in pages for r in page})
         return found
 
-    async def _matrix(self, user: str, collection: str, rows: Sequence[Any]) -> np.ndarray:
+    async def _matrix(self, tenant: Tenant, rows: Sequence[Any]) -> np.ndarray:
         """The vectors of ANN result rows as one float32 matrix (row order kept)."""
         raws = [r.vec_raw for r in rows]
         if any(raw is None for raw in raws):  # rows written before vec_raw existed
-            legacy = await self._vector_rows(user, collection, [r.iri for r, raw in zip(rows, raws, strict=True)
+            legacy = await self._vector_rows(tenant, [r.iri for r, raw in zip(rows, raws, strict=True)
                                                                 if raw is None])  # fmt: skip
             raws = [raw if raw is not None else legacy[r.iri] for r, raw in zip(rows, raws, strict=True)]
         return np.frombuffer(b"".join(raws), dtype=">f4").reshape(len(raws), VECTOR_DIMENSIONS).astype(np.float32)
 
-    async def similarities(
-        self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
-    ) -> dict[str, float]:
+    async def similarities(self, tenant: Tenant, vector: Sequence[float], iris: Sequence[str]) -> dict[str, float]:
         """Cosines from the stored vectors (fetched in one query)."""
-        return cosines(vector, iris, await self.arrays(user, collection, iris))
+        return cosines(vector, iris, await self.arrays(tenant, iris))
 
-    async def named(self, user: str, collection: str, names: Sequence[str]) -> dict[str, str]:
+    async def named(self, tenant: Tenant, names: Sequence[str]) -> dict[str, str]:
         """Entities by normalised label: one single-partition query per name, concurrently."""
         uniq = list(dict.fromkeys(names))
-        pages = await self.conn.run_many([("named", (user, collection, n)) for n in uniq])
+        pages = await self.conn.run_many([("named", (tenant.user, tenant.collection, n)) for n in uniq])
         return {n: page[0].iri for n, page in zip(uniq, pages, strict=True) if page}
 
-    async def delete(self, user: str, collection: str, iris: Sequence[str]) -> None:
+    async def delete(self, tenant: Tenant, iris: Sequence[str]) -> None:
         """Drop the entities' vectors, tokens and names (their labels are read first)."""
-        rows = await self.conn.run_many([("vec_labels", (user, collection, "entity", c)) for c in _chunks(list(iris))])
+        rows = await self.conn.run_many(
+            [("vec_labels", (tenant.user, tenant.collection, "entity", c)) for c in _chunks(list(iris))]
+        )
         calls: list[tuple[str, Sequence[Any]]] = []
         for r in (r for page in rows for r in page):
-            calls += [("del_token", (user, collection, tok, r.iri)) for tok in content_tokens(r.label)]
-            calls.append(("del_name", (user, collection, normalize(r.label), r.iri)))
-        calls += [("del_vec", (user, collection, kind, i)) for i in iris for kind in ("entity", "predicate")]
+            calls += [("del_token", (tenant.user, tenant.collection, tok, r.iri)) for tok in content_tokens(r.label)]
+            calls.append(("del_name", (tenant.user, tenant.collection, normalize(r.label), r.iri)))
+        calls += [
+            ("del_vec", (tenant.user, tenant.collection, kind, i)) for i in iris for kind in ("entity", "predicate")
+        ]
         await self.conn.run_many(calls)
 
     async def collections(self, user: str) -> dict[str, int]:
@@ -423,14 +422,14 @@ class CassandraEntityIndex:
         pages = await self.conn.run_many([("count_entities", (user, c)) for c in names])
         return {c: int(page[0].count) for c, page in zip(names, pages, strict=True) if page}
 
-    async def delete_collection(self, user: str, collection: str) -> None:
+    async def delete_collection(self, tenant: Tenant) -> None:
         """Delete the collection's token and name partitions (from its labels) and both vector partitions."""
-        rows = await self.conn.run("vec_all_labels", (user, collection, "entity"), page_all=True)
+        rows = await self.conn.run("vec_all_labels", (tenant.user, tenant.collection, "entity"), page_all=True)
         toks = {tok for r in rows for tok in content_tokens(r.label)}
-        calls: list[tuple[str, Sequence[Any]]] = [("del_token_part", (user, collection, t)) for t in toks]
-        calls += [("del_name_part", (user, collection, n)) for n in {normalize(r.label) for r in rows}]
-        calls += [("del_vec_kind", (user, collection, k)) for k in ("entity", "predicate")]
-        calls.append(("del_vector_model", (user, collection)))
+        calls: list[tuple[str, Sequence[Any]]] = [("del_token_part", (tenant.user, tenant.collection, t)) for t in toks]
+        calls += [("del_name_part", (tenant.user, tenant.collection, n)) for n in {normalize(r.label) for r in rows}]
+        calls += [("del_vec_kind", (tenant.user, tenant.collection, k)) for k in ("entity", "predicate")]
+        calls.append(("del_vector_model", (tenant.user, tenant.collection)))
         await self.conn.run_many(calls)
 
     async def close(self) -> None:

@@ -19,6 +19,7 @@ from processors.algorithms.text_match import label_phrases, normalize
 from processors.algorithms.vectors import ProjectedIndex, top_cosines
 from processors.stores.protocol import EntityHit, VectorItem, VectorKind, VectorModel
 from processors.stores.sqlite.pool import SqlitePool
+from schemas.tenant import Tenant
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors (
@@ -84,11 +85,11 @@ class LocalEntityIndex:
         self._reload = asyncio.Lock()
 
     async def upsert(
-        self, user: str, collection: str, items: Sequence[VectorItem], kind: VectorKind = "entity", *, model: str
+        self, tenant: Tenant, items: Sequence[VectorItem], kind: VectorKind = "entity", *, model: str
     ) -> None:
         offered = VectorModel.of(items, model)
         rows = [
-            (user, collection, iri, kind, label, np.asarray(v, dtype=np.float32).tobytes(),
+            (tenant.user, tenant.collection, iri, kind, label, np.asarray(v, dtype=np.float32).tobytes(),
              normalize(label) if kind == "entity" else "")
             for iri, label, v in items
         ]  # fmt: skip
@@ -97,42 +98,42 @@ class LocalEntityIndex:
             # the first write records the model; the check and the write are one transaction
             conn.execute(
                 "INSERT OR IGNORE INTO vector_model VALUES (?, ?, ?, ?)",
-                (user, collection, offered.name, offered.dimensions),
+                (tenant.user, tenant.collection, offered.name, offered.dimensions),
             )
-            offered.require(collection, _vector_model(conn, user, collection))
+            offered.require(tenant.collection, _vector_model(conn, tenant))
             conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?,?,?,?,?,?,?)", rows)
             conn.execute(
                 "INSERT INTO scope_version VALUES (?, ?, 1) ON CONFLICT(user, collection)"
                 " DO UPDATE SET version = version + 1",
-                (user, collection),
+                (tenant.user, tenant.collection),
             )
 
         await self.db.write(write)
-        self._checked.pop((user, collection), None)
+        self._checked.pop((tenant.user, tenant.collection), None)
 
-    async def vector_model(self, user: str, collection: str) -> VectorModel | None:
-        return await self.db.read(lambda c: _vector_model(c, user, collection))
+    async def vector_model(self, tenant: Tenant) -> VectorModel | None:
+        return await self.db.read(lambda c: _vector_model(c, tenant))
 
-    async def _matrix(self, user: str, collection: str, version: int | None = None) -> _Matrix | None:
+    async def _matrix(self, tenant: Tenant, version: int | None = None) -> _Matrix | None:
         """The collection's vectors, reloaded when another writer bumped its version (this
         process's writes drop the cache; another process's are seen within VERSION_CHECK_S)."""
-        key = (user, collection)
+        key = (tenant.user, tenant.collection)
         cached = self._cache.get(key)
         now = time.monotonic()
         if version is None and cached is not None and now - self._checked.get(key, 0.0) < VERSION_CHECK_S:
             return cached
-        v = version if version is not None else await self.db.read(lambda c: _version(c, user, collection))
+        v = version if version is not None else await self.db.read(lambda c: _version(c, tenant))
         self._checked[key] = now
         if v == 0:
             return None
         async with self._reload:
             cached = self._cache.get(key)
             if cached is None or cached.version != v:
-                cached = self._cache[key] = await self.db.read(lambda c: _load(c, user, collection, v))
+                cached = self._cache[key] = await self.db.read(lambda c: _load(c, tenant, v))
         return cached
 
     async def search(
-        self, user: str, collection: str, vector: Sequence[float] | None, text: str | None, limit: int
+        self, tenant: Tenant, vector: Sequence[float] | None, text: str | None, limit: int
     ) -> list[EntityHit]:
         phrases = label_phrases(text) if text else []
 
@@ -142,12 +143,12 @@ class LocalEntityIndex:
                 rows = conn.execute(
                     "SELECT iri, label FROM vectors INDEXED BY vectors_name WHERE user = ? AND collection = ?"
                     " AND name IN (SELECT value FROM json_each(?)) AND kind = 'entity'",
-                    (user, collection, json.dumps(phrases)),
+                    (tenant.user, tenant.collection, json.dumps(phrases)),
                 ).fetchall()
-            return _version(conn, user, collection), rows
+            return _version(conn, tenant), rows
 
         version, rows = await self.db.read(named)  # one round trip: the version and the named entities
-        m = await self._matrix(user, collection, version)
+        m = await self._matrix(tenant, version)
         if m is None:
             return []
         hits = {iri: EntityHit(iri, label, 1.0, lexical=True) for iri, label in rows}
@@ -163,28 +164,26 @@ class LocalEntityIndex:
                     hits[m.iris[i]] = EntityHit(m.iris[i], m.labels[i], s)
         return rank_entity_hits(list(hits.values()), limit)
 
-    async def nearest_predicates(
-        self, user: str, collection: str, vector: Sequence[float], limit: int
-    ) -> list[EntityHit]:
-        m = await self._matrix(user, collection)
+    async def nearest_predicates(self, tenant: Tenant, vector: Sequence[float], limit: int) -> list[EntityHit]:
+        m = await self._matrix(tenant)
         if m is None or m.entities == len(m.iris) or limit <= 0:
             return []
         q = np.asarray(vector, dtype=np.float32)
         top, sims = top_cosines(m.vecs[m.entities :], q / (np.linalg.norm(q) or 1.0), limit)
         return [EntityHit(m.iris[m.entities + i], m.labels[m.entities + i], s) for i, s in zip(top, sims, strict=True)]
 
-    async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
+    async def vectors(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, list[float]]:
         """Unit vectors of `iris`: from the loaded matrix while it is current (queries), else read
         by key (a load asks for a few after each of its writes; reloading the whole matrix each
         time made loading quadratic in the collection's size)."""
-        key = (user, collection)
+        key = (tenant.user, tenant.collection)
         m = self._cache.get(key)
         if m is not None and time.monotonic() - self._checked.get(key, -VERSION_CHECK_S) < VERSION_CHECK_S:
             return {i: m.vecs[m.pos[i]] for i in iris if i in m.pos}  # type: ignore[misc]
         sql = (
             "SELECT iri, vec FROM vectors WHERE user = ? AND collection = ? AND iri IN (SELECT value FROM json_each(?))"
         )
-        args = (user, collection, json.dumps(list(dict.fromkeys(iris))))
+        args = (tenant.user, tenant.collection, json.dumps(list(dict.fromkeys(iris))))
         rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
         out: dict[str, list[float]] = {}
         for iri, blob in rows:
@@ -192,10 +191,8 @@ class LocalEntityIndex:
             out[str(iri)] = (v / (np.linalg.norm(v) or 1.0)).tolist()
         return out
 
-    async def similarities(
-        self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
-    ) -> dict[str, float]:
-        m = await self._matrix(user, collection)
+    async def similarities(self, tenant: Tenant, vector: Sequence[float], iris: Sequence[str]) -> dict[str, float]:
+        m = await self._matrix(tenant)
         if m is None or not iris:
             return {}
         at = [m.pos.get(i, -1) for i in iris]
@@ -205,64 +202,70 @@ class LocalEntityIndex:
         sims = m.vecs[rows[hit]] @ (q / (np.linalg.norm(q) or 1.0))
         return dict(zip(itertools.compress(iris, hit.tolist()), sims.tolist(), strict=True))
 
-    async def named(self, user: str, collection: str, names: Sequence[str]) -> dict[str, str]:
+    async def named(self, tenant: Tenant, names: Sequence[str]) -> dict[str, str]:
         sql = (
             "SELECT name, min(iri) FROM vectors INDEXED BY vectors_name WHERE user = ? AND collection = ?"
             " AND name IN (SELECT value FROM json_each(?)) AND kind = 'entity' GROUP BY name"
         )
-        args = (user, collection, json.dumps(list(dict.fromkeys(names))))
+        args = (tenant.user, tenant.collection, json.dumps(list(dict.fromkeys(names))))
         rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
         return {str(n): str(i) for n, i in rows}
 
-    async def delete(self, user: str, collection: str, iris: Sequence[str]) -> None:
+    async def delete(self, tenant: Tenant, iris: Sequence[str]) -> None:
         def write(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "DELETE FROM vectors WHERE user = ? AND collection = ? AND iri IN (SELECT value FROM json_each(?))",
-                (user, collection, json.dumps(list(iris))),
+                (tenant.user, tenant.collection, json.dumps(list(iris))),
             )
             conn.execute(
-                "UPDATE scope_version SET version = version + 1 WHERE user = ? AND collection = ?", (user, collection)
+                "UPDATE scope_version SET version = version + 1 WHERE user = ? AND collection = ?",
+                (tenant.user, tenant.collection),
             )
 
         await self.db.write(write)
-        self._checked.pop((user, collection), None)
+        self._checked.pop((tenant.user, tenant.collection), None)
 
     async def collections(self, user: str) -> dict[str, int]:
         sql = "SELECT collection, count(*) FROM vectors WHERE user = ? AND kind = 'entity' GROUP BY collection"
         rows = await self.db.read(lambda c: c.execute(sql, (user,)).fetchall())
         return {str(c): int(n) for c, n in rows}
 
-    async def delete_collection(self, user: str, collection: str) -> None:
+    async def delete_collection(self, tenant: Tenant) -> None:
         def write(conn: sqlite3.Connection) -> None:
             for table in ("vectors", "scope_version", "vector_model"):
-                conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", (user, collection))
+                conn.execute(
+                    "DELETE FROM " + table + " WHERE user = ? AND collection = ?", (tenant.user, tenant.collection)
+                )
 
         await self.db.write(write)
-        self._cache.pop((user, collection), None)
+        self._cache.pop((tenant.user, tenant.collection), None)
 
     async def close(self) -> None:
         await self.db.close()
 
 
-def _vector_model(conn: sqlite3.Connection, user: str, collection: str) -> VectorModel | None:
+def _vector_model(conn: sqlite3.Connection, tenant: Tenant) -> VectorModel | None:
     sql = "SELECT model, dimensions FROM vector_model WHERE user = ? AND collection = ?"
-    row = conn.execute(sql, (user, collection)).fetchone()
+    row = conn.execute(sql, (tenant.user, tenant.collection)).fetchone()
     return VectorModel(str(row[0]), int(row[1])) if row else None
 
 
-def _version(conn: sqlite3.Connection, user: str, collection: str) -> int:
-    r = conn.execute("SELECT version FROM scope_version WHERE user = ? AND collection = ?", (user, collection))
+def _version(conn: sqlite3.Connection, tenant: Tenant) -> int:
+    r = conn.execute(
+        "SELECT version FROM scope_version WHERE user = ? AND collection = ?", (tenant.user, tenant.collection)
+    )
     row = r.fetchone()
     return int(row[0]) if row else 0
 
 
-def _load(conn: sqlite3.Connection, user: str, collection: str, version: int) -> _Matrix:
+def _load(conn: sqlite3.Connection, tenant: Tenant, version: int) -> _Matrix:
     rows = conn.execute(
         "SELECT iri, label, vec FROM vectors WHERE user = ? AND collection = ? ORDER BY kind = 'predicate'",
-        (user, collection),
+        (tenant.user, tenant.collection),
     ).fetchall()
     entities = conn.execute(
-        "SELECT count(*) FROM vectors WHERE user = ? AND collection = ? AND kind = 'entity'", (user, collection)
+        "SELECT count(*) FROM vectors WHERE user = ? AND collection = ? AND kind = 'entity'",
+        (tenant.user, tenant.collection),
     ).fetchone()[0]
     iris = [r[0] for r in rows]
     vecs = np.zeros((0, 1), dtype=np.float32)

@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from processors.stores.documents_protocol import CommunityRecord
+from processors.stores.documents_protocol import CommunityGraph, CommunityRecord
 from processors.stores.neo4j.chunk_search import vector_index_query
 from processors.stores.neo4j.schema import Neo4jConnection, Runner, entity_key, node_key, stored_vector
-from processors.stores.neo4j.scope import IN_SCOPE, UNSCOPED, keys, tenant
+from processors.stores.neo4j.scope import IN_SCOPE, UNSCOPED, keys, tenant_params
 from processors.stores.protocol import VECTOR_DIMENSIONS
 from schemas.communities import CommunityInfo
-from schemas.documents import Scope
+from schemas.tenant import Tenant
 
 _TENANT = "(c:KgCommunity {user: $user, collection: $collection})"
 _INFO = (
@@ -126,7 +126,6 @@ DELETE_COLLECTION = (
     "CALL (e) { WITH e WHERE NOT (e)--() DELETE e" + _BATCHED,
 )
 REPLACE_ATTEMPTS = 5  # builds of one collection in several processes at once: each replace in turn
-Graph = tuple[list[tuple[str, str, float]], list[tuple[str, str, int]]]
 
 
 class Neo4jCommunityStore:
@@ -135,26 +134,27 @@ class Neo4jCommunityStore:
     def __init__(self, conn: Neo4jConnection) -> None:
         self.conn = conn.acquire()
 
-    async def graph(self, user: str, collection: str) -> Graph:
+    async def graph(self, tenant: Tenant) -> CommunityGraph:
         """Relation weights (supporting chunks) and mentions, in one transaction."""
-        params = tenant(user, collection)
+        params = tenant_params(tenant)
 
-        async def work(run: Runner) -> Graph:
+        async def work(run: Runner) -> CommunityGraph:
             edges = [(r["s"], r["o"], r["w"]) for r in await run(GRAPH_EDGES, params)]
-            return edges, [(r["entity"], r["chunk"], int(r["n"])) for r in await run(GRAPH_MENTIONS, params)]
+            mentions = [(r["entity"], r["chunk"], int(r["n"])) for r in await run(GRAPH_MENTIONS, params)]
+            return CommunityGraph(edges, mentions)
 
         return await self.conn.read_tx(work)
 
-    async def chunk_vectors(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, list[float]]:
+    async def chunk_vectors(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, list[float]]:
         """The vectors of these chunks (a zero vector, not stored, as zeros)."""
-        params = {**tenant(user, collection), "ckeys": keys(user, collection, list(dict.fromkeys(ids)))}
+        params = {**tenant_params(tenant), "ckeys": keys(tenant, list(dict.fromkeys(ids)))}
         zero = [0.0] * VECTOR_DIMENSIONS
         return {r["id"]: r["vec"] or zero for r in await self.conn.read(CHUNK_VECTORS, params)} if ids else {}
 
-    async def replace(self, user: str, collection: str, records: Sequence[CommunityRecord]) -> None:
+    async def replace(self, tenant: Tenant, records: Sequence[CommunityRecord]) -> None:
         """Replace the collection's communities (one transaction); a community whose membership
         did not change keeps its summary."""
-        scope, rows = tenant(user, collection), _rows(user, collection, records)
+        scope, rows = tenant_params(tenant), _rows(tenant, records)
 
         async def work(run: Runner) -> None:
             kept = {r["hash"]: (r["summary"], r["model"]) for r in await run(KEPT, scope)}
@@ -175,38 +175,34 @@ class Neo4jCommunityStore:
                 if attempt + 1 == REPLACE_ATTEMPTS:
                     raise
 
-    async def mark_stale(self, user: str, collection: str, entities: Sequence[str]) -> None:
+    async def mark_stale(self, tenant: Tenant, entities: Sequence[str]) -> None:
         """Flag the communities (every level) these entities belong to."""
-        ekeys = [entity_key(user, collection, e) for e in dict.fromkeys(entities)]
+        ekeys = [entity_key(tenant, e) for e in dict.fromkeys(entities)]
         if ekeys:
-            await self.conn.write([(STALE, {**tenant(user, collection), "ekeys": ekeys})])
+            await self.conn.write([(STALE, {**tenant_params(tenant), "ekeys": ekeys})])
 
     async def list(
         self,
-        user: str,
-        collection: str,
+        tenant: Tenant,
         level: int | None = None,
         ids: Sequence[str] | None = None,
         limit: int = 1000,
-        scope: Scope | None = None,
     ) -> list[CommunityInfo]:
         """Communities of a level (or all), or by id, largest first; only those with a chunk in scope."""
-        params = {**tenant(user, collection, scope), "level": level, "limit": limit}
+        params = {**tenant_params(tenant), "level": level, "limit": limit}
         params["ids"] = None if ids is None else list(ids)
         return [CommunityInfo(**r["info"]) for r in await self.conn.read(LIST, params)]
 
     async def search(
         self,
-        user: str,
-        collection: str,
+        tenant: Tenant,
         vector: Sequence[float],
         level: int | None,
         limit: int,
-        scope: Scope | None = None,
     ) -> list[CommunityInfo]:
         """Communities nearest `vector`: at `level`, else the top level first, falling back a level
         while fewer than `limit / 2` match, or every level when there is no hierarchy."""
-        params = {**tenant(user, collection, scope), "ids": None}
+        params = {**tenant_params(tenant), "ids": None}
 
         async def work(run: Runner) -> list[CommunityInfo]:
             if level is not None:
@@ -221,62 +217,57 @@ class Neo4jCommunityStore:
 
         return await self.conn.read_tx(work)
 
-    async def of_entities(self, user: str, collection: str, entities: Sequence[str], level: int) -> dict[str, str]:
+    async def of_entities(self, tenant: Tenant, entities: Sequence[str], level: int) -> dict[str, str]:
         """Entity -> its community at `level`."""
-        ekeys = [entity_key(user, collection, e) for e in dict.fromkeys(entities)]
-        params = {**tenant(user, collection), "ekeys": ekeys, "level": level}
+        ekeys = [entity_key(tenant, e) for e in dict.fromkeys(entities)]
+        params = {**tenant_params(tenant), "ekeys": ekeys, "level": level}
         return {r["entity"]: r["id"] for r in await self.conn.read(OF_ENTITIES, params)} if ekeys else {}
 
-    async def member_chunks(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, list[str]]:
+    async def member_chunks(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, list[str]]:
         """Community id -> the ids of its chunks, heaviest first."""
-        params = {**tenant(user, collection), "ckeys": keys(user, collection, ids)}
+        params = {**tenant_params(tenant), "ckeys": keys(tenant, ids)}
         out: dict[str, list[str]] = {}
         for r in await self.conn.read(MEMBER_CHUNKS, params):
             out.setdefault(r["id"], []).append(r["chunk"])
         return out
 
-    async def membership(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, str]:
+    async def membership(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, str]:
         """Community id -> membership hash."""
-        params = {**tenant(user, collection), "ckeys": keys(user, collection, ids)}
+        params = {**tenant_params(tenant), "ckeys": keys(tenant, ids)}
         return {r["id"]: r["hash"] for r in await self.conn.read(MEMBERSHIP, params)}
 
-    async def set_summary(
-        self, user: str, collection: str, community: str, membership: str, summary: str, model: str
-    ) -> None:
+    async def set_summary(self, tenant: Tenant, community: str, membership: str, summary: str, model: str) -> None:
         """Cache a summary (only if the community still has the membership it was written for)."""
-        params = {**tenant(user, collection), "key": node_key(user, collection, community)}
+        params = {**tenant_params(tenant), "key": node_key(tenant, community)}
         params |= {"membership": membership, "summary": summary, "model": model}
         await self.conn.write([(SET_SUMMARY, params)])
 
-    async def delete_collection(self, user: str, collection: str) -> None:
+    async def delete_collection(self, tenant: Tenant) -> None:
         """Drop the collection's communities (in batches) and entity nodes only they kept."""
         for cypher in DELETE_COLLECTION:
-            await self.conn.autocommit(cypher, tenant(user, collection))
+            await self.conn.autocommit(cypher, tenant_params(tenant))
 
     async def close(self) -> None:
         """Release the shared driver."""
         await self.conn.release()
 
 
-def _rows(user: str, collection: str, records: Sequence[CommunityRecord]) -> dict[str, list[dict[str, Any]]]:
+def _rows(tenant: Tenant, records: Sequence[CommunityRecord]) -> dict[str, list[dict[str, Any]]]:
     """UNWIND rows of the communities, their members and their chunks."""
     rows, members, chunks = [], [], []
     for r in records:
-        key = node_key(user, collection, r.id)
+        key = node_key(tenant, r.id)
         props = {"id": r.id, "level": r.level, "parent": r.parent, "children": list(r.children),
                  "size": len(r.members), "chunks": len(r.chunks), "top_entities": list(r.top_entities),
                  "top_chunks": list(r.top_chunks), "membership_hash": r.membership_hash}  # fmt: skip
         props["dims"] = len(r.vector)
         vec = stored_vector(r.vector)
-        parent = node_key(user, collection, r.parent) if r.parent is not None else None
+        parent = node_key(tenant, r.parent) if r.parent is not None else None
         rows.append({"key": key, "parent": parent, "props": props, "vec": vec, "hash": r.membership_hash})
         members += [
-            {"ckey": key, "ekey": entity_key(user, collection, m), "iri": m, "level": r.level}
-            for m in dict.fromkeys(r.members)
+            {"ckey": key, "ekey": entity_key(tenant, m), "iri": m, "level": r.level} for m in dict.fromkeys(r.members)
         ]
-        chunks += [
-            {"ckey": key, "chunk": node_key(user, collection, c), "weight": float(w)} for c, w in r.chunks.items()
-        ]
+        chunks += [{"ckey": key, "chunk": node_key(tenant, c), "weight": float(w)} for c, w in r.chunks.items()]
     return {"rows": rows, "members": members, "chunks": chunks}
 
 

@@ -9,6 +9,7 @@ from processors.stores.neo4j import term_stats
 from processors.stores.neo4j.doc_writes import name_key
 from processors.stores.neo4j.schema import Neo4jConnection, entity_key
 from processors.stores.neo4j.term_stats import DELETE_TERMS, DELETE_TOTALS
+from schemas.tenant import Tenant
 
 _BATCHED = " } IN TRANSACTIONS OF 2000 ROWS"
 PAGE = 10_000
@@ -47,17 +48,17 @@ async def migrate_documents(conn: Neo4jConnection) -> None:
     if await conn.read(MIGRATION_DONE, {}):
         return
     for row in await conn.read(MIGRATION_TENANTS, {}):
-        user, collection = row["user"], row["collection"]
-        args = {"user": user, "collection": collection, "tenant": tenant_token(user, collection)}
+        tenant = Tenant(row["user"], row["collection"])
+        args = {"user": tenant.user, "collection": tenant.collection, "tenant": tenant_token(tenant)}
         await conn.autocommit(MIGRATE_TENANT, args)
-        prefix = entity_key(user, collection, "")[:-2]  # the key of an IRI is this prefix + IRI + '"]'
+        prefix = entity_key(tenant, "")[:-2]  # the key of an IRI is this prefix + IRI + '"]'
         await conn.autocommit(MIGRATE_SUBJECTS, {**args, "prefix": prefix})
-        await conn.autocommit(MIGRATE_NAMES, {**args, "prefix": name_key(user, collection, "")[:-2]})
+        await conn.autocommit(MIGRATE_NAMES, {**args, "prefix": name_key(tenant, "")[:-2]})
         await conn.autocommit(DELETE_TERMS, args)
         await conn.autocommit(DELETE_TOTALS, args)
         skip = 0
         while page := await conn.read(CHUNK_TERMS, {**args, "skip": skip, "limit": PAGE}):
             words = [str(r["lexical"] or "").split() for r in page]
-            await conn.write_tx(lambda run, w=words, u=user, c=collection: term_stats.adjust(run, u, c, w, 1))
+            await conn.write_tx(lambda run, w=words, t=tenant: term_stats.adjust(run, t, w, 1))
             skip += PAGE
     await conn.autocommit(MIGRATION_MARK, {})

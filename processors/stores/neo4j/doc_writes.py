@@ -12,6 +12,7 @@ from processors.algorithms.bm25 import terms
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
 from processors.stores.neo4j.schema import Runner, entity_key, node_key, stored_vector
 from processors.stores.neo4j.scope import meta_pairs
+from schemas.tenant import Tenant
 
 _OLD_CHUNKS = (
     "UNWIND $dkeys AS dk MATCH (d:KgDocument {key: dk}) WHERE d.user = $user AND d.collection = $collection "
@@ -97,14 +98,14 @@ UNMENTIONED = (
 )
 
 
-def write_rows(user: str, collection: str, records: Sequence[DocumentRecord]) -> dict[str, list[dict[str, Any]]]:
+def write_rows(tenant: Tenant, records: Sequence[DocumentRecord]) -> dict[str, list[dict[str, Any]]]:
     """The UNWIND rows of documents, chunks, mentions and relation sources."""
     docs, chunks, mentions, sources, relvecs, subjects, names = [], [], [], [], [], [], []
     for r in records:
-        d, dkey = r.document, node_key(user, collection, r.document.id)
+        d, dkey = r.document, node_key(tenant, r.document.id)
         words = [terms(f"{d.title}\n{c.text}" if d.title else c.text) for c in r.chunks]  # as the embedded index
         lex, lexlen = [" ".join(w) for w in words], [len(w) for w in words]
-        ckeys = [node_key(user, collection, c.id) for c in r.chunks]
+        ckeys = [node_key(tenant, c.id) for c in r.chunks]
         props = {"id": d.id, "title": d.title, "timestamp": d.timestamp.timestamp() if d.timestamp else None,
                  "metadata": json.dumps(d.metadata), "meta": meta_pairs(d.metadata), "content_hash": r.content_hash,
                  "chunks": len(r.chunks), "lexlen": sum(lexlen), "title_entity": r.title_entity}  # fmt: skip
@@ -115,28 +116,28 @@ def write_rows(user: str, collection: str, records: Sequence[DocumentRecord]) ->
                       "section": c.section}  # fmt: skip
             chunks.append({"key": ck, "dkey": dkey, "props": cprops, "vec": stored_vector(v)})
             if r.title_entity:
-                subjects.append({"ckey": ck, "ekey": entity_key(user, collection, r.title_entity)})
+                subjects.append({"ckey": ck, "ekey": entity_key(tenant, r.title_entity)})
         counts: dict[tuple[str, str], int] = {}
         for m in r.mentions:
             counts[m.chunk_id, m.entity] = counts.get((m.chunk_id, m.entity), 0) + m.count
         mentions += [
-            {"ckey": node_key(user, collection, c), "ekey": entity_key(user, collection, e), "iri": e,
+            {"ckey": node_key(tenant, c), "ekey": entity_key(tenant, e), "iri": e,
              "count": n, "owned": e in r.owned, "concept_key": r.keys.get(e)}
             for (c, e), n in counts.items()
         ]  # fmt: skip
         names += [
-            {"nkey": name_key(user, collection, k), "name": k, "ekey": entity_key(user, collection, e)}
+            {"nkey": name_key(tenant, k), "name": k, "ekey": entity_key(tenant, e)}
             for e in dict.fromkeys(m.entity for m in r.mentions)
             for k in dict.fromkeys((r.keys.get(e, ""), *r.aliases.get(e, ())))
             if k
         ]
         sources += [
-            {"ckey": node_key(user, collection, c), "key": node_key(user, collection, x.s, x.p, x.o),
+            {"ckey": node_key(tenant, c), "key": node_key(tenant, x.s, x.p, x.o),
              "s": x.s, "p": x.p, "o": x.o}
             for x in r.relations for c in dict.fromkeys(x.chunk_ids)
         ]  # fmt: skip
         relvecs += [
-            {"key": node_key(user, collection, x.s, x.p, x.o), "vec": stored_vector(x.vector)}
+            {"key": node_key(tenant, x.s, x.p, x.o), "vec": stored_vector(x.vector)}
             for x in r.relations
             if x.vector is not None
         ]
@@ -144,9 +145,9 @@ def write_rows(user: str, collection: str, records: Sequence[DocumentRecord]) ->
             "subjects": subjects, "names": names}  # fmt: skip
 
 
-def name_key(user: str, collection: str, key: str) -> str:
+def name_key(tenant: Tenant, key: str) -> str:
     """The node key of one concept key (a name) of a tenant."""
-    return node_key(user, collection, "name", key)
+    return node_key(tenant, "name", key)
 
 
 async def linked(run: Runner, params: dict[str, Any]) -> tuple[list[str], dict[str, str]]:

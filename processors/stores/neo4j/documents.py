@@ -25,7 +25,16 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
-from processors.stores.documents_protocol import ChunkQuery, DocumentRecord, RemovedLinks, tenant_token
+from processors.stores.documents_protocol import (
+    ChunkQuery,
+    DocumentCounts,
+    DocumentRecord,
+    Episodes,
+    RelationChunk,
+    RelationHit,
+    RemovedLinks,
+    tenant_token,
+)
 from processors.stores.neo4j import passages, term_stats
 from processors.stores.neo4j import relations as neo4j_relations
 from processors.stores.neo4j.chunk_search import GET_CHUNKS, chunk_of
@@ -42,9 +51,10 @@ from processors.stores.neo4j.doc_writes import (
     write_rows,
 )
 from processors.stores.neo4j.schema import Neo4jConnection, Runner, entity_key
-from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, keys, tenant
+from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, keys, tenant_params
 from processors.stores.neo4j.term_stats import DELETE_TERMS, DELETE_TOTALS
-from schemas.documents import Chunk, DocumentInfo, Mention, Scope
+from schemas.documents import Chunk, DocumentInfo, Mention
+from schemas.tenant import Tenant
 
 __all__ = ["Neo4jCommunityStore", "Neo4jDocumentStore"]
 
@@ -132,70 +142,68 @@ class Neo4jDocumentStore:
             await migrate_documents(self.conn)
             self._migrated = True
 
-    async def store(self, user: str, collection: str, records: Sequence[DocumentRecord]) -> RemovedLinks:
+    async def store(self, tenant: Tenant, records: Sequence[DocumentRecord]) -> RemovedLinks:
         """Write documents, replacing earlier versions of the same ids, in one transaction;
         returns what the replaced versions linked that nothing links any more."""
         await self.migrate()
-        scope, rows = tenant(user, collection), write_rows(user, collection, records)
+        scope, rows = tenant_params(tenant), write_rows(tenant, records)
         docs = {**scope, "docs": [{"key": d["key"], "chunk_keys": d["chunk_keys"]} for d in rows["docs"]]}
         params = {**scope, "dkeys": sorted(d["key"] for d in rows["docs"])}  # each query gets only what it reads
 
         async def work(run: Runner) -> RemovedLinks:
             await run(LOCK_DOCS, params)
             old = await linked(run, params)
-            await term_stats.take_away(run, params)
+            await term_stats.take_away(run, tenant, params["dkeys"])
             await run(CLEAR_CHUNKS, docs)
-            await run(WRITE, {**scope, **rows, "tenant": tenant_token(user, collection)})
-            await term_stats.adjust(
-                run, user, collection, [str(c["props"]["lexical"]).split() for c in rows["chunks"]], 1
-            )
+            await run(WRITE, {**scope, **rows, "tenant": tenant_token(tenant)})
+            await term_stats.adjust(run, tenant, [str(c["props"]["lexical"]).split() for c in rows["chunks"]], 1)
             return await unlinked(run, params, old)
 
         return await self.conn.write_tx(work)
 
-    async def delete_documents(self, user: str, collection: str, ids: Sequence[str]) -> RemovedLinks:
+    async def delete_documents(self, tenant: Tenant, ids: Sequence[str]) -> RemovedLinks:
         """Delete documents (chunks, mentions, provenance); returns what nothing links any more."""
-        params = {**tenant(user, collection), "dkeys": keys(user, collection, ids)}
+        params = {**tenant_params(tenant), "dkeys": keys(tenant, ids)}
 
         async def work(run: Runner) -> RemovedLinks:
             old = await linked(run, params)
-            await term_stats.take_away(run, params)
+            await term_stats.take_away(run, tenant, params["dkeys"])
             await run(DELETE_DOCS, params)
             return await unlinked(run, params, old)
 
         return await self.conn.write_tx(work)
 
-    async def note_deleted(self, user: str, collection: str, ids: Sequence[str], at: float) -> None:
+    async def note_deleted(self, tenant: Tenant, ids: Sequence[str], at: float) -> None:
         """Remember that these documents (`*`: the whole collection) were deleted at `at`."""
         ids = list(dict.fromkeys(ids))
-        rows = [{"key": k, "id": i, "at": at} for i, k in zip(ids, _deletion_keys(user, collection, ids), strict=True)]
-        await self.conn.write([(NOTE_DELETED, {**tenant(user, collection), "rows": rows})])
+        rows = [{"key": k, "id": i, "at": at} for i, k in zip(ids, _deletion_keys(tenant, ids), strict=True)]
+        await self.conn.write([(NOTE_DELETED, {**tenant_params(tenant), "rows": rows})])
 
-    async def deleted_after(self, user: str, collection: str, ids: Sequence[str], since: float) -> set[str]:
+    async def deleted_after(self, tenant: Tenant, ids: Sequence[str], since: float) -> set[str]:
         """Of `ids`, those deleted after `since` (all of them, if the collection was)."""
-        params = {"keys": _deletion_keys(user, collection, [*ids, "*"]), "since": since}
+        params = {"keys": _deletion_keys(tenant, [*ids, "*"]), "since": since}
         found = {r["id"] for r in await self.conn.read(DELETED_AFTER, params)}
         return set(ids) if "*" in found else found
 
-    async def claim(self, user: str, collection: str, concepts: Mapping[str, str]) -> None:
+    async def claim(self, tenant: Tenant, concepts: Mapping[str, str]) -> None:
         """Flag `concepts` (IRI -> key) owned on their entity nodes, before their vectors and labels."""
-        rows = [{"ekey": entity_key(user, collection, iri), "iri": iri, "key": key} for iri, key in concepts.items()]
+        rows = [{"ekey": entity_key(tenant, iri), "iri": iri, "key": key} for iri, key in concepts.items()]
         if rows:
-            await self.conn.write([(CLAIM_CONCEPTS, {**tenant(user, collection), "rows": rows})])
+            await self.conn.write([(CLAIM_CONCEPTS, {**tenant_params(tenant), "rows": rows})])
 
-    async def claimed(self, user: str, collection: str, iris: Sequence[str]) -> set[str]:
+    async def claimed(self, tenant: Tenant, iris: Sequence[str]) -> set[str]:
         """Of `iris`, the owned concepts."""
-        ekeys = [entity_key(user, collection, iri) for iri in dict.fromkeys(iris)]
+        ekeys = [entity_key(tenant, iri) for iri in dict.fromkeys(iris)]
         return {r["iri"] for r in await self.conn.read(OWNED_CONCEPTS, {"ekeys": ekeys})}
 
-    async def delete_collection(self, user: str, collection: str) -> None:
+    async def delete_collection(self, tenant: Tenant) -> None:
         """Drop the collection's documents, chunks and provenance (in batches) and concept flags."""
         for cypher in DELETE_COLLECTION:
-            await self.conn.autocommit(cypher, tenant(user, collection))
+            await self.conn.autocommit(cypher, tenant_params(tenant))
 
-    async def hashes(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, str]:
+    async def hashes(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, str]:
         """Content hash of each stored document of `ids`."""
-        rows = await self.conn.read(HASHES, {**tenant(user, collection), "dkeys": keys(user, collection, ids)})
+        rows = await self.conn.read(HASHES, {**tenant_params(tenant), "dkeys": keys(tenant, ids)})
         return {r["id"]: r["hash"] for r in rows}
 
     async def candidates(
@@ -203,64 +211,61 @@ class Neo4jDocumentStore:
     ) -> Candidates:
         """The `k` nearest chunks and the `k` best by BM25, with cosines (see passages.candidates)."""
         await self.migrate()
-        params = tenant(q.user, q.collection, q.scope)
-        return await self.conn.read_tx(lambda run: passages.candidates(run, params, q.vector, terms, k, among))
+        return await self.conn.read_tx(lambda run: passages.candidates(run, q.tenant, q.vector, terms, k, among))
 
-    async def concept_keys(self, user: str, collection: str, keys: Sequence[str]) -> dict[str, list[str]]:
+    async def concept_keys(self, tenant: Tenant, keys: Sequence[str]) -> dict[str, list[str]]:
         """Key -> the concepts it is a key or an alias of."""
         if not keys:
             return {}
         await self.migrate()
-        names = [name_key(user, collection, k) for k in dict.fromkeys(keys)]
-        rows = await self.conn.read(CONCEPT_NAMES, {**tenant(user, collection), "names": names})
+        names = [name_key(tenant, k) for k in dict.fromkeys(keys)]
+        rows = await self.conn.read(CONCEPT_NAMES, {**tenant_params(tenant), "names": names})
         return {r["name"]: r["iris"] for r in rows}
 
     async def named(self, q: ChunkQuery, phrases: Sequence[str]) -> dict[str, tuple[str, list[Passage]]]:
         """Of `phrases`, the concept keys in the scope: key -> (concept, its subject chunks)."""
         await self.migrate()
-        params = tenant(q.user, q.collection, q.scope)
-        return await self.conn.read_tx(lambda run: passages.named(run, params, phrases, q.vector))
+        return await self.conn.read_tx(lambda run: passages.named(run, q.tenant, phrases, _vector(q)))
 
     async def passage_links(
         self, q: ChunkQuery, chunk_ids: Sequence[str], skip: Collection[str], cap: int, known: Collection[str]
     ) -> HopLinks:
         """One graphrank hop from `chunk_ids`, in one read transaction (see passages.links)."""
         await self.migrate()
-        params = tenant(q.user, q.collection, q.scope)
-        return await self.conn.read_tx(lambda run: passages.links(run, params, chunk_ids, skip, cap, known, q.vector))
+        return await self.conn.read_tx(
+            lambda run: passages.links(run, q.tenant, chunk_ids, skip, cap, known, _vector(q))
+        )
 
     async def episodes(
         self, q: ChunkQuery, entities: Sequence[str], chunk_ids: Sequence[str], window: tuple[float, float] | None
-    ) -> tuple[dict[str, list[str]], dict[str, int]]:
+    ) -> Episodes:
         """What the chunks mention (in scope) and, with a window, each entity's episodes: the
         distinct documents in scope with a timestamp in it whose chunks mention it."""
-        user, collection, scope = q.user, q.collection, q.scope
-        params = tenant(user, collection, scope)
+        params = tenant_params(q.tenant)
 
-        async def work(run: Runner) -> tuple[dict[str, list[str]], dict[str, int]]:
+        async def work(run: Runner) -> Episodes:
             mentioned: dict[str, list[str]] = {}
             if chunk_ids:
-                for r in await run(CHUNK_LINKS, {**params, "ckeys": keys(user, collection, chunk_ids)}):
+                for r in await run(CHUNK_LINKS, {**params, "ckeys": keys(q.tenant, chunk_ids)}):
                     mentioned.setdefault(r["chunk"], []).append(r["entity"])
             if window is None:
-                return mentioned, {}
+                return Episodes(mentioned, {})
             wanted = list(dict.fromkeys([*entities, *(e for es in mentioned.values() for e in es)]))
-            ekeys = [entity_key(user, collection, e) for e in wanted]
+            ekeys = [entity_key(q.tenant, e) for e in wanted]
             rows = await run(EPISODE_COUNTS, {**params, "ekeys": ekeys, "since": window[0], "until": window[1]})
-            return mentioned, {r["entity"]: int(r["n"]) for r in rows if r["n"]}
+            return Episodes(mentioned, {r["entity"]: int(r["n"]) for r in rows if r["n"]})
 
         return await self.conn.read_tx(work)
 
     async def chunk_similarities(self, q: ChunkQuery, chunk_ids: Sequence[str]) -> dict[str, float]:
         """Cosine of the question's vector to the stored vector of each chunk of `chunk_ids` in scope."""
-        params = tenant(q.user, q.collection, q.scope)
-        return await self.conn.read_tx(lambda run: passages.similarities(run, params, q.vector, chunk_ids))
+        return await self.conn.read_tx(lambda run: passages.similarities(run, q.tenant, _vector(q), chunk_ids))
 
-    async def chunks(self, user: str, collection: str, ids: Sequence[str], scope: Scope | None = None) -> list[Chunk]:
+    async def chunks(self, tenant: Tenant, ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id (in the scope), in the order asked."""
         if not ids:
             return []
-        params = {**tenant(user, collection, scope), "ckeys": keys(user, collection, ids)}
+        params = {**tenant_params(tenant), "ckeys": keys(tenant, ids)}
         by_id = {r["id"]: chunk_of(r) for r in await self.conn.read(GET_CHUNKS, params)}
         return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
 
@@ -268,10 +273,9 @@ class Neo4jDocumentStore:
         self, q: ChunkQuery, entities: Sequence[str], chunk_ids: Sequence[str], per_entity: int
     ) -> list[Mention]:
         """Chunks mentioning `entities` (at most `per_entity` each) and the mentions of `chunk_ids`."""
-        user, collection, scope = q.user, q.collection, q.scope
-        params = {**tenant(user, collection, scope), "per": per_entity, "read": max(per_entity, LINKS_READ)}
-        params["ekeys"] = [entity_key(user, collection, e) for e in dict.fromkeys(entities)]
-        params["ckeys"] = keys(user, collection, chunk_ids)
+        params = {**tenant_params(q.tenant), "per": per_entity, "read": max(per_entity, LINKS_READ)}
+        params["ekeys"] = [entity_key(q.tenant, e) for e in dict.fromkeys(entities)]
+        params["ckeys"] = keys(q.tenant, chunk_ids)
 
         async def work(run: Runner) -> list[dict[str, Any]]:
             rows = await run(ENTITY_LINKS, params) if entities else []
@@ -281,54 +285,55 @@ class Neo4jDocumentStore:
         found = dict.fromkeys((r["entity"], r["chunk"], int(r["n"])) for r in rows)
         return [Mention(entity=e, chunk_id=c, count=n) for e, c, n in found]
 
-    async def relations(
-        self, user: str, collection: str, entities: Sequence[str], limit: int, scope: Scope | None = None
-    ) -> list[tuple[str, str, str, int]]:
+    async def relations(self, tenant: Tenant, entities: Sequence[str], limit: int) -> list[RelationHit]:
         """Relations among `entities` with their in-scope support (chunks), strongest first."""
-        params = {**tenant(user, collection, scope), "entities": list(dict.fromkeys(entities)), "limit": limit}
-        return [(r["s"], r["p"], r["o"], int(r["w"])) for r in await self.conn.read(RELATIONS_AMONG, params)]
+        params = {**tenant_params(tenant), "entities": list(dict.fromkeys(entities)), "limit": limit}
+        return [RelationHit(r["s"], r["p"], r["o"], int(r["w"])) for r in await self.conn.read(RELATIONS_AMONG, params)]
 
-    async def search_relations(
-        self, user: str, collection: str, vector: Sequence[float], limit: int, scope: Scope | None = None
-    ) -> list[tuple[str, str, str, float, int]]:
-        """Relations (s, p, o, cosine, support) nearest `vector` with a source chunk in the scope."""
-        return await neo4j_relations.search_relations(self.conn, user, collection, vector, limit, scope)
+    async def search_relations(self, tenant: Tenant, vector: Sequence[float], limit: int) -> list[RelationHit]:
+        """Relations nearest `vector` (with their cosine) with a source chunk in the scope."""
+        return await neo4j_relations.search_relations(self.conn, tenant, vector, limit)
 
     async def relation_chunks(
         self, q: ChunkQuery, relations: Sequence[tuple[str, str, str]], per_relation: int
-    ) -> list[tuple[tuple[str, str, str], str]]:
+    ) -> list[RelationChunk]:
         """Source chunks of relations in the scope, at most `per_relation` each."""
-        user, collection, scope = q.user, q.collection, q.scope
-        return await neo4j_relations.relation_chunks(self.conn, user, collection, relations, per_relation, scope)
+        return await neo4j_relations.relation_chunks(self.conn, q.tenant, relations, per_relation)
 
-    async def scoped_entities(self, user: str, collection: str, scope: Scope) -> set[str]:
+    async def scoped_entities(self, tenant: Tenant) -> set[str]:
         """Entities a chunk in the (narrowing) scope mentions."""
-        return await neo4j_relations.scoped_entities(self.conn, user, collection, scope)
+        return await neo4j_relations.scoped_entities(self.conn, tenant)
 
     async def scoped_neighbours(
-        self, user: str, collection: str, entities: Sequence[str], limit_per_entity: int, scope: Scope
+        self, tenant: Tenant, entities: Sequence[str], limit_per_entity: int
     ) -> list[tuple[tuple[str, str, str, int, str, str], str]]:
         """Relation edges touching `entities` with a source chunk in the scope (out-edges first)."""
-        return await neo4j_relations.scoped_neighbours(self.conn, user, collection, entities, limit_per_entity, scope)
+        return await neo4j_relations.scoped_neighbours(self.conn, tenant, entities, limit_per_entity)
 
-    async def documents(self, user: str, collection: str, limit: int, scope: Scope | None = None) -> list[DocumentInfo]:
+    async def documents(self, tenant: Tenant, limit: int) -> list[DocumentInfo]:
         """Documents of the scope in id order."""
-        rows = await self.conn.read(DOCUMENTS, {**tenant(user, collection, scope), "limit": limit})
+        rows = await self.conn.read(DOCUMENTS, {**tenant_params(tenant), "limit": limit})
         return [
             DocumentInfo(id=r["id"], title=r["title"], chunks=r["chunks"], content_hash=r["hash"], timestamp=r["ts"])
             for r in rows
         ]
 
-    async def counts(self, user: str) -> dict[str, tuple[int, int]]:
-        """Collection -> (documents, chunks) for the user's collections that hold documents."""
+    async def counts(self, user: str) -> dict[str, DocumentCounts]:
+        """Collection -> what it holds, for the user's collections that hold documents."""
         rows = await self.conn.read(COUNTS, {"user": user})
-        return {r["collection"]: (int(r["documents"]), int(r["chunks"])) for r in rows}
+        return {r["collection"]: DocumentCounts(int(r["documents"]), int(r["chunks"])) for r in rows}
 
     async def close(self) -> None:
         """Release the shared driver."""
         await self.conn.release()
 
 
-def _deletion_keys(user: str, collection: str, ids: Sequence[str]) -> list[str]:
+def _deletion_keys(tenant: Tenant, ids: Sequence[str]) -> list[str]:
     """KgDeletion node keys (apart from the documents' own keys)."""
-    return keys(user, collection, [f"deleted:{i}" for i in ids])
+    return keys(tenant, [f"deleted:{i}" for i in ids])
+
+
+def _vector(q: ChunkQuery) -> Sequence[float]:
+    if q.vector is None:
+        raise ValueError("this read ranks by the question's vector and none was given")
+    return q.vector

@@ -18,7 +18,8 @@ from processors.stores.neo4j import term_stats
 from processors.stores.neo4j.chunk_search import LEXICAL, by_vector
 from processors.stores.neo4j.doc_writes import name_key
 from processors.stores.neo4j.schema import Runner, cypher_vector, entity_key, lucene_phrase, node_key
-from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, UNSCOPED
+from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, UNSCOPED, tenant_params
+from schemas.tenant import Tenant
 
 RESCORE = 4  # full-text hits read per wanted hit, rescored with the collection's own statistics
 SUBJECT_READ = 512  # subject chunks of one concept read in a hop
@@ -83,11 +84,12 @@ def question_args(params: dict[str, Any], vector: Sequence[float] | None) -> dic
 
 
 async def candidates(
-    run: Runner, params: dict[str, Any], vector: Sequence[float] | None, terms: Sequence[str], k: int,
+    run: Runner, tenant: Tenant, vector: Sequence[float] | None, terms: Sequence[str], k: int,
     among: Sequence[str] | None,
 ) -> Candidates:  # fmt: skip
     """The `k` nearest chunks and the `k` best by BM25 (Lucene's over the tenant; exact over a
     scope's or `among`'s chunks), with cosines, and the chunks searched."""
+    params = tenant_params(tenant)
     args = question_args(params, vector)
     scoped = not (params["doc_ids"] is None and params["meta"] is None) or among is not None
     dense: dict[str, float] = {}
@@ -96,68 +98,66 @@ async def candidates(
     lexical: dict[str, float] = {}
     words = sorted(query_terms(terms))
     if words and not scoped:
-        query = f"tenant:{tenant_token(params['user'], params['collection'])}^0 AND lexical:(" + " OR ".join(
+        query = f"tenant:{tenant_token(tenant)}^0 AND lexical:(" + " OR ".join(
             lucene_phrase(w) for w in words
         ) + ")"  # fmt: skip
         rows = await run(TEXT_HITS, {**args, "query": query, "k": RESCORE * k})
-        stats = await term_stats.collection_stats(run, params["user"], params["collection"], words)
+        stats = await term_stats.collection_stats(run, tenant, words)
         hits = [(r["id"], str(r["lexical"] or "").split()) for r in rows]
         lexical = best_bm25(hits, words, stats, k)
         dense.update({r["id"]: float(r["sim"]) for r in rows if r["id"] not in dense and vector is not None})
     elif words:
-        tenant = tenant_token(params["user"], params["collection"])
-        queries = [{"t": w, "q": f"tenant:{tenant} AND lexical:{lucene_phrase(w)}"} for w in words]
+        token = tenant_token(tenant)
+        queries = [{"t": w, "q": f"tenant:{token} AND lexical:{lucene_phrase(w)}"} for w in words]
         lex_args = {**params, "chunk_ids": among, "k1": K1, "b": B, "k": RESCORE * k, "terms": queries}
-        stats = await term_stats.collection_stats(run, params["user"], params["collection"], words)
+        stats = await term_stats.collection_stats(run, tenant, words)
         hits = [(r["id"], str(r["lexical"] or "").split()) for r in await run(LEXICAL, lex_args)]
         lexical = best_bm25(hits, words, stats, k)
     missing = [i for i in lexical if i not in dense]
     if vector is not None and missing:
-        dense.update(await similarities(run, params, vector, missing))
+        dense.update(await similarities(run, tenant, vector, missing))
     if among is not None:
         searched = len(among)
     elif scoped:
         searched = int((await run(CHUNK_COUNT, params))[0]["n"])
     else:
-        searched = (await term_stats.collection_stats(run, params["user"], params["collection"], [])).chunks
+        searched = (await term_stats.collection_stats(run, tenant, [])).chunks
     ids = list(dict.fromkeys([*dense, *lexical]))
     return Candidates([Passage(i, dense.get(i, 0.0), lexical.get(i, 0.0)) for i in ids], searched)
 
 
-async def similarities(
-    run: Runner, params: dict[str, Any], vector: Sequence[float], ids: Sequence[str]
-) -> dict[str, float]:
+async def similarities(run: Runner, tenant: Tenant, vector: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
     """Cosine of `vector` to each chunk of `ids` (in scope)."""
     if not ids:
         return {}
-    keys = [node_key(params["user"], params["collection"], i) for i in dict.fromkeys(ids)]
-    rows = await run(SIMILARITIES, {**question_args(params, vector), "ckeys": keys})
+    keys = [node_key(tenant, i) for i in dict.fromkeys(ids)]
+    rows = await run(SIMILARITIES, {**question_args(tenant_params(tenant), vector), "ckeys": keys})
     return {r["id"]: float(r["sim"]) for r in rows}
 
 
 async def named(
-    run: Runner, params: dict[str, Any], phrases: Sequence[str], vector: Sequence[float]
+    run: Runner, tenant: Tenant, phrases: Sequence[str], vector: Sequence[float]
 ) -> dict[str, tuple[str, list[Passage]]]:
     """Of `phrases`, the concept keys with a chunk in scope: key -> (concept, its nearest subjects)."""
     if not phrases:
         return {}
-    names = [name_key(params["user"], params["collection"], p) for p in dict.fromkeys(phrases)]
-    args = {**question_args(params, vector), "names": names, "read": SUBJECT_READ, "keep": SUBJECT_KEEP}
+    names = [name_key(tenant, p) for p in dict.fromkeys(phrases)]
+    args = {**question_args(tenant_params(tenant), vector), "names": names, "read": SUBJECT_READ, "keep": SUBJECT_KEEP}
     return {
         r["key"]: (r["iri"], [Passage(s["id"], float(s["sim"])) for s in r["subjects"]]) for r in await run(NAMED, args)
     }
 
 
 async def links(
-    run: Runner, params: dict[str, Any], chunk_ids: Sequence[str], skip: Collection[str], cap: int,
+    run: Runner, tenant: Tenant, chunk_ids: Sequence[str], skip: Collection[str], cap: int,
     known: Collection[str], vector: Sequence[float],
 ) -> HopLinks:  # fmt: skip
     """One graphrank hop from `chunk_ids` (see sqlite/passages.links for what it holds)."""
     hop = HopLinks()
     if not chunk_ids:
         return hop
-    user, collection = params["user"], params["collection"]
-    ckeys = [node_key(user, collection, i) for i in dict.fromkeys(chunk_ids)]
+    params = tenant_params(tenant)
+    ckeys = [node_key(tenant, i) for i in dict.fromkeys(chunk_ids)]
     sources = await run(SOURCES, {**params, "ckeys": ckeys})
     for r in sources:
         hop.concepts_of[r["id"]] = list(dict.fromkeys(r["mentions"]))
@@ -166,7 +166,7 @@ async def links(
         for phrase in name_runs(r["text"] or ""):
             runs.setdefault(phrase, set()).add(r["id"])
     if runs:
-        names = [name_key(user, collection, k) for k in runs]
+        names = [name_key(tenant, k) for k in runs]
         for row in await run(NAMED_SUBJECTS, {**params, "names": names}):
             for cid in sorted(runs[row["key"]]):
                 own = next((s["own"] for s in sources if s["id"] == cid), None)
@@ -175,11 +175,11 @@ async def links(
                     have.append(row["iri"])
     wanted = sorted({c for cs in hop.concepts_of.values() for c in cs} - set(skip))
     if wanted:
-        ekeys = [entity_key(user, collection, c) for c in wanted]
+        ekeys = [entity_key(tenant, c) for c in wanted]
         for row in await run(CONCEPT_LINKS, {**params, "ekeys": ekeys, "cap1": cap + 1, "read": SUBJECT_READ}):
             chunks = row["chunks"]
             hop.concepts[row["uri"]] = ConceptLinks(len(chunks), row["subjects"], chunks if len(chunks) <= cap else [])
     reached = {j for link in hop.concepts.values() for j in (*link.subjects, *link.chunks)} - set(known)
-    sims = await similarities(run, params, vector, sorted(reached))
+    sims = await similarities(run, tenant, vector, sorted(reached))
     hop.passages = [Passage(c, s) for c, s in sims.items()]
     return hop

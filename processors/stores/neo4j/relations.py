@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from processors.stores.documents_protocol import RelationChunk, RelationHit
 from processors.stores.neo4j.chunk_search import vector_index_query
 from processors.stores.neo4j.schema import Neo4jConnection, node_key
-from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, UNSCOPED, tenant
-from schemas.documents import Scope
+from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, UNSCOPED, tenant_params
+from schemas.tenant import Tenant
 
 RawEdge = tuple[str, str, str, int, str, str]  # (s, p, o, literal?, datatype, language)
 Triple = tuple[str, str, str]
@@ -48,49 +49,48 @@ SCOPED_NEIGHBOURS = (
 
 
 async def search_relations(
-    conn: Neo4jConnection, user: str, collection: str, vector: Sequence[float], limit: int, scope: Scope | None
-) -> list[tuple[str, str, str, float, int]]:
-    """Relations (s, p, o, cosine, support) nearest `vector` with a source chunk in the scope."""
+    conn: Neo4jConnection, tenant: Tenant, vector: Sequence[float], limit: int
+) -> list[RelationHit]:
+    """Relations nearest `vector` (with their cosine) with a source chunk in the scope."""
 
     async def work(run: Any) -> list[dict[str, Any]]:
-        params = tenant(user, collection, scope)
+        params = tenant_params(tenant)
         return await vector_index_query(run, params, vector, limit, RELATIONS_ANN, RELATIONS_EXACT, _spo)
 
-    return [(r["s"], r["p"], r["o"], float(r["sim"]), int(r["n"])) for r in await conn.read_tx(work)]
+    hits = await conn.read_tx(work)
+    return [RelationHit(r["s"], r["p"], r["o"], support=int(r["n"]), score=float(r["sim"])) for r in hits]
 
 
 async def relation_chunks(
     conn: Neo4jConnection,
-    user: str,
-    collection: str,
+    tenant: Tenant,
     relations: Sequence[Triple],
     per_relation: int,
-    scope: Scope | None,
-) -> list[tuple[Triple, str]]:
-    """(relation, chunk id): the first `per_relation` source chunks (by id) of each relation in scope."""
-    rkeys = [node_key(user, collection, *r) for r in dict.fromkeys(tuple(r) for r in relations)]
+) -> list[RelationChunk]:
+    """The first `per_relation` source chunks (by id) of each relation in scope."""
+    rkeys = [node_key(tenant, *r) for r in dict.fromkeys(tuple(r) for r in relations)]
     if not rkeys:
         return []
-    params = {**tenant(user, collection, scope), "rkeys": rkeys, "per": per_relation}
-    return [((r["s"], r["p"], r["o"]), r["chunk"]) for r in await conn.read(RELATION_CHUNKS, params)]
+    params = {**tenant_params(tenant), "rkeys": rkeys, "per": per_relation}
+    return [RelationChunk((r["s"], r["p"], r["o"]), r["chunk"]) for r in await conn.read(RELATION_CHUNKS, params)]
 
 
-async def scoped_entities(conn: Neo4jConnection, user: str, collection: str, scope: Scope) -> set[str]:
-    """Entities a chunk in the (narrowing) scope mentions."""
-    if scope.is_empty:
+async def scoped_entities(conn: Neo4jConnection, tenant: Tenant) -> set[str]:
+    """Entities a chunk in the tenant's (narrowing) scope mentions."""
+    if tenant.scope is None or tenant.scope.is_empty:
         raise ValueError("scoped_entities needs a scope that narrows")
-    return {r["iri"] for r in await conn.read(SCOPED_ENTITIES, tenant(user, collection, scope))}
+    return {r["iri"] for r in await conn.read(SCOPED_ENTITIES, tenant_params(tenant))}
 
 
 async def scoped_neighbours(
-    conn: Neo4jConnection, user: str, collection: str, entities: Sequence[str], limit_per_entity: int, scope: Scope
+    conn: Neo4jConnection, tenant: Tenant, entities: Sequence[str], limit_per_entity: int
 ) -> list[tuple[RawEdge, str]]:
     """Relation edges touching `entities` with a source chunk in the scope, as (raw edge, entity
     found from): out-edges first, each entity's first `limit_per_entity` in key order."""
     frontier = list(dict.fromkeys(entities))
-    if scope.is_empty or not frontier:
+    if tenant.scope is None or tenant.scope.is_empty or not frontier:
         return []  # as SQLite: a scope that does not narrow reaches no edge here
-    params = {**tenant(user, collection, scope), "entities": frontier, "lim": limit_per_entity}
+    params = {**tenant_params(tenant), "entities": frontier, "lim": limit_per_entity}
     rows = await conn.read(SCOPED_NEIGHBOURS, params)
     rows.sort(key=lambda r: (r["dir"], r["i"]))  # stable: each entity's edges stay in key order
     return [((r["s"], r["p"], r["o"], 0, "", ""), frontier[r["i"]]) for r in rows]

@@ -33,6 +33,7 @@ import numpy as np
 
 from processors.stores.protocol import VECTOR_DIMENSIONS, int_literal
 from processors.stores.usage import count, current
+from schemas.tenant import Tenant
 
 VECTOR_INDEX = "kg_entity_embedding"
 FULLTEXT_INDEX = "kg_entity_text"
@@ -105,19 +106,19 @@ _LUCENE_SPECIAL = set('+-&|!(){}[]^"~*?:\\/')
 _SCHEMA_DONE: set[tuple[str, str]] = set()  # (url, database) pairs this process already set up
 
 
-def entity_key(user: str, collection: str, iri: str) -> str:
+def entity_key(tenant: Tenant, iri: str) -> str:
     """The unique key of an IRI node of one tenant."""
-    return json.dumps([user, collection, iri], ensure_ascii=False)
+    return json.dumps([tenant.user, tenant.collection, iri], ensure_ascii=False)
 
 
-def node_key(user: str, collection: str, *parts: str) -> str:
+def node_key(tenant: Tenant, *parts: str) -> str:
     """The unique key of a document, chunk, relation or community node of one tenant."""
-    return json.dumps([user, collection, *parts], ensure_ascii=False)
+    return json.dumps([tenant.user, tenant.collection, *parts], ensure_ascii=False)
 
 
-def literal_key(user: str, collection: str, value: str, datatype: str, language: str) -> str:
+def literal_key(tenant: Tenant, value: str, datatype: str, language: str) -> str:
     """The unique key of a literal node of one tenant."""
-    return json.dumps([user, collection, value, datatype, language], ensure_ascii=False)
+    return json.dumps([tenant.user, tenant.collection, value, datatype, language], ensure_ascii=False)
 
 
 def lucene_phrase(token: str) -> str:

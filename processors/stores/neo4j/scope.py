@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from processors.stores.neo4j.schema import node_key
-from schemas.documents import Scope
+from schemas.tenant import Tenant
 
 # Is document `d` in the request's scope? ($doc_ids: ids or null; $meta: one list of allowed
 # pairs per metadata key, or null: every key must match one of its pairs.)
@@ -34,9 +34,10 @@ def meta_pairs(metadata: Mapping[str, object]) -> list[str]:
     return sorted({meta_pair(k, x) for k, v in metadata.items() for x in _as_list(v)})
 
 
-def tenant(user: str, collection: str, scope: Scope | None = None) -> dict[str, Any]:
-    """Query parameters of a tenant and an optional scope (see `IN_SCOPE`)."""
-    params: dict[str, Any] = {"user": user, "collection": collection, "doc_ids": None, "meta": None}
+def tenant_params(tenant: Tenant) -> dict[str, Any]:
+    """Query parameters of a tenant and its scope, if any (see `IN_SCOPE`)."""
+    params: dict[str, Any] = {"user": tenant.user, "collection": tenant.collection, "doc_ids": None, "meta": None}
+    scope = tenant.scope
     if scope is not None and not scope.is_empty:
         params["doc_ids"] = list(scope.document_ids) if scope.document_ids is not None else None
         if scope.metadata:
@@ -44,9 +45,9 @@ def tenant(user: str, collection: str, scope: Scope | None = None) -> dict[str, 
     return params
 
 
-def keys(user: str, collection: str, ids: Sequence[str]) -> list[str]:
+def keys(tenant: Tenant, ids: Sequence[str]) -> list[str]:
     """Node keys of these ids of one tenant (first occurrence order, no repeats)."""
-    return [node_key(user, collection, i) for i in dict.fromkeys(ids)]
+    return [node_key(tenant, i) for i in dict.fromkeys(ids)]
 
 
 def _as_list(v: object) -> list[object]:

@@ -55,6 +55,7 @@ from processors.stores.neo4j.schema import (
     stored_vector,
 )
 from processors.stores.protocol import EntityHit, EntityIndex, LoadState, VectorItem, VectorKind, VectorModel
+from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
 
@@ -79,12 +80,10 @@ class _HopVectors:
         self.sims.update({m["iri"]: float(m["sim"]) for m in predicates})
         self.vecs: dict[str, list[float]] = {m["iri"]: m["vec"] for m in predicates if m["vec"] is not None}
 
-    async def similarities(
-        self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
-    ) -> dict[str, float]:
+    async def similarities(self, tenant: Tenant, vector: Sequence[float], iris: Sequence[str]) -> dict[str, float]:
         return {i: self.sims[i] for i in iris if i in self.sims}
 
-    async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
+    async def vectors(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, list[float]]:
         return {i: self.vecs[i] for i in iris if i in self.vecs}
 
 
@@ -99,21 +98,19 @@ class Neo4jTripleStore:
         self.conn = conn.acquire()
         self.entity_index = entity_index
 
-    async def add_triples(
-        self, user: str, collection: str, triples: Sequence[Triple], first_label: bool = False
-    ) -> int:
+    async def add_triples(self, tenant: Tenant, triples: Sequence[Triple], first_label: bool = False) -> int:
         """MERGE nodes and edges in one transaction; returns the number of new edges (with
         `first_label`, label triples go through ADD_FIRST_LABELS)."""
         iri_rows, lit_rows, label_rows, first_rows = [], [], [], []
         firsts: set[str] = set()
         for t in triples:
-            sk = entity_key(user, collection, t.s.value)
+            sk = entity_key(tenant, t.s.value)
             row = {"sk": sk, "s": t.s.value, "p": t.p.value, "o": t.o.value}
             if t.o.is_iri:
-                iri_rows.append({**row, "ok": entity_key(user, collection, t.o.value)})
+                iri_rows.append({**row, "ok": entity_key(tenant, t.o.value)})
             else:
                 dt, lang = t.o.datatype or "", t.o.language or ""
-                ok = literal_key(user, collection, t.o.value, dt, lang)
+                ok = literal_key(tenant, t.o.value, dt, lang)
                 if t.p.value == RDFS_LABEL and first_label:
                     if sk not in firsts:  # the batch's first label of the IRI
                         firsts.add(sk)
@@ -122,26 +119,24 @@ class Neo4jTripleStore:
                 lit_rows.append({**row, "dt": dt, "lang": lang, "ok": ok})
                 if t.p.value == RDFS_LABEL:
                     label_rows.append({"sk": sk, "label": t.o.value})
-        scope = {"user": user, "collection": collection}
+        scope = {"user": tenant.user, "collection": tenant.collection}
         queries = [(ADD_IRI_EDGES, {**scope, "rows": iri_rows}), (ADD_LITERAL_EDGES, {**scope, "rows": lit_rows})]
         queries.append((SET_LABELS, {"rows": label_rows}))
         queries += [(ADD_FIRST_LABELS, {**scope, "rows": first_rows}), (UNLOCK_LABELS, {"rows": first_rows})]
         return await self.conn.write([(q, p) for q, p in queries if p["rows"]])
 
-    async def pattern(
-        self, user: str, collection: str, s: Term | None, p: Term | None, o: Term | None, limit: int
-    ) -> list[Triple]:
+    async def pattern(self, tenant: Tenant, s: Term | None, p: Term | None, o: Term | None, limit: int) -> list[Triple]:
         """Triples matching a pattern (the MATCH starts from the most selective bound term)."""
         if limit <= 0:
             return []
-        params: dict[str, Any] = {"user": user, "collection": collection, "limit": limit}
+        params: dict[str, Any] = {"user": tenant.user, "collection": tenant.collection, "limit": limit}
         ok = None
         if o is not None:
             dt, lang = o.datatype or "", o.language or ""
-            ok = entity_key(user, collection, o.value) if o.is_iri else literal_key(user, collection, o.value, dt, lang)
+            ok = entity_key(tenant, o.value) if o.is_iri else literal_key(tenant, o.value, dt, lang)
         if s is not None:
             head = "s"
-            params["sk"] = entity_key(user, collection, s.value)
+            params["sk"] = entity_key(tenant, s.value)
         elif o is not None:
             head = "o_iri" if o.is_iri else "o_lit"
         else:
@@ -159,7 +154,7 @@ class Neo4jTripleStore:
         frontier = list(dict.fromkeys(q.entities))
         preds = [p for p in dict.fromkeys(q.focus) if p != RDFS_LABEL] if q.focus_limit > 0 else []
         params = {
-            "keys": [entity_key(q.user, q.collection, e) for e in frontier],
+            "keys": [entity_key(q.tenant, e) for e in frontier],
             "user": q.user,
             "collection": q.collection,
             "label": RDFS_LABEL,
@@ -181,36 +176,40 @@ class Neo4jTripleStore:
         found = ((_raw(r), frontier[r["i"]]) for r in rows)
         return await rank_neighbours(found, len(rows), q, index)
 
-    async def adjacent(
-        self, user: str, collection: str, entities: Sequence[str], limit_per_entity: int
-    ) -> list[tuple[str, str]]:
+    async def adjacent(self, tenant: Tenant, entities: Sequence[str], limit_per_entity: int) -> list[tuple[str, str]]:
         """The frontier's first edges as (s, o): the UNWIND query of `neighbours`, no focus reads."""
-        keys = [entity_key(user, collection, e) for e in dict.fromkeys(entities)]
-        params = {"keys": keys, "user": user, "collection": collection, "label": RDFS_LABEL, "lim": limit_per_entity}
+        keys = [entity_key(tenant, e) for e in dict.fromkeys(entities)]
+        params = {
+            "keys": keys,
+            "user": tenant.user,
+            "collection": tenant.collection,
+            "label": RDFS_LABEL,
+            "lim": limit_per_entity,
+        }
         rows = await self.conn.read_rows(NEIGHBOURS["both", False, False], params)
         return [(r["s"], r["o"]) for r in rows if not r["lit"]]
 
-    async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
+    async def labels(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, str]:
         """Labels of many IRIs in one UNWIND query."""
-        keys = [entity_key(user, collection, i) for i in dict.fromkeys(iris)]
+        keys = [entity_key(tenant, i) for i in dict.fromkeys(iris)]
         if not keys:
             return {}
-        rows = await self.conn.read_rows(LABELS, {"keys": keys, "user": user, "collection": collection})
+        rows = await self.conn.read_rows(LABELS, {"keys": keys, "user": tenant.user, "collection": tenant.collection})
         return {r["iri"]: r["label"] for r in rows}
 
-    async def remove_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> None:
+    async def remove_triples(self, tenant: Tenant, triples: Sequence[Triple]) -> None:
         """Delete these edges (and labels, for label triples) in one transaction."""
         edges, labels = [], []
         for t in triples:
-            sk = entity_key(user, collection, t.s.value)
+            sk = entity_key(tenant, t.s.value)
             if t.o.is_iri:
-                edges.append({"sk": sk, "p": t.p.value, "ok": entity_key(user, collection, t.o.value)})
+                edges.append({"sk": sk, "p": t.p.value, "ok": entity_key(tenant, t.o.value)})
             else:
-                ok = literal_key(user, collection, t.o.value, t.o.datatype or "", t.o.language or "")
+                ok = literal_key(tenant, t.o.value, t.o.datatype or "", t.o.language or "")
                 edges.append({"sk": sk, "p": t.p.value, "ok": ok})
                 if t.p.value == RDFS_LABEL:
                     labels.append({"sk": sk, "label": t.o.value})
-        scope = {"user": user, "collection": collection}
+        scope = {"user": tenant.user, "collection": tenant.collection}
         queries = [(REMOVE_EDGES, {**scope, "rows": edges}), (REMOVE_LABELS, {"rows": labels})]
         await self.conn.write([(q, p) for q, p in queries if p["rows"]])
 
@@ -218,22 +217,22 @@ class Neo4jTripleStore:
         """The user's collections and their edge counts."""
         return {r["collection"]: int(r["n"]) for r in await self.conn.read(COLLECTIONS, {"user": user})}
 
-    async def delete_collection(self, user: str, collection: str) -> None:
+    async def delete_collection(self, tenant: Tenant) -> None:
         """Delete the collection's edges, literals and labels (entity index data stays)."""
         for cypher in DELETE_TRIPLES:
-            await self.conn.autocommit(cypher, {"user": user, "collection": collection})
-        await self.conn.write([(DELETE_LOAD, {"key": entity_key(user, collection, "")})])
+            await self.conn.autocommit(cypher, {"user": tenant.user, "collection": tenant.collection})
+        await self.conn.write([(DELETE_LOAD, {"key": entity_key(tenant, "")})])
 
-    async def load_state(self, user: str, collection: str) -> LoadState | None:
-        rows = await self.conn.read(GET_LOAD, {"key": entity_key(user, collection, "")})
+    async def load_state(self, tenant: Tenant) -> LoadState | None:
+        rows = await self.conn.read(GET_LOAD, {"key": entity_key(tenant, "")})
         if not rows:
             return None
         state = rows[0]["state"]
         return LoadState(**{f.name: state[f.name] for f in fields(LoadState) if f.name in state})
 
-    async def set_load_state(self, user: str, collection: str, state: LoadState) -> None:
-        key = entity_key(user, collection, "")  # the collection's own key (no IRI is empty)
-        await self.conn.write([(SET_LOAD, {"key": key, "user": user, "collection": collection,
+    async def set_load_state(self, tenant: Tenant, state: LoadState) -> None:
+        key = entity_key(tenant, "")  # the collection's own key (no IRI is empty)
+        await self.conn.write([(SET_LOAD, {"key": key, "user": tenant.user, "collection": tenant.collection,
                                            "state": asdict(state)})])  # fmt: skip
 
     async def close(self) -> None:
@@ -254,7 +253,7 @@ class Neo4jEntityIndex:
         self.conn = conn.acquire()
 
     async def upsert(
-        self, user: str, collection: str, items: Sequence[VectorItem], kind: VectorKind = "entity", *, model: str
+        self, tenant: Tenant, items: Sequence[VectorItem], kind: VectorKind = "entity", *, model: str
     ) -> None:
         """Set label, normalized search text and embedding on each entity (or predicate) node, in
         one transaction with the check of the collection's model (the first write records it)."""
@@ -262,7 +261,7 @@ class Neo4jEntityIndex:
         offered.require_dimensions("Neo4j")
         rows = [
             {
-                "key": entity_key(user, collection, iri),
+                "key": entity_key(tenant, iri),
                 "iri": iri,
                 "label": lab,
                 "text": normalize(lab),
@@ -272,29 +271,29 @@ class Neo4jEntityIndex:
         ]
         if not rows:
             return
-        scope = {"user": user, "collection": collection}
+        scope = {"user": tenant.user, "collection": tenant.collection}
 
         async def write(run: Runner) -> None:
-            claim = {**scope, "key": entity_key(user, collection, ""), "model": offered.name,
+            claim = {**scope, "key": entity_key(tenant, ""), "model": offered.name,
                      "dimensions": offered.dimensions}  # fmt: skip
             (held,) = await run(CLAIM_VECTOR_MODEL, claim)
-            offered.require(collection, VectorModel(held["model"], held["dimensions"]))
+            offered.require(tenant.collection, VectorModel(held["model"], held["dimensions"]))
             await run(UPSERT[kind], {**scope, "rows": rows})
 
         await self.conn.write_tx(write)
 
-    async def vector_model(self, user: str, collection: str) -> VectorModel | None:
+    async def vector_model(self, tenant: Tenant) -> VectorModel | None:
         """The model the collection's first vector write recorded."""
-        rows = await self.conn.read(GET_VECTOR_MODEL, {"key": entity_key(user, collection, "")})
+        rows = await self.conn.read(GET_VECTOR_MODEL, {"key": entity_key(tenant, "")})
         return VectorModel(rows[0]["model"], rows[0]["dimensions"]) if rows else None
 
     async def search(
-        self, user: str, collection: str, vector: Sequence[float] | None, text: str | None, limit: int
+        self, tenant: Tenant, vector: Sequence[float] | None, text: str | None, limit: int
     ) -> list[EntityHit]:
         """Lexical whole-label hits first (longer labels first), then nearest entities by cosine."""
         if limit <= 0:
             return []
-        scope = {"user": user, "collection": collection}
+        scope = {"user": tenant.user, "collection": tenant.collection}
         lexical, nearest = await asyncio.gather(  # two indexes, two queries: in flight together
             self._lexical(scope, text), self._nearest(scope, vector, limit)
         )
@@ -332,54 +331,50 @@ class Neo4jEntityIndex:
         best = sorted(found, key=lambda r: -r["sim"])[:limit]
         return [EntityHit(r["iri"], r["label"], float(r["sim"])) for r in best]
 
-    async def nearest_predicates(
-        self, user: str, collection: str, vector: Sequence[float], limit: int
-    ) -> list[EntityHit]:
+    async def nearest_predicates(self, tenant: Tenant, vector: Sequence[float], limit: int) -> list[EntityHit]:
         """Exact cosine over the collection's predicate nodes (a handful to thousands)."""
         vec = stored_vector(vector)
         if limit <= 0 or vec is None:
             return []
-        scope = {"user": user, "collection": collection, "vec": vec, "limit": limit}
+        scope = {"user": tenant.user, "collection": tenant.collection, "vec": vec, "limit": limit}
         rows = await self.conn.read_rows(NEAREST_PREDICATES, scope)
         hits = [EntityHit(r["iri"], r["label"] or "", float(r["sim"])) for r in rows]
         return sorted(hits, key=lambda h: (-h.score, h.iri))
 
-    async def vectors(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, list[float]]:
+    async def vectors(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, list[float]]:
         """Stored vectors of entities and predicates, one UNWIND query."""
-        keys = [entity_key(user, collection, i) for i in dict.fromkeys(iris)]
+        keys = [entity_key(tenant, i) for i in dict.fromkeys(iris)]
         if not keys:
             return {}
-        rows = await self.conn.read_rows(VECTORS, {"keys": keys, "user": user, "collection": collection})
+        rows = await self.conn.read_rows(VECTORS, {"keys": keys, "user": tenant.user, "collection": tenant.collection})
         return {r["iri"]: r["vec"] for r in rows}
 
-    async def similarities(
-        self, user: str, collection: str, vector: Sequence[float], iris: Sequence[str]
-    ) -> dict[str, float]:
+    async def similarities(self, tenant: Tenant, vector: Sequence[float], iris: Sequence[str]) -> dict[str, float]:
         """Cosines computed by the server (one query; no vectors cross the wire)."""
-        keys = [entity_key(user, collection, i) for i in dict.fromkeys(iris)]
+        keys = [entity_key(tenant, i) for i in dict.fromkeys(iris)]
         if not keys:
             return {}
-        params = {"keys": keys, "user": user, "collection": collection, "vec": cypher_vector(vector)}
+        params = {"keys": keys, "user": tenant.user, "collection": tenant.collection, "vec": cypher_vector(vector)}
         return {r["iri"]: float(r["sim"]) for r in await self.conn.read_rows(SIMILARITIES, params)}
 
-    async def named(self, user: str, collection: str, names: Sequence[str]) -> dict[str, str]:
+    async def named(self, tenant: Tenant, names: Sequence[str]) -> dict[str, str]:
         """Entities by normalised label (`search_text`, indexed), one query."""
-        params = {"names": list(dict.fromkeys(names)), "user": user, "collection": collection}
+        params = {"names": list(dict.fromkeys(names)), "user": tenant.user, "collection": tenant.collection}
         return {r["name"]: r["iri"] for r in await self.conn.read_rows(NAMED, params)} if names else {}
 
-    async def delete(self, user: str, collection: str, iris: Sequence[str]) -> None:
+    async def delete(self, tenant: Tenant, iris: Sequence[str]) -> None:
         """Drop the entities' index properties (bare nodes go) and predicate nodes of these IRIs."""
-        params = {"keys": [entity_key(user, collection, i) for i in iris], "user": user, "collection": collection}
+        params = {"keys": [entity_key(tenant, i) for i in iris], "user": tenant.user, "collection": tenant.collection}
         await self.conn.write([(DELETE_ENTITIES, params), (DELETE_PREDICATES, params)])
 
     async def collections(self, user: str) -> dict[str, int]:
         """The user's collections and how many entities each indexes."""
         return {r["collection"]: int(r["n"]) for r in await self.conn.read(INDEX_COLLECTIONS, {"user": user})}
 
-    async def delete_collection(self, user: str, collection: str) -> None:
+    async def delete_collection(self, tenant: Tenant) -> None:
         """Drop predicate nodes and the index properties of entity nodes (nodes left bare are deleted)."""
         for cypher in DELETE_INDEX:
-            await self.conn.autocommit(cypher, {"user": user, "collection": collection})
+            await self.conn.autocommit(cypher, {"user": tenant.user, "collection": tenant.collection})
 
     async def close(self) -> None:
         """Release the shared driver."""

@@ -11,6 +11,7 @@ from typing import Any
 
 from processors.algorithms.bm25 import Bm25Stats
 from processors.stores.neo4j.schema import Runner, node_key
+from schemas.tenant import Tenant
 
 ADJUST_TERMS = (
     "UNWIND $terms AS row MERGE (t:KgTerm {key: row.key}) "
@@ -36,35 +37,36 @@ DELETE_TERMS = (
 DELETE_TOTALS = "MATCH (n:KgCollectionStats {user: $user, collection: $collection}) DELETE n"
 
 
-def stats_key(user: str, collection: str) -> str:
+def stats_key(tenant: Tenant) -> str:
     """The key of a collection's statistics node."""
-    return node_key(user, collection, "stats")
+    return node_key(tenant, "stats")
 
 
-async def adjust(run: Runner, user: str, collection: str, chunk_terms: Sequence[Sequence[str]], sign: int) -> None:
+async def adjust(run: Runner, tenant: Tenant, chunk_terms: Sequence[Sequence[str]], sign: int) -> None:
     """Add (1) or take away (-1) chunks, given their BM25 terms, from the kept statistics (terms
     in key order: concurrent writers lock them in the same order)."""
     if not chunk_terms:
         return
     df = Counter(t for words in chunk_terms for t in set(words))
-    rows = [{"key": node_key(user, collection, "term", t), "term": t, "n": sign * n} for t, n in sorted(df.items())]
-    tenant: dict[str, Any] = {"user": user, "collection": collection}
-    await run(ADJUST_TERMS, {**tenant, "terms": rows})
+    rows = [{"key": node_key(tenant, "term", t), "term": t, "n": sign * n} for t, n in sorted(df.items())]
+    params: dict[str, Any] = {"user": tenant.user, "collection": tenant.collection}
+    await run(ADJUST_TERMS, {**params, "terms": rows})
     nterms = sign * sum(len(w) for w in chunk_terms)
-    await run(ADJUST_TOTALS, {**tenant, "skey": stats_key(user, collection), "chunks": sign * len(chunk_terms),
+    await run(ADJUST_TOTALS, {**params, "skey": stats_key(tenant), "chunks": sign * len(chunk_terms),
                               "nterms": nterms})  # fmt: skip
 
 
-async def take_away(run: Runner, params: dict[str, Any]) -> None:
-    """Take the chunks of the documents `params["dkeys"]` out of the kept statistics."""
+async def take_away(run: Runner, tenant: Tenant, dkeys: list[str]) -> None:
+    """Take the chunks of the documents `dkeys` out of the kept statistics."""
+    params = {"user": tenant.user, "collection": tenant.collection, "dkeys": dkeys}
     old = [str(r["lexical"] or "").split() for r in await run(OLD_TERMS, params)]
-    await adjust(run, params["user"], params["collection"], old, -1)
+    await adjust(run, tenant, old, -1)
 
 
-async def collection_stats(run: Runner, user: str, collection: str, query_terms: Sequence[str]) -> Bm25Stats:
+async def collection_stats(run: Runner, tenant: Tenant, query_terms: Sequence[str]) -> Bm25Stats:
     """The collection's statistics for these terms."""
-    totals = await run(TOTALS, {"skey": stats_key(user, collection)})
-    keys = [node_key(user, collection, "term", t) for t in dict.fromkeys(query_terms)]
+    totals = await run(TOTALS, {"skey": stats_key(tenant)})
+    keys = [node_key(tenant, "term", t) for t in dict.fromkeys(query_terms)]
     dfs = {r["term"]: int(r["df"]) for r in await run(DFS, {"tkeys": keys})} if keys else {}
     chunks, terms = (int(totals[0]["chunks"]), int(totals[0]["terms"])) if totals else (0, 0)
     return Bm25Stats(chunks, terms, dfs)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from processors.algorithms.bfs import Distances, DistanceSearch
+from schemas.tenant import Tenant
 
 GRAPH_VERSION = """
 CREATE TABLE IF NOT EXISTS graph_version (
@@ -39,17 +40,19 @@ _IN_EDGES = (
 _COUNT = "SELECT count(*) FROM triples WHERE user = ? AND collection = ?"
 
 
-def bump_version(conn: sqlite3.Connection, user: str, collection: str) -> None:
+def bump_version(conn: sqlite3.Connection, tenant: Tenant) -> None:
     """Mark the collection's graph changed (call inside the writing transaction)."""
     conn.execute(
         "INSERT INTO graph_version VALUES (?, ?, 1) ON CONFLICT(user, collection) DO UPDATE SET version = version + 1",
-        (user, collection),
+        (tenant.user, tenant.collection),
     )
 
 
-def graph_version(conn: sqlite3.Connection, user: str, collection: str) -> int:
+def graph_version(conn: sqlite3.Connection, tenant: Tenant) -> int:
     """The collection's graph version (0: never written since versions were kept)."""
-    row = conn.execute("SELECT version FROM graph_version WHERE user = ? AND collection = ?", (user, collection))
+    row = conn.execute(
+        "SELECT version FROM graph_version WHERE user = ? AND collection = ?", (tenant.user, tenant.collection)
+    )
     found = row.fetchone()
     return int(found[0]) if found else 0
 
@@ -160,16 +163,14 @@ def _gather(ptr: np.ndarray, to: np.ndarray, rows: np.ndarray, n: int) -> tuple[
     return np.repeat(rows, lengths), to[offsets]
 
 
-def load_adjacency(
-    conn: sqlite3.Connection, user: str, collection: str, label: str, max_edges: int
-) -> Adjacency | None:
+def load_adjacency(conn: sqlite3.Connection, tenant: Tenant, label: str, max_edges: int) -> Adjacency | None:
     """The collection's edges at its current version (None when it holds more than `max_edges`
     triples: too big to hold)."""
-    version = graph_version(conn, user, collection)
-    if conn.execute(_COUNT, (user, collection)).fetchone()[0] > max_edges:
+    version = graph_version(conn, tenant)
+    if conn.execute(_COUNT, (tenant.user, tenant.collection)).fetchone()[0] > max_edges:
         return None
     with _collector_paused():
-        return _read(conn, user, collection, label, version)
+        return _read(conn, tenant, label, version)
 
 
 @contextlib.contextmanager
@@ -185,12 +186,12 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _read(conn: sqlite3.Connection, user: str, collection: str, label: str, version: int) -> Adjacency:
+def _read(conn: sqlite3.Connection, tenant: Tenant, label: str, version: int) -> Adjacency:
     ids: dict[str, int] = {}
-    out_rows = conn.execute(_OUT_EDGES, (user, collection, label)).fetchall()
+    out_rows = conn.execute(_OUT_EDGES, (tenant.user, tenant.collection, label)).fetchall()
     s = np.fromiter((ids.setdefault(r[0], len(ids)) for r in out_rows), np.int64, len(out_rows))
     o = np.fromiter((-1 if r[2] else ids.setdefault(r[1], len(ids)) for r in out_rows), np.int64, len(out_rows))
-    in_rows = conn.execute(_IN_EDGES, (user, collection, label)).fetchall()
+    in_rows = conn.execute(_IN_EDGES, (tenant.user, tenant.collection, label)).fetchall()
     into = np.fromiter((ids.setdefault(r[0], len(ids)) for r in in_rows), np.int64, len(in_rows))
     src = np.fromiter((ids.setdefault(r[1], len(ids)) for r in in_rows), np.int64, len(in_rows))
     n = len(ids)

@@ -11,12 +11,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from processors.stores.documents_protocol import CommunityRecord
+from processors.stores.documents_protocol import CommunityGraph, CommunityRecord
 from processors.stores.sqlite.docs_schema import scoped_ids
 from processors.stores.sqlite.pool import SqlitePool
 from processors.stores.sqlite.vector_lists import VectorLists
 from schemas.communities import CommunityInfo
-from schemas.documents import Scope
+from schemas.tenant import Tenant
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS communities (
@@ -62,14 +62,12 @@ class SqliteCommunityStore:
         self.db, self.lists = db, lists
         db.ensure_schema(SCHEMA)
 
-    async def graph(
-        self, user: str, collection: str
-    ) -> tuple[list[tuple[str, str, float]], list[tuple[str, str, int]]]:
+    async def graph(self, tenant: Tenant) -> CommunityGraph:
         """What detection and profiles read: relation weights (chunks supporting each) and mentions
         (one store call)."""
 
-        def read(conn: sqlite3.Connection) -> tuple:  # type: ignore[type-arg]
-            uc = (user, collection)
+        def read(conn: sqlite3.Connection) -> CommunityGraph:
+            uc = (tenant.user, tenant.collection)
             edges = conn.execute(
                 "SELECT s, o, count(DISTINCT chunk_id) FROM relation_sources WHERE user = ? AND collection = ?"
                 " GROUP BY s, p, o",
@@ -78,23 +76,23 @@ class SqliteCommunityStore:
             mentions = conn.execute(
                 "SELECT entity, chunk_id, count FROM mentions WHERE user = ? AND collection = ?", uc
             ).fetchall()
-            return edges, mentions
+            return CommunityGraph(edges, mentions)
 
         return await self.db.read(read)
 
-    async def chunk_vectors(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, list[float]]:
+    async def chunk_vectors(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, list[float]]:
         """The vectors of these chunks."""
         sql = "SELECT id, vec FROM chunks WHERE user = ? AND collection = ? AND id IN (SELECT value FROM json_each(?))"
-        args = (user, collection, json.dumps(list(dict.fromkeys(ids))))
+        args = (tenant.user, tenant.collection, json.dumps(list(dict.fromkeys(ids))))
         rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
         return {i: np.frombuffer(v, dtype=np.float32).tolist() for i, v in rows}
 
-    async def replace(self, user: str, collection: str, records: Sequence[CommunityRecord]) -> None:
+    async def replace(self, tenant: Tenant, records: Sequence[CommunityRecord]) -> None:
         """Replace the collection's communities; a community whose membership did not change keeps
         its summary."""
 
         def write(conn: sqlite3.Connection) -> None:
-            uc = (user, collection)
+            uc = (tenant.user, tenant.collection)
             kept = dict(
                 ((h, (s, m)) for h, s, m in conn.execute(
                     "SELECT membership_hash, summary, summary_model FROM communities WHERE user = ? AND collection = ?"
@@ -118,50 +116,46 @@ class SqliteCommunityStore:
                     "INSERT INTO community_chunks VALUES (?,?,?,?,?,?)",
                     [(*uc, r.id, c, docs[c], w) for c, w in r.chunks.items() if c in docs],
                 )
-            self._index(conn, user, collection, records)
+            self._index(conn, tenant, records)
 
         await self.db.write(write)
 
-    def _index(self, conn: sqlite3.Connection, user: str, collection: str, records: Sequence[CommunityRecord]) -> None:
+    def _index(self, conn: sqlite3.Connection, tenant: Tenant, records: Sequence[CommunityRecord]) -> None:
         """The profile vectors in IVF lists, one space per level (the previous build's spaces go)."""
-        for (space,) in conn.execute(LEVEL_SPACES, (user, collection)).fetchall():
-            self.lists.drop(conn, user, collection, space)
+        for (space,) in conn.execute(LEVEL_SPACES, (tenant.user, tenant.collection)).fetchall():
+            self.lists.drop(conn, tenant, space)
         by_level: dict[int, list[tuple[str, str, np.ndarray]]] = {}
         for r in records:
             if r.vector:
                 by_level.setdefault(r.level, []).append((r.id, "", np.asarray(r.vector, dtype=np.float32)))
         for level, items in by_level.items():
-            self.lists.add(conn, user, collection, level_space(level), items)
+            self.lists.add(conn, tenant, level_space(level), items)
 
-    async def mark_stale(self, user: str, collection: str, entities: Sequence[str]) -> None:
+    async def mark_stale(self, tenant: Tenant, entities: Sequence[str]) -> None:
         """Flag the communities (every level) these entities belong to."""
         sql = (
             "UPDATE communities SET stale = 1 WHERE user = ?1 AND collection = ?2 AND id IN (SELECT community"
             " FROM community_members WHERE user = ?1 AND collection = ?2"
             " AND entity IN (SELECT value FROM json_each(?3)))"
         )
-        await self.db.write(lambda c: c.execute(sql, (user, collection, json.dumps(list(entities)))))
+        await self.db.write(lambda c: c.execute(sql, (tenant.user, tenant.collection, json.dumps(list(entities)))))
 
     async def list(
         self,
-        user: str,
-        collection: str,
+        tenant: Tenant,
         level: int | None = None,
         ids: Sequence[str] | None = None,
         limit: int = 1000,
-        scope: Scope | None = None,
     ) -> list[CommunityInfo]:
         """Communities of a level (or all), or by id, largest first; only those with a chunk in scope."""
-        return [info for info, _ in await self._rows(user, collection, level, ids, scope)][:limit]
+        return [info for info, _ in await self._rows(tenant, level, ids)][:limit]
 
     async def search(
         self,
-        user: str,
-        collection: str,
+        tenant: Tenant,
         vector: Sequence[float],
         level: int | None,
         limit: int,
-        scope: Scope | None = None,
     ) -> list[CommunityInfo]:
         """Communities nearest `vector` (see `SearchCommunities` for how levels are chosen): the
         level's IVF lists, or exactly over the communities with a chunk in a narrowing scope."""
@@ -169,13 +163,15 @@ class SqliteCommunityStore:
         q = q / (np.linalg.norm(q) or 1.0)
 
         def read(conn: sqlite3.Connection) -> list[CommunityInfo]:
-            allowed = _in_scope(conn, user, collection, scope)
-            levels = sorted({int(sp.rsplit("-", 1)[1]) for (sp,) in conn.execute(LEVEL_SPACES, (user, collection))})
+            allowed = _in_scope(conn, tenant)
+            levels = sorted(
+                {int(sp.rsplit("-", 1)[1]) for (sp,) in conn.execute(LEVEL_SPACES, (tenant.user, tenant.collection))}
+            )
             if level is not None:
-                return self._nearest(conn, user, collection, level, q, limit, allowed)
+                return self._nearest(conn, tenant, level, q, limit, allowed)
             picked: list[CommunityInfo] = []
             for lv in reversed(levels):  # the top level first, then down
-                picked = self._nearest(conn, user, collection, lv, q, limit, allowed)
+                picked = self._nearest(conn, tenant, lv, q, limit, allowed)
                 if len(picked) >= max(1, limit // 2):
                     break
             return picked
@@ -183,28 +179,33 @@ class SqliteCommunityStore:
         return await self.db.read(read)
 
     def _nearest(
-        self, conn: sqlite3.Connection, user: str, collection: str, level: int, q: np.ndarray, limit: int,
+        self, conn: sqlite3.Connection, tenant: Tenant, level: int, q: np.ndarray, limit: int,
         allowed: set[str] | None,
     ) -> list[CommunityInfo]:  # fmt: skip
         """The `limit` communities of `level` whose profile vectors are nearest `q` (exact over
         the IVF hits, or over `allowed`)."""
         if allowed is None:
-            hits = self.lists.search(conn, user, collection, level_space(level), q, RESCORE * limit)
+            hits = self.lists.search(conn, tenant, level_space(level), q, RESCORE * limit)
             ids = [i for i, _ in hits]
         else:
             ids = sorted(allowed)
         if not ids:
             return []
-        args = (user, collection, level, level, 1, json.dumps(ids))
+        args = (tenant.user, tenant.collection, level, level, 1, json.dumps(ids))
         rows = [(_info(r), np.frombuffer(r[-1], dtype=np.float32)) for r in conn.execute(SELECT_COMMUNITIES, args)]
         return _best(rows, q, limit)
 
-    async def _rows(
-        self, user: str, collection: str, level: int | None, ids: Sequence[str] | None, scope: Scope | None
-    ) -> list[Row]:
+    async def _rows(self, tenant: Tenant, level: int | None, ids: Sequence[str] | None) -> list[Row]:
         def read(conn: sqlite3.Connection) -> list[Row]:
-            allowed = _in_scope(conn, user, collection, scope)
-            args = (user, collection, level, level, None if ids is None else 1, json.dumps(list(ids or [])))
+            allowed = _in_scope(conn, tenant)
+            args = (
+                tenant.user,
+                tenant.collection,
+                level,
+                level,
+                None if ids is None else 1,
+                json.dumps(list(ids or [])),
+            )
             rows = conn.execute(SELECT_COMMUNITIES, args).fetchall()
             return [
                 (_info(r), np.frombuffer(r[-1], dtype=np.float32)) for r in rows if allowed is None or r[0] in allowed
@@ -212,52 +213,56 @@ class SqliteCommunityStore:
 
         return await self.db.read(read)
 
-    async def of_entities(self, user: str, collection: str, entities: Sequence[str], level: int) -> dict[str, str]:
+    async def of_entities(self, tenant: Tenant, entities: Sequence[str], level: int) -> dict[str, str]:
         """Entity -> its community at `level`."""
         sql = (
             "SELECT entity, community FROM community_members WHERE user = ? AND collection = ? AND level = ?"
             " AND entity IN (SELECT value FROM json_each(?))"
         )
-        args = (user, collection, level, json.dumps(list(entities)))
+        args = (tenant.user, tenant.collection, level, json.dumps(list(entities)))
         return dict(await self.db.read(lambda c: c.execute(sql, args).fetchall()))
 
-    async def member_chunks(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, list[str]]:
+    async def member_chunks(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, list[str]]:
         """Community id -> the ids of its chunks, heaviest first."""
         sql = (
             "SELECT community, chunk_id FROM community_chunks WHERE user = ? AND collection = ?"
             " AND community IN (SELECT value FROM json_each(?)) ORDER BY community, weight DESC, chunk_id"
         )
-        rows = await self.db.read(lambda c: c.execute(sql, (user, collection, json.dumps(list(ids)))).fetchall())
+        rows = await self.db.read(
+            lambda c: c.execute(sql, (tenant.user, tenant.collection, json.dumps(list(ids)))).fetchall()
+        )
         out: dict[str, list[str]] = {}
         for community, chunk_id in rows:
             out.setdefault(community, []).append(chunk_id)
         return out
 
-    async def set_summary(
-        self, user: str, collection: str, community: str, membership: str, summary: str, model: str
-    ) -> None:
+    async def set_summary(self, tenant: Tenant, community: str, membership: str, summary: str, model: str) -> None:
         """Cache a summary (only if the community still has the membership it was written for)."""
         sql = (
             "UPDATE communities SET summary = ?, summary_model = ? WHERE user = ? AND collection = ? AND id = ?"
             " AND membership_hash = ?"
         )
-        await self.db.write(lambda c: c.execute(sql, (summary, model, user, collection, community, membership)))
+        await self.db.write(
+            lambda c: c.execute(sql, (summary, model, tenant.user, tenant.collection, community, membership))
+        )
 
-    async def membership(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, str]:
+    async def membership(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, str]:
         """Community id -> membership hash."""
         sql = (
             "SELECT id, membership_hash FROM communities WHERE user = ? AND collection = ?"
             " AND id IN (SELECT value FROM json_each(?))"
         )
-        args = (user, collection, json.dumps(list(ids)))
+        args = (tenant.user, tenant.collection, json.dumps(list(ids)))
         return dict(await self.db.read(lambda c: c.execute(sql, args).fetchall()))
 
-    async def delete_collection(self, user: str, collection: str) -> None:
+    async def delete_collection(self, tenant: Tenant) -> None:
         """Drop the collection's communities."""
 
         def write(conn: sqlite3.Connection) -> None:
             for table in ("communities", "community_members", "community_chunks"):
-                conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", (user, collection))
+                conn.execute(
+                    "DELETE FROM " + table + " WHERE user = ? AND collection = ?", (tenant.user, tenant.collection)
+                )
 
         await self.db.write(write)
 
@@ -265,17 +270,17 @@ class SqliteCommunityStore:
         """The pool belongs to the document store."""
 
 
-def _in_scope(conn: sqlite3.Connection, user: str, collection: str, scope: Scope | None) -> set[str] | None:
-    if scope is None or scope.is_empty:
+def _in_scope(conn: sqlite3.Connection, tenant: Tenant) -> set[str] | None:
+    docs = scoped_ids(conn, tenant)
+    if docs is None:
         return None
-    docs = scoped_ids(conn, user, collection, scope)
     if not docs:
         return set()
     sql = (
         "SELECT DISTINCT community FROM community_chunks WHERE user = ? AND collection = ?"
         " AND document_id IN (SELECT value FROM json_each(?))"
     )
-    return {r[0] for r in conn.execute(sql, (user, collection, json.dumps(sorted(docs))))}
+    return {r[0] for r in conn.execute(sql, (tenant.user, tenant.collection, json.dumps(sorted(docs))))}
 
 
 def _info(r: tuple) -> CommunityInfo:  # type: ignore[type-arg]

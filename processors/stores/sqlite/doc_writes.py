@@ -13,6 +13,7 @@ from processors.algorithms.bm25 import terms
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks, tenant_token
 from processors.stores.sqlite.docs_schema import CHUNK_SPACE, RELATION_SPACE, relation_key
 from processors.stores.sqlite.vector_lists import VectorLists
+from schemas.tenant import Tenant
 
 INSERT_CHUNK = (
     "INSERT INTO chunks (user, collection, id, document_id, ordinal, text, start, end, tokens, vec, page, section)"
@@ -27,45 +28,58 @@ DELETE_CONCEPT = "DELETE FROM concepts WHERE user = ? AND collection = ? AND iri
 DELETE_CONCEPT_KEYS = "DELETE FROM concept_keys WHERE user = ? AND collection = ? AND iri = ?"
 
 
-def count_terms(
-    conn: sqlite3.Connection, user: str, collection: str, chunk_terms: list[list[str]], sign: int = 1
-) -> None:
+def count_terms(conn: sqlite3.Connection, tenant: Tenant, chunk_terms: list[list[str]], sign: int = 1) -> None:
     """Add (sign 1) or take away (-1) chunks, given their BM25 terms, from the kept statistics."""
     conn.execute(
         "INSERT INTO collection_counts VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET"
         " chunks = chunks + excluded.chunks, terms = terms + excluded.terms",
-        (user, collection, sign * len(chunk_terms), sign * sum(len(t) for t in chunk_terms)),
+        (tenant.user, tenant.collection, sign * len(chunk_terms), sign * sum(len(t) for t in chunk_terms)),
     )
     df = Counter(t for words in chunk_terms for t in set(words))
     conn.executemany(
         "INSERT INTO term_df VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET df = df + excluded.df",
-        [(user, collection, t, sign * n) for t, n in df.items()],
+        [(tenant.user, tenant.collection, t, sign * n) for t, n in df.items()],
     )
     if sign < 0:
-        conn.execute("DELETE FROM term_df WHERE user = ? AND collection = ? AND df <= 0", (user, collection))
         conn.execute(
-            "DELETE FROM collection_counts WHERE user = ? AND collection = ? AND chunks <= 0", (user, collection)
+            "DELETE FROM term_df WHERE user = ? AND collection = ? AND df <= 0", (tenant.user, tenant.collection)
+        )
+        conn.execute(
+            "DELETE FROM collection_counts WHERE user = ? AND collection = ? AND chunks <= 0",
+            (tenant.user, tenant.collection),
         )
 
 
-def insert_record(conn: sqlite3.Connection, vl: VectorLists, user: str, collection: str, r: DocumentRecord) -> None:
+def insert_record(conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, r: DocumentRecord) -> None:
     """Write one document's rows: the document, its chunks (with their FTS terms, their vectors
     in the IVF lists and their subject), mentions, relation provenance and vectors, concepts."""
     d = r.document
     ts = d.timestamp.timestamp() if d.timestamp else None
     conn.execute(
         "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?)",
-        (user, collection, d.id, d.title, ts, json.dumps(d.metadata), r.content_hash, len(r.chunks), r.title_entity),
+        (
+            tenant.user,
+            tenant.collection,
+            d.id,
+            d.title,
+            ts,
+            json.dumps(d.metadata),
+            r.content_hash,
+            len(r.chunks),
+            r.title_entity,
+        ),
     )
-    meta = [(user, collection, d.id, k, json.dumps(v)) for k, vs in d.metadata.items() for v in _as_list(vs)]
+    meta = [
+        (tenant.user, tenant.collection, d.id, k, json.dumps(v)) for k, vs in d.metadata.items() for v in _as_list(vs)
+    ]
     conn.executemany("INSERT OR IGNORE INTO doc_meta VALUES (?,?,?,?,?)", meta)
-    token = tenant_token(user, collection)
+    token = tenant_token(tenant)
     vecs = [np.asarray(v, dtype=np.float32) for v in r.vectors]
     chunk_terms = []
     for c, v in zip(r.chunks, vecs, strict=True):
         row = (
-            user,
-            collection,
+            tenant.user,
+            tenant.collection,
             c.id,
             d.id,
             c.ordinal,
@@ -82,35 +96,40 @@ def insert_record(conn: sqlite3.Connection, vl: VectorLists, user: str, collecti
         conn.execute(
             "INSERT INTO chunk_fts(rowid, tenant, terms) VALUES (?, ?, ?)", (rowid, token, " ".join(chunk_terms[-1]))
         )
-    vl.add(conn, user, collection, CHUNK_SPACE, [(c.id, d.id, v) for c, v in zip(r.chunks, vecs, strict=True)])
+    vl.add(conn, tenant, CHUNK_SPACE, [(c.id, d.id, v) for c, v in zip(r.chunks, vecs, strict=True)])
     if r.title_entity:
         conn.executemany(
             "INSERT OR IGNORE INTO chunk_subjects VALUES (?,?,?,?,?)",
-            [(user, collection, r.title_entity, c.id, d.id) for c in r.chunks],
+            [(tenant.user, tenant.collection, r.title_entity, c.id, d.id) for c in r.chunks],
         )
-    count_terms(conn, user, collection, chunk_terms)
+    count_terms(conn, tenant, chunk_terms)
     conn.executemany(
         "INSERT INTO mentions VALUES (?,?,?,?,?,?) ON CONFLICT DO UPDATE SET count = count + excluded.count",
-        [(user, collection, m.entity, m.chunk_id, d.id, m.count) for m in r.mentions],
+        [(tenant.user, tenant.collection, m.entity, m.chunk_id, d.id, m.count) for m in r.mentions],
     )
     conn.executemany(
         "INSERT OR IGNORE INTO relation_sources VALUES (?,?,?,?,?,?,?)",
-        [(user, collection, x.s, x.p, x.o, c, d.id) for x in r.relations for c in x.chunk_ids],
+        [(tenant.user, tenant.collection, x.s, x.p, x.o, c, d.id) for x in r.relations for c in x.chunk_ids],
     )
-    _relation_vectors(conn, vl, user, collection, r)
+    _relation_vectors(conn, vl, tenant, r)
     owned = r.owned
     mentioned = {m.entity for m in r.mentions}
     conn.executemany(
         "INSERT INTO concepts VALUES (?,?,?,?,?) ON CONFLICT DO NOTHING",
-        [(user, collection, e, int(e in owned), r.keys.get(e, "")) for e in mentioned],
+        [(tenant.user, tenant.collection, e, int(e in owned), r.keys.get(e, "")) for e in mentioned],
     )
     conn.executemany(
         "INSERT OR IGNORE INTO concept_keys VALUES (?,?,?,?)",
-        [(user, collection, k, e) for e in mentioned for k in (r.keys.get(e, ""), *r.aliases.get(e, ())) if k],
+        [
+            (tenant.user, tenant.collection, k, e)
+            for e in mentioned
+            for k in (r.keys.get(e, ""), *r.aliases.get(e, ()))
+            if k
+        ],
     )
 
 
-def _relation_vectors(conn: sqlite3.Connection, vl: VectorLists, user: str, collection: str, r: DocumentRecord) -> None:
+def _relation_vectors(conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, r: DocumentRecord) -> None:
     """A relation keeps the first vector it was stored with; a new one joins the IVF lists."""
     new = []
     for x in r.relations:
@@ -118,20 +137,20 @@ def _relation_vectors(conn: sqlite3.Connection, vl: VectorLists, user: str, coll
             continue
         v = np.asarray(x.vector, dtype=np.float32)
         cur = conn.execute("INSERT OR IGNORE INTO relation_vectors VALUES (?,?,?,?,?,?)",
-                           (user, collection, x.s, x.p, x.o, v.tobytes()))  # fmt: skip
+                           (tenant.user, tenant.collection, x.s, x.p, x.o, v.tobytes()))  # fmt: skip
         if cur.rowcount:
             new.append((relation_key(x.s, x.p, x.o), "", v))
-    vl.add(conn, user, collection, RELATION_SPACE, new)
+    vl.add(conn, tenant, RELATION_SPACE, new)
 
 
 def _as_list(v: object) -> list[object]:
     return list(v) if isinstance(v, list) else [v]
 
 
-def delete_docs(conn: sqlite3.Connection, vl: VectorLists, user: str, collection: str, ids: list[str]) -> RemovedLinks:
+def delete_docs(conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, ids: list[str]) -> RemovedLinks:
     """Delete the documents' rows (their chunks' FTS rows, vectors and subjects too); returns the
     relations and concepts they linked (candidates)."""
-    arg = (user, collection, json.dumps(ids))
+    arg = (tenant.user, tenant.collection, json.dumps(ids))
     in_docs = " WHERE user = ? AND collection = ? AND document_id IN (SELECT value FROM json_each(?))"
     rels = conn.execute("SELECT DISTINCT s, p, o FROM relation_sources" + in_docs, arg).fetchall()
     ents = conn.execute("SELECT DISTINCT entity FROM mentions" + in_docs, arg).fetchall()
@@ -141,8 +160,8 @@ def delete_docs(conn: sqlite3.Connection, vl: VectorLists, user: str, collection
         for rowid, _ in chunks
     ]
     conn.executemany("DELETE FROM chunk_fts WHERE rowid = ?", [(rowid,) for rowid, _ in chunks])
-    vl.remove(conn, user, collection, CHUNK_SPACE, [cid for _, cid in chunks])
-    count_terms(conn, user, collection, words, -1)
+    vl.remove(conn, tenant, CHUNK_SPACE, [cid for _, cid in chunks])
+    count_terms(conn, tenant, words, -1)
     for table in ("relation_sources", "mentions", "chunks", "doc_meta", "chunk_subjects"):
         conn.execute("DELETE FROM " + table + in_docs, arg)
     conn.execute(
@@ -151,25 +170,23 @@ def delete_docs(conn: sqlite3.Connection, vl: VectorLists, user: str, collection
     return RemovedLinks([(s, p, o) for s, p, o in rels], [e for (e,) in ents])
 
 
-def unlinked(
-    conn: sqlite3.Connection, vl: VectorLists, user: str, collection: str, removed: RemovedLinks
-) -> RemovedLinks:
+def unlinked(conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, removed: RemovedLinks) -> RemovedLinks:
     """Of the candidates, the relations without any source left and the owned concepts no chunk
     mentions (the concept rows of every unmentioned candidate go too)."""
 
     def one(sql: str, *args: str) -> tuple | None:  # type: ignore[type-arg]
-        return conn.execute(sql, (user, collection, *args)).fetchone()
+        return conn.execute(sql, (tenant.user, tenant.collection, *args)).fetchone()
 
     rels = [r for r in removed.relations if one(RELATION_HAS_SOURCE, *r) is None]
     conn.executemany(
         "DELETE FROM relation_vectors WHERE user = ? AND collection = ? AND s = ? AND p = ? AND o = ?",
-        [(user, collection, *r) for r in rels],
+        [(tenant.user, tenant.collection, *r) for r in rels],
     )
-    vl.remove(conn, user, collection, RELATION_SPACE, [relation_key(*r) for r in rels])
+    vl.remove(conn, tenant, RELATION_SPACE, [relation_key(*r) for r in rels])
     orphans = [e for e in removed.concepts if one(CONCEPT_MENTIONED, e) is None]
     owned = [e for e in orphans if one(CONCEPT_OWNED, e) == (1,)]
-    conn.executemany(DELETE_CONCEPT, [(user, collection, e) for e in orphans])
-    conn.executemany(DELETE_CONCEPT_KEYS, [(user, collection, e) for e in orphans])
+    conn.executemany(DELETE_CONCEPT, [(tenant.user, tenant.collection, e) for e in orphans])
+    conn.executemany(DELETE_CONCEPT_KEYS, [(tenant.user, tenant.collection, e) for e in orphans])
     return RemovedLinks(rels, owned, removed.concepts)
 
 
@@ -184,7 +201,8 @@ def backfill(conn: sqlite3.Connection, vl: VectorLists) -> int:
         return 0
     done = 0
     for user, collection in conn.execute("SELECT DISTINCT user, collection FROM documents").fetchall():
-        token = tenant_token(user, collection)
+        tenant = Tenant(user, collection)
+        token = tenant_token(tenant)
         rows = conn.execute(
             "SELECT c.rowid, c.id, c.document_id, c.text, c.vec, d.title, d.title_entity FROM chunks c JOIN documents d"
             " ON d.user = c.user AND d.collection = c.collection AND d.id = c.document_id"
@@ -196,12 +214,12 @@ def backfill(conn: sqlite3.Connection, vl: VectorLists) -> int:
             "INSERT INTO chunk_fts(rowid, tenant, terms) VALUES (?, ?, ?)",
             [(r[0], token, " ".join(w)) for r, w in zip(rows, words, strict=True)],
         )
-        vl.add(conn, user, collection, CHUNK_SPACE, [(r[1], r[2], np.frombuffer(r[4], np.float32)) for r in rows])
+        vl.add(conn, tenant, CHUNK_SPACE, [(r[1], r[2], np.frombuffer(r[4], np.float32)) for r in rows])
         conn.executemany(
             "INSERT OR IGNORE INTO chunk_subjects VALUES (?,?,?,?,?)",
             [(user, collection, r[6], r[1], r[2]) for r in rows if r[6]],
         )
-        count_terms(conn, user, collection, words)
+        count_terms(conn, tenant, words)
         conn.execute(
             "INSERT OR IGNORE INTO concept_keys SELECT user, collection, key, iri FROM concepts"
             " WHERE user = ? AND collection = ? AND key != ''",
@@ -210,7 +228,7 @@ def backfill(conn: sqlite3.Connection, vl: VectorLists) -> int:
         rels = conn.execute(
             "SELECT s, p, o, vec FROM relation_vectors WHERE user = ? AND collection = ?", (user, collection)
         ).fetchall()
-        vl.add(conn, user, collection, RELATION_SPACE,
+        vl.add(conn, tenant, RELATION_SPACE,
                [(relation_key(s, p, o), "", np.frombuffer(v, np.float32)) for s, p, o, v in rels])  # fmt: skip
         done += len(rows)
     return done

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from processors.algorithms.bm25 import Bm25Stats
 from processors.stores.documents_protocol import ScopeSql, scope_params
 from processors.stores.sqlite.vector_lists import SCHEMA as VECTOR_LISTS_SCHEMA
-from schemas.documents import Chunk, Scope
+from schemas.documents import Chunk
+from schemas.tenant import Tenant
 
 CHUNK_SPACE = "chunk"  # the IVF space of chunk vectors
 RELATION_SPACE = "relation"
@@ -202,12 +203,13 @@ WHERE n <= ?4
 # WITHOUT ROWID row this long spills onto overflow pages: 2.5x the space).
 
 
-def scoped_ids(conn: sqlite3.Connection, user: str, collection: str, scope: Scope | None) -> set[str] | None:
-    """The documents of the scope (None: no narrower scope than the collection)."""
+def scoped_ids(conn: sqlite3.Connection, tenant: Tenant) -> set[str] | None:
+    """The documents of the tenant's scope (None: no narrower scope than the collection)."""
+    scope = tenant.scope
     if scope is None or scope.is_empty:
         return None
     sql: ScopeSql = scope_params(scope)
-    return {r[0] for r in conn.execute(SCOPED_DOCS, (user, collection, sql.document_ids, sql.metadata))}
+    return {r[0] for r in conn.execute(SCOPED_DOCS, (tenant.user, tenant.collection, sql.document_ids, sql.metadata))}
 
 
 def chunk(r: tuple) -> Chunk:  # type: ignore[type-arg]
@@ -216,18 +218,18 @@ def chunk(r: tuple) -> Chunk:  # type: ignore[type-arg]
                  page=page, section=section or "")  # fmt: skip
 
 
-def scope_size(conn: sqlite3.Connection, user: str, collection: str, allowed: set[str] | None) -> int:
+def scope_size(conn: sqlite3.Connection, tenant: Tenant, allowed: set[str] | None) -> int:
     """Chunks of the collection, or of the scope's documents (kept counts: no scan of chunks)."""
     if allowed is None:
         row = conn.execute(
-            "SELECT chunks FROM collection_counts WHERE user = ? AND collection = ?", (user, collection)
+            "SELECT chunks FROM collection_counts WHERE user = ? AND collection = ?", (tenant.user, tenant.collection)
         ).fetchone()
         return int(row[0]) if row else 0
     sql = (
         "SELECT coalesce(sum(chunks), 0) FROM documents WHERE user = ? AND collection = ?"
         " AND id IN (SELECT value FROM json_each(?))"
     )
-    return int(conn.execute(sql, (user, collection, json.dumps(sorted(allowed)))).fetchone()[0])
+    return int(conn.execute(sql, (tenant.user, tenant.collection, json.dumps(sorted(allowed)))).fetchone()[0])
 
 
 def relation_key(s: str, p: str, o: str) -> str:
@@ -235,13 +237,20 @@ def relation_key(s: str, p: str, o: str) -> str:
     return "\x1f".join((s, p, o))
 
 
-def bm25_stats(conn: sqlite3.Connection, user: str, collection: str, query_terms: Sequence[str]) -> Bm25Stats:
+def relation_of(key: str) -> tuple[str, str, str]:
+    """The relation (s, p, o) of an item id `relation_key` made."""
+    s, p, o = key.split("\x1f")
+    return s, p, o
+
+
+def bm25_stats(conn: sqlite3.Connection, tenant: Tenant, query_terms: Sequence[str]) -> Bm25Stats:
     """The collection's kept BM25 statistics for these terms."""
     row = conn.execute(
-        "SELECT chunks, terms FROM collection_counts WHERE user = ? AND collection = ?", (user, collection)
+        "SELECT chunks, terms FROM collection_counts WHERE user = ? AND collection = ?",
+        (tenant.user, tenant.collection),
     ).fetchone()
     sql = "SELECT term, df FROM term_df WHERE user = ? AND collection = ? AND term IN (SELECT value FROM json_each(?))"
-    df = dict(conn.execute(sql, (user, collection, json.dumps(list(query_terms)))).fetchall())
+    df = dict(conn.execute(sql, (tenant.user, tenant.collection, json.dumps(list(query_terms)))).fetchall())
     return Bm25Stats(int(row[0]) if row else 0, int(row[1]) if row else 0, df)
 
 

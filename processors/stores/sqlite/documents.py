@@ -16,7 +16,15 @@ from typing import TypeVar
 import numpy as np
 
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
-from processors.stores.documents_protocol import ChunkQuery, DocumentRecord, RemovedLinks
+from processors.stores.documents_protocol import (
+    ChunkQuery,
+    DocumentCounts,
+    DocumentRecord,
+    Episodes,
+    RelationChunk,
+    RelationHit,
+    RemovedLinks,
+)
 from processors.stores.sqlite import passages
 from processors.stores.sqlite.doc_writes import backfill, delete_docs, insert_record, unlinked
 from processors.stores.sqlite.docs_schema import (
@@ -42,16 +50,16 @@ from processors.stores.sqlite.docs_schema import (
     chunk,
     migrate,
     relation_key,
+    relation_of,
     scope_size,
     scoped_ids,
 )
 from processors.stores.sqlite.pool import SqlitePool
 from processors.stores.sqlite.vector_lists import VectorLists
-from schemas.documents import Chunk, DocumentInfo, Mention, Scope
+from schemas.documents import Chunk, DocumentInfo, Mention
+from schemas.tenant import Tenant
 
 T = TypeVar("T")
-RelationHit = tuple[str, str, str, float, int]
-Episodes = tuple[dict[str, list[str]], dict[str, int]]
 
 # A claim makes the concept owned (a concept loaded from triples is never claimed: it is named).
 OWNED_CONCEPTS = (
@@ -72,54 +80,54 @@ class SqliteDocumentStore:
             backfill(conn, self.lists)
 
     # --- writes -------------------------------------------------------------------------------
-    async def store(self, user: str, collection: str, records: Sequence[DocumentRecord]) -> RemovedLinks:
+    async def store(self, tenant: Tenant, records: Sequence[DocumentRecord]) -> RemovedLinks:
         """Write documents (replacing earlier versions of the same ids) in one transaction; returns
         what the replaced versions linked that nothing links any more."""
 
         def write(conn: sqlite3.Connection) -> RemovedLinks:
-            removed = delete_docs(conn, self.lists, user, collection, [r.document.id for r in records])
+            removed = delete_docs(conn, self.lists, tenant, [r.document.id for r in records])
             for r in records:
-                insert_record(conn, self.lists, user, collection, r)
-            return unlinked(conn, self.lists, user, collection, removed)
+                insert_record(conn, self.lists, tenant, r)
+            return unlinked(conn, self.lists, tenant, removed)
 
         return await self.db.write(write)
 
-    async def delete_documents(self, user: str, collection: str, ids: Sequence[str]) -> RemovedLinks:
+    async def delete_documents(self, tenant: Tenant, ids: Sequence[str]) -> RemovedLinks:
         """Delete documents; returns the relations and owned concepts nothing links any more."""
 
         def write(conn: sqlite3.Connection) -> RemovedLinks:
-            removed = delete_docs(conn, self.lists, user, collection, list(ids))
-            return unlinked(conn, self.lists, user, collection, removed)
+            removed = delete_docs(conn, self.lists, tenant, list(ids))
+            return unlinked(conn, self.lists, tenant, removed)
 
         return await self.db.write(write)
 
-    async def note_deleted(self, user: str, collection: str, ids: Sequence[str], at: float) -> None:
+    async def note_deleted(self, tenant: Tenant, ids: Sequence[str], at: float) -> None:
         """Remember that these documents (`*`: the whole collection) were deleted at `at`."""
-        rows = [(user, collection, i, at) for i in ids]
+        rows = [(tenant.user, tenant.collection, i, at) for i in ids]
         await self.db.write(lambda conn: conn.executemany(NOTE_DELETED, rows))
 
-    async def deleted_after(self, user: str, collection: str, ids: Sequence[str], since: float) -> set[str]:
+    async def deleted_after(self, tenant: Tenant, ids: Sequence[str], since: float) -> set[str]:
         """Of `ids`, those deleted after `since` (all of them, if the collection was)."""
-        args = (user, collection, since, json.dumps(list(ids)))
+        args = (tenant.user, tenant.collection, since, json.dumps(list(ids)))
         found = {str(r[0]) for r in await self.db.read(lambda conn: conn.execute(DELETED_AFTER, args).fetchall())}
         return set(ids) if "*" in found else found
 
-    async def claim(self, user: str, collection: str, concepts: Mapping[str, str]) -> None:
+    async def claim(self, tenant: Tenant, concepts: Mapping[str, str]) -> None:
         """Owned concept rows for `concepts` (IRI -> key), before their vectors and labels exist."""
-        rows = [(user, collection, iri, key) for iri, key in concepts.items()]
+        rows = [(tenant.user, tenant.collection, iri, key) for iri, key in concepts.items()]
         await self.db.write(lambda conn: conn.executemany(CLAIM_CONCEPT, rows))
 
-    async def claimed(self, user: str, collection: str, iris: Sequence[str]) -> set[str]:
+    async def claimed(self, tenant: Tenant, iris: Sequence[str]) -> set[str]:
         """Of `iris`, the owned concepts."""
-        args = (user, collection, json.dumps(list(iris)))
+        args = (tenant.user, tenant.collection, json.dumps(list(iris)))
         rows = await self.db.read(lambda conn: conn.execute(OWNED_CONCEPTS, args).fetchall())
         return {str(r[0]) for r in rows}
 
-    async def delete_collection(self, user: str, collection: str) -> None:
+    async def delete_collection(self, tenant: Tenant) -> None:
         """Drop every row of the collection."""
 
         def write(conn: sqlite3.Connection) -> None:
-            uc = (user, collection)
+            uc = (tenant.user, tenant.collection)
             conn.execute(
                 "DELETE FROM chunk_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE user = ? AND collection = ?)", uc
             )
@@ -127,18 +135,20 @@ class SqliteDocumentStore:
                           "concepts", "concept_keys", "chunk_subjects", "collection_counts", "term_df",
                           "doc_deletions"):  # fmt: skip
                 conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", uc)
-            self.lists.drop(conn, user, collection)
+            self.lists.drop(conn, tenant)
 
         await self.db.write(write)
 
     # --- reads --------------------------------------------------------------------------------
-    async def hashes(self, user: str, collection: str, ids: Sequence[str]) -> dict[str, str]:
+    async def hashes(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, str]:
         """Content hash of each stored document of `ids`."""
         sql = (
             "SELECT id, content_hash FROM documents WHERE user = ? AND collection = ?"
             " AND id IN (SELECT value FROM json_each(?))"
         )
-        rows = await self.db.read(lambda c: c.execute(sql, (user, collection, json.dumps(list(ids)))).fetchall())
+        rows = await self.db.read(
+            lambda c: c.execute(sql, (tenant.user, tenant.collection, json.dumps(list(ids)))).fetchall()
+        )
         return {str(i): str(h) for i, h in rows}
 
     async def candidates(
@@ -149,19 +159,19 @@ class SqliteDocumentStore:
         unit = None if q.vector is None else _unit(q.vector)
 
         def read(conn: sqlite3.Connection, allowed: set[str] | None, scoped: int | None) -> Candidates:
-            size = len(among) if among is not None else scope_size(conn, q.user, q.collection, allowed)
-            return passages.candidates(conn, self.lists, q.user, q.collection, unit, terms, k, (scoped, size), among)
+            size = len(among) if among is not None else scope_size(conn, q.tenant, allowed)
+            return passages.candidates(conn, self.lists, q.tenant, unit, terms, k, (scoped, size), among)
 
-        return await self._read(q.user, q.collection, q.scope, read)
+        return await self._read(q.tenant, read)
 
-    async def concept_keys(self, user: str, collection: str, keys: Sequence[str]) -> dict[str, list[str]]:
+    async def concept_keys(self, tenant: Tenant, keys: Sequence[str]) -> dict[str, list[str]]:
         """Key -> the concepts it is a key or an alias of."""
         if not keys:
             return {}
 
         def read(conn: sqlite3.Connection) -> dict[str, list[str]]:
             out: dict[str, list[str]] = {}
-            for key, iri in conn.execute(CONCEPT_KEYS, (user, collection, json.dumps(list(keys)))):
+            for key, iri in conn.execute(CONCEPT_KEYS, (tenant.user, tenant.collection, json.dumps(list(keys)))):
                 out.setdefault(key, []).append(iri)
             return out
 
@@ -171,8 +181,8 @@ class SqliteDocumentStore:
         """Of `phrases`, the concept keys in the scope: key -> (concept, its subject chunks)."""
         unit = _unit(q.vector)
         return await self._read(
-            q.user, q.collection, q.scope,
-            lambda conn, _, scoped: passages.named(conn, q.user, q.collection, phrases, unit, scoped),
+            q.tenant,
+            lambda conn, _, scoped: passages.named(conn, q.tenant, phrases, unit, scoped),
         )  # fmt: skip
 
     async def passage_links(
@@ -182,18 +192,18 @@ class SqliteDocumentStore:
         unit = _unit(q.vector)
 
         def read(conn: sqlite3.Connection, _: set[str] | None, scoped: int | None) -> HopLinks:
-            return passages.links(conn, q.user, q.collection, chunk_ids, skip, cap, known, unit, scoped)
+            return passages.links(conn, q.tenant, chunk_ids, skip, cap, known, unit, scoped)
 
-        return await self._read(q.user, q.collection, q.scope, read)
+        return await self._read(q.tenant, read)
 
-    async def chunks(self, user: str, collection: str, ids: Sequence[str], scope: Scope | None = None) -> list[Chunk]:
+    async def chunks(self, tenant: Tenant, ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id (in the scope), in the order asked."""
         if not ids:
             return []
 
         def read(conn: sqlite3.Connection) -> list[Chunk]:
-            allowed = scoped_ids(conn, user, collection, scope)
-            rows = conn.execute(GET_CHUNKS, (user, collection, json.dumps(list(ids)))).fetchall()
+            allowed = scoped_ids(conn, tenant)
+            rows = conn.execute(GET_CHUNKS, (tenant.user, tenant.collection, json.dumps(list(ids)))).fetchall()
             by_id = {r[0]: r for r in rows if allowed is None or r[1] in allowed}
             return [chunk(by_id[i]) for i in dict.fromkeys(ids) if i in by_id]
 
@@ -204,7 +214,7 @@ class SqliteDocumentStore:
     ) -> list[Mention]:
         """Chunk-entity links of a neighbourhood in one store call: of each entity's first
         LINKS_READ mentions in scope, the `per_entity` most mentioning; every mention of the chunks."""
-        user, collection, scope = q.user, q.collection, q.scope
+        user, collection = q.tenant.user, q.tenant.collection
 
         def read(conn: sqlite3.Connection, allowed: set[str] | None, scoped: int | None) -> list[Mention]:
             docs = None if allowed is None else json.dumps(sorted(allowed))
@@ -216,66 +226,62 @@ class SqliteDocumentStore:
                 rows += conn.execute(CHUNK_LINKS, (user, collection, json.dumps(list(chunk_ids)), docs)).fetchall()
             return [Mention(entity=e, chunk_id=c, count=n) for e, c, n in dict.fromkeys(rows)]
 
-        return await self._read(user, collection, scope, read)
+        return await self._read(q.tenant, read)
 
-    async def relations(
-        self, user: str, collection: str, entities: Sequence[str], limit: int, scope: Scope | None = None
-    ) -> list[tuple[str, str, str, int]]:
+    async def relations(self, tenant: Tenant, entities: Sequence[str], limit: int) -> list[RelationHit]:
         """Relations among `entities` with their in-scope support (chunks), strongest first."""
 
-        def read(conn: sqlite3.Connection) -> list[tuple[str, str, str, int]]:
-            allowed = scoped_ids(conn, user, collection, scope)
+        def read(conn: sqlite3.Connection) -> list[RelationHit]:
+            allowed = scoped_ids(conn, tenant)
             docs = None if allowed is None else json.dumps(sorted(allowed))
-            return conn.execute(RELATIONS_AMONG, (user, collection, json.dumps(list(entities)), docs, limit)).fetchall()
+            args = (tenant.user, tenant.collection, json.dumps(list(entities)), docs, limit)
+            return [RelationHit(s_, p_, o_, int(n)) for s_, p_, o_, n in conn.execute(RELATIONS_AMONG, args)]
 
         return await self.db.read(read)
 
-    async def search_relations(
-        self, user: str, collection: str, vector: Sequence[float], limit: int, scope: Scope | None = None
-    ) -> list[tuple[str, str, str, float, int]]:
+    async def search_relations(self, tenant: Tenant, vector: Sequence[float], limit: int) -> list[RelationHit]:
         """Relations nearest `vector` with a source chunk in the scope: the IVF lists over the
         collection's relation vectors, or exactly over the relations of a scope's documents."""
         q = _unit(vector)
 
         def read(conn: sqlite3.Connection, _: set[str] | None, scoped: int | None) -> list[RelationHit]:
             if scoped is None:
-                hits = self.lists.search(conn, user, collection, RELATION_SPACE, q, passages.RESCORE * limit)
-                keys = [tuple(k.split("\x1f")) for k, _ in hits]
+                hits = self.lists.search(conn, tenant, RELATION_SPACE, q, passages.RESCORE * limit)
+                keys = [relation_of(k) for k, _ in hits]
             else:
-                keys = conn.execute(RELATIONS_IN_SCOPE, (user, collection)).fetchall()
+                keys = conn.execute(RELATIONS_IN_SCOPE, (tenant.user, tenant.collection)).fetchall()
             if not keys:
                 return []
-            args = (user, collection, json.dumps([list(k) for k in keys]))
+            args = (tenant.user, tenant.collection, json.dumps([list(k) for k in keys]))
             rows = conn.execute(RELATION_VECTORS, args).fetchall()
             sims = passages.cosines([(relation_key(s_, p_, o_), v) for s_, p_, o_, v, _ in rows], q)
             support = {relation_key(s_, p_, o_): n for s_, p_, o_, _, n in rows}
             best = sorted(sims, key=lambda k: (-sims[k], k))[:limit]
-            return [(*k.split("\x1f"), sims[k], support[k]) for k in best]  # type: ignore[misc]
+            return [RelationHit(*relation_of(k), support=support[k], score=sims[k]) for k in best]
 
-        return await self._read(user, collection, scope, read)
+        return await self._read(tenant, read)
 
     async def relation_chunks(
         self, q: ChunkQuery, relations: Sequence[tuple[str, str, str]], per_relation: int
-    ) -> list[tuple[tuple[str, str, str], str]]:
+    ) -> list[RelationChunk]:
         """Source chunks of relations in the scope, at most `per_relation` each."""
-        user, collection, scope = q.user, q.collection, q.scope
         if not relations:
             return []
 
-        def read(conn: sqlite3.Connection) -> list[tuple[tuple[str, str, str], str]]:
-            allowed = scoped_ids(conn, user, collection, scope)
+        def read(conn: sqlite3.Connection) -> list[RelationChunk]:
+            allowed = scoped_ids(conn, q.tenant)
             docs = None if allowed is None else json.dumps(sorted(allowed))
-            args = (user, collection, json.dumps([list(r) for r in relations]), per_relation, docs)
-            return [((s, p, o), c) for s, p, o, c in conn.execute(RELATION_CHUNKS, args)]
+            args = (q.tenant.user, q.tenant.collection, json.dumps([list(r) for r in relations]), per_relation, docs)
+            return [RelationChunk((s, p, o), c) for s, p, o, c in conn.execute(RELATION_CHUNKS, args)]
 
         return await self.db.read(read)
 
     async def episodes(
         self, q: ChunkQuery, entities: Sequence[str], chunk_ids: Sequence[str], window: tuple[float, float] | None
-    ) -> tuple[dict[str, list[str]], dict[str, int]]:
+    ) -> Episodes:
         """What the chunks mention (in scope) and each entity's episodes in the window (see
         `EPISODES`, `EPISODE_COUNTS`)."""
-        user, collection, scope = q.user, q.collection, q.scope
+        user, collection = q.tenant.user, q.tenant.collection
 
         def read(conn: sqlite3.Connection, allowed: set[str] | None, _: int | None) -> Episodes:
             docs = None if allowed is None else json.dumps(sorted(allowed))
@@ -284,79 +290,79 @@ class SqliteDocumentStore:
                 for e, c, _ in conn.execute(CHUNK_LINKS, (user, collection, json.dumps(list(chunk_ids)), docs)):
                     mentioned.setdefault(c, []).append(e)
             if window is None:
-                return mentioned, {}
+                return Episodes(mentioned, {})
             wanted = list(dict.fromkeys([*entities, *(e for es in mentioned.values() for e in es)]))
             episodes = [r[0] for r in conn.execute(EPISODES, (user, collection, *window, docs))] if wanted else []
             if not episodes:
-                return mentioned, {}
+                return Episodes(mentioned, {})
             args = (user, collection, json.dumps(wanted), json.dumps(episodes))
-            return mentioned, {str(e): int(n) for e, n in conn.execute(EPISODE_COUNTS, args)}
+            return Episodes(mentioned, {str(e): int(n) for e, n in conn.execute(EPISODE_COUNTS, args)})
 
-        return await self._read(user, collection, scope, read)
+        return await self._read(q.tenant, read)
 
     async def chunk_similarities(self, q: ChunkQuery, chunk_ids: Sequence[str]) -> dict[str, float]:
         """Cosine of the question's vector to the stored vectors of the chunks (in scope)."""
         unit = _unit(q.vector)
         return await self._read(
-            q.user, q.collection, q.scope,
-            lambda conn, _, scoped: passages.similarities(conn, q.user, q.collection, unit, chunk_ids, scoped),
+            q.tenant,
+            lambda conn, _, scoped: passages.similarities(conn, q.tenant, unit, chunk_ids, scoped),
         )  # fmt: skip
 
-    async def scoped_entities(self, user: str, collection: str, scope: Scope) -> set[str]:
+    async def scoped_entities(self, tenant: Tenant) -> set[str]:
         """Entities a chunk in the scope mentions."""
 
         def read(conn: sqlite3.Connection) -> set[str]:
-            allowed = scoped_ids(conn, user, collection, scope)
+            allowed = scoped_ids(conn, tenant)
             if allowed is None:
                 raise ValueError("scoped_entities needs a scope that narrows")
-            args = (user, collection, json.dumps(sorted(allowed)))
+            args = (tenant.user, tenant.collection, json.dumps(sorted(allowed)))
             return {r[0] for r in conn.execute(SCOPED_ENTITIES, args)}
 
         return await self.db.read(read)
 
     async def scoped_neighbours(
-        self, user: str, collection: str, entities: Sequence[str], limit_per_entity: int, scope: Scope
+        self, tenant: Tenant, entities: Sequence[str], limit_per_entity: int
     ) -> list[tuple[tuple[str, str, str, int, str, str], str]]:
         """Relation edges touching `entities` with a source chunk in the scope: (raw edge, the
         entity it was found from), out-edges first, each entity's in key order."""
 
         def read(conn: sqlite3.Connection) -> list[tuple[tuple[str, str, str, int, str, str], str]]:
-            allowed = scoped_ids(conn, user, collection, scope)
+            allowed = scoped_ids(conn, tenant)
             docs = json.dumps(sorted(allowed or ()))
             found = []
             for sql in (SCOPED_OUT, SCOPED_IN):
                 for e in dict.fromkeys(entities):
-                    rows = conn.execute(sql, (user, collection, e, docs, limit_per_entity))
+                    rows = conn.execute(sql, (tenant.user, tenant.collection, e, docs, limit_per_entity))
                     found += [((s_, p_, o_, 0, "", ""), e) for s_, p_, o_ in rows]
             return found
 
         return await self.db.read(read)
 
-    async def documents(self, user: str, collection: str, limit: int, scope: Scope | None = None) -> list[DocumentInfo]:
+    async def documents(self, tenant: Tenant, limit: int) -> list[DocumentInfo]:
         """Documents in id order."""
 
         def read(conn: sqlite3.Connection) -> list[DocumentInfo]:
-            allowed = scoped_ids(conn, user, collection, scope)
+            allowed = scoped_ids(conn, tenant)
             rows = conn.execute(
                 "SELECT id, title, chunks, content_hash, timestamp FROM documents"
                 " WHERE user = ? AND collection = ? ORDER BY id",
-                (user, collection),
+                (tenant.user, tenant.collection),
             ).fetchall()
             picked = [r for r in rows if allowed is None or r[0] in allowed][:limit]
             return [DocumentInfo(id=i, title=t, chunks=n, content_hash=h, timestamp=ts) for i, t, n, h, ts in picked]
 
         return await self.db.read(read)
 
-    async def counts(self, user: str) -> dict[str, tuple[int, int]]:
-        """Collection -> (documents, chunks) for the user's collections that hold documents."""
+    async def counts(self, user: str) -> dict[str, DocumentCounts]:
+        """Collection -> what it holds, for the user's collections that hold documents."""
 
-        def read(conn: sqlite3.Connection) -> dict[str, tuple[int, int]]:
+        def read(conn: sqlite3.Connection) -> dict[str, DocumentCounts]:
             rows = conn.execute(
                 "SELECT collection, count(*), coalesce(sum(chunks), 0) FROM documents WHERE user = ?"
                 " GROUP BY collection",
                 (user,),
             ).fetchall()
-            return {c: (int(d), int(n)) for c, d, n in rows}
+            return {c: DocumentCounts(int(d), int(n)) for c, d, n in rows}
 
         return await self.db.read(read)
 
@@ -365,15 +371,12 @@ class SqliteDocumentStore:
         await self.db.close()
 
     # --- internals ----------------------------------------------------------------------------
-    async def _read(
-        self, user: str, collection: str, scope: Scope | None,
-        fn: Callable[[sqlite3.Connection, set[str] | None, int | None], T],
-    ) -> T:  # fmt: skip
+    async def _read(self, tenant: Tenant, fn: Callable[[sqlite3.Connection, set[str] | None, int | None], T]) -> T:
         """`fn(conn, the scope's documents, the scope flag)` in one read call, with the scope's
         documents in `temp.scope_docs` for its queries (None, None: no narrower scope)."""
 
         def read(conn: sqlite3.Connection) -> T:
-            allowed = scoped_ids(conn, user, collection, scope)
+            allowed = scoped_ids(conn, tenant)
             return fn(conn, allowed, passages.set_scope(conn, allowed))
 
         return await self.db.read(read)

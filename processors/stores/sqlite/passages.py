@@ -18,6 +18,7 @@ from processors.algorithms.vectors import top_k
 from processors.stores.documents_protocol import tenant_token
 from processors.stores.sqlite.docs_schema import CHUNK_SPACE, CONCEPT_KEYS, bm25_stats
 from processors.stores.sqlite.vector_lists import VectorLists
+from schemas.tenant import Tenant
 
 EXACT_SCOPE = 50_000  # a scope of at most this many chunks is searched exactly (all its vectors read)
 RESCORE = 4  # IVF hits read per wanted hit, rescored with the stored float vectors
@@ -63,11 +64,11 @@ SOURCE_MENTIONS = (
 )
 
 
-def fts_query(user: str, collection: str, terms: Sequence[str]) -> str | None:
+def fts_query(tenant: Tenant, terms: Sequence[str]) -> str | None:
     """The FTS5 query for chunks of the collection holding any of `terms`, each an FTS5 string
     (quoted, its quotes doubled: data, never syntax); None when no term is left to search."""
     words = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-    return f"tenant : {tenant_token(user, collection)} AND terms : ({words})" if words else None
+    return f"tenant : {tenant_token(tenant)} AND terms : ({words})" if words else None
 
 
 def set_scope(conn: sqlite3.Connection, allowed: Collection[str] | None) -> int | None:
@@ -93,16 +94,16 @@ def cosines(rows: Sequence[tuple[str, bytes]], q: np.ndarray) -> dict[str, float
 
 
 def similarities(
-    conn: sqlite3.Connection, user: str, collection: str, q: np.ndarray, ids: Sequence[str], scoped: int | None
+    conn: sqlite3.Connection, tenant: Tenant, q: np.ndarray, ids: Sequence[str], scoped: int | None
 ) -> dict[str, float]:
     """Cosine of unit `q` to each chunk of `ids` (in scope)."""
     if not ids:
         return {}
-    return cosines(conn.execute(VECTORS, (user, collection, json.dumps(list(ids)), scoped)).fetchall(), q)
+    return cosines(conn.execute(VECTORS, (tenant.user, tenant.collection, json.dumps(list(ids)), scoped)).fetchall(), q)
 
 
 def candidates(
-    conn: sqlite3.Connection, vl: VectorLists, user: str, collection: str, q: np.ndarray | None,
+    conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, q: np.ndarray | None,
     terms: Sequence[str], k: int, scope: tuple[int | None, int], among: Sequence[str] | None,
 ) -> Candidates:  # fmt: skip
     """The `k` nearest chunks (IVF, or exactly within a small scope or `among` given chunks) and
@@ -111,67 +112,63 @@ def candidates(
     dense: dict[str, float] = {}
     if q is not None and not (among is not None and not among):
         if among is not None:
-            sims = similarities(conn, user, collection, q, among, scoped)
+            sims = similarities(conn, tenant, q, among, scoped)
         elif scoped is not None and searched <= EXACT_SCOPE:
-            sims = cosines(conn.execute(SCOPE_VECTORS, (user, collection)).fetchall(), q)
+            sims = cosines(conn.execute(SCOPE_VECTORS, (tenant.user, tenant.collection)).fetchall(), q)
         else:
             allowed = None if scoped is None else {r[0] for r in conn.execute("SELECT id FROM temp.scope_docs")}
-            hits = vl.search(conn, user, collection, CHUNK_SPACE, q, RESCORE * k, allowed)
-            sims = similarities(conn, user, collection, q, [i for i, _ in hits], scoped)
+            hits = vl.search(conn, tenant, CHUNK_SPACE, q, RESCORE * k, allowed)
+            sims = similarities(conn, tenant, q, [i for i, _ in hits], scoped)
         ids = list(sims)
         best = top_k(np.asarray([sims[i] for i in ids], dtype=np.float64), k).tolist()
         dense = {ids[i]: sims[ids[i]] for i in best}
     lexical: dict[str, float] = {}
     terms = query_terms(terms)
-    query = fts_query(user, collection, terms)
+    query = fts_query(tenant, terms)
     if query is not None and not (among is not None and not among):
-        args = (query, user, collection, scoped,
+        args = (query, tenant.user, tenant.collection, scoped,
                 None if among is None else json.dumps(list(among)), RESCORE * k)  # fmt: skip
         hits = conn.execute(LEXICAL, args).fetchall()
-        lexical = best_bm25(
-            [(i, words.split()) for i, words, _ in hits], terms, bm25_stats(conn, user, collection, terms), k
-        )
+        lexical = best_bm25([(i, words.split()) for i, words, _ in hits], terms, bm25_stats(conn, tenant, terms), k)
     missing = [i for i in lexical if i not in dense]
     if q is not None and missing:
-        dense.update(similarities(conn, user, collection, q, missing, scoped))
+        dense.update(similarities(conn, tenant, q, missing, scoped))
     ids = list(dict.fromkeys([*dense, *lexical]))
     return Candidates([Passage(i, dense.get(i, 0.0), lexical.get(i, 0.0)) for i in ids], searched)
 
 
 def named(
-    conn: sqlite3.Connection, user: str, collection: str, phrases: Sequence[str], q: np.ndarray, scoped: int | None
+    conn: sqlite3.Connection, tenant: Tenant, phrases: Sequence[str], q: np.ndarray, scoped: int | None
 ) -> dict[str, tuple[str, list[Passage]]]:
     """Of `phrases`, the concept keys present in the scope: key -> (concept, its best subject chunks)."""
     if not phrases:
         return {}
     out: dict[str, tuple[str, list[Passage]]] = {}
-    for key, iri in concepts_by_key(conn, user, collection, phrases).items():
-        if conn.execute(IN_SCOPE_MENTION, (user, collection, iri, scoped)).fetchone() is None:
+    for key, iri in concepts_by_key(conn, tenant, phrases).items():
+        if conn.execute(IN_SCOPE_MENTION, (tenant.user, tenant.collection, iri, scoped)).fetchone() is None:
             continue
-        out[key] = (iri, _subjects(conn, user, collection, iri, q, scoped))
+        out[key] = (iri, _subjects(conn, tenant, iri, q, scoped))
     return out
 
 
-def concepts_by_key(conn: sqlite3.Connection, user: str, collection: str, keys: Sequence[str]) -> dict[str, str]:
+def concepts_by_key(conn: sqlite3.Connection, tenant: Tenant, keys: Sequence[str]) -> dict[str, str]:
     """Key -> the one concept it is a key or an alias of (a key naming several names none)."""
     found: dict[str, list[str]] = {}
-    for key, iri in conn.execute(CONCEPT_KEYS, (user, collection, json.dumps(list(keys)))):
+    for key, iri in conn.execute(CONCEPT_KEYS, (tenant.user, tenant.collection, json.dumps(list(keys)))):
         found.setdefault(key, []).append(iri)
     return {k: iris[0] for k, iris in found.items() if len(iris) == 1}
 
 
-def _subjects(
-    conn: sqlite3.Connection, user: str, collection: str, iri: str, q: np.ndarray, scoped: int | None
-) -> list[Passage]:
+def _subjects(conn: sqlite3.Connection, tenant: Tenant, iri: str, q: np.ndarray, scoped: int | None) -> list[Passage]:
     """The chunks whose subject `iri` is (in scope), the SUBJECT_KEEP nearest `q`."""
-    ids = [r[0] for r in conn.execute(SUBJECT_CHUNKS, (user, collection, iri, scoped, SUBJECT_READ))]
-    sims = similarities(conn, user, collection, q, ids, scoped)
+    ids = [r[0] for r in conn.execute(SUBJECT_CHUNKS, (tenant.user, tenant.collection, iri, scoped, SUBJECT_READ))]
+    sims = similarities(conn, tenant, q, ids, scoped)
     best = sorted(sims, key=lambda c: (-sims[c], c))[:SUBJECT_KEEP]
     return [Passage(c, sims[c]) for c in best]
 
 
 def links(
-    conn: sqlite3.Connection, user: str, collection: str, chunk_ids: Sequence[str], skip: Collection[str],
+    conn: sqlite3.Connection, tenant: Tenant, chunk_ids: Sequence[str], skip: Collection[str],
     cap: int, known: Collection[str], q: np.ndarray, scoped: int | None,
 ) -> HopLinks:  # fmt: skip
     """One hop of graphrank from `chunk_ids`: each source's concepts (mentions, and the subject
@@ -180,29 +177,31 @@ def links(
     hop = HopLinks()
     if not chunk_ids:
         return hop
-    sources = conn.execute(SOURCES, (user, collection, json.dumps(list(chunk_ids)))).fetchall()
+    sources = conn.execute(SOURCES, (tenant.user, tenant.collection, json.dumps(list(chunk_ids)))).fetchall()
     own = {cid: subject for cid, _, subject in sources}
-    for cid, entity in conn.execute(SOURCE_MENTIONS, (user, collection, json.dumps(list(chunk_ids)))):
+    for cid, entity in conn.execute(SOURCE_MENTIONS, (tenant.user, tenant.collection, json.dumps(list(chunk_ids)))):
         if entity != own.get(cid):
             hop.concepts_of.setdefault(cid, []).append(entity)
-    for cid, entity in _named_subjects(conn, user, collection, sources, scoped):
+    for cid, entity in _named_subjects(conn, tenant, sources, scoped):
         have = hop.concepts_of.setdefault(cid, [])
         if entity != own.get(cid) and entity not in have:
             have.append(entity)
     wanted = sorted({c for cs in hop.concepts_of.values() for c in cs} - set(skip))
     subjects: dict[str, list[str]] = {}
     for c in wanted:
-        chunks = [r[0] for r in conn.execute(MENTIONING, (user, collection, c, scoped, cap + 1))]
-        subjects[c] = [r[0] for r in conn.execute(SUBJECT_CHUNKS, (user, collection, c, scoped, SUBJECT_READ))]
+        chunks = [r[0] for r in conn.execute(MENTIONING, (tenant.user, tenant.collection, c, scoped, cap + 1))]
+        subjects[c] = [
+            r[0] for r in conn.execute(SUBJECT_CHUNKS, (tenant.user, tenant.collection, c, scoped, SUBJECT_READ))
+        ]
         hop.concepts[c] = ConceptLinks(len(chunks), subjects[c], chunks if len(chunks) <= cap else [])
     reached = {j for link in hop.concepts.values() for j in (*link.subjects, *link.chunks)} - set(known)
-    sims = similarities(conn, user, collection, q, sorted(reached), scoped)
+    sims = similarities(conn, tenant, q, sorted(reached), scoped)
     hop.passages = [Passage(c, s) for c, s in sims.items()]
     return hop
 
 
 def _named_subjects(
-    conn: sqlite3.Connection, user: str, collection: str, sources: Sequence[tuple[str, str, str | None]],
+    conn: sqlite3.Connection, tenant: Tenant, sources: Sequence[tuple[str, str, str | None]],
     scoped: int | None,
 ) -> list[tuple[str, str]]:  # fmt: skip
     """(source chunk, concept) for each subject concept (one with a subject chunk in scope) whose
@@ -214,7 +213,7 @@ def _named_subjects(
     if not runs:
         return []
     out = []
-    for key, iri in concepts_by_key(conn, user, collection, list(runs)).items():
-        if conn.execute(SUBJECT_CHUNKS, (user, collection, iri, scoped, 1)).fetchone() is not None:
+    for key, iri in concepts_by_key(conn, tenant, list(runs)).items():
+        if conn.execute(SUBJECT_CHUNKS, (tenant.user, tenant.collection, iri, scoped, 1)).fetchone() is not None:
             out += [(cid, iri) for cid in sorted(runs[key])]
     return out

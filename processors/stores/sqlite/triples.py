@@ -13,6 +13,7 @@ from processors.algorithms.edges import NeighbourResult, RawEdge, edge_triple, r
 from processors.stores.protocol import EntityIndex, LoadState
 from processors.stores.sqlite.adjacency import GRAPH_VERSION, Adjacency, bump_version, graph_version, load_adjacency
 from processors.stores.sqlite.pool import SqlitePool
+from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
 
@@ -76,11 +77,11 @@ def _is_label(t: Triple) -> bool:
     return t.p.value == RDFS_LABEL and not t.o.is_iri
 
 
-def _first_labels(conn: sqlite3.Connection, user: str, collection: str, triples: Sequence[Triple]) -> list[Triple]:
+def _first_labels(conn: sqlite3.Connection, tenant: Tenant, triples: Sequence[Triple]) -> list[Triple]:
     """`triples` less the label triples of IRIs labelled already (in the store, or earlier in the batch)."""
     subjects = json.dumps(list({t.s.value for t in triples if _is_label(t)}))
     sql = "SELECT iri FROM labels WHERE user = ? AND collection = ? AND iri IN (SELECT value FROM json_each(?))"
-    labelled = {r[0] for r in conn.execute(sql, (user, collection, subjects))}
+    labelled = {r[0] for r in conn.execute(sql, (tenant.user, tenant.collection, subjects))}
     out = []
     for t in triples:
         if _is_label(t):
@@ -100,30 +101,26 @@ class SqliteTripleStore:
         self._held: dict[tuple[str, str], tuple[int, Adjacency | None]] = {}  # (version, adjacency or too big)
         self._holding = threading.Lock()  # one thread reads a collection's adjacency at a time
 
-    async def add_triples(
-        self, user: str, collection: str, triples: Sequence[Triple], first_label: bool = False
-    ) -> int:
+    async def add_triples(self, tenant: Tenant, triples: Sequence[Triple], first_label: bool = False) -> int:
         def write(conn: sqlite3.Connection) -> int:
             kept = triples
             if first_label:  # decided under the file's write lock: other processes' writers wait
                 conn.execute("BEGIN IMMEDIATE")
-                kept = _first_labels(conn, user, collection, triples)
-            rows = [(user, collection, t.s.value, t.p.value, *_obj_cols(t.o)) for t in kept]
-            labels = [(user, collection, t.s.value, t.o.value) for t in kept if _is_label(t)]
+                kept = _first_labels(conn, tenant, triples)
+            rows = [(tenant.user, tenant.collection, t.s.value, t.p.value, *_obj_cols(t.o)) for t in kept]
+            labels = [(tenant.user, tenant.collection, t.s.value, t.o.value) for t in kept if _is_label(t)]
             before = conn.total_changes
             conn.executemany(f"INSERT OR IGNORE INTO triples(user, collection, {_COLS}) VALUES (?,?,?,?,?,?,?,?)", rows)
             stored = conn.total_changes - before  # new triples only, not the label rows below
             if stored:
-                bump_version(conn, user, collection)
+                bump_version(conn, tenant)
             conn.executemany("INSERT OR REPLACE INTO labels VALUES (?,?,?,?)", labels)
             return stored
 
         return await self.db.write(write)
 
-    async def pattern(
-        self, user: str, collection: str, s: Term | None, p: Term | None, o: Term | None, limit: int
-    ) -> list[Triple]:
-        where, args = ["user = ?", "collection = ?"], [user, collection]
+    async def pattern(self, tenant: Tenant, s: Term | None, p: Term | None, o: Term | None, limit: int) -> list[Triple]:
+        where, args = ["user = ?", "collection = ?"], [tenant.user, tenant.collection]
         if s is not None:
             where.append("s = ?")
             args.append(s.value)
@@ -171,16 +168,14 @@ class SqliteTripleStore:
         found = await self.db.read(read)
         return await rank_neighbours(found, len(found), q, self.entity_index)
 
-    async def adjacent(
-        self, user: str, collection: str, entities: Sequence[str], limit_per_entity: int
-    ) -> list[tuple[str, str]]:
+    async def adjacent(self, tenant: Tenant, entities: Sequence[str], limit_per_entity: int) -> list[tuple[str, str]]:
         """The IRI edges among the frontier's first edges (the scans of `neighbours`) as (s, o),
         out-edges first; from the adjacency held in memory at the collection's current graph
         version (see `sqlite_adjacency`)."""
-        uc = (user, collection)
+        uc = (tenant.user, tenant.collection)
 
         def read(conn: sqlite3.Connection) -> list[tuple[str, str]]:
-            held = self._adjacency(conn, user, collection)
+            held = self._adjacency(conn, tenant)
             if held is not None:
                 return held.edges(entities, limit_per_entity)
             found: list[tuple[str, str]] = []
@@ -192,40 +187,43 @@ class SqliteTripleStore:
 
         return await self.db.read(read)
 
-    async def distances(self, user: str, collection: str, search: DistanceSearch) -> Distances | None:
+    async def distances(self, tenant: Tenant, search: DistanceSearch) -> Distances | None:
         """The whole breadth-first search over the held adjacency, in one read (None: too big to
         hold, search level by level)."""
 
         def read(conn: sqlite3.Connection) -> Distances | None:
-            held = self._adjacency(conn, user, collection)
+            held = self._adjacency(conn, tenant)
             return None if held is None else held.distances(search)
 
         return await self.db.read(read)
 
-    def _adjacency(self, conn: sqlite3.Connection, user: str, collection: str) -> Adjacency | None:
+    def _adjacency(self, conn: sqlite3.Connection, tenant: Tenant) -> Adjacency | None:
         """The collection's adjacency at its current version (None: too big to hold)."""
-        version = graph_version(conn, user, collection)
-        held = self._held.get((user, collection))
+        version = graph_version(conn, tenant)
+        held = self._held.get((tenant.user, tenant.collection))
         if held is None or held[0] != version:
             with self._holding:
-                held = self._held.get((user, collection))
+                held = self._held.get((tenant.user, tenant.collection))
                 if held is None or held[0] != version:
-                    adjacency = load_adjacency(conn, user, collection, RDFS_LABEL, MAX_HELD_EDGES)
-                    held = self._held[user, collection] = (adjacency.version if adjacency else version, adjacency)
+                    adjacency = load_adjacency(conn, tenant, RDFS_LABEL, MAX_HELD_EDGES)
+                    held = self._held[tenant.user, tenant.collection] = (
+                        adjacency.version if adjacency else version,
+                        adjacency,
+                    )
         return held[1]
 
-    async def labels(self, user: str, collection: str, iris: Sequence[str]) -> dict[str, str]:
+    async def labels(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, str]:
         sql = (
             "SELECT iri, label FROM labels WHERE user = ? AND collection = ?"
             " AND iri IN (SELECT value FROM json_each(?))"
         )
-        args = (user, collection, json.dumps(list(iris)))
+        args = (tenant.user, tenant.collection, json.dumps(list(iris)))
         rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
         return {str(i): str(label) for i, label in rows}
 
-    async def remove_triples(self, user: str, collection: str, triples: Sequence[Triple]) -> None:
-        rows = [(user, collection, t.s.value, t.p.value, *_obj_cols(t.o)) for t in triples]
-        labels = [(user, collection, t.s.value, t.o.value) for t in triples if t.p.value == RDFS_LABEL]
+    async def remove_triples(self, tenant: Tenant, triples: Sequence[Triple]) -> None:
+        rows = [(tenant.user, tenant.collection, t.s.value, t.p.value, *_obj_cols(t.o)) for t in triples]
+        labels = [(tenant.user, tenant.collection, t.s.value, t.o.value) for t in triples if t.p.value == RDFS_LABEL]
 
         def write(conn: sqlite3.Connection) -> None:
             conn.executemany(
@@ -234,7 +232,7 @@ class SqliteTripleStore:
                 rows,
             )
             conn.executemany("DELETE FROM labels WHERE user = ? AND collection = ? AND iri = ? AND label = ?", labels)
-            bump_version(conn, user, collection)
+            bump_version(conn, tenant)
 
         await self.db.write(write)
 
@@ -243,22 +241,24 @@ class SqliteTripleStore:
         rows = await self.db.read(lambda c: c.execute(sql, (user,)).fetchall())
         return {str(c): int(n) for c, n in rows}
 
-    async def delete_collection(self, user: str, collection: str) -> None:
+    async def delete_collection(self, tenant: Tenant) -> None:
         def write(conn: sqlite3.Connection) -> None:
             for table in ("triples", "labels", "load_state"):
-                conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", (user, collection))
-            bump_version(conn, user, collection)
+                conn.execute(
+                    "DELETE FROM " + table + " WHERE user = ? AND collection = ?", (tenant.user, tenant.collection)
+                )
+            bump_version(conn, tenant)
 
         await self.db.write(write)
 
-    async def load_state(self, user: str, collection: str) -> LoadState | None:
+    async def load_state(self, tenant: Tenant) -> LoadState | None:
         sql = f"SELECT {_LOAD_COLS} FROM load_state WHERE user = ? AND collection = ?"
-        row = await self.db.read(lambda c: c.execute(sql, (user, collection)).fetchone())
+        row = await self.db.read(lambda c: c.execute(sql, (tenant.user, tenant.collection)).fetchone())
         return LoadState(*row) if row else None
 
-    async def set_load_state(self, user: str, collection: str, state: LoadState) -> None:
+    async def set_load_state(self, tenant: Tenant, state: LoadState) -> None:
         sql = f"INSERT OR REPLACE INTO load_state(user, collection, {_LOAD_COLS}) VALUES (?,?,?,?,?,?,?,?)"
-        await self.db.write(lambda c: c.execute(sql, (user, collection, *state.row())))
+        await self.db.write(lambda c: c.execute(sql, (tenant.user, tenant.collection, *state.row())))
 
     async def close(self) -> None:
         await self.db.close()

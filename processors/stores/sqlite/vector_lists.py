@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from processors.algorithms.vectors import kmeans, nearest_rows, quantize
+from schemas.tenant import Tenant
 
 TRAIN_AT = 4096
 LIST_TARGET = 512
@@ -84,59 +85,59 @@ class VectorLists:
 
     # --- writes (inside the caller's transaction) -----------------------------------------------
     def add(
-        self, conn: sqlite3.Connection, user: str, collection: str, space: str,
+        self, conn: sqlite3.Connection, tenant: Tenant, space: str,
         items: Sequence[tuple[str, str, np.ndarray]],
     ) -> None:  # fmt: skip
         """Index `items` (item id, document id, vector); an item already indexed moves."""
         if not items:
             return
-        self.remove(conn, user, collection, space, [i for i, _, _ in items])
-        cents = self._centroids(conn, user, collection, space, cached=False)
+        self.remove(conn, tenant, space, [i for i, _, _ in items])
+        cents = self._centroids(conn, tenant, space, cached=False)
         vecs = _unit(np.stack([v for _, _, v in items]))
         if cents.matrix is None:
             lists = np.zeros(len(items), dtype=np.int64)
         else:
             lists = np.asarray(cents.lists)[np.argmax(vecs @ cents.matrix.T, axis=1)]
-        self._insert(conn, user, collection, space, [(i, d) for i, d, _ in items], vecs, lists)
-        self._bump(conn, user, collection, space, len(items))
-        self._rebalance(conn, user, collection, space, set(lists.tolist()))
+        self._insert(conn, tenant, space, [(i, d) for i, d, _ in items], vecs, lists)
+        self._bump(conn, tenant, space, len(items))
+        self._rebalance(conn, tenant, space, set(lists.tolist()))
 
-    def remove(self, conn: sqlite3.Connection, user: str, collection: str, space: str, items: Sequence[str]) -> None:
+    def remove(self, conn: sqlite3.Connection, tenant: Tenant, space: str, items: Sequence[str]) -> None:
         """Drop `items` from the index (ids not indexed are ignored)."""
         if not items:
             return
-        found = conn.execute(_ITEM_LISTS, (user, collection, space, json.dumps(list(items)))).fetchall()
+        found = conn.execute(_ITEM_LISTS, (tenant.user, tenant.collection, space, json.dumps(list(items)))).fetchall()
         if not found:
             return
         conn.executemany(
             "DELETE FROM vector_items WHERE user = ? AND collection = ? AND space = ? AND list = ? AND item = ?",
-            [(user, collection, space, lst, item) for item, lst in found],
+            [(tenant.user, tenant.collection, space, lst, item) for item, lst in found],
         )
         per_list: dict[int, int] = {}
         for _, lst in found:
             per_list[lst] = per_list.get(lst, 0) + 1
         conn.executemany(
             "UPDATE vector_lists SET size = size - ? WHERE user = ? AND collection = ? AND space = ? AND list = ?",
-            [(n, user, collection, space, lst) for lst, n in per_list.items()],
+            [(n, tenant.user, tenant.collection, space, lst) for lst, n in per_list.items()],
         )
-        self._bump(conn, user, collection, space, -len(found))
+        self._bump(conn, tenant, space, -len(found))
 
-    def drop(self, conn: sqlite3.Connection, user: str, collection: str, space: str | None = None) -> None:
+    def drop(self, conn: sqlite3.Connection, tenant: Tenant, space: str | None = None) -> None:
         """Forget a collection's spaces (one, or all)."""
         for table in ("vector_items", "vector_lists", "vector_spaces"):
             conn.execute(
                 "DELETE FROM " + table + " WHERE user = ? AND collection = ? AND (?3 IS NULL OR space = ?3)",
-                (user, collection, space),
+                (tenant.user, tenant.collection, space),
             )
 
     # --- reads ------------------------------------------------------------------------------------
     def search(
-        self, conn: sqlite3.Connection, user: str, collection: str, space: str, q: np.ndarray, k: int,
+        self, conn: sqlite3.Connection, tenant: Tenant, space: str, q: np.ndarray, k: int,
         allowed: Collection[str] | None = None, probe: int = PROBE,
     ) -> list[tuple[str, float]]:  # fmt: skip
         """(item, approximate cosine) of the best `k` items of the lists nearest unit `q` (only
         items of `allowed` documents, when given), best first."""
-        cents = self._centroids(conn, user, collection, space)
+        cents = self._centroids(conn, tenant, space)
         if not cents.lists:
             return []
         order = range(len(cents.lists)) if cents.matrix is None else np.argsort(-(cents.matrix @ q), kind="stable")
@@ -144,7 +145,7 @@ class VectorLists:
         scores: list[np.ndarray] = []
         read = 0
         for n in order:
-            rows = conn.execute(_LIST_ITEMS, (user, collection, space, cents.lists[int(n)])).fetchall()
+            rows = conn.execute(_LIST_ITEMS, (tenant.user, tenant.collection, space, cents.lists[int(n)])).fetchall()
             if allowed is not None:
                 rows = [r for r in rows if r[1] in allowed]
             if rows:
@@ -161,9 +162,9 @@ class VectorLists:
         return [(ids[i], float(sims[i])) for i in top.tolist()]
 
     # --- internals --------------------------------------------------------------------------------
-    def _centroids(self, conn: sqlite3.Connection, user: str, collection: str, space: str,
+    def _centroids(self, conn: sqlite3.Connection, tenant: Tenant, space: str,
                    cached: bool = True) -> Centroids:  # fmt: skip
-        key = (user, collection, space)
+        key = (tenant.user, tenant.collection, space)
         row = conn.execute(_SPACE, key).fetchone()
         version = int(row[0]) if row else 0
         hit = self._cache.get(key)
@@ -178,48 +179,48 @@ class VectorLists:
         return cents
 
     def _insert(
-        self, conn: sqlite3.Connection, user: str, collection: str, space: str,
+        self, conn: sqlite3.Connection, tenant: Tenant, space: str,
         keys: Sequence[tuple[str, str]], vecs: np.ndarray, lists: np.ndarray,
     ) -> None:  # fmt: skip
         scales, codes = quantize(vecs)
         conn.executemany(
             "INSERT INTO vector_items VALUES (?,?,?,?,?,?,?,?)",
-            [(user, collection, space, int(lst), item, doc, float(s), c.tobytes())
+            [(tenant.user, tenant.collection, space, int(lst), item, doc, float(s), c.tobytes())
              for (item, doc), lst, s, c in zip(keys, lists, scales, codes, strict=True)],
         )  # fmt: skip
         counts = np.unique(lists, return_counts=True)
         conn.executemany(
             "INSERT INTO vector_lists VALUES (?,?,?,?,NULL,?) ON CONFLICT DO UPDATE SET size = size + excluded.size",
-            [(user, collection, space, int(lst), int(n)) for lst, n in zip(*counts, strict=True)],
+            [(tenant.user, tenant.collection, space, int(lst), int(n)) for lst, n in zip(*counts, strict=True)],
         )
 
-    def _bump(self, conn: sqlite3.Connection, user: str, collection: str, space: str, added: int) -> None:
+    def _bump(self, conn: sqlite3.Connection, tenant: Tenant, space: str, added: int) -> None:
         conn.execute(
             "INSERT INTO vector_spaces VALUES (?,?,?,1,?,1) ON CONFLICT DO UPDATE SET version = version + 1,"
             " items = items + excluded.items",
-            (user, collection, space, added),
+            (tenant.user, tenant.collection, space, added),
         )
 
-    def _rebalance(self, conn: sqlite3.Connection, user: str, collection: str, space: str, touched: set[int]) -> None:
+    def _rebalance(self, conn: sqlite3.Connection, tenant: Tenant, space: str, touched: set[int]) -> None:
         """Train an untrained space that passed TRAIN_AT; split a touched list past SPLIT_AT."""
-        cents = self._centroids(conn, user, collection, space, cached=False)
+        cents = self._centroids(conn, tenant, space, cached=False)
         sizes = dict(zip(cents.lists, cents.sizes, strict=True))
         if cents.matrix is None:
             items = sum(sizes.values())
             if items >= TRAIN_AT:
-                self._partition(conn, user, collection, space, 0, min(MAX_TRAIN_LISTS, items // LIST_TARGET), cents)
+                self._partition(conn, tenant, space, 0, min(MAX_TRAIN_LISTS, items // LIST_TARGET), cents)
             return
         for lst in sorted(touched):
             if sizes.get(lst, 0) > SPLIT_AT:
-                self._partition(conn, user, collection, space, lst, 2,
-                                self._centroids(conn, user, collection, space, cached=False))  # fmt: skip
+                self._partition(conn, tenant, space, lst, 2,
+                                self._centroids(conn, tenant, space, cached=False))  # fmt: skip
 
     def _partition(
-        self, conn: sqlite3.Connection, user: str, collection: str, space: str, lst: int, parts: int,
+        self, conn: sqlite3.Connection, tenant: Tenant, space: str, lst: int, parts: int,
         cents: Centroids,
     ) -> None:  # fmt: skip
         """Replace list `lst` by `parts` lists (k-means over its members), reassigning only them."""
-        rows = conn.execute(_LIST_ITEMS, (user, collection, space, lst)).fetchall()
+        rows = conn.execute(_LIST_ITEMS, (tenant.user, tenant.collection, space, lst)).fetchall()
         codes = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.int8).reshape(len(rows), -1)
         vecs = _unit(codes.astype(np.float32))
         sample = vecs
@@ -231,27 +232,27 @@ class VectorLists:
         new_ids = np.asarray([lst, *range(next_id, next_id + parts - 1)])
         conn.execute(
             "DELETE FROM vector_items WHERE user = ? AND collection = ? AND space = ? AND list = ?",
-            (user, collection, space, lst),
+            (tenant.user, tenant.collection, space, lst),
         )
         conn.execute(
             "DELETE FROM vector_lists WHERE user = ? AND collection = ? AND space = ? AND list = ?",
-            (user, collection, space, lst),
+            (tenant.user, tenant.collection, space, lst),
         )
         conn.executemany(
             "INSERT INTO vector_items VALUES (?,?,?,?,?,?,?,?)",
-            [(user, collection, space, int(new_ids[label]), r[0], r[1], r[2], r[3])
+            [(tenant.user, tenant.collection, space, int(new_ids[label]), r[0], r[1], r[2], r[3])
              for r, label in zip(rows, labels.tolist(), strict=True)],
         )  # fmt: skip
         sizes = np.bincount(labels, minlength=parts)
         conn.executemany(
             "INSERT INTO vector_lists VALUES (?,?,?,?,?,?)",
-            [(user, collection, space, int(i), centroids[n].astype(np.float32).tobytes(), int(sizes[n]))
+            [(tenant.user, tenant.collection, space, int(i), centroids[n].astype(np.float32).tobytes(), int(sizes[n]))
              for n, i in enumerate(new_ids.tolist())],
         )  # fmt: skip
         conn.execute(
             "UPDATE vector_spaces SET version = version + 1, lists = (SELECT count(*) FROM vector_lists"
             " WHERE user = ?1 AND collection = ?2 AND space = ?3) WHERE user = ?1 AND collection = ?2 AND space = ?3",
-            (user, collection, space),
+            (tenant.user, tenant.collection, space),
         )
 
 
