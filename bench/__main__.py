@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from bench.docqa import rerank, tune
 from bench.docqa import run as docqa
-from bench.documents import fleet, ingest, measure, scale, stores
+from bench.documents import fleet, ingest, measure, scale, stores, vector_index
 from bench.graph import communities
 from bench.graph import run as graph
 from bench.reliability import run as reliability
@@ -34,6 +34,7 @@ SECTIONS: dict[str, Section] = {
     "ingest": Section("ingestion throughput over Pulsar, one worker against two", ingest.main, True),
     "communities": Section("the community build's time and peak memory by graph size", communities.main, True),
     "documents": Section("lazy-rag and kg-query over 10k to 1M chunks, SQLite and Neo4j", scale.main, True),
+    "vector-index": Section("today's IVF vector index against sqlite-vec, usearch and faiss", vector_index.main),
     "tune": Section("recall of a ranking knob's values on one half of a doc-QA set", tune.main),
     "reliability": Section("fuzzed frames, heavy tenants and killed loads against a running kgflow", reliability.main),
     "corpora": Section("build (or find cached) one document scale corpus", stores.main, worker=True),
