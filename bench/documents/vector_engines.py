@@ -6,8 +6,8 @@ scope (the rows of some documents), say its bytes on disk.
   file with the store's pragmas; a scope is its `allowed` documents (filtered inside the probed lists).
 - `sqlite-vec`: a `vec0` table of int8 codes (cosine, exact scan) with user and collection as
   partition keys and the document id as a metadata column, so tenant and scope are in the query.
-- `usearch`: an HNSW graph of int8 vectors, one index file per collection; a scope is an exact
-  search over the scope's own vectors (read back from the index by key).
+- `usearch` (`usearch-f16`): an HNSW graph of int8 (float16) vectors, one index file per
+  collection; a scope is an exact search over the scope's own vectors (read back by key).
 - `faiss`: IVF with 8-bit scalar quantisation (SQ8), probing about as many items as `ivf`; a scope
   is an id selector inside the search, at the same probe and over every list.
 """
@@ -141,13 +141,13 @@ class SqliteVec:
 
 
 class Usearch:
-    """usearch's HNSW index of int8 vectors (cosine), saved to a file."""
+    """usearch's HNSW index (cosine) of int8 or float16 vectors, saved to a file."""
 
-    def __init__(self, home: Path, docs_per: int) -> None:
+    def __init__(self, home: Path, dtype: str) -> None:
         from usearch.index import Index
 
         self.path = home / "usearch.index"
-        self.index = Index(ndim=384, metric="cos", dtype="i8")
+        self.index = Index(ndim=384, metric="cos", dtype=dtype)
 
     def build(self, blocks: Iterator[tuple[np.ndarray, np.ndarray]]) -> None:
         for ids, vecs in blocks:
@@ -178,6 +178,7 @@ class FaissIvfSq8:
         self.path = home / "faiss.index"
         self.nlist = max(16, int(4 * size**0.5))
         self.nprobe = max(1, round(PROBE / (size / self.nlist)))  # ~ the items `ivf` reads
+        self.train_on = min(size, 64 * self.nlist)  # faiss asks for 39 a list at least
         self.quantizer = faiss.IndexFlatIP(384)
         self.index = faiss.IndexIVFScalarQuantizer(
             self.quantizer, 384, self.nlist, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
@@ -185,13 +186,23 @@ class FaissIvfSq8:
 
     def build(self, blocks: Iterator[tuple[np.ndarray, np.ndarray]]) -> None:
         self.faiss.omp_set_num_threads(BUILD_THREADS)
+        held: list[tuple[np.ndarray, np.ndarray]] = []  # blocks kept until there is enough to train on
         for ids, vecs in blocks:
-            vecs = np.ascontiguousarray(vecs, dtype=np.float32)
-            if not self.index.is_trained:  # the first block trains (64 items a list at most)
-                self.index.train(vecs[: 64 * self.nlist])
-            self.index.add_with_ids(vecs, ids.astype(np.int64))
+            held.append((ids.astype(np.int64), np.ascontiguousarray(vecs, dtype=np.float32)))
+            if self.index.is_trained or sum(len(i) for i, _ in held) >= self.train_on:
+                self._add(held)
+                held = []
+        self._add(held)
         self.faiss.write_index(self.index, str(self.path))
         self.faiss.omp_set_num_threads(1)
+
+    def _add(self, held: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        if not held:
+            return
+        ids, vecs = np.concatenate([i for i, _ in held]), np.concatenate([v for _, v in held])
+        if not self.index.is_trained:
+            self.index.train(vecs[: self.train_on])
+        self.index.add_with_ids(vecs, ids)
 
     def _search(self, q: np.ndarray, k: int, params: object) -> np.ndarray:
         _, found = self.index.search(q[None].astype(np.float32), k, params=params)
@@ -213,7 +224,7 @@ class FaissIvfSq8:
         return _file_bytes(self.path)
 
 
-ENGINES = ("ivf", "sqlite-vec", "usearch", "faiss")
+ENGINES = ("ivf", "sqlite-vec", "usearch", "usearch-f16", "faiss")
 
 
 def make(name: str, home: Path, docs_per: int, size: int) -> Engine:
@@ -222,8 +233,8 @@ def make(name: str, home: Path, docs_per: int, size: int) -> Engine:
         return TodayIvf(home, docs_per)
     if name == "sqlite-vec":
         return SqliteVec(home, docs_per)
-    if name == "usearch":
-        return Usearch(home, docs_per)
+    if name in ("usearch", "usearch-f16"):
+        return Usearch(home, "f16" if name.endswith("f16") else "i8")
     if name == "faiss":
         return FaissIvfSq8(home, docs_per, size)
     raise ValueError(f"unknown engine {name!r}: one of {', '.join(ENGINES)}")

@@ -61,6 +61,7 @@ def measure(name: str, spec: data.DataSpec, corpus: np.ndarray, queries: np.ndar
             truth: np.ndarray, scoped_truth: np.ndarray) -> dict[str, Any]:  # fmt: skip
     """One engine at one size: build it in a temporary directory, then search and scoped search."""
     docs, rows = scope(spec)
+    CACHE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=CACHE) as home:
         engine = make(name, Path(home), spec.chunks_per_doc, spec.size)
         load = load_average()
@@ -126,6 +127,5 @@ def main(argv: list[str]) -> None:
     if wrong:
         parser.error(f"unknown size or engine: {', '.join(wrong)}")
     load_at_start = load_average()
-    CACHE.mkdir(parents=True, exist_ok=True)
     for size in sizes:
         run_size(size, engines, args.queries, load_at_start)
