@@ -8,8 +8,9 @@ scope (the rows of some documents), say its bytes on disk.
   partition keys and the document id as a metadata column, so tenant and scope are in the query.
 - `usearch` (`usearch-f16`): an HNSW graph of int8 (float16) vectors, one index file per
   collection; a scope is an exact search over the scope's own vectors (read back by key).
-- `faiss`: IVF with 8-bit scalar quantisation (SQ8), probing about as many items as `ivf`; a scope
-  is an id selector inside the search, at the same probe and over every list.
+- `faiss`: IVF with 8-bit scalar quantisation (SQ8), lists of `ivf`'s trained size, probing about
+  as many items as `ivf`; a scope is an id selector inside the search, at the same probe and over
+  every list.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Protocol
 import numpy as np
 
 from processors.algorithms.vectors import quantize
-from processors.stores.sqlite.vector_lists import PROBE, SCHEMA, VectorLists
+from processors.stores.sqlite.vector_lists import LIST_TARGET, PROBE, SCHEMA, VectorLists
 
 USER, COLLECTION, SPACE = "bench", "vectors", "chunk"
 WRITE_BATCH = 2000  # rows per write transaction, as the document-store writer's batches
@@ -176,9 +177,9 @@ class FaissIvfSq8:
 
         self.faiss = faiss
         self.path = home / "faiss.index"
-        self.nlist = max(16, int(4 * size**0.5))
+        self.nlist = max(16, size // LIST_TARGET)  # lists of today's trained size
         self.nprobe = max(1, round(PROBE / (size / self.nlist)))  # ~ the items `ivf` reads
-        self.train_on = min(size, 64 * self.nlist)  # faiss asks for 39 a list at least
+        self.train_on = min(size, 40 * self.nlist)  # faiss asks for 39 a list at least
         self.quantizer = faiss.IndexFlatIP(384)
         self.index = faiss.IndexIVFScalarQuantizer(
             self.quantizer, 384, self.nlist, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
@@ -224,7 +225,7 @@ class FaissIvfSq8:
         return _file_bytes(self.path)
 
 
-ENGINES = ("ivf", "sqlite-vec", "usearch", "usearch-f16", "faiss")
+ENGINES = ("ivf", "sqlite-vec", "faiss", "usearch", "usearch-f16")
 
 
 def make(name: str, home: Path, docs_per: int, size: int) -> Engine:
