@@ -3,7 +3,9 @@ each behind one small interface: build from blocks of unit vectors, search the t
 scope (the rows of some documents), say its bytes on disk.
 
 - `ivf`: today's index, processors/stores/sqlite/vector_lists.py through its real code, on a SQLite
-  file with the store's pragmas; a scope is its `allowed` documents (filtered inside the probed lists).
+  file with the store's pragmas; a scope is its `allowed` documents (filtered inside the probed
+  lists: the store's path for scopes above its EXACT_SCOPE, 50,000 chunks; it searches smaller
+  ones exactly). `rescored` is the store's search: RESCORE * k hits rescored with full vectors.
 - `sqlite-vec`: a `vec0` table of int8 codes (cosine, exact scan) with user and collection as
   partition keys and the document id as a metadata column, so tenant and scope are in the query.
 - `usearch` (`usearch-f16`): an HNSW graph of int8 (float16) vectors, one index file per
@@ -24,6 +26,7 @@ from typing import Protocol
 import numpy as np
 
 from processors.algorithms.vectors import quantize
+from processors.stores.sqlite.passages import RESCORE
 from processors.stores.sqlite.vector_lists import LIST_TARGET, PROBE, SCHEMA, VectorLists
 
 USER, COLLECTION, SPACE = "bench", "vectors", "chunk"
@@ -84,6 +87,15 @@ class TodayIvf:
 
     def bytes(self) -> int:
         return _file_bytes(self.path, Path(str(self.path) + "-wal"))
+
+    def rescored(self, q: np.ndarray, k: int, vectors: np.ndarray) -> np.ndarray:
+        """As the store searches: RESCORE * k hits rescored with the full vectors (here from memory,
+        where the store reads them from its chunk rows)."""
+        ids = np.asarray([int(i) for i, _ in self.index.search(self.conn, USER, COLLECTION, SPACE, q, RESCORE * k)])
+        if not len(ids):
+            return ids
+        order = np.sort(ids)  # a memory map reads faster in order
+        return order[np.argsort(-(np.asarray(vectors[order]) @ q), kind="stable")[:k]]
 
 
 def _int8(vecs: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from bench.documents import vector_data as data
-from bench.documents.vector_engines import ENGINES, FaissIvfSq8, make
+from bench.documents.vector_engines import ENGINES, FaissIvfSq8, TodayIvf, make
 from bench.harness.results import CACHE, RESULTS, write_section
 from bench.harness.stats import load_average, peak_rss_mb, percentile
 
@@ -82,6 +82,9 @@ def measure(name: str, spec: data.DataSpec, corpus: np.ndarray, queries: np.ndar
             "load_average_at_build": load,
             "peak_rss_mb": peak_rss_mb(),
         }
+        if isinstance(engine, TodayIvf):
+            rescored, rescored_p50 = timed(lambda q: engine.rescored(q, data.K, corpus), queries)
+            out |= {"rescored_recall_at_10": data.recall_at(rescored, truth), "rescored_p50_ms": rescored_p50}
         if isinstance(engine, FaissIvfSq8):
             every, every_p50 = timed(lambda q: engine.scoped_all_lists(q, data.K, rows), queries)
             out |= {"nlist": engine.nlist, "nprobe": engine.nprobe,
