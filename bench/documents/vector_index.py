@@ -21,13 +21,14 @@ from typing import Any
 import numpy as np
 
 from bench.documents import vector_data as data
-from bench.documents.vector_engines import ENGINES, FaissIvfSq8, TodayIvf, make
+from bench.documents.vector_engines import ENGINES, FaissIvfSq8, TodayIvf, Usearch, make
 from bench.harness.results import CACHE, RESULTS, write_section
 from bench.harness.stats import load_average, peak_rss_mb, percentile
 
 SIZES = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000}
 SCOPE_SHARE = 0.01  # of the documents: a scoped search's subset
 KEY = "vector-index"
+WIDER_SEARCH = (128, 256)  # usearch expansion_search values measured beside the default
 
 
 def blocks(corpus: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -85,6 +86,12 @@ def measure(name: str, spec: data.DataSpec, corpus: np.ndarray, queries: np.ndar
         if isinstance(engine, TodayIvf):
             rescored, rescored_p50 = timed(lambda q: engine.rescored(q, data.K, corpus), queries)
             out |= {"rescored_recall_at_10": data.recall_at(rescored, truth), "rescored_p50_ms": rescored_p50}
+        if isinstance(engine, Usearch):  # recall bought back by a wider search (default 64)
+            for ef in WIDER_SEARCH:
+                engine.index.expansion_search = ef
+                wider, wider_p50 = timed(lambda q: engine.search(q, data.K), queries)
+                out[f"recall_at_10_expansion_{ef}"] = data.recall_at(wider, truth)
+                out[f"p50_ms_expansion_{ef}"] = wider_p50
         if isinstance(engine, FaissIvfSq8):
             every, every_p50 = timed(lambda q: engine.scoped_all_lists(q, data.K, rows), queries)
             out |= {"nlist": engine.nlist, "nprobe": engine.nprobe,
