@@ -184,7 +184,7 @@ class Usearch:
 class FaissIvfSq8:
     """faiss's IndexIVFScalarQuantizer (8-bit) on inner product of unit vectors."""
 
-    def __init__(self, home: Path, docs_per: int, size: int) -> None:
+    def __init__(self, home: Path, size: int) -> None:
         import faiss
 
         self.faiss = faiss
@@ -249,5 +249,5 @@ def make(name: str, home: Path, docs_per: int, size: int) -> Engine:
     if name in ("usearch", "usearch-f16"):
         return Usearch(home, "f16" if name.endswith("f16") else "i8")
     if name == "faiss":
-        return FaissIvfSq8(home, docs_per, size)
+        return FaissIvfSq8(home, size)
     raise ValueError(f"unknown engine {name!r}: one of {', '.join(ENGINES)}")
