@@ -11,6 +11,7 @@ keeps what it finished.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import tempfile
 import time
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from bench.documents import vector_data as data
-from bench.documents.vector_engines import ENGINES, FaissIvfSq8, TodayIvf, Usearch, make
+from bench.documents.vector_engines import ENGINES, Engine, FaissIvfSq8, TodayIvf, Usearch, make
 from bench.harness.results import CACHE, RESULTS, write_section
 from bench.harness.stats import load_average, peak_rss_mb, percentile
 
@@ -83,21 +84,29 @@ def measure(name: str, spec: data.DataSpec, corpus: np.ndarray, queries: np.ndar
             "load_average_at_build": load,
             "peak_rss_mb": peak_rss_mb(),
         }
-        if isinstance(engine, TodayIvf):
-            rescored, rescored_p50 = timed(lambda q: engine.rescored(q, data.K, corpus), queries)
-            out |= {"rescored_recall_at_10": data.recall_at(rescored, truth), "rescored_p50_ms": rescored_p50}
-        if isinstance(engine, Usearch):  # recall bought back by a wider search (default 64)
-            for ef in WIDER_SEARCH:
-                engine.index.expansion_search = ef
-                wider, wider_p50 = timed(lambda q: engine.search(q, data.K), queries)
-                out[f"recall_at_10_expansion_{ef}"] = data.recall_at(wider, truth)
-                out[f"p50_ms_expansion_{ef}"] = wider_p50
-        if isinstance(engine, FaissIvfSq8):
-            every, every_p50 = timed(lambda q: engine.scoped_all_lists(q, data.K, rows), queries)
-            out |= {"nlist": engine.nlist, "nprobe": engine.nprobe,
-                    "scoped_every_list_recall_at_10": data.recall_at(every, scoped_truth),
-                    "scoped_every_list_p50_ms": every_p50}  # fmt: skip
-        return out
+        return out | extras(engine, corpus, queries, truth, scoped_truth, rows)
+
+
+def extras(engine: Engine, corpus: np.ndarray, queries: np.ndarray, truth: np.ndarray,
+           scoped_truth: np.ndarray, rows: np.ndarray) -> dict[str, Any]:  # fmt: skip
+    """What one engine offers beside the common figures: today's IVF as the store searches,
+    usearch with a wider search, faiss's scope over every list."""
+    out: dict[str, Any] = {}
+    if isinstance(engine, TodayIvf):
+        rescored, rescored_p50 = timed(lambda q: engine.rescored(q, data.K, corpus), queries)
+        out |= {"rescored_recall_at_10": data.recall_at(rescored, truth), "rescored_p50_ms": rescored_p50}
+    if isinstance(engine, Usearch):  # recall bought back by a wider search (default 64)
+        for ef in WIDER_SEARCH:
+            engine.index.expansion_search = ef
+            wider, wider_p50 = timed(lambda q: engine.search(q, data.K), queries)
+            out[f"recall_at_10_expansion_{ef}"] = data.recall_at(wider, truth)
+            out[f"p50_ms_expansion_{ef}"] = wider_p50
+    if isinstance(engine, FaissIvfSq8):
+        every, every_p50 = timed(lambda q: engine.scoped_all_lists(q, data.K, rows), queries)
+        out |= {"nlist": engine.nlist, "nprobe": engine.nprobe,
+                "scoped_every_list_recall_at_10": data.recall_at(every, scoped_truth),
+                "scoped_every_list_p50_ms": every_p50}  # fmt: skip
+    return out
 
 
 def save(size: str, name: str, figures: dict[str, Any], load_at_start: list[float]) -> None:
@@ -117,8 +126,7 @@ def run_size(size: str, engines: list[str], n_queries: int, load_at_start: list[
     truth, scoped_truth = data.exact_top(corpus, queries), data.exact_top(corpus, queries, ids=rows)
     about = {"vectors": spec.size, "dim": data.DIM, "documents": spec.size // spec.chunks_per_doc,
              "real_centres": len(centres), "queries": len(queries), "scope_rows": len(rows),
-             "spec": {"chunks_per_doc": spec.chunks_per_doc, "noise": spec.noise,
-                      "own_weight": list(spec.own_weight), "seed": spec.seed}}  # fmt: skip
+             "spec": dataclasses.asdict(spec)}  # fmt: skip
     save(size, "data", about, load_at_start)
     for name in engines:
         print(f"{size} {name} ...", flush=True)
