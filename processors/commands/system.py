@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from processors.base.bus import Bus, MemoryBus
@@ -37,6 +38,11 @@ class System:
 
             self._stores = open_stores(self.store_settings)
         return self._stores
+
+    @property
+    def home(self) -> Path:
+        """The folder the process keeps its state in (the stores' home)."""
+        return self.store_settings.home
 
     def __post_init__(self) -> None:
         limit_blas_threads(self.runtime.blas_threads)

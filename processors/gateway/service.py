@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from processors.base.bus import Bus
 from processors.base.metrics import PROCESSOR_INFO
-from processors.base.processor import Host
+from processors.base.registry import Host
 from processors.base.settings import RuntimeSettings, from_env
 from processors.gateway import explorer, openapi
 from processors.gateway.auth import Authenticator
@@ -96,7 +96,7 @@ class GatewayProcessor:
     @classmethod
     def create(cls, host: Host) -> GatewayProcessor:
         """A gateway on the host's bus (settings from KGFLOW_GATEWAY_*)."""
-        return cls(host.bus, host.runtime, home=host.store_settings.home)
+        return cls(host.bus, host.runtime, home=host.home)
 
     def app(self) -> web.Application:
         """The aiohttp application."""

@@ -13,10 +13,11 @@ from pydantic import BaseModel
 
 from processors.base.bus import Consumer
 from processors.base.metrics import CACHE, CACHE_HIT_RATIO
-from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
+from processors.base.processor import FlowContext, ServiceSpec
 from processors.base.settings import flow_params
 from processors.base.tasks import cancel_and_wait
 from processors.query.label_resolver.cache import LabelCache
+from processors.services.store_processor import StoreProcessor
 from schemas.flows import GraphChanged
 from schemas.labels import LabelRequest, LabelResponse
 from schemas.services import LABEL_RESOLVER

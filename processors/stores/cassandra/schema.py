@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from processors.accounting.usage import StoreUsage, count, current
 from processors.stores.protocol import VECTOR_DIMENSIONS, int_literal
-from processors.stores.usage import StoreUsage, count, current
 
 CONCURRENCY = 128  # in-flight requests per logical call
 # Cassandra 5.0.x fails concurrent inserts into one SAI vector memtable index beyond a small pool

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from processors.stores.usage import count, current
+from processors.accounting.usage import count, current
 
 T = TypeVar("T")
 
@@ -21,7 +21,7 @@ CACHE_KIB = 65536  # each connection's private page cache (without the map)
 
 
 class CountedConnection(sqlite3.Connection):
-    """A connection that counts the statement batches run on it (`processors.stores.usage`)."""
+    """A connection that counts the statement batches run on it (`processors.accounting.usage`)."""
 
     statements = 0
 
