@@ -13,12 +13,14 @@ from pydantic import BaseModel
 
 from processors.base.bus import Bus
 from processors.base.settings import ParamModels, RuntimeSettings
+from schemas.prompts import Prompts
 from schemas.services import AnyService
 
 
 class Host(Protocol):
-    """What processors are built from: the bus, the process settings and the process's home folder
-    (the framework knows no stores: a store-owning host adds them, see `processors.services`)."""
+    """What processors are built from: the bus, the process settings, the process's home folder and
+    the tables the wiring collects from the services. The framework knows no stores: a host that
+    holds them is a `processors.services.store_processor.StoreHost` too."""
 
     bus: Bus
     runtime: RuntimeSettings
@@ -31,6 +33,11 @@ class Host(Protocol):
     @property
     def param_models(self) -> ParamModels:
         """Each processor's flow-parameter model (the config service checks a flow's against them)."""
+        ...
+
+    @property
+    def prompts(self) -> Prompts:
+        """The services' own prompts by id (the gateway shows them)."""
         ...
 
 

@@ -13,8 +13,9 @@ from processors.base.metrics import PROCESSOR_INFO
 from processors.base.registry import Runnable
 from processors.base.runtime import ensure_default_flow, limit_blas_threads
 from processors.base.settings import ParamModels, RuntimeSettings
-from processors.commands.catalog import CONFIG, FLOW_PROCESSORS, PARAMS, processor_entry
+from processors.commands.catalog import CONFIG, FLOW_PROCESSORS, PARAMS, PROMPTS, processor_entry
 from processors.stores.settings import StoreSettings
+from schemas.prompts import Prompts
 
 if TYPE_CHECKING:  # opened on first use: a process that needs no stores loads no backend
     from processors.stores.factory import Stores
@@ -51,6 +52,11 @@ class System:
     def param_models(self) -> ParamModels:
         """Each processor's flow-parameter model (the config service checks flows against them)."""
         return PARAMS
+
+    @property
+    def prompts(self) -> Prompts:
+        """The services' own prompts by id (the gateway shows them)."""
+        return PROMPTS
 
     def build(self, name: str) -> Runnable:
         """Instantiate processor `name` (see `processors.commands.catalog`)."""

@@ -29,6 +29,7 @@ from processors.gateway.auth import AuthError, Principal
 from processors.gateway.tg_library import LibraryStore
 from schemas.documents import CollectionInfo, DeleteCollection, ListCollections
 from schemas.flows import ConfigState, FlowRequest, FlowResponse
+from schemas.prompts import Prompts
 from schemas.services import (
     COMMUNITIES,
     COMMUNITY_BUILD,
@@ -96,8 +97,9 @@ class GatewayError(Exception):
 class Dispatcher:
     """Knows the running flows (following the config) and holds one bus client per (service, flow)."""
 
-    def __init__(self, bus: Bus, timeout_s: float, home: Path | None = None) -> None:
+    def __init__(self, bus: Bus, timeout_s: float, home: Path | None = None, prompts: Prompts | None = None) -> None:
         self.bus = bus
+        self.prompts: Prompts = prompts or {}  # the services' own prompts, shown by the config service
         self.timeout_s = timeout_s
         # TrustGraph's library, in the gateway's home (None: a gateway with no home has none)
         self.library = LibraryStore(home / "library") if home is not None else None
@@ -201,7 +203,7 @@ class Dispatcher:
             async for frame in self._trustgraph_alias(user, service, flow, wire, streaming_allowed):
                 yield frame
         elif service == "prompt":
-            system, prompt, streaming = tgc.prompt_call(wire, self.config.items, user)
+            system, prompt, streaming = tgc.prompt_call(wire, self.prompts, self.config.items, user)
             client = await self._client(TEXT_COMPLETION, flow)
             req_p = TextCompletionRequest(system=system, prompt=prompt, streaming=streaming and streaming_allowed)
             async for res in client.stream(req_p):
