@@ -8,10 +8,9 @@ GatewayError. Nothing here knows about HTTP.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,8 @@ from processors.gateway import tg_documents as tgd
 from processors.gateway import tg_flow as tgf
 from processors.gateway import tg_workspace as tgw
 from processors.gateway import translate as tr
-from processors.gateway.auth import AuthError, Principal
+from processors.gateway.auth import Principal
+from processors.gateway.errors import GatewayError, as_gateway_errors
 from processors.gateway.tg_library import LibraryStore
 from schemas.documents import CollectionInfo, DeleteCollection, ListCollections
 from schemas.flows import ConfigState, FlowRequest, FlowResponse
@@ -79,19 +79,6 @@ WORKSPACE_SERVICES = ("flow", "config", "collection-management", "librarian")
 DEFAULT_FLOW = "default"
 LOAD_TIMEOUT_S = 3600.0  # a batch of documents in kgflow's own document-load form
 FLOW_WRITE_OPS = ("put-blueprint", "delete-blueprint", "start-flow", "stop-flow")
-
-
-class GatewayError(Exception):
-    """A failure the client sees as `{"error": {"type", "message"}}`."""
-
-    def __init__(self, type_: str, message: str) -> None:
-        super().__init__(f"{type_}: {message}")
-        self.type = type_
-        self.message = message
-
-    def to_wire(self) -> dict[str, str]:
-        """The error object of an error frame."""
-        return {"type": self.type, "message": self.message}
 
 
 class Dispatcher:
@@ -382,23 +369,3 @@ class Dispatcher:
 def _known() -> list[str]:
     """Every flow service name the gateway answers."""
     return [*FLOW_SERVICES, *TRUSTGRAPH_ALIASES, "prompt"]
-
-
-@contextlib.contextmanager
-def as_gateway_errors() -> Iterator[None]:
-    """Every failure of a request as a GatewayError: a bug still ends in an error frame."""
-    try:
-        yield
-    except GatewayError:
-        raise
-    except tr.NotSupported as e:
-        raise GatewayError("not-supported", str(e)) from None
-    except tr.BadRequest as e:
-        raise GatewayError("bad-request", str(e)) from None
-    except (AuthError, RemoteError) as e:
-        raise GatewayError(e.type, e.message) from None
-    except RequestTimeout as e:
-        raise GatewayError("timeout", str(e)) from None
-    except Exception as e:
-        log.exception("gateway request failed")
-        raise GatewayError("internal-error", f"{type(e).__name__}: {e}") from None
