@@ -12,12 +12,19 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from processors.accounting.usage import count, current
+from schemas.tenant import Tenant
 
 T = TypeVar("T")
 
 # Map the file: every connection reads the OS page cache directly instead of warming a private cache.
 MMAP_BYTES = 8 << 30
 CACHE_KIB = 65536  # each connection's private page cache (without the map)
+
+
+def delete_tenant_rows(conn: sqlite3.Connection, tenant: Tenant, tables: Iterable[str]) -> None:
+    """Delete the tenant's rows from each of `tables` (names the store's code gives, never a request)."""
+    for table in tables:
+        conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", (tenant.user, tenant.collection))
 
 
 class CountedConnection(sqlite3.Connection):
