@@ -4,7 +4,9 @@ its subclass builds from the flow's parameters, calling just the services its so
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel
 
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.retrieval.bus_sources import BusSources, calls_of
@@ -12,9 +14,10 @@ from schemas.base import Response
 from schemas.services import AnyService
 
 S = TypeVar("S")  # the per-flow state (GraphRag, LazyRag, ...)
+Q = TypeVar("Q", bound=BaseModel)  # the service's request
 
 
-class RetrievalProcessor(FlowProcessor, Generic[S]):
+class RetrievalProcessor(FlowProcessor, Generic[S, Q]):
     """Serves `service` with `query`, from the state `build` makes when a flow starts. Its calls are
     those of `sources` (the protocol the state reads through) as `bus_sources` serves them."""
 
@@ -35,6 +38,6 @@ class RetrievalProcessor(FlowProcessor, Generic[S]):
         """The flow's state (kept for the flow's life)."""
         raise NotImplementedError
 
-    def query(self, req: Any, flow: FlowContext[S]) -> Awaitable[Response] | AsyncIterator[Response]:
+    def query(self, req: Q, flow: FlowContext[S]) -> Awaitable[Response] | AsyncIterator[Response]:
         """Answer one request (a coroutine: one response; an async iterator: a stream)."""
         raise NotImplementedError

@@ -16,7 +16,7 @@ from schemas import services as sv
 from schemas.drift import DriftRequest, DriftResponse
 
 
-class DriftProcessor(RetrievalProcessor[Drift]):
+class DriftProcessor(RetrievalProcessor[Drift, DriftRequest]):
     """Serves `drift`."""
 
     name = sv.DRIFT.name

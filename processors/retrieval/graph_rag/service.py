@@ -116,7 +116,7 @@ class GraphBusSources:
                 yield CompletionChunk(res.response)
 
 
-class GraphRagProcessor(RetrievalProcessor[GraphRag]):
+class GraphRagProcessor(RetrievalProcessor[GraphRag, GraphRagRequest]):
     """Serves `graph-rag`: streams explain + answer chunks, or answers once."""
 
     name = GRAPH_RAG.name

@@ -13,7 +13,7 @@ from schemas import services as sv
 from schemas.kg_query import KgQueryRequest, KgQueryResponse
 
 
-class KgQueryProcessor(RetrievalProcessor[KgQuery]):
+class KgQueryProcessor(RetrievalProcessor[KgQuery, KgQueryRequest]):
     """Serves `kg-query`."""
 
     name = sv.KG_QUERY.name

@@ -15,7 +15,7 @@ from schemas import services as sv
 from schemas.lazy_rag import MAX_TIMEOUT_S, LazyRagRequest, LazyRagResponse
 
 
-class LazyRagProcessor(RetrievalProcessor[LazyRag]):
+class LazyRagProcessor(RetrievalProcessor[LazyRag, LazyRagRequest]):
     """Serves `lazy-rag`."""
 
     name = sv.LAZY_RAG.name

@@ -13,7 +13,7 @@ from schemas.reranker import RerankRequest, RerankResponse
 from schemas.services import RERANKER
 
 
-class RerankerProcessor(RetrievalProcessor[Reranker]):
+class RerankerProcessor(RetrievalProcessor[Reranker, RerankRequest]):
     """Serves `reranker`."""
 
     name = RERANKER.name
