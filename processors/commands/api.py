@@ -9,9 +9,9 @@ and flows — in this process on the embedded default, over Pulsar, or through a
         print(res.answer, [(c.document_id, c.page) for c in res.chunks])
 
 `KgflowSync` (processors.commands.api_sync) offers the same methods without `await`. The `kgflow`
-CLI is built on this class (processors/commands/), so what the CLI does the API does. Responses are the services' own
-models (`schemas/`); a failed request raises `RemoteError` (its `type` says why, e.g.
-`llm-unavailable`), a bad argument `ValueError`.
+CLI is built on this class (processors/commands/), so what the CLI does the API does. Responses are
+the services' own models (`schemas/`); a failed request raises `RemoteError` (its `type` says why,
+e.g. `llm-unavailable`), a bad argument `ValueError`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""kgflow's Python API without `await`: `KgflowSync` runs a `Kgflow` on its own event loop in a thread.
-
-from processors.commands.api_sync import KgflowSync
-
-with KgflowSync.embedded(home=".kgflow") as kg:
-    print(kg.graph_rag("Where was Marie Curie born?", collection="demo").response)
-"""
+"""kgflow's Python API without `await`: `KgflowSync` runs a `Kgflow` on its own event loop in a
+thread, one blocking method for each of Kgflow's."""
 
 from __future__ import annotations
 
