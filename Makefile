@@ -32,7 +32,7 @@ test: $(STAMP)
 	bash deploy/node.sh
 	$(MAKE) web/node_modules/.package-lock.json
 	$(BIN)/ruff check schemas processors tests bench
-	$(BIN)/pyright --pythonpath $(BIN)/python processors/base processors/retrieval processors/query
+	$(BIN)/pyright --pythonpath $(BIN)/python processors/base processors/services processors/accounting processors/retrieval processors/query
 	$(BIN)/python -m pytest -q -ra
 
 # The explorer page: type-check web/src and bundle it into processors/gateway/static/ (committed, so

@@ -342,7 +342,7 @@ class DocumentsResponse(Response):
     collections: list[CollectionInfo] = []
     documents: list[DocumentInfo] = []
     # an earlier kgflow's hard-coded count: taken from its processors, never sent or read (the
-    # stores' counts travel beside the response, processors.stores.usage)
+    # stores' counts travel beside the response, processors.accounting.usage)
     store_round_trips: int = Field(default=0, exclude=True)
 
 

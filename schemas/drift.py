@@ -9,10 +9,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from schemas.answers import Evidence
 from schemas.base import MAX_QUERY_CHARS, Notice, Response, ScopedRequest
-from schemas.communities import CommunityInfo
-from schemas.documents import Chunk, Scope
-from schemas.retrieval import Citation, DocumentRef, EntityRef, RelationshipRef, RetrievalStats
+from schemas.documents import Scope
+from schemas.retrieval import Citation, RetrievalStats
 
 Phase = Literal[
     "initializing",
@@ -94,7 +94,7 @@ class DriftStats(RetrievalStats):
     unusable_outputs: int = 0  # model outputs that did not parse or conform (their calls count)
 
 
-class DriftResponse(Response):
+class DriftResponse(Response, Evidence):
     """A progress step (`message_type` "progress") or, last, the answer and what it rests on."""
 
     message_type: Literal["progress", "answer"] = "answer"
@@ -106,12 +106,6 @@ class DriftResponse(Response):
     no_data_found: bool = False
     initial_answer: str = ""  # the primer's
     followups: list[FollowUp] = []
-    documents: list[DocumentRef] = []
-    chunks: list[Chunk] = []
-    entities: list[EntityRef] = []
-    relationships: list[RelationshipRef] = []
-    communities: list[CommunityInfo] = []
     warnings: list[Notice] = []  # e.g. the collection is empty or unknown
-    citations: list[Citation] = []  # every enriched citation of the key facts, once
     stats: DriftStats | None = None
     model: str | None = None

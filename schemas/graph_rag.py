@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from schemas.answers import ModelUse
 from schemas.base import MAX_QUERY_CHARS, Notice, Response, ScopedRequest
 from schemas.retrieval import RequestCost, RerankerChoice
 from schemas.scope import Scope
@@ -58,7 +59,7 @@ class GraphRagStats(RequestCost):
     levels: int = 0
 
 
-class GraphRagResponse(Response):
+class GraphRagResponse(Response, ModelUse):
     """Answer text (or a streamed piece of it), the evidence, and the cost."""
 
     response: str = ""
@@ -68,7 +69,4 @@ class GraphRagResponse(Response):
     triples: list[LabelledTriple] = []
     sources: list[str] = []
     stats: GraphRagStats | None = None
-    model: str | None = None
-    in_token: int | None = None
-    out_token: int | None = None
     warnings: list[Notice] = []  # e.g. the collection is unknown or incomplete, the model unavailable

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from schemas.answers import ModelUse
 from schemas.base import MAX_QUERY_CHARS, Notice, Response, ScopedRequest
 from schemas.documents import Chunk, Scope
 from schemas.retrieval import DocumentRef, EntityRef, RelationshipRef, RerankerChoice, RetrievalStats
@@ -47,7 +48,7 @@ class TokenUse(BaseModel):
     max_total_tokens: int = 0
 
 
-class KgQueryResponse(Response):
+class KgQueryResponse(Response, ModelUse):
     """The answer (with a model), the structured context it was given, its references, the cost."""
 
     response: str = ""
@@ -62,6 +63,3 @@ class KgQueryResponse(Response):
     no_data_found: bool = False
     stats: RetrievalStats | None = None
     warnings: list[Notice] = []  # e.g. the collection is empty, unknown, or incomplete (a load did not finish)
-    model: str | None = None
-    in_token: int | None = None
-    out_token: int | None = None

@@ -6,10 +6,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from schemas.answers import Evidence, ModelUse
 from schemas.base import MAX_QUERY_CHARS, Notice, Response, ScopedRequest
-from schemas.communities import CommunityInfo
-from schemas.documents import Chunk, Scope
-from schemas.retrieval import Citation, DocumentRef, EntityRef, RelationshipRef, RerankerChoice, RetrievalStats
+from schemas.documents import Scope
+from schemas.retrieval import RerankerChoice, RetrievalStats
 
 MAX_TIMEOUT_S = 3600.0  # the longest a request may ask for (a slow local model on a busy machine)
 
@@ -36,7 +36,7 @@ class LazyRagRequest(ScopedRequest, LazyRagParams):
     streaming: bool = False
 
 
-class LazyRagResponse(Response):
+class LazyRagResponse(Response, Evidence, ModelUse):
     """The summary (or retrieval-only answer), what it rests on, and the cost."""
 
     response: str = ""  # the summary; with no model, a retrieval-only answer
@@ -44,14 +44,5 @@ class LazyRagResponse(Response):
     confidence: float = 0.0
     missing_info: list[str] = []
     no_data_found: bool = False
-    documents: list[DocumentRef] = []
-    chunks: list[Chunk] = []
-    entities: list[EntityRef] = []
-    relationships: list[RelationshipRef] = []
-    communities: list[CommunityInfo] = []
-    citations: list[Citation] = []
     stats: RetrievalStats | None = None
-    model: str | None = None
-    in_token: int | None = None
-    out_token: int | None = None
     warnings: list[Notice] = []  # e.g. the model did not answer (the retrieval-only answer stands)

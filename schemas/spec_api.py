@@ -14,11 +14,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from schemas.answers import Evidence
 from schemas.base import MAX_QUERY_CHARS, CollectionName, Notice
-from schemas.communities import CommunityInfo
-from schemas.documents import Chunk, Scope
+from schemas.documents import Scope
 from schemas.drift import DriftStats, FollowUp, KeyFact, Phase
-from schemas.retrieval import Citation, DocumentRef, EntityRef, RelationshipRef, RerankerChoice, RetrievalStats
+from schemas.retrieval import DocumentRef, RerankerChoice, RetrievalStats
 
 # A workspace a body names, resolved against the caller's token (a bound token may name only its own).
 WorkspaceName = Annotated[str, Field(min_length=1, max_length=256)]
@@ -56,7 +56,7 @@ class ApiMeta(BaseModel):
     timestamp: datetime
 
 
-class LazyRagResult(BaseModel):
+class LazyRagResult(Evidence):
     """A LazyRAG result: the query-time summary and the subgraph it rests on (`expand`: no summary)."""
 
     query: str
@@ -65,12 +65,6 @@ class LazyRagResult(BaseModel):
     missing_info: list[str] = []
     no_data_found: bool = False
     generation_time_ms: float = 0.0
-    entities: list[EntityRef] = []
-    relationships: list[RelationshipRef] = []
-    communities: list[CommunityInfo] = []
-    documents: list[DocumentRef] = []
-    chunks: list[Chunk] = []
-    citations: list[Citation] = []
     warnings: list[Notice] = []
     stats: RetrievalStats | None = None
     model: str | None = None

@@ -172,6 +172,6 @@ class TriplesResponse(Response):
     levels: int = 0  # distance queries: levels searched (an adjacency read each)
     rows_read: int = 0
     # an earlier kgflow's fields: taken from its processors, never sent or read (the stores' counts
-    # travel beside the response, processors.stores.usage; writes answer with TriplesStoreResponse)
+    # travel beside the response, processors.accounting.usage; writes answer with TriplesStoreResponse)
     store_round_trips: int = Field(default=0, exclude=True)
     stored: int = Field(default=0, exclude=True)

@@ -1,5 +1,5 @@
 """What the stores were really asked, observed from outside kgflow's counters: a test compares it
-with what a request reports (`processors.stores.usage`).
+with what a request reports (`processors.accounting.usage`).
 
 - Store calls (round trips): every call into a backend's connection layer (a SQLite pool read or
   write, a Cassandra `run` / `run_many` with requests, a Neo4j query or transaction).

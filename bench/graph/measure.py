@@ -15,10 +15,10 @@ from typing import Any
 from bench.graph.classic import BusPatterns, ClassicLimits, ClassicResult, classic_retrieve
 from bench.graph.graphs import USER
 from bench.harness.stats import cpu_seconds, percentile
+from processors.accounting.usage import counting
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
 from processors.commands.system import System
 from processors.models.embeddings.model import OnnxMiniLM
-from processors.stores.usage import counting
 from schemas.flows import GraphChanged
 from schemas.graph_rag import GraphRagRequest, GraphRagResponse
 from schemas.topics import GRAPH_CHANGED, topic

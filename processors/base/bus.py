@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 from abc import ABC, abstractmethod
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from schemas.topics import dead_letter
+
+log = logging.getLogger(__name__)
+M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass
@@ -152,3 +160,16 @@ class _MemoryReader(_MemoryConsumer):
 
     async def close(self) -> None:
         self._bus._subs[self._topic].pop(self._name, None)
+
+
+async def follow(reader: Consumer, model: type[M], handle: Callable[[M], Awaitable[None]], what: str) -> None:
+    """Read `reader` for good, handing each message, parsed as `model`, to `handle`: a notice that
+    does not parse is logged and skipped (one bad publisher must not stop the follower)."""
+    while True:
+        msg = await reader.receive()
+        try:
+            item = model.model_validate_json(msg.data)
+        except ValueError:
+            log.warning("malformed %s ignored", what)
+            continue
+        await handle(item)

@@ -11,9 +11,9 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 
+from processors.accounting.usage import StoreUsage, current
 from processors.base.bus import Bus, Consumer, Producer
 from processors.base.tasks import cancel_and_close
-from processors.stores.usage import StoreUsage, current
 from schemas.base import Response
 from schemas.services import Service
 from schemas.topics import topic
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 # already seen when a redelivered request is served again), when the client sent it (a
 # redelivered request is told apart from a new one asked later: a delete in between wins), and
 # the store usage a response frame reports (`requests,round_trips` since the request's previous
-# frame; see processors.stores.usage): a client adds it to the counter of the request it is serving.
+# frame; see processors.accounting.usage): a client adds it to the counter of the request it is serving.
 DEADLINE = "deadline"
 SENT = "sent"
 IDLE = "idle"

@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from processors.base.bus import Bus, Consumer
+from processors.base.bus import Bus, Consumer, follow
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
 from processors.base.tasks import cancel_and_close
 from schemas.flows import ConfigState, FlowRequest, FlowResponse
@@ -39,7 +39,9 @@ class ConfigWatcher:
     async def start(self, fetch_timeout_s: float = 120.0) -> None:
         """Subscribe to pushes, then fetch the current config (retrying until the registry answers)."""
         self._reader = await self._bus.reader(CONFIG_PUSH)
-        self._task = asyncio.create_task(self._follow(), name="config-watch")
+        self._task = asyncio.create_task(
+            follow(self._reader, ConfigState, self._pushed, "config push"), name="config-watch"
+        )
         deadline = asyncio.get_running_loop().time() + fetch_timeout_s
         while True:
             try:
@@ -57,19 +59,11 @@ class ConfigWatcher:
         await cancel_and_close(self._task, self._reader)
         await self._client.stop()
 
-    async def _follow(self) -> None:
-        assert self._reader is not None
-        while True:
-            msg = await self._reader.receive()
-            try:
-                state = ConfigState.model_validate_json(msg.data)
-            except Exception:
-                log.warning("malformed config push ignored")
-                continue
-            try:
-                await self._apply(state)
-            except Exception:
-                log.exception("applying config failed")
+    async def _pushed(self, state: ConfigState) -> None:
+        try:
+            await self._apply(state)
+        except Exception:  # the next push may apply: the watcher keeps following
+            log.exception("applying config failed")
 
     async def _apply(self, state: ConfigState) -> None:
         async with self._lock:

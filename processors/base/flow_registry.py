@@ -9,9 +9,10 @@ from pathlib import Path
 
 from processors.base.bus import Bus, Consumer
 from processors.base.errors import BadRequest
-from processors.base.processor import Host, error_response
+from processors.base.registry import Host
 from processors.base.settings import ParamModels, RuntimeSettings, flow_params, param_names
 from processors.base.tasks import cancel_and_close
+from processors.base.wire import error_response
 from schemas.flows import Blueprint, ConfigState, Flow, FlowRequest, FlowResponse
 from schemas.topics import CONFIG_PUSH, CONFIG_REQUEST, CONFIG_RESPONSE
 
@@ -148,7 +149,7 @@ class ConfigService:
     @classmethod
     def create(cls, host: Host) -> ConfigService:
         """The registry of the embedded home (`flows.json`), served on the host's bus."""
-        return cls(host.bus, FlowRegistry(host.store_settings.home / "flows.json", host.param_models), host.runtime)
+        return cls(host.bus, FlowRegistry(host.home / "flows.json", host.param_models), host.runtime)
 
     async def start(self) -> None:
         """Start serving; pushes the current config once so late watchers converge."""

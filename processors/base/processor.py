@@ -10,27 +10,25 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
-from pydantic import BaseModel, RootModel, ValidationError
+from pydantic import BaseModel
 
+from processors.accounting.refusal import StoreRefusal
+from processors.accounting.usage import Reporting, begin
 from processors.base.bus import Bus, BusMessage, Consumer, Producer
 from processors.base.client import DEADLINE, IDLE, SENT, SEQ, STORE, RemoteError, RequestResponseClient
 from processors.base.config_client import ConfigWatcher
-from processors.base.errors import QueryTimeout, ServiceError, invalid
+from processors.base.errors import QueryTimeout, ServiceError
 from processors.base.metrics import CONSUMER_STATE, INTERNAL_ERRORS, LATENCY, REQUESTS
-from processors.base.settings import ParamModels, RuntimeSettings
+from processors.base.registry import Host
+from processors.base.settings import RuntimeSettings
 from processors.base.tasks import cancel_and_wait
-from processors.stores.refusal import StoreRefusal
-from processors.stores.settings import StoreSettings
-from processors.stores.usage import Reporting, begin
-from schemas.base import Error, Response
-from schemas.flows import Blueprint, ConfigState, Flow, GraphChanged
+from processors.base.wire import error_response, parse_request
+from schemas.base import Response
+from schemas.flows import Blueprint, ConfigState, Flow
 from schemas.services import Service
-from schemas.topics import GRAPH_CHANGED, topic
-
-if TYPE_CHECKING:  # the stores import the framework's settings; only the type is needed here
-    from processors.stores.factory import Stores
+from schemas.topics import topic
 
 log = logging.getLogger(__name__)
 S = TypeVar("S")  # a flow's state
@@ -54,24 +52,6 @@ class ServiceSpec:
     service: Service
     handler: Handler
     bulk_bytes: int | None = None
-
-
-class Host(Protocol):
-    """What processors are built from: the bus, the process settings and (lazily) the stores."""
-
-    bus: Bus
-    runtime: RuntimeSettings
-    store_settings: StoreSettings
-
-    @property
-    def stores(self) -> Stores:
-        """The process's stores, opened on first use."""
-        ...
-
-    @property
-    def param_models(self) -> ParamModels:
-        """Each processor's flow-parameter model (the config service checks a flow's against them)."""
-        ...
 
 
 @dataclass
@@ -396,48 +376,8 @@ class FlowProcessor:
             LATENCY.labels(self.name, service.name).observe(time.perf_counter() - started)
 
 
-class StoreProcessor(FlowProcessor):
-    """A processor served from the process's stores (the store-facing query services)."""
-
-    def __init__(self, bus: Bus, runtime: RuntimeSettings, stores: Stores) -> None:
-        super().__init__(bus, runtime)
-        self.stores = stores
-
-    @classmethod
-    def create(cls, host: Host) -> StoreProcessor:
-        """Served from the process's stores (opened on first use)."""
-        return cls(host.bus, host.runtime, host.stores)
-
-    async def announce_graph_changed(self, user: str, collection: str) -> None:
-        """Tell whoever follows GRAPH_CHANGED (label caches) that the collection's graph changed."""
-        note = GraphChanged(user=user, collection=collection)
-        await (await self._producer(GRAPH_CHANGED)).send(note.model_dump_json().encode(), {})
-
-
 def _generator(frames: AsyncIterator[Response]) -> AsyncGenerator[Response, None]:
     """`frames` as an async generator (closable however the handler wrote its stream)."""
     if isinstance(frames, AsyncGenerator):
         return frames
     return (f async for f in frames)
-
-
-def parse_request(model: type[BaseModel], data: bytes) -> BaseModel:
-    """Validate raw JSON against a request model (a RootModel union gives the operation's model);
-    a request that does not validate is a `BadRequest`."""
-    try:
-        obj = model.model_validate_json(data)
-    except ValidationError as e:
-        raise invalid(e) from None
-    return obj.root if isinstance(obj, RootModel) else obj
-
-
-def error_response(response: type[Response], exc: Exception) -> Response:
-    """A response of type `response` carrying `exc` as a typed error: the client's (a
-    `ServiceError`), a called service's, or else internal."""
-    if isinstance(exc, ServiceError | RemoteError):  # a called service's type tells the client why
-        err = Error(type=exc.type, message=exc.message)
-    elif isinstance(exc, StoreRefusal):  # a store refused the client's write (another model's vectors)
-        err = Error(type="bad-request", message=str(exc))
-    else:
-        err = Error(type="internal-error", message=f"{type(exc).__name__}: {exc}")
-    return response(error=err, end_of_stream=True)

@@ -6,12 +6,39 @@ and the model of its flow parameters. The table itself lives at the wiring level
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from pydantic import BaseModel
 
-from processors.base.processor import Host
+from processors.base.bus import Bus
+from processors.base.settings import ParamModels, RuntimeSettings
+from schemas.prompts import Prompts
 from schemas.services import AnyService
+
+
+class Host(Protocol):
+    """What processors are built from: the bus, the process settings, the process's home folder and
+    the tables the wiring collects from the services. The framework knows no stores: a host that
+    holds them is a `processors.services.store_processor.StoreHost` too."""
+
+    bus: Bus
+    runtime: RuntimeSettings
+
+    @property
+    def home(self) -> Path:
+        """The folder the process keeps its state in (flows, stores, gateway secrets)."""
+        ...
+
+    @property
+    def param_models(self) -> ParamModels:
+        """Each processor's flow-parameter model (the config service checks a flow's against them)."""
+        ...
+
+    @property
+    def prompts(self) -> Prompts:
+        """The services' own prompts by id (the gateway shows them)."""
+        ...
 
 
 class Runnable(Protocol):

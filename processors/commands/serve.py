@@ -37,7 +37,7 @@ def _gateway(system: System, port: int | None) -> GatewayProcessor:
     from processors.gateway.service import GatewayProcessor, GatewaySettings
 
     settings = from_env(GatewaySettings, {"port": port}, prefix="KGFLOW_GATEWAY_")
-    return GatewayProcessor(system.bus, system.runtime, settings, home=system.store_settings.home)
+    return GatewayProcessor(system.bus, system.runtime, settings, home=system.home, prompts=system.prompts)
 
 
 def _print_explorer(gw: GatewayProcessor) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from processors.base.bus import Bus, MemoryBus
@@ -12,8 +13,9 @@ from processors.base.metrics import PROCESSOR_INFO
 from processors.base.registry import Runnable
 from processors.base.runtime import ensure_default_flow, limit_blas_threads
 from processors.base.settings import ParamModels, RuntimeSettings
-from processors.commands.catalog import CONFIG, FLOW_PROCESSORS, PARAMS, processor_entry
+from processors.commands.catalog import CONFIG, FLOW_PROCESSORS, PARAMS, PROMPTS, processor_entry
 from processors.stores.settings import StoreSettings
+from schemas.prompts import Prompts
 
 if TYPE_CHECKING:  # opened on first use: a process that needs no stores loads no backend
     from processors.stores.factory import Stores
@@ -38,6 +40,11 @@ class System:
             self._stores = open_stores(self.store_settings)
         return self._stores
 
+    @property
+    def home(self) -> Path:
+        """The folder the process keeps its state in (the stores' home)."""
+        return self.store_settings.home
+
     def __post_init__(self) -> None:
         limit_blas_threads(self.runtime.blas_threads)
 
@@ -45,6 +52,11 @@ class System:
     def param_models(self) -> ParamModels:
         """Each processor's flow-parameter model (the config service checks flows against them)."""
         return PARAMS
+
+    @property
+    def prompts(self) -> Prompts:
+        """The services' own prompts by id (the gateway shows them)."""
+        return PROMPTS
 
     def build(self, name: str) -> Runnable:
         """Instantiate processor `name` (see `processors.commands.catalog`)."""

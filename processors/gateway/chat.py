@@ -27,7 +27,8 @@ from processors.gateway import chat_format as cf
 from processors.gateway import metrics
 from processors.gateway import translate as tr
 from processors.gateway.auth import Authenticator, AuthError, Principal
-from processors.gateway.dispatch import DEFAULT_FLOW, Dispatcher, GatewayError
+from processors.gateway.dispatch import DEFAULT_FLOW, Dispatcher
+from processors.gateway.errors import GatewayError
 from schemas.base import Response
 
 log = logging.getLogger(__name__)

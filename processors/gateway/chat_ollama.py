@@ -23,7 +23,7 @@ from aiohttp import web
 from processors.gateway import chat_format as cf
 from processors.gateway.auth import AuthError
 from processors.gateway.chat import STATUS, ChatCall, ChatDone, ChatRoutes, chain, collect, first_and_rest
-from processors.gateway.dispatch import GatewayError
+from processors.gateway.errors import GatewayError
 
 OLLAMA_VERSION = "0.6.3"  # the Ollama API version these routes follow
 DETAILS = {"format": "kgflow", "family": "kgflow", "families": ["kgflow"], "parameter_size": "",

@@ -8,10 +8,9 @@ GatewayError. Nothing here knows about HTTP.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +24,12 @@ from processors.gateway import tg_documents as tgd
 from processors.gateway import tg_flow as tgf
 from processors.gateway import tg_workspace as tgw
 from processors.gateway import translate as tr
-from processors.gateway.auth import AuthError, Principal
+from processors.gateway.auth import Principal
+from processors.gateway.errors import GatewayError, as_gateway_errors
 from processors.gateway.tg_library import LibraryStore
 from schemas.documents import CollectionInfo, DeleteCollection, ListCollections
 from schemas.flows import ConfigState, FlowRequest, FlowResponse
+from schemas.prompts import Prompts
 from schemas.services import (
     COMMUNITIES,
     COMMUNITY_BUILD,
@@ -80,24 +81,12 @@ LOAD_TIMEOUT_S = 3600.0  # a batch of documents in kgflow's own document-load fo
 FLOW_WRITE_OPS = ("put-blueprint", "delete-blueprint", "start-flow", "stop-flow")
 
 
-class GatewayError(Exception):
-    """A failure the client sees as `{"error": {"type", "message"}}`."""
-
-    def __init__(self, type_: str, message: str) -> None:
-        super().__init__(f"{type_}: {message}")
-        self.type = type_
-        self.message = message
-
-    def to_wire(self) -> dict[str, str]:
-        """The error object of an error frame."""
-        return {"type": self.type, "message": self.message}
-
-
 class Dispatcher:
     """Knows the running flows (following the config) and holds one bus client per (service, flow)."""
 
-    def __init__(self, bus: Bus, timeout_s: float, home: Path | None = None) -> None:
+    def __init__(self, bus: Bus, timeout_s: float, home: Path | None = None, prompts: Prompts | None = None) -> None:
         self.bus = bus
+        self.prompts: Prompts = prompts or {}  # the services' own prompts, shown by the config service
         self.timeout_s = timeout_s
         # TrustGraph's library, in the gateway's home (None: a gateway with no home has none)
         self.library = LibraryStore(home / "library") if home is not None else None
@@ -201,7 +190,7 @@ class Dispatcher:
             async for frame in self._trustgraph_alias(user, service, flow, wire, streaming_allowed):
                 yield frame
         elif service == "prompt":
-            system, prompt, streaming = tgc.prompt_call(wire, self.config.items, user)
+            system, prompt, streaming = tgc.prompt_call(wire, self.prompts, self.config.items, user)
             client = await self._client(TEXT_COMPLETION, flow)
             req_p = TextCompletionRequest(system=system, prompt=prompt, streaming=streaming and streaming_allowed)
             async for res in client.stream(req_p):
@@ -380,23 +369,3 @@ class Dispatcher:
 def _known() -> list[str]:
     """Every flow service name the gateway answers."""
     return [*FLOW_SERVICES, *TRUSTGRAPH_ALIASES, "prompt"]
-
-
-@contextlib.contextmanager
-def as_gateway_errors() -> Iterator[None]:
-    """Every failure of a request as a GatewayError: a bug still ends in an error frame."""
-    try:
-        yield
-    except GatewayError:
-        raise
-    except tr.NotSupported as e:
-        raise GatewayError("not-supported", str(e)) from None
-    except tr.BadRequest as e:
-        raise GatewayError("bad-request", str(e)) from None
-    except (AuthError, RemoteError) as e:
-        raise GatewayError(e.type, e.message) from None
-    except RequestTimeout as e:
-        raise GatewayError("timeout", str(e)) from None
-    except Exception as e:
-        log.exception("gateway request failed")
-        raise GatewayError("internal-error", f"{type(e).__name__}: {e}") from None

@@ -20,7 +20,8 @@ from aiohttp import WSMsgType, web
 from processors.gateway import metrics
 from processors.gateway import translate as tr
 from processors.gateway.auth import Principal
-from processors.gateway.dispatch import Dispatcher, GatewayError
+from processors.gateway.dispatch import Dispatcher
+from processors.gateway.errors import GatewayError
 from schemas.terms import Triple
 from schemas.triples import MAX_BATCH
 

@@ -29,7 +29,8 @@ from pydantic import BaseModel
 from processors.gateway import metrics
 from processors.gateway.auth import Authenticator, AuthError
 from processors.gateway.chat_format import FLOW_HEADER, WORKSPACE_HEADER
-from processors.gateway.dispatch import DEFAULT_FLOW, Dispatcher, GatewayError
+from processors.gateway.dispatch import DEFAULT_FLOW, Dispatcher
+from processors.gateway.errors import GatewayError
 from processors.gateway.mcp_tools import KgflowTools
 from schemas.services import Service
 

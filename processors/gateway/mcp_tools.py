@@ -17,7 +17,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
 from processors.base.client import RemoteError, RequestTimeout
-from processors.gateway.dispatch import GatewayError
+from processors.gateway.errors import GatewayError
 from processors.gateway.mcp_results import Answer, Collections, Documents, DocumentText, Loaded, Passage, Passages
 from schemas.documents import (
     ChunkSearch,

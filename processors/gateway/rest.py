@@ -24,7 +24,8 @@ from processors.gateway import metrics, tg_bulk, tg_metrics
 from processors.gateway import tg_workspace as tgw
 from processors.gateway import translate as tr
 from processors.gateway.auth import Authenticator, AuthError, Principal
-from processors.gateway.dispatch import Dispatcher, GatewayError, as_gateway_errors
+from processors.gateway.dispatch import Dispatcher
+from processors.gateway.errors import GatewayError, as_gateway_errors
 from processors.gateway.importer import ImportSession
 from schemas.services import TRIPLES
 

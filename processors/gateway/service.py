@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from processors.base.bus import Bus
 from processors.base.metrics import PROCESSOR_INFO
-from processors.base.processor import Host
+from processors.base.registry import Host
 from processors.base.settings import RuntimeSettings, from_env
 from processors.gateway import explorer, openapi
 from processors.gateway.auth import Authenticator
@@ -29,6 +29,7 @@ from processors.gateway.rest import RestHandlers, add_routes
 from processors.gateway.socket import SocketLimits, SocketSession
 from processors.gateway.spec_routes import SpecRoutes, add_spec_routes
 from processors.gateway.tg_uploads import chunk_bytes
+from schemas.prompts import Prompts
 
 log = logging.getLogger(__name__)
 LOOPBACK = "127.0.0.1"
@@ -71,12 +72,18 @@ class GatewayProcessor:
     name = "gateway"
 
     def __init__(
-        self, bus: Bus, runtime: RuntimeSettings, settings: GatewaySettings | None = None, home: Path | None = None
+        self,
+        bus: Bus,
+        runtime: RuntimeSettings,
+        settings: GatewaySettings | None = None,
+        home: Path | None = None,
+        prompts: Prompts | None = None,
     ) -> None:
         self.bus = bus
         self.settings = settings or from_env(GatewaySettings, prefix="KGFLOW_GATEWAY_")
         self.auth = Authenticator.from_env(self.settings.token, self.settings.token_file)
-        self.dispatcher = Dispatcher(bus, runtime.request_timeout_s, home)  # home: where TrustGraph's library lives
+        # home: where TrustGraph's library lives; prompts: the services' own, shown by the config service
+        self.dispatcher = Dispatcher(bus, runtime.request_timeout_s, home, prompts)
         if self.dispatcher.library is not None:  # an upload's chunks are sized to fit this gateway's frame
             self.dispatcher.library.chunk_bytes = chunk_bytes(self.settings.max_frame_bytes)
         self.limits = SocketLimits(
@@ -96,7 +103,7 @@ class GatewayProcessor:
     @classmethod
     def create(cls, host: Host) -> GatewayProcessor:
         """A gateway on the host's bus (settings from KGFLOW_GATEWAY_*)."""
-        return cls(host.bus, host.runtime, home=host.store_settings.home)
+        return cls(host.bus, host.runtime, home=host.home, prompts=host.prompts)
 
     def app(self) -> web.Application:
         """The aiohttp application."""

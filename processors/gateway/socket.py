@@ -24,7 +24,8 @@ from aiohttp import WSMsgType, web
 from processors.gateway import metrics
 from processors.gateway import translate as tr
 from processors.gateway.auth import Authenticator, AuthError, Principal
-from processors.gateway.dispatch import Dispatcher, GatewayError
+from processors.gateway.dispatch import Dispatcher
+from processors.gateway.errors import GatewayError
 
 log = logging.getLogger(__name__)
 

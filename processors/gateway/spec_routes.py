@@ -25,7 +25,8 @@ from processors.gateway import metrics
 from processors.gateway import translate as tr
 from processors.gateway.auth import Authenticator, AuthError
 from processors.gateway.chat_format import FLOW_HEADER, WORKSPACE_HEADER
-from processors.gateway.dispatch import DEFAULT_FLOW, Dispatcher, GatewayError, as_gateway_errors
+from processors.gateway.dispatch import DEFAULT_FLOW, Dispatcher
+from processors.gateway.errors import GatewayError, as_gateway_errors
 from processors.gateway.rest import error_response, json_object
 from schemas.drift import DriftRequest, DriftResponse
 from schemas.lazy_rag import LazyRagRequest, LazyRagResponse

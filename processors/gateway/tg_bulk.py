@@ -21,7 +21,8 @@ from aiohttp import WSMsgType, web
 
 from processors.gateway import translate as tr
 from processors.gateway.auth import Principal
-from processors.gateway.dispatch import Dispatcher, GatewayError
+from processors.gateway.dispatch import Dispatcher
+from processors.gateway.errors import GatewayError
 from schemas.documents import ChunkSearch, ListDocuments
 from schemas.embeddings import EmbeddingsRequest
 from schemas.scope import Scope

@@ -6,28 +6,23 @@ Operations (trustgraph-cli 2.11.1's wire): `get` (`keys`), `list` (`type`), `get
 `value: null`, as in TrustGraph. Items are stored as given: kgflow keeps tools, MCP tools, token costs
 and the like for TrustGraph's tools to read back, but no kgflow service acts on them.
 
-Prompts (type `prompt`): kgflow's services keep their prompts as code beside their algorithms; each is
-shown read-only as `template.<id>` (its system instruction, response type and schema); writing or
-deleting one is refused. `prompt/system` and any other `template.<id>` are ordinary items: the system
-prompt and templates of the `prompt` flow service (`tg-invoke-prompt`), which fills a template's
-`{{name}}` placeholders and asks the flow's text-completion.
+Prompts (type `prompt`): kgflow's services keep their prompts as code beside their algorithms; the
+gateway is handed their table (`schemas.prompts.Prompts`) and shows each read-only as `template.<id>`
+(its system instruction, response type, schema and service); writing or deleting one is refused.
+`prompt/system` and any other `template.<id>` are ordinary items: the system prompt and templates
+of the `prompt` flow service (`tg-invoke-prompt`), which fills a template's `{{name}}` placeholders
+and asks the flow's text-completion.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from processors.gateway.translate import BadRequest, NotSupported, require_object, validate_as
-from processors.ingest.extractor import prompts as extractor_prompts
-from processors.query.communities import prompts as community_prompts
-from processors.retrieval.drift import prompts as drift_prompts
-from processors.retrieval.graph_rag.rag import SYSTEM_PROMPT as GRAPH_RAG_SYSTEM
-from processors.retrieval.kg_query.context import SYSTEM as KG_QUERY_SYSTEM
-from processors.retrieval.lazy_rag.prompts import SUMMARY_SCHEMA, SUMMARY_SYSTEM
 from schemas.flows import ConfigItem, ConfigItems
+from schemas.prompts import Prompts
 
 PROMPT = "prompt"
 SYSTEM_KEY = "system"
@@ -38,55 +33,12 @@ WRITE_OPS = ("put", "delete")
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}")
 
 
-@dataclass(frozen=True)
-class BuiltinPrompt:
-    """A prompt of a kgflow service (code): shown, never written."""
-
-    system: str
-    response_type: str
-    where: str
-    schema: dict[str, Any] | None = None
-
-    def value(self, id_: str) -> str:
-        """The item's value as TrustGraph's prompt tools read it (`prompt`, `response-type`, `schema`)."""
-        d: dict[str, Any] = {"id": id_, "prompt": self.system, "response-type": self.response_type}
-        if self.schema is not None:
-            d["schema"] = self.schema
-        return json.dumps({**d, "read-only": True, "defined-in": self.where})
-
-
-BUILTIN: dict[str, BuiltinPrompt] = {
-    "graph-rag-answer": BuiltinPrompt(GRAPH_RAG_SYSTEM, "text", "processors/retrieval/graph_rag/rag.py"),
-    "lazy-rag-summary": BuiltinPrompt(
-        SUMMARY_SYSTEM, "json", "processors/retrieval/lazy_rag/prompts.py", SUMMARY_SCHEMA
-    ),  # fmt: skip
-    "kg-query-answer": BuiltinPrompt(KG_QUERY_SYSTEM, "text", "processors/retrieval/kg_query/context.py"),
-    "drift-hyde": BuiltinPrompt(drift_prompts.HYDE_SYSTEM, "text", "processors/retrieval/drift/prompts.py"),
-    "drift-primer": BuiltinPrompt(drift_prompts.PRIMER_SYSTEM, "json", "processors/retrieval/drift/prompts.py"),
-    "drift-local": BuiltinPrompt(drift_prompts.LOCAL_SYSTEM, "json", "processors/retrieval/drift/prompts.py"),
-    "drift-aggregate": BuiltinPrompt(
-        drift_prompts.AGGREGATE_SYSTEM, "json", "processors/retrieval/drift/prompts.py"
-    ),  # fmt: skip
-    "community-summary": BuiltinPrompt(
-        community_prompts.SUMMARY_SYSTEM, "text", "processors/query/communities/prompts.py"
-    ),  # fmt: skip
-    "extract-relations": BuiltinPrompt(
-        extractor_prompts.RELATIONS_SYSTEM, "json", "processors/ingest/extractor/prompts.py"
-    ),  # fmt: skip
-}
-
-
-def builtin_items() -> dict[str, str]:
-    """The read-only `prompt` items kgflow shows (its services' prompts)."""
-    return {f"{TEMPLATE}{id_}": p.value(id_) for id_, p in BUILTIN.items()}
-
-
-def workspace_items(items: ConfigItems, workspace: str) -> dict[str, dict[str, str]]:
-    """A workspace's items by type, with kgflow's prompts (read-only) and the default system prompt."""
+def workspace_items(prompts: Prompts, items: ConfigItems, workspace: str) -> dict[str, dict[str, str]]:
+    """A workspace's items by type, with kgflow's `prompts` (read-only) and the default system prompt."""
     mine = {t: dict(keys) for t, keys in items.get(workspace, {}).items()}
-    prompts = mine.setdefault(PROMPT, {})
-    prompts.setdefault(SYSTEM_KEY, json.dumps(DEFAULT_SYSTEM))
-    prompts.update(builtin_items())
+    shown = mine.setdefault(PROMPT, {})
+    shown.setdefault(SYSTEM_KEY, json.dumps(DEFAULT_SYSTEM))
+    shown.update({f"{TEMPLATE}{id_}": p.value() for id_, p in prompts.items()})
     return mine
 
 
@@ -104,10 +56,10 @@ def _type(wire: dict[str, Any]) -> str:
     return kind
 
 
-def read(op: str, wire: dict[str, Any], items: ConfigItems, workspace: str, version: int,
+def read(op: str, wire: dict[str, Any], prompts: Prompts, items: ConfigItems, workspace: str, version: int,
          all_workspaces: list[str]) -> dict[str, Any]:  # fmt: skip
     """The answer of a read operation (`READ_OPS`)."""
-    mine = workspace_items(items, workspace)
+    mine = workspace_items(prompts, items, workspace)
     if op == "config":
         return {"config": mine, "version": version}
     if op == "get":
@@ -121,24 +73,24 @@ def read(op: str, wire: dict[str, Any], items: ConfigItems, workspace: str, vers
                 "version": version}  # fmt: skip
     values = []  # getvalues-all-ws: every workspace the caller may read
     for ws in all_workspaces:
-        for k, v in sorted(workspace_items(items, ws).get(kind, {}).items()):
+        for k, v in sorted(workspace_items(prompts, items, ws).get(kind, {}).items()):
             values.append({"type": kind, "key": k, "value": v, "workspace": ws})
     return {"values": values, "version": version}
 
 
-def write_items(op: str, wire: dict[str, Any]) -> list[ConfigItem]:
-    """The items a write operation (`put` / `delete`) changes; kgflow's own prompts are refused."""
+def write_items(op: str, wire: dict[str, Any], prompts: Prompts) -> list[ConfigItem]:
+    """The items a write operation (`put` / `delete`) changes; kgflow's own `prompts` are refused."""
     items, kept = _keys(wire, "values" if op == "put" else "keys"), []
     for item in items:
         if op == "put" and item.value is None:
             raise BadRequest(f"invalid request: values: {item.type}/{item.key} has no value")
-        builtin = BUILTIN.get(item.key.removeprefix(TEMPLATE)) if item.key.startswith(TEMPLATE) else None
-        if item.type == PROMPT and builtin is not None:
-            if op == "put" and item.value == builtin.value(item.key.removeprefix(TEMPLATE)):
+        own = prompts.get(item.key.removeprefix(TEMPLATE)) if item.key.startswith(TEMPLATE) else None
+        if item.type == PROMPT and own is not None:
+            if op == "put" and item.value == own.value():
                 continue  # putting back what kgflow shows (a re-imported export) changes nothing
             raise NotSupported(
                 f"prompt {item.key} is kgflow's own and read-only: kgflow's prompts are code "
-                f"({builtin.where}); writing it is not supported by kgflow"
+                f"(the {own.service} service's); writing it is not supported by kgflow"
             )
         kept.append(item)
     return kept
@@ -157,7 +109,7 @@ def render(template: str, variables: dict[str, Any]) -> str:
     return _PLACEHOLDER.sub(fill, template)
 
 
-def prompt_call(wire: object, items: ConfigItems, workspace: str) -> tuple[str, str, bool]:
+def prompt_call(wire: object, prompts: Prompts, items: ConfigItems, workspace: str) -> tuple[str, str, bool]:
     """(system, prompt, streaming) of a `prompt` service request: template `id` with `variables`."""
     wire = require_object(wire)
     id_, variables = wire.get("id"), wire.get("variables") or {}
@@ -165,17 +117,17 @@ def prompt_call(wire: object, items: ConfigItems, workspace: str) -> tuple[str, 
         raise BadRequest("invalid request: id: the template id is required")
     if not isinstance(variables, dict):
         raise BadRequest("invalid request: variables: expected an object")
-    if id_ in BUILTIN:
+    if id_ in prompts:
         raise NotSupported(f"prompt {id_!r} is used by its kgflow service and is not invocable alone; "
                          "ask the service instead (not supported by kgflow)")  # fmt: skip
-    prompts = workspace_items(items, workspace)[PROMPT]
-    raw = prompts.get(f"{TEMPLATE}{id_}")
+    shown = workspace_items(prompts, items, workspace)[PROMPT]
+    raw = shown.get(f"{TEMPLATE}{id_}")
     if raw is None:
-        known = sorted(k.removeprefix(TEMPLATE) for k in prompts if k.startswith(TEMPLATE))
+        known = sorted(k.removeprefix(TEMPLATE) for k in shown if k.startswith(TEMPLATE))
         raise BadRequest(f"invalid request: id: no prompt template {id_!r} (templates: {', '.join(known)})")
     try:
         template = json.loads(raw).get("prompt", "")
-        system = json.loads(prompts[SYSTEM_KEY])
+        system = json.loads(shown[SYSTEM_KEY])
     except (ValueError, AttributeError):
         raise BadRequest(f"prompt template {id_!r} or the system prompt is not JSON") from None
     return str(system), render(str(template), variables), wire.get("streaming") is True

@@ -22,6 +22,7 @@ from processors.gateway.tg_documents import load_response_to_wire
 from processors.gateway.translate import BadRequest, NotSupported, require_object
 from schemas.documents import LoadDocuments
 from schemas.flows import ConfigState, FlowRequest, FlowResponse
+from schemas.prompts import Prompts
 from schemas.services import DOCUMENT_LOAD, Service
 
 Frame = tuple[dict[str, Any], bool]  # (payload, complete), as dispatch.py's
@@ -31,6 +32,7 @@ class Dispatcher(Protocol):
     """What these services use of dispatch.Dispatcher (which calls them: no import back)."""
 
     config: ConfigState
+    prompts: Prompts
     library: tgl.LibraryStore | None
 
     async def refresh(self) -> None: ...
@@ -99,9 +101,9 @@ async def config(d: Dispatcher, principal: Principal, user: str, wire: object) -
         if not d.config.version:
             await d.refresh()
         spaces = sorted(set(d.config.items) | {user}) if principal.admin else [user]
-        yield tgc.read(op, wire, d.config.items, user, d.config.version, spaces), True
+        yield tgc.read(op, wire, d.prompts, d.config.items, user, d.config.version, spaces), True
     elif op in tgc.WRITE_OPS:
-        items = tgc.write_items(op, wire)
+        items = tgc.write_items(op, wire, d.prompts)
         kind = "put-config-items" if op == "put" else "delete-config-items"
         await d.config_request(FlowRequest(operation=kind, workspace=user, items=items))
         yield {}, True

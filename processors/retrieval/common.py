@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
+from processors.accounting import usage
 from processors.base.errors import QueryTimeout
-from processors.stores import usage
 from schemas.documents import Chunk, SearchMode
 from schemas.retrieval import RequestCost
 from schemas.tenant import Tenant
@@ -70,7 +70,7 @@ class Usage:
 
 class Stopwatch:
     """Per-stage wall times of one request, and what each stage cost the stores (from the
-    request's counter, `processors.stores.usage`: its own store calls and those its calls to
+    request's counter, `processors.accounting.usage`: its own store calls and those its calls to
     other services reported)."""
 
     def __init__(self) -> None:

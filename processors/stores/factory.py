@@ -63,7 +63,7 @@ def open_stores(settings: StoreSettings) -> Stores:
 
         entities = LocalEntityIndex(settings.home / "vectors.db")
     elif settings.vectors_backend == "cassandra":
-        from processors.stores.cassandra.store import CassandraEntityIndex
+        from processors.stores.cassandra.entities import CassandraEntityIndex
 
         entities = CassandraEntityIndex(conns.cassandra())
     elif settings.vectors_backend == "neo4j":
@@ -78,7 +78,7 @@ def open_stores(settings: StoreSettings) -> Stores:
 
         triples = SqliteTripleStore(settings.home / "graph.db", entities)
     elif settings.triples_backend == "cassandra":
-        from processors.stores.cassandra.store import CassandraTripleStore
+        from processors.stores.cassandra.triples import CassandraTripleStore
 
         triples = CassandraTripleStore(conns.cassandra(), entities)
     elif settings.triples_backend == "neo4j":

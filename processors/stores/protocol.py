@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
+from processors.accounting.refusal import StoreRefusal
 from processors.algorithms.bfs import Distances, DistanceSearch
 from processors.algorithms.edges import NeighbourResult
-from processors.stores.refusal import StoreRefusal
 from schemas.tenant import Tenant
 from schemas.terms import Term, Triple
 from schemas.triples import NeighboursQuery

@@ -69,7 +69,7 @@ async def live(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[
     """
     settings: GatewaySettings = getattr(request, "param", None) or GatewaySettings(max_frame_bytes=64 * 1024)
     async with embedded(StoreSettings(home=tmp_path / "home"), RuntimeSettings(request_timeout_s=20)) as system:
-        gw = GatewayProcessor(system.bus, system.runtime, settings, home=tmp_path / "home")
+        gw = GatewayProcessor(system.bus, system.runtime, settings, home=tmp_path / "home", prompts=system.prompts)
         await gw.start(port=0)
         live = LiveGateway(system, gw)
         await live.load("default", "sample")

@@ -15,7 +15,8 @@ import pytest
 import requests
 from gw_support import BIN, ROOT, kgflow_up, up_env
 
-from processors.commands.api import Kgflow, KgflowSync
+from processors.commands.api import Kgflow
+from processors.commands.api_sync import KgflowSync
 from tests.documents.format_files import encrypted_pdf, text_pdf, write_corpus
 
 QUESTION = "Which element did Marie Curie name after her homeland?"

@@ -137,7 +137,8 @@ async def open_backend(name: str, tmp_path: Path, request: pytest.FixtureRequest
         local = LocalEntityIndex(tmp_path / "vectors.db")
         return StoreBackend(name, SqliteTripleStore(tmp_path / "graph.db", local), local)
     if name == "cassandra":
-        from processors.stores.cassandra.store import CassandraEntityIndex, CassandraTripleStore
+        from processors.stores.cassandra.entities import CassandraEntityIndex
+        from processors.stores.cassandra.triples import CassandraTripleStore
 
         conn = request.getfixturevalue("cassandra_conn")
         cidx = CassandraEntityIndex(conn)

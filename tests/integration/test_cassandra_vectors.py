@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from processors.stores.cassandra.entities import CassandraEntityIndex
 from processors.stores.cassandra.schema import CassandraConnection, cql_identifier
-from processors.stores.cassandra.store import CassandraEntityIndex
 from processors.stores.protocol import VECTOR_DIMENSIONS
 from schemas.tenant import Tenant
 

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
+from processors.accounting.usage import StoreUsage, counting
 from processors.base.client import RequestResponseClient
 from processors.base.settings import RuntimeSettings
 from processors.commands.system import System, embedded
 from processors.models.embeddings.model import OnnxMiniLM
 from processors.stores.documents_protocol import ChunkQuery
 from processors.stores.settings import StoreSettings
-from processors.stores.usage import StoreUsage, counting
 from schemas.communities import BuildCommunities, CommunitiesOf
 from schemas.documents import DeleteCollection, LoadDocuments, Scope
 from schemas.graph_embeddings import GraphEmbeddingsRequest

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from processors.base.client import RemoteError, RequestResponseClient
-from processors.base.processor import error_response
+from processors.base.wire import error_response
 from processors.commands.system import embedded
 from processors.models.text_completion.backend import ChatMessage, CompletionOptions, LLMError
 from processors.models.text_completion.openai_backend import OpenAIBackend

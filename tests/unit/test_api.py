@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from processors.commands.api import Kgflow, KgflowSync
+from processors.commands.api import Kgflow
+from processors.commands.api_sync import KgflowSync
 from processors.commands.cli import main
 from schemas.drift import DriftRequest
 from schemas.lazy_rag import LazyRagResponse

@@ -9,12 +9,12 @@ from collections.abc import AsyncIterator
 import pytest
 from prometheus_client import REGISTRY
 
+from processors.accounting.usage import StoreUsage, count, counting, current
 from processors.base.bus import MemoryBus
 from processors.base.client import RemoteError, RequestResponseClient, RequestTimeout
 from processors.base.errors import BadRequest
 from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import RuntimeSettings
-from processors.stores.usage import StoreUsage, count, counting, current
 from schemas.base import Message, Response
 from schemas.services import Service
 from schemas.topics import dead_letter, topic

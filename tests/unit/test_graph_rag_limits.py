@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from processors.accounting.usage import StoreUsage, counting
 from processors.algorithms.edges import NeighbourResult, edge_scores
 from processors.algorithms.vectors import cosines
 from processors.base.bus import MemoryBus
@@ -22,7 +23,6 @@ from processors.retrieval.graph_rag.sources import LabelBatch, Seeds
 from processors.stores.local.entity_index import LocalEntityIndex
 from processors.stores.settings import StoreSettings
 from processors.stores.sqlite.triples import SqliteTripleStore
-from processors.stores.usage import StoreUsage, counting
 from schemas.flows import GraphChanged
 from schemas.graph_rag import GraphRagRequest, SeedEntity
 from schemas.labels import LabelRequest

@@ -19,12 +19,13 @@ from processors.commands.catalog import FLOW_PROCESSORS, PROCESSORS
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = ("schemas", "processors", "bench")  # every package of the code, checked for cycles and string loads
 MAX_LINES = 400
-# The floors, bottom first: a module imports only from its own role or a lower floor. ingest
-# (writers) and query (readers) share a floor and import nothing of each other.
+# The floors, bottom first: a module imports only from its own role or a lower floor. Roles that
+# share a floor import nothing of each other: the stores and the framework (base), ingest (writers)
+# and query (readers).
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("algorithms",),
-    ("stores",),
-    ("base",),
+    ("algorithms", "accounting"),
+    ("stores", "base"),
+    ("services",),
     ("models",),
     ("ingest", "query"),
     ("retrieval",),
@@ -221,10 +222,10 @@ def test_a_dotted_string_load_is_caught() -> None:
     ]
 
 
-def test_no_file_is_over_400_lines_in_bench_and_tests() -> None:
+def test_no_file_is_over_400_lines() -> None:
     long = {
         str(f.relative_to(ROOT)): n
-        for package in ("bench", "tests")
+        for package in (*PROJECT, "tests")
         for f in (ROOT / package).rglob("*.py")
         if (n := len(f.read_text().splitlines())) > MAX_LINES
     }

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from processors.accounting.usage import count, counting, current
 from processors.algorithms.bfs import Distances, DistanceSearch, shortest_distances
 from processors.base.errors import BadRequest
-from processors.base.processor import error_response, parse_request
+from processors.base.wire import error_response, parse_request
 from processors.retrieval.reranker.rerank import NO_ENTITIES, NO_QUESTION_ENTITIES, Reranker, RerankerSettings
 from processors.retrieval.reranker.signals import distance_score, question_entities
-from processors.stores.usage import count, counting, current
 from schemas.graph_rag import SeedEntity
 from schemas.reranker import RerankItem, RerankRequest, RerankResponse, RerankWeights
 from schemas.tenant import Tenant

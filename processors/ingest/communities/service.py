@@ -15,11 +15,12 @@ import time
 from typing import TYPE_CHECKING
 
 from processors.base.bus import Bus
-from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
+from processors.base.processor import FlowContext, ServiceSpec
 from processors.base.settings import RuntimeSettings, flow_params
 from processors.ingest.communities.coalesce import Coalescer
 from processors.ingest.communities.detect import CommunityParams, detect
 from processors.ingest.communities.profiles import profile, set_vectors, vector_chunks
+from processors.services.store_processor import StoreProcessor
 from processors.stores.documents_protocol import CommunityRecord
 from schemas.communities import BuildCommunities, CommunitiesResponse
 from schemas.services import COMMUNITY_BUILD

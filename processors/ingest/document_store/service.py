@@ -11,9 +11,10 @@ import time
 
 from processors.algorithms.iris import RELATED_TO, RELATED_TO_LABEL
 from processors.base.operations import by_operation
-from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
+from processors.base.processor import FlowContext, ServiceSpec
 from processors.ingest.document_store.linking import Linked, attach_relation_vectors, link, unlinked_triples
 from processors.models.embeddings.client import FlowEmbedder
+from processors.services.store_processor import StoreProcessor
 from processors.stores.documents_protocol import RemovedLinks
 from processors.stores.protocol import LoadState
 from schemas.documents import (

@@ -7,9 +7,10 @@ label caches the collection changed."""
 from __future__ import annotations
 
 from processors.base.operations import by_operation
-from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
+from processors.base.processor import FlowContext, ServiceSpec
 from processors.ingest.triples.loader import StoreSteps, run_load
 from processors.models.embeddings.client import FlowEmbedder
+from processors.services.store_processor import StoreProcessor
 from schemas.base import ScopedRequest
 from schemas.services import EMBEDDINGS, TRIPLES_STORE, Service
 from schemas.triples import BeginLoad, EmbedLabels, FinishLoad, StoreTriples, TriplesStoreResponse

@@ -7,8 +7,9 @@ reads that fill it. Building communities is `community-build`'s (processors/inge
 from __future__ import annotations
 
 from processors.base.operations import by_operation
-from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
+from processors.base.processor import FlowContext, ServiceSpec
 from processors.query.communities.prompts import SUMMARY_SYSTEM, profile_text, summary_prompt
+from processors.services.store_processor import StoreProcessor
 from schemas.communities import (
     CommunitiesOf,
     CommunitiesResponse,

@@ -9,9 +9,10 @@ import asyncio
 
 from processors.algorithms.passage_rank import PassageRankParams
 from processors.base.operations import by_operation
-from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
+from processors.base.processor import FlowContext, ServiceSpec
 from processors.base.settings import flow_params
 from processors.query.documents.search import search_chunks
+from processors.services.store_processor import StoreProcessor
 from processors.stores.documents_protocol import ChunkQuery, DocumentCounts
 from schemas.base import ScopedRequest
 from schemas.documents import (

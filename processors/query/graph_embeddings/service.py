@@ -8,7 +8,8 @@ import asyncio
 
 from processors.algorithms.entities import rank_entity_hits
 from processors.algorithms.text_match import label_phrases
-from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
+from processors.base.processor import FlowContext, ServiceSpec
+from processors.services.store_processor import StoreProcessor
 from processors.stores.protocol import EntityHit, TripleStore
 from schemas.base import Notice
 from schemas.graph_embeddings import EntityMatch, GraphEmbeddingsRequest, GraphEmbeddingsResponse

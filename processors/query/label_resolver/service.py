@@ -7,23 +7,21 @@ the deployed path)."""
 from __future__ import annotations
 
 import asyncio
-import logging
 
 from pydantic import BaseModel
 
-from processors.base.bus import Consumer
+from processors.base.bus import Consumer, follow
 from processors.base.metrics import CACHE, CACHE_HIT_RATIO
-from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
+from processors.base.processor import FlowContext, ServiceSpec
 from processors.base.settings import flow_params
 from processors.base.tasks import cancel_and_wait
 from processors.query.label_resolver.cache import LabelCache
+from processors.services.store_processor import StoreProcessor
 from schemas.flows import GraphChanged
 from schemas.labels import LabelRequest, LabelResponse
 from schemas.services import LABEL_RESOLVER
 from schemas.tenant import Tenant
 from schemas.topics import GRAPH_CHANGED
-
-log = logging.getLogger(__name__)
 
 
 class LabelParams(BaseModel):
@@ -45,7 +43,8 @@ class LabelResolverProcessor(StoreProcessor):
 
     async def start(self) -> None:
         self._reader = await self.bus.reader(GRAPH_CHANGED)
-        self._watch = asyncio.create_task(self._invalidate_on_change(), name="label-invalidation")
+        changes = follow(self._reader, GraphChanged, self._invalidate, "graph-changed notice")
+        self._watch = asyncio.create_task(changes, name="label-invalidation")
         await super().start()
 
     async def stop(self) -> None:
@@ -58,17 +57,9 @@ class LabelResolverProcessor(StoreProcessor):
         p = flow_params(LabelParams, flow.parameters)
         flow.state = LabelCache(p.label_cache_size, p.label_cache_ttl)
 
-    async def _invalidate_on_change(self) -> None:
-        assert self._reader is not None
-        while True:
-            msg = await self._reader.receive()
-            try:
-                note = GraphChanged.model_validate_json(msg.data)
-            except ValueError:
-                log.warning("malformed graph-changed notice ignored")
-                continue
-            for running in list(self._flows.values()):
-                running.ctx.state.invalidate(Tenant(note.user, note.collection), note.iris)
+    async def _invalidate(self, note: GraphChanged) -> None:
+        for running in list(self._flows.values()):
+            running.ctx.state.invalidate(Tenant(note.user, note.collection), note.iris)
 
     async def resolve(self, req: LabelRequest, flow: FlowContext) -> LabelResponse:
         """Labels of the request's IRIs: cache first, then one batched store lookup."""

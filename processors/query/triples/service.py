@@ -7,7 +7,8 @@ from __future__ import annotations
 from processors.algorithms.bfs import DistanceSearch, shortest_distances
 from processors.algorithms.edges import NeighbourResult, rank_neighbours
 from processors.base.operations import by_operation
-from processors.base.processor import FlowContext, ServiceSpec, StoreProcessor
+from processors.base.processor import FlowContext, ServiceSpec
+from processors.services.store_processor import StoreProcessor
 from processors.stores.protocol import HeldDistances
 from schemas.services import TRIPLES
 from schemas.triples import (

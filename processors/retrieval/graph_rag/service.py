@@ -12,12 +12,13 @@ from processors.algorithms.edges import NeighbourResult
 from processors.base.client import RemoteError, RequestTimeout
 from processors.base.errors import QueryTimeout, ServiceError
 from processors.base.metrics import ROWS_READ, record_cost
-from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
+from processors.base.processor import FlowContext
 from processors.base.settings import flow_params
 from processors.models.text_completion.backend import CompletionChunk
-from processors.retrieval.bus_sources import call_service, calls_of, uses
+from processors.retrieval.bus_sources import call_service, uses
 from processors.retrieval.graph_rag.rag import GraphRag, GraphRagSettings
 from processors.retrieval.graph_rag.sources import GraphSources, LabelBatch, Seeds
+from processors.retrieval.service import RetrievalProcessor
 from schemas.base import Response
 from schemas.embeddings import EmbeddingsRequest
 from schemas.graph_embeddings import GraphEmbeddingsRequest
@@ -32,7 +33,6 @@ from schemas.services import (
     RERANKER,
     TEXT_COMPLETION,
     TRIPLES,
-    AnyService,
     Service,
 )
 from schemas.tenant import Tenant
@@ -116,20 +116,15 @@ class GraphBusSources:
                 yield CompletionChunk(res.response)
 
 
-class GraphRagProcessor(FlowProcessor):
+class GraphRagProcessor(RetrievalProcessor[GraphRag, GraphRagRequest]):
     """Serves `graph-rag`: streams explain + answer chunks, or answers once."""
 
     name = GRAPH_RAG.name
+    service, sources, bus_sources = GRAPH_RAG, GraphSources, GraphBusSources
 
-    def services(self) -> list[ServiceSpec]:
-        return [ServiceSpec(GRAPH_RAG, self.query)]
-
-    def calls(self) -> list[AnyService]:
-        return calls_of(GraphBusSources, GraphSources)
-
-    async def on_flow_start(self, flow: FlowContext[GraphRag]) -> None:
+    def build(self, flow: FlowContext[GraphRag]) -> GraphRag:
         settings = flow_params(GraphRagSettings, flow.parameters)
-        flow.state = GraphRag(GraphBusSources(flow, settings.stage_timeout_s), settings)
+        return GraphRag(GraphBusSources(flow, settings.stage_timeout_s), settings)
 
     def _record(self, stats: GraphRagStats) -> None:
         """What one query cost, into the process's Prometheus metrics."""

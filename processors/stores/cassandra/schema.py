@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from processors.accounting.usage import StoreUsage, count, current
 from processors.stores.protocol import VECTOR_DIMENSIONS, int_literal
-from processors.stores.usage import StoreUsage, count, current
 
 CONCURRENCY = 128  # in-flight requests per logical call
 # Cassandra 5.0.x fails concurrent inserts into one SAI vector memtable index beyond a small pool
@@ -45,6 +45,7 @@ CONCURRENCY = 128  # in-flight requests per logical call
 # writes go out a few at a time and are retried if the replica still refuses one.
 VECTOR_WRITE_CONCURRENCY = 2
 VECTOR_WRITE_RETRIES = 8
+IN_CHUNK = 100  # keys per IN (...) list
 
 _IDENT = re.compile(r"[a-z_][a-z0-9_]{0,47}")
 
@@ -202,6 +203,11 @@ def cached_namedtuple_factory(colnames: Sequence[str], rows: Sequence[Sequence[A
 def raw_vector(v: Sequence[float]) -> bytes:
     """A vector as the `vec_raw` column stores it (float32, big-endian)."""
     return np.asarray(v, dtype=">f4").tobytes()
+
+
+def in_chunks(keys: Sequence[str]) -> list[list[str]]:
+    """`keys` in lists of at most IN_CHUNK, one `IN (...)` query each."""
+    return [list(keys[i : i + IN_CHUNK]) for i in range(0, len(keys), IN_CHUNK)]
 
 
 def vector_array(raw: bytes) -> np.ndarray:

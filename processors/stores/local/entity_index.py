@@ -18,7 +18,7 @@ from processors.algorithms.entities import rank_entity_hits
 from processors.algorithms.text_match import label_phrases, normalize
 from processors.algorithms.vectors import ProjectedIndex, top_cosines
 from processors.stores.protocol import EntityHit, VectorItem, VectorKind, VectorModel
-from processors.stores.sqlite.pool import SqlitePool
+from processors.stores.sqlite.pool import SqlitePool, delete_tenant_rows
 from schemas.tenant import Tenant
 
 SCHEMA = """
@@ -231,13 +231,7 @@ class LocalEntityIndex:
         return {str(c): int(n) for c, n in rows}
 
     async def delete_collection(self, tenant: Tenant) -> None:
-        def write(conn: sqlite3.Connection) -> None:
-            for table in ("vectors", "scope_version", "vector_model"):
-                conn.execute(
-                    "DELETE FROM " + table + " WHERE user = ? AND collection = ?", (tenant.user, tenant.collection)
-                )
-
-        await self.db.write(write)
+        await self.db.write(lambda c: delete_tenant_rows(c, tenant, ("vectors", "scope_version", "vector_model")))
         self._cache.pop((tenant.user, tenant.collection), None)
 
     async def close(self) -> None:

@@ -31,8 +31,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from processors.accounting.usage import count, current
 from processors.stores.protocol import VECTOR_DIMENSIONS, int_literal
-from processors.stores.usage import count, current
 from schemas.tenant import Tenant
 
 VECTOR_INDEX = "kg_entity_embedding"

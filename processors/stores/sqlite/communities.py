@@ -13,7 +13,7 @@ import numpy as np
 
 from processors.stores.documents_protocol import CommunityGraph, CommunityRecord
 from processors.stores.sqlite.docs_schema import scoped_ids
-from processors.stores.sqlite.pool import SqlitePool
+from processors.stores.sqlite.pool import SqlitePool, delete_tenant_rows
 from processors.stores.sqlite.vector_lists import VectorLists
 from schemas.communities import CommunityInfo
 from schemas.tenant import Tenant
@@ -257,14 +257,8 @@ class SqliteCommunityStore:
 
     async def delete_collection(self, tenant: Tenant) -> None:
         """Drop the collection's communities."""
-
-        def write(conn: sqlite3.Connection) -> None:
-            for table in ("communities", "community_members", "community_chunks"):
-                conn.execute(
-                    "DELETE FROM " + table + " WHERE user = ? AND collection = ?", (tenant.user, tenant.collection)
-                )
-
-        await self.db.write(write)
+        tables = ("communities", "community_members", "community_chunks")
+        await self.db.write(lambda c: delete_tenant_rows(c, tenant, tables))
 
     async def close(self) -> None:
         """The pool belongs to the document store."""

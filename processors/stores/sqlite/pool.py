@@ -11,7 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from processors.stores.usage import count, current
+from processors.accounting.usage import count, current
+from schemas.tenant import Tenant
 
 T = TypeVar("T")
 
@@ -20,8 +21,14 @@ MMAP_BYTES = 8 << 30
 CACHE_KIB = 65536  # each connection's private page cache (without the map)
 
 
+def delete_tenant_rows(conn: sqlite3.Connection, tenant: Tenant, tables: Iterable[str]) -> None:
+    """Delete the tenant's rows from each of `tables` (names the store's code gives, never a request)."""
+    for table in tables:
+        conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", (tenant.user, tenant.collection))
+
+
 class CountedConnection(sqlite3.Connection):
-    """A connection that counts the statement batches run on it (`processors.stores.usage`)."""
+    """A connection that counts the statement batches run on it (`processors.accounting.usage`)."""
 
     statements = 0
 

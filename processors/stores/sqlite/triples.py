@@ -12,7 +12,7 @@ from processors.algorithms.bfs import Distances, DistanceSearch
 from processors.algorithms.edges import NeighbourResult, RawEdge, edge_triple, rank_neighbours
 from processors.stores.protocol import EntityIndex, LoadState
 from processors.stores.sqlite.adjacency import GRAPH_VERSION, Adjacency, bump_version, graph_version, load_adjacency
-from processors.stores.sqlite.pool import SqlitePool
+from processors.stores.sqlite.pool import SqlitePool, delete_tenant_rows
 from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
@@ -243,10 +243,7 @@ class SqliteTripleStore:
 
     async def delete_collection(self, tenant: Tenant) -> None:
         def write(conn: sqlite3.Connection) -> None:
-            for table in ("triples", "labels", "load_state"):
-                conn.execute(
-                    "DELETE FROM " + table + " WHERE user = ? AND collection = ?", (tenant.user, tenant.collection)
-                )
+            delete_tenant_rows(conn, tenant, ("triples", "labels", "load_state"))
             bump_version(conn, tenant)
 
         await self.db.write(write)
