@@ -234,6 +234,13 @@ class DocumentStore(Protocol):
         (Relation search scores them by their ends' entity vectors: a relation keeps no vector.)"""
         ...
 
+    async def relation_contexts(
+        self, tenant: Tenant, relations: Sequence[tuple[str, str, str]], per_relation: int
+    ) -> dict[tuple[str, str, str], list[float]]:
+        """Each relation's context: the mean vector of its first `per_relation` source chunks (by
+        id) in scope; a relation without one is left out."""
+        ...
+
     async def relation_chunks(
         self, q: ChunkQuery, relations: Sequence[tuple[str, str, str]], per_relation: int
     ) -> list[RelationChunk]:

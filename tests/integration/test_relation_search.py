@@ -1,6 +1,7 @@
 """Relation search from the entity vectors (processors/query/documents/relations.py) on the real
 document stores and entity indexes (SQLite + the local index; Neo4j): a relation keeps no vector,
-it is scored by cos(question, v_s + v_o) of its ends' stored vectors, within the scope."""
+it is scored by cos(question, v_s + v_o + c): its ends' stored vectors and the mean vector of its
+source chunks in scope, within the scope."""
 
 from __future__ import annotations
 
@@ -37,12 +38,14 @@ async def index(docs: DocBackend, tmp_path: Path) -> AsyncIterator[EntityIndex]:
         await idx.delete_collection(Tenant(user, collection))
 
 
-def expected(q: list[float], relations: list[tuple[str, str]]) -> list[tuple[tuple[str, str, str], float]]:
-    """(relation, cos(q, sum of its ends' vectors)) best first, as the search must score them."""
+def expected(q: list[float], relations: list[tuple[str, str, list[int]]]) -> list[tuple[tuple[str, str, str], float]]:
+    """(relation, cos(q, its ends' vectors + the mean of its chunks' vectors)) best first, as the
+    search must score them (a chunk n of the records below has the vector unit(1000 + n))."""
     qn = np.asarray(q) / np.linalg.norm(q)
     out = []
-    for s, o in relations:
-        v = np.sum([VECTORS[x] for x in (s, o) if x in VECTORS], axis=0)
+    for s, o, chunks in relations:
+        context = np.mean([unit(1000 + n) for n in chunks], axis=0)
+        v = np.sum([VECTORS[x] for x in (s, o) if x in VECTORS], axis=0) + context
         out.append(((e(s), REL, e(o)), float(v @ qn / np.linalg.norm(v))))
     return sorted(out, key=lambda x: -x[1])
 
@@ -60,15 +63,16 @@ async def test_relations_are_scored_by_their_ends_vectors_in_scope(docs: DocBack
     q = near(list(np.asarray(unit(1)) + np.asarray(unit(2))), 5, 0.3)
 
     got = await search_relations(index, docs.documents, tenant, q, 10)
-    want = expected(q, [("curie", "paris"), ("paris", "warsaw"), ("curie", "seine"), ("louvre", "seine")])
-    assert [(h.s, h.p, h.o) for h in got] == [k for k, _ in want]  # louvre has no vector: seine's alone
+    everywhere = [("curie", "paris", [0, 1, 0]), ("paris", "warsaw", [1]), ("curie", "seine", [0])]
+    want = expected(q, [*everywhere, ("louvre", "seine", [0])])
+    assert [(h.s, h.p, h.o) for h in got] == [k for k, _ in want]  # louvre has no vector: seine's and b:0's
     assert [h.score for h in got] == pytest.approx([s for _, s in want], abs=1e-4)
     assert got[0].support == 3  # curie-paris: every source chunk
     best = await search_relations(index, docs.documents, tenant, q, 1)
     assert [(h.s, h.o) for h in best] == [(e("curie"), e("paris"))]
 
     in_b = await search_relations(index, docs.documents, Tenant(user, coll, Scope(document_ids=["b"])), q, 10)
-    want_b = expected(q, [("curie", "paris"), ("curie", "seine"), ("louvre", "seine")])
+    want_b = expected(q, [("curie", "paris", [0]), ("curie", "seine", [0]), ("louvre", "seine", [0])])
     assert [(h.s, h.p, h.o, h.support) for h in in_b] == [(*k, 1) for k, _ in want_b]
     nowhere = Tenant(user, coll, Scope(document_ids=["none"]))
     assert await search_relations(index, docs.documents, nowhere, q, 10) == []

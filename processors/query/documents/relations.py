@@ -1,11 +1,13 @@
-"""Relation search from the entity vectors: a relation keeps no vector of its own (issue 38: the
+"""Relation search without relation vectors: a relation keeps no vector of its own (issue 38: the
 stored 384 floats per co-occurrence were 40% of docs.db). The question's nearest entities (of the
 scope's, when a scope narrows) are the seeds; the store reads the relations touching them (one
-call); each is scored by the cosine of the question with the sum of its two ends' label vectors
-(one more call for the ends' vectors) — the entity part of the vector relations used to keep."""
+call); each is scored by the cosine of the question with v_s + v_o + c — its two ends' label
+vectors and the mean vector of its first source chunks (two more calls, together): the vector
+relations used to store, computed when asked from what is stored anyway."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -14,8 +16,9 @@ from processors.stores.documents_protocol import DocumentStore, RelationHit
 from processors.stores.protocol import EntityIndex
 from schemas.tenant import Tenant
 
-SEEDS = 24  # nearest entities whose relations are scored (at least the limit asked)
+SEEDS = 48  # nearest entities whose relations are scored (at least the limit asked)
 PER_ENTITY = 32  # relations read per seed, as subject and as object, most supported first
+CONTEXT_CHUNKS = 4  # source chunks (first by id) whose mean vector is a relation's context
 
 
 async def search_relations(
@@ -24,9 +27,14 @@ async def search_relations(
     """The `limit` relations with a source in scope whose ends' vectors are nearest `vector`."""
     seeds = await _seeds(entities, documents, tenant, vector, max(SEEDS, limit))
     found = await documents.relations_of(tenant, seeds, PER_ENTITY) if seeds else []
+    if not found:
+        return []
     ends = sorted({x for h in found for x in (h.s, h.o)})
-    vectors = await entities.vectors(tenant.unscoped, ends) if ends else {}
-    return rank_relations(vector, found, vectors, limit)
+    vectors, contexts = await asyncio.gather(
+        entities.vectors(tenant.unscoped, ends),
+        documents.relation_contexts(tenant, [(h.s, h.p, h.o) for h in found], CONTEXT_CHUNKS),
+    )
+    return rank_relations(vector, found, vectors, contexts, limit)
 
 
 async def _seeds(
@@ -42,15 +50,21 @@ async def _seeds(
 
 
 def rank_relations(
-    vector: Sequence[float], found: Sequence[RelationHit], vectors: Mapping[str, Sequence[float]], limit: int
+    vector: Sequence[float],
+    found: Sequence[RelationHit],
+    vectors: Mapping[str, Sequence[float]],
+    contexts: Mapping[tuple[str, str, str], Sequence[float]],
+    limit: int,
 ) -> list[RelationHit]:
-    """Score each relation by cos(question, v_s + v_o) (an end without a vector adds nothing; a
-    relation with neither is left out); the best `limit`, ties by key."""
+    """Score each relation by cos(question, v_s + v_o + c) (a part it lacks adds nothing; a
+    relation with none is left out); the best `limit`, ties by key."""
     q = np.asarray(vector, dtype=np.float32)
     q = q / (np.linalg.norm(q) or 1.0)
     scored = []
     for h in found:
         parts = [vectors[x] for x in (h.s, h.o) if x in vectors]
+        if (h.s, h.p, h.o) in contexts:
+            parts.append(contexts[(h.s, h.p, h.o)])
         if not parts:
             continue
         v = np.sum(np.asarray(parts, dtype=np.float32), axis=0)

@@ -294,6 +294,12 @@ class Neo4jDocumentStore:
         """Each entity's `per_entity` most supported relations (as subject and as object) in scope."""
         return await neo4j_relations.relations_of(self.conn, tenant, entities, per_entity)
 
+    async def relation_contexts(
+        self, tenant: Tenant, relations: Sequence[tuple[str, str, str]], per_relation: int
+    ) -> dict[tuple[str, str, str], list[float]]:
+        """Each relation's context: the mean vector of its first `per_relation` source chunks in scope."""
+        return await neo4j_relations.relation_contexts(self.conn, tenant, relations, per_relation)
+
     async def relation_chunks(
         self, q: ChunkQuery, relations: Sequence[tuple[str, str, str]], per_relation: int
     ) -> list[RelationChunk]:

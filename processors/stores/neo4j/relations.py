@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from processors.stores.documents_protocol import RelationChunk, RelationHit
 from processors.stores.neo4j.schema import Neo4jConnection, node_key
 from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, tenant_params
@@ -30,6 +32,11 @@ RELATION_CHUNKS = (
     "UNWIND $rkeys AS k MATCH (r:KgRelation {key: k}) WHERE r.user = $user AND r.collection = $collection "
     "CALL (r) { MATCH (d:KgDocument)-[:HAS_CHUNK]->(c:KgChunk)-[:SOURCE_OF]->(r) WHERE " + IN_SCOPE + " "
     "RETURN c.id AS chunk ORDER BY chunk LIMIT $per } RETURN r.s AS s, r.p AS p, r.o AS o, chunk"
+)
+RELATION_CONTEXT = (
+    "UNWIND $rkeys AS k MATCH (r:KgRelation {key: k}) WHERE r.user = $user AND r.collection = $collection "
+    "CALL (r) { MATCH (d:KgDocument)-[:HAS_CHUNK]->(c:KgChunk)-[:SOURCE_OF]->(r) WHERE " + IN_SCOPE + " "
+    "RETURN c.embedding AS vec ORDER BY c.id LIMIT $per } RETURN r.s AS s, r.p AS p, r.o AS o, vec"
 )
 SCOPED_ENTITIES = (
     SCOPE_DOCS + " MATCH (d)-[:HAS_CHUNK]->(:KgChunk)-[:HAS_ENTITY]->(e:KgEntity) RETURN DISTINCT e.uri AS iri"
@@ -68,6 +75,21 @@ async def relation_chunks(
         return []
     params = {**tenant_params(tenant), "rkeys": rkeys, "per": per_relation}
     return [RelationChunk((r["s"], r["p"], r["o"]), r["chunk"]) for r in await conn.read(RELATION_CHUNKS, params)]
+
+
+async def relation_contexts(
+    conn: Neo4jConnection, tenant: Tenant, relations: Sequence[Triple], per_relation: int
+) -> dict[Triple, list[float]]:
+    """Each relation's context: the mean vector of its first `per_relation` source chunks in scope."""
+    rkeys = [node_key(tenant, *r) for r in dict.fromkeys(tuple(r) for r in relations)]
+    if not rkeys:
+        return {}
+    params = {**tenant_params(tenant), "rkeys": rkeys, "per": per_relation}
+    vecs: dict[Triple, list[list[float]]] = {}
+    for r in await conn.read(RELATION_CONTEXT, params):
+        if r["vec"] is not None:
+            vecs.setdefault((r["s"], r["p"], r["o"]), []).append(r["vec"])
+    return {k: np.mean(np.asarray(vs, dtype=np.float32), axis=0).tolist() for k, vs in vecs.items()}
 
 
 async def scoped_entities(conn: Neo4jConnection, tenant: Tenant) -> set[str]:

@@ -196,6 +196,11 @@ SELECT s, p, o, chunk_id FROM (
     AND (?5 IS NULL OR r.document_id IN (SELECT value FROM json_each(?5))))
 WHERE n <= ?4
 """
+# The vectors of those source chunks (a relation's context, which relation search adds to its ends').
+RELATION_CONTEXT = (
+    "SELECT x.s, x.p, x.o, c.vec FROM (" + RELATION_CHUNKS + ") x JOIN chunks c"
+    " ON c.user = ?1 AND c.collection = ?2 AND c.id = x.chunk_id"
+)
 
 
 def scoped_ids(conn: sqlite3.Connection, tenant: Tenant) -> set[str] | None:

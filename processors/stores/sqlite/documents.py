@@ -39,6 +39,7 @@ from processors.stores.sqlite.docs_schema import (
     LINKS_READ,
     NOTE_DELETED,
     RELATION_CHUNKS,
+    RELATION_CONTEXT,
     RELATIONS_AMONG,
     RELATIONS_IN,
     RELATIONS_OUT,
@@ -264,6 +265,24 @@ class SqliteDocumentStore:
             docs = None if allowed is None else json.dumps(sorted(allowed))
             args = (q.tenant.user, q.tenant.collection, json.dumps([list(r) for r in relations]), per_relation, docs)
             return [RelationChunk((s, p, o), c) for s, p, o, c in conn.execute(RELATION_CHUNKS, args)]
+
+        return await self.db.read(read)
+
+    async def relation_contexts(
+        self, tenant: Tenant, relations: Sequence[tuple[str, str, str]], per_relation: int
+    ) -> dict[tuple[str, str, str], list[float]]:
+        """Each relation's context: the mean vector of its first `per_relation` source chunks in scope."""
+        if not relations:
+            return {}
+
+        def read(conn: sqlite3.Connection) -> dict[tuple[str, str, str], list[float]]:
+            allowed = scoped_ids(conn, tenant)
+            docs = None if allowed is None else json.dumps(sorted(allowed))
+            args = (tenant.user, tenant.collection, json.dumps([list(r) for r in relations]), per_relation, docs)
+            vecs: dict[tuple[str, str, str], list[np.ndarray]] = {}
+            for s_, p_, o_, v in conn.execute(RELATION_CONTEXT, args):
+                vecs.setdefault((s_, p_, o_), []).append(np.frombuffer(v, dtype=np.float32))
+            return {k: np.mean(vs, axis=0).tolist() for k, vs in vecs.items()}
 
         return await self.db.read(read)
 
