@@ -19,8 +19,8 @@ from prometheus_client import REGISTRY
 from pydantic import BaseModel
 
 from processors.base.client import RemoteError, RequestResponseClient
-from processors.base.runtime import System, embedded
 from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
 from processors.stores.settings import StoreSettings
 from schemas.documents import ChunkSearch, DeleteCollection, Document, LoadDocuments
 from schemas.drift import DriftRequest
