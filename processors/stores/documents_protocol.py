@@ -231,7 +231,8 @@ class DocumentStore(Protocol):
     async def relations_of(self, tenant: Tenant, entities: Sequence[str], per_entity: int) -> list[RelationHit]:
         """Relations with an end among `entities` and a source chunk in scope: each entity's
         `per_entity` most supported as subject and as object, each relation once, support in scope.
-        (Relation search scores them by their ends' entity vectors: a relation keeps no vector.)"""
+        (Relation search scores them by their ends' entity vectors and `relation_contexts`: a
+        relation keeps no vector.)"""
         ...
 
     async def relation_contexts(

@@ -24,7 +24,7 @@ CONTEXT_CHUNKS = 4  # source chunks (first by id) whose mean vector is a relatio
 async def search_relations(
     entities: EntityIndex, documents: DocumentStore, tenant: Tenant, vector: Sequence[float], limit: int
 ) -> list[RelationHit]:
-    """The `limit` relations with a source in scope whose ends' vectors are nearest `vector`."""
+    """The `limit` relations with a source in scope nearest `vector` (see `rank_relations`)."""
     seeds = await _seeds(entities, documents, tenant, vector, max(SEEDS, limit))
     found = await documents.relations_of(tenant, seeds, PER_ENTITY) if seeds else []
     if not found:

@@ -103,7 +103,7 @@ class DocumentsProcessor(StoreProcessor):
         return DocumentsResponse(relations=rels)
 
     async def search_relations(self, req: SearchRelations, flow: FlowContext) -> DocumentsResponse:
-        """Relations nearest the vector with an in-scope source (scored by their ends' vectors)."""
+        """Relations nearest the vector with an in-scope source (relations.py: no stored relation vector)."""
         hits = await search_relations(self.stores.entities, self.stores.documents, req.tenant, req.vector, req.limit)
         rels = [RelationshipRef(s=h.s, p=h.p, o=h.o, weight=float(h.support), score=h.score) for h in hits]
         return DocumentsResponse(relations=rels)

@@ -255,8 +255,8 @@ def migrate(conn: sqlite3.Connection) -> None:
         if cols and column not in cols:
             conn.execute(ddl)
     conn.execute("DROP INDEX IF EXISTS mentions_chunk")  # replaced by the covering mentions_by_chunk
-    # the relation vectors' IVF space (relation search reads the entity vectors now)
-    # (vector_spaces is one row per space: the tenants found there scope each delete to its keys)
+    # The relation vectors' IVF space goes (relation search needs none now); vector_spaces has a
+    # row per tenant and space, so each delete is scoped to a tenant's keys.
     if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vector_spaces'").fetchone():
         return  # a new file: nothing to drop
     old = conn.execute("SELECT user, collection FROM vector_spaces WHERE space = ?", (OLD_RELATION_SPACE,)).fetchall()
