@@ -98,3 +98,23 @@ async def test_an_older_docs_db_drops_its_relation_vectors_on_open(tmp_path: Pat
     for table in ("vector_spaces", "vector_lists", "vector_items"):
         assert conn.execute("SELECT space FROM " + table).fetchall() == [("chunk",)], table
     conn.close()
+
+
+@pytest.mark.parametrize("docs", ["neo4j"], indirect=True)  # the SQLite twin is the test above
+async def test_an_older_neo4j_database_loses_its_relation_vectors_once(docs: DocBackend) -> None:
+    assert docs.conn is not None
+    from processors.stores.neo4j.doc_migration import RELATION_VECTORS_DONE, migrate_documents
+    from processors.stores.neo4j.schema import node_key
+
+    user, coll = docs.scope()
+    tenant = Tenant(user, coll)
+    await docs.documents.store(tenant, [record("a", ["x"], relations=[("curie", "paris", [0])])])
+    key = node_key(tenant, e("curie"), REL, e("paris"))
+    args = {"key": key, "vec": unit(1)}
+    # what an older version left: a stored relation vector, the database at version 3
+    await docs.conn.write([("MATCH (r:KgRelation {key: $key}) SET r.embedding = $vec", args),
+                           ("MATCH (m:KgSchema {key: 'documents'}) SET m.version = 3", {})])  # fmt: skip
+    assert not await docs.conn.read(RELATION_VECTORS_DONE, {})
+    await migrate_documents(docs.conn)
+    rows = await docs.conn.read("MATCH (r:KgRelation {key: $key}) RETURN r.embedding AS v", {"key": key})
+    assert rows == [{"v": None}] and await docs.conn.read(RELATION_VECTORS_DONE, {})
