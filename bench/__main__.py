@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from bench.docqa import no_model_answer, rerank, tune
 from bench.docqa import run as docqa
-from bench.documents import fleet, ingest, measure, scale, stores, vector_index
+from bench.documents import fleet, index_size, ingest, measure, scale, stores, vector_index
 from bench.graph import communities
 from bench.graph import run as graph
 from bench.reliability import run as reliability
@@ -34,6 +34,7 @@ SECTIONS: dict[str, Section] = {
     "ingest": Section("ingestion throughput over Pulsar, one worker against two", ingest.main, True),
     "communities": Section("the community build's time and peak memory by graph size", communities.main, True),
     "documents": Section("lazy-rag and kg-query over 10k to 1M chunks, SQLite and Neo4j", scale.main, True),
+    "index-size": Section("bytes per chunk of an index, by file, table and index (Neo4j: by label)", index_size.main),
     "no-model-answer": Section(
         "the gold answer in the no-model answer text, per retrieval service", no_model_answer.main
     ),

@@ -199,8 +199,8 @@ class EntityRelations(ScopedDocRequest):
 
 
 class SearchRelations(ScopedDocRequest):
-    """Relations nearest a vector (relation vectors are computed at index time, no model), with a
-    source chunk in scope."""
+    """Relations nearest a vector (scored by their ends' entity vectors plus their source chunks'
+    mean vector, no model), with a source chunk in scope."""
 
     operation: Literal["search-relations"] = "search-relations"
     vector: list[float] = Field(min_length=1)

@@ -34,7 +34,7 @@ from bench.documents.sources import Sentence, Sources
 from bench.harness.results import ROOT
 from processors.algorithms.iris import concept_iri
 from processors.algorithms.text_match import normalize
-from processors.ingest.document_store.linking import Linked, attach_relation_vectors, link
+from processors.ingest.document_store.linking import Linked, link
 from processors.ingest.documents.pipeline import index_document
 from processors.ingest.documents.subjects import first_and_last
 from processors.models.embeddings.model import OnnxMiniLM
@@ -185,7 +185,6 @@ class DirectWriter:
         self.stores, self.collection, self.sources = stores, collection, sources
         self.label_vectors = dict(sources.label_vectors)
         self.named: dict[str, str] = {}  # an entity's name (its normalised label) -> IRI, as `entities.named`
-        self.vectors: dict[str, np.ndarray] = {}  # entity IRI -> label vector
         self.labels: dict[str, str] = {}  # entity IRI -> its label (the first written: the triple keeps it)
         self.relations: set[tuple[str, str, str]] = set()
         self.seconds: Counter[str] = Counter()  # time per part of the write path
@@ -201,9 +200,6 @@ class DirectWriter:
         iris = sorted({concept_iri(k) for k in keys} | set(known))  # what a new concept's IRI may be
         for i in range(0, len(iris), 5000):
             self.labels.update(await self.stores.triples.labels(Tenant(user, coll), iris[i : i + 5000]))
-        for i in range(0, len(known), 5000):
-            found = await self.stores.entities.vectors(Tenant(user, coll), known[i : i + 5000])
-            self.vectors.update({iri: np.asarray(v, dtype=np.float32) for iri, v in found.items()})
         missing = sorted(({m.label for m in mentions} | set(self.labels.values())) - set(self.label_vectors))
         if missing:  # the sources embedded every mention's label; the collection's kept labels may differ
             found = await OnnxMiniLM.shared().embed(missing)
@@ -225,10 +221,9 @@ class DirectWriter:
             kept = self.labels.setdefault(iri, label)
             self.named[normalize(kept)] = min(iri, self.named.get(normalize(kept), iri))
         new = [(iri, self.labels[iri], self._label_vector(self.labels[iri])) for iri in linked.new_concepts]
-        self.vectors.update({iri: v for iri, _, v in new})
         t = self._lap("link", t)
-        fresh = self._fresh_relations(linked)
-        self._lap("relation_vectors", t)
+        fresh = linked.relations - self.relations  # a relation's triple is written once
+        self.relations |= fresh
         triples = [Triple(s=Term.iri(i), p=Term.iri(RDFS_LABEL), o=Term.literal(lab)) for i, lab, _ in new]
         triples += [Triple(s=Term.iri(s), p=Term.iri(p), o=Term.iri(o)) for s, p, o in sorted(fresh)]
         claims = {i: k for r in linked.records for i, k in r.keys.items() if i in linked.new_concepts}
@@ -254,21 +249,6 @@ class DirectWriter:
         t = self._lap("triples", t)
         await self.stores.documents.store(Tenant(user, coll), batch.linked.records)
         self._lap("documents", t)
-
-    def _fresh_relations(self, linked: Linked) -> set[tuple[str, str, str]]:
-        """Give each relation seen for the first time its vector (as the writer does); the rest
-        keep none (the stores keep a relation's first vector)."""
-        firsts, fresh = [], set()
-        for record in linked.records:
-            mine = []
-            for r in record.relations:
-                if (r.s, r.p, r.o) not in self.relations and (r.s, r.p, r.o) not in fresh:
-                    fresh.add((r.s, r.p, r.o))
-                    mine.append(r)
-            firsts.append(dataclasses.replace(record, relations=mine))
-        attach_relation_vectors(Linked(firsts), self.vectors)
-        self.relations |= fresh
-        return fresh
 
     def _lap(self, part: str, since: float) -> float:
         now = time.perf_counter()

@@ -24,7 +24,6 @@ class Relation:
     p: str
     o: str
     chunk_ids: list[str]
-    vector: list[float] | None = None  # its ends' label vectors and its chunks' text, summed (relation search)
 
 
 @dataclass
@@ -229,8 +228,18 @@ class DocumentStore(Protocol):
         """Relations among `entities` with a source chunk in scope, strongest first."""
         ...
 
-    async def search_relations(self, tenant: Tenant, vector: Sequence[float], limit: int) -> list[RelationHit]:
-        """Relations nearest `vector` (with their cosine) with a source chunk in the scope."""
+    async def relations_of(self, tenant: Tenant, entities: Sequence[str], per_entity: int) -> list[RelationHit]:
+        """Relations with an end among `entities` and a source chunk in scope: each entity's
+        `per_entity` most supported as subject and as object, each relation once, support in scope.
+        (Relation search scores them by their ends' entity vectors and `relation_contexts`: a
+        relation keeps no vector.)"""
+        ...
+
+    async def relation_contexts(
+        self, tenant: Tenant, relations: Sequence[tuple[str, str, str]], per_relation: int
+    ) -> dict[tuple[str, str, str], list[float]]:
+        """Each relation's context: the mean vector of its first `per_relation` source chunks (by
+        id) in scope; a relation without one is left out."""
         ...
 
     async def relation_chunks(

@@ -71,15 +71,16 @@ def test_distractors_are_indexed_and_linked_as_the_writer_links_them(sources: So
     prepared = writer.prepare(batch)
     expected = link([d.indexed() for d in batch], named, set(named.values()))
 
-    # the same records; a relation's vector is computed the first time it is seen only
+    # the same records; a relation's triple is written the first time it is seen only
     def shape(records: list[doc_corpus.DocumentRecord]) -> list[tuple[object, ...]]:
         return [(r.document.id, r.chunks, r.mentions, r.owned, r.keys, r.aliases, r.title_entity,
                  [(x.s, x.p, x.o, x.chunk_ids) for x in r.relations]) for r in records]  # fmt: skip
 
     assert shape(prepared.linked.records) == shape(expected.records)
     assert prepared.linked.new_concepts == expected.new_concepts and prepared.linked.relations == expected.relations
-    with_vector = {(r.s, r.p, r.o) for rec in prepared.linked.records for r in rec.relations if r.vector}
-    assert with_vector == expected.relations
+    written = {(t.s.value, t.p.value, t.o.value) for t in prepared.triples if t.o.type == "iri"}
+    assert written == expected.relations
+    assert {t.s.value for t in writer.prepare(batch).triples if t.o.type == "iri"} == set()  # seen: not again
     assert set(prepared.claims) == set(expected.new_concepts) and prepared.linked.relations
     assert {e[0] for e in prepared.entities} == set(expected.new_concepts)
     assert any(r.title_entity for r in prepared.linked.records)  # subjects found in the content
@@ -117,7 +118,7 @@ async def test_a_stopped_build_resumes_to_the_corpus_an_uninterrupted_build_writ
     assert corpora[0] == corpora[1]
     docs, links, counts = corpora[0]
     assert PUBLIC_IDS <= {d[0] for d in docs}
-    assert len(docs) == 4 + len(made) and counts == (len(docs), 1000)
+    assert len(docs) == 4 + len(made) and counts == DocumentCounts(len(docs), 1000)
     assert {c for c, _, _ in links} == set(sample)  # every sampled distractor carries its mentions
 
 

@@ -103,7 +103,7 @@ def record(
     metadata: dict[str, Any] | None = None,
 ) -> DocumentRecord:
     """A document of chunks `texts` (ids `<doc>:<n>`); mentions (chunk n, entity, count) and
-    related-to relations (s, o, chunk ns[, vector]) by entity name."""
+    related-to relations (s, o, chunk ns) by entity name."""
     chunks, start = [], 0
     for n, text in enumerate(texts):
         chunks.append(Chunk(id=f"{doc_id}:{n}", document_id=doc_id, ordinal=n, text=text, start=start,
@@ -117,7 +117,7 @@ def record(
         chunks=chunks,
         vectors=list(vectors) if vectors is not None else [unit(1000 + n) for n in range(len(texts))],
         mentions=[Mention(chunk_id=f"{doc_id}:{n}", entity=e(x), count=c) for n, x, c in mentions],
-        relations=[Relation(e(s), REL, e(o), [f"{doc_id}:{n}" for n in ns], *v) for s, o, ns, *v in relations],
+        relations=[Relation(e(s), REL, e(o), [f"{doc_id}:{n}" for n in ns]) for s, o, ns in relations],
         owned={e(x) for x in owned},
     )
 
@@ -135,9 +135,7 @@ def random_corpus(rng: np.random.Generator, n_docs: int) -> list[DocumentRecord]
             vecs.append(near(topics[int(rng.integers(0, 3))], int(rng.integers(0, 10**6)), 0.8))
             names = sorted({w for w in words if w in NAMES})
             mentions += [(n, x, words.count(x)) for x in names]
-            relations += [
-                (a, b, [n], unit(int(rng.integers(0, 10**6)))) for i, a in enumerate(names) for b in names[i + 1 :]
-            ]
+            relations += [(a, b, [n]) for i, a in enumerate(names) for b in names[i + 1 :]]
         meta = {"group": f"g{d % 3}", "year": int(rng.integers(2000, 2003)), "tags": ["t" + str(d % 2), "all"]}
         owned = [x for _, x, _ in mentions if NAMES.index(x) % 2 == d % 2]
         out.append(record(f"d{d}", texts, vecs, mentions, relations, owned, meta))
@@ -199,27 +197,18 @@ def term_holders(records: Sequence[DocumentRecord], text: str, allowed: set[str]
     }
 
 
-def reference_relations(
-    records: Sequence[DocumentRecord], vector: Sequence[float], limit: int, allowed: set[str] | None
-) -> list[tuple[tuple[str, str, str], float, int]]:
-    """(relation, cosine, support) of the `limit` relations nearest `vector` with a source in
-    `allowed` (the first vector each relation was stored with wins; ties by key)."""
-    vec: dict[tuple[str, str, str], list[float]] = {}
-    docs: dict[tuple[str, str, str], set[str]] = {}
-    for r in records:
-        for x in r.relations:
-            if x.vector is not None:
-                vec.setdefault((x.s, x.p, x.o), x.vector)
-            docs.setdefault((x.s, x.p, x.o), set()).add(r.document.id)
-    n = support(records)
-    q = np.asarray(vector, dtype=np.float64)
-    q = q / (np.linalg.norm(q) or 1.0)
-    scored = [
-        (k, float(np.asarray(v) @ q / (np.linalg.norm(v) or 1.0)), n[k])
-        for k, v in vec.items()
-        if allowed is None or docs[k] & allowed
-    ]
-    return sorted(scored, key=lambda x: (-x[1], x[0]))[:limit]
+def reference_relations_of(
+    records: Sequence[DocumentRecord], entities: Sequence[str], per_entity: int, allowed: set[str] | None
+) -> dict[tuple[str, str, str], int]:
+    """Relation -> in-scope support, of each entity's `per_entity` most supported relations with a
+    source in `allowed`, as subject (ties by predicate, object) and as object (predicate, subject)."""
+    held = support([r for r in records if allowed is None or r.document.id in allowed])
+    out: dict[tuple[str, str, str], int] = {}
+    for x in entities:
+        for end in (0, 2):
+            mine = sorted((k for k in held if k[end] == x), key=lambda k: (-held[k], k[1], k[2 - end]))
+            out.update({k: held[k] for k in mine[:per_entity]})
+    return out
 
 
 def sources(records: Sequence[DocumentRecord]) -> dict[tuple[str, str, str], set[str]]:

@@ -25,6 +25,7 @@ from processors.stores.documents_protocol import (
 from schemas.documents import Scope, SearchMode
 from schemas.tenant import Tenant
 from tests.integration.doc_store_fixtures import (
+    NAMES,
     REL,
     DocBackend,
     communities_of,
@@ -35,7 +36,7 @@ from tests.integration.doc_store_fixtures import (
     random_scope,
     record,
     reference_cosines,
-    reference_relations,
+    reference_relations_of,
     search,
     sources,
     support,
@@ -74,14 +75,16 @@ async def assert_search(
 async def assert_relations(
     docs: DocBackend, tenant: tuple[str, str], records: Sequence[DocumentRecord], vector: list[float], scope: Scope
 ) -> None:
-    """Relation search, source chunks, scoped entities and edges: exactly the scope's (oracles
+    """Entities' relations, source chunks, scoped entities and edges: exactly the scope's (oracles
     from the records)."""
     inside = [r for r in records if in_scope(r, scope)]
     allowed = {r.document.id for r in inside}
-    got = await docs.documents.search_relations(Tenant(*tenant, scope), vector, 5)
-    want = reference_relations(records, vector, 5, allowed)
-    assert [(h.s, h.p, h.o, h.support) for h in got] == [(*k, n) for k, _, n in want]
-    assert [h.score for h in got] == pytest.approx([x[1] for x in want], abs=1e-5)
+    for ents, per in ((NAMES[:2], 2), (NAMES, 1), (NAMES[3:], 50)):
+        got = await docs.documents.relations_of(Tenant(*tenant, scope), [e(x) for x in ents], per)
+        assert sorted((h.s, h.p, h.o, h.support) for h in got) == sorted(
+            (*k, n) for k, n in reference_relations_of(records, [e(x) for x in ents], per, allowed).items()
+        ), (ents, per)
+        assert len(got) == len({(h.s, h.p, h.o) for h in got})  # each relation once
     held = sources(inside)
     pairs = await docs.documents.relation_chunks(ChunkQuery(Tenant(*tenant, scope)), sorted(support(records)), 1)
     assert sorted((x.relation, x.chunk_id) for x in pairs) == sorted((k, min(c)) for k, c in held.items())
@@ -178,28 +181,25 @@ async def test_relation_weight_is_its_support_in_scope(docs: DocBackend) -> None
     assert await rels(every, scope=Scope(document_ids=["b"])) == [("curie", "paris", 1), ("curie", "seine", 1)]
 
 
-async def test_relation_search_sources_and_scoped_reach(docs: DocBackend) -> None:
+async def test_relations_of_sources_and_scoped_reach(docs: DocBackend) -> None:
     user, coll = docs.scope()
-    v1, v2 = unit(11), unit(12)
     a = record("a", ["x", "y"], mentions=[(0, "curie", 1), (1, "warsaw", 1)],
-               relations=[("curie", "paris", [0, 1], v1), ("paris", "warsaw", [1], v2)])  # fmt: skip
-    b = record("b", ["z"], mentions=[(0, "seine", 1)], relations=[("curie", "paris", [0], unit(13)),
-               ("curie", "seine", [0], unit(14)), ("louvre", "seine", [0])])  # fmt: skip
+               relations=[("curie", "paris", [0, 1]), ("paris", "warsaw", [1])])  # fmt: skip
+    b = record("b", ["z"], mentions=[(0, "seine", 1)], relations=[("curie", "paris", [0]),
+               ("curie", "seine", [0]), ("louvre", "seine", [0])])  # fmt: skip
     await docs.documents.store(Tenant(user, coll), [a, b])
     cp, pw, cs = (e("curie"), REL, e("paris")), (e("paris"), REL, e("warsaw")), (e("curie"), REL, e("seine"))
 
-    async def nearest(vector: list[float], limit: int, scope: Scope | None = None) -> list[tuple[object, ...]]:
-        return [
-            (h.s, h.p, h.o, h.support)
-            for h in await docs.documents.search_relations(Tenant(user, coll, scope), vector, limit)
-        ]
+    async def of(names: list[str], per: int, scope: Scope | None = None) -> set[tuple[object, ...]]:
+        found = await docs.documents.relations_of(Tenant(user, coll, scope), [e(x) for x in names], per)
+        return {(h.s, h.p, h.o, h.support) for h in found}
 
-    hits = await docs.documents.search_relations(Tenant(user, coll), near(v1, 5, 0.1), 1)
-    assert [((h.s, h.p, h.o), h.support) for h in hits] == [(cp, 3)] and hits[0].score == pytest.approx(
-        float(np.dot(near(v1, 5, 0.1), v1)), abs=1e-5
-    )
-    assert len(await nearest(v2, 10)) == 3  # louvre-seine has no vector: not searchable
-    assert {x[:3] for x in await nearest(v2, 5, Scope(document_ids=["b"]))} == {cp, cs}
+    assert await of(["paris"], 10) == {(*cp, 3), (*pw, 1)}  # as object and as subject
+    assert await of(["curie"], 1) == {(*cp, 3)}  # the most supported first
+    assert await of(["curie", "paris"], 10) == {(*cp, 3), (*pw, 1), (*cs, 1)}  # each once
+    assert await of(["paris"], 10, Scope(document_ids=["b"])) == {(*cp, 1)}  # support in scope
+    assert await of(["warsaw"], 10, Scope(document_ids=["b"])) == set()
+    assert await of([], 10) == set() and await of(["nobody"], 10) == set()
 
     pairs = await docs.documents.relation_chunks(ChunkQuery(Tenant(user, coll)), [cp, pw, (e("x"), REL, e("y"))], 2)
     assert sorted(pairs, key=repr) == [RelationChunk(cp, "a:0"), RelationChunk(cp, "a:1"), RelationChunk(pw, "a:1")]
@@ -219,7 +219,7 @@ async def test_relation_search_sources_and_scoped_reach(docs: DocBackend) -> Non
     in_b = await docs.documents.scoped_neighbours(Tenant(user, coll, Scope(metadata={"k": "none"})), [e("curie")], 5)
     assert in_b == []
     await docs.documents.delete_documents(Tenant(user, coll), ["a"])
-    assert {x[:3] for x in await nearest(v1, 10)} == {cp, cs}
+    assert await of(["curie", "paris"], 10) == {(*cp, 1), (*cs, 1)}  # a's sources went with it
 
 
 async def test_delete_collection_leaves_nothing_and_spares_the_others(docs: DocBackend) -> None:

@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from processors.algorithms.iris import RELATED_TO, RELATED_TO_LABEL, concept_iri, predicate_iri
 from processors.stores.documents_protocol import DocumentRecord, Relation
 from schemas.documents import IndexedDocument, Mention
@@ -87,21 +85,6 @@ def link(
                            aliases={i: a for i, a in aliases.items() if a})
         )  # fmt: skip
     return out
-
-
-def attach_relation_vectors(linked: Linked, entity_vectors: Mapping[str, Sequence[float]]) -> None:
-    """Give each relation a vector for relation search, computed without a model: the sum of its
-    two ends' label vectors and the mean of the vectors of the chunks it was found in (unit length)."""
-    for record in linked.records:
-        chunk_vec = {c.id: v for c, v in zip(record.chunks, record.vectors, strict=True)}
-        for r in record.relations:
-            parts = [entity_vectors[x] for x in (r.s, r.o) if x in entity_vectors]
-            ctx = [chunk_vec[c] for c in r.chunk_ids if c in chunk_vec]
-            if ctx:
-                parts.append(np.mean(np.asarray(ctx, dtype=np.float32), axis=0))
-            if parts:
-                v = np.sum(np.asarray(parts, dtype=np.float32), axis=0)
-                r.vector = (v / (np.linalg.norm(v) or 1.0)).tolist()
 
 
 def unlinked_triples(relations: Sequence[tuple[str, str, str]], concepts: Mapping[str, str]) -> list[Triple]:

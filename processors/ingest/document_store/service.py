@@ -12,7 +12,7 @@ import time
 from processors.algorithms.iris import RELATED_TO, RELATED_TO_LABEL
 from processors.base.operations import by_operation
 from processors.base.processor import FlowContext, ServiceSpec
-from processors.ingest.document_store.linking import Linked, attach_relation_vectors, link, unlinked_triples
+from processors.ingest.document_store.linking import Linked, link, unlinked_triples
 from processors.models.embeddings.client import FlowEmbedder
 from processors.services.store_processor import StoreProcessor
 from processors.stores.documents_protocol import RemovedLinks
@@ -68,15 +68,10 @@ class DocumentStoreProcessor(StoreProcessor):
         await self.stores.documents.claim(tenant, concept_keys)
         embedder = FlowEmbedder(flow.client(EMBEDDINGS))
         new = list(linked.new_concepts.items())
-        vectors: dict[str, list[float]] = {}
-        if new:
+        if new:  # (a relation keeps no vector: relation search reads its ends' vectors)
             embedded = await embedder.embed([label for _, label in new])
-            vectors = {iri: v for (iri, _), v in zip(new, embedded, strict=True)}
-            items = [(iri, label, vectors[iri]) for iri, label in new]
+            items = [(iri, label, v) for (iri, label), v in zip(new, embedded, strict=True)]
             await self.stores.entities.upsert(tenant, items, "entity", model=embedder.model)
-        ends = sorted({x for s, _, o in linked.relations for x in (s, o)} - set(vectors))
-        vectors.update(await self.stores.entities.vectors(tenant, ends) if ends else {})
-        attach_relation_vectors(linked, vectors)
         if any(p == RELATED_TO for _, p, _ in linked.relations) and not await self.stores.entities.vectors(
             tenant, [RELATED_TO]
         ):

@@ -11,6 +11,7 @@ from processors.algorithms.passage_rank import PassageRankParams
 from processors.base.operations import by_operation
 from processors.base.processor import FlowContext, ServiceSpec
 from processors.base.settings import flow_params
+from processors.query.documents.relations import search_relations
 from processors.query.documents.search import search_chunks
 from processors.services.store_processor import StoreProcessor
 from processors.stores.documents_protocol import ChunkQuery, DocumentCounts
@@ -103,8 +104,8 @@ class DocumentsProcessor(StoreProcessor):
         return DocumentsResponse(relations=rels)
 
     async def search_relations(self, req: SearchRelations, flow: FlowContext) -> DocumentsResponse:
-        """Relations nearest the vector with an in-scope source."""
-        hits = await self.stores.documents.search_relations(req.tenant, req.vector, req.limit)
+        """Relations nearest the vector with an in-scope source (relations.py: no stored relation vector)."""
+        hits = await search_relations(self.stores.entities, self.stores.documents, req.tenant, req.vector, req.limit)
         rels = [RelationshipRef(s=h.s, p=h.p, o=h.o, weight=float(h.support), score=h.score) for h in hits]
         return DocumentsResponse(relations=rels)
 

@@ -2,8 +2,8 @@
 
 Stage 1 (search, by mode):
 - local: the entities the question names or is nearest to, and their edges;
-- global: the relations nearest the question (relation vectors are built at index time, no
-  model), and their end entities;
+- global: the relations nearest the question (scored by their ends' entity vectors and their
+  source chunks' vectors, no model; a relation stores no vector), and their end entities;
 - hybrid: both, merged round-robin; mix: hybrid plus the chunks nearest the question;
   naive: those chunks only.
 Stage 2 keeps the leading entities and relations that fit `max-entity-tokens` and

@@ -1,6 +1,7 @@
 """Bringing a Neo4j database written by an earlier version of the document store up to date, once:
 the tenant token on chunks (the full-text index requires it in every query), ABOUT links for
-documents' subjects, and the kept BM25 statistics (term_stats.py)."""
+documents' subjects, and the kept BM25 statistics (term_stats.py) — version 3; relations' stored
+vectors removed (relation search scores their ends' and chunks' vectors: issue 38) — version 4."""
 
 from __future__ import annotations
 
@@ -30,6 +31,12 @@ MIGRATION_MARK = (
     "MERGE (m:KgSchema {key: 'documents'}) SET m.version = 3"
 )
 
+RELATION_VECTORS_DONE = "MATCH (m:KgSchema {key: 'documents'}) WHERE m.version >= 4 RETURN 1 AS done"
+DROP_RELATION_VECTORS = (
+    "MATCH (r:KgRelation {user: $user, collection: $collection}) WHERE r.embedding IS NOT NULL "
+    "CALL (r) { REMOVE r.embedding" + _BATCHED
+)
+RELATION_VECTORS_MARK = "MERGE (m:KgSchema {key: 'documents'}) SET m.version = 4"
 
 MIGRATE_NAMES = (
     "MATCH (e:KgEntity {user: $user, collection: $collection}) WHERE e.concept_key IS NOT NULL "
@@ -45,8 +52,16 @@ CHUNK_TERMS = (
 
 async def migrate_documents(conn: Neo4jConnection) -> None:
     """Run the migration unless the database is marked done (see the module docstring)."""
-    if await conn.read(MIGRATION_DONE, {}):
-        return
+    if not await conn.read(MIGRATION_DONE, {}):
+        await _version_3(conn)
+    if not await conn.read(RELATION_VECTORS_DONE, {}):
+        for row in await conn.read(MIGRATION_TENANTS, {}):
+            await conn.autocommit(DROP_RELATION_VECTORS, {"user": row["user"], "collection": row["collection"]})
+        await conn.autocommit(RELATION_VECTORS_MARK, {})
+
+
+async def _version_3(conn: Neo4jConnection) -> None:
+    """Tenant tokens, ABOUT links, names and BM25 statistics for every tenant's documents."""
     for row in await conn.read(MIGRATION_TENANTS, {}):
         tenant = Tenant(row["user"], row["collection"])
         args = {"user": tenant.user, "collection": tenant.collection, "tenant": tenant_token(tenant)}

@@ -1,6 +1,6 @@
 """The document store's writes on Neo4j: the Cypher that replaces or deletes documents and the
 rows one write sends (documents, chunks with their tenant token and BM25 terms, subjects,
-mentions, relation sources and vectors), and what a replaced or deleted version leaves unlinked."""
+mentions, relation sources), and what a replaced or deleted version leaves unlinked."""
 
 from __future__ import annotations
 
@@ -66,10 +66,6 @@ WRITE_SOURCES = (
     "ON CREATE SET r.user = $user, r.collection = $collection, r.s = row.s, r.p = row.p, r.o = row.o "
     "MERGE (c)-[x:SOURCE_OF]->(r) ON CREATE SET x.user = $user, x.collection = $collection"
 )
-# A relation keeps the first vector it was stored with (relation search, neo4j_relations).
-WRITE_RELATION_VECTORS = (
-    "UNWIND $relvecs AS row MATCH (r:KgRelation {key: row.key}) SET r.embedding = coalesce(r.embedding, row.vec)"
-)
 # Everything a store writes, in one query.
 # Every key a concept is found by (its own and its aliases) names it: (:KgName)-[:NAME_OF]->(:KgEntity).
 WRITE_NAMES = (
@@ -80,7 +76,7 @@ WRITE_NAMES = (
 WRITE = (
     "CALL () { " + WRITE_DOCS + " } CALL () { " + WRITE_CHUNKS + " } "
     "CALL () { " + WRITE_MENTIONS + " } CALL () { " + WRITE_SUBJECTS + " } CALL () { " + WRITE_SOURCES + " } "
-    "CALL () { " + WRITE_RELATION_VECTORS + " } CALL () { " + WRITE_NAMES + " }"
+    "CALL () { " + WRITE_NAMES + " }"
 )
 # Of the candidates: relations no chunk supports any more (deleted, returned) and entities no
 # chunk mentions (their concept flag goes; nodes nothing else uses go too).
@@ -100,7 +96,7 @@ UNMENTIONED = (
 
 def write_rows(tenant: Tenant, records: Sequence[DocumentRecord]) -> dict[str, list[dict[str, Any]]]:
     """The UNWIND rows of documents, chunks, mentions and relation sources."""
-    docs, chunks, mentions, sources, relvecs, subjects, names = [], [], [], [], [], [], []
+    docs, chunks, mentions, sources, subjects, names = [], [], [], [], [], []
     for r in records:
         d, dkey = r.document, node_key(tenant, r.document.id)
         words = [terms(f"{d.title}\n{c.text}" if d.title else c.text) for c in r.chunks]  # as the embedded index
@@ -136,12 +132,7 @@ def write_rows(tenant: Tenant, records: Sequence[DocumentRecord]) -> dict[str, l
              "s": x.s, "p": x.p, "o": x.o}
             for x in r.relations for c in dict.fromkeys(x.chunk_ids)
         ]  # fmt: skip
-        relvecs += [
-            {"key": node_key(tenant, x.s, x.p, x.o), "vec": stored_vector(x.vector)}
-            for x in r.relations
-            if x.vector is not None
-        ]
-    return {"docs": docs, "chunks": chunks, "mentions": mentions, "sources": sources, "relvecs": relvecs,
+    return {"docs": docs, "chunks": chunks, "mentions": mentions, "sources": sources,
             "subjects": subjects, "names": names}  # fmt: skip
 
 

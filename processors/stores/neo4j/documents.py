@@ -5,7 +5,7 @@ relationship carrying `user` and `collection` (keys: neo4j_schema.node_key / ent
     (:KgDocument)-[:HAS_CHUNK]->(:KgChunk {key, id, document_id, ordinal, text, start, end,
                                            tokens, embedding, lexical, lexlen})
     (:KgChunk)-[:HAS_ENTITY {count}]->(:KgEntity)      the triple store's entity nodes (MERGEd)
-    (:KgChunk)-[:SOURCE_OF]->(:KgRelation {key, s, p, o, embedding})   provenance: weight = sources
+    (:KgChunk)-[:SOURCE_OF]->(:KgRelation {key, s, p, o})   provenance: weight = sources (no vector)
     KgEntity.concept                                   set while chunks mention it: true when
                                                        indexing created the entity (owned)
 
@@ -290,9 +290,15 @@ class Neo4jDocumentStore:
         params = {**tenant_params(tenant), "entities": list(dict.fromkeys(entities)), "limit": limit}
         return [RelationHit(r["s"], r["p"], r["o"], int(r["w"])) for r in await self.conn.read(RELATIONS_AMONG, params)]
 
-    async def search_relations(self, tenant: Tenant, vector: Sequence[float], limit: int) -> list[RelationHit]:
-        """Relations nearest `vector` (with their cosine) with a source chunk in the scope."""
-        return await neo4j_relations.search_relations(self.conn, tenant, vector, limit)
+    async def relations_of(self, tenant: Tenant, entities: Sequence[str], per_entity: int) -> list[RelationHit]:
+        """Each entity's `per_entity` most supported relations (as subject and as object) in scope."""
+        return await neo4j_relations.relations_of(self.conn, tenant, entities, per_entity)
+
+    async def relation_contexts(
+        self, tenant: Tenant, relations: Sequence[tuple[str, str, str]], per_relation: int
+    ) -> dict[tuple[str, str, str], list[float]]:
+        """Each relation's context: the mean vector of its first `per_relation` source chunks in scope."""
+        return await neo4j_relations.relation_contexts(self.conn, tenant, relations, per_relation)
 
     async def relation_chunks(
         self, q: ChunkQuery, relations: Sequence[tuple[str, str, str]], per_relation: int

@@ -1,16 +1,16 @@
-"""Relation reads of the Neo4j document store: relation search (KgRelation.embedding, the
-first vector a relation was stored with), source chunks of relations, and the entities and
-relation edges a scope reaches, every query scoped by tenant and scope (neo4j_scope)."""
+"""Relation reads of the Neo4j document store: the relations of entities (what relation search
+scores by its ends' entity vectors), source chunks of relations, and the entities and relation
+edges a scope reaches, every query scoped by tenant and scope (neo4j_scope)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+
+import numpy as np
 
 from processors.stores.documents_protocol import RelationChunk, RelationHit
-from processors.stores.neo4j.chunk_search import vector_index_query
 from processors.stores.neo4j.schema import Neo4jConnection, node_key
-from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, UNSCOPED, tenant_params
+from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, tenant_params
 from schemas.tenant import Tenant
 
 RawEdge = tuple[str, str, str, int, str, str]  # (s, p, o, literal?, datatype, language)
@@ -18,22 +18,25 @@ Triple = tuple[str, str, str]
 
 # Does relation r have a source chunk of a document in scope?
 _SOURCED = "EXISTS { MATCH (d:KgDocument)-[:HAS_CHUNK]->(:KgChunk)-[:SOURCE_OF]->(r) WHERE " + IN_SCOPE + " }"
-_SUPPORT = "COUNT { (:KgChunk)-[:SOURCE_OF]->(r) }"  # every source chunk, as SQLite reports it
-_COS = "CASE WHEN $zero THEN 0.0 ELSE 2 * vector.similarity.cosine(r.embedding, $vec) - 1 END"
-RELATIONS_ANN = (
-    "CALL db.index.vector.queryNodes('kg_relation_embedding', $k, $vec) YIELD node AS r "
-    "WITH count(*) AS total, collect(CASE WHEN r.user = $user AND r.collection = $collection "
-    "THEN {s: r.s, p: r.p, o: r.o, sim: " + _COS + ", n: " + _SUPPORT + "} END) AS hits RETURN total, hits"
-)
-RELATIONS_EXACT = (
-    "MATCH (r:KgRelation {user: $user, collection: $collection}) WHERE r.embedding IS NOT NULL "
-    "AND (" + UNSCOPED + " OR " + _SOURCED + ") WITH r, " + _COS + " AS sim ORDER BY sim DESC, r.s, r.p, r.o "
-    "LIMIT $k RETURN r.s AS s, r.p AS p, r.o AS o, sim, " + _SUPPORT + " AS n"
+# Its source chunks in scope (as SQLite's count(DISTINCT chunk_id) over the scope's sources).
+_SUPPORT = "COUNT { MATCH (d:KgDocument)-[:HAS_CHUNK]->(:KgChunk)-[:SOURCE_OF]->(r) WHERE " + IN_SCOPE + " }"
+# Each entity's relations as subject and as object with a source in scope, most supported first.
+RELATIONS_OF = (
+    "UNWIND $entities AS e CALL (e) { "
+    "MATCH (r:KgRelation {user: $user, collection: $collection, s: e}) WITH r, " + _SUPPORT + " AS w WHERE w > 0 "
+    "RETURN r, w ORDER BY w DESC, r.p, r.o LIMIT $lim UNION ALL "
+    "MATCH (r:KgRelation {user: $user, collection: $collection, o: e}) WITH r, " + _SUPPORT + " AS w WHERE w > 0 "
+    "RETURN r, w ORDER BY w DESC, r.p, r.s LIMIT $lim } RETURN DISTINCT r.s AS s, r.p AS p, r.o AS o, w"
 )
 RELATION_CHUNKS = (
     "UNWIND $rkeys AS k MATCH (r:KgRelation {key: k}) WHERE r.user = $user AND r.collection = $collection "
     "CALL (r) { MATCH (d:KgDocument)-[:HAS_CHUNK]->(c:KgChunk)-[:SOURCE_OF]->(r) WHERE " + IN_SCOPE + " "
     "RETURN c.id AS chunk ORDER BY chunk LIMIT $per } RETURN r.s AS s, r.p AS p, r.o AS o, chunk"
+)
+RELATION_CONTEXT = (
+    "UNWIND $rkeys AS k MATCH (r:KgRelation {key: k}) WHERE r.user = $user AND r.collection = $collection "
+    "CALL (r) { MATCH (d:KgDocument)-[:HAS_CHUNK]->(c:KgChunk)-[:SOURCE_OF]->(r) WHERE " + IN_SCOPE + " "
+    "RETURN c.embedding AS vec ORDER BY c.id LIMIT $per } RETURN r.s AS s, r.p AS p, r.o AS o, vec"
 )
 SCOPED_ENTITIES = (
     SCOPE_DOCS + " MATCH (d)-[:HAS_CHUNK]->(:KgChunk)-[:HAS_ENTITY]->(e:KgEntity) RETURN DISTINCT e.uri AS iri"
@@ -48,17 +51,16 @@ SCOPED_NEIGHBOURS = (
 )
 
 
-async def search_relations(
-    conn: Neo4jConnection, tenant: Tenant, vector: Sequence[float], limit: int
+async def relations_of(
+    conn: Neo4jConnection, tenant: Tenant, entities: Sequence[str], per_entity: int
 ) -> list[RelationHit]:
-    """Relations nearest `vector` (with their cosine) with a source chunk in the scope."""
-
-    async def work(run: Any) -> list[dict[str, Any]]:
-        params = tenant_params(tenant)
-        return await vector_index_query(run, params, vector, limit, RELATIONS_ANN, RELATIONS_EXACT, _spo)
-
-    hits = await conn.read_tx(work)
-    return [RelationHit(r["s"], r["p"], r["o"], support=int(r["n"]), score=float(r["sim"])) for r in hits]
+    """Relations with an end among `entities` and a source in scope (see `RELATIONS_OF`)."""
+    frontier = list(dict.fromkeys(entities))
+    if not frontier:
+        return []
+    params = {**tenant_params(tenant), "entities": frontier, "lim": per_entity}
+    rows = await conn.read(RELATIONS_OF, params)
+    return [RelationHit(r["s"], r["p"], r["o"], support=int(r["w"])) for r in rows]
 
 
 async def relation_chunks(
@@ -73,6 +75,21 @@ async def relation_chunks(
         return []
     params = {**tenant_params(tenant), "rkeys": rkeys, "per": per_relation}
     return [RelationChunk((r["s"], r["p"], r["o"]), r["chunk"]) for r in await conn.read(RELATION_CHUNKS, params)]
+
+
+async def relation_contexts(
+    conn: Neo4jConnection, tenant: Tenant, relations: Sequence[Triple], per_relation: int
+) -> dict[Triple, list[float]]:
+    """Each relation's context: the mean vector of its first `per_relation` source chunks in scope."""
+    rkeys = [node_key(tenant, *r) for r in dict.fromkeys(tuple(r) for r in relations)]
+    if not rkeys:
+        return {}
+    params = {**tenant_params(tenant), "rkeys": rkeys, "per": per_relation}
+    vecs: dict[Triple, list[list[float]]] = {}
+    for r in await conn.read(RELATION_CONTEXT, params):
+        if r["vec"] is not None:
+            vecs.setdefault((r["s"], r["p"], r["o"]), []).append(r["vec"])
+    return {k: np.mean(np.asarray(vs, dtype=np.float32), axis=0).tolist() for k, vs in vecs.items()}
 
 
 async def scoped_entities(conn: Neo4jConnection, tenant: Tenant) -> set[str]:
@@ -94,7 +111,3 @@ async def scoped_neighbours(
     rows = await conn.read(SCOPED_NEIGHBOURS, params)
     rows.sort(key=lambda r: (r["dir"], r["i"]))  # stable: each entity's edges stay in key order
     return [((r["s"], r["p"], r["o"], 0, "", ""), frontier[r["i"]]) for r in rows]
-
-
-def _spo(r: dict[str, Any]) -> Triple:
-    return (r["s"], r["p"], r["o"])

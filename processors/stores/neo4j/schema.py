@@ -77,10 +77,6 @@ DOCUMENT_SCHEMA = (
     "{indexConfig: {`vector.dimensions`: "
     + int_literal(VECTOR_DIMENSIONS)
     + ", `vector.similarity_function`: 'cosine'}}",
-    "CREATE VECTOR INDEX kg_relation_embedding IF NOT EXISTS FOR (n:KgRelation) ON n.embedding OPTIONS "
-    "{indexConfig: {`vector.dimensions`: "
-    + int_literal(VECTOR_DIMENSIONS)
-    + ", `vector.similarity_function`: 'cosine'}}",
     "CREATE VECTOR INDEX kg_community_embedding IF NOT EXISTS FOR (n:KgCommunity) ON n.embedding OPTIONS "
     "{indexConfig: {`vector.dimensions`: "
     + int_literal(VECTOR_DIMENSIONS)
@@ -92,6 +88,8 @@ DOCUMENT_SCHEMA = (
     "OPTIONS {indexConfig: {`fulltext.analyzer`: 'whitespace'}}",
     "DROP INDEX kg_chunk_lexical IF EXISTS",
     "DROP INDEX kg_entity_concept_key IF EXISTS",  # names are KgName nodes, found by their unique key
+    # relation search scores a relation by its ends' entity vectors: relations keep none (issue 38)
+    "DROP INDEX kg_relation_embedding IF EXISTS",
 )
 AWAIT_INDEXES = "CALL db.awaitIndexes(300)"
 # Auto-commit reads: attempts on a retryable error (leader switch, deadlock, lost connection), and

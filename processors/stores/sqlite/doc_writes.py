@@ -11,7 +11,7 @@ import numpy as np
 
 from processors.algorithms.bm25 import terms
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks, tenant_token
-from processors.stores.sqlite.docs_schema import CHUNK_SPACE, RELATION_SPACE, relation_key
+from processors.stores.sqlite.docs_schema import CHUNK_SPACE
 from processors.stores.sqlite.vector_lists import VectorLists
 from schemas.tenant import Tenant
 
@@ -52,7 +52,7 @@ def count_terms(conn: sqlite3.Connection, tenant: Tenant, chunk_terms: list[list
 
 def insert_record(conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, r: DocumentRecord) -> None:
     """Write one document's rows: the document, its chunks (with their FTS terms, their vectors
-    in the IVF lists and their subject), mentions, relation provenance and vectors, concepts."""
+    in the IVF lists and their subject), mentions, relation provenance, concepts."""
     d = r.document
     ts = d.timestamp.timestamp() if d.timestamp else None
     conn.execute(
@@ -111,7 +111,6 @@ def insert_record(conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, r: 
         "INSERT OR IGNORE INTO relation_sources VALUES (?,?,?,?,?,?,?)",
         [(tenant.user, tenant.collection, x.s, x.p, x.o, c, d.id) for x in r.relations for c in x.chunk_ids],
     )
-    _relation_vectors(conn, vl, tenant, r)
     owned = r.owned
     mentioned = {m.entity for m in r.mentions}
     conn.executemany(
@@ -127,20 +126,6 @@ def insert_record(conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, r: 
             if k
         ],
     )
-
-
-def _relation_vectors(conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, r: DocumentRecord) -> None:
-    """A relation keeps the first vector it was stored with; a new one joins the IVF lists."""
-    new = []
-    for x in r.relations:
-        if x.vector is None:
-            continue
-        v = np.asarray(x.vector, dtype=np.float32)
-        cur = conn.execute("INSERT OR IGNORE INTO relation_vectors VALUES (?,?,?,?,?,?)",
-                           (tenant.user, tenant.collection, x.s, x.p, x.o, v.tobytes()))  # fmt: skip
-        if cur.rowcount:
-            new.append((relation_key(x.s, x.p, x.o), "", v))
-    vl.add(conn, tenant, RELATION_SPACE, new)
 
 
 def _as_list(v: object) -> list[object]:
@@ -170,7 +155,7 @@ def delete_docs(conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, ids: 
     return RemovedLinks([(s, p, o) for s, p, o in rels], [e for (e,) in ents])
 
 
-def unlinked(conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, removed: RemovedLinks) -> RemovedLinks:
+def unlinked(conn: sqlite3.Connection, tenant: Tenant, removed: RemovedLinks) -> RemovedLinks:
     """Of the candidates, the relations without any source left and the owned concepts no chunk
     mentions (the concept rows of every unmentioned candidate go too)."""
 
@@ -178,11 +163,6 @@ def unlinked(conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, removed:
         return conn.execute(sql, (tenant.user, tenant.collection, *args)).fetchone()
 
     rels = [r for r in removed.relations if one(RELATION_HAS_SOURCE, *r) is None]
-    conn.executemany(
-        "DELETE FROM relation_vectors WHERE user = ? AND collection = ? AND s = ? AND p = ? AND o = ?",
-        [(tenant.user, tenant.collection, *r) for r in rels],
-    )
-    vl.remove(conn, tenant, RELATION_SPACE, [relation_key(*r) for r in rels])
     orphans = [e for e in removed.concepts if one(CONCEPT_MENTIONED, e) is None]
     owned = [e for e in orphans if one(CONCEPT_OWNED, e) == (1,)]
     conn.executemany(DELETE_CONCEPT, [(tenant.user, tenant.collection, e) for e in orphans])
@@ -225,10 +205,5 @@ def backfill(conn: sqlite3.Connection, vl: VectorLists) -> int:
             " WHERE user = ? AND collection = ? AND key != ''",
             (user, collection),
         )
-        rels = conn.execute(
-            "SELECT s, p, o, vec FROM relation_vectors WHERE user = ? AND collection = ?", (user, collection)
-        ).fetchall()
-        vl.add(conn, tenant, RELATION_SPACE,
-               [(relation_key(s, p, o), "", np.frombuffer(v, np.float32)) for s, p, o, v in rels])  # fmt: skip
         done += len(rows)
     return done

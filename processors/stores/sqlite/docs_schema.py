@@ -14,7 +14,9 @@ from schemas.documents import Chunk
 from schemas.tenant import Tenant
 
 CHUNK_SPACE = "chunk"  # the IVF space of chunk vectors
-RELATION_SPACE = "relation"
+# Relations kept a vector each until relation search was answered from the entity vectors
+# (issue 38: 40% of docs.db): a docs.db written before drops them on open.
+OLD_RELATION_SPACE = "relation"
 
 SCHEMA = (
     """
@@ -51,10 +53,6 @@ CREATE TABLE IF NOT EXISTS relation_sources (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS relation_sources_doc ON relation_sources(user, collection, document_id);
 CREATE INDEX IF NOT EXISTS relation_sources_o ON relation_sources(user, collection, o, p, s);
-CREATE TABLE IF NOT EXISTS relation_vectors (
-    user TEXT NOT NULL, collection TEXT NOT NULL, s TEXT NOT NULL, p TEXT NOT NULL, o TEXT NOT NULL, vec BLOB NOT NULL,
-    PRIMARY KEY (user, collection, s, p, o)
-);
 CREATE TABLE IF NOT EXISTS concepts (
     user TEXT NOT NULL, collection TEXT NOT NULL, iri TEXT NOT NULL, owned INTEGER NOT NULL, key TEXT NOT NULL,
     PRIMARY KEY (user, collection, iri)
@@ -95,6 +93,7 @@ CREATE TABLE IF NOT EXISTS doc_deletions (
 -- tables would drop letters of later Unicode versions. (A docs.db made before keeps unicode61.)
 CREATE VIRTUAL TABLE IF NOT EXISTS chunk_fts USING fts5(tenant, terms, tokenize = 'ascii');
 DROP TABLE IF EXISTS docs_version;
+DROP TABLE IF EXISTS relation_vectors;
 """
     + VECTOR_LISTS_SCHEMA
 )
@@ -174,18 +173,16 @@ SCOPED_IN = """
 SELECT DISTINCT s, p, o FROM relation_sources INDEXED BY relation_sources_o WHERE user = ?1 AND collection = ?2
   AND o = ?3 AND document_id IN (SELECT value FROM json_each(?4)) ORDER BY p, s LIMIT ?5
 """
-# The relations with a source in the scope's documents (temp.scope_docs, filled per call).
-RELATIONS_IN_SCOPE = """
-SELECT DISTINCT s, p, o FROM relation_sources INDEXED BY relation_sources_doc WHERE user = ? AND collection = ?
-  AND document_id IN (SELECT id FROM temp.scope_docs)
+# The relations of one entity (?3) as subject (RELATIONS_OUT) or object (RELATIONS_IN) with a
+# source in scope (?4: JSON array of documents or null), most supported first, at most ?5.
+RELATIONS_OUT = """
+SELECT s, p, o, count(DISTINCT chunk_id) AS w FROM relation_sources WHERE user = ?1 AND collection = ?2 AND s = ?3
+  AND (?4 IS NULL OR document_id IN (SELECT value FROM json_each(?4))) GROUP BY s, p, o ORDER BY w DESC, p, o LIMIT ?5
 """
-# Vectors and support (every source chunk) of relations (?3: JSON array of [s, p, o]).
-RELATION_VECTORS = """
-SELECT v.s, v.p, v.o, v.vec, (SELECT count(*) FROM relation_sources r WHERE r.user = v.user
-    AND r.collection = v.collection AND r.s = v.s AND r.p = v.p AND r.o = v.o) AS n
-FROM json_each(?3) k CROSS JOIN relation_vectors v
-WHERE v.user = ?1 AND v.collection = ?2 AND v.s = json_extract(k.value, '$[0]')
-  AND v.p = json_extract(k.value, '$[1]') AND v.o = json_extract(k.value, '$[2]')
+RELATIONS_IN = """
+SELECT s, p, o, count(DISTINCT chunk_id) AS w FROM relation_sources INDEXED BY relation_sources_o
+WHERE user = ?1 AND collection = ?2 AND o = ?3
+  AND (?4 IS NULL OR document_id IN (SELECT value FROM json_each(?4))) GROUP BY s, p, o ORDER BY w DESC, p, s LIMIT ?5
 """
 # Source chunks of relations (?3: JSON array of [s, p, o]), at most ?4 each, in scope (?5 or null).
 # CROSS JOIN keeps the requested relations outside: each is then a primary-key lookup (SQLite's
@@ -199,8 +196,11 @@ SELECT s, p, o, chunk_id FROM (
     AND (?5 IS NULL OR r.document_id IN (SELECT value FROM json_each(?5))))
 WHERE n <= ?4
 """
-# Relation vectors are many (tens per chunk): a rowid table keeps each row on its page (a
-# WITHOUT ROWID row this long spills onto overflow pages: 2.5x the space).
+# The vectors of those source chunks (a relation's context, which relation search adds to its ends').
+RELATION_CONTEXT = (
+    "SELECT x.s, x.p, x.o, c.vec FROM (" + RELATION_CHUNKS + ") x JOIN chunks c"
+    " ON c.user = ?1 AND c.collection = ?2 AND c.id = x.chunk_id"
+)
 
 
 def scoped_ids(conn: sqlite3.Connection, tenant: Tenant) -> set[str] | None:
@@ -232,17 +232,6 @@ def scope_size(conn: sqlite3.Connection, tenant: Tenant, allowed: set[str] | Non
     return int(conn.execute(sql, (tenant.user, tenant.collection, json.dumps(sorted(allowed)))).fetchone()[0])
 
 
-def relation_key(s: str, p: str, o: str) -> str:
-    """A relation's item id in the vector index."""
-    return "\x1f".join((s, p, o))
-
-
-def relation_of(key: str) -> tuple[str, str, str]:
-    """The relation (s, p, o) of an item id `relation_key` made."""
-    s, p, o = key.split("\x1f")
-    return s, p, o
-
-
 def bm25_stats(conn: sqlite3.Connection, tenant: Tenant, query_terms: Sequence[str]) -> Bm25Stats:
     """The collection's kept BM25 statistics for these terms."""
     row = conn.execute(
@@ -266,3 +255,11 @@ def migrate(conn: sqlite3.Connection) -> None:
         if cols and column not in cols:
             conn.execute(ddl)
     conn.execute("DROP INDEX IF EXISTS mentions_chunk")  # replaced by the covering mentions_by_chunk
+    # The relation vectors' IVF space goes (relation search needs none now); vector_spaces has a
+    # row per tenant and space, so each delete is scoped to a tenant's keys.
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vector_spaces'").fetchone():
+        return  # a new file: nothing to drop
+    old = conn.execute("SELECT user, collection FROM vector_spaces WHERE space = ?", (OLD_RELATION_SPACE,)).fetchall()
+    for table in ("vector_items", "vector_lists", "vector_spaces"):
+        sql = "DELETE FROM " + table + " WHERE user = ? AND collection = ? AND space = ?"
+        conn.executemany(sql, [(u, c, OLD_RELATION_SPACE) for u, c in old])

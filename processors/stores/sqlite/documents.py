@@ -1,6 +1,6 @@
 """Embedded document store: documents, chunks (text, offsets, vectors), chunk-entity mentions,
 relation provenance and concept ownership in one SQLite file (`docs.db`), searched through its
-own indexes — FTS5 over the chunks' BM25 terms, IVF lists over chunk and relation vectors
+own indexes — FTS5 over the chunks' BM25 terms, IVF lists over chunk vectors
 (vector_lists.py) — so no read holds a collection in the process and a write rebuilds nothing.
 Every query is scoped by user and collection, and a request's scope (documents, metadata) is a
 predicate inside it (passages.py)."""
@@ -39,18 +39,16 @@ from processors.stores.sqlite.docs_schema import (
     LINKS_READ,
     NOTE_DELETED,
     RELATION_CHUNKS,
-    RELATION_SPACE,
-    RELATION_VECTORS,
+    RELATION_CONTEXT,
     RELATIONS_AMONG,
-    RELATIONS_IN_SCOPE,
+    RELATIONS_IN,
+    RELATIONS_OUT,
     SCHEMA,
     SCOPED_ENTITIES,
     SCOPED_IN,
     SCOPED_OUT,
     chunk,
     migrate,
-    relation_key,
-    relation_of,
     scope_size,
     scoped_ids,
 )
@@ -88,7 +86,7 @@ class SqliteDocumentStore:
             removed = delete_docs(conn, self.lists, tenant, [r.document.id for r in records])
             for r in records:
                 insert_record(conn, self.lists, tenant, r)
-            return unlinked(conn, self.lists, tenant, removed)
+            return unlinked(conn, tenant, removed)
 
         return await self.db.write(write)
 
@@ -97,7 +95,7 @@ class SqliteDocumentStore:
 
         def write(conn: sqlite3.Connection) -> RemovedLinks:
             removed = delete_docs(conn, self.lists, tenant, list(ids))
-            return unlinked(conn, self.lists, tenant, removed)
+            return unlinked(conn, tenant, removed)
 
         return await self.db.write(write)
 
@@ -131,8 +129,8 @@ class SqliteDocumentStore:
             conn.execute(
                 "DELETE FROM chunk_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE user = ? AND collection = ?)", uc
             )
-            for table in ("documents", "doc_meta", "chunks", "mentions", "relation_sources", "relation_vectors",
-                          "concepts", "concept_keys", "chunk_subjects", "collection_counts", "term_df",
+            for table in ("documents", "doc_meta", "chunks", "mentions", "relation_sources", "concepts",
+                          "concept_keys", "chunk_subjects", "collection_counts", "term_df",
                           "doc_deletions"):  # fmt: skip
                 conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", uc)
             self.lists.drop(conn, tenant)
@@ -239,27 +237,21 @@ class SqliteDocumentStore:
 
         return await self.db.read(read)
 
-    async def search_relations(self, tenant: Tenant, vector: Sequence[float], limit: int) -> list[RelationHit]:
-        """Relations nearest `vector` with a source chunk in the scope: the IVF lists over the
-        collection's relation vectors, or exactly over the relations of a scope's documents."""
-        q = _unit(vector)
+    async def relations_of(self, tenant: Tenant, entities: Sequence[str], per_entity: int) -> list[RelationHit]:
+        """Relations with an end among `entities` and a source in scope: each entity's `per_entity`
+        most supported as subject and as object (support: its chunks in scope), each relation once."""
 
-        def read(conn: sqlite3.Connection, _: set[str] | None, scoped: int | None) -> list[RelationHit]:
-            if scoped is None:
-                hits = self.lists.search(conn, tenant, RELATION_SPACE, q, passages.RESCORE * limit)
-                keys = [relation_of(k) for k, _ in hits]
-            else:
-                keys = conn.execute(RELATIONS_IN_SCOPE, (tenant.user, tenant.collection)).fetchall()
-            if not keys:
-                return []
-            args = (tenant.user, tenant.collection, json.dumps([list(k) for k in keys]))
-            rows = conn.execute(RELATION_VECTORS, args).fetchall()
-            sims = passages.cosines([(relation_key(s_, p_, o_), v) for s_, p_, o_, v, _ in rows], q)
-            support = {relation_key(s_, p_, o_): n for s_, p_, o_, _, n in rows}
-            best = sorted(sims, key=lambda k: (-sims[k], k))[:limit]
-            return [RelationHit(*relation_of(k), support=support[k], score=sims[k]) for k in best]
+        def read(conn: sqlite3.Connection) -> list[RelationHit]:
+            allowed = scoped_ids(conn, tenant)
+            docs = None if allowed is None else json.dumps(sorted(allowed))
+            found: dict[tuple[str, str, str], int] = {}
+            for sql in (RELATIONS_OUT, RELATIONS_IN):
+                for e in dict.fromkeys(entities):
+                    for s_, p_, o_, n in conn.execute(sql, (tenant.user, tenant.collection, e, docs, per_entity)):
+                        found[(s_, p_, o_)] = int(n)
+            return [RelationHit(*k, support=n) for k, n in found.items()]
 
-        return await self._read(tenant, read)
+        return await self.db.read(read)
 
     async def relation_chunks(
         self, q: ChunkQuery, relations: Sequence[tuple[str, str, str]], per_relation: int
@@ -273,6 +265,24 @@ class SqliteDocumentStore:
             docs = None if allowed is None else json.dumps(sorted(allowed))
             args = (q.tenant.user, q.tenant.collection, json.dumps([list(r) for r in relations]), per_relation, docs)
             return [RelationChunk((s, p, o), c) for s, p, o, c in conn.execute(RELATION_CHUNKS, args)]
+
+        return await self.db.read(read)
+
+    async def relation_contexts(
+        self, tenant: Tenant, relations: Sequence[tuple[str, str, str]], per_relation: int
+    ) -> dict[tuple[str, str, str], list[float]]:
+        """Each relation's context: the mean vector of its first `per_relation` source chunks in scope."""
+        if not relations:
+            return {}
+
+        def read(conn: sqlite3.Connection) -> dict[tuple[str, str, str], list[float]]:
+            allowed = scoped_ids(conn, tenant)
+            docs = None if allowed is None else json.dumps(sorted(allowed))
+            args = (tenant.user, tenant.collection, json.dumps([list(r) for r in relations]), per_relation, docs)
+            vecs: dict[tuple[str, str, str], list[np.ndarray]] = {}
+            for s_, p_, o_, v in conn.execute(RELATION_CONTEXT, args):
+                vecs.setdefault((s_, p_, o_), []).append(np.frombuffer(v, dtype=np.float32))
+            return {k: np.mean(vs, axis=0).tolist() for k, vs in vecs.items()}
 
         return await self.db.read(read)
 
