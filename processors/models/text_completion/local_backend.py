@@ -14,6 +14,7 @@ awaits futures and a queue, so it never blocks while a model generates.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import importlib.resources
 import os
@@ -80,6 +81,19 @@ def _executor() -> ThreadPoolExecutor:
         if _EXECUTOR is None:
             _EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgflow-llama")
         return _EXECUTOR
+
+
+def _close_models() -> None:
+    """Free the loaded models while the interpreter is whole: left to the garbage collector at
+    exit, llama.cpp's finalizer runs after its own module is torn down and prints a traceback."""
+    with _STATE_LOCK:
+        models = list(_MODELS.values())
+        _MODELS.clear()
+    for llama in models:
+        llama.close()
+
+
+atexit.register(_close_models)
 
 
 def _load(model_path: str, n_ctx: int, n_threads: int) -> Llama:
