@@ -3,6 +3,7 @@ retrieval request narrows to, and the `documents` service (store-facing) that ho
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -55,6 +56,21 @@ class Document(BaseModel):
     def _in_order(cls, v: list[Section]) -> list[Section]:
         if any(b.start < a.start for a, b in zip(v, v[1:], strict=False)):
             raise ValueError("sections must be in `start` order")
+        return v
+
+    @field_validator("id")
+    @classmethod
+    def _printable_id(cls, v: str) -> str:
+        # An id is shown, listed and matched as typed: a NUL or newline in it cannot be.
+        if any(unicodedata.category(c) == "Cc" for c in v):
+            raise ValueError("an id may not contain control characters (NUL, newline, tab, ...)")
+        return v
+
+    @field_validator("text")
+    @classmethod
+    def _has_text(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("a document needs text (this one is empty or blank)")
         return v
 
 
