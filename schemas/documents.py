@@ -7,7 +7,7 @@ import unicodedata
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationInfo, field_validator
 
 from schemas.base import MAX_QUERY_CHARS, Message, Response, ScopedRequest
 from schemas.retrieval import RelationshipRef
@@ -58,18 +58,13 @@ class Document(BaseModel):
             raise ValueError("sections must be in `start` order")
         return v
 
-    @field_validator("id")
+    @field_validator("id", "text")
     @classmethod
-    def _printable_id(cls, v: str) -> str:
+    def _readable(cls, v: str, info: ValidationInfo) -> str:
         # An id is shown, listed and matched as typed: a NUL or newline in it cannot be.
-        if any(unicodedata.category(c) == "Cc" for c in v):
+        if info.field_name == "id" and any(unicodedata.category(c) == "Cc" for c in v):
             raise ValueError("an id may not contain control characters (NUL, newline, tab, ...)")
-        return v
-
-    @field_validator("text")
-    @classmethod
-    def _has_text(cls, v: str) -> str:
-        if not v.strip():
+        if info.field_name == "text" and not v.strip():
             raise ValueError("a document needs text (this one is empty or blank)")
         return v
 
