@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from schemas.documents import MAX_TITLE_CHARS, Document
+from processors.ingest.documents.pipeline import index_document
+from processors.ingest.extractor.relations import FoundRelation
+from schemas.documents import MAX_TITLE_CHARS, Chunk, Document
+from schemas.extraction import ConceptMention
 
 
 @pytest.mark.parametrize("doc_id", ["a\x00b", "line\nbreak", "tab\there", "bell\x07", "del\x7f"])
@@ -38,3 +41,14 @@ def test_metadata_is_a_mapping_of_scalars_or_lists_of_scalars(metadata: dict[str
 def test_a_plain_document_is_kept_as_given() -> None:
     doc = Document(id="ünï code/42 é", title="A title", text=" text ", metadata={"year": 2024, "tags": ["a", 1, True]})
     assert (doc.id, doc.text, doc.metadata["tags"]) == ("ünï code/42 é", " text ", ["a", 1, True])
+
+
+def test_an_over_long_name_in_a_title_or_text_is_no_concept_and_the_document_indexes() -> None:
+    long_key = "curie" * 120  # 600 characters: a run of text, not a name (it was refused as `key: ... 512`)
+    doc = Document(id="d", title=long_key, text=f"{long_key} coined radioactivity with Pierre Curie.")
+    chunk = Chunk(id="d#0", document_id="d", text=doc.text, title=doc.title)
+    found = [[ConceptMention(key=long_key, label=long_key), ConceptMention(key="pierre curie", label="Pierre Curie")]]
+    relations = [[FoundRelation(long_key, "coined", "radioactivity"), FoundRelation("pierre curie", "knew", "x")]]
+    indexed = index_document(doc, [chunk], [[0.0]], found, relations)
+    assert [c.key for c in indexed.concepts] == ["pierre curie"]
+    assert [(r.s, r.o) for r in indexed.relations] == [("pierre curie", "x")]
