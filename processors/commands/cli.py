@@ -39,7 +39,7 @@ def _query_parser(q: argparse.ArgumentParser, service: str) -> None:
     q.add_argument("question", nargs="?")
     q.add_argument("--batch", type=Path, help="one question per line (text before a TAB); JSON lines out")
     q.add_argument("--collection", "-C", default="default")
-    q.add_argument("--user", "-U", default="default")
+    q.add_argument("--user", "-U", help="the workspace (default: the --url token's, else default)")
     q.add_argument("--flow", default="default")
     q.add_argument("--json", action="store_true", help="print the full response as JSON")
     q.add_argument("--no-llm", action="store_true", help="retrieval only, no language model")

@@ -1,8 +1,10 @@
-"""`kgflow load --url` with a token bound to a workspace: with no `-U` the load acts in the token's
-workspace (the gateway names it on connecting); an `-U` naming another workspace is refused."""
+"""`kgflow load`, `query` and `documents` with `--url` and a token bound to a workspace: with no
+`-U` they act in the token's workspace (the gateway names it on connecting); an `-U` naming
+another workspace is refused."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,7 +38,7 @@ def test_load_documents_acts_in_the_bound_workspace(bound_up: str, tmp_path: Pat
     assert loaded.returncode == 0, loaded.stderr
     assert "loaded 1 document" in loaded.stderr and "into alice/c" in loaded.stderr
 
-    listed = kgflow("documents", "list", "--url", bound_up, "--token", ALICE, "-U", "alice", "-C", "c")
+    listed = kgflow("documents", "list", "--url", bound_up, "--token", ALICE, "-C", "c")
     assert listed.returncode == 0 and "curie.txt" in listed.stdout, listed.stderr
 
     refused = kgflow("load", "documents", str(doc), "--url", bound_up, "--token", ALICE, "-U", "bob", "--no-progress")
@@ -49,6 +51,13 @@ def test_load_triples_acts_in_the_bound_workspace(bound_up: str) -> None:
     loaded = kgflow("load", "triples", str(sample), "--url", bound_up, "--token", ALICE, "-C", "t", "--no-progress")
     assert loaded.returncode == 0, loaded.stderr
     assert "into alice/t through flow 'default'" in loaded.stderr
+
+    question = "Where was marie_curie's husband born?"
+    asked = kgflow("query", "graph-rag", question, "--url", bound_up, "--token", ALICE, "-C", "t", "--json", "--no-llm")
+    assert asked.returncode == 0, asked.stderr
+    assert ("pierre curie", "place of birth", "paris") in {
+        (t["s"], t["p"], t["o"]) for t in json.loads(asked.stdout)["triples"]
+    }
 
     refused = kgflow("load", "triples", str(sample), "--url", bound_up, "--token", ALICE, "-U", "bob", "--no-progress")
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
