@@ -1,7 +1,10 @@
 """Issue 38: a batch of documents is written at the store's speed — its cost in store requests,
 round trips and (Neo4j) Cypher statements does not grow with the batch's size, on SQLite and on
 the real Neo4j. Batches of 1, 10 and 100 documents with chunks, vectors, mentions and relations;
-a first store and a replace of the same ids (which also reads and unlinks the old versions)."""
+a first store and a replace of the same ids (which also reads and unlinks the old versions).
+Measured: Neo4j 1 transaction of 7 Cypher statements to store, 11 to replace, for 1, 10 or 100
+documents (already so before issue 38); SQLite one pool write of 37 statement batches to store and
+43 to replace (before: 38 and 47 for 1 document, 236 and 300 for 10: a statement per chunk)."""
 
 from __future__ import annotations
 
@@ -66,7 +69,9 @@ async def test_a_batch_write_costs_the_same_whatever_its_size(
         assert (await docs.documents.counts(tenant.user))[tenant.collection].chunks == 3 * n  # all written
     for step in ("store", "replace"):
         first = costs[step, SIZES[0]]
-        assert all(costs[step, n][0].round_trips == 1 for n in SIZES), costs  # one write, one transaction
-        if docs.name == "neo4j":  # one transaction of the same statements for 1 or 100 documents
-            assert [costs[step, n] for n in SIZES] == [first] * len(SIZES), costs
+        # one write (SQLite: one pool write; Neo4j: one transaction) of the same statements for 1 or
+        # 100 documents (SQLite: its statement batches; Neo4j: the Cypher queries in the transaction)
+        assert [costs[step, n] for n in SIZES] == [first] * len(SIZES), costs
+        assert first[0].round_trips == 1
+        if docs.name == "neo4j":
             assert first[0].requests == 1 and first[1] <= 12
