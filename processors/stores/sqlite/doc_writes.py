@@ -132,12 +132,9 @@ def delete_docs(conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, ids: 
     ents = conn.execute("SELECT DISTINCT entity FROM mentions" + in_docs, arg).fetchall()
     chunks = conn.execute("SELECT rowid, id FROM chunks INDEXED BY chunks_doc" + in_docs, arg).fetchall()
     rowids = json.dumps([rowid for rowid, _ in chunks])
-    words = [
-        str(t).split()
-        for (t,) in conn.execute(
-            "SELECT terms FROM chunk_fts WHERE rowid IN (SELECT value FROM json_each(?))", (rowids,)
-        )
-    ]
+    # json_each drives: a rowid lookup in the FTS table each (an IN on it can scan the table)
+    fts_terms = "SELECT f.terms FROM json_each(?) j JOIN chunk_fts f ON f.rowid = j.value"
+    words = [str(t).split() for (t,) in conn.execute(fts_terms, (rowids,))] if chunks else []
     conn.executemany("DELETE FROM chunk_fts WHERE rowid = ?", [(rowid,) for rowid, _ in chunks])
     vl.remove(conn, tenant, CHUNK_SPACE, [cid for _, cid in chunks])
     count_terms(conn, tenant, words, -1)
