@@ -32,7 +32,7 @@ def batch(n: int, version: int) -> list[DocumentRecord]:
             mentions=[(0, f"own{i}", 1), (1, "curie", 2), (2, "paris", 1), (2, f"g{i % 7}", 1)],
             relations=[("curie", "paris", [1, 2]), (f"own{i}", "curie", [0, 1])],
             owned=[f"own{i}"],
-        )  # fmt: skip
+        )
         for i in range(n)
     ]
 

@@ -67,18 +67,18 @@ def insert_records(
     vectors in the IVF lists and their subject), mentions, relation provenance, concepts. One
     statement a table for the whole batch, and the term statistics once: its cost does not grow
     statement by statement with the batch (issue 38)."""
-    u, c_ = tenant.user, tenant.collection
+    u, coll = tenant.user, tenant.collection
     conn.executemany("INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?)", [
-        (u, c_, r.document.id, r.document.title, r.document.timestamp.timestamp() if r.document.timestamp else None,
+        (u, coll, r.document.id, r.document.title, r.document.timestamp.timestamp() if r.document.timestamp else None,
          json.dumps(r.document.metadata), r.content_hash, len(r.chunks), r.title_entity) for r in records
     ])  # fmt: skip
     conn.executemany("INSERT OR IGNORE INTO doc_meta VALUES (?,?,?,?,?)", [
-        (u, c_, r.document.id, k, json.dumps(v)) for r in records for k, vs in r.document.metadata.items()
+        (u, coll, r.document.id, k, json.dumps(v)) for r in records for k, vs in r.document.metadata.items()
         for v in _as_list(vs)
     ])  # fmt: skip
     vecs = [[np.asarray(v, dtype=np.float32) for v in r.vectors] for r in records]
     conn.executemany(INSERT_CHUNK, [
-        (u, c_, c.id, r.document.id, c.ordinal, c.text, c.start, c.end, c.tokens, v.tobytes(), c.page, c.section)
+        (u, coll, c.id, r.document.id, c.ordinal, c.text, c.start, c.end, c.tokens, v.tobytes(), c.page, c.section)
         for r, vs in zip(records, vecs, strict=True) for c, v in zip(r.chunks, vs, strict=True)
     ])  # fmt: skip
     # BM25 reads title and text
@@ -87,7 +87,7 @@ def insert_records(
     rowids = conn.execute(
         "SELECT rowid, id FROM chunks INDEXED BY chunks_doc WHERE user = ? AND collection = ?"
         " AND document_id IN (SELECT value FROM json_each(?))",
-        (u, c_, json.dumps([r.document.id for r in records])),
+        (u, coll, json.dumps([r.document.id for r in records])),
     ).fetchall()
     token = tenant_token(tenant)
     conn.executemany(
@@ -98,24 +98,24 @@ def insert_records(
         (c.id, r.document.id, v) for r, vs in zip(records, vecs, strict=True) for c, v in zip(r.chunks, vs, strict=True)
     ])  # fmt: skip
     conn.executemany("INSERT OR IGNORE INTO chunk_subjects VALUES (?,?,?,?,?)", [
-        (u, c_, r.title_entity, c.id, r.document.id) for r in records if r.title_entity for c in r.chunks
+        (u, coll, r.title_entity, c.id, r.document.id) for r in records if r.title_entity for c in r.chunks
     ])  # fmt: skip
     count_terms(conn, tenant, list(words.values()))
     conn.executemany(
         "INSERT INTO mentions VALUES (?,?,?,?,?,?) ON CONFLICT DO UPDATE SET count = count + excluded.count",
-        [(u, c_, m.entity, m.chunk_id, r.document.id, m.count) for r in records for m in r.mentions],
+        [(u, coll, m.entity, m.chunk_id, r.document.id, m.count) for r in records for m in r.mentions],
     )
     conn.executemany(
         "INSERT OR IGNORE INTO relation_sources VALUES (?,?,?,?,?,?,?)",
-        [(u, c_, x.s, x.p, x.o, c, r.document.id) for r in records for x in r.relations for c in x.chunk_ids],
+        [(u, coll, x.s, x.p, x.o, c, r.document.id) for r in records for x in r.relations for c in x.chunk_ids],
     )
     mentioned = [(r, e) for r in records for e in dict.fromkeys(m.entity for m in r.mentions)]
     conn.executemany(  # the first document of the batch to mention a concept decides, as one by one
         "INSERT INTO concepts VALUES (?,?,?,?,?) ON CONFLICT DO NOTHING",
-        [(u, c_, e, int(e in r.owned), r.keys.get(e, "")) for r, e in mentioned],
+        [(u, coll, e, int(e in r.owned), r.keys.get(e, "")) for r, e in mentioned],
     )
     conn.executemany("INSERT OR IGNORE INTO concept_keys VALUES (?,?,?,?)", [
-        (u, c_, k, e) for r, e in mentioned for k in (r.keys.get(e, ""), *r.aliases.get(e, ())) if k
+        (u, coll, k, e) for r, e in mentioned for k in (r.keys.get(e, ""), *r.aliases.get(e, ())) if k
     ])  # fmt: skip
 
 
