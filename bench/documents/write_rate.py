@@ -1,4 +1,4 @@
-"""The document store's write rate (issue 38): chunks stored per second, store side only (vectors
+"""The document store's write rate: chunks stored per second, store side only (vectors
 and mentions given, no model), on SQLite and on Neo4j, by batch size (documents per `store`).
 
 Synthetic documents of 4 chunks of ~60 words each, 384-dimensional vectors and 6 mentions a
