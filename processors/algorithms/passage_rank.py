@@ -93,23 +93,28 @@ class HopLinks:
     passages: list[Passage] = field(default_factory=list)
 
 
+Named = dict[str, tuple[str, list[Passage]]]  # concept key -> (concept, its subject chunks)
+
+
 @dataclass
 class Candidates:
-    """The store's candidates for a question and the number of chunks searched (the
-    collection's, or its scope's)."""
+    """The store's candidates for a question, the number of chunks searched (the collection's, or
+    its scope's) and, when phrases were given, the concepts they name (`PassageSource.named`)."""
 
     passages: list[Passage]
     searched: int
+    named: Named = field(default_factory=dict)
 
 
 class PassageSource(Protocol):
     """What graphrank reads from a store, for one question (its vector), tenant and scope."""
 
-    async def candidates(self, terms: Sequence[str], k: int) -> Candidates:
-        """The `k` nearest chunks by vector and the `k` best by BM25 over `terms`, merged."""
+    async def candidates(self, terms: Sequence[str], k: int, phrases: Sequence[str] = ()) -> Candidates:
+        """The `k` nearest chunks by vector and the `k` best by BM25 over `terms`, merged, with
+        the concepts `phrases` name (as `named`), in one store read."""
         ...
 
-    async def named(self, phrases: Sequence[str]) -> dict[str, tuple[str, list[Passage]]]:
+    async def named(self, phrases: Sequence[str]) -> Named:
         """Of `phrases` (normalised word runs), those that are a concept's key in the searched
         chunks: key -> (concept, the chunks whose subject it is)."""
         ...
@@ -243,9 +248,9 @@ async def rank_passages(
     source: PassageSource, question: str, terms: Sequence[str], limit: int, p: PassageRankParams
 ) -> list[tuple[str, float]]:
     """(chunk id, score) of the best `limit` chunks for `question` (see the module docstring):
-    one store read for the candidates, one for the named concepts, one per hop."""
-    candidates = await source.candidates(terms, p.candidates)
-    names = await source.named(question_phrases(question))
+    one store read for the candidates and the named concepts, one per hop."""
+    candidates = await source.candidates(terms, p.candidates, question_phrases(question))
+    names = candidates.named
     named_keys = maximal(names)
     named = {names[k][0] for k in named_keys}
     subjects = {x.id: x for k in named_keys for x in names[k][1]}

@@ -190,11 +190,13 @@ class DocumentStore(Protocol):
         ...
 
     async def candidates(
-        self, q: ChunkQuery, terms: Sequence[str], k: int, among: Sequence[str] | None = None
-    ) -> Candidates:
+        self, q: ChunkQuery, terms: Sequence[str], k: int, among: Sequence[str] | None = None,
+        phrases: Sequence[str] = (),
+    ) -> Candidates:  # fmt: skip
         """The `k` chunks nearest the question's vector (the store's vector index) and the `k` best
         by BM25 over `terms` (its full-text index), each with its cosine, and the number of chunks
-        searched; the scope (and `among`: only those chunks, exactly) inside the queries."""
+        searched; the scope (and `among`: only those chunks, exactly) inside the queries. With
+        `phrases`, also what `named` returns for them, in the same store call."""
         ...
 
     async def concept_keys(self, tenant: Tenant, keys: Sequence[str]) -> dict[str, list[str]]:

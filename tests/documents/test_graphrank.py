@@ -42,13 +42,16 @@ class FakeStore:
     def chunks_of(self, concept: str) -> list[str]:
         return sorted(c for c in self.texts if concept in self.mentions.get(c, []) or self.subjects.get(c) == concept)
 
-    async def candidates(self, terms: Sequence[str], k: int) -> Candidates:
+    async def candidates(self, terms: Sequence[str], k: int, phrases: Sequence[str] = ()) -> Candidates:
         self.reads.append("candidates")
         best = sorted(self.dense, key=lambda c: -self.dense[c])[:k]
-        return Candidates([Passage(c, self.dense[c]) for c in best], len(self.texts))
+        return Candidates([Passage(c, self.dense[c]) for c in best], len(self.texts), self.concepts(phrases))
 
     async def named(self, phrases: Sequence[str]) -> dict[str, tuple[str, list[Passage]]]:
         self.reads.append("named")
+        return self.concepts(phrases)
+
+    def concepts(self, phrases: Sequence[str]) -> dict[str, tuple[str, list[Passage]]]:
         by_key = {k: c for c, k in KEYS.items()}
         return {
             p: (by_key[p], [Passage(c, self.dense[c]) for c, s in self.subjects.items() if s == by_key[p]])
@@ -137,10 +140,10 @@ async def test_a_second_hop_reaches_the_third_passage_of_a_chain() -> None:
     assert scores["g"] < 1e-8  # no links, no mass
 
 
-async def test_the_store_is_read_once_for_candidates_once_for_names_and_once_per_hop() -> None:
+async def test_the_store_is_read_once_for_candidates_and_names_and_once_per_hop() -> None:
     store = FakeStore(dense(0.9, 0.05))
     await ranked(store, "Which band released Counterparts?", 5, PassageRankParams(hops=2, seeds=1))
-    assert store.reads == ["candidates", "named", "links", "links"]
+    assert store.reads == ["candidates", "links", "links"]
     store = FakeStore(dense(0.9, 0.05))
     await ranked(store, "Which band released Counterparts?", 5, PassageRankParams(hops=0))
-    assert store.reads == ["candidates", "named"]
+    assert store.reads == ["candidates"]

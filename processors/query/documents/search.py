@@ -30,8 +30,8 @@ class StorePassages:
     store: DocumentStore
     q: ChunkQuery
 
-    async def candidates(self, terms: Sequence[str], k: int) -> Candidates:
-        return await self.store.candidates(self.q, terms, k)
+    async def candidates(self, terms: Sequence[str], k: int, phrases: Sequence[str] = ()) -> Candidates:
+        return await self.store.candidates(self.q, terms, k, phrases=phrases)
 
     async def named(self, phrases: Sequence[str]) -> dict[str, tuple[str, list[Passage]]]:
         return await self.store.named(self.q, phrases)

@@ -207,11 +207,20 @@ class Neo4jDocumentStore:
         return {r["id"]: r["hash"] for r in rows}
 
     async def candidates(
-        self, q: ChunkQuery, terms: Sequence[str], k: int, among: Sequence[str] | None = None
-    ) -> Candidates:
-        """The `k` nearest chunks and the `k` best by BM25, with cosines (see passages.candidates)."""
+        self, q: ChunkQuery, terms: Sequence[str], k: int, among: Sequence[str] | None = None,
+        phrases: Sequence[str] = (),
+    ) -> Candidates:  # fmt: skip
+        """The `k` nearest chunks and the `k` best by BM25, with cosines (see passages.candidates),
+        and with `phrases` the concepts they name (see `named`): one read transaction."""
         await self.migrate()
-        return await self.conn.read_tx(lambda run: passages.candidates(run, q.tenant, q.vector, terms, k, among))
+
+        async def work(run: Runner) -> Candidates:
+            found = await passages.candidates(run, q.tenant, q.vector, terms, k, among)
+            if phrases:
+                found.named = await passages.named(run, q.tenant, phrases, _vector(q))
+            return found
+
+        return await self.conn.read_tx(work)
 
     async def concept_keys(self, tenant: Tenant, keys: Sequence[str]) -> dict[str, list[str]]:
         """Key -> the concepts it is a key or an alias of."""

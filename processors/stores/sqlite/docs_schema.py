@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
 
-from processors.algorithms.bm25 import Bm25Stats
 from processors.stores.documents_protocol import ScopeSql, scope_params
 from processors.stores.sqlite.vector_lists import SCHEMA as VECTOR_LISTS_SCHEMA
 from schemas.documents import Chunk
@@ -114,11 +112,15 @@ GET_CHUNKS = (
     "SELECT " + _CHUNK_COLS + " FROM chunks c JOIN documents d ON d.user = c.user AND d.collection = c.collection"
     " AND d.id = c.document_id WHERE c.user = ? AND c.collection = ? AND c.id IN (SELECT value FROM json_each(?))"
 )
-# Links of a neighbourhood: chunks mentioning one entity (its first ?5 mentions in scope: the caller
-# keeps the most mentioning), and what the given chunks mention (?4: JSON array of allowed documents or null).
+# Links of a neighbourhood: per entity of ?3 (JSON array), its first ?5 mentions in scope as a JSON
+# array of [chunk, count] (the caller keeps the most mentioning; the correlated subquery keeps each
+# entity's own LIMIT in one statement), and what the given chunks mention (?4: JSON array of allowed
+# documents or null).
 ENTITY_LINKS = """
-SELECT chunk_id, count FROM mentions WHERE user = ?1 AND collection = ?2 AND entity = ?3
-  AND (?4 IS NULL OR document_id IN (SELECT id FROM temp.scope_docs)) LIMIT ?5
+SELECT k.value, (SELECT json_group_array(json_array(chunk_id, count)) FROM (
+  SELECT chunk_id, count FROM mentions WHERE user = ?1 AND collection = ?2 AND entity = k.value
+    AND (?4 IS NULL OR document_id IN (SELECT id FROM temp.scope_docs)) LIMIT ?5))
+FROM json_each(?3) k
 """
 LINKS_READ = 256  # mentions of one entity read before the most-mentioning are kept (a hub has thousands)
 CHUNK_LINKS = """
@@ -230,17 +232,6 @@ def scope_size(conn: sqlite3.Connection, tenant: Tenant, allowed: set[str] | Non
         " AND id IN (SELECT value FROM json_each(?))"
     )
     return int(conn.execute(sql, (tenant.user, tenant.collection, json.dumps(sorted(allowed)))).fetchone()[0])
-
-
-def bm25_stats(conn: sqlite3.Connection, tenant: Tenant, query_terms: Sequence[str]) -> Bm25Stats:
-    """The collection's kept BM25 statistics for these terms."""
-    row = conn.execute(
-        "SELECT chunks, terms FROM collection_counts WHERE user = ? AND collection = ?",
-        (tenant.user, tenant.collection),
-    ).fetchone()
-    sql = "SELECT term, df FROM term_df WHERE user = ? AND collection = ? AND term IN (SELECT value FROM json_each(?))"
-    df = dict(conn.execute(sql, (tenant.user, tenant.collection, json.dumps(list(query_terms)))).fetchall())
-    return Bm25Stats(int(row[0]) if row else 0, int(row[1]) if row else 0, df)
 
 
 def migrate(conn: sqlite3.Connection) -> None:

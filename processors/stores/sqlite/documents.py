@@ -32,11 +32,9 @@ from processors.stores.sqlite.docs_schema import (
     CLAIM_CONCEPT,
     CONCEPT_KEYS,
     DELETED_AFTER,
-    ENTITY_LINKS,
     EPISODE_COUNTS,
     EPISODES,
     GET_CHUNKS,
-    LINKS_READ,
     NOTE_DELETED,
     RELATION_CHUNKS,
     RELATION_CONTEXT,
@@ -149,15 +147,20 @@ class SqliteDocumentStore:
         return {str(i): str(h) for i, h in rows}
 
     async def candidates(
-        self, q: ChunkQuery, terms: Sequence[str], k: int, among: Sequence[str] | None = None
-    ) -> Candidates:
+        self, q: ChunkQuery, terms: Sequence[str], k: int, among: Sequence[str] | None = None,
+        phrases: Sequence[str] = (),
+    ) -> Candidates:  # fmt: skip
         """The `k` nearest chunks and the `k` best by BM25 over `terms` (of `among`, when given),
-        with their cosines, and the number of chunks searched (see passages.candidates)."""
+        with their cosines, and the number of chunks searched (see passages.candidates); with
+        `phrases`, the concepts they name (see `named`), in the same read."""
         unit = None if q.vector is None else _unit(q.vector)
 
         def read(conn: sqlite3.Connection, allowed: set[str] | None, scoped: int | None) -> Candidates:
-            size = len(among) if among is not None else scope_size(conn, q.tenant, allowed)
-            return passages.candidates(conn, self.lists, q.tenant, unit, terms, k, (scoped, size), among)
+            size = len(among) if among is not None else None if allowed is None else scope_size(conn, q.tenant, allowed)
+            found = passages.candidates(conn, self.lists, q.tenant, unit, terms, k, (scoped, size), among)
+            if phrases:
+                found.named = passages.named(conn, q.tenant, phrases, _unit(q.vector), scoped)
+            return found
 
         return await self._read(q.tenant, read)
 
@@ -209,19 +212,12 @@ class SqliteDocumentStore:
     async def links(
         self, q: ChunkQuery, entities: Sequence[str], chunk_ids: Sequence[str], per_entity: int
     ) -> list[Mention]:
-        """Chunk-entity links of a neighbourhood in one store call: of each entity's first
-        LINKS_READ mentions in scope, the `per_entity` most mentioning; every mention of the chunks."""
-        user, collection = q.tenant.user, q.tenant.collection
+        """Chunk-entity links of a neighbourhood in one store call (two statements): of each
+        entity's first LINKS_READ mentions in scope, the `per_entity` most mentioning; every
+        mention of the chunks."""
 
         def read(conn: sqlite3.Connection, allowed: set[str] | None, scoped: int | None) -> list[Mention]:
-            docs = None if allowed is None else json.dumps(sorted(allowed))
-            rows: list[tuple[str, str, int]] = []
-            for e in dict.fromkeys(entities):
-                found = conn.execute(ENTITY_LINKS, (user, collection, e, scoped, max(per_entity, LINKS_READ)))
-                rows += [(e, c, n) for c, n in sorted(found, key=lambda r: (-r[1], r[0]))[:per_entity]]
-            if chunk_ids:
-                rows += conn.execute(CHUNK_LINKS, (user, collection, json.dumps(list(chunk_ids)), docs)).fetchall()
-            return [Mention(entity=e, chunk_id=c, count=n) for e, c, n in dict.fromkeys(rows)]
+            return passages.mention_links(conn, q.tenant, entities, chunk_ids, per_entity, (scoped, allowed))
 
         return await self._read(q.tenant, read)
 

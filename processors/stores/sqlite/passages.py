@@ -8,18 +8,22 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import weakref
 from collections.abc import Collection, Sequence
 
 import numpy as np
 
-from processors.algorithms.bm25 import best_bm25, query_terms
+from processors.algorithms.bm25 import Bm25Stats, best_bm25, query_terms
 from processors.algorithms.passage_rank import Candidates, ConceptLinks, HopLinks, Passage, name_runs
 from processors.algorithms.vectors import top_k
 from processors.stores.documents_protocol import tenant_token
-from processors.stores.sqlite.docs_schema import CHUNK_SPACE, CONCEPT_KEYS, bm25_stats
+from processors.stores.sqlite.docs_schema import CHUNK_LINKS, CHUNK_SPACE, ENTITY_LINKS, LINKS_READ
 from processors.stores.sqlite.vector_lists import VectorLists
+from schemas.documents import Mention
 from schemas.tenant import Tenant
 
+# The connections whose `temp.scope_docs` exists (a temp table lives as long as its connection).
+_SCOPE_TABLES: weakref.WeakSet[sqlite3.Connection] = weakref.WeakSet()
 EXACT_SCOPE = 50_000  # a scope of at most this many chunks is searched exactly (all its vectors read)
 RESCORE = 4  # IVF hits read per wanted hit, rescored with the stored float vectors
 SUBJECT_READ = 512  # subject chunks of one concept read, the best SUBJECT_KEEP kept by cosine
@@ -41,17 +45,40 @@ VECTORS = (
     " AND c.id IN (SELECT value FROM json_each(?3))"
     " AND (?4 IS NULL OR c.document_id IN (SELECT id FROM temp.scope_docs))"
 )
-IN_SCOPE_MENTION = (
-    "SELECT 1 FROM mentions WHERE user = ?1 AND collection = ?2 AND entity = ?3"
-    " AND (?4 IS NULL OR document_id IN (SELECT id FROM temp.scope_docs)) LIMIT 1"
+_IN_SCOPE = "(?4 IS NULL OR document_id IN (SELECT id FROM temp.scope_docs))"
+# A concept's first ?N chunks (mentioning it, or whose subject it is) in scope, as one JSON array:
+# a correlated subquery keeps each concept's own LIMIT, so one statement reads every concept's.
+_MENTIONING = (
+    "(SELECT json_group_array(chunk_id) FROM (SELECT chunk_id FROM mentions WHERE user = ?1 AND collection = ?2"
+    " AND entity = {e} AND " + _IN_SCOPE + " LIMIT {n}))"
 )
-SUBJECT_CHUNKS = (
-    "SELECT chunk_id FROM chunk_subjects WHERE user = ?1 AND collection = ?2 AND entity = ?3"
-    " AND (?4 IS NULL OR document_id IN (SELECT id FROM temp.scope_docs)) LIMIT ?5"
+_SUBJECTS = (
+    "(SELECT json_group_array(chunk_id) FROM (SELECT chunk_id FROM chunk_subjects WHERE user = ?1"
+    " AND collection = ?2 AND entity = {e} AND " + _IN_SCOPE + " LIMIT {n}))"
 )
-MENTIONING = (
-    "SELECT chunk_id FROM mentions WHERE user = ?1 AND collection = ?2 AND entity = ?3"
-    " AND (?4 IS NULL OR document_id IN (SELECT id FROM temp.scope_docs)) LIMIT ?5"
+# Each concept (?3: JSON array) with its first ?5 chunks and its first ?6 subject chunks in scope.
+CONCEPT_LINKS = (
+    "SELECT k.value, " + _MENTIONING.format(e="k.value", n="?5") + ", " + _SUBJECTS.format(e="k.value", n="?6")
+    + " FROM json_each(?3) k"
+)  # fmt: skip
+# The concepts keyed by the phrases (?3: JSON array) with whether a chunk in scope mentions each
+# and its first ?5 subject chunks in scope (a key of several concepts names none: the caller drops it).
+NAMED = (
+    "SELECT ck.key, ck.iri, EXISTS (SELECT 1 FROM mentions WHERE user = ?1 AND collection = ?2"
+    " AND entity = ck.iri AND " + _IN_SCOPE + "), " + _SUBJECTS.format(e="ck.iri", n="?5")
+    + " FROM concept_keys ck WHERE ck.user = ?1 AND ck.collection = ?2 AND ck.key IN (SELECT value FROM json_each(?3))"
+)  # fmt: skip
+# The concepts keyed by the word runs (?3) with whether a chunk in scope has each as its subject.
+NAMED_SUBJECTS = (
+    "SELECT ck.key, ck.iri, EXISTS (SELECT 1 FROM chunk_subjects WHERE user = ?1 AND collection = ?2"
+    " AND entity = ck.iri AND " + _IN_SCOPE + ") FROM concept_keys ck WHERE ck.user = ?1 AND ck.collection = ?2"
+    " AND ck.key IN (SELECT value FROM json_each(?3))"
+)
+# The collection's kept BM25 statistics in one statement: its chunk and term counts (term NULL),
+# then the chunks holding each term of ?3 (JSON array).
+BM25_STATS = (
+    "SELECT NULL, chunks, terms FROM collection_counts WHERE user = ?1 AND collection = ?2 UNION ALL"
+    " SELECT term, df, 0 FROM term_df WHERE user = ?1 AND collection = ?2 AND term IN (SELECT value FROM json_each(?3))"
 )
 SOURCES = (
     "SELECT c.id, c.text, d.title_entity FROM chunks c JOIN documents d ON d.user = c.user"
@@ -72,15 +99,19 @@ def fts_query(tenant: Tenant, terms: Sequence[str]) -> str | None:
 
 
 def set_scope(conn: sqlite3.Connection, allowed: Collection[str] | None) -> int | None:
-    """Fill `temp.scope_docs` with the scope's documents; the query flag (None: no scope)."""
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS scope_docs (id TEXT PRIMARY KEY) WITHOUT ROWID")
+    """The query flag of a scope (None: no scope); with one, `temp.scope_docs` holds its documents.
+    Unscoped, no statement runs (the table, made once per connection, is not read: the flag is NULL)."""
+    if conn not in _SCOPE_TABLES:
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS scope_docs (id TEXT PRIMARY KEY) WITHOUT ROWID")
+        _SCOPE_TABLES.add(conn)
+    if allowed is None:
+        return None
     conn.execute("DELETE FROM temp.scope_docs")
-    if allowed is not None:
-        conn.executemany("INSERT OR IGNORE INTO temp.scope_docs VALUES (?)", [(d,) for d in allowed])
+    conn.executemany("INSERT OR IGNORE INTO temp.scope_docs VALUES (?)", [(d,) for d in allowed])
     # The writes above opened a transaction (sqlite3's implicit BEGIN): end it, or this read
     # connection would keep its snapshot of the file and never see another writer's rows.
     conn.commit()
-    return None if allowed is None else 1
+    return 1
 
 
 def cosines(rows: Sequence[tuple[str, bytes]], q: np.ndarray) -> dict[str, float]:
@@ -104,67 +135,83 @@ def similarities(
 
 def candidates(
     conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, q: np.ndarray | None,
-    terms: Sequence[str], k: int, scope: tuple[int | None, int], among: Sequence[str] | None,
+    terms: Sequence[str], k: int, scope: tuple[int | None, int | None], among: Sequence[str] | None,
 ) -> Candidates:  # fmt: skip
     """The `k` nearest chunks (IVF, or exactly within a small scope or `among` given chunks) and
-    the `k` best by BM25, each with its cosine; `scope` is (flag, chunks in it)."""
-    scoped, searched = scope
-    dense: dict[str, float] = {}
-    if q is not None and not (among is not None and not among):
-        if among is not None:
-            sims = similarities(conn, tenant, q, among, scoped)
-        elif scoped is not None and searched <= EXACT_SCOPE:
-            sims = cosines(conn.execute(SCOPE_VECTORS, (tenant.user, tenant.collection)).fetchall(), q)
-        else:
-            allowed = None if scoped is None else {r[0] for r in conn.execute("SELECT id FROM temp.scope_docs")}
-            hits = vl.search(conn, tenant, CHUNK_SPACE, q, RESCORE * k, allowed)
-            sims = similarities(conn, tenant, q, [i for i, _ in hits], scoped)
-        ids = list(sims)
-        best = top_k(np.asarray([sims[i] for i in ids], dtype=np.float64), k).tolist()
-        dense = {ids[i]: sims[ids[i]] for i in best}
-    lexical: dict[str, float] = {}
+    the `k` best by BM25, each with its cosine; `scope` is (flag, chunks in it; None: the
+    collection's). The lexical hits come first, so one read of stored vectors rescores the IVF
+    hits and gives the lexical hits their cosines: four statements, unscoped."""
+    scoped, size = scope
     terms = query_terms(terms)
+    stats = bm25_stats(conn, tenant, terms)
+    searched = stats.chunks if size is None else size
+    if among is not None and not among:
+        return Candidates([], searched)
+    lexical: dict[str, float] = {}
     query = fts_query(tenant, terms)
-    if query is not None and not (among is not None and not among):
+    if query is not None:
         args = (query, tenant.user, tenant.collection, scoped,
                 None if among is None else json.dumps(list(among)), RESCORE * k)  # fmt: skip
         hits = conn.execute(LEXICAL, args).fetchall()
-        lexical = best_bm25([(i, words.split()) for i, words, _ in hits], terms, bm25_stats(conn, tenant, terms), k)
-    missing = [i for i in lexical if i not in dense]
-    if q is not None and missing:
-        dense.update(similarities(conn, tenant, q, missing, scoped))
+        lexical = best_bm25([(i, words.split()) for i, words, _ in hits], terms, stats, k)
+    dense: dict[str, float] = {}
+    cos: dict[str, float] = {}  # every cosine read
+    if q is not None:
+        if among is None and scoped is not None and searched <= EXACT_SCOPE:
+            cos = cosines(conn.execute(SCOPE_VECTORS, (tenant.user, tenant.collection)).fetchall(), q)
+            pool = list(cos)
+        else:
+            if among is not None:
+                pool = list(among)
+            else:
+                allowed = None if scoped is None else {r[0] for r in conn.execute("SELECT id FROM temp.scope_docs")}
+                pool = [i for i, _ in vl.search(conn, tenant, CHUNK_SPACE, q, RESCORE * k, allowed)]
+            cos = similarities(conn, tenant, q, list(dict.fromkeys([*pool, *lexical])), scoped)
+        in_pool = set(pool)
+        ids = [i for i in cos if i in in_pool]  # in the order the vectors were read: ties go to the first
+        best = top_k(np.asarray([cos[i] for i in ids], dtype=np.float64), k).tolist()
+        dense = {ids[i]: cos[ids[i]] for i in best}
+        dense.update({i: cos[i] for i in lexical if i not in dense and i in cos})
     ids = list(dict.fromkeys([*dense, *lexical]))
     return Candidates([Passage(i, dense.get(i, 0.0), lexical.get(i, 0.0)) for i in ids], searched)
+
+
+def bm25_stats(conn: sqlite3.Connection, tenant: Tenant, terms: Sequence[str]) -> Bm25Stats:
+    """The collection's kept BM25 statistics for these terms (zeros for an empty collection)."""
+    chunks, total, df = 0, 0, {}
+    for term, n, m in conn.execute(BM25_STATS, (tenant.user, tenant.collection, json.dumps(list(terms)))):
+        if term is None:
+            chunks, total = int(n), int(m)
+        else:
+            df[str(term)] = int(n)
+    return Bm25Stats(chunks, total, df)
 
 
 def named(
     conn: sqlite3.Connection, tenant: Tenant, phrases: Sequence[str], q: np.ndarray, scoped: int | None
 ) -> dict[str, tuple[str, list[Passage]]]:
-    """Of `phrases`, the concept keys present in the scope: key -> (concept, its best subject chunks)."""
+    """Of `phrases`, the concept keys present in the scope: key -> (concept, its best subject
+    chunks, the SUBJECT_KEEP nearest `q` of its first SUBJECT_READ). Two statements."""
     if not phrases:
         return {}
+    rows = conn.execute(NAMED, (tenant.user, tenant.collection, json.dumps(list(phrases)), scoped, SUBJECT_READ))
+    found = _one_concept_keys(rows.fetchall())
+    found = {key: row for key, row in found.items() if row[2]}  # a chunk in scope mentions it
+    subjects = {key: json.loads(row[3]) for key, row in found.items()}
+    sims = similarities(conn, tenant, q, sorted({c for ids in subjects.values() for c in ids}), scoped)
     out: dict[str, tuple[str, list[Passage]]] = {}
-    for key, iri in concepts_by_key(conn, tenant, phrases).items():
-        if conn.execute(IN_SCOPE_MENTION, (tenant.user, tenant.collection, iri, scoped)).fetchone() is None:
-            continue
-        out[key] = (iri, _subjects(conn, tenant, iri, q, scoped))
+    for key, row in found.items():
+        best = sorted((c for c in subjects[key] if c in sims), key=lambda c: (-sims[c], c))[:SUBJECT_KEEP]
+        out[key] = (row[1], [Passage(c, sims[c]) for c in best])
     return out
 
 
-def concepts_by_key(conn: sqlite3.Connection, tenant: Tenant, keys: Sequence[str]) -> dict[str, str]:
-    """Key -> the one concept it is a key or an alias of (a key naming several names none)."""
-    found: dict[str, list[str]] = {}
-    for key, iri in conn.execute(CONCEPT_KEYS, (tenant.user, tenant.collection, json.dumps(list(keys)))):
-        found.setdefault(key, []).append(iri)
-    return {k: iris[0] for k, iris in found.items() if len(iris) == 1}
-
-
-def _subjects(conn: sqlite3.Connection, tenant: Tenant, iri: str, q: np.ndarray, scoped: int | None) -> list[Passage]:
-    """The chunks whose subject `iri` is (in scope), the SUBJECT_KEEP nearest `q`."""
-    ids = [r[0] for r in conn.execute(SUBJECT_CHUNKS, (tenant.user, tenant.collection, iri, scoped, SUBJECT_READ))]
-    sims = similarities(conn, tenant, q, ids, scoped)
-    best = sorted(sims, key=lambda c: (-sims[c], c))[:SUBJECT_KEEP]
-    return [Passage(c, sims[c]) for c in best]
+def _one_concept_keys(rows: Sequence[tuple]) -> dict[str, tuple]:  # type: ignore[type-arg]
+    """Key -> its row, for the keys of exactly one concept (a key naming several names none)."""
+    found: dict[str, list[tuple]] = {}  # type: ignore[type-arg]
+    for row in rows:
+        found.setdefault(row[0], []).append(row)
+    return {k: rs[0] for k, rs in found.items() if len(rs) == 1}
 
 
 def links(
@@ -173,7 +220,8 @@ def links(
 ) -> HopLinks:  # fmt: skip
     """One hop of graphrank from `chunk_ids`: each source's concepts (mentions, and the subject
     concepts its text names, its own subject left out), each concept's subjects and — when in
-    at most `cap` chunks of the scope — its chunks, and the cosine of every chunk reached."""
+    at most `cap` chunks of the scope — its chunks, and the cosine of every chunk reached. Five
+    statements, whatever the number of sources and concepts."""
     hop = HopLinks()
     if not chunk_ids:
         return hop
@@ -187,13 +235,11 @@ def links(
         if entity != own.get(cid) and entity not in have:
             have.append(entity)
     wanted = sorted({c for cs in hop.concepts_of.values() for c in cs} - set(skip))
-    subjects: dict[str, list[str]] = {}
-    for c in wanted:
-        chunks = [r[0] for r in conn.execute(MENTIONING, (tenant.user, tenant.collection, c, scoped, cap + 1))]
-        subjects[c] = [
-            r[0] for r in conn.execute(SUBJECT_CHUNKS, (tenant.user, tenant.collection, c, scoped, SUBJECT_READ))
-        ]
-        hop.concepts[c] = ConceptLinks(len(chunks), subjects[c], chunks if len(chunks) <= cap else [])
+    if wanted:
+        args = (tenant.user, tenant.collection, json.dumps(wanted), scoped, cap + 1, SUBJECT_READ)
+        for c, mentioning, subjects in conn.execute(CONCEPT_LINKS, args):
+            chunks = json.loads(mentioning)
+            hop.concepts[c] = ConceptLinks(len(chunks), json.loads(subjects), chunks if len(chunks) <= cap else [])
     reached = {j for link in hop.concepts.values() for j in (*link.subjects, *link.chunks)} - set(known)
     sims = similarities(conn, tenant, q, sorted(reached), scoped)
     hop.passages = [Passage(c, s) for c, s in sims.items()]
@@ -205,15 +251,37 @@ def _named_subjects(
     scoped: int | None,
 ) -> list[tuple[str, str]]:  # fmt: skip
     """(source chunk, concept) for each subject concept (one with a subject chunk in scope) whose
-    key the source's text names as whole words."""
+    key the source's text names as whole words (one statement)."""
     runs: dict[str, set[str]] = {}
     for cid, text, _ in sources:
         for run in name_runs(text):
             runs.setdefault(run, set()).add(cid)
     if not runs:
         return []
+    rows = conn.execute(NAMED_SUBJECTS, (tenant.user, tenant.collection, json.dumps(list(runs)), scoped)).fetchall()
     out = []
-    for key, iri in concepts_by_key(conn, tenant, list(runs)).items():
-        if conn.execute(SUBJECT_CHUNKS, (tenant.user, tenant.collection, iri, scoped, 1)).fetchone() is not None:
+    for key, (_, iri, has_subject) in _one_concept_keys(rows).items():
+        if has_subject:
             out += [(cid, iri) for cid in sorted(runs[key])]
     return out
+
+
+def mention_links(
+    conn: sqlite3.Connection, tenant: Tenant, entities: Sequence[str], chunk_ids: Sequence[str],
+    per_entity: int, scope: tuple[int | None, Collection[str] | None],
+) -> list[Mention]:  # fmt: skip
+    """Chunk-entity links of a neighbourhood (two statements): of each entity's first LINKS_READ
+    mentions in scope, the `per_entity` most mentioning; every mention of the chunks. `scope`:
+    the query flag and the scope's documents."""
+    scoped, allowed = scope
+    rows: list[tuple[str, str, int]] = []
+    wanted = list(dict.fromkeys(entities))
+    if wanted:
+        args = (tenant.user, tenant.collection, json.dumps(wanted), scoped, max(per_entity, LINKS_READ))
+        read = {e: json.loads(found) for e, found in conn.execute(ENTITY_LINKS, args)}
+        for e in wanted:
+            rows += [(e, c, n) for c, n in sorted(read.get(e, []), key=lambda r: (-r[1], r[0]))[:per_entity]]
+    if chunk_ids:
+        docs = None if allowed is None else json.dumps(sorted(allowed))
+        rows += conn.execute(CHUNK_LINKS, (tenant.user, tenant.collection, json.dumps(list(chunk_ids)), docs))
+    return [Mention(entity=e, chunk_id=c, count=n) for e, c, n in dict.fromkeys(rows)]

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
+from collections import OrderedDict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
@@ -31,6 +33,10 @@ TRAIN_AT = 4096
 LIST_TARGET = 512
 SPLIT_AT = 2048
 PROBE = 8192  # items a search reads (whole lists, nearest first)
+# A space of at most PROBE items is searched whole: its codes stay in memory until its version
+# changes, for at most CACHED_SPACES spaces per file (each at most PROBE x dims bytes of codes plus
+# its ids: about 4 MB at 384 dims, so at most about 32 MB).
+CACHED_SPACES = 8
 MAX_TRAIN_LISTS = 4096  # lists a first training makes (a backfill of a large collection)
 TRAIN_SAMPLE = 64  # items per list k-means trains on (the rest are assigned to the nearest)
 
@@ -61,6 +67,10 @@ _LIST_ITEMS = (
     "SELECT item, document_id, scale, code FROM vector_items WHERE user = ?1 AND collection = ?2 AND space = ?3"
     " AND list = ?4"
 )
+_LISTS_ITEMS = (
+    "SELECT list, item, document_id, scale, code FROM vector_items WHERE user = ?1 AND collection = ?2"
+    " AND space = ?3 AND list IN (SELECT value FROM json_each(?4))"
+)
 _ITEM_LISTS = (
     "SELECT item, list FROM vector_items INDEXED BY vector_items_by_item WHERE user = ? AND collection = ?"
     " AND space = ? AND item IN (SELECT value FROM json_each(?))"
@@ -77,11 +87,29 @@ class Centroids:
     matrix: np.ndarray | None
 
 
+@dataclass
+class Codes:
+    """Items of a space as read for a search: ids, documents, int8 codes (a row each) and scales."""
+
+    ids: list[str]
+    docs: list[str]
+    codes: np.ndarray
+    scales: np.ndarray
+
+    def only(self, keep: np.ndarray) -> Codes:
+        """The items where `keep` is true."""
+        rows = np.flatnonzero(keep)
+        return Codes([self.ids[i] for i in rows], [self.docs[i] for i in rows], self.codes[rows], self.scales[rows])
+
+
 class VectorLists:
     """The IVF index of a SQLite file's collections (see the module docstring)."""
 
     def __init__(self) -> None:
         self._cache: dict[tuple[str, str, str], Centroids] = {}
+        # small spaces' codes by (user, collection, space): (version, codes), least recently used first
+        self._codes: OrderedDict[tuple[str, str, str], tuple[int, Codes]] = OrderedDict()
+        self._lock = threading.Lock()  # searches run on several pool threads
 
     # --- writes (inside the caller's transaction) -----------------------------------------------
     def add(
@@ -136,30 +164,23 @@ class VectorLists:
         allowed: Collection[str] | None = None, probe: int = PROBE,
     ) -> list[tuple[str, float]]:  # fmt: skip
         """(item, approximate cosine) of the best `k` items of the lists nearest unit `q` (only
-        items of `allowed` documents, when given), best first."""
+        items of `allowed` documents, when given), best first. One statement checks the space's
+        version; a space of at most `probe` items is then scored from its cached codes, a larger
+        one reads its nearest lists in one more statement."""
         cents = self._centroids(conn, tenant, space)
         if not cents.lists:
             return []
-        order = range(len(cents.lists)) if cents.matrix is None else np.argsort(-(cents.matrix @ q), kind="stable")
-        ids: list[str] = []
-        scores: list[np.ndarray] = []
-        read = 0
-        for n in order:
-            rows = conn.execute(_LIST_ITEMS, (tenant.user, tenant.collection, space, cents.lists[int(n)])).fetchall()
-            if allowed is not None:
-                rows = [r for r in rows if r[1] in allowed]
-            if rows:
-                codes = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.int8).reshape(len(rows), -1)
-                scores.append((codes.astype(np.float32) @ q) * np.asarray([r[2] for r in rows], dtype=np.float32))
-                ids += [r[0] for r in rows]
-            read += cents.sizes[int(n)]
-            if read >= probe:
-                break
-        if not ids:
+        if sum(cents.sizes) <= probe:
+            codes = self._whole(conn, tenant, space, cents)
+        else:
+            codes = self._read(conn, tenant, space, _nearest_lists(cents, q, probe))
+        if allowed is not None:
+            codes = codes.only(np.fromiter((d in allowed for d in codes.docs), dtype=bool, count=len(codes.ids)))
+        if not codes.ids:
             return []
-        sims = np.concatenate(scores)
+        sims = (codes.codes.astype(np.float32) @ q) * codes.scales
         top = np.argsort(-sims, kind="stable")[:k]
-        return [(ids[i], float(sims[i])) for i in top.tolist()]
+        return [(codes.ids[i], float(sims[i])) for i in top.tolist()]
 
     # --- internals --------------------------------------------------------------------------------
     def _centroids(self, conn: sqlite3.Connection, tenant: Tenant, space: str,
@@ -177,6 +198,35 @@ class VectorLists:
         cents = Centroids(version, [int(r[0]) for r in rows], [int(r[2]) for r in rows], matrix)
         self._cache[key] = cents
         return cents
+
+    def _whole(self, conn: sqlite3.Connection, tenant: Tenant, space: str, cents: Centroids) -> Codes:
+        """Every item of a small space, from the cache while the space's version holds (else read
+        once, in one statement, and kept: at most CACHED_SPACES spaces, least recently used out)."""
+        key = (tenant.user, tenant.collection, space)
+        with self._lock:
+            hit = self._codes.get(key)
+            if hit is not None and hit[0] == cents.version:
+                self._codes.move_to_end(key)
+                return hit[1]
+        codes = self._read(conn, tenant, space, cents.lists)
+        with self._lock:
+            self._codes[key] = (cents.version, codes)
+            self._codes.move_to_end(key)
+            while len(self._codes) > CACHED_SPACES:
+                self._codes.popitem(last=False)
+        return codes
+
+    def _read(self, conn: sqlite3.Connection, tenant: Tenant, space: str, lists: Sequence[int]) -> Codes:
+        """The items of `lists` (one statement), in the order of `lists`."""
+        args = (tenant.user, tenant.collection, space, json.dumps([int(x) for x in lists]))
+        rows = conn.execute(_LISTS_ITEMS, args).fetchall()
+        if not rows:
+            return Codes([], [], np.zeros((0, 0), dtype=np.int8), np.zeros(0, dtype=np.float32))
+        rank = {lst: i for i, lst in enumerate(lists)}
+        rows.sort(key=lambda r: rank[r[0]])  # stable: within a list, the stored order
+        _, ids, docs, scales, blobs = zip(*rows, strict=True)
+        codes = np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(len(rows), -1)
+        return Codes(list(ids), list(docs), codes, np.asarray(scales, dtype=np.float32))
 
     def _insert(
         self, conn: sqlite3.Connection, tenant: Tenant, space: str,
@@ -254,6 +304,19 @@ class VectorLists:
             " WHERE user = ?1 AND collection = ?2 AND space = ?3) WHERE user = ?1 AND collection = ?2 AND space = ?3",
             (tenant.user, tenant.collection, space),
         )
+
+
+def _nearest_lists(cents: Centroids, q: np.ndarray, probe: int) -> list[int]:
+    """The lists nearest unit `q`, nearest first, until they hold `probe` items."""
+    order = range(len(cents.lists)) if cents.matrix is None else np.argsort(-(cents.matrix @ q), kind="stable")
+    out: list[int] = []
+    read = 0
+    for n in order:
+        out.append(cents.lists[int(n)])
+        read += cents.sizes[int(n)]
+        if read >= probe:
+            break
+    return out
 
 
 def _unit(m: np.ndarray) -> np.ndarray:

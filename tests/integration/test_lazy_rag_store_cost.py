@@ -1,0 +1,76 @@
+"""What a lazy-rag question costs the stores, counted by the stores themselves (issue 38: few
+store requests per question): on SQLite at most 50 statements for the whole question, follow-up
+round included; on the real Neo4j the graphrank search — the candidates (vector, full-text and the
+concepts the question names), each hop, the chunks — at most 4 round trips. Each stage's reads
+are batched, so the bound holds whatever the number of concepts or entities a stage touches."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from processors.accounting.usage import counting
+from processors.base.settings import RuntimeSettings
+from processors.commands.system import System, embedded
+from processors.models.embeddings.model import OnnxMiniLM
+from processors.stores.settings import StoreSettings
+from schemas.documents import ChunkSearch, DeleteCollection
+from schemas.lazy_rag import LazyRagRequest
+from schemas.services import DOCUMENT_STORE, DOCUMENTS, LAZY_RAG
+from tests.conftest import Servers
+from tests.documents.scope_property import CORPUS, client, load
+
+pytestmark = pytest.mark.usefixtures("servers")
+
+SQLITE_STATEMENTS = 50
+NEO4J_SEARCH_ROUND_TRIPS = 4
+QUESTIONS = [
+    "Which river flows through the city where Pierre Curie was born?",
+    "Who was born near the capital of Poland?",
+    "Where did Marie Curie teach?",
+]
+
+
+@pytest.fixture(params=["sqlite", "neo4j"])
+async def loaded(
+    request: pytest.FixtureRequest, tmp_path: Path, servers: Servers
+) -> AsyncIterator[tuple[System, str, str]]:
+    """A system on one backend with the shared corpus loaded, one question already asked (the
+    connections open, the caches warm: below, each question's own reads)."""
+    home, user = tmp_path / "home", f"cost-{uuid.uuid4().hex[:8]}"
+    store = StoreSettings(home=home)
+    if request.param == "neo4j":
+        store = StoreSettings(home=home, triples_backend="neo4j", vectors_backend="neo4j", documents_backend="neo4j",
+                              neo4j_url=servers.neo4j_url)  # fmt: skip
+    async with embedded(store, RuntimeSettings()) as system:
+        try:
+            await load(system, user, "c", CORPUS)
+            await client(system, LAZY_RAG).request(LazyRagRequest(user=user, collection="c", query=QUESTIONS[0],
+                                                                  no_llm=True))  # fmt: skip
+            yield system, request.param, user
+        finally:
+            await client(system, DOCUMENT_STORE).request(DeleteCollection(user=user, collection="c"))
+
+
+async def test_a_lazy_rag_question_costs_few_store_requests(loaded: tuple[System, str, str]) -> None:
+    system, backend, user = loaded
+    for question in QUESTIONS:
+        req = LazyRagRequest(user=user, collection="c", query=question, no_llm=True, operation="expand")
+        res = await client(system, LAZY_RAG).request(req)
+        st = res.stats
+        assert res.chunks and st is not None
+        assert st.stage_store_requests["bridges"] > 0  # the follow-up round ran and is counted
+        if backend == "sqlite":
+            assert st.store_requests <= SQLITE_STATEMENTS, (question, st.stage_store_requests)
+        vector = (await OnnxMiniLM.shared().embed([question]))[0]
+        search = ChunkSearch(user=user, collection="c", vector=vector, text=question, mode="graph", limit=30)
+        with counting() as usage:
+            found = await client(system, DOCUMENTS).request(search)
+        assert found.chunks
+        if backend == "neo4j":
+            assert usage.round_trips <= NEO4J_SEARCH_ROUND_TRIPS, (question, usage)
+        else:
+            assert usage.round_trips <= NEO4J_SEARCH_ROUND_TRIPS and usage.requests <= 25, (question, usage)
