@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationInfo, field_validator
 
 from schemas.base import MAX_QUERY_CHARS, Message, Response, ScopedRequest
-from schemas.retrieval import RelationshipRef
+from schemas.retrieval import RelationshipRef, SearchText
 from schemas.scope import MetadataValue, Scope
 
 # The most text one document may hold: what a load can carry and index in one request. A document's
@@ -180,7 +180,8 @@ class ChunkSearch(ScopedDocRequest):
     """Chunks by vector and/or text, fused by reciprocal rank (or one of the two alone), or
     `graph`: graph-aware multi-hop ranking (dense + BM25 + one hop over the concept graph). With
     `communities`, only the chunks of those communities; with `per_community` too, the best
-    `per_community` of each (`by_community` in the response says which are whose)."""
+    `per_community` of each (`by_community` in the response says which are whose). With `searches`,
+    each of them instead, as this one would be, in one store call (`by_search`: each one's chunks)."""
 
     operation: Literal["search"] = "search"
     vector: list[float] | None = None
@@ -189,6 +190,7 @@ class ChunkSearch(ScopedDocRequest):
     limit: int = Field(default=10, ge=1, le=1000)
     communities: list[str] | None = Field(default=None, max_length=100)
     per_community: int | None = Field(default=None, ge=1, le=100)
+    searches: list[SearchText] = Field(default=[], max_length=50)
 
 
 class EntityChunks(ScopedDocRequest):
@@ -344,6 +346,7 @@ class DocumentsResponse(Response):
     hashes: dict[str, str] = {}
     chunks: list[Chunk] = []
     by_community: dict[str, list[str]] = {}  # search with communities: community -> its chunks found
+    by_search: list[list[tuple[str, float]]] = []  # search with `searches`: each one's (chunk id, score)
     links: ChunkLinks | None = None
     relations: list[RelationshipRef] = []
     relation_chunks: list[tuple[tuple[str, str, str], str]] = []  # (relation, chunk id)

@@ -5,11 +5,20 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
+
+from schemas.base import MAX_QUERY_CHARS
 
 # The reranker's strategies, and the flow parameter `reranker` of the services that can call it.
 RerankStrategy = Literal["semantic", "episode", "distance", "hybrid"]
 RerankerChoice = Literal["none", "semantic", "episode", "distance", "hybrid"]
+
+
+class SearchText(BaseModel):
+    """One search of a batch (a chunk search's `searches`): a question vector and its text."""
+
+    vector: list[float] | None = None
+    text: str | None = Field(default=None, max_length=MAX_QUERY_CHARS)
 
 
 class DocumentRef(BaseModel):

@@ -41,7 +41,7 @@ from schemas.graph_embeddings import GraphEmbeddingsRequest
 from schemas.graph_rag import SeedEntity
 from schemas.labels import LabelRequest
 from schemas.reranker import RerankRequest, RerankResponse
-from schemas.retrieval import RelationshipRef
+from schemas.retrieval import RelationshipRef, SearchText
 from schemas.services import (
     COMMUNITIES,
     DOCUMENTS,
@@ -162,6 +162,18 @@ class BusSources:
         req = ChunkSearch(user=t.user, collection=t.collection, scope=t.scope, vector=vector, text=text, limit=limit,
                           mode=mode, communities=None if communities is None else list(communities))  # fmt: skip
         return (await self._call(DOCUMENTS, req)).chunks
+
+    @uses(DOCUMENTS)
+    async def search_many(
+        self, t: Tenant, searches: Sequence[tuple[list[float], str]], limit: int, mode: SearchMode = "fused"
+    ) -> list[list[Chunk]]:
+        if not searches:
+            return []
+        asked = [SearchText(vector=v, text=text[:MAX_QUERY_CHARS]) for v, text in searches]
+        req = ChunkSearch(user=t.user, collection=t.collection, scope=t.scope, limit=limit, mode=mode, searches=asked)
+        res = await self._call(DOCUMENTS, req)
+        by_id = {c.id: c for c in res.chunks}
+        return [[by_id[i].model_copy(update={"score": s}) for i, s in found if i in by_id] for found in res.by_search]
 
     @uses(DOCUMENTS)
     async def community_chunks(

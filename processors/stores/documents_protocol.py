@@ -199,6 +199,13 @@ class DocumentStore(Protocol):
         `phrases`, also what `named` returns for them, in the same store call."""
         ...
 
+    async def candidates_many(
+        self, tenant: Tenant, questions: Sequence[tuple[Sequence[float] | None, Sequence[str]]], k: int
+    ) -> list[Candidates]:
+        """`candidates` for each (question vector, terms) in the tenant's scope, in one store call
+        (a follow-up round's searches)."""
+        ...
+
     async def concept_keys(self, tenant: Tenant, keys: Sequence[str]) -> dict[str, list[str]]:
         """Key -> the concepts it is a key or an alias of (what documents already linked)."""
         ...

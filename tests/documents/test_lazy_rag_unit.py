@@ -77,6 +77,12 @@ class Graph:
         self.calls.append(("search", mode))
         return [chunk(c, self.texts.get(c, "")) for c in ("q1", "q2", "n1")][:limit]
 
+    async def search_many(
+        self, t: Tenant, searches: Sequence[tuple[list[float], str]], limit: int, mode: str = "fused"
+    ) -> list[list[Chunk]]:
+        self.calls.append(("search_many", len(searches)))  # one call for the follow-up round
+        return [await self.search_chunks(t, v, text, limit, mode) for v, text in searches]
+
     async def seeds(self, t: Tenant, vector: list[float], text: str, limit: int) -> list[SeedEntity]:
         return [SeedEntity(id="counterparts", label="Counterparts", score=1.0, lexical=True)]
 
@@ -201,8 +207,10 @@ async def test_a_follow_up_search_finds_the_passage_about_a_name_the_best_chunk_
     nb = await retrieve(g, T, question, LazyRagSettings(max_hops=0, chunk_limit=4, bridge_seeds=1, bridge_depth=3))
     assert [c.id for c in nb.chunks] == ["q1", "q2", "n1", "b1"]
     assert ("follow-up", ("Neil Peart", "fused", 3)) in g.calls
-    # Both of q1's names ("Counterparts" is the question's own) are embedded in one call.
+    # Both of q1's names ("Counterparts" is the question's own) are embedded in one call and
+    # searched in one call (one store read for the round).
     assert [arg for name, arg in g.calls if name == "embed_texts"] == [["Neil Peart", "Rush"]]
+    assert [arg for name, arg in g.calls if name == "search_many"] == [2]
     assert "bridges" in nb.watch.stage_ms  # its store requests are counted by the stores (none here)
 
 

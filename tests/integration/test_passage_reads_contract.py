@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from processors.accounting.usage import counting
 from processors.algorithms.passage_rank import question_phrases
 from processors.stores.documents_protocol import ChunkQuery, DocumentRecord
 from schemas.documents import Mention, Scope
@@ -103,3 +104,24 @@ async def test_candidates_carry_cosines_and_the_chunks_searched(docs: DocBackend
     assert in_scope.searched == 2 and {p.id for p in in_scope.passages} == {"warsaw:0", "hub1:0"}
     among = await docs.documents.candidates(q, ["museum"], 5, among=["curie:1", "paris:0"])
     assert {p.id for p in among.passages} == {"curie:1", "paris:0"} and among.searched == 2
+
+
+async def test_a_follow_up_round_reads_each_questions_candidates_at_once(docs: DocBackend) -> None:
+    """`candidates_many` answers each (vector, terms) as `candidates` would, in one store call, in
+    the scope; the named concepts come with the candidates when phrases are given."""
+    records, vector, q = await stored(docs, 9)
+    other = near(unit(42), 3, 0.7)
+    asked = [(vector, ["museum"]), (other, ["prizes", "born"]), (None, ["city"])]
+    for scope in ((), ("warsaw", "hub1", "paris")):
+        sq = scoped(q, *scope) if scope else q
+        with counting() as usage:
+            many = await docs.documents.candidates_many(sq.tenant, asked, 3)
+        assert usage.round_trips == 1
+        one = [await docs.documents.candidates(ChunkQuery(sq.tenant, v), terms, 3) for v, terms in asked]
+        assert [sorted((p.id, round(p.dense, 5), round(p.lexical, 5)) for p in c.passages) for c in many] == [
+            sorted((p.id, round(p.dense, 5), round(p.lexical, 5)) for p in c.passages) for c in one
+        ]
+        assert [c.searched for c in many] == [c.searched for c in one]
+    with_names = await docs.documents.candidates(q, ["museum"], 2, phrases=question_phrases("Where is Marie Curie?"))
+    assert with_names.named == await docs.documents.named(q, question_phrases("Where is Marie Curie?"))
+    assert "marie curie" in with_names.named

@@ -19,6 +19,7 @@ from processors.algorithms.passage_rank import (
 )
 from processors.stores.documents_protocol import ChunkQuery, DocumentStore
 from schemas.documents import Chunk, SearchMode
+from schemas.tenant import Tenant
 
 FUSION_DEPTH = 4  # each retriever contributes its best `FUSION_DEPTH * limit` to the fusion
 
@@ -62,6 +63,27 @@ async def search_chunks(
         ranked = rank_candidates(found.passages, "fused" if mode == "graph" else mode, limit)
     chunks = {c.id: c for c in await store.chunks(q.tenant, [c for c, _ in ranked])}
     return [chunks[c].model_copy(update={"score": s}) for c, s in ranked if c in chunks]
+
+
+async def search_many(
+    store: DocumentStore,
+    tenant: Tenant,
+    questions: Sequence[tuple[list[float] | None, str | None]],
+    mode: SearchMode,
+    limit: int,
+    params: PassageRankParams,
+) -> list[list[Chunk]]:
+    """`search_chunks` for each (vector, text) of the tenant's scope: in one candidates read and
+    one chunks read (graph mode: one search after another, each its own neighbourhood)."""
+    if mode == "graph":
+        return [await search_chunks(store, ChunkQuery(tenant, v), t, mode, limit, params) for v, t in questions]
+    asked = [(None if mode == "lexical" else v, bm25_terms(t) if t and mode != "vector" else []) for v, t in questions]
+    depth = limit if mode in ("vector", "lexical") else FUSION_DEPTH * limit
+    found = await store.candidates_many(tenant, asked, depth) if questions else []
+    ranked = [rank_candidates(f.passages, mode, limit) for f in found]
+    wanted = list(dict.fromkeys(c for r in ranked for c, _ in r))
+    chunks = {c.id: c for c in await store.chunks(tenant, wanted)} if wanted else {}
+    return [[chunks[c].model_copy(update={"score": s}) for c, s in r if c in chunks] for r in ranked]
 
 
 def rank_candidates(found: Sequence[Passage], mode: SearchMode, limit: int) -> list[tuple[str, float]]:

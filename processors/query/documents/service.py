@@ -12,7 +12,7 @@ from processors.base.operations import by_operation
 from processors.base.processor import FlowContext, ServiceSpec
 from processors.base.settings import flow_params
 from processors.query.documents.relations import search_relations
-from processors.query.documents.search import search_chunks
+from processors.query.documents.search import search_chunks, search_many
 from processors.services.store_processor import StoreProcessor
 from processors.stores.documents_protocol import ChunkQuery, DocumentCounts
 from schemas.base import ScopedRequest
@@ -69,6 +69,12 @@ class DocumentsProcessor(StoreProcessor):
         """The best chunks of the scope (among given communities' chunks, when asked)."""
         if req.communities is not None:
             return await self.community_search(req, flow)
+        if req.searches:
+            asked = [(s.vector, s.text) for s in req.searches]
+            each = await search_many(self.stores.documents, req.tenant, asked, req.mode, req.limit, flow.state)
+            chunks = list({c.id: c for found in each for c in found}.values())
+            by_search = [[(c.id, c.score or 0.0) for c in found] for found in each]
+            return DocumentsResponse(chunks=chunks, by_search=by_search)
         found = await search_chunks(self.stores.documents, _question(req), req.text, req.mode, req.limit, flow.state)
         return DocumentsResponse(chunks=found)
 

@@ -6,7 +6,7 @@
    algorithms/passage_rank), which finds the bridge passage of a multi-hop question.
    With `bridge_seeds`, a follow-up round (algorithms/bridges): the names the best chunks give
    that the question does not say, each searched with what the question still asks (one
-   embeddings call, the searches concurrently), fused into the ranking.
+   embeddings call, one search call for them all), fused into the ranking.
 2. `max_hops` levels of expansion over chunk-entity links (one round trip per level): the
    entities the frontier chunks mention and the chunks that mention the frontier entities; the
    next frontier is the best `max_entities` entities, by how strongly the retrieved chunks name
@@ -135,9 +135,7 @@ async def follow_bridges(
     if not follow:
         return hits
     vectors = await sources.embed_texts([q for _, q in follow], query=True)
-    found = await asyncio.gather(
-        *(sources.search_chunks(t, v, q, s.bridge_depth, "fused") for (_, q), v in zip(follow, vectors, strict=True))
-    )
+    found = await sources.search_many(t, [(v, q) for (_, q), v in zip(follow, vectors, strict=True)], s.bridge_depth)
     known = {c.id: c for cs in found for c in cs} | {c.id: c for c in hits}
     fused = fuse([c.id for c in hits], [(i, [c.id for c in cs]) for (i, _), cs in zip(follow, found, strict=True)])
     return [known[c].model_copy(update={"score": round(sc, 6)}) for c, sc in fused]

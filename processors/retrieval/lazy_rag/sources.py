@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from processors.models.text_completion.prompting import ModelAnswer
 from processors.retrieval.common import ChunkSearchSource
 from schemas.communities import CommunityInfo
-from schemas.documents import Chunk, Mention
+from schemas.documents import Chunk, Mention, SearchMode
 from schemas.extraction import ConceptMention
 from schemas.graph_rag import SeedEntity
 from schemas.reranker import RerankRequest, RerankResponse
@@ -26,6 +26,12 @@ class LazySources(ChunkSearchSource, Protocol):
 
     async def embed_texts(self, texts: Sequence[str], query: bool = False) -> list[list[float]]:
         """Vectors of `texts` (questions when `query`), in order (one model call)."""
+        ...
+
+    async def search_many(
+        self, t: Tenant, searches: Sequence[tuple[list[float], str]], limit: int, mode: SearchMode = "fused"
+    ) -> list[list[Chunk]]:
+        """`search_chunks` for each (vector, text), in one call (one store read)."""
         ...
 
     async def seeds(self, t: Tenant, vector: list[float], text: str, limit: int) -> list[SeedEntity]:

@@ -222,6 +222,17 @@ class Neo4jDocumentStore:
 
         return await self.conn.read_tx(work)
 
+    async def candidates_many(
+        self, tenant: Tenant, questions: Sequence[tuple[Sequence[float] | None, Sequence[str]]], k: int
+    ) -> list[Candidates]:
+        """`candidates` for each (vector, terms), in one read transaction."""
+        await self.migrate()
+
+        async def work(run: Runner) -> list[Candidates]:
+            return [await passages.candidates(run, tenant, v, terms, k, None) for v, terms in questions]
+
+        return await self.conn.read_tx(work)
+
     async def concept_keys(self, tenant: Tenant, keys: Sequence[str]) -> dict[str, list[str]]:
         """Key -> the concepts it is a key or an alias of."""
         if not keys:

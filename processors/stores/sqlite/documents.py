@@ -25,7 +25,7 @@ from processors.stores.documents_protocol import (
     RelationHit,
     RemovedLinks,
 )
-from processors.stores.sqlite import passages
+from processors.stores.sqlite import chunk_candidates, passages
 from processors.stores.sqlite.doc_writes import backfill, delete_docs, insert_records, unlinked
 from processors.stores.sqlite.docs_schema import (
     CHUNK_LINKS,
@@ -47,7 +47,6 @@ from processors.stores.sqlite.docs_schema import (
     SCOPED_OUT,
     chunk,
     migrate,
-    scope_size,
     scoped_ids,
 )
 from processors.stores.sqlite.pool import SqlitePool
@@ -150,19 +149,26 @@ class SqliteDocumentStore:
         self, q: ChunkQuery, terms: Sequence[str], k: int, among: Sequence[str] | None = None,
         phrases: Sequence[str] = (),
     ) -> Candidates:  # fmt: skip
-        """The `k` nearest chunks and the `k` best by BM25 over `terms` (of `among`, when given),
-        with their cosines, and the number of chunks searched (see passages.candidates); with
-        `phrases`, the concepts they name (see `named`), in the same read."""
-        unit = None if q.vector is None else _unit(q.vector)
+        """The `k` nearest chunks and the `k` best by BM25 over `terms` (of `among`, when given), with cosines
+        and the chunks searched (see chunk_candidates); with `phrases`, what `named` finds, in the same read."""
+        asked = [(None if q.vector is None else _unit(q.vector), terms)]
 
         def read(conn: sqlite3.Connection, allowed: set[str] | None, scoped: int | None) -> Candidates:
-            size = len(among) if among is not None else None if allowed is None else scope_size(conn, q.tenant, allowed)
-            found = passages.candidates(conn, self.lists, q.tenant, unit, terms, k, (scoped, size), among)
-            if phrases:
-                found.named = passages.named(conn, q.tenant, phrases, _unit(q.vector), scoped)
+            (found,) = chunk_candidates.candidates(conn, self.lists, q.tenant, asked, k, (scoped, allowed), among)
+            found.named = passages.named(conn, q.tenant, phrases, _unit(q.vector), scoped) if phrases else {}
             return found
 
         return await self._read(q.tenant, read)
+
+    async def candidates_many(
+        self, tenant: Tenant, questions: Sequence[tuple[Sequence[float] | None, Sequence[str]]], k: int
+    ) -> list[Candidates]:
+        """`candidates` for each (vector, terms), in one read (see chunk_candidates.candidates)."""
+        asked = [(None if v is None else _unit(v), terms) for v, terms in questions]
+        return await self._read(
+            tenant, lambda conn, allowed, scoped: chunk_candidates.candidates(conn, self.lists, tenant, asked, k,
+                                                                              (scoped, allowed), None)
+        )  # fmt: skip
 
     async def concept_keys(self, tenant: Tenant, keys: Sequence[str]) -> dict[str, list[str]]:
         """Key -> the concepts it is a key or an alias of."""

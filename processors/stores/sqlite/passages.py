@@ -13,33 +13,18 @@ from collections.abc import Collection, Sequence
 
 import numpy as np
 
-from processors.algorithms.bm25 import Bm25Stats, best_bm25, query_terms
-from processors.algorithms.passage_rank import Candidates, ConceptLinks, HopLinks, Passage, name_runs
-from processors.algorithms.vectors import top_k
+from processors.algorithms.passage_rank import ConceptLinks, HopLinks, Passage, name_runs
 from processors.stores.documents_protocol import tenant_token
-from processors.stores.sqlite.docs_schema import CHUNK_LINKS, CHUNK_SPACE, ENTITY_LINKS, LINKS_READ
-from processors.stores.sqlite.vector_lists import VectorLists
+from processors.stores.sqlite.docs_schema import CHUNK_LINKS, ENTITY_LINKS, LINKS_READ
 from schemas.documents import Mention
 from schemas.tenant import Tenant
 
 # The connections whose `temp.scope_docs` exists (a temp table lives as long as its connection).
 _SCOPE_TABLES: weakref.WeakSet[sqlite3.Connection] = weakref.WeakSet()
-EXACT_SCOPE = 50_000  # a scope of at most this many chunks is searched exactly (all its vectors read)
 RESCORE = 4  # IVF hits read per wanted hit, rescored with the stored float vectors
 SUBJECT_READ = 512  # subject chunks of one concept read, the best SUBJECT_KEEP kept by cosine
 SUBJECT_KEEP = 64
 
-LEXICAL = (
-    "SELECT c.id, chunk_fts.terms, -bm25(chunk_fts, 0.0, 1.0) AS s FROM chunk_fts"
-    " JOIN chunks c ON c.rowid = chunk_fts.rowid"
-    " WHERE chunk_fts MATCH ?1 AND c.user = ?2 AND c.collection = ?3"
-    " AND (?4 IS NULL OR c.document_id IN (SELECT id FROM temp.scope_docs))"
-    " AND (?5 IS NULL OR c.id IN (SELECT value FROM json_each(?5))) ORDER BY s DESC, c.id LIMIT ?6"
-)
-SCOPE_VECTORS = (
-    "SELECT c.id, c.vec FROM chunks c INDEXED BY chunks_doc WHERE c.user = ? AND c.collection = ?"
-    " AND c.document_id IN (SELECT id FROM temp.scope_docs)"
-)
 VECTORS = (
     "SELECT c.id, c.vec FROM chunks c WHERE c.user = ?1 AND c.collection = ?2"
     " AND c.id IN (SELECT value FROM json_each(?3))"
@@ -73,12 +58,6 @@ NAMED_SUBJECTS = (
     "SELECT ck.key, ck.iri, EXISTS (SELECT 1 FROM chunk_subjects WHERE user = ?1 AND collection = ?2"
     " AND entity = ck.iri AND " + _IN_SCOPE + ") FROM concept_keys ck WHERE ck.user = ?1 AND ck.collection = ?2"
     " AND ck.key IN (SELECT value FROM json_each(?3))"
-)
-# The collection's kept BM25 statistics in one statement: its chunk and term counts (term NULL),
-# then the chunks holding each term of ?3 (JSON array).
-BM25_STATS = (
-    "SELECT NULL, chunks, terms FROM collection_counts WHERE user = ?1 AND collection = ?2 UNION ALL"
-    " SELECT term, df, 0 FROM term_df WHERE user = ?1 AND collection = ?2 AND term IN (SELECT value FROM json_each(?3))"
 )
 SOURCES = (
     "SELECT c.id, c.text, d.title_entity FROM chunks c JOIN documents d ON d.user = c.user"
@@ -131,60 +110,6 @@ def similarities(
     if not ids:
         return {}
     return cosines(conn.execute(VECTORS, (tenant.user, tenant.collection, json.dumps(list(ids)), scoped)).fetchall(), q)
-
-
-def candidates(
-    conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, q: np.ndarray | None,
-    terms: Sequence[str], k: int, scope: tuple[int | None, int | None], among: Sequence[str] | None,
-) -> Candidates:  # fmt: skip
-    """The `k` nearest chunks (IVF, or exactly within a small scope or `among` given chunks) and
-    the `k` best by BM25, each with its cosine; `scope` is (flag, chunks in it; None: the
-    collection's). The lexical hits come first, so one read of stored vectors rescores the IVF
-    hits and gives the lexical hits their cosines: four statements, unscoped."""
-    scoped, size = scope
-    terms = query_terms(terms)
-    stats = bm25_stats(conn, tenant, terms)
-    searched = stats.chunks if size is None else size
-    if among is not None and not among:
-        return Candidates([], searched)
-    lexical: dict[str, float] = {}
-    query = fts_query(tenant, terms)
-    if query is not None:
-        args = (query, tenant.user, tenant.collection, scoped,
-                None if among is None else json.dumps(list(among)), RESCORE * k)  # fmt: skip
-        hits = conn.execute(LEXICAL, args).fetchall()
-        lexical = best_bm25([(i, words.split()) for i, words, _ in hits], terms, stats, k)
-    dense: dict[str, float] = {}
-    cos: dict[str, float] = {}  # every cosine read
-    if q is not None:
-        if among is None and scoped is not None and searched <= EXACT_SCOPE:
-            cos = cosines(conn.execute(SCOPE_VECTORS, (tenant.user, tenant.collection)).fetchall(), q)
-            pool = list(cos)
-        else:
-            if among is not None:
-                pool = list(among)
-            else:
-                allowed = None if scoped is None else {r[0] for r in conn.execute("SELECT id FROM temp.scope_docs")}
-                pool = [i for i, _ in vl.search(conn, tenant, CHUNK_SPACE, q, RESCORE * k, allowed)]
-            cos = similarities(conn, tenant, q, list(dict.fromkeys([*pool, *lexical])), scoped)
-        in_pool = set(pool)
-        ids = [i for i in cos if i in in_pool]  # in the order the vectors were read: ties go to the first
-        best = top_k(np.asarray([cos[i] for i in ids], dtype=np.float64), k).tolist()
-        dense = {ids[i]: cos[ids[i]] for i in best}
-        dense.update({i: cos[i] for i in lexical if i not in dense and i in cos})
-    ids = list(dict.fromkeys([*dense, *lexical]))
-    return Candidates([Passage(i, dense.get(i, 0.0), lexical.get(i, 0.0)) for i in ids], searched)
-
-
-def bm25_stats(conn: sqlite3.Connection, tenant: Tenant, terms: Sequence[str]) -> Bm25Stats:
-    """The collection's kept BM25 statistics for these terms (zeros for an empty collection)."""
-    chunks, total, df = 0, 0, {}
-    for term, n, m in conn.execute(BM25_STATS, (tenant.user, tenant.collection, json.dumps(list(terms)))):
-        if term is None:
-            chunks, total = int(n), int(m)
-        else:
-            df[str(term)] = int(n)
-    return Bm25Stats(chunks, total, df)
 
 
 def named(

@@ -95,11 +95,23 @@ class Codes:
     docs: list[str]
     codes: np.ndarray
     scales: np.ndarray
+    lists: np.ndarray  # each item's list
 
     def only(self, keep: np.ndarray) -> Codes:
         """The items where `keep` is true."""
-        rows = np.flatnonzero(keep)
-        return Codes([self.ids[i] for i in rows], [self.docs[i] for i in rows], self.codes[rows], self.scales[rows])
+        return self._rows(np.flatnonzero(keep))
+
+    def of_lists(self, lists: Sequence[int]) -> Codes:
+        """The items of `lists`, in their order (within a list, as read)."""
+        table = np.full(max(int(self.lists.max(initial=0)), *lists) + 1, -1)
+        table[np.asarray(lists)] = np.arange(len(lists))
+        rank = table[self.lists]
+        rows = np.flatnonzero(rank >= 0)
+        return self._rows(rows[np.argsort(rank[rows], kind="stable")])
+
+    def _rows(self, rows: np.ndarray) -> Codes:
+        ids, docs = [self.ids[i] for i in rows], [self.docs[i] for i in rows]
+        return Codes(ids, docs, self.codes[rows], self.scales[rows], self.lists[rows])
 
 
 class VectorLists:
@@ -164,23 +176,29 @@ class VectorLists:
         allowed: Collection[str] | None = None, probe: int = PROBE,
     ) -> list[tuple[str, float]]:  # fmt: skip
         """(item, approximate cosine) of the best `k` items of the lists nearest unit `q` (only
-        items of `allowed` documents, when given), best first. One statement checks the space's
-        version; a space of at most `probe` items is then scored from its cached codes, a larger
-        one reads its nearest lists in one more statement."""
+        items of `allowed` documents, when given), best first (see `search_many`)."""
+        return self.search_many(conn, tenant, space, [q], k, allowed, probe)[0]
+
+    def search_many(
+        self, conn: sqlite3.Connection, tenant: Tenant, space: str, qs: Sequence[np.ndarray], k: int,
+        allowed: Collection[str] | None = None, probe: int = PROBE,
+    ) -> list[list[tuple[str, float]]]:  # fmt: skip
+        """`search` for each unit vector of `qs`. One statement checks the space's version; a
+        space of at most `probe` items is then scored from its cached codes, a larger one reads
+        the lists nearest each vector in one more statement."""
         cents = self._centroids(conn, tenant, space)
-        if not cents.lists:
-            return []
+        if not cents.lists or not qs:
+            return [[] for _ in qs]
         if sum(cents.sizes) <= probe:
-            codes = self._whole(conn, tenant, space, cents)
+            whole = self._whole(conn, tenant, space, cents)
+            each = [whole for _ in qs]
         else:
-            codes = self._read(conn, tenant, space, _nearest_lists(cents, q, probe))
+            picks = [_nearest_lists(cents, q, probe) for q in qs]
+            read = self._read(conn, tenant, space, list(dict.fromkeys(x for p in picks for x in p)))
+            each = [read.of_lists(p) for p in picks]
         if allowed is not None:
-            codes = codes.only(np.fromiter((d in allowed for d in codes.docs), dtype=bool, count=len(codes.ids)))
-        if not codes.ids:
-            return []
-        sims = (codes.codes.astype(np.float32) @ q) * codes.scales
-        top = np.argsort(-sims, kind="stable")[:k]
-        return [(codes.ids[i], float(sims[i])) for i in top.tolist()]
+            each = [c.only(np.fromiter((d in allowed for d in c.docs), dtype=bool, count=len(c.docs))) for c in each]
+        return [_best(c, q, k) for c, q in zip(each, qs, strict=True)]
 
     # --- internals --------------------------------------------------------------------------------
     def _centroids(self, conn: sqlite3.Connection, tenant: Tenant, space: str,
@@ -221,12 +239,12 @@ class VectorLists:
         args = (tenant.user, tenant.collection, space, json.dumps([int(x) for x in lists]))
         rows = conn.execute(_LISTS_ITEMS, args).fetchall()
         if not rows:
-            return Codes([], [], np.zeros((0, 0), dtype=np.int8), np.zeros(0, dtype=np.float32))
+            return Codes([], [], np.zeros((0, 0), dtype=np.int8), np.zeros(0, dtype=np.float32), np.zeros(0, np.int64))
         rank = {lst: i for i, lst in enumerate(lists)}
         rows.sort(key=lambda r: rank[r[0]])  # stable: within a list, the stored order
-        _, ids, docs, scales, blobs = zip(*rows, strict=True)
+        found, ids, docs, scales, blobs = zip(*rows, strict=True)
         codes = np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(len(rows), -1)
-        return Codes(list(ids), list(docs), codes, np.asarray(scales, dtype=np.float32))
+        return Codes(list(ids), list(docs), codes, np.asarray(scales, dtype=np.float32), np.asarray(found))
 
     def _insert(
         self, conn: sqlite3.Connection, tenant: Tenant, space: str,
@@ -304,6 +322,15 @@ class VectorLists:
             " WHERE user = ?1 AND collection = ?2 AND space = ?3) WHERE user = ?1 AND collection = ?2 AND space = ?3",
             (tenant.user, tenant.collection, space),
         )
+
+
+def _best(codes: Codes, q: np.ndarray, k: int) -> list[tuple[str, float]]:
+    """(item, approximate cosine to unit `q`) of the best `k` of `codes`, best first."""
+    if not codes.ids:
+        return []
+    sims = (codes.codes.astype(np.float32) @ q) * codes.scales
+    top = np.argsort(-sims, kind="stable")[:k]
+    return [(codes.ids[i], float(sims[i])) for i in top.tolist()]
 
 
 def _nearest_lists(cents: Centroids, q: np.ndarray, probe: int) -> list[int]:

@@ -1,0 +1,125 @@
+"""Chunk candidates for one or several questions from the embedded document store's own indexes:
+the IVF lists over chunk vectors (vector_lists.py) and FTS5 over the chunks' BM25 terms, each
+candidate with its cosine from the stored float vectors. Several questions (a follow-up round)
+share one read: the BM25 statistics, the IVF version check and the stored vectors are read once
+for all of them; only each question's full-text query is its own statement. The scope is a
+predicate inside every query (`temp.scope_docs`, passages.set_scope)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Collection, Sequence
+
+import numpy as np
+
+from processors.algorithms.bm25 import Bm25Stats, best_bm25, query_terms
+from processors.algorithms.passage_rank import Candidates, Passage
+from processors.algorithms.vectors import top_k
+from processors.stores.sqlite.docs_schema import CHUNK_SPACE, scope_size
+from processors.stores.sqlite.passages import RESCORE, VECTORS, cosines, fts_query
+from processors.stores.sqlite.vector_lists import VectorLists
+from schemas.tenant import Tenant
+
+EXACT_SCOPE = 50_000  # a scope of at most this many chunks is searched exactly (all its vectors read)
+Question = tuple[np.ndarray | None, Sequence[str]]  # a unit question vector (or None) and its BM25 terms
+
+LEXICAL = (
+    "SELECT c.id, chunk_fts.terms, -bm25(chunk_fts, 0.0, 1.0) AS s FROM chunk_fts"
+    " JOIN chunks c ON c.rowid = chunk_fts.rowid"
+    " WHERE chunk_fts MATCH ?1 AND c.user = ?2 AND c.collection = ?3"
+    " AND (?4 IS NULL OR c.document_id IN (SELECT id FROM temp.scope_docs))"
+    " AND (?5 IS NULL OR c.id IN (SELECT value FROM json_each(?5))) ORDER BY s DESC, c.id LIMIT ?6"
+)
+SCOPE_VECTORS = (
+    "SELECT c.id, c.vec FROM chunks c INDEXED BY chunks_doc WHERE c.user = ? AND c.collection = ?"
+    " AND c.document_id IN (SELECT id FROM temp.scope_docs)"
+)
+# The collection's kept BM25 statistics in one statement: its chunk and term counts (term NULL),
+# then the chunks holding each term of ?3 (JSON array).
+BM25_STATS = (
+    "SELECT NULL, chunks, terms FROM collection_counts WHERE user = ?1 AND collection = ?2 UNION ALL"
+    " SELECT term, df, 0 FROM term_df WHERE user = ?1 AND collection = ?2 AND term IN (SELECT value FROM json_each(?3))"
+)
+
+
+def candidates(
+    conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, questions: Sequence[Question], k: int,
+    scope: tuple[int | None, Collection[str] | None], among: Sequence[str] | None,
+) -> list[Candidates]:  # fmt: skip
+    """For each question, the `k` nearest chunks (IVF, or exactly within a small scope or `among`
+    given chunks) and the `k` best by BM25, each with its cosine; `scope` is the query flag and
+    the scope's documents (None, None: the collection). Unscoped: the statistics, one full-text query per question with
+    terms, the IVF version check and one read of stored vectors (rescoring the IVF hits and
+    giving the lexical hits their cosines)."""
+    scoped, allowed = scope
+    terms = [query_terms(ts) for _, ts in questions]
+    stats = bm25_stats(conn, tenant, sorted({w for ts in terms for w in ts}))
+    searched = stats.chunks if allowed is None else scope_size(conn, tenant, allowed)
+    searched = len(among) if among is not None else searched
+    if among is not None and not among:
+        return [Candidates([], searched) for _ in questions]
+    lexical = [_lexical(conn, tenant, ts, k, (scoped, among), stats) for ts in terms]
+    pools, vectors = _pools(conn, vl, tenant, [q for q, _ in questions], k, (scoped, searched), among)
+    wanted = {i for pool, lex in zip(pools, lexical, strict=True) if pool is not None for i in [*pool, *lex]}
+    if wanted and vectors is None:
+        vectors = conn.execute(VECTORS, (tenant.user, tenant.collection, json.dumps(sorted(wanted)), scoped)).fetchall()
+    out = []
+    for (q, _), pool, lex in zip(questions, pools, lexical, strict=True):
+        dense: dict[str, float] = {}
+        if q is not None and pool is not None:
+            cos = cosines(vectors or [], q)
+            in_pool = set(pool)
+            ids = [i for i in cos if i in in_pool]  # in the order the vectors were read: ties go to the first
+            best = top_k(np.asarray([cos[i] for i in ids], dtype=np.float64), k).tolist()
+            dense = {ids[i]: cos[ids[i]] for i in best}
+            dense.update({i: cos[i] for i in lex if i not in dense and i in cos})
+        ids = list(dict.fromkeys([*dense, *lex]))
+        out.append(Candidates([Passage(i, dense.get(i, 0.0), lex.get(i, 0.0)) for i in ids], searched))
+    return out
+
+
+def _lexical(
+    conn: sqlite3.Connection, tenant: Tenant, terms: Sequence[str], k: int,
+    scope: tuple[int | None, Sequence[str] | None], stats: Bm25Stats,
+) -> dict[str, float]:  # fmt: skip
+    """The `k` best chunks by BM25 over `terms` (of `among`, when given), with the collection's statistics."""
+    scoped, among = scope
+    query = fts_query(tenant, terms)
+    if query is None:
+        return {}
+    args = (query, tenant.user, tenant.collection, scoped,
+            None if among is None else json.dumps(list(among)), RESCORE * k)  # fmt: skip
+    hits = conn.execute(LEXICAL, args).fetchall()
+    return best_bm25([(i, words.split()) for i, words, _ in hits], terms, stats, k)
+
+
+def _pools(
+    conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, qs: Sequence[np.ndarray | None], k: int,
+    scope: tuple[int | None, int], among: Sequence[str] | None,
+) -> tuple[list[list[str] | None], list[tuple[str, bytes]] | None]:  # fmt: skip
+    """Each question's dense pool (None: no vector): `among`, a small scope's chunks (whose
+    vectors are then read here, once) or the IVF hits; and the vectors read, if any."""
+    scoped, searched = scope
+    if among is not None:
+        return [None if q is None else list(among) for q in qs], None
+    if scoped is not None and searched <= EXACT_SCOPE:
+        if all(q is None for q in qs):
+            return [None for _ in qs], None
+        rows = conn.execute(SCOPE_VECTORS, (tenant.user, tenant.collection)).fetchall()
+        return [None if q is None else [r[0] for r in rows] for q in qs], rows
+    allowed = None if scoped is None else {r[0] for r in conn.execute("SELECT id FROM temp.scope_docs")}
+    asked = [q for q in qs if q is not None]
+    found = iter(vl.search_many(conn, tenant, CHUNK_SPACE, asked, RESCORE * k, allowed))
+    return [None if q is None else [i for i, _ in next(found)] for q in qs], None
+
+
+def bm25_stats(conn: sqlite3.Connection, tenant: Tenant, terms: Sequence[str]) -> Bm25Stats:
+    """The collection's kept BM25 statistics for these terms (zeros for an empty collection)."""
+    chunks, total, df = 0, 0, {}
+    for term, n, m in conn.execute(BM25_STATS, (tenant.user, tenant.collection, json.dumps(list(terms)))):
+        if term is None:
+            chunks, total = int(n), int(m)
+        else:
+            df[str(term)] = int(n)
+    return Bm25Stats(chunks, total, df)
