@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from processors.algorithms.bm25 import K1, B, best_bm25, query_terms
+from processors.algorithms.bm25 import K1, B, Bm25Stats, best_bm25, query_terms
 from processors.algorithms.passage_rank import Candidates, ConceptLinks, HopLinks, Passage, name_runs
 from processors.stores.documents_protocol import tenant_token
 from processors.stores.neo4j import term_stats
@@ -97,6 +97,7 @@ async def candidates(
         dense = dict(await by_vector(run, {**params, "chunk_ids": among}, vector, k))
     lexical: dict[str, float] = {}
     words = sorted(query_terms(terms))
+    stats: Bm25Stats | None = None
     if words and not scoped:
         query = f"tenant:{tenant_token(tenant)}^0 AND lexical:(" + " OR ".join(
             lucene_phrase(w) for w in words
@@ -120,8 +121,8 @@ async def candidates(
         searched = len(among)
     elif scoped:
         searched = int((await run(CHUNK_COUNT, params))[0]["n"])
-    else:
-        searched = (await term_stats.collection_stats(run, tenant, [])).chunks
+    else:  # the collection's chunks: from the statistics the lexical search read, if it did
+        searched = (stats or await term_stats.collection_stats(run, tenant, [])).chunks
     ids = list(dict.fromkeys([*dense, *lexical]))
     return Candidates([Passage(i, dense.get(i, 0.0), lexical.get(i, 0.0)) for i in ids], searched)
 
