@@ -1,9 +1,9 @@
 """Chunk candidates for one or several questions from the embedded document store's own indexes:
 the IVF lists over chunk vectors (vector_lists.py) and FTS5 over the chunks' BM25 terms, each
 candidate with its cosine from the stored float vectors. Several questions (a follow-up round)
-share one read: the BM25 statistics, the IVF version check and the stored vectors are read once
-for all of them; only each question's full-text query is its own statement. The scope is a
-predicate inside every query (`temp.scope_docs`, passages.set_scope)."""
+share one read and its statements: the BM25 statistics, the full-text queries, the IVF version
+check and the stored vectors are each read once for all of them. The scope is a predicate inside
+every query (`temp.scope_docs`, passages.set_scope)."""
 
 from __future__ import annotations
 
@@ -24,12 +24,18 @@ from schemas.tenant import Tenant
 EXACT_SCOPE = 50_000  # a scope of at most this many chunks is searched exactly (all its vectors read)
 Question = tuple[np.ndarray | None, Sequence[str]]  # a unit question vector (or None) and its BM25 terms
 
+# Each full-text query of ?1 (a JSON array: its index is `n`), its best ?6 hits by BM25 (ties by
+# id) among the tenant's chunks in scope (and of ?5, a JSON array of chunk ids, or null): one
+# statement for a round's questions. bm25() cannot sit under a window function, hence the
+# materialised hits; CROSS JOIN keeps each query's full-text lookup the outer loop.
 LEXICAL = (
-    "SELECT c.id, chunk_fts.terms, -bm25(chunk_fts, 0.0, 1.0) AS s FROM chunk_fts"
-    " JOIN chunks c ON c.rowid = chunk_fts.rowid"
-    " WHERE chunk_fts MATCH ?1 AND c.user = ?2 AND c.collection = ?3"
+    "WITH hits AS MATERIALIZED (SELECT q.key AS n, c.id AS id, chunk_fts.terms AS terms,"
+    " -bm25(chunk_fts, 0.0, 1.0) AS s FROM json_each(?1) q CROSS JOIN chunk_fts CROSS JOIN chunks c"
+    " WHERE chunk_fts MATCH q.value AND c.rowid = chunk_fts.rowid AND c.user = ?2 AND c.collection = ?3"
     " AND (?4 IS NULL OR c.document_id IN (SELECT id FROM temp.scope_docs))"
-    " AND (?5 IS NULL OR c.id IN (SELECT value FROM json_each(?5))) ORDER BY s DESC, c.id LIMIT ?6"
+    " AND (?5 IS NULL OR c.id IN (SELECT value FROM json_each(?5))))"
+    " SELECT n, id, terms FROM (SELECT n, id, terms, s, row_number() OVER (PARTITION BY n ORDER BY s DESC, id) AS r"
+    " FROM hits) WHERE r <= ?6 ORDER BY n, s DESC, id"
 )
 SCOPE_VECTORS = (
     "SELECT c.id, c.vec FROM chunks c INDEXED BY chunks_doc WHERE c.user = ? AND c.collection = ?"
@@ -49,9 +55,9 @@ def candidates(
 ) -> list[Candidates]:  # fmt: skip
     """For each question, the `k` nearest chunks (IVF, or exactly within a small scope or `among`
     given chunks) and the `k` best by BM25, each with its cosine; `scope` is the query flag and
-    the scope's documents (None, None: the collection). Unscoped: the statistics, one full-text query per question with
-    terms, the IVF version check and one read of stored vectors (rescoring the IVF hits and
-    giving the lexical hits their cosines)."""
+    the scope's documents (None, None: the collection). Unscoped, four statements whatever the
+    number of questions: the statistics, the full-text queries, the IVF version check and one
+    read of stored vectors (rescoring the IVF hits and giving the lexical hits their cosines)."""
     scoped, allowed = scope
     terms = [query_terms(ts) for _, ts in questions]
     stats = bm25_stats(conn, tenant, sorted({w for ts in terms for w in ts}))
@@ -59,7 +65,7 @@ def candidates(
     searched = len(among) if among is not None else searched
     if among is not None and not among:
         return [Candidates([], searched) for _ in questions]
-    lexical = [_lexical(conn, tenant, ts, k, (scoped, among), stats) for ts in terms]
+    lexical = _lexical(conn, tenant, terms, k, (scoped, among), stats)
     pools, vectors = _pools(conn, vl, tenant, [q for q, _ in questions], k, (scoped, searched), among)
     wanted = {i for pool, lex in zip(pools, lexical, strict=True) if pool is not None for i in [*pool, *lex]}
     if wanted and vectors is None:
@@ -80,18 +86,21 @@ def candidates(
 
 
 def _lexical(
-    conn: sqlite3.Connection, tenant: Tenant, terms: Sequence[str], k: int,
+    conn: sqlite3.Connection, tenant: Tenant, terms: Sequence[Sequence[str]], k: int,
     scope: tuple[int | None, Sequence[str] | None], stats: Bm25Stats,
-) -> dict[str, float]:  # fmt: skip
-    """The `k` best chunks by BM25 over `terms` (of `among`, when given), with the collection's statistics."""
+) -> list[dict[str, float]]:  # fmt: skip
+    """For each question's terms, the `k` best chunks by BM25 (of `among`, when given), with the
+    collection's statistics: one statement for all."""
     scoped, among = scope
-    query = fts_query(tenant, terms)
-    if query is None:
-        return {}
-    args = (query, tenant.user, tenant.collection, scoped,
-            None if among is None else json.dumps(list(among)), RESCORE * k)  # fmt: skip
-    hits = conn.execute(LEXICAL, args).fetchall()
-    return best_bm25([(i, words.split()) for i, words, _ in hits], terms, stats, k)
+    queries = [fts_query(tenant, ts) for ts in terms]
+    asked = [(n, q) for n, q in enumerate(queries) if q is not None]
+    hits: list[list[tuple[str, list[str]]]] = [[] for _ in terms]
+    if asked:
+        args = (json.dumps([q for _, q in asked]), tenant.user, tenant.collection, scoped,
+                None if among is None else json.dumps(list(among)), RESCORE * k)  # fmt: skip
+        for n, i, words in conn.execute(LEXICAL, args):
+            hits[asked[n][0]].append((i, words.split()))
+    return [best_bm25(h, ts, stats, k) if h else {} for h, ts in zip(hits, terms, strict=True)]
 
 
 def _pools(
