@@ -1,0 +1,75 @@
+"""The IVF index's search reads few statements and finds what a list-by-list read finds: the lists
+nearest the vector until `probe` items, scored by their int8 codes (a reference read list by list,
+as the index searched before), for several vectors in one call; a small space's codes are kept
+until its version changes."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+
+from processors.stores.sqlite.pool import CountedConnection
+from processors.stores.sqlite.vector_lists import _LIST_ITEMS, SCHEMA, VectorLists
+from schemas.tenant import Tenant
+
+T = Tenant("u", "c")
+
+
+def _unit(m: np.ndarray) -> np.ndarray:
+    return (m / np.linalg.norm(m, axis=-1, keepdims=True)).astype(np.float32)
+
+
+def indexed(tmp_path: Path, n: int, seed: int = 0) -> tuple[CountedConnection, VectorLists, np.ndarray]:
+    conn = sqlite3.connect(tmp_path / "v.db", factory=CountedConnection)
+    conn.executescript(SCHEMA)
+    vecs = _unit(np.random.default_rng(seed).normal(size=(n, 16)))
+    vl = VectorLists()
+    with conn:
+        vl.add(conn, T, "chunk", [(f"i{k:05}", f"d{k % 7}", v) for k, v in enumerate(vecs)])
+    return conn, vl, vecs
+
+
+def reference(conn: sqlite3.Connection, vl: VectorLists, q: np.ndarray, k: int, probe: int) -> list[str]:
+    """The best `k` items read list by list, nearest list first, until `probe` items."""
+    cents = vl._centroids(conn, T, "chunk", cached=False)
+    order = np.argsort(-(cents.matrix @ q), kind="stable") if cents.matrix is not None else range(len(cents.lists))
+    ids, sims, read = [], [], 0
+    for n in order:
+        for item, _, scale, code in conn.execute(_LIST_ITEMS, ("u", "c", "chunk", cents.lists[int(n)])):
+            ids.append(item)
+            sims.append(float(np.frombuffer(code, dtype=np.int8).astype(np.float32) @ q) * scale)
+        read += cents.sizes[int(n)]
+        if read >= probe:
+            break
+    return [ids[i] for i in np.argsort(-np.asarray(sims, dtype=np.float32), kind="stable")[:k]]
+
+
+def test_a_trained_space_reads_the_nearest_lists_of_every_vector_in_one_statement(tmp_path: Path) -> None:
+    conn, vl, vecs = indexed(tmp_path, 5000)
+    assert len(vl._centroids(conn, T, "chunk").lists) > 4  # trained: several lists
+    qs = [vecs[3], vecs[1200], _unit(vecs[7] + vecs[9])]
+    before = conn.statements
+    found = vl.search_many(conn, T, "chunk", qs, 10, probe=1500)
+    assert conn.statements - before == 2  # the version check, then every list wanted at once
+    for q, hits in zip(qs, found, strict=True):
+        assert [i for i, _ in hits] == reference(conn, vl, q, 10, 1500)
+    assert found[0][0][0] == "i00003"
+    assert vl.search(conn, T, "chunk", qs[1], 10, probe=1500) == found[1]
+    scoped = vl.search(conn, T, "chunk", qs[0], 10, allowed={"d1", "d2"}, probe=1500)
+    assert scoped and all(int(i[1:]) % 7 in (1, 2) for i, _ in scoped)
+
+
+def test_a_small_space_is_scored_from_codes_kept_until_it_changes(tmp_path: Path) -> None:
+    conn, vl, vecs = indexed(tmp_path, 300)
+    q = vecs[5]
+    first = vl.search(conn, T, "chunk", q, 5)
+    assert [i for i, _ in first] == reference(conn, vl, q, 5, 8192) and first[0][0] == "i00005"
+    before = conn.statements
+    assert vl.search_many(conn, T, "chunk", [q, vecs[6]], 5)[0] == first
+    assert conn.statements - before == 1  # the version check only: the codes are kept
+    with conn:  # a write changes the version: the next search reads the space again and sees it
+        vl.add(conn, T, "chunk", [("new", "d9", _unit(q + 0.001))])
+    assert vl.search(conn, T, "chunk", q, 5)[0][0] in {"new", "i00005"}
+    assert "new" in {i for i, _ in vl.search(conn, T, "chunk", q, 5)}
