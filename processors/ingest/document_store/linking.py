@@ -25,14 +25,13 @@ class Linked:
 
     records: list[DocumentRecord]
     new_concepts: dict[str, str] = field(default_factory=dict)  # IRI -> label
+    labels: dict[str, str] = field(default_factory=dict)  # documents' concepts: IRI -> least spelling
     relations: set[tuple[str, str, str]] = field(default_factory=set)
     predicates: dict[str, str] = field(default_factory=dict)  # typed relations' predicate IRI -> label
 
     def triples(self) -> list[Triple]:
-        """Label triples of the new concepts and the relation triples."""
-        out = [
-            Triple(s=Term.iri(i), p=Term.iri(RDFS_LABEL), o=Term.literal(lab)) for i, lab in self.new_concepts.items()
-        ]
+        """Label triples of the documents' concepts and the relation triples."""
+        out = [Triple(s=Term.iri(i), p=Term.iri(RDFS_LABEL), o=Term.literal(lab)) for i, lab in self.labels.items()]
         if any(p == RELATED_TO for _, p, _ in self.relations):
             out.append(Triple(s=Term.iri(RELATED_TO), p=Term.iri(RDFS_LABEL), o=Term.literal(RELATED_TO_LABEL)))
         out += [Triple(s=Term.iri(i), p=Term.iri(RDFS_LABEL), o=Term.literal(x)) for i, x in self.predicates.items()]
@@ -43,24 +42,28 @@ class Linked:
 def link(
     documents: Sequence[IndexedDocument], named: Mapping[str, str], claimed: Collection[str] = frozenset()
 ) -> Linked:
-    """Resolve concept keys to entities (`named`: key -> existing IRI, by the exact key: the same
-    data links the same way whatever the order or concurrency of loads) and build the records
-    (an entity's aliases ride along for query-time lookups); a named entity a document write
-    created (`claimed`) stays owned by documents."""
+    """Resolve concept keys to entities (`named`: key -> existing IRI, by the exact key) and build
+    the records (an entity's aliases ride along for query-time lookups); a named entity a document
+    write created (`claimed`) stays owned by documents. A key links to a document concept only if
+    it is that concept's own key: one labelled by another of its names is named by that name too,
+    and linking it would depend on which document came first. So one set of documents links the
+    same way whatever the order or concurrency of loads."""
     out = Linked([])
     for doc in documents:
         iri: dict[str, str] = {}
         owned: set[str] = set()
         names: dict[str, list[str]] = {}
         for c in doc.concepts:
-            if c.key in named:
+            if c.key in named and (named[c.key] not in claimed or named[c.key] == concept_iri(c.key)):
                 iri[c.key] = named[c.key]
                 if iri[c.key] in claimed:
                     owned.add(iri[c.key])
             else:
                 iri[c.key] = concept_iri(c.key)
                 owned.add(iri[c.key])
-                out.new_concepts.setdefault(iri[c.key], c.label)
+                out.new_concepts[iri[c.key]] = min(c.label, out.new_concepts.get(iri[c.key], c.label))
+            if iri[c.key] in owned:  # (a concept loaded as triples keeps its label)
+                out.labels[iri[c.key]] = min(c.label, out.labels.get(iri[c.key], c.label))
             names.setdefault(iri[c.key], []).extend([c.key, *c.aliases])
         mentions = [
             Mention(chunk_id=m.chunk_id, entity=iri[m.key], count=m.count) for m in doc.mentions if m.key in iri

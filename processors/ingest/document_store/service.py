@@ -80,8 +80,8 @@ class DocumentStoreProcessor(StoreProcessor):
             await self.stores.entities.upsert(tenant, items, "predicate", model=embedder.model)
         if linked.predicates:
             await self._add_predicates(tenant, linked, embedder)
-        await self.stores.triples.add_triples(tenant, linked.triples(), first_label=True)
-        await self._agree_labels(tenant, linked.new_concepts, embedder)
+        await self.stores.triples.add_triples(tenant, linked.triples(), least_label=True)
+        await self._agree_labels(tenant, linked.labels, {**labelled, **linked.new_concepts}, embedder)
         gone |= await self._deleted_since_load(req, [r.document.id for r in linked.records])  # meanwhile
         linked.records = [r for r in linked.records if r.document.id not in gone]
         removed = await self.stores.documents.store(tenant, linked.records)
@@ -104,16 +104,24 @@ class DocumentStoreProcessor(StoreProcessor):
             log.warning("not storing %d documents deleted after their load began: %s", len(gone), sorted(gone)[:5])
         return gone
 
-    async def _agree_labels(self, tenant: Tenant, written: dict[str, str], embedder: FlowEmbedder) -> None:
-        """Writers that created one concept at once each indexed their spelling of it; the label
-        triple kept the first (`first_label`). A writer whose spelling lost indexes the kept one:
-        each checks after its own index write, so the last to write corrects what it wrote."""
-        kept = await self.stores.triples.labels(tenant, sorted(written)) if written else {}
-        lost = {iri: label for iri, label in kept.items() if label != written[iri]}
-        if lost:
-            vectors = await embedder.embed(list(lost.values()))
-            items = [(iri, label, v) for (iri, label), v in zip(lost.items(), vectors, strict=True)]
-            await self.stores.entities.upsert(tenant, items, "entity", model=embedder.model)
+    async def _agree_labels(
+        self, tenant: Tenant, written: dict[str, str], indexed: dict[str, str], embedder: FlowEmbedder
+    ) -> None:
+        """A concept keeps the least of its spellings (`least_label`), so its label does not depend
+        on the order of writes; the entity index follows: a concept whose kept label is not the one
+        this writer read or indexed (`indexed`) is indexed again, and read again after, in case a
+        concurrent writer lowered it meanwhile (labels only fall, so this ends). A writer whose
+        vector write lands after a later label write's check can still leave the index behind."""
+        todo = sorted(written)
+        while todo:
+            kept = await self.stores.triples.labels(tenant, todo)
+            lost = {iri: label for iri, label in kept.items() if label != indexed.get(iri)}
+            if lost:
+                vectors = await embedder.embed(list(lost.values()))
+                items = [(iri, label, v) for (iri, label), v in zip(lost.items(), vectors, strict=True)]
+                await self.stores.entities.upsert(tenant, items, "entity", model=embedder.model)
+                indexed.update(lost)
+            todo = sorted(lost)
 
     async def write_mark(self, req: WriteMark, flow: FlowContext) -> DocumentsResponse:
         """Mark the collection incomplete for a load about to work on it (see `_begin`), or clear

@@ -27,12 +27,15 @@ ADD_LITERAL_EDGES = (
     "MERGE (s)-[r:KG_EDGE {p: row.p}]->(o) ON CREATE SET r.user = $user, r.collection = $collection"
 )
 SET_LABELS = "UNWIND $rows AS row MATCH (s:KgEntity {key: row.sk}) SET s.label = row.label"
-# Label triples of IRIs with no label yet (`first_label`): the SET of `label_lock` takes the node's
-# write lock before `label` is read, so of two concurrent writers the second sees the first's label.
-ADD_FIRST_LABELS = (
+# Label triples that label an IRI with a label less (code-point order) than the one it has, if any:
+# the SET of `label_lock` takes the node's write lock before `label` is read, so of concurrent
+# writers each sees the one before it; the losing label's edge is deleted with it.
+ADD_LEAST_LABELS = (
     "UNWIND $rows AS row "
     "MERGE (s:KgEntity {key: row.sk}) ON CREATE SET s.user = $user, s.collection = $collection, s.uri = row.s "
-    "SET s.label_lock = true WITH s, row WHERE s.label IS NULL "
+    "SET s.label_lock = true WITH s, row WHERE s.label IS NULL OR row.o < s.label "
+    "CALL (s, row) { OPTIONAL MATCH (s)-[old:KG_EDGE {p: row.p}]->(l:KgLiteral) WHERE l.value = s.label "
+    "DELETE old } "
     "MERGE (o:KgLiteral {key: row.ok}) ON CREATE SET o.user = $user, o.collection = $collection, "
     "o.value = row.o, o.datatype = row.dt, o.language = row.lang "
     "MERGE (s)-[r:KG_EDGE {p: row.p}]->(o) ON CREATE SET r.user = $user, r.collection = $collection "
