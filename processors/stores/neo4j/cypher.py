@@ -29,10 +29,12 @@ ADD_LITERAL_EDGES = (
 SET_LABELS = "UNWIND $rows AS row MATCH (s:KgEntity {key: row.sk}) SET s.label = row.label"
 # Label triples that label an IRI with a label less (code-point order) than the one it has, if any:
 # the SET of `label_lock` takes the node's write lock before `label` is read, so of concurrent
-# writers each sees the one before it; the losing label's edge is deleted with it.
+# writers each sees the one before it; the losing label's edge is deleted with it. Labels only
+# fall, so a node whose label is already no greater is left unlocked (popular concepts stay free).
 ADD_LEAST_LABELS = (
     "UNWIND $rows AS row "
     "MERGE (s:KgEntity {key: row.sk}) ON CREATE SET s.user = $user, s.collection = $collection, s.uri = row.s "
+    "WITH s, row WHERE s.label IS NULL OR row.o < s.label "
     "SET s.label_lock = true WITH s, row WHERE s.label IS NULL OR row.o < s.label "
     "CALL (s, row) { OPTIONAL MATCH (s)-[old:KG_EDGE {p: row.p}]->(l:KgLiteral) WHERE l.value = s.label "
     "DELETE old } "
@@ -41,7 +43,9 @@ ADD_LEAST_LABELS = (
     "MERGE (s)-[r:KG_EDGE {p: row.p}]->(o) ON CREATE SET r.user = $user, r.collection = $collection "
     "SET s.label = row.o"
 )
-UNLOCK_LABELS = "UNWIND $rows AS row MATCH (s:KgEntity {key: row.sk}) REMOVE s.label_lock"
+UNLOCK_LABELS = (
+    "UNWIND $rows AS row MATCH (s:KgEntity {key: row.sk}) WHERE s.label_lock IS NOT NULL REMOVE s.label_lock"
+)
 
 PATTERN_MATCH = {
     "s": "MATCH (s:KgEntity {key: $sk})-[r:KG_EDGE]->(o) WHERE",

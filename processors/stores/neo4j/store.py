@@ -121,7 +121,7 @@ class Neo4jTripleStore:
         scope = {"user": tenant.user, "collection": tenant.collection}
         queries = [(ADD_IRI_EDGES, {**scope, "rows": iri_rows}), (ADD_LITERAL_EDGES, {**scope, "rows": lit_rows})]
         queries.append((SET_LABELS, {"rows": label_rows}))
-        least_rows = list(least.values())
+        least_rows = [least[k] for k in sorted(least)]  # one lock order for all writers: no deadlock
         queries += [(ADD_LEAST_LABELS, {**scope, "rows": least_rows}), (UNLOCK_LABELS, {"rows": least_rows})]
         return await self.conn.write([(q, p) for q, p in queries if p["rows"]])
 
