@@ -3,10 +3,11 @@ retrieval request narrows to, and the `documents` service (store-facing) that ho
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationInfo, field_validator
 
 from schemas.base import MAX_QUERY_CHARS, Message, Response, ScopedRequest
 from schemas.retrieval import RelationshipRef
@@ -55,6 +56,16 @@ class Document(BaseModel):
     def _in_order(cls, v: list[Section]) -> list[Section]:
         if any(b.start < a.start for a, b in zip(v, v[1:], strict=False)):
             raise ValueError("sections must be in `start` order")
+        return v
+
+    @field_validator("id", "text")
+    @classmethod
+    def _readable(cls, v: str, info: ValidationInfo) -> str:
+        # An id is shown, listed and matched as typed: a NUL or newline in it cannot be.
+        if info.field_name == "id" and any(unicodedata.category(c) == "Cc" for c in v):
+            raise ValueError("an id may not contain control characters (NUL, newline, tab, ...)")
+        if info.field_name == "text" and not v.strip():
+            raise ValueError("a document needs text (this one is empty or blank)")
         return v
 
 

@@ -5,7 +5,7 @@ index (SQLite's dbstat), or of a Neo4j database, by label and relationship type 
     python -m bench index-size --neo4j-url bolt://... --user U --collection C [--json]
 
 The figures are what the files hold (dbstat's page sizes: free pages and the WAL left out), divided
-by the chunks of the home (docs.db's `chunks` rows) — what issue 38 asks every byte to earn.
+by the chunks of the home (docs.db's `chunks` rows) — the figure every byte of the index must earn.
 """
 
 from __future__ import annotations

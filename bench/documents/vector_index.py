@@ -1,4 +1,4 @@
-"""`python -m bench vector-index`: the embedded vector index chosen by measurement (issue 38 item 7).
+"""`python -m bench vector-index`: the embedded vector index against libraries (recall, latency, build, bytes).
 
 Today's IVF (processors/stores/sqlite/vector_lists.py) against sqlite-vec, usearch and faiss-cpu
 (bench/documents/vector_engines.py) at 100k and 1M 384-d vectors (bench/documents/vector_data.py):

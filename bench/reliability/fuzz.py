@@ -24,7 +24,7 @@ VALID: list[tuple[str, str | None, dict[str, Any]]] = [
 ]
 ODD_VALUES: list[Any] = [None, -1, 0, 10**30, 1e308, "", "x" * 5000, [], {}, [1, [2, [3]]], True, "\ud800",
                          {"t": "i", "i": ""}, "../../etc/passwd", "'; DROP TABLE triples; --"]  # fmt: skip
-# Questions in other scripts, of symbols only, and full-text query syntax (issue 42's were HTTP 500).
+# Questions in other scripts, of symbols only, and full-text query syntax (each once answered HTTP 500).
 ODD_QUESTIONS = ["谁拍摄了照片？", "写真を撮ったのは誰ですか？", "🔬🧪☢️", "—", "…", "Ⅻ？", "مَنْ الْتَقَطَ الصُّورَة؟",
                  '"', "a OR (", "tenant : x", "\\", "谁" * 8000]  # fmt: skip
 

@@ -102,9 +102,12 @@ ANSWERS: dict[type[Response], type[Response]] = {
 class Kgflow:
     """An async client of kgflow; open it with `async with` (or `await open()`, then `close()`)."""
 
-    def __init__(self, transport: Transport, user: str = "default", flow: str = "default",
+    def __init__(self, transport: Transport, user: str | None = "default", flow: str = "default",
                  timeout_s: float = QUERY_TIMEOUT_S) -> None:  # fmt: skip
-        self.transport, self.user, self.flow, self.timeout_s = transport, user, flow, timeout_s
+        self.transport, self.flow, self.timeout_s = transport, flow, timeout_s
+        self.user = user or "default"
+        # No user named through a gateway: act in the token's workspace, learnt when opened.
+        self._token_workspace = user is None and isinstance(transport, GatewayTransport)
 
     # --- where kgflow runs ------------------------------------------------------------------
     @classmethod
@@ -124,12 +127,17 @@ class Kgflow:
         return cls(BusTransport(store or from_env(StoreSettings, {}), runtime), user, flow)
 
     @classmethod
-    def connect(cls, url: str, token: str | None = None, *, user: str = "default", flow: str = "default") -> Kgflow:
-        """A kgflow gateway (`kgflow up`) at `url`, e.g. http://localhost:8888."""
+    def connect(cls, url: str, token: str | None = None, *, user: str | None = None, flow: str = "default") -> Kgflow:
+        """A kgflow gateway (`kgflow up`) at `url`, e.g. http://localhost:8888; with no `user`, the
+        workspace the token is bound to (`default` for an admin token)."""
         return cls(GatewayTransport(url, token), user, flow)
 
     async def open(self) -> Kgflow:
-        """Nothing to do up front: connections and processors start on first use."""
+        """Through a gateway with no user named, learn the token's workspace; otherwise nothing to
+        do up front: connections and processors start on first use."""
+        if self._token_workspace and isinstance(self.transport, GatewayTransport):
+            self.user = await self.transport.workspace() or self.user
+            self._token_workspace = False
         return self
 
     async def close(self) -> None:

@@ -30,9 +30,9 @@ def client(a: argparse.Namespace, timeout_s: float | None = None) -> Kgflow:
     from processors.commands.api import Kgflow
     from processors.commands.transports import BusTransport
 
-    user, flow = getattr(a, "user", "default"), getattr(a, "flow", "default")
+    user, flow = getattr(a, "user", None), getattr(a, "flow", "default")
     timeout = timeout_s or runtime_settings(a).request_timeout_s
-    if getattr(a, "url", None):
+    if getattr(a, "url", None):  # no --user: the token's workspace (Kgflow.open learns it)
         token = getattr(a, "token", None) or os.environ.get("KGFLOW_GATEWAY_TOKEN")
         return Kgflow.connect(a.url, token, user=user, flow=flow)
-    return Kgflow(BusTransport(store_settings(a), runtime_settings(a)), user, flow, timeout)
+    return Kgflow(BusTransport(store_settings(a), runtime_settings(a)), user or "default", flow, timeout)

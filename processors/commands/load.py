@@ -43,6 +43,7 @@ async def load_triples_file(a: argparse.Namespace) -> int:
     bars = _Bars(a.file.name, a.no_progress)
     try:
         async with client(a) as kg:
+            a.user = kg.user  # the token's workspace when --user was not given
             r = await kg.load_triples(a.file, collection=a.collection, format=a.format, progress=bars)
     finally:
         bars.close()

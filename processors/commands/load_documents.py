@@ -47,6 +47,7 @@ async def load_documents(a: argparse.Namespace) -> int:
     bars = _Bars(a.no_progress)
     try:
         async with client(a, LOAD_TIMEOUT_S) as kg:
+            a.user = kg.user  # the token's workspace when --user was not given
             done = await kg.load_documents(
                 a.paths, collection=a.collection, format=a.format, progress=bars, batching=batching
             )

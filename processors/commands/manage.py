@@ -36,7 +36,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     for p in (b, ls, dl, dd):
         p.add_argument("--collection", "-C", default="default")
     for p in (b, ls, cl, cd, dl, dd):
-        p.add_argument("--user", "-U", default="default")
+        p.add_argument("--user", "-U", help="the workspace (default: the --url token's, else default)")
         p.add_argument("--flow", default="default")
         p.add_argument("--url", help="gateway URL (default: run in-process)")
         p.add_argument("--token", help="gateway token (or KGFLOW_GATEWAY_TOKEN)")
@@ -49,6 +49,7 @@ async def run(a: argparse.Namespace) -> int:
     """Run the command through the API and print the answer as JSON; a delete of something that
     does not exist is an error naming it (exit 1), an empty list a list with a note on stderr."""
     async with client(a, TIMEOUT_S) as kg:
+        a.user = kg.user  # the token's workspace when --user was not given
         if a.what == "list":
             if a.command == "communities":
                 items: list[Any] = await kg.communities(a.collection, a.level, a.limit)

@@ -226,6 +226,7 @@ async def run_query(a: argparse.Namespace) -> int:
     if not a.url:
         require_data(a)
     async with client(a) as kg:
+        a.user = kg.user  # the token's workspace when --user was not given
         if a.question:
             res: Response = await kg.ask(kind.service, request(a.question), kind.progress)
             if a.json:

@@ -246,6 +246,15 @@ class GatewayTransport:
                 self._connected = True
         return self.gateway
 
+    async def workspace(self) -> str | None:
+        """The workspace the token acts in when a request names none (the gateway says so on
+        connecting); None when the gateway cannot be reached or refuses the token, which every
+        request then reports (an MCP server stays up to say so per tool call)."""
+        try:
+            return (await self._gw()).workspace
+        except (RemoteError, RuntimeError):
+            return None
+
     async def stream(
         self, service: Service[BaseModel, R], flow: str, request: BaseModel, timeout_s: float
     ) -> AsyncIterator[R]:

@@ -99,10 +99,13 @@ def _source(doc: DocumentRef, chunks: list[Chunk]) -> dict[str, Any]:
 
 
 def _title(wire_metadata: Any, doc_id: str) -> str:
-    """The title a TrustGraph metadata triple gives the document (empty when none does)."""
-    for t in wire_metadata if isinstance(wire_metadata, list) else []:
-        if not isinstance(t, dict):
-            continue
+    """The title a TrustGraph metadata triple gives the document (empty when none does); metadata
+    that is not a list of triples is refused, not ignored."""
+    if wire_metadata is None:
+        return ""
+    if not isinstance(wire_metadata, list) or not all(isinstance(t, dict) for t in wire_metadata):
+        raise BadRequest("invalid request: metadata: expected a list of triples ({s, p, o} objects)")
+    for t in wire_metadata:
         s, p, o = (t.get(k) if isinstance(t.get(k), dict) else {} for k in ("s", "p", "o"))
         if p.get("i") in TITLE_PREDICATES and s.get("i") in (doc_id, None) and isinstance(o.get("v"), str):
             return o["v"]

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from processors.gateway.translate import BadRequest, require_object, validate_as
-from processors.ingest.documents.formats import UnreadableFile, extract, parts
+from processors.ingest.documents.formats import UnreadableFile, extract, part_ids, parts
 from schemas.documents import MAX_TITLE_CHARS, Document
 
 # A library document's bytes. In one add-document request a document must fit the gateway's frame with its
@@ -108,7 +108,7 @@ def documents_of(meta: dict[str, Any], content: bytes) -> list[Document]:
         raise BadRequest(f"document {doc_id!r} ({kind}) cannot be processed: no text in it")
     title = (meta.get("title") or found.title or doc_id)[:MAX_TITLE_CHARS]
     pieces = parts(found)
-    ids = [doc_id] if len(pieces) == 1 else [f"{doc_id}#{n}" for n in range(1, len(pieces) + 1)]
+    ids = part_ids(doc_id, len(pieces))
     extra = {"kind": kind, "tags": meta.get("tags", [])}
     fields = [{"id": i, "title": title, "text": p.text, "sections": p.sections, "metadata": extra}
               for i, p in zip(ids, pieces, strict=True)]  # fmt: skip

@@ -75,3 +75,24 @@ def test_trustgraph_load_of_non_text_is_refused(up_2h: UpServer) -> None:
     assert r.status_code == 200 and r.json()["error"]["type"] == "not-supported", r.text  # shown by TrustGraph's CLI
     assert "not supported by kgflow" in r.json()["error"]["message"]
     assert "tgbad" not in tg("tg-list-collections", "-u", up_2h.url)  # nothing was stored
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"id": "nul\x00id", "text": _b64("Some text.")}, ("document.id:", "may not contain control characters")),
+        ({"id": "blank", "text": _b64("  \n ")}, ("document.text:", "a document needs text")),
+        (
+            {"id": "meta", "text": _b64("Some text."), "metadata": {"k": "v"}},
+            ("metadata:", "expected a list of triples"),
+        ),
+    ],
+)
+def test_trustgraph_text_load_refuses_a_bad_document_as_a_bad_request(
+    up_2h: UpServer, body: dict[str, object], message: tuple[str, str]
+) -> None:
+    r = requests.post(f"{up_2h.url}/api/v1/flow/default/service/text-load", json=body | {"collection": "tgbad"},
+                      timeout=60)  # fmt: skip
+    assert r.status_code == 400 and r.json()["error"]["type"] == "bad-request", r.text
+    field, why = message  # the field named, then the reason
+    assert f"invalid request: {field}" in r.json()["error"]["message"] and why in r.json()["error"]["message"], r.text

@@ -66,6 +66,10 @@ async def test_text_load_decodes_text_and_takes_the_title_from_metadata() -> Non
     ].title == ""
 
 
+def _titled(doc_id: str, title: str) -> list[dict[str, object]]:
+    return [{"s": {"t": "i", "i": doc_id}, "p": {"t": "i", "i": LABEL}, "o": {"t": "l", "v": title}}]
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [
@@ -74,6 +78,12 @@ async def test_text_load_decodes_text_and_takes_the_title_from_metadata() -> Non
         ({"id": "d", "text": _b64("x"), "charset": "no-such-charset"}, "unknown charset"),
         ({"text": _b64("x")}, "id"),
         ({"id": "d"}, "base64"),
+        ({"id": "d\x00x", "text": _b64("x")}, "document.id: .*control characters"),
+        ({"id": "d", "text": _b64("")}, "document.text: .*empty or blank"),
+        ({"id": "d", "text": _b64(" \n\t")}, "document.text: .*empty or blank"),
+        ({"id": "d", "text": _b64("x"), "metadata": "a title"}, "metadata: expected a list of triples"),
+        ({"id": "d", "text": _b64("x"), "metadata": [["s", "p", "o"]]}, "metadata: expected a list of triples"),
+        ({"id": "d", "text": _b64("x"), "metadata": _titled("d", "T" * 3000)}, "document.title: .*2048"),
     ],
 )
 async def test_text_load_refuses_what_it_cannot_read(body: dict[str, object], message: str) -> None:

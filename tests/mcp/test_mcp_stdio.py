@@ -50,3 +50,14 @@ async def test_stdio_through_the_gateway(corpus: Corpus, gateway: Gateway) -> No
     async with stdio_session(log, "--url", gateway.url, "--token", ALICE_TOKEN, "--user", "default") as s:
         foreign = await call(s, "list_documents", collection=COLLECTION)
     assert foreign.is_error and "workspace" in text(foreign)
+
+
+async def test_stdio_with_a_bound_token_acts_in_its_workspace(corpus: Corpus, gateway: Gateway) -> None:
+    log = corpus.home.parent / "stdio-bound.log"
+    async with stdio_session(log, "--url", gateway.url, "--token", ALICE_TOKEN) as s:  # no --user
+        own = await call(s, "list_collections")
+    assert not own.is_error, text(own)  # alice's workspace (empty), not `default`, which her token may not use
+
+    async with stdio_session(log, "--url", gateway.url, "--token", ALICE_TOKEN, "--user", "bob") as s:
+        other = await call(s, "list_collections")
+    assert other.is_error and "may not act in workspace 'bob'" in text(other)

@@ -19,7 +19,7 @@ from typing import BinaryIO, Literal, get_args
 from pydantic import ValidationError
 
 from processors.base.settings import from_env
-from processors.ingest.documents.formats import Extracted, FileLimits, UnreadableFile, extract, parts
+from processors.ingest.documents.formats import Extracted, FileLimits, UnreadableFile, extract, part_ids, parts
 from processors.ingest.documents.formats.markdown import extract_markdown
 from schemas.documents import MAX_DOCUMENT_CHARS, MAX_TITLE_CHARS, Document
 
@@ -107,10 +107,8 @@ def _file(path: Path, root: Path, fmt: DocumentFormat, limits: FileLimits) -> li
             return Unreadable(str(path), "no text in it (an empty file)")
         title = found.title[:MAX_TITLE_CHARS] or path.name
         pieces = parts(found)
-        return [
-            Document(id=doc_id if len(pieces) == 1 else f"{doc_id}#{n}", title=title, text=p.text, sections=p.sections)
-            for n, p in enumerate(pieces, 1)
-        ]
+        ids = part_ids(doc_id, len(pieces))
+        return [Document(id=i, title=title, text=p.text, sections=p.sections) for i, p in zip(ids, pieces, strict=True)]
     except UnicodeDecodeError as e:
         return Unreadable(str(path), _not_utf8(data, e))
     except (OSError, UnreadableFile) as e:

@@ -139,6 +139,9 @@ def index_document(
     spelling of its own key where the text has one: labelled by another of its names ("Falls",
     written more often than "Devon Falls"), it would be found by that name (`named`), and which
     concept a later document's "Falls" links to would depend on the order documents arrive in."""
+    # A "name" over MAX_CONCEPT_CHARS is a run of text (an over-long title or word, which the
+    # extractor also reads), not a concept: dropped, so the document loads instead of failing.
+    mentions = [[m for m in found if len(m.key) <= MAX_CONCEPT_CHARS] for found in mentions]
     names = one_node_per_entity(mentions)
     subject = subject_key(doc.title, doc.text, mentions, names)
     labels: dict[str, Counter[str]] = {}  # each concept's spellings, its other names' too
@@ -167,6 +170,8 @@ def index_document(
     typed: dict[FoundRelation, list[str]] = {}
     for chunk, found_relations in zip(chunks, relations or [], strict=False):
         for r in found_relations:
+            if max(len(r.s), len(r.o)) > MAX_CONCEPT_CHARS:
+                continue
             typed.setdefault(FoundRelation(names.of(r.s), r.p, names.of(r.o)), []).append(chunk.id)
     rels = [KeyedRelation(s=r.s, p=r.p, o=r.o, chunk_ids=ids) for r, ids in typed.items()]
     return IndexedDocument(document=doc, content_hash=content_hash(doc), chunks=chunks, vectors=vectors,

@@ -96,6 +96,19 @@ def _close_models() -> None:
 atexit.register(_close_models)
 
 
+def load_vocab(model_path: str) -> Llama:
+    """The GGUF's tokenizer alone (no weights loaded), once per process and freed at exit as the
+    models are."""
+    from llama_cpp import Llama
+
+    key = (model_path, 0, 0)  # no context, no threads: the vocabulary only
+    with _STATE_LOCK:
+        vocab = _MODELS.get(key)
+        if vocab is None:
+            vocab = _MODELS[key] = Llama(model_path=model_path, vocab_only=True, verbose=False)
+        return vocab
+
+
 def _load(model_path: str, n_ctx: int, n_threads: int) -> Llama:
     """Load (once per process) and return the Llama for this configuration."""
     key = (model_path, n_ctx, n_threads)

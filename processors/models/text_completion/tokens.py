@@ -74,8 +74,6 @@ class FlowTokenCounter:
 
 def _llama_vocab(model: str | None) -> Llama:
     """The GGUF's tokenizer alone (no weights loaded)."""
-    from llama_cpp import Llama
+    from processors.models.text_completion.local_backend import default_model_path, load_vocab
 
-    from processors.models.text_completion.local_backend import default_model_path
-
-    return Llama(model_path=str(model or default_model_path()), vocab_only=True, verbose=False)
+    return load_vocab(str(model or default_model_path()))

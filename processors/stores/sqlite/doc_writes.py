@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -19,11 +20,20 @@ INSERT_CHUNK = (
     "INSERT INTO chunks (user, collection, id, document_id, ordinal, text, start, end, tokens, vec, page, section)"
     " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
 )
-RELATION_HAS_SOURCE = (
-    "SELECT 1 FROM relation_sources WHERE user = ? AND collection = ? AND s = ? AND p = ? AND o = ? LIMIT 1"
+# Of candidates (a JSON array): relations without a source left, concepts no chunk mentions, owned ones.
+UNSOURCED = (
+    "SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2 FROM json_each(?3) j WHERE NOT EXISTS (SELECT 1 FROM"
+    " relation_sources WHERE user = ?1 AND collection = ?2 AND s = j.value ->> 0 AND p = j.value ->> 1"
+    " AND o = j.value ->> 2)"
 )
-CONCEPT_MENTIONED = "SELECT 1 FROM mentions WHERE user = ? AND collection = ? AND entity = ? LIMIT 1"
-CONCEPT_OWNED = "SELECT owned FROM concepts WHERE user = ? AND collection = ? AND iri = ?"
+UNMENTIONED = (
+    "SELECT j.value FROM json_each(?3) j WHERE NOT EXISTS"
+    " (SELECT 1 FROM mentions WHERE user = ?1 AND collection = ?2 AND entity = j.value)"
+)
+OWNED = (
+    "SELECT iri FROM concepts WHERE user = ? AND collection = ? AND owned = 1"
+    " AND iri IN (SELECT value FROM json_each(?))"
+)
 DELETE_CONCEPT = "DELETE FROM concepts WHERE user = ? AND collection = ? AND iri = ?"
 DELETE_CONCEPT_KEYS = "DELETE FROM concept_keys WHERE user = ? AND collection = ? AND iri = ?"
 
@@ -50,82 +60,63 @@ def count_terms(conn: sqlite3.Connection, tenant: Tenant, chunk_terms: list[list
         )
 
 
-def insert_record(conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, r: DocumentRecord) -> None:
-    """Write one document's rows: the document, its chunks (with their FTS terms, their vectors
-    in the IVF lists and their subject), mentions, relation provenance, concepts."""
-    d = r.document
-    ts = d.timestamp.timestamp() if d.timestamp else None
-    conn.execute(
-        "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?)",
-        (
-            tenant.user,
-            tenant.collection,
-            d.id,
-            d.title,
-            ts,
-            json.dumps(d.metadata),
-            r.content_hash,
-            len(r.chunks),
-            r.title_entity,
-        ),
-    )
-    meta = [
-        (tenant.user, tenant.collection, d.id, k, json.dumps(v)) for k, vs in d.metadata.items() for v in _as_list(vs)
-    ]
-    conn.executemany("INSERT OR IGNORE INTO doc_meta VALUES (?,?,?,?,?)", meta)
+def insert_records(
+    conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, records: Sequence[DocumentRecord]
+) -> None:
+    """Write a batch of documents' rows: the documents, their chunks (with their FTS terms, their
+    vectors in the IVF lists and their subject), mentions, relation provenance, concepts. One
+    statement a table for the whole batch, and the term statistics once: its cost does not grow
+    statement by statement with the batch (issue 38)."""
+    u, coll = tenant.user, tenant.collection
+    conn.executemany("INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?)", [
+        (u, coll, r.document.id, r.document.title, r.document.timestamp.timestamp() if r.document.timestamp else None,
+         json.dumps(r.document.metadata), r.content_hash, len(r.chunks), r.title_entity) for r in records
+    ])  # fmt: skip
+    conn.executemany("INSERT OR IGNORE INTO doc_meta VALUES (?,?,?,?,?)", [
+        (u, coll, r.document.id, k, json.dumps(v)) for r in records for k, vs in r.document.metadata.items()
+        for v in _as_list(vs)
+    ])  # fmt: skip
+    vecs = [[np.asarray(v, dtype=np.float32) for v in r.vectors] for r in records]
+    conn.executemany(INSERT_CHUNK, [
+        (u, coll, c.id, r.document.id, c.ordinal, c.text, c.start, c.end, c.tokens, v.tobytes(), c.page, c.section)
+        for r, vs in zip(records, vecs, strict=True) for c, v in zip(r.chunks, vs, strict=True)
+    ])  # fmt: skip
+    # BM25 reads title and text
+    words = {c.id: terms(f"{r.document.title}\n{c.text}" if r.document.title else c.text)
+             for r in records for c in r.chunks}  # fmt: skip
+    rowids = conn.execute(
+        "SELECT rowid, id FROM chunks INDEXED BY chunks_doc WHERE user = ? AND collection = ?"
+        " AND document_id IN (SELECT value FROM json_each(?))",
+        (u, coll, json.dumps([r.document.id for r in records])),
+    ).fetchall()
     token = tenant_token(tenant)
-    vecs = [np.asarray(v, dtype=np.float32) for v in r.vectors]
-    chunk_terms = []
-    for c, v in zip(r.chunks, vecs, strict=True):
-        row = (
-            tenant.user,
-            tenant.collection,
-            c.id,
-            d.id,
-            c.ordinal,
-            c.text,
-            c.start,
-            c.end,
-            c.tokens,
-            v.tobytes(),
-            c.page,
-            c.section,
-        )
-        rowid = conn.execute(INSERT_CHUNK, row).lastrowid
-        chunk_terms.append(terms(f"{d.title}\n{c.text}" if d.title else c.text))  # BM25 reads title and text
-        conn.execute(
-            "INSERT INTO chunk_fts(rowid, tenant, terms) VALUES (?, ?, ?)", (rowid, token, " ".join(chunk_terms[-1]))
-        )
-    vl.add(conn, tenant, CHUNK_SPACE, [(c.id, d.id, v) for c, v in zip(r.chunks, vecs, strict=True)])
-    if r.title_entity:
-        conn.executemany(
-            "INSERT OR IGNORE INTO chunk_subjects VALUES (?,?,?,?,?)",
-            [(tenant.user, tenant.collection, r.title_entity, c.id, d.id) for c in r.chunks],
-        )
-    count_terms(conn, tenant, chunk_terms)
+    conn.executemany(
+        "INSERT INTO chunk_fts(rowid, tenant, terms) VALUES (?, ?, ?)",
+        [(rowid, token, " ".join(words[cid])) for rowid, cid in rowids],
+    )
+    vl.add(conn, tenant, CHUNK_SPACE, [
+        (c.id, r.document.id, v) for r, vs in zip(records, vecs, strict=True) for c, v in zip(r.chunks, vs, strict=True)
+    ])  # fmt: skip
+    conn.executemany("INSERT OR IGNORE INTO chunk_subjects VALUES (?,?,?,?,?)", [
+        (u, coll, r.title_entity, c.id, r.document.id) for r in records if r.title_entity for c in r.chunks
+    ])  # fmt: skip
+    count_terms(conn, tenant, list(words.values()))
     conn.executemany(
         "INSERT INTO mentions VALUES (?,?,?,?,?,?) ON CONFLICT DO UPDATE SET count = count + excluded.count",
-        [(tenant.user, tenant.collection, m.entity, m.chunk_id, d.id, m.count) for m in r.mentions],
+        [(u, coll, m.entity, m.chunk_id, r.document.id, m.count) for r in records for m in r.mentions],
     )
     conn.executemany(
         "INSERT OR IGNORE INTO relation_sources VALUES (?,?,?,?,?,?,?)",
-        [(tenant.user, tenant.collection, x.s, x.p, x.o, c, d.id) for x in r.relations for c in x.chunk_ids],
+        [(u, coll, x.s, x.p, x.o, c, r.document.id) for r in records for x in r.relations for c in x.chunk_ids],
     )
-    owned = r.owned
-    mentioned = {m.entity for m in r.mentions}
-    conn.executemany(
+    mentioned = [(r, e) for r in records for e in dict.fromkeys(m.entity for m in r.mentions)]
+    conn.executemany(  # the first document of the batch to mention a concept decides, as one by one
         "INSERT INTO concepts VALUES (?,?,?,?,?) ON CONFLICT DO NOTHING",
-        [(tenant.user, tenant.collection, e, int(e in owned), r.keys.get(e, "")) for e in mentioned],
+        [(u, coll, e, int(e in r.owned), r.keys.get(e, "")) for r, e in mentioned],
     )
-    conn.executemany(
-        "INSERT OR IGNORE INTO concept_keys VALUES (?,?,?,?)",
-        [
-            (tenant.user, tenant.collection, k, e)
-            for e in mentioned
-            for k in (r.keys.get(e, ""), *r.aliases.get(e, ()))
-            if k
-        ],
-    )
+    conn.executemany("INSERT OR IGNORE INTO concept_keys VALUES (?,?,?,?)", [
+        (u, coll, k, e) for r, e in mentioned for k in (r.keys.get(e, ""), *r.aliases.get(e, ())) if k
+    ])  # fmt: skip
 
 
 def _as_list(v: object) -> list[object]:
@@ -140,10 +131,10 @@ def delete_docs(conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, ids: 
     rels = conn.execute("SELECT DISTINCT s, p, o FROM relation_sources" + in_docs, arg).fetchall()
     ents = conn.execute("SELECT DISTINCT entity FROM mentions" + in_docs, arg).fetchall()
     chunks = conn.execute("SELECT rowid, id FROM chunks INDEXED BY chunks_doc" + in_docs, arg).fetchall()
-    words = [
-        str(conn.execute("SELECT terms FROM chunk_fts WHERE rowid = ?", (rowid,)).fetchone()[0]).split()
-        for rowid, _ in chunks
-    ]
+    rowids = json.dumps([rowid for rowid, _ in chunks])
+    # json_each drives: a rowid lookup in the FTS table each (an IN on it can scan the table)
+    fts_terms = "SELECT f.terms FROM json_each(?) j JOIN chunk_fts f ON f.rowid = j.value"
+    words = [str(t).split() for (t,) in conn.execute(fts_terms, (rowids,))] if chunks else []
     conn.executemany("DELETE FROM chunk_fts WHERE rowid = ?", [(rowid,) for rowid, _ in chunks])
     vl.remove(conn, tenant, CHUNK_SPACE, [cid for _, cid in chunks])
     count_terms(conn, tenant, words, -1)
@@ -157,17 +148,22 @@ def delete_docs(conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, ids: 
 
 def unlinked(conn: sqlite3.Connection, tenant: Tenant, removed: RemovedLinks) -> RemovedLinks:
     """Of the candidates, the relations without any source left and the owned concepts no chunk
-    mentions (the concept rows of every unmentioned candidate go too)."""
+    mentions (the concept rows of every unmentioned candidate go too); a statement each, however
+    many candidates."""
 
-    def one(sql: str, *args: str) -> tuple | None:  # type: ignore[type-arg]
-        return conn.execute(sql, (tenant.user, tenant.collection, *args)).fetchone()
+    def found(sql: str, items: list[object]) -> set[tuple[object, ...]]:
+        return {tuple(r) for r in conn.execute(sql, (tenant.user, tenant.collection, json.dumps(items)))}
 
-    rels = [r for r in removed.relations if one(RELATION_HAS_SOURCE, *r) is None]
-    orphans = [e for e in removed.concepts if one(CONCEPT_MENTIONED, e) is None]
-    owned = [e for e in orphans if one(CONCEPT_OWNED, e) == (1,)]
+    gone = found(UNSOURCED, list(removed.relations)) if removed.relations else set()
+    orphans = [e for (e,) in found(UNMENTIONED, list(removed.concepts))] if removed.concepts else []
+    owned = {e for (e,) in found(OWNED, list(orphans))} if orphans else set()
     conn.executemany(DELETE_CONCEPT, [(tenant.user, tenant.collection, e) for e in orphans])
     conn.executemany(DELETE_CONCEPT_KEYS, [(tenant.user, tenant.collection, e) for e in orphans])
-    return RemovedLinks(rels, owned, removed.concepts)
+    return RemovedLinks(
+        [r for r in removed.relations if tuple(r) in gone],
+        [e for e in removed.concepts if e in owned],
+        removed.concepts,
+    )
 
 
 def backfill(conn: sqlite3.Connection, vl: VectorLists) -> int:

@@ -26,7 +26,7 @@ from processors.stores.documents_protocol import (
     RemovedLinks,
 )
 from processors.stores.sqlite import passages
-from processors.stores.sqlite.doc_writes import backfill, delete_docs, insert_record, unlinked
+from processors.stores.sqlite.doc_writes import backfill, delete_docs, insert_records, unlinked
 from processors.stores.sqlite.docs_schema import (
     CHUNK_LINKS,
     CLAIM_CONCEPT,
@@ -84,8 +84,7 @@ class SqliteDocumentStore:
 
         def write(conn: sqlite3.Connection) -> RemovedLinks:
             removed = delete_docs(conn, self.lists, tenant, [r.document.id for r in records])
-            for r in records:
-                insert_record(conn, self.lists, tenant, r)
+            insert_records(conn, self.lists, tenant, records)
             return unlinked(conn, tenant, removed)
 
         return await self.db.write(write)

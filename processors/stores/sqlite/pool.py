@@ -21,10 +21,19 @@ MMAP_BYTES = 8 << 30
 CACHE_KIB = 65536  # each connection's private page cache (without the map)
 
 
+# The tables whose rows a collection delete removes, each with its constant statement (a table name
+# is never taken from a caller into query text).
+_TENANT_TABLES = (
+    "triples", "labels", "load_state", "vectors", "scope_version", "vector_model",
+    "communities", "community_members", "community_chunks",
+)  # fmt: skip
+TENANT_DELETES = {t: "DELETE FROM " + t + " WHERE user = ? AND collection = ?" for t in _TENANT_TABLES}
+
+
 def delete_tenant_rows(conn: sqlite3.Connection, tenant: Tenant, tables: Iterable[str]) -> None:
-    """Delete the tenant's rows from each of `tables` (names the store's code gives, never a request)."""
+    """Delete the tenant's rows from each of `tables` (one of `TENANT_DELETES`' tables)."""
     for table in tables:
-        conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", (tenant.user, tenant.collection))
+        conn.execute(TENANT_DELETES[table], (tenant.user, tenant.collection))
 
 
 class CountedConnection(sqlite3.Connection):

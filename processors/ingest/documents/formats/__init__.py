@@ -74,6 +74,11 @@ def parts(found: Extracted, limit: int = PART_CHARS) -> list[Extracted]:
     return out or [found]
 
 
+def part_ids(doc_id: str, count: int) -> list[str]:
+    """The ids of a document's `count` parts: the id itself for one, else `ID#1`, `ID#2`, ..."""
+    return [doc_id] if count == 1 else [f"{doc_id}#{n}" for n in range(1, count + 1)]
+
+
 def _cut_at(text: str, sections: list[Section], begin: int, most: int) -> int:
     middle = begin + (most - begin) // 2
     starts = [s.start for s in sections if middle < s.start <= most]
