@@ -130,10 +130,10 @@ class HeldDistances(Protocol):
 class TripleStore(Protocol):
     """Triples and their labels."""
 
-    async def add_triples(self, tenant: Tenant, triples: Sequence[Triple], least_label: bool = False) -> int:
+    async def add_triples(self, tenant: Tenant, triples: Sequence[Triple], replace_labels: bool = False) -> int:
         """Store triples (duplicates ignored); rdfs:label triples also feed the label table. With
-        `least_label`, an IRI keeps one label, the least (code-point order) of the batch's and the
-        one it has, decided inside the write: the label does not depend on the order of writes."""
+        `replace_labels`, an IRI's label triple (the batch's last) replaces the label it has
+        instead of adding a second one."""
         ...
 
     async def pattern(self, tenant: Tenant, s: Term | None, p: Term | None, o: Term | None, limit: int) -> list[Triple]:

@@ -10,6 +10,7 @@ they join triples loaded into the collection) with an rdfs:label.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -24,19 +25,25 @@ class Linked:
     """Documents ready to store, and what the graph gains."""
 
     records: list[DocumentRecord]
-    new_concepts: dict[str, str] = field(default_factory=dict)  # IRI -> label
-    labels: dict[str, str] = field(default_factory=dict)  # documents' concepts: IRI -> least spelling
+    new_concepts: dict[str, str] = field(default_factory=dict)  # IRI -> label (the batch's spelling_of)
     relations: set[tuple[str, str, str]] = field(default_factory=set)
     predicates: dict[str, str] = field(default_factory=dict)  # typed relations' predicate IRI -> label
 
     def triples(self) -> list[Triple]:
-        """Label triples of the documents' concepts and the relation triples."""
-        out = [Triple(s=Term.iri(i), p=Term.iri(RDFS_LABEL), o=Term.literal(lab)) for i, lab in self.labels.items()]
+        """The relation triples and their predicates' labels (concepts' labels follow their spellings
+        once the documents are stored: DocumentStoreProcessor._agree_labels)."""
+        out = []
         if any(p == RELATED_TO for _, p, _ in self.relations):
             out.append(Triple(s=Term.iri(RELATED_TO), p=Term.iri(RDFS_LABEL), o=Term.literal(RELATED_TO_LABEL)))
         out += [Triple(s=Term.iri(i), p=Term.iri(RDFS_LABEL), o=Term.literal(x)) for i, x in self.predicates.items()]
         out += [Triple(s=Term.iri(s), p=Term.iri(p), o=Term.iri(o)) for s, p, o in sorted(self.relations)]
         return out
+
+
+def spelling_of(counts: Mapping[str, int]) -> str:
+    """A concept's label: its most frequent spelling, the least (code-point order) of those tied, so
+    that it is a function of the counts alone, not of the order they were made in."""
+    return min(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
 
 
 def link(
@@ -47,12 +54,18 @@ def link(
     write created (`claimed`) stays owned by documents. A key links to a document concept only if
     it is that concept's own key: one labelled by another of its names is named by that name too,
     and linking it would depend on which document came first. So one set of documents links the
-    same way whatever the order or concurrency of loads."""
+    same way whatever the order or concurrency of loads. Each record counts its spellings of the
+    concepts it owns (weighted by mentions), from which the store keeps their labels."""
     out = Linked([])
+    new: dict[str, Counter[str]] = {}  # new concepts' spellings in the batch
     for doc in documents:
         iri: dict[str, str] = {}
         owned: set[str] = set()
         names: dict[str, list[str]] = {}
+        weight = Counter[str]()
+        for m in doc.mentions:
+            weight[m.key] += m.count
+        spellings: dict[str, Counter[str]] = {}
         for c in doc.concepts:
             if c.key in named and (named[c.key] not in claimed or named[c.key] == concept_iri(c.key)):
                 iri[c.key] = named[c.key]
@@ -61,9 +74,9 @@ def link(
             else:
                 iri[c.key] = concept_iri(c.key)
                 owned.add(iri[c.key])
-                out.new_concepts[iri[c.key]] = min(c.label, out.new_concepts.get(iri[c.key], c.label))
+                new.setdefault(iri[c.key], Counter())[c.label] += max(weight[c.key], 1)
             if iri[c.key] in owned:  # (a concept loaded as triples keeps its label)
-                out.labels[iri[c.key]] = min(c.label, out.labels.get(iri[c.key], c.label))
+                spellings.setdefault(iri[c.key], Counter())[c.label] += max(weight[c.key], 1)
             names.setdefault(iri[c.key], []).extend([c.key, *c.aliases])
         mentions = [
             Mention(chunk_id=m.chunk_id, entity=iri[m.key], count=m.count) for m in doc.mentions if m.key in iri
@@ -85,8 +98,10 @@ def link(
         out.records.append(
             DocumentRecord(doc.document, doc.content_hash, doc.chunks, doc.vectors, mentions, relations, owned,
                            keys=keys, title_entity=iri.get(doc.subject_key),
-                           aliases={i: a for i, a in aliases.items() if a})
+                           aliases={i: a for i, a in aliases.items() if a},
+                           spellings={i: dict(n) for i, n in spellings.items()})
         )  # fmt: skip
+    out.new_concepts = {i: spelling_of(n) for i, n in new.items()}
     return out
 
 

@@ -61,13 +61,12 @@ class CassandraTripleStore:
         self.conn = conn.acquire()
         self.entity_index = entity_index
 
-    async def add_triples(self, tenant: Tenant, triples: Sequence[Triple], least_label: bool = False) -> int:
+    async def add_triples(self, tenant: Tenant, triples: Sequence[Triple], replace_labels: bool = False) -> int:
         """Write each distinct triple to the out/in/predicate tables; returns how many were written.
-        `least_label` keeps each IRI's least label (code-point order) of the batch and the store,
-        removing a stored one that loses (read, then written: not atomic, unlike the SQLite and
-        Neo4j stores; documents are stored on those)."""
-        if least_label:
-            triples = await self._least_labels(tenant, triples)
+        `replace_labels`: each IRI's last label of the batch replaces its stored one (read, then
+        written: not atomic, unlike the SQLite and Neo4j stores; documents are stored on those)."""
+        if replace_labels:
+            triples = await self._replaced_labels(tenant, triples)
         uniq = list(dict.fromkeys((t.s.value, t.p.value, _obj(t.o)) for t in triples))
         calls: list[tuple[str, Sequence[Any]]] = []
         for s, p, (o, lit, dt, lang) in uniq:
@@ -87,23 +86,16 @@ class CassandraTripleStore:
         await self.conn.run_many(calls)
         return len(uniq)
 
-    async def _least_labels(self, tenant: Tenant, triples: Sequence[Triple]) -> list[Triple]:
-        """`triples` with each IRI's label triples cut to the least of the batch and the store."""
-        least: dict[str, Triple] = {}
-        for t in triples:
-            if (
-                t.p.value == RDFS_LABEL
-                and not t.o.is_iri
-                and (t.s.value not in least or t.o.value < least[t.s.value].o.value)
-            ):
-                least[t.s.value] = t
-        stored = await self.labels(tenant, list(least)) if least else {}
-        lost = [i for i, old in stored.items() if least[i].o.value < old]
-        if lost:
-            await self.remove_triples(
-                tenant, [Triple(s=Term.iri(i), p=Term.iri(RDFS_LABEL), o=Term.literal(stored[i])) for i in lost]
-            )
-        keep = {id(t) for i, t in least.items() if i not in stored or i in lost}
+    async def _replaced_labels(self, tenant: Tenant, triples: Sequence[Triple]) -> list[Triple]:
+        """`triples` with each IRI's label triples cut to the batch's last; stored labels that differ
+        from it are removed."""
+        last = {t.s.value: t for t in triples if t.p.value == RDFS_LABEL and not t.o.is_iri}
+        stored = await self.labels(tenant, list(last)) if last else {}
+        old = [Triple(s=Term.iri(i), p=Term.iri(RDFS_LABEL), o=Term.literal(x))
+               for i, x in stored.items() if x != last[i].o.value]  # fmt: skip
+        if old:
+            await self.remove_triples(tenant, old)
+        keep = {id(t) for t in last.values()}
         return [t for t in triples if t.p.value != RDFS_LABEL or t.o.is_iri or id(t) in keep]
 
     async def remove_triples(self, tenant: Tenant, triples: Sequence[Triple]) -> None:

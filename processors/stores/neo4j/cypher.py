@@ -27,16 +27,16 @@ ADD_LITERAL_EDGES = (
     "MERGE (s)-[r:KG_EDGE {p: row.p}]->(o) ON CREATE SET r.user = $user, r.collection = $collection"
 )
 SET_LABELS = "UNWIND $rows AS row MATCH (s:KgEntity {key: row.sk}) SET s.label = row.label"
-# Label triples that label an IRI with a label less (code-point order) than the one it has, if any:
-# the SET of `label_lock` takes the node's write lock before `label` is read, so of concurrent
-# writers each sees the one before it; the losing label's edge is deleted with it. Labels only
-# fall, so a node whose label is already no greater is left unlocked (popular concepts stay free).
-ADD_LEAST_LABELS = (
+# Label triples that replace an IRI's label (`replace_labels`): a node whose label is already the
+# row's is left unlocked (popular concepts stay free); the SET of `label_lock` takes the write lock
+# of any other before its label edges are read, so concurrent writers replace one after another
+# and each deletes the label edge the one before it wrote.
+REPLACE_LABELS = (
     "UNWIND $rows AS row "
     "MERGE (s:KgEntity {key: row.sk}) ON CREATE SET s.user = $user, s.collection = $collection, s.uri = row.s "
-    "WITH s, row WHERE s.label IS NULL OR row.o < s.label "
-    "SET s.label_lock = true WITH s, row WHERE s.label IS NULL OR row.o < s.label "
-    "CALL (s, row) { OPTIONAL MATCH (s)-[old:KG_EDGE {p: row.p}]->(l:KgLiteral) WHERE l.value = s.label "
+    "WITH s, row WHERE s.label IS NULL OR s.label <> row.o "
+    "SET s.label_lock = true "
+    "WITH s, row CALL (s, row) { MATCH (s)-[old:KG_EDGE {p: row.p}]->(l:KgLiteral) WHERE l.value <> row.o "
     "DELETE old } "
     "MERGE (o:KgLiteral {key: row.ok}) ON CREATE SET o.user = $user, o.collection = $collection, "
     "o.value = row.o, o.datatype = row.dt, o.language = row.lang "

@@ -38,6 +38,7 @@ from processors.stores.sqlite.docs_schema import (
     GET_CHUNKS,
     LINKS_READ,
     NOTE_DELETED,
+    OWNED_CONCEPTS,
     RELATION_CHUNKS,
     RELATION_CONTEXT,
     RELATIONS_AMONG,
@@ -53,17 +54,13 @@ from processors.stores.sqlite.docs_schema import (
     scoped_ids,
 )
 from processors.stores.sqlite.pool import SqlitePool
+from processors.stores.sqlite.spellings import TABLES as SPELLING_TABLES
+from processors.stores.sqlite.spellings import read_spellings
 from processors.stores.sqlite.vector_lists import VectorLists
 from schemas.documents import Chunk, DocumentInfo, Mention
 from schemas.tenant import Tenant
 
 T = TypeVar("T")
-
-# A claim makes the concept owned (a concept loaded from triples is never claimed: it is named).
-OWNED_CONCEPTS = (
-    "SELECT iri FROM concepts WHERE user = ? AND collection = ? AND owned = 1"
-    " AND iri IN (SELECT value FROM json_each(?))"
-)
 
 
 class SqliteDocumentStore:
@@ -120,6 +117,10 @@ class SqliteDocumentStore:
         rows = await self.db.read(lambda conn: conn.execute(OWNED_CONCEPTS, args).fetchall())
         return {str(r[0]) for r in rows}
 
+    async def spellings(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, dict[str, int]]:
+        """Of `iris`, each concept's spellings with their mentions (see spellings.py)."""
+        return await self.db.read(lambda conn: read_spellings(conn, tenant, iris))
+
     async def delete_collection(self, tenant: Tenant) -> None:
         """Drop every row of the collection."""
 
@@ -130,7 +131,7 @@ class SqliteDocumentStore:
             )
             for table in ("documents", "doc_meta", "chunks", "mentions", "relation_sources", "concepts",
                           "concept_keys", "chunk_subjects", "collection_counts", "term_df",
-                          "doc_deletions"):  # fmt: skip
+                          "doc_deletions", *SPELLING_TABLES):  # fmt: skip
                 conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", uc)
             self.lists.drop(conn, tenant)
 

@@ -77,23 +77,15 @@ def _is_label(t: Triple) -> bool:
     return t.p.value == RDFS_LABEL and not t.o.is_iri
 
 
-def _least_labels(conn: sqlite3.Connection, tenant: Tenant, triples: Sequence[Triple]) -> list[Triple]:
-    """`triples` with each IRI's label triples cut to the least label (code-point order) of the batch
-    and the store; a stored label that loses is deleted here, one that wins drops the batch's."""
-    least: dict[str, Triple] = {}
-    for t in triples:
-        if _is_label(t) and (t.s.value not in least or t.o.value < least[t.s.value].o.value):
-            least[t.s.value] = t
-    sql = "SELECT iri, label FROM labels WHERE user = ? AND collection = ? AND iri IN (SELECT value FROM json_each(?))"
-    stored = dict(conn.execute(sql, (tenant.user, tenant.collection, json.dumps(list(least)))).fetchall())
-    lost = [(tenant.user, tenant.collection, i, RDFS_LABEL, old, 1, "", "") for i, old in stored.items()
-            if least[i].o.value < old]  # fmt: skip
+def _replace_labels(conn: sqlite3.Connection, tenant: Tenant, triples: Sequence[Triple]) -> list[Triple]:
+    """`triples` with each IRI's label triples cut to the batch's last, and the IRI's stored label
+    triples that differ from it deleted: the label is replaced, not added beside."""
+    last = {t.s.value: t for t in triples if _is_label(t)}
     conn.executemany(
-        "DELETE FROM triples WHERE user = ? AND collection = ? AND s = ? AND p = ? AND o = ?"
-        " AND o_lit = ? AND o_dt = ? AND o_lang = ?",
-        lost,
+        "DELETE FROM triples WHERE user = ? AND collection = ? AND s = ? AND p = ? AND o_lit = 1 AND o != ?",
+        [(tenant.user, tenant.collection, i, RDFS_LABEL, t.o.value) for i, t in last.items()],
     )
-    keep = {id(t) for i, t in least.items() if i not in stored or t.o.value < stored[i]}
+    keep = {id(t) for t in last.values()}
     return [t for t in triples if not _is_label(t) or id(t) in keep]
 
 
@@ -106,12 +98,12 @@ class SqliteTripleStore:
         self._held: dict[tuple[str, str], tuple[int, Adjacency | None]] = {}  # (version, adjacency or too big)
         self._holding = threading.Lock()  # one thread reads a collection's adjacency at a time
 
-    async def add_triples(self, tenant: Tenant, triples: Sequence[Triple], least_label: bool = False) -> int:
+    async def add_triples(self, tenant: Tenant, triples: Sequence[Triple], replace_labels: bool = False) -> int:
         def write(conn: sqlite3.Connection) -> int:
             kept = triples
-            if least_label:  # decided under the file's write lock: other processes' writers wait
+            if replace_labels:  # under the file's write lock: other processes' writers wait
                 conn.execute("BEGIN IMMEDIATE")
-                kept = _least_labels(conn, tenant, triples)
+                kept = _replace_labels(conn, tenant, triples)
             rows = [(tenant.user, tenant.collection, t.s.value, t.p.value, *_obj_cols(t.o)) for t in kept]
             labels = [(tenant.user, tenant.collection, t.s.value, t.o.value) for t in kept if _is_label(t)]
             before = conn.total_changes
