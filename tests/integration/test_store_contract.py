@@ -90,35 +90,37 @@ async def test_labels_batched(store: StoreBackend) -> None:
     assert await store.triples.labels(Tenant(user, coll), ["c", "a", "c"]) == {"a": "Alpha", "c": "Sea"}
 
 
-async def test_least_label_keeps_the_least_label_whatever_the_order(store: StoreBackend) -> None:
-    """`least_label`: an IRI keeps one label, the least (code-point order) of the one it has and the
-    batch's, the stored one replaced when it loses; other triples are stored as ever. On SQLite
-    and Neo4j it is decided inside the write, so concurrent writers leave the least one label
-    (Cassandra reads first: not asserted)."""
+async def test_replace_labels_leaves_one_label(store: StoreBackend) -> None:
+    """`replace_labels`: an IRI's label triple (the batch's last) replaces the label it has, so it
+    keeps one; other triples are stored as ever. On SQLite and Neo4j the replacement is inside the
+    write, so concurrent writers leave one label triple, the one `labels` reads (Cassandra reads
+    first: not asserted)."""
     user, coll = store.scope()
     label = iri(RDFS_LABEL)
     tenant = Tenant(user, coll)
     await store.triples.add_triples(
         tenant, [t("a", RDFS_LABEL, Term.literal("Ada")), t("b", RDFS_LABEL, Term.literal("Bo"))]
     )
-    batch = [t("a", RDFS_LABEL, Term.literal("ada")), t("b", RDFS_LABEL, Term.literal("Bob")),
-             t("b", RDFS_LABEL, Term.literal("BOB")), t("a", "knows", "b")]  # fmt: skip
-    await store.triples.add_triples(tenant, batch, least_label=True)
+    batch = [t("a", RDFS_LABEL, Term.literal("ada")), t("b", RDFS_LABEL, Term.literal("BOB")),
+             t("b", RDFS_LABEL, Term.literal("Bob")), t("a", "knows", "b")]  # fmt: skip
+    await store.triples.add_triples(tenant, batch, replace_labels=True)
     stored = await store.triples.pattern(tenant, None, label, None, 100)
-    assert sorted((x.s.value, x.o.value) for x in stored) == [("a", "Ada"), ("b", "BOB")]
-    assert await store.triples.labels(tenant, ["a", "b"]) == {"a": "Ada", "b": "BOB"}
+    assert sorted((x.s.value, x.o.value) for x in stored) == [("a", "ada"), ("b", "Bob")]
+    assert await store.triples.labels(tenant, ["a", "b"]) == {"a": "ada", "b": "Bob"}
     assert await store.triples.pattern(tenant, iri("a"), iri("knows"), None, 10)
+    await store.triples.add_triples(tenant, [t("a", RDFS_LABEL, Term.literal("ada"))], replace_labels=True)
+    assert [x.o.value for x in await store.triples.pattern(tenant, iri("a"), label, None, 10)] == ["ada"]
     if store.name == "cassandra":
         return
     await store.triples.add_triples(tenant, [t(f"c{n}", "knows", "a") for n in range(5)])  # nodes that exist
     for n in range(5):
         forms = [f"Concept {n}", f"CONCEPT {n}", f"concept {n}"]
-        writes = [store.triples.add_triples(tenant, [t(f"c{n}", RDFS_LABEL, Term.literal(f))], least_label=True)
-                  for f in forms[n % 3:] + forms[:n % 3]]  # fmt: skip
+        writes = [store.triples.add_triples(tenant, [t(f"c{n}", RDFS_LABEL, Term.literal(f))], replace_labels=True)
+                  for f in forms]  # fmt: skip
         await asyncio.gather(*writes)
-        labels = await store.triples.pattern(tenant, iri(f"c{n}"), label, None, 10)
-        assert [x.o.value for x in labels] == [f"CONCEPT {n}"]
-        assert await store.triples.labels(tenant, [f"c{n}"]) == {f"c{n}": f"CONCEPT {n}"}
+        labels = [x.o.value for x in await store.triples.pattern(tenant, iri(f"c{n}"), label, None, 10)]
+        assert len(labels) == 1 and labels[0] in forms
+        assert await store.triples.labels(tenant, [f"c{n}"]) == {f"c{n}": labels[0]}
 
 
 async def test_entity_vector_search_top_k(store: StoreBackend) -> None:

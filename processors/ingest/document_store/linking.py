@@ -30,9 +30,11 @@ class Linked:
     predicates: dict[str, str] = field(default_factory=dict)  # typed relations' predicate IRI -> label
 
     def triples(self) -> list[Triple]:
-        """The relation triples and their predicates' labels (concepts' labels follow their spellings
-        once the documents are stored: DocumentStoreProcessor._agree_labels)."""
-        out = []
+        """The new concepts' label triples (the batch's guess: their labels follow the collection's
+        spellings once the documents are stored), the relation triples and their predicates' labels."""
+        out = [
+            Triple(s=Term.iri(i), p=Term.iri(RDFS_LABEL), o=Term.literal(lab)) for i, lab in self.new_concepts.items()
+        ]
         if any(p == RELATED_TO for _, p, _ in self.relations):
             out.append(Triple(s=Term.iri(RELATED_TO), p=Term.iri(RDFS_LABEL), o=Term.literal(RELATED_TO_LABEL)))
         out += [Triple(s=Term.iri(i), p=Term.iri(RDFS_LABEL), o=Term.literal(x)) for i, x in self.predicates.items()]

@@ -48,10 +48,10 @@ class DocumentStoreProcessor(StoreProcessor):
     async def store(self, req: StoreDocuments, flow: FlowContext) -> DocumentsResponse:
         """Link the documents' concepts into the graph, then store them, in an order a rerun after
         a kill at any point completes: the collection is marked incomplete first; new concepts are
-        claimed (owned) before their vectors, which make them named; then the documents (what
-        `status` reports as stored), then the labels their spellings give (`_agree_labels`), then
-        the mark is cleared. Documents deleted after the load began are not written (see
-        `_deleted_since_load`)."""
+        claimed (owned) before their labels (the batch's guess) and their vectors, which make them
+        named; then the documents (what `status` reports as stored), then the labels the
+        collection's spellings give (`_agree_labels`), then the mark is cleared. Documents deleted
+        after the load began are not written (see `_deleted_since_load`)."""
         tenant = req.tenant.unscoped
         gone = await self._deleted_since_load(req, [d.document.id for d in req.documents])
         documents = [d for d in req.documents if d.document.id not in gone]
@@ -68,6 +68,10 @@ class DocumentStoreProcessor(StoreProcessor):
         concept_keys = {i: k for r in linked.records for i, k in r.keys.items() if i in linked.new_concepts}
         await self.stores.documents.claim(tenant, concept_keys)
         embedder = FlowEmbedder(flow.client(EMBEDDINGS))
+        if linked.predicates:
+            await self._add_predicates(tenant, linked, embedder)
+        # labels before vectors: a writer's every label write is followed by its vector (`_agree_labels`)
+        await self.stores.triples.add_triples(tenant, linked.triples(), replace_labels=True)
         new = list(linked.new_concepts.items())
         if new:  # (a relation keeps no vector: relation search reads its ends' vectors)
             embedded = await embedder.embed([label for _, label in new])
@@ -79,9 +83,6 @@ class DocumentStoreProcessor(StoreProcessor):
             (v,) = await embedder.embed([RELATED_TO_LABEL])
             items = [(RELATED_TO, RELATED_TO_LABEL, v)]
             await self.stores.entities.upsert(tenant, items, "predicate", model=embedder.model)
-        if linked.predicates:
-            await self._add_predicates(tenant, linked, embedder)
-        await self.stores.triples.add_triples(tenant, linked.triples())
         gone |= await self._deleted_since_load(req, [r.document.id for r in linked.records])  # meanwhile
         linked.records = [r for r in linked.records if r.document.id not in gone]
         removed = await self.stores.documents.store(tenant, linked.records)
