@@ -53,7 +53,7 @@ from processors.stores.neo4j.doc_writes import (
 from processors.stores.neo4j.schema import Neo4jConnection, Runner, entity_key
 from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, keys, tenant_params
 from processors.stores.neo4j.spellings import DELETE_COLLECTION as DELETE_SPELLINGS
-from processors.stores.neo4j.spellings import read_spellings, replace_spellings
+from processors.stores.neo4j.spellings import adjust_spellings, read_spellings, stored_spellings
 from processors.stores.neo4j.term_stats import DELETE_TERMS, DELETE_TOTALS
 from schemas.documents import Chunk, DocumentInfo, Mention
 from schemas.tenant import Tenant
@@ -156,11 +156,12 @@ class Neo4jDocumentStore:
         async def work(run: Runner) -> RemovedLinks:
             await run(LOCK_DOCS, params)
             old = await linked(run, params)
+            spelt = await stored_spellings(run, params)
             await term_stats.take_away(run, tenant, params["dkeys"])
             await run(CLEAR_CHUNKS, docs)
             await run(WRITE, {**scope, **rows, "tenant": tenant_token(tenant)})
             await term_stats.adjust(run, tenant, [str(c["props"]["lexical"]).split() for c in rows["chunks"]], 1)
-            await replace_spellings(run, tenant, params, records)
+            await adjust_spellings(run, tenant, params, spelt, records)
             return await unlinked(run, params, old)
 
         return await self.conn.write_tx(work)
@@ -172,7 +173,7 @@ class Neo4jDocumentStore:
         async def work(run: Runner) -> RemovedLinks:
             old = await linked(run, params)
             await term_stats.take_away(run, tenant, params["dkeys"])
-            await replace_spellings(run, tenant, params)
+            await adjust_spellings(run, tenant, params, await stored_spellings(run, params))
             await run(DELETE_DOCS, params)
             return await unlinked(run, params, old)
 

@@ -1,5 +1,6 @@
-"""Concept spellings in the Neo4j document store: a document keeps its spellings of the concepts it
-owns, with their mentions (`KgDocument.spellings`, JSON), and their sums per concept are nodes
+"""Concept spellings in the Neo4j document store: a document keeps its spellings of the concepts
+it owns, with their mentions (`KgDocument.spellings`, JSON: `doc_spellings`), and their sums per
+concept are nodes
 
     (:KgSpelling {key, user, collection, iri, label, n})
 
@@ -18,11 +19,9 @@ from processors.stores.documents_protocol import DocumentRecord
 from processors.stores.neo4j.schema import Runner, node_key
 from schemas.tenant import Tenant
 
-_DOCS = "UNWIND $dkeys AS dk MATCH (d:KgDocument {key: dk}) WHERE d.user = $user AND d.collection = $collection "
-OLD_SPELLINGS = _DOCS + "RETURN d.spellings AS spellings"
-SET_SPELLINGS = (
-    "UNWIND $docs AS row MATCH (d:KgDocument {key: row.key}) WHERE d.user = $user AND d.collection = $collection "
-    "SET d.spellings = row.spellings"
+OLD_SPELLINGS = (
+    "UNWIND $dkeys AS dk MATCH (d:KgDocument {key: dk}) WHERE d.user = $user AND d.collection = $collection "
+    "RETURN d.spellings AS spellings"
 )
 # Rows in key order: concurrent writers lock the spellings they share in one order.
 ADJUST = (
@@ -39,24 +38,36 @@ DELETE_COLLECTION = (
 )
 
 
-async def replace_spellings(
-    run: Runner, tenant: Tenant, params: dict[str, Any], records: Sequence[DocumentRecord] = ()
-) -> None:
-    """Inside a document write or delete (`params`: the tenant and `dkeys`, the documents'
-    keys): take the stored versions' spellings away from the sums and add `records`' (none for a
-    delete), recording theirs on their document nodes."""
-    delta = Counter[tuple[str, str]]()
+def doc_spellings(record: DocumentRecord) -> str:
+    """A document node's `spellings`: its record's, as JSON [[iri, label, mentions], ...]."""
+    rows = [[iri, label, n] for iri, counts in sorted(record.spellings.items()) for label, n in sorted(counts.items())]
+    return json.dumps(rows, ensure_ascii=False)
+
+
+async def stored_spellings(run: Runner, params: dict[str, Any]) -> Counter[tuple[str, str]]:
+    """The spellings the stored documents of `params["dkeys"]` hold, summed: (iri, label) -> mentions."""
+    out = Counter[tuple[str, str]]()
     for row in await run(OLD_SPELLINGS, params):
         for iri, label, n in json.loads(row["spellings"] or "[]"):
-            delta[iri, label] -= n
-    docs = []
+            out[iri, label] += n
+    return out
+
+
+async def adjust_spellings(
+    run: Runner,
+    tenant: Tenant,
+    params: dict[str, Any],
+    old: Counter[tuple[str, str]],
+    records: Sequence[DocumentRecord] = (),
+) -> None:
+    """Inside the document write or delete that replaced the spellings `old` by `records`' (none for
+    a delete): the sums follow."""
+    delta = Counter[tuple[str, str]]()
     for r in records:
-        mine = [[iri, label, n] for iri, counts in sorted(r.spellings.items()) for label, n in sorted(counts.items())]
-        docs.append({"key": node_key(tenant, r.document.id), "spellings": json.dumps(mine, ensure_ascii=False)})
-        for iri, label, n in mine:
-            delta[iri, label] += n
-    if docs:
-        await run(SET_SPELLINGS, {**params, "docs": docs})
+        for iri, counts in r.spellings.items():
+            for label, n in counts.items():
+                delta[iri, label] += n
+    delta.subtract(old)
     rows = [{"key": node_key(tenant, "spelling", iri, label), "iri": iri, "label": label, "n": n}
             for (iri, label), n in delta.items() if n]  # fmt: skip
     if rows:
