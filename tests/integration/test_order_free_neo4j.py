@@ -1,5 +1,6 @@
 """Order-free entity resolution with every store on the real Neo4j: the scenario of
-tests/documents/test_order_free.py (in order, reversed, four concurrent writers)."""
+tests/documents/test_order_free.py (in order, reversed, four concurrent writers, a delete;
+the label a concept's most frequent spelling)."""
 
 from __future__ import annotations
 
