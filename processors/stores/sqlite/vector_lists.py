@@ -65,6 +65,10 @@ _ITEM_LISTS = (
     "SELECT item, list FROM vector_items INDEXED BY vector_items_by_item WHERE user = ? AND collection = ?"
     " AND space = ? AND item IN (SELECT value FROM json_each(?))"
 )
+_ITEM_CODES = (
+    "SELECT item, scale, code FROM vector_items INDEXED BY vector_items_by_item WHERE user = ? AND collection = ?"
+    " AND space IN (SELECT value FROM json_each(?)) AND item IN (SELECT value FROM json_each(?))"
+)
 
 
 @dataclass
@@ -160,6 +164,17 @@ class VectorLists:
         sims = np.concatenate(scores)
         top = np.argsort(-sims, kind="stable")[:k]
         return [(ids[i], float(sims[i])) for i in top.tolist()]
+
+    def codes(
+        self, conn: sqlite3.Connection, tenant: Tenant, spaces: Sequence[str], items: Sequence[str]
+    ) -> dict[str, np.ndarray]:
+        """The dequantised vectors (scale × int8 code, as `search` scores them) of `items` indexed in
+        any of `spaces`, read by key."""
+        args = (tenant.user, tenant.collection, json.dumps(list(spaces)), json.dumps(list(dict.fromkeys(items))))
+        return {
+            str(item): np.frombuffer(code, dtype=np.int8).astype(np.float32) * np.float32(scale)
+            for item, scale, code in conn.execute(_ITEM_CODES, args)
+        }
 
     # --- internals --------------------------------------------------------------------------------
     def _centroids(self, conn: sqlite3.Connection, tenant: Tenant, space: str,
