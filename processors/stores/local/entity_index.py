@@ -43,6 +43,9 @@ CREATE TABLE IF NOT EXISTS vector_model (
 
 SPACES: tuple[VectorKind, ...] = ("entity", "predicate")
 OLD_TABLE = "vectors_float32"  # an earlier index's table, renamed on open and converted
+# Codes a search scores (the nearest lists first). Entity labels cluster less than chunks: on HotpotQA
+# (21.5k entities) the exact top 10 are found at 0.94 with the chunk index's 8,192, 0.996 with 16,384.
+PROBE = 16_384
 CONVERT_BATCH = 8192  # rows converted at a time (the lists split as they grow, as in a load)
 
 _LABELS = "SELECT iri, label FROM vectors WHERE user = ? AND collection = ? AND iri IN (SELECT value FROM json_each(?))"
@@ -142,7 +145,7 @@ class LocalEntityIndex:
             rows = []
             if phrases:
                 rows = conn.execute(_NAMED, (tenant.user, tenant.collection, json.dumps(phrases))).fetchall()
-            near = [] if q is None or limit <= 0 else self.lists.search(conn, tenant, "entity", q, limit)
+            near = [] if q is None or limit <= 0 else self.lists.search(conn, tenant, "entity", q, limit, probe=PROBE)
             return rows, self._labelled(conn, tenant, near)
 
         rows, near = await self.db.read(read)  # one round trip: the named entities and the nearest
@@ -156,7 +159,7 @@ class LocalEntityIndex:
             return []
         q = _unit_query(vector)
         found = await self.db.read(
-            lambda c: self._labelled(c, tenant, self.lists.search(c, tenant, "predicate", q, limit))
+            lambda c: self._labelled(c, tenant, self.lists.search(c, tenant, "predicate", q, limit, probe=PROBE))
         )
         return [EntityHit(iri, label, score) for iri, label, score in found]
 
