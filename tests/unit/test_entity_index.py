@@ -7,8 +7,10 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from processors.algorithms.vectors import quantize
+from processors.stores.local import entity_index
 from processors.stores.local.entity_index import LocalEntityIndex
 from processors.stores.sqlite.vector_lists import TRAIN_AT
 from schemas.tenant import Tenant
@@ -52,9 +54,14 @@ async def test_a_search_sees_another_writers_entities_at_once(tmp_path: Path) ->
         await writer.close()
 
 
-async def test_a_large_collection_is_searched_through_trained_lists(tmp_path: Path) -> None:
-    """Past TRAIN_AT entities the lists are trained; a search still finds the exact nearest ones
-    (int8 scores) and the process keeps no copy of the collection's vectors."""
+@pytest.mark.parametrize("resident", [True, False])
+async def test_a_large_collection_is_searched_through_trained_lists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resident: bool
+) -> None:
+    """Past TRAIN_AT entities the lists are trained; a search finds the exact nearest ones (int8
+    scores): from memory while the space is small, else from the file, keeping no copy of it."""
+    if not resident:
+        monkeypatch.setattr(entity_index, "RESIDENT_MAX", 0)
     n = TRAIN_AT + 2000
     m = _embedding_like(n, 4)
     index = LocalEntityIndex(tmp_path / "v.db")
@@ -75,8 +82,8 @@ async def test_a_large_collection_is_searched_through_trained_lists(tmp_path: Pa
             exact = m[[int(h.iri[1:]) for h in hits]] @ q
             assert np.abs(exact - [h.score for h in hits]).max() < INT8
             assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-        assert np.mean(recall) >= 0.95
-        assert not [v for v in vars(index).values() if isinstance(v, dict) and v]  # nothing cached per collection here
+        assert np.mean(recall) == 1.0 if resident else np.mean(recall) >= 0.95
+        assert bool(index._resident) == resident  # held in memory only while small
     finally:
         await index.close()
 
