@@ -46,13 +46,14 @@ CREATE TABLE IF NOT EXISTS vector_model (
 
 SPACES: tuple[VectorKind, ...] = ("entity", "predicate")
 OLD_TABLE = "vectors_float32"  # an earlier index's table, renamed on open and converted
-# Codes a search scores (the nearest lists first). Entity labels cluster less than chunks: on HotpotQA
-# (21.5k entities) the exact top 10 are found at 0.94 with the chunk index's 8,192, 0.996 with 16,384.
+# Codes a search of a large space reads (the nearest lists first). Entity labels cluster less than
+# chunks: on HotpotQA's 21.5k entities the lists find 0.92 of the exact top 10 reading the chunk
+# index's 8,192, 0.99 reading 16,384.
 PROBE = 16_384
 CONVERT_BATCH = 8192  # rows converted at a time (the lists split as they grow, as in a load)
-# A space of at most RESIDENT_MAX items is scored whole from its int8 codes held in memory (exact,
-# ~5 ms), at most RESIDENT_SPACES of them at once (least recently searched dropped): at most
-# 8 × 64k × 388 bytes, 200 MB. Larger ones are searched from the file.
+# A space of at most RESIDENT_MAX items is scored whole from its int8 codes held in memory (exact;
+# 12 ms CPU at 21.5k), at most RESIDENT_SPACES of them at once (least recently searched dropped):
+# 8 × 64k × 388 bytes, 200 MB at the most. Larger ones are searched from the file.
 RESIDENT_MAX = 65_536
 RESIDENT_SPACES = 8
 SCORE_BLOCK = 8192  # rows dequantised at a time
@@ -68,16 +69,10 @@ class _Resident:
     codes: np.ndarray  # int8 rows
 
     def nearest(self, q: np.ndarray, limit: int) -> list[tuple[str, float]]:
-        scores = (
-            np.concatenate(
-                [
-                    (self.codes[i : i + SCORE_BLOCK].astype(np.float32) @ q)
-                    for i in range(0, len(self.items), SCORE_BLOCK)
-                ]
-                or [np.zeros(0, np.float32)]
-            )
-            * self.scales
-        )
+        """(item, cosine) of the `limit` best, dequantising SCORE_BLOCK rows at a time."""
+        n = len(self.items)
+        blocks = [self.codes[i : i + SCORE_BLOCK].astype(np.float32) @ q for i in range(0, n, SCORE_BLOCK)]
+        scores = (np.concatenate(blocks) if blocks else np.zeros(0, np.float32)) * self.scales
         return [(self.items[i], float(scores[i])) for i in top_k(scores, limit).tolist()]
 
 
@@ -99,12 +94,11 @@ def _migrate(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE IF EXISTS scope_version")
 
 
-def _convert(conn: sqlite3.Connection, lists: VectorLists) -> int:
-    """Move an earlier index's rows (float32 vectors) into `vectors` and the int8 lists, in the
-    caller's transaction; returns the rows moved (0: nothing to convert)."""
+def _convert(conn: sqlite3.Connection, lists: VectorLists) -> None:
+    """Move an earlier index's rows (float32 vectors), if any, into `vectors` and the int8 lists, in
+    the caller's transaction."""
     if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (OLD_TABLE,)).fetchone():
-        return 0
-    moved = 0
+        return
     rows = conn.execute("SELECT user, collection, kind, iri, label, vec FROM vectors_float32")  # key order
     while batch := rows.fetchmany(CONVERT_BATCH):
         groups: dict[tuple[str, str, VectorKind], list[tuple[str, str, np.ndarray]]] = {}
@@ -112,9 +106,7 @@ def _convert(conn: sqlite3.Connection, lists: VectorLists) -> int:
             groups.setdefault((user, collection, kind), []).append((iri, label, np.frombuffer(vec, np.float32)))
         for (user, collection, kind), items in groups.items():
             _write(conn, lists, Tenant(user, collection), items, kind)
-        moved += len(batch)
     conn.execute("DROP TABLE vectors_float32")
-    return moved
 
 
 def _write(
