@@ -13,7 +13,7 @@ import numpy as np
 from processors.algorithms.bm25 import terms
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks, tenant_token
 from processors.stores.sqlite import relation_rows
-from processors.stores.sqlite.docs_schema import CHUNK_SPACE
+from processors.stores.sqlite.docs_schema import CHUNK_SPACE, SCOPED_ENTITIES
 from processors.stores.sqlite.spellings import add_spellings, take_spellings
 from processors.stores.sqlite.vector_lists import VectorLists
 from schemas.tenant import Tenant
@@ -30,6 +30,10 @@ UNMENTIONED = (
 OWNED = (
     "SELECT iri FROM concepts WHERE user = ? AND collection = ? AND owned = 1"
     " AND iri IN (SELECT value FROM json_each(?))"
+)
+DELETE_MENTIONS = (
+    "DELETE FROM mentions WHERE user = ?1 AND collection = ?2 AND chunk_id IN (SELECT id FROM chunks INDEXED BY"
+    " chunks_doc WHERE user = ?1 AND collection = ?2 AND document_id IN (SELECT value FROM json_each(?3)))"
 )
 DELETE_CONCEPT = "DELETE FROM concepts WHERE user = ? AND collection = ? AND iri = ?"
 DELETE_CONCEPT_KEYS = "DELETE FROM concept_keys WHERE user = ? AND collection = ? AND iri = ?"
@@ -124,7 +128,7 @@ def delete_docs(conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, ids: 
     arg = (tenant.user, tenant.collection, json.dumps(ids))
     in_docs = " WHERE user = ? AND collection = ? AND document_id IN (SELECT value FROM json_each(?))"
     rels = relation_rows.delete_of_docs(conn, tenant, arg[2])
-    ents = conn.execute("SELECT DISTINCT entity FROM mentions" + in_docs, arg).fetchall()
+    ents = conn.execute(SCOPED_ENTITIES, arg).fetchall()
     chunks = conn.execute("SELECT rowid, id FROM chunks INDEXED BY chunks_doc" + in_docs, arg).fetchall()
     rowids = json.dumps([rowid for rowid, _ in chunks])
     # json_each drives: a rowid lookup in the FTS table each (an IN on it can scan the table)
@@ -134,7 +138,8 @@ def delete_docs(conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, ids: 
     vl.remove(conn, tenant, CHUNK_SPACE, [cid for _, cid in chunks])
     count_terms(conn, tenant, words, -1)
     take_spellings(conn, tenant, ids)
-    for table in ("mentions", "chunks", "doc_meta", "chunk_subjects"):
+    conn.execute(DELETE_MENTIONS, arg)  # before their chunks, through which they are found
+    for table in ("chunks", "doc_meta", "chunk_subjects"):
         conn.execute("DELETE FROM " + table + in_docs, arg)
     conn.execute(
         "DELETE FROM documents WHERE user = ? AND collection = ? AND id IN (SELECT value FROM json_each(?))", arg
