@@ -87,12 +87,12 @@ WHERE n <= ?4
 """
 SOURCE_CHUNKS = _SOURCES.format("c.id")
 SOURCE_VECTORS = _SOURCES.format("c.vec")
-# Every relation of the collection with its support, in key order (what community detection reads).
+# Every relation of the collection with its support (what community detection reads), streamed in
+# subject order (the subjects' IRI index, then each one's key range): no sort of the collection.
 EDGES = (
-    "SELECT si.iri, oi.iri, x.w FROM (SELECT r.s, r.p, r.o, count(*) AS w FROM iri_ids t CROSS JOIN rel_sources r"
-    " WHERE t.user = ?1 AND t.collection = ?2 AND r.s = t.id GROUP BY r.s, r.p, r.o) x" + _NAMES +
-    " ORDER BY si.iri, pi.iri, oi.iri"
-)  # fmt: skip
+    "SELECT t.iri, oi.iri, count(*) FROM iri_ids t CROSS JOIN rel_sources r JOIN iri_ids oi ON oi.id = r.o"
+    " WHERE t.user = ?1 AND t.collection = ?2 AND r.s = t.id GROUP BY t.iri, r.p, r.o"
+)
 # Of the relations (?3: JSON array of [s, p, o]), those without a source left.
 UNSOURCED = (
     "SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2 FROM json_each(?3) j WHERE NOT EXISTS (SELECT 1 FROM"
