@@ -10,7 +10,7 @@ from pathlib import Path
 from processors.stores.documents_protocol import ChunkQuery
 from processors.stores.sqlite.communities import SqliteCommunityStore
 from processors.stores.sqlite.documents import SqliteDocumentStore
-from processors.stores.sqlite.triples import SqliteTripleStore
+from processors.stores.sqlite.triples import TRIPLES, SqliteTripleStore
 from schemas.documents import Scope
 from schemas.tenant import Tenant
 from schemas.terms import Term, Triple
@@ -132,4 +132,25 @@ async def test_an_older_graph_db_keeps_its_triples_in_the_keyed_table(tmp_path: 
         r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'triples'")
     }
     assert indexes == {"pos", "ops"}  # spo is the table itself
+    conn.close()
+
+
+async def test_a_graph_db_copy_a_kill_interrupted_is_finished_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "graph.db"
+    conn = sqlite3.connect(path)  # renamed, the keyed table made, killed before the copy committed
+    conn.executescript("""
+        CREATE TABLE triples_rowid (user TEXT NOT NULL, collection TEXT NOT NULL, s TEXT NOT NULL,
+            p TEXT NOT NULL, o TEXT NOT NULL, o_lit INTEGER NOT NULL DEFAULT 0, o_dt TEXT NOT NULL DEFAULT '',
+            o_lang TEXT NOT NULL DEFAULT '');
+        INSERT INTO triples_rowid (user, collection, s, p, o) VALUES ('u', 'c', 'http://e/a', 'http://r/r', 'http://e/b');
+    """ + TRIPLES + ";")  # fmt: skip
+    conn.close()
+    store = SqliteTripleStore(path)
+    try:
+        got = await store.pattern(TENANT, Term.iri("http://e/a"), None, None, 10)
+        assert [(t.p.value, t.o.value) for t in got] == [("http://r/r", "http://e/b")]
+    finally:
+        await store.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'triples_rowid'").fetchone() is None
     conn.close()

@@ -75,17 +75,19 @@ def _migrate(conn: sqlite3.Connection) -> None:
 
 
 def _rebuild_without_rowid(conn: sqlite3.Connection) -> None:
-    """A triples table written before is a rowid table with a unique spo index: copied once into
-    the keyed table (its pos and ops indexes are made again by the schema)."""
+    """A triples table written before is a rowid table with a unique spo index: renamed, copied
+    into the keyed table (its pos and ops indexes are made again by the schema), dropped. A copy a
+    kill interrupted is finished at the next open (the renamed table is still there)."""
     row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'triples'").fetchone()
-    if row is None or "WITHOUT ROWID" in row[0].upper():
-        return
-    conn.execute("ALTER TABLE triples RENAME TO triples_rowid")
-    conn.execute(TRIPLES)
-    conn.execute(
-        f"INSERT OR IGNORE INTO triples (user, collection, {_COLS}) SELECT user, collection, {_COLS} FROM triples_rowid"
-    )
-    conn.execute("DROP TABLE triples_rowid")  # with spo, pos and ops
+    if row is not None and "WITHOUT ROWID" not in row[0].upper():
+        conn.execute("ALTER TABLE triples RENAME TO triples_rowid")
+        conn.execute(TRIPLES)
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'triples_rowid'").fetchone():
+        conn.execute(
+            f"INSERT OR IGNORE INTO triples (user, collection, {_COLS}) SELECT user, collection, {_COLS}"
+            " FROM triples_rowid"
+        )
+        conn.execute("DROP TABLE triples_rowid")  # with spo, pos and ops
 
 
 def _obj_cols(t: Term) -> tuple[str, int, str, str]:
