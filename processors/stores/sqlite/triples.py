@@ -150,9 +150,11 @@ class SqliteTripleStore:
             args.extend(_obj_cols(o))
         # Name the index: without statistics SQLite scans the (user, collection) prefix of spo (the
         # table's key: NOT INDEXED).
-        index = (
-            "INDEXED BY ops" if s is None and o is not None else "INDEXED BY pos" if s is None and p else "NOT INDEXED"
-        )
+        index = "NOT INDEXED"
+        if s is None and o is not None:
+            index = "INDEXED BY ops"
+        elif s is None and p is not None:
+            index = "INDEXED BY pos"
         sql = f"SELECT {_COLS} FROM triples {index} WHERE {' AND '.join(where)} LIMIT ?"
         rows = await self.db.read(lambda c: c.execute(sql, (*args, limit)).fetchall())
         return [edge_triple(r) for r in rows]
