@@ -13,6 +13,8 @@
 4. documents, on the embedded default and on the distributed stack (Pulsar + Neo4j): document loads
    killed at random points, a decode-stall probe, the malformed-file corpus, RSS over rounds of
    mixed load (bench/reliability/documents.py).
+5. during-load: other clients' graph-rag p50/p95 on the embedded `kgflow up` idle and while two
+   50,000-character documents are indexed, in one run (bench/reliability/during_load.py).
 
     python -m bench reliability --sections documents --stacks embedded --doc-kills 10 --rss-rounds 20
 
@@ -36,8 +38,7 @@ import aiohttp
 from bench.harness.results import DATASETS, RELIABILITY, run_meta
 from bench.harness.stats import load_average, percentile
 from bench.reliability import documents as doc_reliability
-from bench.reliability import during_load
-from bench.reliability import kill_loads
+from bench.reliability import during_load, kill_loads
 from bench.reliability.fuzz import fuzz_frames
 from bench.reliability.stack import ADMIN, KGFLOW, PQ2H, TENANT, connect, health, kgflow_up, log, rss_mb
 
@@ -229,7 +230,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--doc-kills", type=int, default=10)
     ap.add_argument("--rss-rounds", type=int, default=20)
     ap.add_argument("--sections", default="triples,documents,during-load", help="triples (fuzz, embeddings, "
-                    "killed triples loads), documents and/or during-load (graph-rag while documents are indexed)")  # fmt: skip
+                    "killed triples loads), documents and/or during-load (graph-rag while documents are "
+                    "indexed)")  # fmt: skip
     ap.add_argument("--stacks", default="embedded,distributed", help="the document surface on these stacks")
     out = asyncio.run(main_async(ap.parse_args(argv)))
     if RESULTS.exists():  # sections and stacks not run this time keep their last figures (and targets)
