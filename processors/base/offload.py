@@ -103,14 +103,14 @@ class Offload:
         with self._lock:
             if self._pool is pool:
                 self._pool = None
-        pool.shutdown(wait=False, cancel_futures=True)
+        pool.shutdown(wait=False)
 
     def shutdown(self, wait: bool = True) -> None:
-        """Stop the workers (a later `run` spawns new ones)."""
+        """Stop the workers once the work given them is done (a later `run` spawns new ones)."""
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:
-            pool.shutdown(wait=wait, cancel_futures=True)
+            pool.shutdown(wait=wait)
 
 
 _shared: Offload | None = None
@@ -122,7 +122,7 @@ def shared_offload(processes: int, blas_threads: int = 1) -> Offload:
     global _shared
     with _shared_lock:
         if _shared is None or (_shared.processes, _shared.blas_threads) != (processes, blas_threads):
-            if _shared is not None:  # (without waiting: this may run on the event loop)
+            if _shared is not None:  # its work still ends; not waited for: this may run on the event loop
                 _shared.shutdown(wait=False)
             _shared = Offload(processes, blas_threads)
         return _shared

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from processors.base.bus import MemoryBus
 from processors.base.client import RemoteError, RequestResponseClient
 from processors.base.offload import Offload, WorkerDied, lower_thread_priority
 from processors.base.settings import RuntimeSettings
@@ -26,6 +27,7 @@ from processors.stores.settings import StoreSettings
 from schemas import documents as msg
 from schemas import services as sv
 from schemas.documents import Document, IndexedDocument
+from schemas.extraction import ExtractRequest
 from tests.documents.test_indexing import FakeSources
 
 T = TypeVar("T")
@@ -164,3 +166,17 @@ async def test_a_worker_dying_mid_load_is_a_clear_error_and_nothing_is_stored(
     assert await stored(system) == {}
     monkeypatch.undo()
     assert (await load(system, [Document(id="curie", title="Marie Curie", text=TEXT)])).loaded == 1
+
+
+async def test_a_questions_text_is_parsed_here_not_queued_behind_indexing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_worker(*_: object) -> Offload:
+        raise AssertionError("a question's text went to the indexing worker")
+
+    monkeypatch.setattr(extractor, "shared_offload", no_worker)
+    proc = extractor.ExtractorProcessor(MemoryBus(), RuntimeSettings())
+    found = (await proc.extract(ExtractRequest(texts=["Where was Marie Curie born?"]), None)).mentions  # type: ignore[arg-type]
+    assert "marie curie" in {m.key for m in found[0]}
+    with pytest.raises(AssertionError, match="went to the indexing worker"):  # chunks do go there
+        await proc.extract(ExtractRequest(texts=[TEXT[:3000]]), None)  # type: ignore[arg-type]

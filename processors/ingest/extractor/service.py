@@ -1,13 +1,14 @@
 """Extractor processor: the concepts of chunk texts from a spaCy pipeline (no model calls).
 
-Parsing is CPU work that holds the GIL: it runs in the process's indexing worker
+Parsing is CPU work that holds the GIL: chunks are parsed in the process's indexing worker
 (processors/base/offload.py), which loads the pipeline once, on first use; the event loop stays
-free. On Pulsar, more extractor instances share the request topic, which is how a deployment
-scales indexing.
+free. A question's text is parsed here, in a thread. On Pulsar, more extractor instances share
+the request topic, which is how a deployment scales indexing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
@@ -18,6 +19,9 @@ from schemas.extraction import ConceptMention, ExtractRequest, ExtractResponse
 from schemas.services import EXTRACTOR
 
 PIPE_BATCH = 64
+# A request this small is a question's (lazy-rag, kg-query, drift): parsed in this process, in
+# milliseconds, never queued behind a batch of chunks in the indexing worker (nor spawning one).
+QUESTION_CHARS = 2_000
 
 
 class _Pipeline:
@@ -62,6 +66,9 @@ class ExtractorProcessor(FlowProcessor):
 
     async def extract(self, req: ExtractRequest, flow: FlowContext) -> ExtractResponse:
         """Concepts of each text, in order."""
-        offload = shared_offload(self.runtime.indexing_processes, self.runtime.blas_threads)
-        mentions = await offload.run(f"extracting concepts from {len(req.texts)} texts", extract_texts, req.texts)
+        if sum(map(len, req.texts)) <= QUESTION_CHARS:
+            mentions = await asyncio.to_thread(extract_texts, req.texts)
+        else:
+            offload = shared_offload(self.runtime.indexing_processes, self.runtime.blas_threads)
+            mentions = await offload.run(f"extracting concepts from {len(req.texts)} texts", extract_texts, req.texts)
         return ExtractResponse(mentions=mentions, extractor=PIPELINE_PACKAGE)
