@@ -21,7 +21,8 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import ParamSpec, TypeVar
@@ -65,6 +66,19 @@ def _worker_start(blas_threads: int) -> None:
     os.nice(WORKER_NICE)
 
 
+@contextlib.contextmanager
+def _no_main() -> Iterator[None]:
+    """Workers started meanwhile do not import this process's `__main__`: spawned, they would run
+    again a user's script that has no `if __name__ == "__main__":` guard (what they run lives in
+    `processors`, never in `__main__`)."""
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
 class Offload:
     """Runs functions in the worker processes (or a thread when `processes` is 0)."""
 
@@ -89,7 +103,9 @@ class Offload:
             return await asyncio.to_thread(fn, *args, **kwargs)
         pool = self._executor()
         try:
-            return await asyncio.wrap_future(pool.submit(fn, *args, **kwargs))
+            with _no_main():  # a submit may start a worker
+                done = pool.submit(fn, *args, **kwargs)
+            return await asyncio.wrap_future(done)
         except BrokenProcessPool:
             self._discard(pool)
             raise WorkerDied(what) from None

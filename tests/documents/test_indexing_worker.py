@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -31,6 +33,7 @@ from schemas.extraction import ExtractRequest
 from tests.documents.test_indexing import FakeSources
 
 T = TypeVar("T")
+ROOT = Path(__file__).resolve().parents[2]
 U, C = "alice", "notes"
 TEXT = (
     "Marie Curie was a physicist and chemist. She was born in Warsaw and worked in Paris with Pierre Curie. "
@@ -94,6 +97,23 @@ async def test_a_killed_worker_fails_its_work_clearly_and_the_next_work_gets_a_n
         assert await offload.run("again", os.getpid) not in (dead, os.getpid())
     finally:
         offload.shutdown()
+
+
+def test_a_script_without_a_main_guard_is_not_run_again_by_the_worker(tmp_path: Path) -> None:
+    script, runs = tmp_path / "unguarded.py", tmp_path / "runs"
+    script.write_text(
+        "import asyncio, os, sys\n"
+        "from processors.base.offload import Offload\n"
+        "open(sys.argv[1], 'a').write(f'{os.getpid()}\\n')\n"
+        "offload = Offload(1)\n"
+        "print(asyncio.run(offload.run('a probe', os.getpid)) != os.getpid())\n"
+        "offload.shutdown()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, str(script), str(runs)]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+    assert done.stdout.strip() == "True", done.stderr[-2000:]
+    assert len(runs.read_text().split()) == 1  # spawned, the worker did not import the script
 
 
 @pytest.mark.parametrize("fatal", ["chunking", "indexing"])
