@@ -19,9 +19,9 @@ from schemas.extraction import ConceptMention, ExtractRequest, ExtractResponse
 from schemas.services import EXTRACTOR
 
 PIPE_BATCH = 64
-# A request this small is a question's (lazy-rag, kg-query, drift): parsed in this process, in
+# One text this short is a question's (lazy-rag, kg-query, drift): parsed in this process, in
 # milliseconds, never queued behind a batch of chunks in the indexing worker (nor spawning one).
-QUESTION_CHARS = 2_000
+QUESTION_CHARS = 1_000
 
 
 class _Pipeline:
@@ -66,7 +66,7 @@ class ExtractorProcessor(FlowProcessor):
 
     async def extract(self, req: ExtractRequest, flow: FlowContext) -> ExtractResponse:
         """Concepts of each text, in order."""
-        if sum(map(len, req.texts)) <= QUESTION_CHARS:
+        if len(req.texts) == 1 and len(req.texts[0]) <= QUESTION_CHARS:
             mentions = await asyncio.to_thread(extract_texts, req.texts)
         else:
             offload = shared_offload(self.runtime.indexing_processes, self.runtime.blas_threads)
