@@ -42,14 +42,16 @@ TEXT = (
 
 
 class Recording(FakeSources):
-    """FakeSources that keep what was stored, and extract with the real spaCy extractor."""
+    """FakeSources that keep what was stored, and extract with the real spaCy extractor (run by
+    `offload`: in a thread, or in a worker)."""
 
-    def __init__(self) -> None:
+    def __init__(self, offload: Offload = pipeline.IN_THREAD) -> None:
         super().__init__()
+        self.offload = offload
         self.documents: list[IndexedDocument] = []
 
     async def extract(self, texts: list[str]) -> list[list[Any]]:
-        return await asyncio.to_thread(extractor.extract_texts, texts)
+        return await self.offload.run("extracting", extractor.extract_texts, texts)
 
     async def store(self, documents: list[IndexedDocument]) -> list[str]:
         self.documents += documents
@@ -71,8 +73,8 @@ class DyingOffload(Offload):
 
 async def test_a_worker_indexes_as_the_process_itself_does() -> None:
     docs = [Document(id="curie", title="Marie Curie", text=TEXT), Document(id="short", title="", text="Paris.")]
-    here, there = Recording(), Recording()
     offload = Offload(1)
+    here, there = Recording(), Recording(offload)
     try:
         await pipeline.load_batch(here, docs, None, ChunkingParams())
         report = await pipeline.load_batch(there, docs, None, ChunkingParams(), offload=offload)
