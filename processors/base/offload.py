@@ -31,7 +31,13 @@ from processors.base.errors import ServiceError
 
 P = ParamSpec("P")
 T = TypeVar("T")
-WORKER_NICE = 10  # added to the parent's niceness in each worker
+_batch_nice = 10  # added to the niceness of batch work: indexing workers, the bulk embedding lane
+
+
+def set_batch_niceness(nice: int) -> None:
+    """How much lower the priority of batch work started from now on is (RuntimeSettings.indexing_nice)."""
+    global _batch_nice
+    _batch_nice = nice
 
 
 class WorkerDied(ServiceError):
@@ -49,10 +55,10 @@ def lower_thread_priority() -> None:
     if sys.platform == "linux":
         tid = threading.get_native_id()
         with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + WORKER_NICE)
+            os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + _batch_nice)
 
 
-def _worker_start(blas_threads: int) -> None:
+def _worker_start(blas_threads: int, nice: int) -> None:
     """In each worker: die with the parent (Linux), the parent's BLAS limit, a lower priority."""
     try:
         import ctypes
@@ -63,7 +69,7 @@ def _worker_start(blas_threads: int) -> None:
     from processors.base.runtime import limit_blas_threads
 
     limit_blas_threads(blas_threads)
-    os.nice(WORKER_NICE)
+    os.nice(nice)
 
 
 @contextlib.contextmanager
@@ -93,7 +99,7 @@ class Offload:
                 # spawn, not fork: the parent runs threads (ONNX, SQLite, the bus) a fork would copy mid-state
                 context = multiprocessing.get_context("spawn")
                 self._pool = ProcessPoolExecutor(self.processes, mp_context=context, initializer=_worker_start,
-                                                 initargs=(self.blas_threads,))  # fmt: skip
+                                                 initargs=(self.blas_threads, _batch_nice))  # fmt: skip
             return self._pool
 
     async def run(self, what: str, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
