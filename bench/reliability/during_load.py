@@ -64,7 +64,8 @@ async def _asker(url: str, questions: list[str], ms: list[float], n: int, stop: 
 
 
 async def _load(url: str, docs: list[dict[str, str]], collection: str) -> dict[str, Any]:
-    """Index `docs` at once (one `text-load` each, on one socket); the seconds it took and the outcome."""
+    """Index `docs` at once (one `text-load` each, on one socket): the seconds it took (a failed
+    load raises: its figures would not be a load's)."""
     async with aiohttp.ClientSession() as s:
         ws = await socket(s, url, ADMIN)
         began = time.perf_counter()
@@ -89,8 +90,10 @@ def _figures(ms: list[float]) -> dict[str, Any]:
             "max_ms": round(max(ms, default=0.0), 1)}  # fmt: skip
 
 
-async def _measured(url: str, questions: list[str], clients: int, during: Callable[[], Awaitable[Any]]) -> Any:
-    """Latency of `clients` askers while `during()` runs (they stop when it returns)."""
+async def _measured(
+    url: str, questions: list[str], clients: int, during: Callable[[], Awaitable[dict[str, Any]]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Latency of `clients` askers while `during()` runs (they stop when it returns), and what it returned."""
     done, ms = asyncio.Event(), []
     askers = [asyncio.create_task(_asker(url, questions, ms, n, lambda _: done.is_set())) for n in range(clients)]
     try:
