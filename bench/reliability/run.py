@@ -13,6 +13,8 @@
 4. documents, on the embedded default and on the distributed stack (Pulsar + Neo4j): document loads
    killed at random points, a decode-stall probe, the malformed-file corpus, RSS over rounds of
    mixed load (bench/reliability/documents.py).
+5. during-load: other clients' graph-rag p50/p95 on the embedded `kgflow up` idle and while two
+   50,000-character documents are indexed, in one run (bench/reliability/during_load.py).
 
     python -m bench reliability --sections documents --stacks embedded --doc-kills 10 --rss-rounds 20
 
@@ -36,7 +38,7 @@ import aiohttp
 from bench.harness.results import DATASETS, RELIABILITY, run_meta
 from bench.harness.stats import load_average, percentile
 from bench.reliability import documents as doc_reliability
-from bench.reliability import kill_loads
+from bench.reliability import during_load, kill_loads
 from bench.reliability.fuzz import fuzz_frames
 from bench.reliability.stack import ADMIN, KGFLOW, PQ2H, TENANT, connect, health, kgflow_up, log, rss_mb
 
@@ -173,6 +175,9 @@ async def main_async(a: argparse.Namespace) -> dict[str, Any]:
         for stack in a.stacks.split(","):
             log(f"[reliability] the document surface on the {stack} stack")
             out["documents"][stack] = await doc_reliability.run_stack(stack, a.doc_kills, a.rss_rounds, questions(60))
+    if "during-load" in a.sections:
+        log("[reliability] graph-rag while two 50,000-character documents are indexed")
+        out["during_load"] = await during_load.run(questions(a.questions))
     out["meta"] = run_meta(load_at_start)
     out["targets"] = targets(out)
     return out
@@ -193,6 +198,8 @@ def targets(out: dict[str, Any]) -> dict[str, bool]:
         })  # fmt: skip
     for stack, d in out.get("documents", {}).items():
         found.update({f"{stack}_{name}": ok for name, ok in doc_reliability.targets(d).items()})
+    if "during_load" in out:
+        found.update(during_load.targets(out["during_load"]))
     return found
 
 
@@ -222,13 +229,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--kills", type=int, default=10)
     ap.add_argument("--doc-kills", type=int, default=10)
     ap.add_argument("--rss-rounds", type=int, default=20)
-    ap.add_argument("--sections", default="triples,documents", help="triples (fuzz, embeddings, killed triples "
-                    "loads) and/or documents")  # fmt: skip
+    ap.add_argument("--sections", default="triples,documents,during-load", help="triples (fuzz, embeddings, "
+                    "killed triples loads), documents and/or during-load (graph-rag while documents are "
+                    "indexed)")  # fmt: skip
     ap.add_argument("--stacks", default="embedded,distributed", help="the document surface on these stacks")
     out = asyncio.run(main_async(ap.parse_args(argv)))
-    if RESULTS.exists():  # sections and stacks not run this time keep their last figures
+    if RESULTS.exists():  # sections and stacks not run this time keep their last figures (and targets)
         last = json.loads(RESULTS.read_text())
-        out = {**last, **out, "documents": {**last.get("documents", {}), **out.get("documents", {})}}
-        out["targets"] = targets(out)
+        out = {**last, **out, "documents": {**last.get("documents", {}), **out.get("documents", {})},
+               "targets": {**last.get("targets", {}), **out["targets"]}}  # fmt: skip
     RESULTS.write_text(json.dumps(out, indent=1))
     print(json.dumps(out, indent=1))

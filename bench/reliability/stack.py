@@ -50,15 +50,17 @@ def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log_path: Path) -> No
 
 
 @contextlib.asynccontextmanager
-async def kgflow_up(home: Path, extra: list[str] | None = None) -> AsyncIterator[tuple[str, int]]:
+async def kgflow_up(
+    home: Path, extra: list[str] | None = None, settings: dict[str, str] | None = None
+) -> AsyncIterator[tuple[str, int]]:
     """`kgflow up` over `home` on a free port (tokens: ADMIN, and TENANT bound to workspace `default`);
-    `extra`: more arguments (the distributed stack's bus and stores)."""
+    `extra`: more arguments (the distributed stack's bus and stores); `settings`: more environment."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     tokens = home.parent / "tokens"
     tokens.write_text(f"{ADMIN}\n{TENANT} default\n")
-    env = {**os.environ, "KGFLOW_GATEWAY_TOKEN_FILE": str(tokens), "KGFLOW_LOG_LEVEL": "ERROR"}
+    env = {**os.environ, "KGFLOW_GATEWAY_TOKEN_FILE": str(tokens), "KGFLOW_LOG_LEVEL": "ERROR", **(settings or {})}
     env.pop("KGFLOW_GATEWAY_TOKEN", None)
     log_path = home.parent / "up.log"
     with log_path.open("wb") as logfile:

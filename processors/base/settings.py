@@ -33,6 +33,10 @@ class RuntimeSettings(BaseModel):
     # numpy's BLAS threads: its idle workers spin between calls, so on a small machine each extra
     # thread takes a core from the handlers (measured: half the CPU of a graph-rag question)
     blas_threads: int = Field(default=1, ge=1)
+    # worker processes that index documents (processors/base/offload.py); 0: a thread of this process
+    indexing_processes: int = Field(default=1, ge=0)
+    # niceness added to batch work (those workers, the bulk embedding lane): a question's CPU comes first
+    indexing_nice: int = Field(default=10, ge=0, le=19)
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"  # 0.0.0.0 inside containers, so Prometheus can scrape
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING"

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from processors.base.bus import Bus, MemoryBus
 from processors.base.metrics import PROCESSOR_INFO
+from processors.base.offload import set_batch_niceness
 from processors.base.registry import Runnable
 from processors.base.runtime import ensure_default_flow, limit_blas_threads
 from processors.base.settings import ParamModels, RuntimeSettings
@@ -47,6 +48,7 @@ class System:
 
     def __post_init__(self) -> None:
         limit_blas_threads(self.runtime.blas_threads)
+        set_batch_niceness(self.runtime.indexing_nice)
 
     @property
     def param_models(self) -> ParamModels:

@@ -17,9 +17,9 @@ import pytest
 
 from processors.base import client as client_module
 from processors.base.client import RemoteError, RequestResponseClient
+from processors.base.offload import Offload
 from processors.base.settings import RuntimeSettings
 from processors.commands.system import System, embedded
-from processors.ingest.documents import pipeline
 from processors.ingest.documents.service import BusIngest
 from processors.stores.settings import StoreSettings
 from schemas.documents import (
@@ -171,10 +171,14 @@ async def test_a_load_is_marked_from_its_first_step_until_its_documents_are_stor
     assert (await load(system, "stale")).unchanged == 4
     assert await warned("stale") == []
 
-    def fails(*args: Any) -> Any:
-        raise RuntimeError("killed while indexing")
+    real_run = Offload.run
 
-    monkeypatch.setattr(pipeline, "_index_all", fails)
+    async def fails(self: Offload, what: str, fn: Any, *args: Any) -> Any:  # in a thread or a worker process
+        if what == "indexing documents":
+            raise RuntimeError("killed while indexing")
+        return await real_run(self, what, fn, *args)
+
+    monkeypatch.setattr(Offload, "run", fails)
     with pytest.raises(RemoteError):
         await load(system, "early")
     assert await warned("early") == ["incomplete-collection"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import functools
 import hashlib
 import json
 from collections import Counter
@@ -20,11 +21,13 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Protocol
 
+from processors.base.offload import Offload
 from processors.ingest.documents.chunker import ChunkingParams, chunk_spans
 from processors.ingest.documents.llm_relations import extract_relations
 from processors.ingest.documents.params import DocumentLoadParams
 from processors.ingest.documents.subjects import Names, one_node_per_entity, subject_key
 from processors.ingest.extractor.relations import FoundRelation
+from processors.models.embeddings.model import plain_tokenizer
 from processors.models.text_completion.prompting import ModelAnswer
 from schemas.documents import (
     MAX_CONCEPT_CHARS,
@@ -41,6 +44,7 @@ from schemas.extraction import ConceptMention
 MAX_PAIRS_PER_SENTENCE = 8  # concepts of a sentence that pair up (the first ones): 28 pairs at most
 EMBED_BATCH = 256
 EXTRACT_BATCH = 32  # ~30,000 characters of spaCy a request: well inside its 60 s timeout on a busy machine
+IN_THREAD = Offload(0)  # CPU work in a thread of this process (tests; a caller with no worker processes)
 
 
 class IngestSources(Protocol):
@@ -203,17 +207,27 @@ def _sentences(found: Sequence[ConceptMention], subject: str, names: Names) -> l
     return out
 
 
-def _chunk_all(
-    docs: Sequence[Document], tokenizer: Any, params: ChunkingParams, report: LoadReport
-) -> list[tuple[Document, list[Chunk]]]:
-    """Each document with its chunks; a document that cannot be chunked is reported, the others go on."""
+@functools.cache
+def local_tokenizer() -> Any:
+    """The local embedding model's tokenizer, loaded once per process (an indexing worker loads its
+    own instead of receiving a pickled copy with every batch)."""
+    return plain_tokenizer()
+
+
+def chunk_all(
+    docs: Sequence[Document], tokenizer: Any | None, params: ChunkingParams
+) -> tuple[list[tuple[Document, list[Chunk]]], dict[str, str]]:
+    """Each document with its chunks, and why each that could not be chunked failed (the others go
+    on); `tokenizer` None: the local model's."""
     chunked: list[tuple[Document, list[Chunk]]] = []
+    failed: dict[str, str] = {}
+    tokenizer = tokenizer or local_tokenizer()
     for d in docs:
         try:
             chunked.append((d, chunk_document(d, tokenizer, params)))
         except Exception as e:  # one bad document must not stop the others
-            report.failed[d.id] = f"chunking failed: {e}"
-    return chunked
+            failed[d.id] = f"chunking failed: {e}"
+    return chunked, failed
 
 
 async def _batched(fn: Callable[[list[str]], Any], texts: list[str], size: int) -> list[Any]:
@@ -226,11 +240,13 @@ async def _batched(fn: Callable[[list[str]], Any], texts: list[str], size: int) 
 async def load_batch(
     sources: IngestSources,
     docs: Sequence[Document],
-    tokenizer: Any,
+    tokenizer: Any | None,
     params: ChunkingParams,
     progress: Callable[[str, int], None] = lambda stage, n: None,
+    offload: Offload = IN_THREAD,
 ) -> LoadReport:
-    """Index and store `docs` (see the module docstring); `progress(stage, n)` counts work done."""
+    """Index and store `docs` (see the module docstring) chunked by `tokenizer` (None: the local
+    model's); `progress(stage, n)` counts work done; `offload` runs the CPU work (chunking, indexing)."""
     report = LoadReport()
     stored = await sources.hashes([d.id for d in docs])
     todo = [d for d in docs if stored.get(d.id) != content_hash(d)]
@@ -239,9 +255,9 @@ async def load_batch(
     # marked before the work, so a load killed anywhere in it leaves the mark; also when every
     # document is unchanged, to clear a mark a killed write left after its last document was stored
     await sources.begin()
-    # tokenizing (and indexing, below) a batch is CPU work: not on the event loop the processor's
-    # other requests share (a 50,000-character document held it 0.2-0.3 s at a time)
-    chunked = await asyncio.to_thread(_chunk_all, todo, tokenizer, params, report)
+    # tokenizing (and indexing, below) a batch is CPU work that holds the GIL: not in the interpreter
+    # the processor's other requests share (a 50,000-character document held it 0.2-0.3 s at a time)
+    chunked, report.failed = await offload.run("chunking documents", chunk_all, todo, tokenizer, params)
     texts = [c.text for _, cs in chunked for c in cs]
 
     async def embed() -> list[list[float]]:
@@ -263,7 +279,7 @@ async def load_batch(
         relations, mentions = outcome.relations, outcome.mentions
         report.llm_calls = outcome.calls
         report.warnings += outcome.warnings()
-    indexed = await asyncio.to_thread(_index_all, chunked, vectors, mentions, relations)
+    indexed = await offload.run("indexing documents", index_all, chunked, vectors, mentions, relations)
     await _store(sources, indexed, report)
     if not todo:  # nothing to store: no store request clears the mark
         await sources.finish()
@@ -276,7 +292,7 @@ async def load_batch(
     return report
 
 
-def _index_all(
+def index_all(
     chunked: Sequence[tuple[Document, list[Chunk]]],
     vectors: list[list[float]],
     mentions: list[list[ConceptMention]],

@@ -1,24 +1,24 @@
 """Document-load processor: runs a batch of documents through the documents flow — chunk,
 embed (`embeddings`), extract concepts (`extractor`), with `extractor: llm` typed relations
 (`text-completion`, one call per chunk), link and store (`document-store`) — streaming progress.
-Every step is a bus call, so each scales on its own processors."""
+Every step is a bus call, so each scales on its own processors; the CPU work done here (chunking,
+building what is stored) runs in the process's indexing worker (processors/base/offload.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
 from processors.base.client import RemoteError, RequestTimeout
 from processors.base.errors import ServiceError
+from processors.base.offload import shared_offload
 from processors.base.processor import REQUEST_SENT, FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
 from processors.ingest.documents.llm_relations import NEEDS_MODEL, ExtractorNeedsModel, ModelCallFailed
 from processors.ingest.documents.params import DocumentLoadParams
 from processors.ingest.documents.pipeline import LoadReport, load_batch
 from processors.models.embeddings.client import FlowEmbedder
-from processors.models.embeddings.model import plain_tokenizer
 from processors.models.text_completion.prompting import ModelAnswer
 from schemas.documents import (
     DocumentStatus,
@@ -35,17 +35,6 @@ from schemas.tenant import Tenant
 from schemas.text_completion import TextCompletionRequest
 
 LLM_CONFIG = "llm-config"  # text-completion's error type for a model it cannot build
-
-_tokenizer: Any = None
-_tokenizer_lock = threading.Lock()
-
-
-def _shared_tokenizer() -> Any:
-    global _tokenizer
-    with _tokenizer_lock:
-        if _tokenizer is None:
-            _tokenizer = plain_tokenizer()
-    return _tokenizer
 
 
 class BusIngest:
@@ -111,11 +100,11 @@ class DocumentLoadProcessor(FlowProcessor):
     async def load(self, req: LoadDocuments, flow: FlowContext) -> AsyncIterator[LoadResponse]:
         """Progress steps, then the batch's report."""
         steps: asyncio.Queue[tuple[str, int]] = asyncio.Queue()
-        tokenizer = await asyncio.to_thread(_shared_tokenizer)
         params: DocumentLoadParams = flow.state
         sources = BusIngest(flow, req.tenant, params.extractor_timeout_s)
+        offload = shared_offload(self.runtime.indexing_processes, self.runtime.blas_threads)
         task = asyncio.create_task(
-            load_batch(sources, req.documents, tokenizer, params, lambda st, n: steps.put_nowait((st, n)))
+            load_batch(sources, req.documents, None, params, lambda st, n: steps.put_nowait((st, n)), offload)
         )
         try:
             while not task.done() or not steps.empty():

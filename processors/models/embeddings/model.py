@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 import numpy as np
 
 from processors.base.errors import BadRequest
+from processors.base.offload import lower_thread_priority
 
 if TYPE_CHECKING:  # loaded with the model, not at import
     from onnxruntime import InferenceSession
@@ -149,7 +150,9 @@ class OnnxMiniLM:
         self._tok.enable_truncation(MAX_TOKENS)
         self._tok.no_padding()  # each chunk is padded to its own longest text
         self._query_lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-query")
-        self._bulk_lane = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="embed-bulk")
+        # bulk work yields the cores to questions (theirs and other services') when both want them
+        self._bulk_lane = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="embed-bulk",
+                                             initializer=lower_thread_priority)  # fmt: skip
 
     @classmethod
     def shared(cls) -> OnnxMiniLM:

@@ -25,7 +25,7 @@ from processors.stores.documents_protocol import (
     RelationHit,
     RemovedLinks,
 )
-from processors.stores.sqlite import chunk_candidates, passages
+from processors.stores.sqlite import chunk_candidates, passages, relation_rows
 from processors.stores.sqlite.doc_writes import backfill, delete_docs, insert_records, unlinked
 from processors.stores.sqlite.docs_schema import (
     CHUNK_LINKS,
@@ -36,31 +36,21 @@ from processors.stores.sqlite.docs_schema import (
     EPISODES,
     GET_CHUNKS,
     NOTE_DELETED,
-    RELATION_CHUNKS,
-    RELATION_CONTEXT,
-    RELATIONS_AMONG,
-    RELATIONS_IN,
-    RELATIONS_OUT,
+    OWNED_CONCEPTS,
     SCHEMA,
     SCOPED_ENTITIES,
-    SCOPED_IN,
-    SCOPED_OUT,
     chunk,
     migrate,
     scoped_ids,
 )
 from processors.stores.sqlite.pool import SqlitePool
+from processors.stores.sqlite.spellings import TABLES as SPELLING_TABLES
+from processors.stores.sqlite.spellings import read_spellings
 from processors.stores.sqlite.vector_lists import VectorLists
 from schemas.documents import Chunk, DocumentInfo, Mention
 from schemas.tenant import Tenant
 
 T = TypeVar("T")
-
-# A claim makes the concept owned (a concept loaded from triples is never claimed: it is named).
-OWNED_CONCEPTS = (
-    "SELECT iri FROM concepts WHERE user = ? AND collection = ? AND owned = 1"
-    " AND iri IN (SELECT value FROM json_each(?))"
-)
 
 
 class SqliteDocumentStore:
@@ -117,6 +107,10 @@ class SqliteDocumentStore:
         rows = await self.db.read(lambda conn: conn.execute(OWNED_CONCEPTS, args).fetchall())
         return {str(r[0]) for r in rows}
 
+    async def spellings(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, dict[str, int]]:
+        """Of `iris`, each concept's spellings with their mentions (see spellings.py)."""
+        return await self.db.read(lambda conn: read_spellings(conn, tenant, iris))
+
     async def delete_collection(self, tenant: Tenant) -> None:
         """Drop every row of the collection."""
 
@@ -125,9 +119,10 @@ class SqliteDocumentStore:
             conn.execute(
                 "DELETE FROM chunk_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE user = ? AND collection = ?)", uc
             )
-            for table in ("documents", "doc_meta", "chunks", "mentions", "relation_sources", "concepts",
+            relation_rows.delete_collection(conn, tenant)  # before the chunks its rows name
+            for table in ("documents", "doc_meta", "chunks", "mentions", "concepts",
                           "concept_keys", "chunk_subjects", "collection_counts", "term_df",
-                          "doc_deletions"):  # fmt: skip
+                          "doc_deletions", *SPELLING_TABLES):  # fmt: skip
                 conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", uc)
             self.lists.drop(conn, tenant)
 
@@ -234,7 +229,7 @@ class SqliteDocumentStore:
             allowed = scoped_ids(conn, tenant)
             docs = None if allowed is None else json.dumps(sorted(allowed))
             args = (tenant.user, tenant.collection, json.dumps(list(entities)), docs, limit)
-            return [RelationHit(s_, p_, o_, int(n)) for s_, p_, o_, n in conn.execute(RELATIONS_AMONG, args)]
+            return [RelationHit(s_, p_, o_, int(n)) for s_, p_, o_, n in conn.execute(relation_rows.AMONG, args)]
 
         return await self.db.read(read)
 
@@ -246,7 +241,7 @@ class SqliteDocumentStore:
             allowed = scoped_ids(conn, tenant)
             docs = None if allowed is None else json.dumps(sorted(allowed))
             found: dict[tuple[str, str, str], int] = {}
-            for sql in (RELATIONS_OUT, RELATIONS_IN):
+            for sql in (relation_rows.OUT, relation_rows.IN):
                 for e in dict.fromkeys(entities):
                     for s_, p_, o_, n in conn.execute(sql, (tenant.user, tenant.collection, e, docs, per_entity)):
                         found[(s_, p_, o_)] = int(n)
@@ -265,7 +260,7 @@ class SqliteDocumentStore:
             allowed = scoped_ids(conn, q.tenant)
             docs = None if allowed is None else json.dumps(sorted(allowed))
             args = (q.tenant.user, q.tenant.collection, json.dumps([list(r) for r in relations]), per_relation, docs)
-            return [RelationChunk((s, p, o), c) for s, p, o, c in conn.execute(RELATION_CHUNKS, args)]
+            return [RelationChunk((s, p, o), c) for s, p, o, c in conn.execute(relation_rows.SOURCE_CHUNKS, args)]
 
         return await self.db.read(read)
 
@@ -281,7 +276,7 @@ class SqliteDocumentStore:
             docs = None if allowed is None else json.dumps(sorted(allowed))
             args = (tenant.user, tenant.collection, json.dumps([list(r) for r in relations]), per_relation, docs)
             vecs: dict[tuple[str, str, str], list[np.ndarray]] = {}
-            for s_, p_, o_, v in conn.execute(RELATION_CONTEXT, args):
+            for s_, p_, o_, v in conn.execute(relation_rows.SOURCE_VECTORS, args):
                 vecs.setdefault((s_, p_, o_), []).append(np.frombuffer(v, dtype=np.float32))
             return {k: np.mean(vs, axis=0).tolist() for k, vs in vecs.items()}
 
@@ -341,7 +336,7 @@ class SqliteDocumentStore:
             allowed = scoped_ids(conn, tenant)
             docs = json.dumps(sorted(allowed or ()))
             found = []
-            for sql in (SCOPED_OUT, SCOPED_IN):
+            for sql in (relation_rows.SCOPED_OUT, relation_rows.SCOPED_IN):
                 for e in dict.fromkeys(entities):
                     rows = conn.execute(sql, (tenant.user, tenant.collection, e, docs, limit_per_entity))
                     found += [((s_, p_, o_, 0, "", ""), e) for s_, p_, o_ in rows]
