@@ -20,6 +20,9 @@ from schemas.scope import MetadataValue, Scope
 MAX_DOCUMENT_CHARS = 250_000
 MAX_TITLE_CHARS = 2048
 MAX_CONCEPT_CHARS = 512  # a concept's key and label: a name, not a sentence
+# The error type of a write refused because its collection was deleted after the write's load began
+# (its `stamp`): the load stops; nothing it sends from then on is stored.
+COLLECTION_DELETED = "collection-deleted"
 
 
 # How chunks are ranked: dense, lexical (BM25), both fused by reciprocal rank, or graph-aware passage ranking.
@@ -152,12 +155,16 @@ class ScopedDocRequest(ScopedRequest):
 
 class StoreDocuments(ScopedRequest):
     """Write indexed documents (replacing earlier versions of the same ids); `started`: the mark of
-    the `write-mark` that preceded it (else the store marks the collection itself)."""
+    the `write-mark` that preceded it (else the store marks the collection itself); `stamp`: the
+    collection's write stamp when the load began (see `DocumentsResponse.stamp`): a delete of the
+    collection after it refuses the write (error `collection-deleted`), a delete of one of its
+    documents withdraws that document."""
 
     operation: Literal["store"] = "store"
     documents: list[IndexedDocument] = Field(min_length=1, max_length=512)
     started: float | None = None
-    requested: float | None = None  # when the load was asked for: a delete after it wins (see note_deleted)
+    stamp: float | None = None
+    requested: float | None = None  # an earlier kgflow's wall-clock stamp: accepted, not read (see `stamp`)
 
 
 class WriteMark(ScopedRequest):
@@ -167,10 +174,14 @@ class WriteMark(ScopedRequest):
 
     operation: Literal["write-mark"] = "write-mark"
     finish: float | None = None
+    stamp: float | None = (
+        None  # the load's write stamp: refused (`collection-deleted`) if the collection was deleted since
+    )
 
 
 class DocumentStatus(ScopedDocRequest):
-    """Content hashes of these documents (to skip unchanged ones on reload)."""
+    """Content hashes of these documents (to skip unchanged ones on reload), and the collection's
+    write stamp (a load carries it on every batch: a delete after it wins)."""
 
     operation: Literal["status"] = "status"
     document_ids: list[str] = Field(min_length=1, max_length=10_000)
@@ -264,7 +275,7 @@ class DeleteDocuments(ScopedRequest):
     """Delete documents (chunks, mentions, their share of relation weights, unmentioned concepts)."""
 
     operation: Literal["delete-documents"] = "delete-documents"
-    document_ids: list[str] = Field(min_length=1, max_length=10_000)
+    document_ids: list[Annotated[str, Field(min_length=1, max_length=512)]] = Field(min_length=1, max_length=10_000)
 
 
 class DeleteCollection(ScopedRequest):
@@ -341,6 +352,9 @@ class DocumentsResponse(Response):
     deleted: int = 0
     not_found: list[str] = []  # delete-documents: the ids the collection does not hold
     started: float | None = None  # write-mark: the mark's time (None: an unfinished triples load's is kept)
+    # status, write-mark: the collection's write stamp, issued by the store: every delete raises it,
+    # and a write carrying an older one does not bring back what the delete removed
+    stamp: float | None = None
     hashes: dict[str, str] = {}
     chunks: list[Chunk] = []
     by_community: dict[str, list[str]] = {}  # search with communities: community -> its chunks found
@@ -362,6 +376,9 @@ class LoadDocuments(ScopedRequest):
     """Index and store documents (chunk, embed, extract concepts, link); streams progress."""
 
     documents: list[Document] = Field(min_length=1, max_length=256)
+    # the collection's write stamp when the whole load began (`DocumentStatus`), the same on every
+    # batch: a delete after it refuses the batch; None: taken when the batch is served
+    stamp: float | None = None
 
     @field_validator("documents")
     @classmethod

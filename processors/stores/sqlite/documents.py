@@ -25,19 +25,17 @@ from processors.stores.documents_protocol import (
     RelationHit,
     RemovedLinks,
 )
-from processors.stores.sqlite import passages
+from processors.stores.sqlite import deletions, passages
 from processors.stores.sqlite.doc_writes import backfill, delete_docs, insert_records, unlinked
 from processors.stores.sqlite.docs_schema import (
     CHUNK_LINKS,
     CLAIM_CONCEPT,
     CONCEPT_KEYS,
-    DELETED_AFTER,
     ENTITY_LINKS,
     EPISODE_COUNTS,
     EPISODES,
     GET_CHUNKS,
     LINKS_READ,
-    NOTE_DELETED,
     RELATION_CHUNKS,
     RELATION_CONTEXT,
     RELATIONS_AMONG,
@@ -78,12 +76,18 @@ class SqliteDocumentStore:
             backfill(conn, self.lists)
 
     # --- writes -------------------------------------------------------------------------------
-    async def store(self, tenant: Tenant, records: Sequence[DocumentRecord]) -> RemovedLinks:
-        """Write documents (replacing earlier versions of the same ids) in one transaction; returns
-        what the replaced versions linked that nothing links any more."""
+    async def store(
+        self, tenant: Tenant, records: Sequence[DocumentRecord], stamp: float | None = None
+    ) -> RemovedLinks:
+        """Write documents (replacing earlier versions of the same ids) in one transaction, refused
+        (`DeletedSince`) when a delete came after `stamp`; returns what the replaced versions
+        linked that nothing links any more."""
+        ids = [r.document.id for r in records]
 
         def write(conn: sqlite3.Connection) -> RemovedLinks:
-            removed = delete_docs(conn, self.lists, tenant, [r.document.id for r in records])
+            if stamp is not None:
+                deletions.check(conn, tenant, ids, stamp)
+            removed = delete_docs(conn, self.lists, tenant, ids)
             insert_records(conn, self.lists, tenant, records)
             return unlinked(conn, tenant, removed)
 
@@ -98,16 +102,21 @@ class SqliteDocumentStore:
 
         return await self.db.write(write)
 
-    async def note_deleted(self, tenant: Tenant, ids: Sequence[str], at: float) -> None:
-        """Remember that these documents (`*`: the whole collection) were deleted at `at`."""
-        rows = [(tenant.user, tenant.collection, i, at) for i in ids]
-        await self.db.write(lambda conn: conn.executemany(NOTE_DELETED, rows))
+    async def write_stamp(self, tenant: Tenant) -> float:
+        """The collection's write stamp (see DocumentStore.write_stamp)."""
+        return await self.db.read(lambda conn: deletions.stamp(conn, tenant))
 
-    async def deleted_after(self, tenant: Tenant, ids: Sequence[str], since: float) -> set[str]:
-        """Of `ids`, those deleted after `since` (all of them, if the collection was)."""
-        args = (tenant.user, tenant.collection, since, json.dumps(list(ids)))
-        found = {str(r[0]) for r in await self.db.read(lambda conn: conn.execute(DELETED_AFTER, args).fetchall())}
-        return set(ids) if "*" in found else found
+    async def note_deleted(self, tenant: Tenant, ids: Sequence[str]) -> float:
+        """Mark `ids` deleted with a new stamp (see DocumentStore.note_deleted)."""
+        return await self.db.write(lambda conn: deletions.note(conn, tenant, ids))
+
+    async def deleted_after(self, tenant: Tenant, ids: Sequence[str], stamp: float) -> set[str]:
+        """Of `ids`, those deleted after `stamp`, and COLLECTION if the collection was."""
+        return await self.db.read(lambda conn: deletions.deleted_after(conn, tenant, ids, stamp))
+
+    async def unsupported(self, tenant: Tenant, candidates: RemovedLinks) -> RemovedLinks:
+        """Of a refused write's relations and concepts, what nothing supports (see DocumentStore)."""
+        return await self.db.write(lambda conn: unlinked(conn, tenant, candidates))
 
     async def claim(self, tenant: Tenant, concepts: Mapping[str, str]) -> None:
         """Owned concept rows for `concepts` (IRI -> key), before their vectors and labels exist."""
@@ -129,8 +138,7 @@ class SqliteDocumentStore:
                 "DELETE FROM chunk_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE user = ? AND collection = ?)", uc
             )
             for table in ("documents", "doc_meta", "chunks", "mentions", "relation_sources", "concepts",
-                          "concept_keys", "chunk_subjects", "collection_counts", "term_df",
-                          "doc_deletions"):  # fmt: skip
+                          "concept_keys", "chunk_subjects", "collection_counts", "term_df"):  # fmt: skip
                 conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", uc)
             self.lists.drop(conn, tenant)
 
