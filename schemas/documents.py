@@ -20,9 +20,6 @@ from schemas.scope import MetadataValue, Scope
 MAX_DOCUMENT_CHARS = 250_000
 MAX_TITLE_CHARS = 2048
 MAX_CONCEPT_CHARS = 512  # a concept's key and label: a name, not a sentence
-# The error type of a write refused because its collection was deleted after the write's load began
-# (its `stamp`): the load stops; nothing it sends from then on is stored.
-COLLECTION_DELETED = "collection-deleted"
 
 
 # How chunks are ranked: dense, lexical (BM25), both fused by reciprocal rank, or graph-aware passage ranking.
@@ -155,16 +152,13 @@ class ScopedDocRequest(ScopedRequest):
 
 class StoreDocuments(ScopedRequest):
     """Write indexed documents (replacing earlier versions of the same ids); `started`: the mark of
-    the `write-mark` that preceded it (else the store marks the collection itself); `stamp`: the
-    collection's write stamp when the load began (see `DocumentsResponse.stamp`): a delete of the
-    collection after it refuses the write (error `collection-deleted`), a delete of one of its
-    documents withdraws that document."""
+    the `write-mark` that preceded it (else the store marks the collection itself)."""
 
     operation: Literal["store"] = "store"
     documents: list[IndexedDocument] = Field(min_length=1, max_length=512)
     started: float | None = None
-    stamp: float | None = None
-    requested: float | None = None  # an earlier kgflow's wall-clock stamp: accepted, not read (see `stamp`)
+    stamp: float | None = None  # the load's write stamp: a later delete refuses the write (or a document)
+    requested: float | None = None  # an earlier kgflow's wall-clock stamp: accepted, not read
 
 
 class WriteMark(ScopedRequest):
@@ -174,14 +168,11 @@ class WriteMark(ScopedRequest):
 
     operation: Literal["write-mark"] = "write-mark"
     finish: float | None = None
-    stamp: float | None = (
-        None  # the load's write stamp: refused (`collection-deleted`) if the collection was deleted since
-    )
+    stamp: float | None = None  # the load's write stamp: refused if the collection was deleted since
 
 
 class DocumentStatus(ScopedDocRequest):
-    """Content hashes of these documents (to skip unchanged ones on reload), and the collection's
-    write stamp (a load carries it on every batch: a delete after it wins)."""
+    """Content hashes of these documents (to skip unchanged ones on reload); the write stamp."""
 
     operation: Literal["status"] = "status"
     document_ids: list[str] = Field(min_length=1, max_length=10_000)
@@ -352,9 +343,7 @@ class DocumentsResponse(Response):
     deleted: int = 0
     not_found: list[str] = []  # delete-documents: the ids the collection does not hold
     started: float | None = None  # write-mark: the mark's time (None: an unfinished triples load's is kept)
-    # status, write-mark: the collection's write stamp, issued by the store: every delete raises it,
-    # and a write carrying an older one does not bring back what the delete removed
-    stamp: float | None = None
+    stamp: float | None = None  # status, write-mark: the collection's write stamp (a delete raises it)
     hashes: dict[str, str] = {}
     chunks: list[Chunk] = []
     by_community: dict[str, list[str]] = {}  # search with communities: community -> its chunks found
@@ -366,8 +355,7 @@ class DocumentsResponse(Response):
     similarities: dict[str, float] = {}  # chunk id -> cosine
     collections: list[CollectionInfo] = []
     documents: list[DocumentInfo] = []
-    # an earlier kgflow's hard-coded count: taken from its processors, never sent or read (the
-    # stores' counts travel beside the response, processors.accounting.usage)
+    # an earlier kgflow's hard-coded count, never sent or read (stores' counts: processors.accounting.usage)
     store_round_trips: int = Field(default=0, exclude=True)
 
 
@@ -376,9 +364,7 @@ class LoadDocuments(ScopedRequest):
     """Index and store documents (chunk, embed, extract concepts, link); streams progress."""
 
     documents: list[Document] = Field(min_length=1, max_length=256)
-    # the collection's write stamp when the whole load began (`DocumentStatus`), the same on every
-    # batch: a delete after it refuses the batch; None: taken when the batch is served
-    stamp: float | None = None
+    stamp: float | None = None  # the write stamp when the whole load began; None: when this is served
 
     @field_validator("documents")
     @classmethod

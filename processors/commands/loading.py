@@ -18,9 +18,9 @@ from pydantic import BaseModel
 
 from processors.base.client import RemoteError, RequestTimeout
 from processors.ingest.documents.files import DocumentFormat, Unreadable, read_documents
-from schemas.base import Response
+from schemas.base import COLLECTION_DELETED, Response
 from schemas.communities import BuildCommunities, CommunitiesResponse, ListCommunities
-from schemas.documents import COLLECTION_DELETED, Document, DocumentStatus, LoadDocuments, LoadResponse
+from schemas.documents import Document, DocumentStatus, LoadDocuments, LoadResponse
 from schemas.services import COMMUNITIES, COMMUNITY_BUILD, DOCUMENT_LOAD, DOCUMENTS, Service
 
 R = TypeVar("R", bound=Response)

@@ -3,6 +3,7 @@ tests/documents/delete_during_load.py, with what is left counted in every SQLite
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import sqlite3
 from collections.abc import AsyncIterator
@@ -11,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from processors.base.settings import RuntimeSettings
+from processors.commands.load_documents import report
+from processors.commands.loading import DocumentsLoaded
 from processors.commands.system import System, embedded
 from processors.stores.settings import StoreSettings
 from tests.documents.delete_during_load import Leftovers, check_delete_during_load, check_document_delete_during_load
@@ -47,3 +50,14 @@ async def test_a_collection_deleted_during_a_load_stays_deleted(system: System, 
 
 async def test_documents_deleted_during_a_load_stay_deleted(system: System) -> None:
     await check_document_delete_during_load(system, "bob")
+
+
+def test_the_summary_of_a_load_whose_collection_was_deleted_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """`kgflow load documents` says the collection was deleted, what was stored before and that
+    the rest was refused; it does not say "loaded N" (those went with the collection)."""
+    done = DocumentsLoaded(loaded=12, chunks=12, collection_deleted=True, refused=[f"d{n}" for n in range(36)])
+    report(argparse.Namespace(user="alice", collection="delrace"), done)
+    err = capsys.readouterr().err
+    assert "collection alice/delrace deleted during load: 12 documents stored before (deleted with it)" in err
+    assert "the rest refused (36 not stored)" in err and "loaded 12" not in err
+    assert not done.complete

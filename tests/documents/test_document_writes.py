@@ -20,8 +20,8 @@ from processors.commands.system import System, embedded
 from processors.ingest.documents import pipeline
 from processors.ingest.documents.service import BusIngest
 from processors.stores.settings import StoreSettings
+from schemas.base import COLLECTION_DELETED
 from schemas.documents import (
-    COLLECTION_DELETED,
     DeleteCollection,
     DeleteDocuments,
     Document,

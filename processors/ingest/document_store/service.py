@@ -18,8 +18,8 @@ from processors.models.embeddings.client import FlowEmbedder
 from processors.services.store_processor import StoreProcessor
 from processors.stores.documents_protocol import COLLECTION, DeletedSince, DocumentRecord, RemovedLinks
 from processors.stores.protocol import LoadState
+from schemas.base import COLLECTION_DELETED
 from schemas.documents import (
-    COLLECTION_DELETED,
     DeleteCollection,
     DeleteDocuments,
     DocumentsResponse,

@@ -20,8 +20,8 @@ from processors.ingest.documents.pipeline import CollectionDeleted, LoadReport, 
 from processors.models.embeddings.client import FlowEmbedder
 from processors.models.embeddings.model import plain_tokenizer
 from processors.models.text_completion.prompting import ModelAnswer
+from schemas.base import COLLECTION_DELETED
 from schemas.documents import (
-    COLLECTION_DELETED,
     DocumentsResponse,
     DocumentStatus,
     FailedDocument,

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from processors.stores.documents_protocol import COLLECTION, DeletedSince
 from processors.stores.sqlite.docs_schema import DELETED_AFTER, DROP_DELETION_MARKS, NOTE_DELETED, WRITE_STAMP
+from processors.stores.sqlite.pool import SqlitePool
 from schemas.tenant import Tenant
 
 
@@ -35,8 +36,27 @@ def deleted_after(conn: sqlite3.Connection, tenant: Tenant, ids: Sequence[str], 
     return {str(r[0]) for r in conn.execute(DELETED_AFTER, args)}
 
 
-def check(conn: sqlite3.Connection, tenant: Tenant, ids: Sequence[str], since: float) -> None:
-    """Raise DeletedSince when any of `ids` (or the collection) was deleted after `since`."""
-    gone = deleted_after(conn, tenant, ids, since)
+def check(conn: sqlite3.Connection, tenant: Tenant, ids: Sequence[str], since: float | None) -> None:
+    """Raise DeletedSince when any of `ids` (or the collection) was deleted after `since` (None: a
+    write with no stamp, nothing to check)."""
+    gone = deleted_after(conn, tenant, ids, since) if since is not None else set()
     if gone:
         raise DeletedSince(gone)
+
+
+class DeletionMarks:
+    """The DocumentStore calls on deletion marks, of a store whose docs.db is `db`."""
+
+    db: SqlitePool
+
+    async def write_stamp(self, tenant: Tenant) -> float:
+        """The collection's write stamp (see DocumentStore.write_stamp)."""
+        return await self.db.read(lambda conn: stamp(conn, tenant))
+
+    async def note_deleted(self, tenant: Tenant, ids: Sequence[str]) -> float:
+        """Mark `ids` deleted with a new stamp (see DocumentStore.note_deleted)."""
+        return await self.db.write(lambda conn: note(conn, tenant, ids))
+
+    async def deleted_after(self, tenant: Tenant, ids: Sequence[str], since: float) -> set[str]:
+        """Of `ids`, those deleted after `since`, and COLLECTION if the collection was."""
+        return await self.db.read(lambda conn: deleted_after(conn, tenant, ids, since))

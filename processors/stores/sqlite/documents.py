@@ -26,6 +26,7 @@ from processors.stores.documents_protocol import (
     RemovedLinks,
 )
 from processors.stores.sqlite import deletions, passages
+from processors.stores.sqlite.deletions import DeletionMarks
 from processors.stores.sqlite.doc_writes import backfill, delete_docs, insert_records, unlinked
 from processors.stores.sqlite.docs_schema import (
     CHUNK_LINKS,
@@ -64,8 +65,8 @@ OWNED_CONCEPTS = (
 )
 
 
-class SqliteDocumentStore:
-    """DocumentStore on SQLite (see module docstring)."""
+class SqliteDocumentStore(DeletionMarks):
+    """DocumentStore on SQLite (see module docstring; its deletion marks: deletions.py)."""
 
     def __init__(self, path: Path) -> None:
         # Not mapped: a question reads a few IVF lists of a file that may hold millions of chunks, and
@@ -80,13 +81,11 @@ class SqliteDocumentStore:
         self, tenant: Tenant, records: Sequence[DocumentRecord], stamp: float | None = None
     ) -> RemovedLinks:
         """Write documents (replacing earlier versions of the same ids) in one transaction, refused
-        (`DeletedSince`) when a delete came after `stamp`; returns what the replaced versions
-        linked that nothing links any more."""
+        after a delete since `stamp`; returns what the replaced versions linked that nothing links."""
         ids = [r.document.id for r in records]
 
         def write(conn: sqlite3.Connection) -> RemovedLinks:
-            if stamp is not None:
-                deletions.check(conn, tenant, ids, stamp)
+            deletions.check(conn, tenant, ids, stamp)
             removed = delete_docs(conn, self.lists, tenant, ids)
             insert_records(conn, self.lists, tenant, records)
             return unlinked(conn, tenant, removed)
@@ -101,18 +100,6 @@ class SqliteDocumentStore:
             return unlinked(conn, tenant, removed)
 
         return await self.db.write(write)
-
-    async def write_stamp(self, tenant: Tenant) -> float:
-        """The collection's write stamp (see DocumentStore.write_stamp)."""
-        return await self.db.read(lambda conn: deletions.stamp(conn, tenant))
-
-    async def note_deleted(self, tenant: Tenant, ids: Sequence[str]) -> float:
-        """Mark `ids` deleted with a new stamp (see DocumentStore.note_deleted)."""
-        return await self.db.write(lambda conn: deletions.note(conn, tenant, ids))
-
-    async def deleted_after(self, tenant: Tenant, ids: Sequence[str], stamp: float) -> set[str]:
-        """Of `ids`, those deleted after `stamp`, and COLLECTION if the collection was."""
-        return await self.db.read(lambda conn: deletions.deleted_after(conn, tenant, ids, stamp))
 
     async def unsupported(self, tenant: Tenant, candidates: RemovedLinks) -> RemovedLinks:
         """Of a refused write's relations and concepts, what nothing supports (see DocumentStore)."""
