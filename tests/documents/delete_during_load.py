@@ -14,12 +14,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pydantic import BaseModel
 
 from processors.base.client import RequestResponseClient
-from processors.commands.loading import Batching, DocumentsLoaded, load_documents
+from processors.commands.loading import Batching, DocumentsLoaded, Stream, load_documents
 from processors.commands.system import System
 from schemas.base import Response
 from schemas.documents import ChunkSearch, DeleteCollection, DeleteDocuments, Document, ListCollections
 from schemas.graph_embeddings import GraphEmbeddingsRequest
-from schemas.services import DOCUMENT_STORE, DOCUMENTS, GRAPH_EMBEDDINGS, Service
+from schemas.services import DOCUMENT_LOAD, DOCUMENT_STORE, DOCUMENTS, GRAPH_EMBEDDINGS, Service
 
 CITIES = ["Lima", "Quito", "Oslo", "Porto", "Kyoto", "Dakar", "Hanoi", "Perth"]
 PEOPLE = ["Ada Lovelace", "Alan Turing", "Grace Hopper", "Marie Curie", "Niels Bohr", "Emmy Noether"]
@@ -44,18 +44,25 @@ def client(system: System, service: Service[BaseModel, Response]) -> RequestResp
     return RequestResponseClient.for_service(system.bus, service, "default", 300)
 
 
-def stream(system: System) -> Callable[..., AsyncIterator[Response]]:
-    """The client side of `kgflow load documents` (loading.Stream) over the system's bus."""
+def stream(system: System, hold: Callable[[], Awaitable[None]] | None = None) -> Stream:
+    """The client side of `kgflow load documents` (loading.Stream) over the system's bus; each
+    batch waits for `hold()` before it is sent."""
 
-    def open_stream(service: Service[BaseModel, Response], req: BaseModel, timeout_s: float) -> AsyncIterator[Response]:
-        return RequestResponseClient.for_service(system.bus, service, "default", timeout_s).stream(req)
+    async def responses(
+        service: Service[BaseModel, Response], req: BaseModel, timeout_s: float
+    ) -> AsyncIterator[Response]:
+        if hold is not None and service is DOCUMENT_LOAD:
+            await hold()
+        async for res in RequestResponseClient.for_service(system.bus, service, "default", timeout_s).stream(req):
+            yield res
 
-    return open_stream
+    return responses
 
 
 async def load_deleting(system: System, user: str, collection: str, delete: BaseModel) -> tuple[DocumentsLoaded, int]:
-    """Load DOCS; when DELETE_AFTER documents are done, send `delete` (the load runs on). Returns
-    the load's report and how many documents were done when the delete was answered."""
+    """Load DOCS; when DELETE_AFTER documents are done, send `delete`: the batches under way race
+    it, the next ones are sent once it is answered (so it always comes while the load runs).
+    Returns the load's report and how many documents were done when the delete was answered."""
     done = [0]
     answered: list[int] = []
     sent: list[asyncio.Task[None]] = []
@@ -70,7 +77,11 @@ async def load_deleting(system: System, user: str, collection: str, delete: Base
             if done[0] >= DELETE_AFTER and not sent:
                 sent.append(asyncio.create_task(send()))
 
-    report = await load_documents(stream(system), user, collection, DOCS, progress=progress, batching=BATCH)
+    async def hold() -> None:
+        if sent:
+            await sent[0]
+
+    report = await load_documents(stream(system, hold), user, collection, DOCS, progress=progress, batching=BATCH)
     await sent[0]
     return report, answered[0]
 

@@ -1,11 +1,12 @@
 """A collection's deletion marks on Neo4j (see DocumentStore.note_deleted): a KgDeletion node per
 deleted document and one for the whole collection (id ''), each with the stamp its delete issued
 (`at`; a database of an earlier kgflow holds delete times there, also only ever growing). A lock
-node of the collection (a KgDeletion with no `at`) is write-locked first by every mark write and
-by every document write that checks the marks, so a check and the write after it in one
-transaction see every delete answered before them, and a delete waits for a write under way
-(whose rows the delete's data removal then finds). Document writes of a collection already take
-one lock together (its statistics node, term_stats), so this lock costs them no parallelism."""
+node of the collection (a KgDeletion with no `at`) is write-locked by every mark write and, as
+its last step, by every document write that checks the marks (it rolls back if a delete came
+after its stamp): a write that took the lock first commits before the delete's mark, so the
+delete's data removal, which follows the mark, finds its rows; one that took it after sees the
+mark. Document writes of a collection already queue for one lock near their end (the statistics
+node, term_stats), so this one costs them little parallelism."""
 
 from __future__ import annotations
 

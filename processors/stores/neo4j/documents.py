@@ -146,15 +146,16 @@ class Neo4jDocumentStore:
         params = {**scope, "dkeys": sorted(d["key"] for d in rows["docs"])}  # each query gets only what it reads
 
         async def work(run: Runner) -> RemovedLinks:
-            if stamp is not None:
-                await deletions.check(run, tenant, [r.document.id for r in records], stamp)
             await run(LOCK_DOCS, params)
             old = await linked(run, params)
             await term_stats.take_away(run, tenant, params["dkeys"])
             await run(CLEAR_CHUNKS, docs)
             await run(WRITE, {**scope, **rows, "tenant": tenant_token(tenant)})
             await term_stats.adjust(run, tenant, [str(c["props"]["lexical"]).split() for c in rows["chunks"]], 1)
-            return await unlinked(run, params, old)
+            removed = await unlinked(run, params, old)
+            if stamp is not None:  # last: the marks' lock is held only from here to the commit
+                await deletions.check(run, tenant, [r.document.id for r in records], stamp)
+            return removed
 
         return await self.conn.write_tx(work)
 
