@@ -168,7 +168,7 @@ class DocumentStore(Protocol):
         self, tenant: Tenant, records: Sequence[DocumentRecord], stamp: float | None = None
     ) -> RemovedLinks:
         """Write documents, replacing earlier versions of the same ids (one transaction). With a
-        `stamp` (`write_stamp` when the load began), the transaction first checks the deletion
+        `stamp` (`write_stamp` when the load began), the transaction also checks the deletion
         marks, serialised with `note_deleted`, and raises `DeletedSince` (writing nothing) when
         the collection or one of the documents was deleted after it."""
         ...

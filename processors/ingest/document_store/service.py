@@ -108,7 +108,7 @@ class DocumentStoreProcessor(StoreProcessor):
     async def _write(
         self, tenant: Tenant, linked: Linked, stamp: float, started: float | None, gone: set[str]
     ) -> RemovedLinks:
-        """Store the documents in one transaction that first checks the deletion marks (a delete
+        """Store the documents in one transaction that also checks the deletion marks (a delete
         answered while this request linked them wins): a document deleted since is left out (added
         to `gone`) and the rest written again; a collection deleted since refuses the request. What
         was linked for what is not stored, and nothing else supports, is removed again."""
