@@ -364,7 +364,7 @@ class LoadDocuments(ScopedRequest):
     """Index and store documents (chunk, embed, extract concepts, link); streams progress."""
 
     documents: list[Document] = Field(min_length=1, max_length=256)
-    stamp: float | None = None  # the write stamp when the whole load began; None: when this is served
+    stamp: float | None = Field(default=None, ge=0, allow_inf_nan=False)  # the load's write stamp (None: now)
 
     @field_validator("documents")
     @classmethod
