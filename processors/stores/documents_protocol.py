@@ -193,9 +193,10 @@ class DocumentStore(Protocol):
         """Of `ids`, those deleted after `stamp`, and `COLLECTION` if the collection was."""
         ...
 
-    async def unsupported(self, tenant: Tenant, candidates: RemovedLinks) -> RemovedLinks:
+    async def unsupported(self, tenant: Tenant, candidates: RemovedLinks, created: Sequence[str] = ()) -> RemovedLinks:
         """Of what a refused write linked (`candidates`), the relations no chunk is a source of and
-        the owned concepts no chunk mentions (their claims go): what the writer removes again."""
+        the concepts no chunk mentions that documents own or the write `created` (a collection
+        delete may have dropped its claims meanwhile); their claims go. The writer removes them."""
         ...
 
     async def claim(self, tenant: Tenant, concepts: Mapping[str, str]) -> None:

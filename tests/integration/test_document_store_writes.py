@@ -18,6 +18,7 @@ from processors.stores.documents_protocol import (
     RelationHit,
     RemovedLinks,
 )
+from processors.stores.neo4j.schema import entity_key
 from schemas.documents import Scope
 from schemas.tenant import Tenant
 from tests.integration.doc_store_fixtures import REL, DocBackend, e, mentions_of, record, search
@@ -81,6 +82,15 @@ async def test_what_a_refused_write_linked_is_found_unsupported(docs: DocBackend
     found = await docs.documents.unsupported(t, candidates)
     assert found.relations == [(e("lost"), REL, e("alpha"))] and found.concepts == [e("lost")]
     assert await docs.documents.claimed(t, [e("alpha"), e("lost")]) == {e("alpha")}
+    # a write's own new concept is reported though a collection delete dropped its claim meanwhile
+    await docs.documents.claim(t, {e("new"): "new"})
+    await docs.documents.delete_collection(t)
+    if docs.conn is not None:  # and the write indexed it after (its entity node, without the claim's flag)
+        node = {"key": entity_key(t, e("new")), "uri": e("new"), "user": user, "collection": coll}
+        await docs.conn.write([("MERGE (n:KgEntity {key: $key}) SET n.uri = $uri, n.user = $user, "
+                                "n.collection = $collection, n.label = 'new'", node)])  # fmt: skip
+    assert (await docs.documents.unsupported(t, RemovedLinks(), [e("new")])).concepts == [e("new")]
+    assert (await docs.documents.unsupported(t, RemovedLinks(concepts=[e("new")]))).concepts == []
     await docs.documents.delete_collection(t)
 
 

@@ -138,7 +138,8 @@ class DocumentStoreProcessor(StoreProcessor):
         relations = sorted({(x.s, x.p, x.o) for r in refused for x in r.relations})
         concepts = {m.entity for r in refused for m in r.mentions} | set(whole.new_concepts if whole else ())
         candidates = RemovedLinks(relations=relations, concepts=sorted(concepts))
-        await self._unlink(tenant, await self.stores.documents.unsupported(tenant, candidates))
+        created = sorted(whole.new_concepts) if whole else []  # (the delete may have dropped their claims)
+        await self._unlink(tenant, await self.stores.documents.unsupported(tenant, candidates, created))
         if whole is not None:
             await self._drop_unused_predicates(tenant, {RELATED_TO, *whole.predicates})
 

@@ -79,16 +79,16 @@ async def check(run: Runner, tenant: Tenant, ids: Sequence[str], since: float) -
         raise DeletedSince(gone)
 
 
-async def unsupported(run: Runner, tenant: Tenant, candidates: RemovedLinks) -> RemovedLinks:
+async def unsupported(run: Runner, tenant: Tenant, candidates: RemovedLinks, created: Sequence[str]) -> RemovedLinks:
     """Of a refused write's relations and concepts, the relations no stored chunk is a source of and
-    the owned concepts no chunk mentions (UNMENTIONED unflags them: their claims go)."""
+    the concepts no chunk mentions, owned or `created` (UNMENTIONED unflags them: their claims go)."""
     scope = {"user": tenant.user, "collection": tenant.collection}
     rels = [{"key": node_key(tenant, s, p, o), "s": s, "p": p, "o": o} for s, p, o in candidates.relations]
     found = await run(UNSOURCED, {"rels": rels}) if rels else []
-    ekeys = [entity_key(tenant, iri) for iri in dict.fromkeys(candidates.concepts)]
+    ekeys = [entity_key(tenant, iri) for iri in dict.fromkeys([*candidates.concepts, *created])]
     ents = await run(UNMENTIONED, {**scope, "ekeys": ekeys}) if ekeys else []
     return RemovedLinks(
         relations=sorted((r["s"], r["p"], r["o"]) for r in found),
-        concepts=sorted(r["iri"] for r in ents if r["owned"]),
+        concepts=sorted(r["iri"] for r in ents if r["owned"] or r["iri"] in created),
         touched=sorted(candidates.concepts),
     )

@@ -183,9 +183,9 @@ class Neo4jDocumentStore:
         """Of `ids`, those deleted after `stamp`, and COLLECTION if the collection was."""
         return await self.conn.read_tx(lambda run: deletions.deleted_after(run, tenant, ids, stamp))
 
-    async def unsupported(self, tenant: Tenant, candidates: RemovedLinks) -> RemovedLinks:
+    async def unsupported(self, tenant: Tenant, candidates: RemovedLinks, created: Sequence[str] = ()) -> RemovedLinks:
         """Of a refused write's relations and concepts, what nothing supports (see DocumentStore)."""
-        return await self.conn.write_tx(lambda run: deletions.unsupported(run, tenant, candidates))
+        return await self.conn.write_tx(lambda run: deletions.unsupported(run, tenant, candidates, created))
 
     async def claim(self, tenant: Tenant, concepts: Mapping[str, str]) -> None:
         """Flag `concepts` (IRI -> key) owned on their entity nodes, before their vectors and labels."""

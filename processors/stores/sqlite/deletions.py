@@ -9,7 +9,8 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
-from processors.stores.documents_protocol import COLLECTION, DeletedSince
+from processors.stores.documents_protocol import COLLECTION, DeletedSince, RemovedLinks
+from processors.stores.sqlite.doc_writes import UNMENTIONED, unlinked
 from processors.stores.sqlite.docs_schema import DELETED_AFTER, DROP_DELETION_MARKS, NOTE_DELETED, WRITE_STAMP
 from processors.stores.sqlite.pool import SqlitePool
 from schemas.tenant import Tenant
@@ -42,6 +43,16 @@ def check(conn: sqlite3.Connection, tenant: Tenant, ids: Sequence[str], since: f
     gone = deleted_after(conn, tenant, ids, since) if since is not None else set()
     if gone:
         raise DeletedSince(gone)
+
+
+def unsupported(
+    conn: sqlite3.Connection, tenant: Tenant, candidates: RemovedLinks, created: Sequence[str]
+) -> RemovedLinks:
+    """doc_writes.unlinked, and of `created`, the concepts no chunk mentions (owned or not)."""
+    found = unlinked(conn, tenant, candidates)
+    args = (tenant.user, tenant.collection, json.dumps(list(created)))
+    orphans = {str(r[0]) for r in conn.execute(UNMENTIONED, args)} if created else set()
+    return RemovedLinks(found.relations, sorted(set(found.concepts) | orphans), found.touched)
 
 
 class DeletionMarks:

@@ -101,9 +101,9 @@ class SqliteDocumentStore(DeletionMarks):
 
         return await self.db.write(write)
 
-    async def unsupported(self, tenant: Tenant, candidates: RemovedLinks) -> RemovedLinks:
+    async def unsupported(self, tenant: Tenant, candidates: RemovedLinks, created: Sequence[str] = ()) -> RemovedLinks:
         """Of a refused write's relations and concepts, what nothing supports (see DocumentStore)."""
-        return await self.db.write(lambda conn: unlinked(conn, tenant, candidates))
+        return await self.db.write(lambda conn: deletions.unsupported(conn, tenant, candidates, created))
 
     async def claim(self, tenant: Tenant, concepts: Mapping[str, str]) -> None:
         """Owned concept rows for `concepts` (IRI -> key), before their vectors and labels exist."""
