@@ -20,6 +20,7 @@ from schemas.base import Response
 from schemas.documents import ChunkSearch, DeleteCollection, DeleteDocuments, Document, ListCollections
 from schemas.graph_embeddings import GraphEmbeddingsRequest
 from schemas.services import DOCUMENT_LOAD, DOCUMENT_STORE, DOCUMENTS, GRAPH_EMBEDDINGS, Service
+from schemas.tenant import Tenant
 
 CITIES = ["Lima", "Quito", "Oslo", "Porto", "Kyoto", "Dakar", "Hanoi", "Perth"]
 PEOPLE = ["Ada Lovelace", "Alan Turing", "Grace Hopper", "Marie Curie", "Niels Bohr", "Emmy Noether"]
@@ -35,8 +36,8 @@ DOCS = [
 BATCH = Batching(documents=6, in_flight=2)
 DELETE_AFTER = 12  # documents stored when the collection is deleted: two of eight batches
 
-# What is left of a collection in the store itself (rows or nodes of any kind but deletion marks),
-# by table or label (only those with some).
+# What is left of a collection in the store itself (rows or nodes of any kind but deletion marks and
+# the record of its last load, checked apart), by table or label (only those with some).
 Leftovers = Callable[[str, str], Awaitable[dict[str, int]]]
 
 
@@ -98,6 +99,8 @@ async def check_empty(system: System, user: str, collection: str, leftovers: Lef
     assert (await client(system, GRAPH_EMBEDDINGS).request(entities)).entities == []
     left = await leftovers(user, collection)
     assert left == {}, left
+    state = await system.stores.triples.load_state(Tenant(user, collection))  # a refused load's, at most
+    assert state is None or state.complete, state
 
 
 async def check_delete_during_load(system: System, user: str, leftovers: Leftovers) -> None:

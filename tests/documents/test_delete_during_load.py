@@ -27,7 +27,8 @@ async def system(tmp_path: Path) -> AsyncIterator[System]:
 
 def sqlite_leftovers(home: Path) -> Leftovers:
     """Rows of the collection in any table of any SQLite file of `home`, but what a delete itself
-    writes: its deletion marks and the graph's version (caches of the old graph are not used)."""
+    writes: its deletion marks and the graph's version (caches of the old graph are not used), and
+    the record of the last load (checked apart: at most a finished one)."""
 
     def count(user: str, collection: str) -> dict[str, int]:
         found = {}
@@ -36,7 +37,7 @@ def sqlite_leftovers(home: Path) -> Leftovers:
                 tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
                 for table in tables:
                     cols = {r[1] for r in conn.execute(f"PRAGMA table_info('{table}')")}
-                    if {"user", "collection"} <= cols and table not in ("doc_deletions", "graph_version"):
+                    if {"user", "collection"} <= cols and table not in ("doc_deletions", "graph_version", "load_state"):
                         sql = f"SELECT count(*) FROM '{table}' WHERE user = ? AND collection = ?"
                         found[f"{path.name}:{table}"] = conn.execute(sql, (user, collection)).fetchone()[0]
         return {k: n for k, n in found.items() if n}

@@ -18,9 +18,10 @@ from processors.stores.settings import StoreSettings
 from tests.conftest import Servers
 from tests.documents.delete_during_load import Leftovers, check_delete_during_load, check_document_delete_during_load
 
-# Every node of a tenant but its deletion marks (which a delete itself writes), by label.
+# Every node of a tenant but its deletion marks (which a delete itself writes) and the record of its
+# last load (checked apart: at most a finished one), by label.
 TENANT_NODES = (
-    "MATCH (n) WHERE n.user = $user AND n.collection = $collection AND NOT n:KgDeletion "
+    "MATCH (n) WHERE n.user = $user AND n.collection = $collection AND NOT n:KgDeletion AND NOT n:KgLoad "
     "RETURN labels(n)[0] AS label, count(*) AS n"
 )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import NoReturn
 
 from processors.algorithms.iris import RELATED_TO, RELATED_TO_LABEL
 from processors.base.errors import ServiceError
@@ -74,6 +75,7 @@ class DocumentStoreProcessor(StoreProcessor):
         if new:  # (a relation keeps no vector: relation search reads its ends' vectors)
             embedded = await embedder.embed([label for _, label in new])
             items = [(iri, label, v) for (iri, label), v in zip(new, embedded, strict=True)]
+            await self._live(tenant, linked, stamp, started)  # (embedding took a while)
             await self.stores.entities.upsert(tenant, items, "entity", model=embedder.model)
         if any(p == RELATED_TO for _, p, _ in linked.relations) and not await self.stores.entities.vectors(
             tenant, [RELATED_TO]
@@ -83,6 +85,7 @@ class DocumentStoreProcessor(StoreProcessor):
             await self.stores.entities.upsert(tenant, items, "predicate", model=embedder.model)
         if linked.predicates:
             await self._add_predicates(tenant, linked, embedder)
+        await self._live(tenant, linked, stamp, started)
         await self.stores.triples.add_triples(tenant, linked.triples(), first_label=True)
         await self._agree_labels(tenant, linked.new_concepts, embedder)
         removed = await self._write(tenant, linked, stamp, started, gone)
@@ -124,13 +127,25 @@ class DocumentStoreProcessor(StoreProcessor):
                 linked.records = [r for r in linked.records if not whole and r.document.id not in e.ids]
                 gone |= {r.document.id for r in refused}
                 if whole:
-                    await self._take_back(tenant, refused, linked)
-                    await self._finish(tenant, started)
-                    await self.announce_graph_changed(tenant.user, tenant.collection)
-                    raise self._refusal(tenant) from None
+                    await self._refuse(tenant, refused, linked, started)
         if refused:  # after the rest is stored: what they still mention stays
             await self._take_back(tenant, refused, None)
         return removed
+
+    async def _live(self, tenant: Tenant, linked: Linked, stamp: float, started: float | None) -> None:
+        """Before a write to another store: a collection deleted since the stamp refuses the request
+        here (what it wrote so far is taken back), so little can land after the delete's removal."""
+        if COLLECTION in await self.stores.documents.deleted_after(tenant, [], stamp):
+            await self._refuse(tenant, linked.records, linked, started)
+
+    async def _refuse(
+        self, tenant: Tenant, records: list[DocumentRecord], linked: Linked, started: float | None
+    ) -> NoReturn:
+        """Take back what the request linked, clear its mark, refuse it (its collection was deleted)."""
+        await self._take_back(tenant, records, linked)
+        await self._finish(tenant, started)
+        await self.announce_graph_changed(tenant.user, tenant.collection)
+        raise self._refusal(tenant)
 
     async def _take_back(self, tenant: Tenant, refused: list[DocumentRecord], whole: Linked | None) -> None:
         """Remove the relations and concepts linked for `refused` documents that nothing stored
@@ -171,7 +186,9 @@ class DocumentStoreProcessor(StoreProcessor):
             return DocumentsResponse(started=req.finish)
         stamp = req.stamp if req.stamp is not None else await self.stores.documents.write_stamp(tenant)
         await self._deleted(tenant, [], stamp, None)
-        return DocumentsResponse(started=await self._begin(tenant), stamp=stamp)
+        started = await self._begin(tenant)
+        await self._deleted(tenant, [], stamp, started)  # a delete meanwhile: the mark is finished, not left
+        return DocumentsResponse(started=started, stamp=stamp)
 
     async def _begin(self, tenant: Tenant) -> float | None:
         """Mark the collection incomplete while documents are written (queries warn, as after an
