@@ -245,7 +245,7 @@ class DirectWriter:
         if batch.entities:
             await self.stores.entities.upsert(Tenant(user, coll), batch.entities, "entity", model=OnnxMiniLM.model)
         t = self._lap("entities", t)
-        await self.stores.triples.add_triples(Tenant(user, coll), batch.triples, first_label=True)
+        await self.stores.triples.add_triples(Tenant(user, coll), batch.triples, replace_labels=True)
         t = self._lap("triples", t)
         await self.stores.documents.store(Tenant(user, coll), batch.linked.records)
         self._lap("documents", t)

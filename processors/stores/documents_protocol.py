@@ -40,6 +40,9 @@ class DocumentRecord:
     keys: dict[str, str] = field(default_factory=dict)  # entity -> the concept key it was found by
     aliases: dict[str, list[str]] = field(default_factory=dict)  # entity -> its other keys ("neil peart")
     title_entity: str | None = None  # the document's subject (its title's, or its first sentence's)
+    # owned entity -> its spellings in the document, each with its mentions (the store sums them
+    # over the collection: a concept's label is its most frequent spelling, linking.spelling_of)
+    spellings: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -207,6 +210,11 @@ class DocumentStore(Protocol):
 
     async def claimed(self, tenant: Tenant, iris: Sequence[str]) -> set[str]:
         """Of `iris`, the concepts a document write created (owned)."""
+        ...
+
+    async def spellings(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, dict[str, int]]:
+        """Of `iris`, each concept's spellings with their mentions over the collection's documents
+        (what `store` adds and a delete or replace takes away); a concept with none is left out."""
         ...
 
     async def delete_collection(self, tenant: Tenant) -> None:

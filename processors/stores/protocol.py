@@ -130,10 +130,10 @@ class HeldDistances(Protocol):
 class TripleStore(Protocol):
     """Triples and their labels."""
 
-    async def add_triples(self, tenant: Tenant, triples: Sequence[Triple], first_label: bool = False) -> int:
+    async def add_triples(self, tenant: Tenant, triples: Sequence[Triple], replace_labels: bool = False) -> int:
         """Store triples (duplicates ignored); rdfs:label triples also feed the label table. With
-        `first_label`, a label triple is stored only for an IRI that has no label yet, decided inside
-        the write (two writers that each found a concept new label it once: the first one's)."""
+        `replace_labels`, an IRI's label triple (the batch's last) replaces the label it has
+        instead of adding a second one."""
         ...
 
     async def pattern(self, tenant: Tenant, s: Term | None, p: Term | None, o: Term | None, limit: int) -> list[Triple]:

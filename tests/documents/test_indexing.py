@@ -143,6 +143,7 @@ def test_linking_reuses_existing_entities_and_mints_the_rest() -> None:
     (rec,) = linked.records
     assert {m.entity for m in rec.mentions} == {"http://x/e/Marie_Curie", concept_iri("radium")}
     assert rec.owned == {concept_iri("radium")} and linked.new_concepts == {concept_iri("radium"): "radium"}
+    assert rec.spellings == {concept_iri("radium"): {"radium": 2}}  # its spelling, by its mentions
     s, o = sorted(["http://x/e/Marie_Curie", concept_iri("radium")])
     assert linked.relations == {(s, RELATED_TO, o)} and rec.relations[0].chunk_ids == ["c1"]
     triples = linked.triples()

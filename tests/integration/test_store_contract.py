@@ -90,30 +90,37 @@ async def test_labels_batched(store: StoreBackend) -> None:
     assert await store.triples.labels(Tenant(user, coll), ["c", "a", "c"]) == {"a": "Alpha", "c": "Sea"}
 
 
-async def test_first_label_keeps_the_label_an_iri_has(store: StoreBackend) -> None:
-    """`first_label`: a label triple is stored only for an IRI with no label yet, the first of a
-    batch wins; other triples are stored as ever. On SQLite and Neo4j it is decided inside the
-    write, so of concurrent writers one labels the IRI (Cassandra reads first: not asserted)."""
+async def test_replace_labels_leaves_one_label(store: StoreBackend) -> None:
+    """`replace_labels`: an IRI's label triple (the batch's last) replaces the label it has, so it
+    keeps one; other triples are stored as ever. On SQLite and Neo4j the replacement is inside the
+    write, so concurrent writers leave one label triple, the one `labels` reads (Cassandra reads
+    first: not asserted)."""
     user, coll = store.scope()
     label = iri(RDFS_LABEL)
-    await store.triples.add_triples(Tenant(user, coll), [t("a", RDFS_LABEL, Term.literal("Ada"))])
-    batch = [t("a", RDFS_LABEL, Term.literal("ADA")), t("b", RDFS_LABEL, Term.literal("Bob")),
-             t("b", RDFS_LABEL, Term.literal("BOB")), t("a", "knows", "b")]  # fmt: skip
-    await store.triples.add_triples(Tenant(user, coll), batch, first_label=True)
-    stored = await store.triples.pattern(Tenant(user, coll), None, label, None, 100)
-    assert sorted((x.s.value, x.o.value) for x in stored) == [("a", "Ada"), ("b", "Bob")]
-    assert await store.triples.labels(Tenant(user, coll), ["a", "b"]) == {"a": "Ada", "b": "Bob"}
-    assert await store.triples.pattern(Tenant(user, coll), iri("a"), iri("knows"), None, 10)
+    tenant = Tenant(user, coll)
+    await store.triples.add_triples(
+        tenant, [t("a", RDFS_LABEL, Term.literal("Ada")), t("b", RDFS_LABEL, Term.literal("Bo"))]
+    )
+    batch = [t("a", RDFS_LABEL, Term.literal("ada")), t("b", RDFS_LABEL, Term.literal("BOB")),
+             t("b", RDFS_LABEL, Term.literal("Bob")), t("a", "knows", "b")]  # fmt: skip
+    await store.triples.add_triples(tenant, batch, replace_labels=True)
+    stored = await store.triples.pattern(tenant, None, label, None, 100)
+    assert sorted((x.s.value, x.o.value) for x in stored) == [("a", "ada"), ("b", "Bob")]
+    assert await store.triples.labels(tenant, ["a", "b"]) == {"a": "ada", "b": "Bob"}
+    assert await store.triples.pattern(tenant, iri("a"), iri("knows"), None, 10)
+    await store.triples.add_triples(tenant, [t("a", RDFS_LABEL, Term.literal("ada"))], replace_labels=True)
+    assert [x.o.value for x in await store.triples.pattern(tenant, iri("a"), label, None, 10)] == ["ada"]
     if store.name == "cassandra":
         return
-    tenant = Tenant(user, coll)
     await store.triples.add_triples(tenant, [t(f"c{n}", "knows", "a") for n in range(5)])  # nodes that exist
     for n in range(5):
         forms = [f"Concept {n}", f"CONCEPT {n}", f"concept {n}"]
-        writes = [store.triples.add_triples(tenant, [t(f"c{n}", RDFS_LABEL, Term.literal(f))], first_label=True)
+        writes = [store.triples.add_triples(tenant, [t(f"c{n}", RDFS_LABEL, Term.literal(f))], replace_labels=True)
                   for f in forms]  # fmt: skip
         await asyncio.gather(*writes)
-        assert len(await store.triples.pattern(Tenant(user, coll), iri(f"c{n}"), label, None, 10)) == 1
+        labels = [x.o.value for x in await store.triples.pattern(tenant, iri(f"c{n}"), label, None, 10)]
+        assert len(labels) == 1 and labels[0] in forms
+        assert await store.triples.labels(tenant, [f"c{n}"]) == {f"c{n}": labels[0]}
 
 
 async def test_entity_vector_search_top_k(store: StoreBackend) -> None:

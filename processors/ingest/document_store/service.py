@@ -14,7 +14,7 @@ from processors.algorithms.iris import RELATED_TO, RELATED_TO_LABEL
 from processors.base.errors import ServiceError
 from processors.base.operations import by_operation
 from processors.base.processor import FlowContext, ServiceSpec
-from processors.ingest.document_store.linking import Linked, link, unlinked_triples
+from processors.ingest.document_store.linking import Linked, link, spelling_of, unlinked_triples
 from processors.models.embeddings.client import FlowEmbedder
 from processors.services.store_processor import StoreProcessor
 from processors.stores.documents_protocol import COLLECTION, DeletedSince, DocumentRecord, RemovedLinks
@@ -29,7 +29,7 @@ from schemas.documents import (
 )
 from schemas.services import DOCUMENT_STORE, EMBEDDINGS, Service
 from schemas.tenant import Tenant
-from schemas.terms import Term
+from schemas.terms import RDFS_LABEL, Term, Triple
 
 log = logging.getLogger(__name__)
 DOCUMENTS_SOURCE = "documents"  # the load state's source while documents are being written
@@ -51,9 +51,10 @@ class DocumentStoreProcessor(StoreProcessor):
     async def store(self, req: StoreDocuments, flow: FlowContext) -> DocumentsResponse:
         """Link the documents' concepts into the graph, then store them, in an order a rerun after
         a kill at any point completes: the collection is marked incomplete first; new concepts are
-        claimed (owned) before their vectors, which make them named, and their labels; the
-        documents (what `status` reports as stored) come last, then the mark is cleared. A delete
-        after the load's stamp wins (see `_deleted`, `_write`)."""
+        claimed (owned) before their labels (the batch's guess) and their vectors, which make them
+        named; then the documents (what `status` reports as stored), then the labels the
+        collection's spellings give (`_agree_labels`), then the mark is cleared. A delete after
+        the load's stamp wins (see `_deleted`, `_live`, `_write`)."""
         tenant = req.tenant.unscoped
         stamp = req.stamp if req.stamp is not None else await self.stores.documents.write_stamp(tenant)
         gone = await self._deleted(tenant, [d.document.id for d in req.documents], stamp, req.started)
@@ -71,6 +72,11 @@ class DocumentStoreProcessor(StoreProcessor):
         concept_keys = {i: k for r in linked.records for i, k in r.keys.items() if i in linked.new_concepts}
         await self.stores.documents.claim(tenant, concept_keys)
         embedder = FlowEmbedder(flow.client(EMBEDDINGS))
+        await self._live(tenant, linked, stamp, started)
+        if linked.predicates:
+            await self._add_predicates(tenant, linked, embedder)
+        # labels before vectors: a writer's every label write is followed by its vector (`_agree_labels`)
+        await self.stores.triples.add_triples(tenant, linked.triples(), replace_labels=True)
         new = list(linked.new_concepts.items())
         if new:  # (a relation keeps no vector: relation search reads its ends' vectors)
             embedded = await embedder.embed([label for _, label in new])
@@ -83,14 +89,12 @@ class DocumentStoreProcessor(StoreProcessor):
             (v,) = await embedder.embed([RELATED_TO_LABEL])
             items = [(RELATED_TO, RELATED_TO_LABEL, v)]
             await self.stores.entities.upsert(tenant, items, "predicate", model=embedder.model)
-        if linked.predicates:
-            await self._add_predicates(tenant, linked, embedder)
-        await self._live(tenant, linked, stamp, started)
-        await self.stores.triples.add_triples(tenant, linked.triples(), first_label=True)
-        await self._agree_labels(tenant, linked.new_concepts, embedder)
         removed = await self._write(tenant, linked, stamp, started, gone)
         await self._unlink(tenant, removed)
         touched = {m.entity for r in linked.records for m in r.mentions} | set(removed.touched)
+        concepts = {i for r in linked.records for i in r.spellings} | set(removed.touched)
+        await self._live(tenant, linked, stamp, started)  # (stored, then deleted with the collection)
+        await self._agree_labels(tenant, concepts, dict(linked.new_concepts), embedder)
         await self.stores.communities.mark_stale(tenant, sorted(touched))
         await self._finish(tenant, started)
         await self.announce_graph_changed(tenant.user, tenant.collection)
@@ -165,16 +169,32 @@ class DocumentStoreProcessor(StoreProcessor):
             f"collection {tenant.user}/{tenant.collection} was deleted after this load began: not stored",
         )
 
-    async def _agree_labels(self, tenant: Tenant, written: dict[str, str], embedder: FlowEmbedder) -> None:
-        """Writers that created one concept at once each indexed their spelling of it; the label
-        triple kept the first (`first_label`). A writer whose spelling lost indexes the kept one:
-        each checks after its own index write, so the last to write corrects what it wrote."""
-        kept = await self.stores.triples.labels(tenant, sorted(written)) if written else {}
-        lost = {iri: label for iri, label in kept.items() if label != written[iri]}
-        if lost:
-            vectors = await embedder.embed(list(lost.values()))
-            items = [(iri, label, v) for (iri, label), v in zip(lost.items(), vectors, strict=True)]
-            await self.stores.entities.upsert(tenant, items, "entity", model=embedder.model)
+    async def _agree_labels(
+        self, tenant: Tenant, concepts: set[str], indexed: dict[str, str], embedder: FlowEmbedder
+    ) -> None:
+        """Label the concepts whose spellings this write changed by their most frequent spelling
+        (`spelling_of` the sums the document store keeps), in the triples, then the entity index
+        (`indexed`: what this writer indexed). A writer checks again after its writes until what
+        it reads agrees, and re-indexes a concept whose label moved on from what it indexed: the
+        last to check a concept reads every write before it, so loads in any order or concurrency
+        end with the same labels and vectors."""
+        todo = sorted(concepts)
+        while todo:
+            spellings = await self.stores.documents.spellings(tenant, todo)
+            want = {iri: spelling_of(counts) for iri, counts in spellings.items()}
+            have = await self.stores.triples.labels(tenant, todo)
+            relabel = {iri: label for iri, label in want.items() if have.get(iri) != label}
+            stale = {iri: have[iri] for iri in todo if iri in indexed and iri in have and have[iri] != indexed[iri]}
+            if relabel:
+                labels = [Triple(s=Term.iri(i), p=Term.iri(RDFS_LABEL), o=Term.literal(x)) for i, x in relabel.items()]
+                await self.stores.triples.add_triples(tenant, labels, replace_labels=True)
+            fix = {**stale, **relabel}
+            if fix:
+                vectors = await embedder.embed(list(fix.values()))
+                items = [(iri, label, v) for (iri, label), v in zip(fix.items(), vectors, strict=True)]
+                await self.stores.entities.upsert(tenant, items, "entity", model=embedder.model)
+                indexed.update(fix)
+            todo = sorted(fix)
 
     async def write_mark(self, req: WriteMark, flow: FlowContext) -> DocumentsResponse:
         """Mark the collection incomplete for a load about to work on it (see `_begin`), or clear
@@ -227,6 +247,7 @@ class DocumentStoreProcessor(StoreProcessor):
         await self.stores.documents.note_deleted(tenant, req.document_ids)  # first: a write after it is refused
         removed = await self.stores.documents.delete_documents(tenant, sorted(known))
         await self._unlink(tenant, removed)
+        await self._agree_labels(tenant, set(removed.touched), {}, FlowEmbedder(flow.client(EMBEDDINGS)))
         await self.stores.communities.mark_stale(tenant, removed.touched)
         await self.announce_graph_changed(tenant.user, tenant.collection)
         return DocumentsResponse(deleted=len(known), not_found=[d for d in req.document_ids if d not in known])

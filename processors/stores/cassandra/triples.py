@@ -61,21 +61,12 @@ class CassandraTripleStore:
         self.conn = conn.acquire()
         self.entity_index = entity_index
 
-    async def add_triples(self, tenant: Tenant, triples: Sequence[Triple], first_label: bool = False) -> int:
+    async def add_triples(self, tenant: Tenant, triples: Sequence[Triple], replace_labels: bool = False) -> int:
         """Write each distinct triple to the out/in/predicate tables; returns how many were written.
-        `first_label` drops label triples of IRIs labelled when the write starts (read, then
+        `replace_labels`: each IRI's last label of the batch replaces its stored one (read, then
         written: not atomic, unlike the SQLite and Neo4j stores; documents are stored on those)."""
-        if first_label:
-            subjects = [t.s.value for t in triples if t.p.value == RDFS_LABEL and not t.o.is_iri]
-            labelled = set(await self.labels(tenant, subjects)) if subjects else set()
-            kept = []
-            for t in triples:
-                if t.p.value == RDFS_LABEL and not t.o.is_iri:
-                    if t.s.value in labelled:
-                        continue
-                    labelled.add(t.s.value)
-                kept.append(t)
-            triples = kept
+        if replace_labels:
+            triples = await self._replaced_labels(tenant, triples)
         uniq = list(dict.fromkeys((t.s.value, t.p.value, _obj(t.o)) for t in triples))
         calls: list[tuple[str, Sequence[Any]]] = []
         for s, p, (o, lit, dt, lang) in uniq:
@@ -94,6 +85,18 @@ class CassandraTripleStore:
         calls.append(("ins_collection", (tenant.user, tenant.collection)))
         await self.conn.run_many(calls)
         return len(uniq)
+
+    async def _replaced_labels(self, tenant: Tenant, triples: Sequence[Triple]) -> list[Triple]:
+        """`triples` with each IRI's label triples cut to the batch's last; stored labels that differ
+        from it are removed."""
+        last = {t.s.value: t for t in triples if t.p.value == RDFS_LABEL and not t.o.is_iri}
+        stored = await self.labels(tenant, list(last)) if last else {}
+        old = [Triple(s=Term.iri(i), p=Term.iri(RDFS_LABEL), o=Term.literal(x))
+               for i, x in stored.items() if x != last[i].o.value]  # fmt: skip
+        if old:
+            await self.remove_triples(tenant, old)
+        keep = {id(t) for t in last.values()}
+        return [t for t in triples if t.p.value != RDFS_LABEL or t.o.is_iri or id(t) in keep]
 
     async def remove_triples(self, tenant: Tenant, triples: Sequence[Triple]) -> None:
         """Delete each triple from the out/in/predicate tables (and its label, for label triples)."""

@@ -27,18 +27,25 @@ ADD_LITERAL_EDGES = (
     "MERGE (s)-[r:KG_EDGE {p: row.p}]->(o) ON CREATE SET r.user = $user, r.collection = $collection"
 )
 SET_LABELS = "UNWIND $rows AS row MATCH (s:KgEntity {key: row.sk}) SET s.label = row.label"
-# Label triples of IRIs with no label yet (`first_label`): the SET of `label_lock` takes the node's
-# write lock before `label` is read, so of two concurrent writers the second sees the first's label.
-ADD_FIRST_LABELS = (
+# Label triples that replace an IRI's label (`replace_labels`): a node whose label is already the
+# row's is left unlocked (popular concepts stay free); the SET of `label_lock` takes the write lock
+# of any other before its label edges are read, so concurrent writers replace one after another
+# and each deletes the label edge the one before it wrote.
+REPLACE_LABELS = (
     "UNWIND $rows AS row "
     "MERGE (s:KgEntity {key: row.sk}) ON CREATE SET s.user = $user, s.collection = $collection, s.uri = row.s "
-    "SET s.label_lock = true WITH s, row WHERE s.label IS NULL "
+    "WITH s, row WHERE s.label IS NULL OR s.label <> row.o "
+    "SET s.label_lock = true "
+    "WITH s, row CALL (s, row) { MATCH (s)-[old:KG_EDGE {p: row.p}]->(l:KgLiteral) WHERE l.value <> row.o "
+    "DELETE old } "
     "MERGE (o:KgLiteral {key: row.ok}) ON CREATE SET o.user = $user, o.collection = $collection, "
     "o.value = row.o, o.datatype = row.dt, o.language = row.lang "
     "MERGE (s)-[r:KG_EDGE {p: row.p}]->(o) ON CREATE SET r.user = $user, r.collection = $collection "
     "SET s.label = row.o"
 )
-UNLOCK_LABELS = "UNWIND $rows AS row MATCH (s:KgEntity {key: row.sk}) REMOVE s.label_lock"
+UNLOCK_LABELS = (
+    "UNWIND $rows AS row MATCH (s:KgEntity {key: row.sk}) WHERE s.label_lock IS NOT NULL REMOVE s.label_lock"
+)
 
 PATTERN_MATCH = {
     "s": "MATCH (s:KgEntity {key: $sk})-[r:KG_EDGE]->(o) WHERE",

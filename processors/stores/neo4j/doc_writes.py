@@ -12,6 +12,7 @@ from processors.algorithms.bm25 import terms
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
 from processors.stores.neo4j.schema import Runner, entity_key, node_key, stored_vector
 from processors.stores.neo4j.scope import meta_pairs
+from processors.stores.neo4j.spellings import doc_spellings
 from schemas.tenant import Tenant
 
 _OLD_CHUNKS = (
@@ -104,7 +105,8 @@ def write_rows(tenant: Tenant, records: Sequence[DocumentRecord]) -> dict[str, l
         ckeys = [node_key(tenant, c.id) for c in r.chunks]
         props = {"id": d.id, "title": d.title, "timestamp": d.timestamp.timestamp() if d.timestamp else None,
                  "metadata": json.dumps(d.metadata), "meta": meta_pairs(d.metadata), "content_hash": r.content_hash,
-                 "chunks": len(r.chunks), "lexlen": sum(lexlen), "title_entity": r.title_entity}  # fmt: skip
+                 "chunks": len(r.chunks), "lexlen": sum(lexlen), "title_entity": r.title_entity,
+                 "spellings": doc_spellings(r)}  # fmt: skip
         docs.append({"key": dkey, "chunk_keys": ckeys, "props": props})
         for c, v, ck, x, n in zip(r.chunks, r.vectors, ckeys, lex, lexlen, strict=True):
             cprops = {"id": c.id, "document_id": d.id, "ordinal": c.ordinal, "text": c.text, "start": c.start,

@@ -52,6 +52,8 @@ from processors.stores.neo4j.doc_writes import (
 )
 from processors.stores.neo4j.schema import Neo4jConnection, Runner, entity_key
 from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, keys, tenant_params
+from processors.stores.neo4j.spellings import DELETE_COLLECTION as DELETE_SPELLINGS
+from processors.stores.neo4j.spellings import adjust_spellings, read_spellings, stored_spellings
 from processors.stores.neo4j.term_stats import DELETE_TERMS, DELETE_TOTALS
 from schemas.documents import Chunk, DocumentInfo, Mention
 from schemas.tenant import Tenant
@@ -118,6 +120,7 @@ DELETE_COLLECTION = (
     DELETE_TERMS,
     DELETE_TOTALS,
     "MATCH (n:KgName {" + _TENANT + "}) CALL (n) { DETACH DELETE n" + _BATCHED,
+    DELETE_SPELLINGS,
 )  # (the deletion marks stay: see deletions.py)
 
 
@@ -148,10 +151,12 @@ class Neo4jDocumentStore:
         async def work(run: Runner) -> RemovedLinks:
             await run(LOCK_DOCS, params)
             old = await linked(run, params)
+            spelt = await stored_spellings(run, params)
             await term_stats.take_away(run, tenant, params["dkeys"])
             await run(CLEAR_CHUNKS, docs)
             await run(WRITE, {**scope, **rows, "tenant": tenant_token(tenant)})
             await term_stats.adjust(run, tenant, [str(c["props"]["lexical"]).split() for c in rows["chunks"]], 1)
+            await adjust_spellings(run, tenant, params, spelt, records)
             removed = await unlinked(run, params, old)
             if stamp is not None:  # last: the marks' lock is held only from here to the commit
                 await deletions.check(run, tenant, [r.document.id for r in records], stamp)
@@ -166,6 +171,7 @@ class Neo4jDocumentStore:
         async def work(run: Runner) -> RemovedLinks:
             old = await linked(run, params)
             await term_stats.take_away(run, tenant, params["dkeys"])
+            await adjust_spellings(run, tenant, params, await stored_spellings(run, params))
             await run(DELETE_DOCS, params)
             return await unlinked(run, params, old)
 
@@ -197,6 +203,10 @@ class Neo4jDocumentStore:
         """Of `iris`, the owned concepts."""
         ekeys = [entity_key(tenant, iri) for iri in dict.fromkeys(iris)]
         return {r["iri"] for r in await self.conn.read(OWNED_CONCEPTS, {"ekeys": ekeys})}
+
+    async def spellings(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, dict[str, int]]:
+        """Of `iris`, each concept's spellings with their mentions (see spellings.py)."""
+        return await read_spellings(self.conn.read, tenant, iris) if iris else {}
 
     async def delete_collection(self, tenant: Tenant) -> None:
         """Drop the collection's documents, chunks and provenance (in batches) and concept flags."""

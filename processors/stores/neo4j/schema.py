@@ -67,6 +67,8 @@ DOCUMENT_SCHEMA = (
     "CREATE CONSTRAINT kg_deletion_key IF NOT EXISTS FOR (n:KgDeletion) REQUIRE n.key IS UNIQUE",
     "CREATE INDEX kg_deletion_scope IF NOT EXISTS FOR (n:KgDeletion) ON (n.user, n.collection)",
     "CREATE INDEX kg_name_scope IF NOT EXISTS FOR (n:KgName) ON (n.user, n.collection)",
+    "CREATE CONSTRAINT kg_spelling_key IF NOT EXISTS FOR (n:KgSpelling) REQUIRE n.key IS UNIQUE",
+    "CREATE INDEX kg_spelling_iri IF NOT EXISTS FOR (n:KgSpelling) ON (n.user, n.collection, n.iri)",
     "CREATE CONSTRAINT kg_collection_stats_key IF NOT EXISTS FOR (n:KgCollectionStats) REQUIRE n.key IS UNIQUE",
     "CREATE INDEX kg_term_scope IF NOT EXISTS FOR (n:KgTerm) ON (n.user, n.collection)",
     "CREATE INDEX kg_document_scope IF NOT EXISTS FOR (n:KgDocument) ON (n.user, n.collection)",

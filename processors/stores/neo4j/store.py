@@ -15,7 +15,6 @@ from processors.algorithms.edges import NeighbourResult, RawEdge, edge_triple, r
 from processors.algorithms.entities import rank_entity_hits
 from processors.algorithms.text_match import content_tokens, label_match_score, normalize
 from processors.stores.neo4j.cypher import (
-    ADD_FIRST_LABELS,
     ADD_IRI_EDGES,
     ADD_LITERAL_EDGES,
     ANN,
@@ -38,6 +37,7 @@ from processors.stores.neo4j.cypher import (
     PATTERN,
     REMOVE_EDGES,
     REMOVE_LABELS,
+    REPLACE_LABELS,
     SET_LABELS,
     SET_LOAD,
     SIMILARITIES,
@@ -98,11 +98,11 @@ class Neo4jTripleStore:
         self.conn = conn.acquire()
         self.entity_index = entity_index
 
-    async def add_triples(self, tenant: Tenant, triples: Sequence[Triple], first_label: bool = False) -> int:
+    async def add_triples(self, tenant: Tenant, triples: Sequence[Triple], replace_labels: bool = False) -> int:
         """MERGE nodes and edges in one transaction; returns the number of new edges (with
-        `first_label`, label triples go through ADD_FIRST_LABELS)."""
-        iri_rows, lit_rows, label_rows, first_rows = [], [], [], []
-        firsts: set[str] = set()
+        `replace_labels`, each IRI's last label of the batch replaces its label: REPLACE_LABELS)."""
+        iri_rows, lit_rows, label_rows = [], [], []
+        replaced: dict[str, dict[str, str]] = {}
         for t in triples:
             sk = entity_key(tenant, t.s.value)
             row = {"sk": sk, "s": t.s.value, "p": t.p.value, "o": t.o.value}
@@ -111,10 +111,8 @@ class Neo4jTripleStore:
             else:
                 dt, lang = t.o.datatype or "", t.o.language or ""
                 ok = literal_key(tenant, t.o.value, dt, lang)
-                if t.p.value == RDFS_LABEL and first_label:
-                    if sk not in firsts:  # the batch's first label of the IRI
-                        firsts.add(sk)
-                        first_rows.append({**row, "dt": dt, "lang": lang, "ok": ok})
+                if t.p.value == RDFS_LABEL and replace_labels:
+                    replaced[sk] = {**row, "dt": dt, "lang": lang, "ok": ok}
                     continue
                 lit_rows.append({**row, "dt": dt, "lang": lang, "ok": ok})
                 if t.p.value == RDFS_LABEL:
@@ -122,7 +120,8 @@ class Neo4jTripleStore:
         scope = {"user": tenant.user, "collection": tenant.collection}
         queries = [(ADD_IRI_EDGES, {**scope, "rows": iri_rows}), (ADD_LITERAL_EDGES, {**scope, "rows": lit_rows})]
         queries.append((SET_LABELS, {"rows": label_rows}))
-        queries += [(ADD_FIRST_LABELS, {**scope, "rows": first_rows}), (UNLOCK_LABELS, {"rows": first_rows})]
+        rows = [replaced[k] for k in sorted(replaced)]  # one lock order for all writers: no deadlock
+        queries += [(REPLACE_LABELS, {**scope, "rows": rows}), (UNLOCK_LABELS, {"rows": rows})]
         return await self.conn.write([(q, p) for q, p in queries if p["rows"]])
 
     async def pattern(self, tenant: Tenant, s: Term | None, p: Term | None, o: Term | None, limit: int) -> list[Triple]:

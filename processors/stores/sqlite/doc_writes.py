@@ -13,6 +13,7 @@ import numpy as np
 from processors.algorithms.bm25 import terms
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks, tenant_token
 from processors.stores.sqlite.docs_schema import CHUNK_SPACE
+from processors.stores.sqlite.spellings import add_spellings, take_spellings
 from processors.stores.sqlite.vector_lists import VectorLists
 from schemas.tenant import Tenant
 
@@ -117,6 +118,7 @@ def insert_records(
     conn.executemany("INSERT OR IGNORE INTO concept_keys VALUES (?,?,?,?)", [
         (u, coll, k, e) for r, e in mentioned for k in (r.keys.get(e, ""), *r.aliases.get(e, ())) if k
     ])  # fmt: skip
+    add_spellings(conn, tenant, records)
 
 
 def _as_list(v: object) -> list[object]:
@@ -138,6 +140,7 @@ def delete_docs(conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, ids: 
     conn.executemany("DELETE FROM chunk_fts WHERE rowid = ?", [(rowid,) for rowid, _ in chunks])
     vl.remove(conn, tenant, CHUNK_SPACE, [cid for _, cid in chunks])
     count_terms(conn, tenant, words, -1)
+    take_spellings(conn, tenant, ids)
     for table in ("relation_sources", "mentions", "chunks", "doc_meta", "chunk_subjects"):
         conn.execute("DELETE FROM " + table + in_docs, arg)
     conn.execute(

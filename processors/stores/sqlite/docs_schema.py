@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from processors.algorithms.bm25 import Bm25Stats
 from processors.stores.documents_protocol import ScopeSql, scope_params
+from processors.stores.sqlite.spellings import SCHEMA as SPELLINGS_SCHEMA
 from processors.stores.sqlite.vector_lists import SCHEMA as VECTOR_LISTS_SCHEMA
 from schemas.documents import Chunk
 from schemas.tenant import Tenant
@@ -96,6 +97,7 @@ DROP TABLE IF EXISTS docs_version;
 DROP TABLE IF EXISTS relation_vectors;
 """
     + VECTOR_LISTS_SCHEMA
+    + SPELLINGS_SCHEMA
 )
 
 # The documents of a collection inside a scope: ?3 a JSON array of ids (or null), ?4 a JSON
@@ -138,6 +140,11 @@ WHERE m.user = ?1 AND m.collection = ?2 AND m.entity IN (SELECT value FROM json_
   AND m.document_id IN (SELECT value FROM json_each(?4))
 GROUP BY m.entity
 """
+# A claim makes the concept owned (a concept loaded from triples is never claimed: it is named).
+OWNED_CONCEPTS = (
+    "SELECT iri FROM concepts WHERE user = ? AND collection = ? AND owned = 1"
+    " AND iri IN (SELECT value FROM json_each(?))"
+)
 CLAIM_CONCEPT = (
     "INSERT INTO concepts VALUES (?1, ?2, ?3, 1, ?4) ON CONFLICT DO UPDATE SET owned = 1,"
     " key = CASE WHEN key = '' THEN excluded.key ELSE key END"

@@ -37,6 +37,7 @@ from processors.stores.sqlite.docs_schema import (
     EPISODES,
     GET_CHUNKS,
     LINKS_READ,
+    OWNED_CONCEPTS,
     RELATION_CHUNKS,
     RELATION_CONTEXT,
     RELATIONS_AMONG,
@@ -52,17 +53,13 @@ from processors.stores.sqlite.docs_schema import (
     scoped_ids,
 )
 from processors.stores.sqlite.pool import SqlitePool
+from processors.stores.sqlite.spellings import TABLES as SPELLING_TABLES
+from processors.stores.sqlite.spellings import read_spellings
 from processors.stores.sqlite.vector_lists import VectorLists
 from schemas.documents import Chunk, DocumentInfo, Mention
 from schemas.tenant import Tenant
 
 T = TypeVar("T")
-
-# A claim makes the concept owned (a concept loaded from triples is never claimed: it is named).
-OWNED_CONCEPTS = (
-    "SELECT iri FROM concepts WHERE user = ? AND collection = ? AND owned = 1"
-    " AND iri IN (SELECT value FROM json_each(?))"
-)
 
 
 class SqliteDocumentStore(DeletionMarks):
@@ -116,6 +113,10 @@ class SqliteDocumentStore(DeletionMarks):
         rows = await self.db.read(lambda conn: conn.execute(OWNED_CONCEPTS, args).fetchall())
         return {str(r[0]) for r in rows}
 
+    async def spellings(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, dict[str, int]]:
+        """Of `iris`, each concept's spellings with their mentions (see spellings.py)."""
+        return await self.db.read(lambda conn: read_spellings(conn, tenant, iris))
+
     async def delete_collection(self, tenant: Tenant) -> None:
         """Drop every row of the collection."""
 
@@ -125,7 +126,8 @@ class SqliteDocumentStore(DeletionMarks):
                 "DELETE FROM chunk_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE user = ? AND collection = ?)", uc
             )
             for table in ("documents", "doc_meta", "chunks", "mentions", "relation_sources", "concepts",
-                          "concept_keys", "chunk_subjects", "collection_counts", "term_df"):  # fmt: skip
+                          "concept_keys", "chunk_subjects", "collection_counts", "term_df",
+                          *SPELLING_TABLES):  # fmt: skip
                 conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", uc)
             self.lists.drop(conn, tenant)
 

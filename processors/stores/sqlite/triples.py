@@ -77,19 +77,16 @@ def _is_label(t: Triple) -> bool:
     return t.p.value == RDFS_LABEL and not t.o.is_iri
 
 
-def _first_labels(conn: sqlite3.Connection, tenant: Tenant, triples: Sequence[Triple]) -> list[Triple]:
-    """`triples` less the label triples of IRIs labelled already (in the store, or earlier in the batch)."""
-    subjects = json.dumps(list({t.s.value for t in triples if _is_label(t)}))
-    sql = "SELECT iri FROM labels WHERE user = ? AND collection = ? AND iri IN (SELECT value FROM json_each(?))"
-    labelled = {r[0] for r in conn.execute(sql, (tenant.user, tenant.collection, subjects))}
-    out = []
-    for t in triples:
-        if _is_label(t):
-            if t.s.value in labelled:
-                continue
-            labelled.add(t.s.value)
-        out.append(t)
-    return out
+def _replace_labels(conn: sqlite3.Connection, tenant: Tenant, triples: Sequence[Triple]) -> list[Triple]:
+    """`triples` with each IRI's label triples cut to the batch's last, and the IRI's stored label
+    triples that differ from it deleted: the label is replaced, not added beside."""
+    last = {t.s.value: t for t in triples if _is_label(t)}
+    conn.executemany(
+        "DELETE FROM triples WHERE user = ? AND collection = ? AND s = ? AND p = ? AND o_lit = 1 AND o != ?",
+        [(tenant.user, tenant.collection, i, RDFS_LABEL, t.o.value) for i, t in last.items()],
+    )
+    keep = {id(t) for t in last.values()}
+    return [t for t in triples if not _is_label(t) or id(t) in keep]
 
 
 class SqliteTripleStore:
@@ -101,12 +98,12 @@ class SqliteTripleStore:
         self._held: dict[tuple[str, str], tuple[int, Adjacency | None]] = {}  # (version, adjacency or too big)
         self._holding = threading.Lock()  # one thread reads a collection's adjacency at a time
 
-    async def add_triples(self, tenant: Tenant, triples: Sequence[Triple], first_label: bool = False) -> int:
+    async def add_triples(self, tenant: Tenant, triples: Sequence[Triple], replace_labels: bool = False) -> int:
         def write(conn: sqlite3.Connection) -> int:
             kept = triples
-            if first_label:  # decided under the file's write lock: other processes' writers wait
+            if replace_labels:  # under the file's write lock: other processes' writers wait
                 conn.execute("BEGIN IMMEDIATE")
-                kept = _first_labels(conn, tenant, triples)
+                kept = _replace_labels(conn, tenant, triples)
             rows = [(tenant.user, tenant.collection, t.s.value, t.p.value, *_obj_cols(t.o)) for t in kept]
             labels = [(tenant.user, tenant.collection, t.s.value, t.o.value) for t in kept if _is_label(t)]
             before = conn.total_changes
