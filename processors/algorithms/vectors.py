@@ -1,10 +1,5 @@
 """Vector similarity (pure numpy): cosines of a query to stored vectors, the best k of scored rows,
-and the nearest rows of a matrix of unit vectors to a unit query.
-
-Exact search reads the whole matrix per query (60k × 384 floats: 92 MB, about 3 ms), so it
-grows with the graph. `ProjectedIndex` reads a low-dimensional projection instead and scores
-only its best candidates exactly, which keeps a question's seed search nearly flat in the
-number of entities.
+int8 quantisation, and the k-means the inverted-list indexes (stores/sqlite/vector_lists.py) train.
 """
 
 from __future__ import annotations
@@ -39,53 +34,14 @@ def top_k(scores: np.ndarray, k: int, mask: np.ndarray | None = None) -> np.ndar
     return rows[np.lexsort((rows, -scores[rows]))][:k]
 
 
-def top_cosines(matrix: np.ndarray, q: np.ndarray, limit: int) -> tuple[list[int], list[float]]:
-    """Rows of the `limit` largest cosines to unit `q`, best first (exact)."""
-    sims = matrix @ q
-    k = min(limit, len(sims))
-    if k <= 0:
-        return [], []
-    top = np.argpartition(-sims, k - 1)[:k]
-    top = top[np.argsort(-sims[top], kind="stable")]
-    return top.tolist(), sims[top].tolist()
-
-
-class ProjectedIndex:
-    """Candidates by dot product in the matrix's top principal subspace (uncentred, so dot
-    products are what it keeps best), then exact cosine on `candidates` of them.
-
-    Approximate: a true neighbour is missed only when its projection ranks below the
-    candidate cut. On the 1M-triple benchmark graph (60k MiniLM vectors) the defaults keep
-    99.9 % of the exact top 50 and take 1.1 ms instead of 2.8.
-    """
-
-    def __init__(self, matrix: np.ndarray, dims: int = 128, candidates: int = 2000, sample: int = 20_000) -> None:
-        self.matrix = matrix
-        self.candidates = candidates
-        rows = matrix if len(matrix) <= sample else matrix[np.random.default_rng(0).choice(len(matrix), sample, False)]
-        second_moment = rows.T @ rows / max(1, len(rows))
-        _, vectors = np.linalg.eigh(second_moment)  # ascending eigenvalues
-        self.basis = np.ascontiguousarray(vectors[:, ::-1][:, :dims], dtype=np.float32)
-        self.projected = np.ascontiguousarray(matrix @ self.basis, dtype=np.float32)
-
-    def search(self, q: np.ndarray, limit: int) -> tuple[list[int], list[float]]:
-        """Rows of (nearly) the `limit` largest cosines to unit `q`, best first."""
-        want = max(self.candidates, 20 * limit)
-        if want >= len(self.matrix):
-            return top_cosines(self.matrix, q, limit)
-        coarse = self.projected @ (q @ self.basis)
-        cand = np.argpartition(-coarse, want - 1)[:want]
-        rows, sims = top_cosines(self.matrix[cand], q, limit)
-        return cand[rows].tolist(), sims
-
-
 def quantize(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows as int8 codes and a scale each (row ≈ scale * code): a quarter of float32's bytes, for
-    a first, approximate pass over many vectors."""
+    """Rows as int8 codes (each row's peak at ±127: a quarter of float32's bytes) and a scale each,
+    chosen so that scale * code is a unit vector: its dot product with a unit query is the cosine
+    of the dequantised row (never above 1, the same whether searched or looked up)."""
     peak = np.abs(unit).max(axis=1)
-    scales = np.where(peak == 0, 1.0, peak / 127.0).astype(np.float32)
-    codes = np.clip(np.rint(unit / scales[:, None]), -127, 127).astype(np.int8)
-    return scales, codes
+    codes = np.clip(np.rint(unit * (127.0 / np.where(peak == 0, 1.0, peak))[:, None]), -127, 127).astype(np.int8)
+    norms = np.linalg.norm(codes.astype(np.float32), axis=1)  # 0, or at least 1 (integer codes)
+    return (1.0 / np.maximum(norms, 1.0)).astype(np.float32), codes
 
 
 def nearest_rows(unit: np.ndarray, centroids: np.ndarray, block: int = 65536) -> np.ndarray:

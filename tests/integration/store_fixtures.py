@@ -26,6 +26,9 @@ from schemas.triples import NeighboursQuery
 
 BACKENDS = ("sqlite", "cassandra", "neo4j")
 DIM = 384
+# How far the embedded index's cosines may be from float32's: it keeps int8 codes (about 1e-3 at 384
+# dimensions); the servers keep float32.
+INT8_COSINE_TOL = 2e-3
 
 
 def unit(seed: int, dim: int = DIM) -> list[float]:
@@ -89,6 +92,11 @@ class StoreBackend:
     triples: TripleStore
     index: EntityIndex
     scopes: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def cosine_tol(self) -> float:
+        """How far this backend's cosines may be from float32's (INT8_COSINE_TOL on SQLite)."""
+        return INT8_COSINE_TOL if self.name == "sqlite" else 1e-5
 
     def scope(self, user: str | None = None, collection: str | None = None) -> tuple[str, str]:
         """A (user, collection) pair no other test uses (or the given names); deleted at teardown."""

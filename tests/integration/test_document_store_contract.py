@@ -220,6 +220,10 @@ async def test_relations_of_sources_and_scoped_reach(docs: DocBackend) -> None:
     assert in_b == []
     await docs.documents.delete_documents(Tenant(user, coll), ["a"])
     assert await of(["curie", "paris"], 10) == {(*cp, 1), (*cs, 1)}  # a's sources went with it
+    after = await docs.documents.relation_chunks(ChunkQuery(Tenant(user, coll)), [cp, pw], 5)
+    assert after == [RelationChunk(cp, "b:0")]
+    await docs.documents.store(Tenant(user, coll), [a])  # back: its sources with it
+    assert await of(["curie", "paris"], 10) == {(*cp, 3), (*pw, 1), (*cs, 1)}
 
 
 async def test_delete_collection_leaves_nothing_and_spares_the_others(docs: DocBackend) -> None:

@@ -138,8 +138,8 @@ async def test_neighbours_scored_by_query_vector(store: StoreBackend) -> None:
 
     res = await store.triples.neighbours(nq(user, coll, frontier, 50, "both", query_vector=query, max_returned=6))
     assert res.triples == [uniq[i][0] for i in keep]
-    assert res.scores == pytest.approx([scores[i] for i in keep], abs=1e-5)
-    assert len(res.triples) == 6 and res.scores[0] == pytest.approx(max(scores), abs=1e-5)
+    assert res.scores == pytest.approx([scores[i] for i in keep], abs=store.cosine_tol)
+    assert len(res.triples) == 6 and res.scores[0] == pytest.approx(max(scores), abs=store.cosine_tol)
 
     # with a path to "g" (reached through r2, then r1), its edges' relations continue that path
     pth = ("r2", "r1")
@@ -159,7 +159,7 @@ async def test_neighbours_scored_by_query_vector(store: StoreBackend) -> None:
     keep = best_edges(path_scores, 6, [e for _, e in uniq])
     res = await store.triples.neighbours(nq(user, coll, frontier, 50, "both", query, 6, paths={"g": list(pth)}))
     assert res.triples == [uniq[i][0] for i in keep]
-    assert res.scores == pytest.approx([path_scores[i] for i in keep], abs=1e-5)
+    assert res.scores == pytest.approx([path_scores[i] for i in keep], abs=store.cosine_tol)
 
 
 async def test_batched_calls_are_one_round_trip(store: StoreBackend, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -169,13 +169,19 @@ DELETE_TRIPLES = (
     "WITH n WHERE n.embedding IS NULL DETACH DELETE n" + _BATCHED,
 )
 
+# A label vector is set by db.create.setNodeVectorProperty: float32 (384 × 4 bytes), where SET of a
+# Bolt list stores float64 (384 × 8). A zero vector (row.vec null) removes the one stored before.
+_SET_VECTOR = (
+    "n.embedding = CASE WHEN row.vec IS NULL THEN null ELSE n.embedding END "
+    "WITH n, row WHERE row.vec IS NOT NULL CALL db.create.setNodeVectorProperty(n, 'embedding', row.vec)"
+)
 UPSERT = {
     "entity": "UNWIND $rows AS row MERGE (n:KgEntity {key: row.key}) "
     "ON CREATE SET n.user = $user, n.collection = $collection, n.uri = row.iri "
-    "SET n.index_label = row.label, n.search_text = row.text, n.embedding = row.vec",
+    "SET n.index_label = row.label, n.search_text = row.text, " + _SET_VECTOR,
     "predicate": "UNWIND $rows AS row MERGE (n:KgPredicate {key: row.key}) "
     "ON CREATE SET n.user = $user, n.collection = $collection, n.uri = row.iri "
-    "SET n.label = row.label, n.embedding = row.vec",
+    "SET n.label = row.label, " + _SET_VECTOR,
 }
 _COS = _cos("n")
 ANN = (

@@ -30,7 +30,7 @@ CREATE TABLE IF NOT EXISTS graph_version (
 # from entities by predicate then subject), as `neighbours` scans them: a literal object takes
 # its place among an entity's first edges but is no entity edge.
 _OUT_EDGES = (
-    "SELECT s, o, o_lit FROM triples INDEXED BY spo WHERE user = ? AND collection = ? AND p != ?"
+    "SELECT s, o, o_lit FROM triples NOT INDEXED WHERE user = ? AND collection = ? AND p != ?"
     " ORDER BY s, p, o, o_lit, o_dt, o_lang"
 )
 _IN_EDGES = (

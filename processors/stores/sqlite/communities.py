@@ -14,6 +14,7 @@ import numpy as np
 from processors.stores.documents_protocol import CommunityGraph, CommunityRecord
 from processors.stores.sqlite.docs_schema import scoped_ids
 from processors.stores.sqlite.pool import SqlitePool, delete_tenant_rows
+from processors.stores.sqlite.relation_rows import EDGES as RELATION_EDGES
 from processors.stores.sqlite.vector_lists import VectorLists
 from schemas.communities import CommunityInfo
 from schemas.tenant import Tenant
@@ -68,11 +69,7 @@ class SqliteCommunityStore:
 
         def read(conn: sqlite3.Connection) -> CommunityGraph:
             uc = (tenant.user, tenant.collection)
-            edges = conn.execute(
-                "SELECT s, o, count(DISTINCT chunk_id) FROM relation_sources WHERE user = ? AND collection = ?"
-                " GROUP BY s, p, o",
-                uc,
-            ).fetchall()
+            edges = conn.execute(RELATION_EDGES, uc).fetchall()
             mentions = conn.execute(
                 "SELECT entity, chunk_id, count FROM mentions WHERE user = ? AND collection = ?", uc
             ).fetchall()

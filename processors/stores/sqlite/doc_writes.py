@@ -12,7 +12,8 @@ import numpy as np
 
 from processors.algorithms.bm25 import terms
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks, tenant_token
-from processors.stores.sqlite.docs_schema import CHUNK_SPACE
+from processors.stores.sqlite import relation_rows
+from processors.stores.sqlite.docs_schema import CHUNK_SPACE, SCOPED_ENTITIES
 from processors.stores.sqlite.spellings import add_spellings, take_spellings
 from processors.stores.sqlite.vector_lists import VectorLists
 from schemas.tenant import Tenant
@@ -21,12 +22,7 @@ INSERT_CHUNK = (
     "INSERT INTO chunks (user, collection, id, document_id, ordinal, text, start, end, tokens, vec, page, section)"
     " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
 )
-# Of candidates (a JSON array): relations without a source left, concepts no chunk mentions, owned ones.
-UNSOURCED = (
-    "SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2 FROM json_each(?3) j WHERE NOT EXISTS (SELECT 1 FROM"
-    " relation_sources WHERE user = ?1 AND collection = ?2 AND s = j.value ->> 0 AND p = j.value ->> 1"
-    " AND o = j.value ->> 2)"
-)
+# Of candidates (a JSON array): concepts no chunk mentions, owned ones.
 UNMENTIONED = (
     "SELECT j.value FROM json_each(?3) j WHERE NOT EXISTS"
     " (SELECT 1 FROM mentions WHERE user = ?1 AND collection = ?2 AND entity = j.value)"
@@ -34,6 +30,10 @@ UNMENTIONED = (
 OWNED = (
     "SELECT iri FROM concepts WHERE user = ? AND collection = ? AND owned = 1"
     " AND iri IN (SELECT value FROM json_each(?))"
+)
+DELETE_MENTIONS = (
+    "DELETE FROM mentions WHERE user = ?1 AND collection = ?2 AND chunk_id IN (SELECT id FROM chunks INDEXED BY"
+    " chunks_doc WHERE user = ?1 AND collection = ?2 AND document_id IN (SELECT value FROM json_each(?3)))"
 )
 DELETE_CONCEPT = "DELETE FROM concepts WHERE user = ? AND collection = ? AND iri = ?"
 DELETE_CONCEPT_KEYS = "DELETE FROM concept_keys WHERE user = ? AND collection = ? AND iri = ?"
@@ -106,10 +106,7 @@ def insert_records(
         "INSERT INTO mentions VALUES (?,?,?,?,?,?) ON CONFLICT DO UPDATE SET count = count + excluded.count",
         [(u, coll, m.entity, m.chunk_id, r.document.id, m.count) for r in records for m in r.mentions],
     )
-    conn.executemany(
-        "INSERT OR IGNORE INTO relation_sources VALUES (?,?,?,?,?,?,?)",
-        [(u, coll, x.s, x.p, x.o, c, r.document.id) for r in records for x in r.relations for c in x.chunk_ids],
-    )
+    relation_rows.insert(conn, tenant, records)
     mentioned = [(r, e) for r in records for e in dict.fromkeys(m.entity for m in r.mentions)]
     conn.executemany(  # the first document of the batch to mention a concept decides, as one by one
         "INSERT INTO concepts VALUES (?,?,?,?,?) ON CONFLICT DO NOTHING",
@@ -130,8 +127,8 @@ def delete_docs(conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, ids: 
     relations and concepts they linked (candidates)."""
     arg = (tenant.user, tenant.collection, json.dumps(ids))
     in_docs = " WHERE user = ? AND collection = ? AND document_id IN (SELECT value FROM json_each(?))"
-    rels = conn.execute("SELECT DISTINCT s, p, o FROM relation_sources" + in_docs, arg).fetchall()
-    ents = conn.execute("SELECT DISTINCT entity FROM mentions" + in_docs, arg).fetchall()
+    rels = relation_rows.delete_of_docs(conn, tenant, arg[2])
+    ents = conn.execute(SCOPED_ENTITIES, arg).fetchall()
     chunks = conn.execute("SELECT rowid, id FROM chunks INDEXED BY chunks_doc" + in_docs, arg).fetchall()
     rowids = json.dumps([rowid for rowid, _ in chunks])
     # json_each drives: a rowid lookup in the FTS table each (an IN on it can scan the table)
@@ -141,7 +138,8 @@ def delete_docs(conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, ids: 
     vl.remove(conn, tenant, CHUNK_SPACE, [cid for _, cid in chunks])
     count_terms(conn, tenant, words, -1)
     take_spellings(conn, tenant, ids)
-    for table in ("relation_sources", "mentions", "chunks", "doc_meta", "chunk_subjects"):
+    conn.execute(DELETE_MENTIONS, arg)  # before their chunks, through which they are found
+    for table in ("chunks", "doc_meta", "chunk_subjects"):
         conn.execute("DELETE FROM " + table + in_docs, arg)
     conn.execute(
         "DELETE FROM documents WHERE user = ? AND collection = ? AND id IN (SELECT value FROM json_each(?))", arg
@@ -157,11 +155,12 @@ def unlinked(conn: sqlite3.Connection, tenant: Tenant, removed: RemovedLinks) ->
     def found(sql: str, items: list[object]) -> set[tuple[object, ...]]:
         return {tuple(r) for r in conn.execute(sql, (tenant.user, tenant.collection, json.dumps(items)))}
 
-    gone = found(UNSOURCED, list(removed.relations)) if removed.relations else set()
+    gone = relation_rows.unsourced(conn, tenant, removed.relations) if removed.relations else set()
     orphans = [e for (e,) in found(UNMENTIONED, list(removed.concepts))] if removed.concepts else []
     owned = {e for (e,) in found(OWNED, list(orphans))} if orphans else set()
     conn.executemany(DELETE_CONCEPT, [(tenant.user, tenant.collection, e) for e in orphans])
     conn.executemany(DELETE_CONCEPT_KEYS, [(tenant.user, tenant.collection, e) for e in orphans])
+    relation_rows.forget(conn, tenant, orphans)
     return RemovedLinks(
         [r for r in removed.relations if tuple(r) in gone],
         [e for e in removed.concepts if e in owned],

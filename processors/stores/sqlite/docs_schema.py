@@ -9,6 +9,8 @@ from collections.abc import Sequence
 
 from processors.algorithms.bm25 import Bm25Stats
 from processors.stores.documents_protocol import ScopeSql, scope_params
+from processors.stores.sqlite.relation_rows import SCHEMA as RELATIONS_SCHEMA
+from processors.stores.sqlite.relation_rows import migrate as migrate_relations
 from processors.stores.sqlite.spellings import SCHEMA as SPELLINGS_SCHEMA
 from processors.stores.sqlite.vector_lists import SCHEMA as VECTOR_LISTS_SCHEMA
 from schemas.documents import Chunk
@@ -46,14 +48,6 @@ CREATE TABLE IF NOT EXISTS mentions (
 ) WITHOUT ROWID;
 -- covering: what chunks mention is read from the index alone (a chunk's 15 rows, not 15 table lookups)
 CREATE INDEX IF NOT EXISTS mentions_by_chunk ON mentions(user, collection, chunk_id, entity, document_id, count);
-CREATE INDEX IF NOT EXISTS mentions_doc ON mentions(user, collection, document_id);
-CREATE TABLE IF NOT EXISTS relation_sources (
-    user TEXT NOT NULL, collection TEXT NOT NULL, s TEXT NOT NULL, p TEXT NOT NULL, o TEXT NOT NULL,
-    chunk_id TEXT NOT NULL, document_id TEXT NOT NULL,
-    PRIMARY KEY (user, collection, s, p, o, chunk_id)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS relation_sources_doc ON relation_sources(user, collection, document_id);
-CREATE INDEX IF NOT EXISTS relation_sources_o ON relation_sources(user, collection, o, p, s);
 CREATE TABLE IF NOT EXISTS concepts (
     user TEXT NOT NULL, collection TEXT NOT NULL, iri TEXT NOT NULL, owned INTEGER NOT NULL, key TEXT NOT NULL,
     PRIMARY KEY (user, collection, iri)
@@ -96,6 +90,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunk_fts USING fts5(tenant, terms, tokenize 
 DROP TABLE IF EXISTS docs_version;
 DROP TABLE IF EXISTS relation_vectors;
 """
+    + RELATIONS_SCHEMA
     + VECTOR_LISTS_SCHEMA
     + SPELLINGS_SCHEMA
 )
@@ -164,54 +159,13 @@ DROP_DELETION_MARKS = "DELETE FROM doc_deletions WHERE user = ? AND collection =
 CONCEPT_KEYS = (
     "SELECT key, iri FROM concept_keys WHERE user = ? AND collection = ? AND key IN (SELECT value FROM json_each(?))"
 )
-RELATIONS_AMONG = """
-SELECT s, p, o, count(DISTINCT chunk_id) AS w FROM relation_sources
-WHERE user = ?1 AND collection = ?2
-  AND s IN (SELECT value FROM json_each(?3)) AND o IN (SELECT value FROM json_each(?3))
-  AND (?4 IS NULL OR document_id IN (SELECT value FROM json_each(?4)))
-GROUP BY s, p, o ORDER BY w DESC, s, o LIMIT ?5
-"""
+# The entities the chunks of documents (?3: JSON array) mention, through the chunks (mentions keeps
+# no index by document: 1.4 KB a chunk, issue 38).
 SCOPED_ENTITIES = """
-SELECT DISTINCT entity FROM mentions INDEXED BY mentions_doc
-WHERE user = ?1 AND collection = ?2 AND document_id IN (SELECT value FROM json_each(?3))
+SELECT DISTINCT m.entity FROM chunks c INDEXED BY chunks_doc CROSS JOIN mentions m INDEXED BY mentions_by_chunk
+WHERE c.user = ?1 AND c.collection = ?2 AND c.document_id IN (SELECT value FROM json_each(?3))
+  AND m.user = ?1 AND m.collection = ?2 AND m.chunk_id = c.id
 """
-# Relation edges of one entity with a source chunk in the scope, in key order (predicate, far end).
-SCOPED_OUT = """
-SELECT DISTINCT s, p, o FROM relation_sources WHERE user = ?1 AND collection = ?2 AND s = ?3
-  AND document_id IN (SELECT value FROM json_each(?4)) ORDER BY p, o LIMIT ?5
-"""
-SCOPED_IN = """
-SELECT DISTINCT s, p, o FROM relation_sources INDEXED BY relation_sources_o WHERE user = ?1 AND collection = ?2
-  AND o = ?3 AND document_id IN (SELECT value FROM json_each(?4)) ORDER BY p, s LIMIT ?5
-"""
-# The relations of one entity (?3) as subject (RELATIONS_OUT) or object (RELATIONS_IN) with a
-# source in scope (?4: JSON array of documents or null), most supported first, at most ?5.
-RELATIONS_OUT = """
-SELECT s, p, o, count(DISTINCT chunk_id) AS w FROM relation_sources WHERE user = ?1 AND collection = ?2 AND s = ?3
-  AND (?4 IS NULL OR document_id IN (SELECT value FROM json_each(?4))) GROUP BY s, p, o ORDER BY w DESC, p, o LIMIT ?5
-"""
-RELATIONS_IN = """
-SELECT s, p, o, count(DISTINCT chunk_id) AS w FROM relation_sources INDEXED BY relation_sources_o
-WHERE user = ?1 AND collection = ?2 AND o = ?3
-  AND (?4 IS NULL OR document_id IN (SELECT value FROM json_each(?4))) GROUP BY s, p, o ORDER BY w DESC, p, s LIMIT ?5
-"""
-# Source chunks of relations (?3: JSON array of [s, p, o]), at most ?4 each, in scope (?5 or null).
-# CROSS JOIN keeps the requested relations outside: each is then a primary-key lookup (SQLite's
-# own choice scanned the whole collection, json_extract per row: 5.8 s for 60 relations of 91k).
-RELATION_CHUNKS = """
-SELECT s, p, o, chunk_id FROM (
-  SELECT r.s, r.p, r.o, r.chunk_id, row_number() OVER (PARTITION BY r.s, r.p, r.o ORDER BY r.chunk_id) AS n
-  FROM json_each(?3) k CROSS JOIN relation_sources r
-  WHERE r.user = ?1 AND r.collection = ?2 AND r.s = json_extract(k.value, '$[0]')
-    AND r.p = json_extract(k.value, '$[1]') AND r.o = json_extract(k.value, '$[2]')
-    AND (?5 IS NULL OR r.document_id IN (SELECT value FROM json_each(?5))))
-WHERE n <= ?4
-"""
-# The vectors of those source chunks (a relation's context, which relation search adds to its ends').
-RELATION_CONTEXT = (
-    "SELECT x.s, x.p, x.o, c.vec FROM (" + RELATION_CHUNKS + ") x JOIN chunks c"
-    " ON c.user = ?1 AND c.collection = ?2 AND c.id = x.chunk_id"
-)
 
 
 def scoped_ids(conn: sqlite3.Connection, tenant: Tenant) -> set[str] | None:
@@ -266,6 +220,8 @@ def migrate(conn: sqlite3.Connection) -> None:
         if cols and column not in cols:
             conn.execute(ddl)
     conn.execute("DROP INDEX IF EXISTS mentions_chunk")  # replaced by the covering mentions_by_chunk
+    conn.execute("DROP INDEX IF EXISTS mentions_doc")  # a document's mentions are found through its chunks
+    migrate_relations(conn)
     # The relation vectors' IVF space goes (relation search needs none now); vector_spaces has a
     # row per tenant and space, so each delete is scoped to a tenant's keys.
     if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vector_spaces'").fetchone():

@@ -25,7 +25,7 @@ from processors.stores.documents_protocol import (
     RelationHit,
     RemovedLinks,
 )
-from processors.stores.sqlite import deletions, passages
+from processors.stores.sqlite import deletions, passages, relation_rows
 from processors.stores.sqlite.deletions import DeletionMarks
 from processors.stores.sqlite.doc_writes import backfill, delete_docs, insert_records, unlinked
 from processors.stores.sqlite.docs_schema import (
@@ -38,15 +38,8 @@ from processors.stores.sqlite.docs_schema import (
     GET_CHUNKS,
     LINKS_READ,
     OWNED_CONCEPTS,
-    RELATION_CHUNKS,
-    RELATION_CONTEXT,
-    RELATIONS_AMONG,
-    RELATIONS_IN,
-    RELATIONS_OUT,
     SCHEMA,
     SCOPED_ENTITIES,
-    SCOPED_IN,
-    SCOPED_OUT,
     chunk,
     migrate,
     scope_size,
@@ -125,7 +118,8 @@ class SqliteDocumentStore(DeletionMarks):
             conn.execute(
                 "DELETE FROM chunk_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE user = ? AND collection = ?)", uc
             )
-            for table in ("documents", "doc_meta", "chunks", "mentions", "relation_sources", "concepts",
+            relation_rows.delete_collection(conn, tenant)  # before the chunks its rows name
+            for table in ("documents", "doc_meta", "chunks", "mentions", "concepts",
                           "concept_keys", "chunk_subjects", "collection_counts", "term_df",
                           *SPELLING_TABLES):  # fmt: skip
                 conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", uc)
@@ -229,7 +223,7 @@ class SqliteDocumentStore(DeletionMarks):
             allowed = scoped_ids(conn, tenant)
             docs = None if allowed is None else json.dumps(sorted(allowed))
             args = (tenant.user, tenant.collection, json.dumps(list(entities)), docs, limit)
-            return [RelationHit(s_, p_, o_, int(n)) for s_, p_, o_, n in conn.execute(RELATIONS_AMONG, args)]
+            return [RelationHit(s_, p_, o_, int(n)) for s_, p_, o_, n in conn.execute(relation_rows.AMONG, args)]
 
         return await self.db.read(read)
 
@@ -241,7 +235,7 @@ class SqliteDocumentStore(DeletionMarks):
             allowed = scoped_ids(conn, tenant)
             docs = None if allowed is None else json.dumps(sorted(allowed))
             found: dict[tuple[str, str, str], int] = {}
-            for sql in (RELATIONS_OUT, RELATIONS_IN):
+            for sql in (relation_rows.OUT, relation_rows.IN):
                 for e in dict.fromkeys(entities):
                     for s_, p_, o_, n in conn.execute(sql, (tenant.user, tenant.collection, e, docs, per_entity)):
                         found[(s_, p_, o_)] = int(n)
@@ -260,7 +254,7 @@ class SqliteDocumentStore(DeletionMarks):
             allowed = scoped_ids(conn, q.tenant)
             docs = None if allowed is None else json.dumps(sorted(allowed))
             args = (q.tenant.user, q.tenant.collection, json.dumps([list(r) for r in relations]), per_relation, docs)
-            return [RelationChunk((s, p, o), c) for s, p, o, c in conn.execute(RELATION_CHUNKS, args)]
+            return [RelationChunk((s, p, o), c) for s, p, o, c in conn.execute(relation_rows.SOURCE_CHUNKS, args)]
 
         return await self.db.read(read)
 
@@ -276,7 +270,7 @@ class SqliteDocumentStore(DeletionMarks):
             docs = None if allowed is None else json.dumps(sorted(allowed))
             args = (tenant.user, tenant.collection, json.dumps([list(r) for r in relations]), per_relation, docs)
             vecs: dict[tuple[str, str, str], list[np.ndarray]] = {}
-            for s_, p_, o_, v in conn.execute(RELATION_CONTEXT, args):
+            for s_, p_, o_, v in conn.execute(relation_rows.SOURCE_VECTORS, args):
                 vecs.setdefault((s_, p_, o_), []).append(np.frombuffer(v, dtype=np.float32))
             return {k: np.mean(vs, axis=0).tolist() for k, vs in vecs.items()}
 
@@ -336,7 +330,7 @@ class SqliteDocumentStore(DeletionMarks):
             allowed = scoped_ids(conn, tenant)
             docs = json.dumps(sorted(allowed or ()))
             found = []
-            for sql in (SCOPED_OUT, SCOPED_IN):
+            for sql in (relation_rows.SCOPED_OUT, relation_rows.SCOPED_IN):
                 for e in dict.fromkeys(entities):
                     rows = conn.execute(sql, (tenant.user, tenant.collection, e, docs, limit_per_entity))
                     found += [((s_, p_, o_, 0, "", ""), e) for s_, p_, o_ in rows]

@@ -24,15 +24,19 @@ CREATE TABLE IF NOT EXISTS load_state (
     error TEXT, PRIMARY KEY (user, collection)
 ) WITHOUT ROWID;
 """
-SCHEMA = (
-    LOAD_STATE
-    + """
+# The table is its spo index (WITHOUT ROWID): a rowid table beside a unique spo index held every
+# triple twice (issue 38: a quarter of graph.db). Reads in spo order name it NOT INDEXED.
+TRIPLES = """
 CREATE TABLE IF NOT EXISTS triples (
     user TEXT NOT NULL, collection TEXT NOT NULL,
     s TEXT NOT NULL, p TEXT NOT NULL, o TEXT NOT NULL,
-    o_lit INTEGER NOT NULL DEFAULT 0, o_dt TEXT NOT NULL DEFAULT '', o_lang TEXT NOT NULL DEFAULT ''
-);
-CREATE UNIQUE INDEX IF NOT EXISTS spo ON triples(user, collection, s, p, o, o_lit, o_dt, o_lang);
+    o_lit INTEGER NOT NULL DEFAULT 0, o_dt TEXT NOT NULL DEFAULT '', o_lang TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (user, collection, s, p, o, o_lit, o_dt, o_lang)
+) WITHOUT ROWID"""
+SCHEMA = (
+    LOAD_STATE
+    + TRIPLES
+    + """;
 CREATE INDEX IF NOT EXISTS pos ON triples(user, collection, p, o);
 CREATE INDEX IF NOT EXISTS ops ON triples(user, collection, o, o_lit, p, s);
 CREATE TABLE IF NOT EXISTS labels (
@@ -46,7 +50,7 @@ _COLS = "s, p, o, o_lit, o_dt, o_lang"
 _LOAD_COLS = "started, finished, source, triples, vectors, error"  # LoadState.row() order
 # One entity's edges in key order (predicate, then far end), the order every backend reads them
 # in; each statement is an index-only range scan (in-edges have IRI objects: no datatype, language).
-_OUT = f"SELECT {_COLS} FROM triples INDEXED BY spo WHERE user = ? AND collection = ? AND s = ?"
+_OUT = f"SELECT {_COLS} FROM triples NOT INDEXED WHERE user = ? AND collection = ? AND s = ?"
 _IN = "SELECT s, p, o, 0, '', '' FROM triples INDEXED BY ops WHERE user = ? AND collection = ? AND o = ? AND o_lit = 0"
 _NB_OUT = f"{_OUT} AND p != ? ORDER BY p, o, o_lit, o_dt, o_lang LIMIT ?"
 _NB_IN = f"{_IN} AND p != ? ORDER BY p, s LIMIT ?"
@@ -61,12 +65,29 @@ def _migrate(conn: sqlite3.Connection) -> None:
     conn.execute("DROP INDEX IF EXISTS osp")
     conn.executescript(GRAPH_VERSION)
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    _rebuild_without_rowid(conn)
     if "triples" in tables and "load_state" not in tables:
         conn.execute(LOAD_STATE)
         conn.execute(
             "INSERT INTO load_state(user, collection, started, finished, source)"
             " SELECT DISTINCT user, collection, 0, 0, 'an earlier kgflow' FROM triples"
         )
+
+
+def _rebuild_without_rowid(conn: sqlite3.Connection) -> None:
+    """A triples table written before is a rowid table with a unique spo index: renamed, copied
+    into the keyed table (its pos and ops indexes are made again by the schema), dropped. A copy a
+    kill interrupted is finished at the next open (the renamed table is still there)."""
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'triples'").fetchone()
+    if row is not None and "WITHOUT ROWID" not in row[0].upper():
+        conn.execute("ALTER TABLE triples RENAME TO triples_rowid")
+        conn.execute(TRIPLES)
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'triples_rowid'").fetchone():
+        conn.execute(
+            f"INSERT OR IGNORE INTO triples (user, collection, {_COLS}) SELECT user, collection, {_COLS}"
+            " FROM triples_rowid"
+        )
+        conn.execute("DROP TABLE triples_rowid")  # with spo, pos and ops
 
 
 def _obj_cols(t: Term) -> tuple[str, int, str, str]:
@@ -127,9 +148,14 @@ class SqliteTripleStore:
         if o is not None:
             where.append("o = ? AND o_lit = ? AND o_dt = ? AND o_lang = ?")
             args.extend(_obj_cols(o))
-        # Name the index: without statistics SQLite scans the (user, collection) prefix of spo.
-        index = "spo" if s is not None else "ops" if o is not None else "pos" if p is not None else "spo"
-        sql = f"SELECT {_COLS} FROM triples INDEXED BY {index} WHERE {' AND '.join(where)} LIMIT ?"
+        # Name the index: without statistics SQLite scans the (user, collection) prefix of spo (the
+        # table's key: NOT INDEXED).
+        index = "NOT INDEXED"
+        if s is None and o is not None:
+            index = "INDEXED BY ops"
+        elif s is None and p is not None:
+            index = "INDEXED BY pos"
+        sql = f"SELECT {_COLS} FROM triples {index} WHERE {' AND '.join(where)} LIMIT ?"
         rows = await self.db.read(lambda c: c.execute(sql, (*args, limit)).fetchall())
         return [edge_triple(r) for r in rows]
 
@@ -234,7 +260,7 @@ class SqliteTripleStore:
         await self.db.write(write)
 
     async def collections(self, user: str) -> dict[str, int]:
-        sql = "SELECT collection, count(*) FROM triples INDEXED BY spo WHERE user = ? GROUP BY collection"
+        sql = "SELECT collection, count(*) FROM triples NOT INDEXED WHERE user = ? GROUP BY collection"
         rows = await self.db.read(lambda c: c.execute(sql, (user,)).fetchall())
         return {str(c): int(n) for c, n in rows}
 

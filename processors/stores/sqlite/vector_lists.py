@@ -65,6 +65,11 @@ _ITEM_LISTS = (
     "SELECT item, list FROM vector_items INDEXED BY vector_items_by_item WHERE user = ? AND collection = ?"
     " AND space = ? AND item IN (SELECT value FROM json_each(?))"
 )
+_SPACE_ITEMS = "SELECT item, scale, code FROM vector_items WHERE user = ? AND collection = ? AND space = ?"
+_ITEM_CODES = (
+    "SELECT item, scale, code FROM vector_items INDEXED BY vector_items_by_item WHERE user = ? AND collection = ?"
+    " AND space IN (SELECT value FROM json_each(?)) AND item IN (SELECT value FROM json_each(?))"
+)
 
 
 @dataclass
@@ -160,6 +165,30 @@ class VectorLists:
         sims = np.concatenate(scores)
         top = np.argsort(-sims, kind="stable")[:k]
         return [(ids[i], float(sims[i])) for i in top.tolist()]
+
+    def codes(
+        self, conn: sqlite3.Connection, tenant: Tenant, spaces: Sequence[str], items: Sequence[str]
+    ) -> dict[str, np.ndarray]:
+        """The dequantised vectors (scale × int8 code, as `search` scores them) of `items` indexed in
+        any of `spaces`, read by key."""
+        args = (tenant.user, tenant.collection, json.dumps(list(spaces)), json.dumps(list(dict.fromkeys(items))))
+        return {
+            str(item): np.frombuffer(code, dtype=np.int8).astype(np.float32) * np.float32(scale)
+            for item, scale, code in conn.execute(_ITEM_CODES, args)
+        }
+
+    def size(self, conn: sqlite3.Connection, tenant: Tenant, space: str) -> tuple[int, int]:
+        """(version, items) of a space ((0, 0): none)."""
+        row = conn.execute(_SPACE, (tenant.user, tenant.collection, space)).fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+    def everything(
+        self, conn: sqlite3.Connection, tenant: Tenant, space: str
+    ) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """A whole space (for a small one held in memory): item ids, scales, int8 codes."""
+        rows = conn.execute(_SPACE_ITEMS, (tenant.user, tenant.collection, space)).fetchall()
+        codes = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.int8).reshape(len(rows), -1 if rows else 0)
+        return [r[0] for r in rows], np.asarray([r[1] for r in rows], dtype=np.float32), codes
 
     # --- internals --------------------------------------------------------------------------------
     def _centroids(self, conn: sqlite3.Connection, tenant: Tenant, space: str,

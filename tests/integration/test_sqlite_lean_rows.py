@@ -1,0 +1,156 @@
+"""The embedded stores' compact relation rows (issue 38): a docs.db or graph.db written before
+is moved into them on open with every read unchanged, each IRI is kept once per tenant, and what
+a delete leaves unlinked takes its ids with it. The reads themselves: the store contracts."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from processors.stores.documents_protocol import ChunkQuery
+from processors.stores.sqlite.communities import SqliteCommunityStore
+from processors.stores.sqlite.documents import SqliteDocumentStore
+from processors.stores.sqlite.triples import TRIPLES, SqliteTripleStore
+from schemas.documents import Scope
+from schemas.tenant import Tenant
+from schemas.terms import Term, Triple
+from tests.integration.doc_store_fixtures import REL, e, record
+
+TENANT = Tenant("u", "c")
+RECORDS = [
+    record("a", ["x", "y"], mentions=[(0, "curie", 1), (1, "paris", 1), (1, "warsaw", 1)],
+           relations=[("curie", "paris", [0, 1]), ("paris", "warsaw", [1])]),
+    record("b", ["z"], mentions=[(0, "curie", 1), (0, "seine", 1)],
+           relations=[("curie", "paris", [0]), ("curie", "seine", [0])]),
+]  # fmt: skip
+# What docs.db held before: a text row per relation and source chunk.
+OLD_RELATION_SOURCES = """
+CREATE TABLE relation_sources (
+    user TEXT NOT NULL, collection TEXT NOT NULL, s TEXT NOT NULL, p TEXT NOT NULL, o TEXT NOT NULL,
+    chunk_id TEXT NOT NULL, document_id TEXT NOT NULL,
+    PRIMARY KEY (user, collection, s, p, o, chunk_id)
+) WITHOUT ROWID;
+INSERT INTO relation_sources SELECT si.user, si.collection, si.iri, pi.iri, oi.iri, c.id, c.document_id
+  FROM rel_sources r JOIN iri_ids si ON si.id = r.s JOIN iri_ids pi ON pi.id = r.p JOIN iri_ids oi ON oi.id = r.o
+  JOIN chunks c ON c.rowid = r.chunk;
+DROP TABLE rel_sources;
+DROP TABLE iri_ids;
+"""
+
+
+async def reads(store: SqliteDocumentStore) -> tuple[object, ...]:
+    """Every relation read, over the collection and a scope."""
+    ents = [e(x) for x in ("curie", "paris", "warsaw", "seine")]
+    rels = sorted({(h.s, h.p, h.o) for h in await store.relations_of(TENANT, ents, 10)})
+    scoped = Tenant("u", "c", Scope(document_ids=["b"]))
+    return (
+        sorted((h.s, h.p, h.o, h.support) for h in await store.relations_of(TENANT, ents, 10)),
+        await store.relations(TENANT, ents, 10),
+        await store.relations(scoped, ents, 10),
+        await store.relation_chunks(ChunkQuery(TENANT), rels, 5),
+        await store.scoped_neighbours(scoped, ents, 5),
+        (await SqliteCommunityStore(store.db, store.lists).graph(TENANT)).edges,
+    )
+
+
+async def test_an_older_docs_db_moves_its_relation_sources_into_integers(tmp_path: Path) -> None:
+    path = tmp_path / "docs.db"
+    store = SqliteDocumentStore(path)
+    await store.store(TENANT, RECORDS)
+    before = await reads(store)
+    await store.close()
+    conn = sqlite3.connect(path)
+    conn.executescript(OLD_RELATION_SOURCES)
+    assert conn.execute("SELECT count(*) FROM relation_sources").fetchone() == (5,)
+    conn.close()
+
+    store = SqliteDocumentStore(path)
+    try:
+        assert await reads(store) == before
+        assert before[0] == [
+            (e("curie"), REL, e("paris"), 3), (e("curie"), REL, e("seine"), 1), (e("paris"), REL, e("warsaw"), 1)
+        ]  # fmt: skip
+    finally:
+        await store.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'relation_sources'").fetchone() is None
+    assert conn.execute("SELECT count(*) FROM rel_sources").fetchone() == (5,)
+    conn.close()
+
+
+async def test_each_iri_is_kept_once_and_leaves_with_its_last_source(tmp_path: Path) -> None:
+    store = SqliteDocumentStore(tmp_path / "docs.db")
+    try:
+        await store.store(TENANT, RECORDS)
+        await store.store(Tenant("u", "other"), RECORDS[:1])
+
+        def ids(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
+            return conn.execute("SELECT user, collection, iri FROM iri_ids ORDER BY 1, 2, 3").fetchall()
+
+        names = [e(x) for x in ("curie", "paris", "seine", "warsaw")]
+        assert await store.db.read(ids) == [
+            *(("u", "c", i) for i in sorted([*names, REL])),
+            *(("u", "other", i) for i in sorted([*names[:2], names[3], REL])),
+        ]
+        removed = await store.delete_documents(TENANT, ["b"])
+        assert removed.relations == [(e("curie"), REL, e("seine"))]
+        assert ("u", "c", e("seine")) not in await store.db.read(ids)  # no chunk mentions it now
+        await store.delete_collection(TENANT)
+        assert [r[1] for r in await store.db.read(ids)] == ["other"] * 4
+        assert await store.db.read(lambda c: c.execute("SELECT count(*) FROM rel_sources").fetchone()) == (3,)
+    finally:
+        await store.close()
+
+
+async def test_an_older_graph_db_keeps_its_triples_in_the_keyed_table(tmp_path: Path) -> None:
+    path = tmp_path / "graph.db"
+    conn = sqlite3.connect(path)  # what graph.db held before: a rowid table and a unique spo index
+    conn.executescript("""
+        CREATE TABLE triples (user TEXT NOT NULL, collection TEXT NOT NULL, s TEXT NOT NULL, p TEXT NOT NULL,
+            o TEXT NOT NULL, o_lit INTEGER NOT NULL DEFAULT 0, o_dt TEXT NOT NULL DEFAULT '',
+            o_lang TEXT NOT NULL DEFAULT '');
+        CREATE UNIQUE INDEX spo ON triples(user, collection, s, p, o, o_lit, o_dt, o_lang);
+        CREATE INDEX pos ON triples(user, collection, p, o);
+        INSERT INTO triples (user, collection, s, p, o) VALUES ('u', 'c', 'http://e/a', 'http://r/r', 'http://e/b');
+        INSERT INTO triples VALUES ('u', 'c', 'http://e/a', 'http://l', 'A', 1, '', 'en');
+    """)  # fmt: skip
+    conn.close()
+    store = SqliteTripleStore(path)
+    try:
+        a, b = Term.iri("http://e/a"), Term.iri("http://e/b")
+        got = await store.pattern(TENANT, a, None, None, 10)
+        assert {(t.p.value, t.o.value, t.o.language) for t in got} == {("http://r/r", b.value, None),
+                                                                        ("http://l", "A", "en")}  # fmt: skip
+        assert await store.add_triples(TENANT, [Triple(s=a, p=Term.iri("http://r/r"), o=b)]) == 0  # a duplicate
+        assert len(await store.pattern(TENANT, None, None, b, 10)) == 1
+    finally:
+        await store.close()
+    conn = sqlite3.connect(path)
+    (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'triples'").fetchone()
+    assert "WITHOUT ROWID" in sql
+    indexes = {
+        r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'triples'")
+    }
+    assert indexes == {"pos", "ops"}  # spo is the table itself
+    conn.close()
+
+
+async def test_a_graph_db_copy_a_kill_interrupted_is_finished_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "graph.db"
+    conn = sqlite3.connect(path)  # renamed, the keyed table made, killed before the copy committed
+    conn.executescript("""
+        CREATE TABLE triples_rowid (user TEXT NOT NULL, collection TEXT NOT NULL, s TEXT NOT NULL,
+            p TEXT NOT NULL, o TEXT NOT NULL, o_lit INTEGER NOT NULL DEFAULT 0, o_dt TEXT NOT NULL DEFAULT '',
+            o_lang TEXT NOT NULL DEFAULT '');
+        INSERT INTO triples_rowid (user, collection, s, p, o) VALUES ('u', 'c', 'http://e/a', 'http://r/r', 'http://e/b');
+    """ + TRIPLES + ";")  # fmt: skip
+    conn.close()
+    store = SqliteTripleStore(path)
+    try:
+        got = await store.pattern(TENANT, Term.iri("http://e/a"), None, None, 10)
+        assert [(t.p.value, t.o.value) for t in got] == [("http://r/r", "http://e/b")]
+    finally:
+        await store.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'triples_rowid'").fetchone() is None
+    conn.close()
