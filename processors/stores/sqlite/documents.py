@@ -25,19 +25,18 @@ from processors.stores.documents_protocol import (
     RelationHit,
     RemovedLinks,
 )
-from processors.stores.sqlite import passages, relation_rows
+from processors.stores.sqlite import deletions, passages, relation_rows
+from processors.stores.sqlite.deletions import DeletionMarks
 from processors.stores.sqlite.doc_writes import backfill, delete_docs, insert_records, unlinked
 from processors.stores.sqlite.docs_schema import (
     CHUNK_LINKS,
     CLAIM_CONCEPT,
     CONCEPT_KEYS,
-    DELETED_AFTER,
     ENTITY_LINKS,
     EPISODE_COUNTS,
     EPISODES,
     GET_CHUNKS,
     LINKS_READ,
-    NOTE_DELETED,
     OWNED_CONCEPTS,
     SCHEMA,
     SCOPED_ENTITIES,
@@ -56,8 +55,8 @@ from schemas.tenant import Tenant
 T = TypeVar("T")
 
 
-class SqliteDocumentStore:
-    """DocumentStore on SQLite (see module docstring)."""
+class SqliteDocumentStore(DeletionMarks):
+    """DocumentStore on SQLite (see module docstring; its deletion marks: deletions.py)."""
 
     def __init__(self, path: Path) -> None:
         # Not mapped: a question reads a few IVF lists of a file that may hold millions of chunks, and
@@ -68,12 +67,16 @@ class SqliteDocumentStore:
             backfill(conn, self.lists)
 
     # --- writes -------------------------------------------------------------------------------
-    async def store(self, tenant: Tenant, records: Sequence[DocumentRecord]) -> RemovedLinks:
-        """Write documents (replacing earlier versions of the same ids) in one transaction; returns
-        what the replaced versions linked that nothing links any more."""
+    async def store(
+        self, tenant: Tenant, records: Sequence[DocumentRecord], stamp: float | None = None
+    ) -> RemovedLinks:
+        """Write documents (replacing earlier versions of the same ids) in one transaction, refused
+        after a delete since `stamp`; returns what the replaced versions linked that nothing links."""
+        ids = [r.document.id for r in records]
 
         def write(conn: sqlite3.Connection) -> RemovedLinks:
-            removed = delete_docs(conn, self.lists, tenant, [r.document.id for r in records])
+            deletions.check(conn, tenant, ids, stamp)
+            removed = delete_docs(conn, self.lists, tenant, ids)
             insert_records(conn, self.lists, tenant, records)
             return unlinked(conn, tenant, removed)
 
@@ -88,16 +91,9 @@ class SqliteDocumentStore:
 
         return await self.db.write(write)
 
-    async def note_deleted(self, tenant: Tenant, ids: Sequence[str], at: float) -> None:
-        """Remember that these documents (`*`: the whole collection) were deleted at `at`."""
-        rows = [(tenant.user, tenant.collection, i, at) for i in ids]
-        await self.db.write(lambda conn: conn.executemany(NOTE_DELETED, rows))
-
-    async def deleted_after(self, tenant: Tenant, ids: Sequence[str], since: float) -> set[str]:
-        """Of `ids`, those deleted after `since` (all of them, if the collection was)."""
-        args = (tenant.user, tenant.collection, since, json.dumps(list(ids)))
-        found = {str(r[0]) for r in await self.db.read(lambda conn: conn.execute(DELETED_AFTER, args).fetchall())}
-        return set(ids) if "*" in found else found
+    async def unsupported(self, tenant: Tenant, candidates: RemovedLinks, created: Sequence[str] = ()) -> RemovedLinks:
+        """Of a refused write's relations and concepts, what nothing supports (see DocumentStore)."""
+        return await self.db.write(lambda conn: deletions.unsupported(conn, tenant, candidates, created))
 
     async def claim(self, tenant: Tenant, concepts: Mapping[str, str]) -> None:
         """Owned concept rows for `concepts` (IRI -> key), before their vectors and labels exist."""
@@ -125,7 +121,7 @@ class SqliteDocumentStore:
             relation_rows.delete_collection(conn, tenant)  # before the chunks its rows name
             for table in ("documents", "doc_meta", "chunks", "mentions", "concepts",
                           "concept_keys", "chunk_subjects", "collection_counts", "term_df",
-                          "doc_deletions", *SPELLING_TABLES):  # fmt: skip
+                          *SPELLING_TABLES):  # fmt: skip
                 conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", uc)
             self.lists.drop(conn, tenant)
 
