@@ -46,6 +46,9 @@ from processors.stores.sqlite.docs_schema import (
     scoped_ids,
 )
 from processors.stores.sqlite.pool import SqlitePool
+from processors.stores.sqlite.relation_rows import IN as RELATIONS_IN
+from processors.stores.sqlite.relation_rows import OUT as RELATIONS_OUT
+from processors.stores.sqlite.relation_rows import SCOPED_IN, SCOPED_OUT
 from processors.stores.sqlite.spellings import TABLES as SPELLING_TABLES
 from processors.stores.sqlite.spellings import read_spellings
 from processors.stores.sqlite.vector_lists import VectorLists
@@ -235,7 +238,7 @@ class SqliteDocumentStore(DeletionMarks):
             allowed = scoped_ids(conn, tenant)
             docs = None if allowed is None else json.dumps(sorted(allowed))
             found: dict[tuple[str, str, str], int] = {}
-            for sql in (relation_rows.OUT, relation_rows.IN):
+            for sql in (RELATIONS_OUT, RELATIONS_IN):
                 for e in dict.fromkeys(entities):
                     for s_, p_, o_, n in conn.execute(sql, (tenant.user, tenant.collection, e, docs, per_entity)):
                         found[(s_, p_, o_)] = int(n)
@@ -330,7 +333,7 @@ class SqliteDocumentStore(DeletionMarks):
             allowed = scoped_ids(conn, tenant)
             docs = json.dumps(sorted(allowed or ()))
             found = []
-            for sql in (relation_rows.SCOPED_OUT, relation_rows.SCOPED_IN):
+            for sql in (SCOPED_OUT, SCOPED_IN):
                 for e in dict.fromkeys(entities):
                     rows = conn.execute(sql, (tenant.user, tenant.collection, e, docs, limit_per_entity))
                     found += [((s_, p_, o_, 0, "", ""), e) for s_, p_, o_ in rows]
