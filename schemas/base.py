@@ -21,6 +21,10 @@ class Error(BaseModel):
     message: str
 
 
+# The error type of a write refused because its collection was deleted after its load began (its stamp).
+COLLECTION_DELETED = "collection-deleted"
+
+
 class Notice(BaseModel):
     """Something a client should know about an answer that is not a failure, e.g.
     `unknown-collection`, `incomplete-collection`, `llm-unavailable`."""

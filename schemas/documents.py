@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationInfo, field_validator
 
 from schemas.base import MAX_QUERY_CHARS, Message, Response, ScopedRequest
-from schemas.retrieval import RelationshipRef, SearchText
+from schemas.retrieval import RelationshipRef, SearchMode, SearchText
 from schemas.scope import MetadataValue, Scope
 
 # The most text one document may hold: what a load can carry and index in one request. A document's
@@ -20,10 +20,6 @@ from schemas.scope import MetadataValue, Scope
 MAX_DOCUMENT_CHARS = 250_000
 MAX_TITLE_CHARS = 2048
 MAX_CONCEPT_CHARS = 512  # a concept's key and label: a name, not a sentence
-
-
-# How chunks are ranked: dense, lexical (BM25), both fused by reciprocal rank, or graph-aware passage ranking.
-SearchMode = Literal["fused", "vector", "lexical", "graph"]
 
 
 class Section(BaseModel):
@@ -157,7 +153,8 @@ class StoreDocuments(ScopedRequest):
     operation: Literal["store"] = "store"
     documents: list[IndexedDocument] = Field(min_length=1, max_length=512)
     started: float | None = None
-    requested: float | None = None  # when the load was asked for: a delete after it wins (see note_deleted)
+    stamp: float | None = None  # the load's write stamp: a later delete refuses the write (or a document)
+    requested: float | None = None  # an earlier kgflow's wall-clock stamp: accepted, not read
 
 
 class WriteMark(ScopedRequest):
@@ -167,10 +164,11 @@ class WriteMark(ScopedRequest):
 
     operation: Literal["write-mark"] = "write-mark"
     finish: float | None = None
+    stamp: float | None = None  # the load's write stamp: refused if the collection was deleted since
 
 
 class DocumentStatus(ScopedDocRequest):
-    """Content hashes of these documents (to skip unchanged ones on reload)."""
+    """Content hashes of these documents (to skip unchanged ones on reload); the write stamp."""
 
     operation: Literal["status"] = "status"
     document_ids: list[str] = Field(min_length=1, max_length=10_000)
@@ -266,7 +264,7 @@ class DeleteDocuments(ScopedRequest):
     """Delete documents (chunks, mentions, their share of relation weights, unmentioned concepts)."""
 
     operation: Literal["delete-documents"] = "delete-documents"
-    document_ids: list[str] = Field(min_length=1, max_length=10_000)
+    document_ids: list[Annotated[str, Field(min_length=1, max_length=512)]] = Field(min_length=1, max_length=10_000)
 
 
 class DeleteCollection(ScopedRequest):
@@ -343,6 +341,7 @@ class DocumentsResponse(Response):
     deleted: int = 0
     not_found: list[str] = []  # delete-documents: the ids the collection does not hold
     started: float | None = None  # write-mark: the mark's time (None: an unfinished triples load's is kept)
+    stamp: float | None = None  # status, write-mark: the collection's write stamp (a delete raises it)
     hashes: dict[str, str] = {}
     chunks: list[Chunk] = []
     by_community: dict[str, list[str]] = {}  # search with communities: community -> its chunks found
@@ -355,8 +354,7 @@ class DocumentsResponse(Response):
     similarities: dict[str, float] = {}  # chunk id -> cosine
     collections: list[CollectionInfo] = []
     documents: list[DocumentInfo] = []
-    # an earlier kgflow's hard-coded count: taken from its processors, never sent or read (the
-    # stores' counts travel beside the response, processors.accounting.usage)
+    # an earlier kgflow's hard-coded count, never sent or read (stores' counts: processors.accounting.usage)
     store_round_trips: int = Field(default=0, exclude=True)
 
 
@@ -365,6 +363,7 @@ class LoadDocuments(ScopedRequest):
     """Index and store documents (chunk, embed, extract concepts, link); streams progress."""
 
     documents: list[Document] = Field(min_length=1, max_length=256)
+    stamp: float | None = Field(default=None, ge=0, allow_inf_nan=False)  # the load's write stamp (None: now)
 
     @field_validator("documents")
     @classmethod

@@ -14,6 +14,10 @@ RerankStrategy = Literal["semantic", "episode", "distance", "hybrid"]
 RerankerChoice = Literal["none", "semantic", "episode", "distance", "hybrid"]
 
 
+# How chunks are ranked: dense, lexical (BM25), both fused by reciprocal rank, or graph-aware passage ranking.
+SearchMode = Literal["fused", "vector", "lexical", "graph"]
+
+
 class SearchText(BaseModel):
     """One search of a batch (a chunk search's `searches`): a question vector and its text."""
 

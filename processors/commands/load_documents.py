@@ -67,6 +67,13 @@ def report(a: argparse.Namespace, done: DocumentsLoaded) -> None:
         print(f"kgflow: {warning}", file=sys.stderr)
     if done.llm_calls:  # extractor `llm` only: the default load makes no model call and says nothing here
         print(f"{done.llm_calls} model calls, {done.relations} typed relations", file=sys.stderr)
+    if done.collection_deleted:  # what was loaded went with the collection: no "loaded N"
+        print(
+            f"kgflow: collection {a.user}/{a.collection} deleted during load: {plural(done.loaded, 'document')} "
+            f"stored before (deleted with it), the rest refused ({len(done.refused)} not stored)",
+            file=sys.stderr,
+        )
+        return
     print(
         f"loaded {plural(done.loaded, 'document')} ({plural(done.chunks, 'chunk')}; {done.unchanged} unchanged, "
         f"{len(done.failed)} failed, {len(done.skipped)} skipped) into {a.user}/{a.collection}",

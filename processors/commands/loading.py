@@ -2,7 +2,9 @@
 read (and PDFs, office files and web pages converted) off the event loop, sent in request-sized
 batches (two in flight), a batch the service refuses is retried document by document so only the
 bad ones fail, and the collection's communities are rebuilt when the load changed it. Everything
-skipped is reported by name: unreadable files and lines, duplicate ids, failed documents."""
+skipped is reported by name: unreadable files and lines, duplicate ids, failed documents. Every
+batch carries the collection's write stamp read when the load began: if the collection is deleted
+during the load, the store refuses the rest and the load stops, saying so."""
 
 from __future__ import annotations
 
@@ -16,10 +18,10 @@ from pydantic import BaseModel
 
 from processors.base.client import RemoteError, RequestTimeout
 from processors.ingest.documents.files import DocumentFormat, Unreadable, read_documents
-from schemas.base import Response
+from schemas.base import COLLECTION_DELETED, Response
 from schemas.communities import BuildCommunities, CommunitiesResponse, ListCommunities
-from schemas.documents import Document, LoadDocuments, LoadResponse
-from schemas.services import COMMUNITIES, COMMUNITY_BUILD, DOCUMENT_LOAD, Service
+from schemas.documents import Document, DocumentStatus, LoadDocuments, LoadResponse
+from schemas.services import COMMUNITIES, COMMUNITY_BUILD, DOCUMENT_LOAD, DOCUMENTS, Service
 
 R = TypeVar("R", bound=Response)
 
@@ -69,11 +71,15 @@ class DocumentsLoaded:
     skipped: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     communities: CommunitiesResponse | None = None  # the rebuild, when the load changed the collection
+    # the collection was deleted during the load: what was loaded before went with it, and these
+    # documents (the batches under way and every later one) were refused
+    collection_deleted: bool = False
+    refused: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
         """Whether every document given was loaded (or was already stored unchanged)."""
-        return not self.failed and not self.skipped
+        return not self.failed and not self.skipped and not self.collection_deleted
 
 
 def batches(docs: Sequence[Document], per_batch: int = Batching.documents) -> list[list[Document]]:
@@ -124,16 +130,31 @@ async def load_documents(
     out = DocumentsLoaded(skipped=skipped)
     tell("documents", len(docs))
     slots = asyncio.Semaphore(batching.in_flight)
+    stamp = await _write_stamp(stream, user, collection, docs)
 
     async def one(batch: list[Document]) -> None:
         async with slots:
-            req = LoadDocuments(user=user, collection=collection, documents=batch)
+            if out.collection_deleted:  # refused by the store: not sent
+                _refused(batch, tell, out)
+                return
+            req = LoadDocuments(user=user, collection=collection, documents=batch, stamp=stamp)
             await _load_batch(stream, req, tell, out)
 
     await asyncio.gather(*(one(b) for b in batches(docs, batching.documents)))
+    if out.collection_deleted:
+        return out
     if out.loaded or out.failed or await _communities_outdated(stream, user, collection):
         out.communities = await _last(stream, COMMUNITY_BUILD, BuildCommunities(user=user, collection=collection))
     return out
+
+
+async def _write_stamp(stream: Stream, user: str, collection: str, docs: list[Document]) -> float | None:
+    """The collection's write stamp, read before the first batch is sent: a delete answered after
+    it refuses every batch of the load."""
+    if not docs:
+        return None
+    req = DocumentStatus(user=user, collection=collection, document_ids=[docs[0].id])
+    return (await _last(stream, DOCUMENTS, req)).stamp
 
 
 async def _last(stream: Stream, service: Service[BaseModel, R], request: BaseModel) -> R:
@@ -150,12 +171,21 @@ async def _load_batch(stream: Stream, req: LoadDocuments, tell: LoadProgress, ou
         async for res in stream(DOCUMENT_LOAD, req, LOAD_TIMEOUT_S):
             _step(res, tell, out)
     except (RemoteError, RequestTimeout) as e:
+        if isinstance(e, RemoteError) and e.type == COLLECTION_DELETED:
+            out.collection_deleted = True
+            _refused(req.documents, tell, out)
+            return
         if len(req.documents) == 1:
             out.failed[req.documents[0].id] = str(e)
             tell("loaded", 1)
             return
         for d in req.documents:  # find the document the batch failed on; the others still load
             await _load_batch(stream, req.model_copy(update={"documents": [d]}), tell, out)
+
+
+def _refused(batch: list[Document], tell: LoadProgress, out: DocumentsLoaded) -> None:
+    out.refused += [d.id for d in batch]
+    tell("loaded", len(batch))
 
 
 def _step(res: LoadResponse, tell: LoadProgress, out: DocumentsLoaded) -> None:

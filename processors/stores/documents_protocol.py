@@ -55,6 +55,18 @@ class RemovedLinks:
     touched: list[str] = field(default_factory=list)  # every entity the removed documents mentioned
 
 
+class DeletedSince(Exception):
+    """A write refused in its transaction: of its documents, `ids` were deleted after its stamp
+    (`COLLECTION`: the whole collection was). Nothing of the write was stored."""
+
+    def __init__(self, ids: set[str]) -> None:
+        super().__init__(f"deleted after the write began: {sorted(ids)[:5]}")
+        self.ids = ids
+
+
+COLLECTION = ""  # the deletion mark of a whole collection (no document id is empty)
+
+
 @dataclass
 class CommunityRecord:
     """A community as stored: hierarchy, members, chunks, profile and vector."""
@@ -155,22 +167,39 @@ def scope_params(scope: Scope) -> ScopeSql:
 class DocumentStore(Protocol):
     """Documents, chunks, mentions and relation provenance of collections."""
 
-    async def store(self, tenant: Tenant, records: Sequence[DocumentRecord]) -> RemovedLinks:
-        """Write documents, replacing earlier versions of the same ids (one transaction)."""
+    async def store(
+        self, tenant: Tenant, records: Sequence[DocumentRecord], stamp: float | None = None
+    ) -> RemovedLinks:
+        """Write documents, replacing earlier versions of the same ids (one transaction). With a
+        `stamp` (`write_stamp` when the load began), the transaction also checks the deletion
+        marks, serialised with `note_deleted`, and raises `DeletedSince` (writing nothing) when
+        the collection or one of the documents was deleted after it."""
         ...
 
     async def delete_documents(self, tenant: Tenant, ids: Sequence[str]) -> RemovedLinks:
         """Delete documents and their chunks, mentions and relation provenance."""
         ...
 
-    async def note_deleted(self, tenant: Tenant, ids: Sequence[str], at: float) -> None:
-        """Remember that these documents (`*`: the whole collection) were deleted at `at`: a write
-        begun before then (a killed load's request, redelivered to another worker after the
-        delete) must not bring them back."""
+    async def write_stamp(self, tenant: Tenant) -> float:
+        """The collection's write stamp: the highest of its deletion marks (0 before any delete).
+        A load takes it when it begins and carries it on every write."""
         ...
 
-    async def deleted_after(self, tenant: Tenant, ids: Sequence[str], since: float) -> set[str]:
-        """Of `ids`, those deleted after `since` (all of them, if the collection was)."""
+    async def note_deleted(self, tenant: Tenant, ids: Sequence[str]) -> float:
+        """Mark these documents (`COLLECTION`: the whole collection, whose mark replaces the
+        documents') deleted with a new stamp, above every stamp issued before, and return it: a
+        write of a load begun before (a live client's later batch, a killed load's request
+        redelivered) must not bring them back. Call it before deleting the data."""
+        ...
+
+    async def deleted_after(self, tenant: Tenant, ids: Sequence[str], stamp: float) -> set[str]:
+        """Of `ids`, those deleted after `stamp`, and `COLLECTION` if the collection was."""
+        ...
+
+    async def unsupported(self, tenant: Tenant, candidates: RemovedLinks, created: Sequence[str] = ()) -> RemovedLinks:
+        """Of what a refused write linked (`candidates`), the relations no chunk is a source of and
+        the concepts no chunk mentions that documents own or the write `created` (a collection
+        delete may have dropped its claims meanwhile); their claims go. The writer removes them."""
         ...
 
     async def claim(self, tenant: Tenant, concepts: Mapping[str, str]) -> None:
@@ -189,8 +218,8 @@ class DocumentStore(Protocol):
         ...
 
     async def delete_collection(self, tenant: Tenant) -> None:
-        """Drop every document row of the collection (its deletion notes too: the caller notes the
-        collection's own deletion after)."""
+        """Drop every document row of the collection (its deletion marks stay: the caller marks the
+        collection deleted first, `note_deleted`)."""
         ...
 
     async def hashes(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, str]:

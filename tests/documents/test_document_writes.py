@@ -8,24 +8,24 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from processors.base import client as client_module
 from processors.base.client import RemoteError, RequestResponseClient
 from processors.base.offload import Offload
 from processors.base.settings import RuntimeSettings
 from processors.commands.system import System, embedded
 from processors.ingest.documents.service import BusIngest
 from processors.stores.settings import StoreSettings
+from schemas.base import COLLECTION_DELETED
 from schemas.documents import (
     DeleteCollection,
     DeleteDocuments,
     Document,
+    DocumentStatus,
     IndexedDocument,
     LoadDocuments,
     LoadResponse,
@@ -35,7 +35,7 @@ from schemas.documents import (
 from schemas.graph_rag import GraphRagRequest
 from schemas.kg_query import KgQueryRequest
 from schemas.lazy_rag import LazyRagRequest
-from schemas.services import DOCUMENT_LOAD, DOCUMENT_STORE, GRAPH_RAG, KG_QUERY, LAZY_RAG
+from schemas.services import DOCUMENT_LOAD, DOCUMENT_STORE, DOCUMENTS, GRAPH_RAG, KG_QUERY, LAZY_RAG
 from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Term
 
@@ -191,14 +191,15 @@ async def test_a_write_begun_before_a_delete_does_not_bring_the_documents_back(
     system: System, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A killed load's store request, redelivered after the user deleted its documents, stores
-    nothing of them (a whole-collection delete counts for every id); a load begun after the
-    delete stores them again, and one that meets a delete names what it did not store."""
+    nothing of them; after a delete of the whole collection it is refused whole, and leaves the
+    collection as the delete left it. A load begun after the delete stores them again."""
     store = client(system, DOCUMENT_STORE)
     sent: list[StoreDocuments] = []
     real_store = BusIngest.store
 
     async def recording(self: BusIngest, documents: list[IndexedDocument]) -> list[str]:
-        sent.append(StoreDocuments(user=U, collection="gone", documents=documents, started=self.started))
+        sent.append(StoreDocuments(user=U, collection="gone", documents=documents, started=self.started,
+                                   stamp=self.stamp))  # fmt: skip
         return await real_store(self, documents)
 
     monkeypatch.setattr(BusIngest, "store", recording)
@@ -211,31 +212,25 @@ async def test_a_write_begun_before_a_delete_does_not_bring_the_documents_back(
     assert await state(system, tmp_path / "home", "gone") == clean_after_delete
     assert (await load(system, "gone", DOCS[:2])).loaded == 2  # begun after the delete
     await store.request(DeleteCollection(user=U, collection="gone"))
-    res = await store.request(sent[-1])
-    assert res.stored == 0 and res.withdrawn == ["a", "b"]
-    begun = (await store.request(WriteMark(user=U, collection="gone"))).started
-    await delete_all(system, "gone")
-    late = await store.request(sent[-1].model_copy(update={"started": begun}))
-    assert late.withdrawn == ["a", "b"] and late.stored == 0
+    clean_after_delete = await state(system, tmp_path / "home", "gone")
+    with pytest.raises(RemoteError) as refused:
+        await store.request(sent[-1])
+    assert refused.value.type == COLLECTION_DELETED
+    assert await state(system, tmp_path / "home", "gone") == clean_after_delete
+    with pytest.raises(RemoteError):  # nor may it mark the collection as being loaded
+        await store.request(WriteMark(user=U, collection="gone", stamp=sent[-1].stamp))
 
 
-async def test_a_load_asked_for_before_a_delete_and_served_after_it_stores_nothing_deleted(
-    system: System, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_load_asked_for_before_a_delete_and_served_after_it_stores_nothing_deleted(system: System) -> None:
     """A killed client's load request, redelivered and served only after the user deleted its
-    documents, begins its write after the delete; when it was asked for decides, and it names
-    what it did not store. Asked for after the delete, the same load stores them."""
+    documents, carries the stamp its load began with: it names what it did not store. The same
+    load asked for after the delete stores them."""
     assert (await load(system, "again", DOCS[:2])).loaded == 2
+    stamp = (await client(system, DOCUMENTS).request(DocumentStatus(user=U, collection="again",
+                                                                    document_ids=["a"]))).stamp  # fmt: skip
     await delete_all(system, "again")
-
-    class Earlier:  # the client's clock as it was 30 s ago, when the redelivered request was sent
-        @staticmethod
-        def time() -> float:
-            return time.time() - 30
-
-    monkeypatch.setattr(client_module, "time", Earlier)
-    late = await load(system, "again", DOCS[:2])
+    late = await client(system, DOCUMENT_LOAD).request(LoadDocuments(user=U, collection="again", documents=DOCS[:2],
+                                                                     stamp=stamp))  # fmt: skip
     assert late.loaded == 0 and sorted(f.id for f in late.failed) == ["a", "b"]
     assert all("deleted after this load began" in f.error for f in late.failed)
-    monkeypatch.undo()
     assert (await load(system, "again", DOCS[:2])).loaded == 2

@@ -8,7 +8,13 @@ import pytest
 from processors.algorithms.iris import RELATED_TO, concept_iri
 from processors.ingest.document_store.linking import link, unlinked_triples
 from processors.ingest.documents.chunker import ChunkingParams
-from processors.ingest.documents.pipeline import chunk_document, content_hash, index_document, load_batch
+from processors.ingest.documents.pipeline import (
+    CollectionDeleted,
+    chunk_document,
+    content_hash,
+    index_document,
+    load_batch,
+)
 from processors.models.embeddings.model import plain_tokenizer
 from schemas.documents import Chunk, Document, IndexedDocument
 from schemas.extraction import ConceptMention
@@ -202,3 +208,21 @@ async def test_a_lone_failing_document_is_reported_not_raised(n: int) -> None:
     docs = [Document(id=f"bad{i}", title="b", text="Gamma delta.") for i in range(n)]
     report = await load_batch(FakeSources(), docs, plain_tokenizer(), ChunkingParams())
     assert sorted(report.failed) == [d.id for d in docs] and report.loaded == 0
+
+
+async def test_a_deleted_collection_stops_the_batch_without_retrying_each_document() -> None:
+    """The store refuses a write to a collection deleted since the load began: the refusal ends the
+    batch (the load stops) instead of being retried document by document as a failure."""
+
+    class Refusing(FakeSources):
+        calls = 0
+
+        async def store(self, documents: list[IndexedDocument]) -> list[str]:
+            self.calls += 1
+            raise CollectionDeleted("collection alice/c was deleted after this load began: not stored")
+
+    docs = [Document(id=f"d{n}", title="t", text="Alpha beta.") for n in range(3)]
+    sources = Refusing()
+    with pytest.raises(CollectionDeleted):
+        await load_batch(sources, docs, plain_tokenizer(), ChunkingParams(), lambda s, n: None)
+    assert sources.calls == 1

@@ -8,7 +8,17 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
-from processors.stores.documents_protocol import ChunkQuery, DocumentCounts, RelationHit, RemovedLinks
+import pytest
+
+from processors.stores.documents_protocol import (
+    COLLECTION,
+    ChunkQuery,
+    DeletedSince,
+    DocumentCounts,
+    RelationHit,
+    RemovedLinks,
+)
+from processors.stores.neo4j.schema import entity_key
 from schemas.documents import Scope
 from schemas.tenant import Tenant
 from tests.integration.doc_store_fixtures import REL, DocBackend, e, mentions_of, record, search
@@ -21,18 +31,67 @@ def unlinked(removed: RemovedLinks) -> tuple[list[tuple[str, str, str]], list[st
 
 
 async def test_deletions_are_remembered_per_document_and_per_collection(docs: DocBackend) -> None:
+    """Every delete issues a stamp above all before it; a write stamped before a delete of its
+    collection or of one of its documents is refused whole, in its transaction (nothing stored);
+    the collection's mark outlives the collection's data and outranks its documents' marks."""
     user, coll = docs.scope()
     _, other = docs.scope(user)
-    await docs.documents.note_deleted(Tenant(user, coll), ["a", "b", "a"], 100.0)
-    await docs.documents.note_deleted(Tenant(user, coll), ["a"], 50.0)  # an older note never moves the time back
-    assert await docs.documents.deleted_after(Tenant(user, coll), ["a", "b", "c"], 99.0) == {"a", "b"}
-    assert await docs.documents.deleted_after(Tenant(user, coll), ["a", "b", "c"], 100.0) == set()  # began after
+    t = Tenant(user, coll)
+    begun = await docs.documents.write_stamp(t)
+    assert begun == 0.0
+    first = await docs.documents.note_deleted(t, ["a", "b", "a"])
+    second = await docs.documents.note_deleted(t, ["a"])
+    assert begun < first < second == await docs.documents.write_stamp(t)
+    assert await docs.documents.deleted_after(t, ["a", "b", "c"], begun) == {"a", "b"}
+    assert await docs.documents.deleted_after(t, ["a", "b", "c"], first) == {"a"}
+    assert await docs.documents.deleted_after(t, ["a", "b"], second) == set()  # began after
     assert await docs.documents.deleted_after(Tenant(user, other), ["a", "b"], 0.0) == set()  # the tenant's own
-    await docs.documents.note_deleted(Tenant(user, other), ["*"], 200.0)  # the whole collection
-    assert await docs.documents.deleted_after(Tenant(user, other), ["x", "y"], 150.0) == {"x", "y"}
-    assert await docs.documents.deleted_after(Tenant(user, other), ["x"], 200.0) == set()
-    await docs.documents.delete_collection(Tenant(user, coll))  # a collection's notes go with it
-    assert await docs.documents.deleted_after(Tenant(user, coll), ["a", "b"], 0.0) == set()
+    with pytest.raises(DeletedSince) as refused:
+        await docs.documents.store(t, [record("b", ["beta"]), record("c", ["gamma"])], first - 1)
+    assert refused.value.ids == {"b"}
+    assert await docs.documents.hashes(t, ["b", "c"]) == {}  # neither: the transaction wrote nothing
+    await docs.documents.store(t, [record("c", ["gamma"])], begun)  # never deleted: stored
+    await docs.documents.store(t, [record("b", ["beta"])], second)  # a load begun after the delete
+    assert sorted(await docs.documents.hashes(t, ["b", "c"])) == ["b", "c"]
+
+    gone = await docs.documents.note_deleted(t, [COLLECTION])  # the whole collection, marked first
+    await docs.documents.delete_collection(t)  # its marks stay
+    assert gone > second and await docs.documents.write_stamp(t) == gone
+    assert await docs.documents.deleted_after(t, ["x"], second) == {COLLECTION}
+    assert await docs.documents.deleted_after(t, ["a", "x"], gone) == set()  # the documents' marks went
+    with pytest.raises(DeletedSince) as refused:
+        await docs.documents.store(t, [record("c", ["gamma"])], second)
+    assert refused.value.ids == {COLLECTION}
+    await docs.documents.store(t, [record("c", ["gamma"])], gone)
+    assert list(await docs.documents.hashes(t, ["c"])) == ["c"]
+    await docs.documents.delete_collection(t)
+
+
+async def test_what_a_refused_write_linked_is_found_unsupported(docs: DocBackend) -> None:
+    """A refused write's relations and concepts: those stored documents still support stay, the
+    rest is reported (owned concepts only) and their claims go."""
+    user, coll = docs.scope()
+    t = Tenant(user, coll)
+    kept = record("kept", ["alpha river"], mentions=[(0, "alpha", 1)], relations=[("alpha", "river", [0])],
+                  owned=["alpha"])  # fmt: skip
+    await docs.documents.claim(t, {e("alpha"): "alpha", e("lost"): "lost"})
+    await docs.documents.store(t, [kept])
+    candidates = RemovedLinks(
+        relations=[(e("alpha"), REL, e("river")), (e("lost"), REL, e("alpha"))], concepts=[e("alpha"), e("lost")]
+    )
+    found = await docs.documents.unsupported(t, candidates)
+    assert found.relations == [(e("lost"), REL, e("alpha"))] and found.concepts == [e("lost")]
+    assert await docs.documents.claimed(t, [e("alpha"), e("lost")]) == {e("alpha")}
+    # a write's own new concept is reported though a collection delete dropped its claim meanwhile
+    await docs.documents.claim(t, {e("new"): "new"})
+    await docs.documents.delete_collection(t)
+    if docs.conn is not None:  # and the write indexed it after (its entity node, without the claim's flag)
+        node = {"key": entity_key(t, e("new")), "uri": e("new"), "user": user, "collection": coll}
+        await docs.conn.write([("MERGE (n:KgEntity {key: $key}) SET n.uri = $uri, n.user = $user, "
+                                "n.collection = $collection, n.label = 'new'", node)])  # fmt: skip
+    assert (await docs.documents.unsupported(t, RemovedLinks(), [e("new")])).concepts == [e("new")]
+    assert (await docs.documents.unsupported(t, RemovedLinks(concepts=[e("new")]))).concepts == []
+    await docs.documents.delete_collection(t)
 
 
 async def test_store_hashes_listing_and_counts(docs: DocBackend) -> None:

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import NoReturn
 
 from processors.algorithms.iris import RELATED_TO, RELATED_TO_LABEL
+from processors.base.errors import ServiceError
 from processors.base.operations import by_operation
 from processors.base.processor import FlowContext, ServiceSpec
 from processors.ingest.document_store.linking import Linked, link, spelling_of, unlinked_triples
 from processors.models.embeddings.client import FlowEmbedder
 from processors.services.store_processor import StoreProcessor
-from processors.stores.documents_protocol import RemovedLinks
+from processors.stores.documents_protocol import COLLECTION, DeletedSince, DocumentRecord, RemovedLinks
 from processors.stores.protocol import LoadState
+from schemas.base import COLLECTION_DELETED
 from schemas.documents import (
     DeleteCollection,
     DeleteDocuments,
@@ -50,10 +53,11 @@ class DocumentStoreProcessor(StoreProcessor):
         a kill at any point completes: the collection is marked incomplete first; new concepts are
         claimed (owned) before their labels (the batch's guess) and their vectors, which make them
         named; then the documents (what `status` reports as stored), then the labels the
-        collection's spellings give (`_agree_labels`), then the mark is cleared. Documents deleted
-        after the load began are not written (see `_deleted_since_load`)."""
+        collection's spellings give (`_agree_labels`), then the mark is cleared. A delete after
+        the load's stamp wins (see `_deleted`, `_live`, `_write`)."""
         tenant = req.tenant.unscoped
-        gone = await self._deleted_since_load(req, [d.document.id for d in req.documents])
+        stamp = req.stamp if req.stamp is not None else await self.stores.documents.write_stamp(tenant)
+        gone = await self._deleted(tenant, [d.document.id for d in req.documents], stamp, req.started)
         documents = [d for d in req.documents if d.document.id not in gone]
         if not documents:
             await self._finish(tenant, req.started)
@@ -68,6 +72,7 @@ class DocumentStoreProcessor(StoreProcessor):
         concept_keys = {i: k for r in linked.records for i, k in r.keys.items() if i in linked.new_concepts}
         await self.stores.documents.claim(tenant, concept_keys)
         embedder = FlowEmbedder(flow.client(EMBEDDINGS))
+        await self._live(tenant, linked, stamp, started)
         if linked.predicates:
             await self._add_predicates(tenant, linked, embedder)
         # labels before vectors: a writer's every label write is followed by its vector (`_agree_labels`)
@@ -76,6 +81,7 @@ class DocumentStoreProcessor(StoreProcessor):
         if new:  # (a relation keeps no vector: relation search reads its ends' vectors)
             embedded = await embedder.embed([label for _, label in new])
             items = [(iri, label, v) for (iri, label), v in zip(new, embedded, strict=True)]
+            await self._live(tenant, linked, stamp, started)  # (embedding took a while)
             await self.stores.entities.upsert(tenant, items, "entity", model=embedder.model)
         if any(p == RELATED_TO for _, p, _ in linked.relations) and not await self.stores.entities.vectors(
             tenant, [RELATED_TO]
@@ -83,29 +89,85 @@ class DocumentStoreProcessor(StoreProcessor):
             (v,) = await embedder.embed([RELATED_TO_LABEL])
             items = [(RELATED_TO, RELATED_TO_LABEL, v)]
             await self.stores.entities.upsert(tenant, items, "predicate", model=embedder.model)
-        gone |= await self._deleted_since_load(req, [r.document.id for r in linked.records])  # meanwhile
-        linked.records = [r for r in linked.records if r.document.id not in gone]
-        removed = await self.stores.documents.store(tenant, linked.records)
+        removed = await self._write(tenant, linked, stamp, started, gone)
         await self._unlink(tenant, removed)
         touched = {m.entity for r in linked.records for m in r.mentions} | set(removed.touched)
         concepts = {i for r in linked.records for i in r.spellings} | set(removed.touched)
+        await self._live(tenant, linked, stamp, started)  # (stored, then deleted with the collection)
         await self._agree_labels(tenant, concepts, dict(linked.new_concepts), embedder)
         await self.stores.communities.mark_stale(tenant, sorted(touched))
         await self._finish(tenant, started)
         await self.announce_graph_changed(tenant.user, tenant.collection)
         return DocumentsResponse(stored=len(linked.records), withdrawn=sorted(gone))
 
-    async def _deleted_since_load(self, req: StoreDocuments, ids: list[str]) -> set[str]:
-        """Of `ids`, those deleted after the request's load began (its mark, or when its client asked
-        for it, whichever is earlier): a killed load's request, redelivered to another worker, may
-        be served after the user deleted what it holds, and must not bring it back."""
-        begun = [t for t in (req.started, req.requested) if t is not None]
-        if not begun or not ids:
-            return set()
-        gone = await self.stores.documents.deleted_after(req.tenant, ids, min(begun))
+    async def _deleted(self, tenant: Tenant, ids: list[str], stamp: float, started: float | None) -> set[str]:
+        """Of `ids`, those deleted after the load's `stamp` (a live load's later batch, or a killed
+        load's request redelivered after the delete, must not bring them back); refused when the
+        collection was (nothing is written)."""
+        gone = await self.stores.documents.deleted_after(tenant, ids, stamp)
+        if COLLECTION in gone:
+            await self._finish(tenant, started)
+            raise self._refusal(tenant)
         if gone:
             log.warning("not storing %d documents deleted after their load began: %s", len(gone), sorted(gone)[:5])
         return gone
+
+    async def _write(
+        self, tenant: Tenant, linked: Linked, stamp: float, started: float | None, gone: set[str]
+    ) -> RemovedLinks:
+        """Store the documents in one transaction that also checks the deletion marks (a delete
+        answered while this request linked them wins): a document deleted since is left out (added
+        to `gone`) and the rest written again; a collection deleted since refuses the request. What
+        was linked for what is not stored, and nothing else supports, is removed again."""
+        refused: list[DocumentRecord] = []
+        removed = RemovedLinks()
+        while linked.records:
+            try:
+                removed = await self.stores.documents.store(tenant, linked.records, stamp)
+                break
+            except DeletedSince as e:
+                whole = COLLECTION in e.ids
+                refused += [r for r in linked.records if whole or r.document.id in e.ids]
+                linked.records = [r for r in linked.records if not whole and r.document.id not in e.ids]
+                gone |= {r.document.id for r in refused}
+                if whole:
+                    await self._refuse(tenant, refused, linked, started)
+        if refused:  # after the rest is stored: what they still mention stays
+            await self._take_back(tenant, refused, None)
+        return removed
+
+    async def _live(self, tenant: Tenant, linked: Linked, stamp: float, started: float | None) -> None:
+        """Before a write to another store: a collection deleted since the stamp refuses the request
+        here (what it wrote so far is taken back), so little can land after the delete's removal."""
+        if COLLECTION in await self.stores.documents.deleted_after(tenant, [], stamp):
+            await self._refuse(tenant, linked.records, linked, started)
+
+    async def _refuse(
+        self, tenant: Tenant, records: list[DocumentRecord], linked: Linked, started: float | None
+    ) -> NoReturn:
+        """Take back what the request linked, clear its mark, refuse it (its collection was deleted)."""
+        await self._take_back(tenant, records, linked)
+        await self._finish(tenant, started)
+        await self.announce_graph_changed(tenant.user, tenant.collection)
+        raise self._refusal(tenant)
+
+    async def _take_back(self, tenant: Tenant, refused: list[DocumentRecord], whole: Linked | None) -> None:
+        """Remove the relations and concepts linked for `refused` documents that nothing stored
+        supports (with `whole`, the request's every new concept, and `related to` when unused)."""
+        relations = sorted({(x.s, x.p, x.o) for r in refused for x in r.relations})
+        concepts = {m.entity for r in refused for m in r.mentions} | set(whole.new_concepts if whole else ())
+        candidates = RemovedLinks(relations=relations, concepts=sorted(concepts))
+        created = sorted(whole.new_concepts) if whole else []  # (the delete may have dropped their claims)
+        await self._unlink(tenant, await self.stores.documents.unsupported(tenant, candidates, created))
+        if whole is not None:
+            await self._drop_unused_predicates(tenant, {RELATED_TO, *whole.predicates})
+
+    @staticmethod
+    def _refusal(tenant: Tenant) -> ServiceError:
+        return ServiceError(
+            COLLECTION_DELETED,
+            f"collection {tenant.user}/{tenant.collection} was deleted after this load began: not stored",
+        )
 
     async def _agree_labels(
         self, tenant: Tenant, concepts: set[str], indexed: dict[str, str], embedder: FlowEmbedder
@@ -136,11 +198,17 @@ class DocumentStoreProcessor(StoreProcessor):
 
     async def write_mark(self, req: WriteMark, flow: FlowContext) -> DocumentsResponse:
         """Mark the collection incomplete for a load about to work on it (see `_begin`), or clear
-        the mark `req.finish` (the load stored nothing)."""
+        the mark `req.finish` (the load stored nothing). The response carries the load's stamp
+        (`req.stamp`, else the collection's now); refused if the collection was deleted since."""
+        tenant = req.tenant.unscoped
         if req.finish is not None:
-            await self._finish(req.tenant.unscoped, req.finish)
+            await self._finish(tenant, req.finish)
             return DocumentsResponse(started=req.finish)
-        return DocumentsResponse(started=await self._begin(req.tenant.unscoped))
+        stamp = req.stamp if req.stamp is not None else await self.stores.documents.write_stamp(tenant)
+        await self._deleted(tenant, [], stamp, None)
+        started = await self._begin(tenant)
+        await self._deleted(tenant, [], stamp, started)  # a delete meanwhile: the mark is finished, not left
+        return DocumentsResponse(started=started, stamp=stamp)
 
     async def _begin(self, tenant: Tenant) -> float | None:
         """Mark the collection incomplete while documents are written (queries warn, as after an
@@ -176,7 +244,7 @@ class DocumentStoreProcessor(StoreProcessor):
         """Delete documents; what only they supported leaves the graph; their communities go stale."""
         tenant = req.tenant.unscoped
         known = await self.stores.documents.hashes(tenant, req.document_ids)
-        await self.stores.documents.note_deleted(tenant, req.document_ids, time.time())
+        await self.stores.documents.note_deleted(tenant, req.document_ids)  # first: a write after it is refused
         removed = await self.stores.documents.delete_documents(tenant, sorted(known))
         await self._unlink(tenant, removed)
         await self._agree_labels(tenant, set(removed.touched), {}, FlowEmbedder(flow.client(EMBEDDINGS)))
@@ -207,17 +275,18 @@ class DocumentStoreProcessor(StoreProcessor):
             await self.stores.entities.delete(tenant, unused)
 
     async def delete_collection(self, req: DeleteCollection, flow: FlowContext) -> DocumentsResponse:
-        """Drop the collection from every store."""
+        """Drop the collection from every store: marked deleted first, so every write of a load
+        begun before is refused from then on, and one under way is done before (its rows go)."""
         tenant = req.tenant.unscoped
         existed = (
             tenant.collection in await self.stores.triples.collections(tenant.user)
             or tenant.collection in await self.stores.entities.collections(tenant.user)
             or tenant.collection in await self.stores.documents.counts(tenant.user)
         )
+        await self.stores.documents.note_deleted(tenant, [COLLECTION])
         await self.stores.documents.delete_collection(tenant)  # also clears what a failed load left
         await self.stores.communities.delete_collection(tenant)
         await self.stores.triples.delete_collection(tenant)
         await self.stores.entities.delete_collection(tenant)
-        await self.stores.documents.note_deleted(tenant, ["*"], time.time())
         await self.announce_graph_changed(tenant.user, tenant.collection)
         return DocumentsResponse(deleted=int(existed))

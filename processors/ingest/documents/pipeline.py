@@ -47,6 +47,10 @@ EXTRACT_BATCH = 32  # ~30,000 characters of spaCy a request: well inside its 60 
 IN_THREAD = Offload(0)  # CPU work in a thread of this process (tests; a caller with no worker processes)
 
 
+class CollectionDeleted(Exception):
+    """The collection was deleted after this load began: the store refused the write (the load stops)."""
+
+
 class IngestSources(Protocol):
     """What indexing needs from the rest of the system."""
 
@@ -55,7 +59,8 @@ class IngestSources(Protocol):
         ...
 
     async def begin(self) -> None:
-        """Mark the collection incomplete: documents are about to be indexed and stored."""
+        """Mark the collection incomplete: documents are about to be indexed and stored; raises
+        `CollectionDeleted` when the collection was deleted after the load began."""
         ...
 
     async def finish(self) -> None:
@@ -72,7 +77,7 @@ class IngestSources(Protocol):
 
     async def store(self, documents: list[IndexedDocument]) -> list[str]:
         """Write indexed documents (replacing earlier versions); the ids not written because they
-        were deleted after this load began."""
+        were deleted after this load began (`CollectionDeleted`: the whole collection was)."""
         ...
 
     async def complete(self, system: str, prompt: str, json_schema: dict[str, Any], max_tokens: int) -> ModelAnswer:
@@ -308,12 +313,15 @@ def index_all(
 
 
 async def _store(sources: IngestSources, indexed: list[IndexedDocument], report: LoadReport) -> None:
-    """Store the batch; if it is refused, store one by one so only the bad documents fail."""
+    """Store the batch; if it is refused, store one by one so only the bad documents fail (a deleted
+    collection refuses every one: it stops the load)."""
     if not indexed:
         return
     try:
         _withdrawn(await sources.store(indexed), report)
         return
+    except CollectionDeleted:
+        raise
     except Exception as e:
         if len(indexed) == 1:
             report.failed[indexed[0].document.id] = str(e)
@@ -321,6 +329,8 @@ async def _store(sources: IngestSources, indexed: list[IndexedDocument], report:
     for doc in indexed:
         try:
             _withdrawn(await sources.store([doc]), report)
+        except CollectionDeleted:
+            raise
         except Exception as e:
             report.failed[doc.document.id] = str(e)
 

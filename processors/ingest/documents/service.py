@@ -13,14 +13,16 @@ from typing import Any
 from processors.base.client import RemoteError, RequestTimeout
 from processors.base.errors import ServiceError
 from processors.base.offload import shared_offload
-from processors.base.processor import REQUEST_SENT, FlowContext, FlowProcessor, ServiceSpec
+from processors.base.processor import FlowContext, FlowProcessor, ServiceSpec
 from processors.base.settings import flow_params
 from processors.ingest.documents.llm_relations import NEEDS_MODEL, ExtractorNeedsModel, ModelCallFailed
 from processors.ingest.documents.params import DocumentLoadParams
-from processors.ingest.documents.pipeline import LoadReport, load_batch
+from processors.ingest.documents.pipeline import CollectionDeleted, LoadReport, load_batch
 from processors.models.embeddings.client import FlowEmbedder
 from processors.models.text_completion.prompting import ModelAnswer
+from schemas.base import COLLECTION_DELETED
 from schemas.documents import (
+    DocumentsResponse,
     DocumentStatus,
     FailedDocument,
     IndexedDocument,
@@ -38,13 +40,17 @@ LLM_CONFIG = "llm-config"  # text-completion's error type for a model it cannot 
 
 
 class BusIngest:
-    """IngestSources over the flow's clients, for one user + collection."""
+    """IngestSources over the flow's clients, for one user + collection and one load's `stamp`
+    (the collection's write stamp when the load began: every write carries it, so a delete after
+    it wins; None: the one `begin` takes)."""
 
-    def __init__(self, flow: FlowContext, tenant: Tenant, model_timeout_s: float = 300.0) -> None:
+    def __init__(
+        self, flow: FlowContext, tenant: Tenant, stamp: float | None = None, model_timeout_s: float = 300.0
+    ) -> None:
         self.flow, self.user, self.collection = flow, tenant.user, tenant.collection
         self.model_timeout_s = model_timeout_s
         self.started: float | None = None  # the mark `begin` set
-        self.requested = REQUEST_SENT.get()  # when the load was asked for (a redelivery keeps it)
+        self.stamp = stamp
 
     async def hashes(self, ids: list[str]) -> dict[str, str]:
         req = DocumentStatus(user=self.user, collection=self.collection, document_ids=ids)
@@ -57,8 +63,9 @@ class BusIngest:
         return (await self.flow.client(EXTRACTOR).request(ExtractRequest(texts=texts))).mentions
 
     async def begin(self) -> None:
-        req = WriteMark(user=self.user, collection=self.collection)
-        self.started = (await self.flow.client(DOCUMENT_STORE).request(req)).started
+        req = WriteMark(user=self.user, collection=self.collection, stamp=self.stamp)
+        res = await self._write(req)
+        self.started, self.stamp = res.started, res.stamp
 
     async def finish(self) -> None:
         if self.started is not None:
@@ -67,8 +74,17 @@ class BusIngest:
 
     async def store(self, documents: list[IndexedDocument]) -> list[str]:
         req = StoreDocuments(user=self.user, collection=self.collection, documents=documents, started=self.started,
-                             requested=self.requested)  # fmt: skip
-        return (await self.flow.client(DOCUMENT_STORE).request(req)).withdrawn
+                             stamp=self.stamp)  # fmt: skip
+        return (await self._write(req)).withdrawn
+
+    async def _write(self, req: WriteMark | StoreDocuments) -> DocumentsResponse:
+        """A document-store request; its refusal because the collection was deleted stops the load."""
+        try:
+            return await self.flow.client(DOCUMENT_STORE).request(req)
+        except RemoteError as e:
+            if e.type == COLLECTION_DELETED:
+                raise CollectionDeleted(e.message) from None
+            raise
 
     async def complete(self, system: str, prompt: str, json_schema: dict[str, Any], max_tokens: int) -> ModelAnswer:
         req = TextCompletionRequest(system=system, prompt=prompt, json_schema=json_schema, max_tokens=max_tokens)
@@ -101,7 +117,7 @@ class DocumentLoadProcessor(FlowProcessor):
         """Progress steps, then the batch's report."""
         steps: asyncio.Queue[tuple[str, int]] = asyncio.Queue()
         params: DocumentLoadParams = flow.state
-        sources = BusIngest(flow, req.tenant, params.extractor_timeout_s)
+        sources = BusIngest(flow, req.tenant, req.stamp, params.extractor_timeout_s)
         offload = shared_offload(self.runtime.indexing_processes, self.runtime.blas_threads)
         task = asyncio.create_task(
             load_batch(sources, req.documents, None, params, lambda st, n: steps.put_nowait((st, n)), offload)
@@ -120,6 +136,8 @@ class DocumentLoadProcessor(FlowProcessor):
             raise ServiceError(e.type, f"loading failed: {e.message}") from None
         except ExtractorNeedsModel as e:
             raise ServiceError(LLM_CONFIG, f"loading failed: {e}") from None
+        except CollectionDeleted as e:
+            raise ServiceError(COLLECTION_DELETED, str(e)) from None
         finally:
             task.cancel()
         yield LoadResponse(

@@ -62,8 +62,9 @@ class DocumentsProcessor(StoreProcessor):
         flow.state = flow_params(PassageRankParams, flow.parameters)
 
     async def status(self, req: DocumentStatus, flow: FlowContext) -> DocumentsResponse:
-        """Content hashes of the stored documents among the ids."""
-        return DocumentsResponse(hashes=await self.stores.documents.hashes(req.tenant, req.document_ids))
+        """Content hashes of the stored documents among the ids, and the collection's write stamp."""
+        hashes = await self.stores.documents.hashes(req.tenant, req.document_ids)
+        return DocumentsResponse(hashes=hashes, stamp=await self.stores.documents.write_stamp(req.tenant))
 
     async def search(self, req: ChunkSearch, flow: FlowContext) -> DocumentsResponse:
         """The best chunks of the scope (among given communities' chunks, when asked)."""

@@ -35,7 +35,7 @@ from processors.stores.documents_protocol import (
     RemovedLinks,
     tenant_token,
 )
-from processors.stores.neo4j import passages, term_stats
+from processors.stores.neo4j import deletions, passages, term_stats
 from processors.stores.neo4j import relations as neo4j_relations
 from processors.stores.neo4j.chunk_search import GET_CHUNKS, chunk_of
 from processors.stores.neo4j.communities import Neo4jCommunityStore
@@ -68,13 +68,6 @@ CLAIM_CONCEPTS = (
     "SET e.concept = true, e.concept_key = coalesce(e.concept_key, row.key)"
 )
 OWNED_CONCEPTS = "UNWIND $ekeys AS k MATCH (e:KgEntity {key: k}) WHERE e.concept = true RETURN e.uri AS iri"
-# When documents were deleted (id "*": the whole collection); see DocumentStore.note_deleted.
-NOTE_DELETED = (
-    "UNWIND $rows AS row MERGE (n:KgDeletion {key: row.key}) "
-    "ON CREATE SET n.user = $user, n.collection = $collection, n.id = row.id, n.at = row.at "
-    "SET n.at = CASE WHEN n.at > row.at THEN n.at ELSE row.at END"
-)
-DELETED_AFTER = "UNWIND $keys AS k MATCH (n:KgDeletion {key: k}) WHERE n.at > $since RETURN n.id AS id"
 HASHES = (
     "UNWIND $dkeys AS dk MATCH (d:KgDocument {key: dk}) WHERE d.user = $user AND d.collection = $collection "
     "RETURN d.id AS id, d.content_hash AS hash"
@@ -127,9 +120,8 @@ DELETE_COLLECTION = (
     DELETE_TERMS,
     DELETE_TOTALS,
     "MATCH (n:KgName {" + _TENANT + "}) CALL (n) { DETACH DELETE n" + _BATCHED,
-    "MATCH (n:KgDeletion {" + _TENANT + "}) CALL (n) { DELETE n" + _BATCHED,
     DELETE_SPELLINGS,
-)
+)  # (the deletion marks stay: see deletions.py)
 
 
 class Neo4jDocumentStore:
@@ -145,9 +137,12 @@ class Neo4jDocumentStore:
             await migrate_documents(self.conn)
             self._migrated = True
 
-    async def store(self, tenant: Tenant, records: Sequence[DocumentRecord]) -> RemovedLinks:
-        """Write documents, replacing earlier versions of the same ids, in one transaction;
-        returns what the replaced versions linked that nothing links any more."""
+    async def store(
+        self, tenant: Tenant, records: Sequence[DocumentRecord], stamp: float | None = None
+    ) -> RemovedLinks:
+        """Write documents, replacing earlier versions of the same ids, in one transaction, refused
+        (`DeletedSince`) when a delete came after `stamp`; returns what the replaced versions
+        linked that nothing links any more."""
         await self.migrate()
         scope, rows = tenant_params(tenant), write_rows(tenant, records)
         docs = {**scope, "docs": [{"key": d["key"], "chunk_keys": d["chunk_keys"]} for d in rows["docs"]]}
@@ -162,7 +157,10 @@ class Neo4jDocumentStore:
             await run(WRITE, {**scope, **rows, "tenant": tenant_token(tenant)})
             await term_stats.adjust(run, tenant, [str(c["props"]["lexical"]).split() for c in rows["chunks"]], 1)
             await adjust_spellings(run, tenant, params, spelt, records)
-            return await unlinked(run, params, old)
+            removed = await unlinked(run, params, old)
+            if stamp is not None:  # last: the marks' lock is held only from here to the commit
+                await deletions.check(run, tenant, [r.document.id for r in records], stamp)
+            return removed
 
         return await self.conn.write_tx(work)
 
@@ -179,17 +177,21 @@ class Neo4jDocumentStore:
 
         return await self.conn.write_tx(work)
 
-    async def note_deleted(self, tenant: Tenant, ids: Sequence[str], at: float) -> None:
-        """Remember that these documents (`*`: the whole collection) were deleted at `at`."""
-        ids = list(dict.fromkeys(ids))
-        rows = [{"key": k, "id": i, "at": at} for i, k in zip(ids, _deletion_keys(tenant, ids), strict=True)]
-        await self.conn.write([(NOTE_DELETED, {**tenant_params(tenant), "rows": rows})])
+    async def write_stamp(self, tenant: Tenant) -> float:
+        """The collection's write stamp (see DocumentStore.write_stamp)."""
+        return await self.conn.read_tx(lambda run: deletions.stamp(run, tenant))
 
-    async def deleted_after(self, tenant: Tenant, ids: Sequence[str], since: float) -> set[str]:
-        """Of `ids`, those deleted after `since` (all of them, if the collection was)."""
-        params = {"keys": _deletion_keys(tenant, [*ids, "*"]), "since": since}
-        found = {r["id"] for r in await self.conn.read(DELETED_AFTER, params)}
-        return set(ids) if "*" in found else found
+    async def note_deleted(self, tenant: Tenant, ids: Sequence[str]) -> float:
+        """Mark `ids` deleted with a new stamp (see DocumentStore.note_deleted)."""
+        return await self.conn.write_tx(lambda run: deletions.note(run, tenant, ids))
+
+    async def deleted_after(self, tenant: Tenant, ids: Sequence[str], stamp: float) -> set[str]:
+        """Of `ids`, those deleted after `stamp`, and COLLECTION if the collection was."""
+        return await self.conn.read_tx(lambda run: deletions.deleted_after(run, tenant, ids, stamp))
+
+    async def unsupported(self, tenant: Tenant, candidates: RemovedLinks, created: Sequence[str] = ()) -> RemovedLinks:
+        """Of a refused write's relations and concepts, what nothing supports (see DocumentStore)."""
+        return await self.conn.write_tx(lambda run: deletions.unsupported(run, tenant, candidates, created))
 
     async def claim(self, tenant: Tenant, concepts: Mapping[str, str]) -> None:
         """Flag `concepts` (IRI -> key) owned on their entity nodes, before their vectors and labels."""
@@ -362,11 +364,6 @@ class Neo4jDocumentStore:
     async def close(self) -> None:
         """Release the shared driver."""
         await self.conn.release()
-
-
-def _deletion_keys(tenant: Tenant, ids: Sequence[str]) -> list[str]:
-    """KgDeletion node keys (apart from the documents' own keys)."""
-    return keys(tenant, [f"deleted:{i}" for i in ids])
 
 
 def _vector(q: ChunkQuery) -> Sequence[float]:

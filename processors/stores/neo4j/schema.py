@@ -65,6 +65,7 @@ DOCUMENT_SCHEMA = (
     "CREATE CONSTRAINT kg_term_key IF NOT EXISTS FOR (n:KgTerm) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_name_key IF NOT EXISTS FOR (n:KgName) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_deletion_key IF NOT EXISTS FOR (n:KgDeletion) REQUIRE n.key IS UNIQUE",
+    "CREATE INDEX kg_deletion_scope IF NOT EXISTS FOR (n:KgDeletion) ON (n.user, n.collection)",
     "CREATE INDEX kg_name_scope IF NOT EXISTS FOR (n:KgName) ON (n.user, n.collection)",
     "CREATE CONSTRAINT kg_spelling_key IF NOT EXISTS FOR (n:KgSpelling) REQUIRE n.key IS UNIQUE",
     "CREATE INDEX kg_spelling_iri IF NOT EXISTS FOR (n:KgSpelling) ON (n.user, n.collection, n.iri)",

@@ -74,8 +74,8 @@ CREATE TABLE IF NOT EXISTS term_df (
     user TEXT NOT NULL, collection TEXT NOT NULL, term TEXT NOT NULL, df INTEGER NOT NULL,
     PRIMARY KEY (user, collection, term)
 ) WITHOUT ROWID;
--- When documents were deleted (id '*': the whole collection), so a write begun before the delete
--- (a killed load's request redelivered to another worker) does not bring them back.
+-- Deletion marks (id '': the whole collection) with the stamp each delete issued, so a write of a
+-- load begun before the delete (a later batch, a killed load's request redelivered) is refused.
 CREATE TABLE IF NOT EXISTS doc_deletions (
     user TEXT NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL, at REAL NOT NULL,
     PRIMARY KEY (user, collection, id)
@@ -146,14 +146,18 @@ CLAIM_CONCEPT = (
     "INSERT INTO concepts VALUES (?1, ?2, ?3, 1, ?4) ON CONFLICT DO UPDATE SET owned = 1,"
     " key = CASE WHEN key = '' THEN excluded.key ELSE key END"
 )
+# Deletion marks: `at` is the stamp the delete issued (the collection's highest plus one; a docs.db
+# of an earlier kgflow holds delete times there, also only ever growing). id '': the collection.
+WRITE_STAMP = "SELECT coalesce(max(at), 0) FROM doc_deletions WHERE user = ? AND collection = ?"
 NOTE_DELETED = (
     "INSERT INTO doc_deletions (user, collection, id, at) VALUES (?, ?, ?, ?) "
     "ON CONFLICT (user, collection, id) DO UPDATE SET at = max(at, excluded.at)"
 )
 DELETED_AFTER = (
     "SELECT id FROM doc_deletions WHERE user = ? AND collection = ? AND at > ? "
-    "AND id IN (SELECT value FROM json_each(?) UNION SELECT '*')"
+    "AND id IN (SELECT value FROM json_each(?) UNION SELECT '')"
 )
+DROP_DELETION_MARKS = "DELETE FROM doc_deletions WHERE user = ? AND collection = ?"
 CONCEPT_KEYS = (
     "SELECT key, iri FROM concept_keys WHERE user = ? AND collection = ? AND key IN (SELECT value FROM json_each(?))"
 )

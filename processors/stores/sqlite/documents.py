@@ -25,17 +25,16 @@ from processors.stores.documents_protocol import (
     RelationHit,
     RemovedLinks,
 )
-from processors.stores.sqlite import chunk_candidates, passages, relation_rows
+from processors.stores.sqlite import chunk_candidates, deletions, passages, relation_rows
+from processors.stores.sqlite.deletions import DeletionMarks
 from processors.stores.sqlite.doc_writes import backfill, delete_docs, insert_records, unlinked
 from processors.stores.sqlite.docs_schema import (
     CHUNK_LINKS,
     CLAIM_CONCEPT,
     CONCEPT_KEYS,
-    DELETED_AFTER,
     EPISODE_COUNTS,
     EPISODES,
     GET_CHUNKS,
-    NOTE_DELETED,
     OWNED_CONCEPTS,
     SCHEMA,
     SCOPED_ENTITIES,
@@ -44,6 +43,9 @@ from processors.stores.sqlite.docs_schema import (
     scoped_ids,
 )
 from processors.stores.sqlite.pool import SqlitePool
+from processors.stores.sqlite.relation_rows import IN as RELATIONS_IN
+from processors.stores.sqlite.relation_rows import OUT as RELATIONS_OUT
+from processors.stores.sqlite.relation_rows import SCOPED_IN, SCOPED_OUT
 from processors.stores.sqlite.spellings import TABLES as SPELLING_TABLES
 from processors.stores.sqlite.spellings import read_spellings
 from processors.stores.sqlite.vector_lists import VectorLists
@@ -53,8 +55,8 @@ from schemas.tenant import Tenant
 T = TypeVar("T")
 
 
-class SqliteDocumentStore:
-    """DocumentStore on SQLite (see module docstring)."""
+class SqliteDocumentStore(DeletionMarks):
+    """DocumentStore on SQLite (see module docstring; its deletion marks: deletions.py)."""
 
     def __init__(self, path: Path) -> None:
         # Not mapped: a question reads a few IVF lists of a file that may hold millions of chunks, and
@@ -65,12 +67,16 @@ class SqliteDocumentStore:
             backfill(conn, self.lists)
 
     # --- writes -------------------------------------------------------------------------------
-    async def store(self, tenant: Tenant, records: Sequence[DocumentRecord]) -> RemovedLinks:
-        """Write documents (replacing earlier versions of the same ids) in one transaction; returns
-        what the replaced versions linked that nothing links any more."""
+    async def store(
+        self, tenant: Tenant, records: Sequence[DocumentRecord], stamp: float | None = None
+    ) -> RemovedLinks:
+        """Write documents (replacing earlier versions of the same ids) in one transaction, refused
+        after a delete since `stamp`; returns what the replaced versions linked that nothing links."""
+        ids = [r.document.id for r in records]
 
         def write(conn: sqlite3.Connection) -> RemovedLinks:
-            removed = delete_docs(conn, self.lists, tenant, [r.document.id for r in records])
+            deletions.check(conn, tenant, ids, stamp)
+            removed = delete_docs(conn, self.lists, tenant, ids)
             insert_records(conn, self.lists, tenant, records)
             return unlinked(conn, tenant, removed)
 
@@ -85,16 +91,9 @@ class SqliteDocumentStore:
 
         return await self.db.write(write)
 
-    async def note_deleted(self, tenant: Tenant, ids: Sequence[str], at: float) -> None:
-        """Remember that these documents (`*`: the whole collection) were deleted at `at`."""
-        rows = [(tenant.user, tenant.collection, i, at) for i in ids]
-        await self.db.write(lambda conn: conn.executemany(NOTE_DELETED, rows))
-
-    async def deleted_after(self, tenant: Tenant, ids: Sequence[str], since: float) -> set[str]:
-        """Of `ids`, those deleted after `since` (all of them, if the collection was)."""
-        args = (tenant.user, tenant.collection, since, json.dumps(list(ids)))
-        found = {str(r[0]) for r in await self.db.read(lambda conn: conn.execute(DELETED_AFTER, args).fetchall())}
-        return set(ids) if "*" in found else found
+    async def unsupported(self, tenant: Tenant, candidates: RemovedLinks, created: Sequence[str] = ()) -> RemovedLinks:
+        """Of a refused write's relations and concepts, what nothing supports (see DocumentStore)."""
+        return await self.db.write(lambda conn: deletions.unsupported(conn, tenant, candidates, created))
 
     async def claim(self, tenant: Tenant, concepts: Mapping[str, str]) -> None:
         """Owned concept rows for `concepts` (IRI -> key), before their vectors and labels exist."""
@@ -122,7 +121,7 @@ class SqliteDocumentStore:
             relation_rows.delete_collection(conn, tenant)  # before the chunks its rows name
             for table in ("documents", "doc_meta", "chunks", "mentions", "concepts",
                           "concept_keys", "chunk_subjects", "collection_counts", "term_df",
-                          "doc_deletions", *SPELLING_TABLES):  # fmt: skip
+                          *SPELLING_TABLES):  # fmt: skip
                 conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", uc)
             self.lists.drop(conn, tenant)
 
@@ -241,7 +240,7 @@ class SqliteDocumentStore:
             allowed = scoped_ids(conn, tenant)
             docs = None if allowed is None else json.dumps(sorted(allowed))
             found: dict[tuple[str, str, str], int] = {}
-            for sql in (relation_rows.OUT, relation_rows.IN):
+            for sql in (RELATIONS_OUT, RELATIONS_IN):
                 for e in dict.fromkeys(entities):
                     for s_, p_, o_, n in conn.execute(sql, (tenant.user, tenant.collection, e, docs, per_entity)):
                         found[(s_, p_, o_)] = int(n)
@@ -336,7 +335,7 @@ class SqliteDocumentStore:
             allowed = scoped_ids(conn, tenant)
             docs = json.dumps(sorted(allowed or ()))
             found = []
-            for sql in (relation_rows.SCOPED_OUT, relation_rows.SCOPED_IN):
+            for sql in (SCOPED_OUT, SCOPED_IN):
                 for e in dict.fromkeys(entities):
                     rows = conn.execute(sql, (tenant.user, tenant.collection, e, docs, limit_per_entity))
                     found += [((s_, p_, o_, 0, "", ""), e) for s_, p_, o_ in rows]
