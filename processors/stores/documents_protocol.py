@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
+from processors.stores.community_graph import CommunityGraph
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Document, DocumentInfo, Mention, Scope
 from schemas.tenant import Tenant
@@ -66,6 +67,7 @@ class CommunityRecord:
     top_chunks: list[str] = field(default_factory=list)
     vector: list[float] = field(default_factory=list)
     membership_hash: str = ""
+    vector_chunks: list[str] = field(default_factory=list)  # no `vector`: the store makes it, their mean
 
 
 def tenant_token(tenant: Tenant) -> str:
@@ -101,15 +103,6 @@ class RelationChunk:
 
     relation: tuple[str, str, str]
     chunk_id: str
-
-
-@dataclass(frozen=True)
-class CommunityGraph:
-    """What a community build reads of a collection: relation weights (s, o, chunks supporting
-    the relation) and mentions (entity, chunk, count)."""
-
-    edges: list[tuple[str, str, float]]
-    mentions: list[tuple[str, str, int]]
 
 
 @dataclass(frozen=True)
@@ -289,8 +282,9 @@ class DocumentStore(Protocol):
 class CommunityStore(Protocol):
     """Communities of collections: hierarchy, members, chunks, profile vectors, cached summaries."""
 
-    async def graph(self, tenant: Tenant) -> CommunityGraph:
-        """Relation weights and mentions (entity, chunk, count): what a build reads."""
+    async def graph(self, tenant: Tenant, entities: Sequence[str] | None = None) -> CommunityGraph:
+        """Relation weights and mentions (entity, chunk, count) as arrays: what a build reads; with
+        `entities`, the relations between them and their mentions (what an update re-clusters)."""
         ...
 
     async def chunk_vectors(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, list[float]]:

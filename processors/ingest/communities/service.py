@@ -18,18 +18,15 @@ from processors.base.bus import Bus
 from processors.base.processor import FlowContext, ServiceSpec
 from processors.base.settings import RuntimeSettings, flow_params
 from processors.ingest.communities.coalesce import Coalescer
-from processors.ingest.communities.detect import CommunityParams, detect
-from processors.ingest.communities.profiles import profile, set_vectors, vector_chunks
+from processors.ingest.communities.detect import CommunityParams, hierarchy
+from processors.ingest.communities.profiles import Profiles
 from processors.services.store_processor import StoreProcessor
-from processors.stores.documents_protocol import CommunityRecord
 from schemas.communities import BuildCommunities, CommunitiesResponse
 from schemas.services import COMMUNITY_BUILD
 from schemas.tenant import Tenant
 
 if TYPE_CHECKING:
     from processors.stores.factory import Stores
-
-VECTOR_PAGE = 1000  # communities whose chunk vectors are read at once (at most 10 chunks each)
 
 
 class CommunityBuildProcessor(StoreProcessor):
@@ -56,19 +53,9 @@ class CommunityBuildProcessor(StoreProcessor):
     async def _build(self, tenant: Tenant, params: CommunityParams) -> CommunitiesResponse:
         started = time.perf_counter()
         graph = await self.stores.communities.graph(tenant)
-        found = await asyncio.to_thread(detect, graph.edges, params)
-        records = await asyncio.to_thread(profile, found, graph.mentions, graph.edges)
+        found = await asyncio.to_thread(hierarchy, graph, params)
+        profiles = await asyncio.to_thread(Profiles, found, graph)
         del graph
-        await self._profile_vectors(tenant, records)
-        await self.stores.communities.replace(tenant, records)
-        levels: dict[int, int] = {}
-        for r in records:
-            levels[r.level] = levels.get(r.level, 0) + 1
+        await self.stores.communities.replace(tenant, (r for page in profiles.pages() for r in page))
+        levels = {level: len(ids) for level, ids in enumerate(found.ids)}
         return CommunitiesResponse(levels=levels, build_ms=round((time.perf_counter() - started) * 1000, 1))
-
-    async def _profile_vectors(self, tenant: Tenant, records: list[CommunityRecord]) -> None:
-        """Each community's profile vector, from its chunks' vectors read a page of communities at a time."""
-        for at in range(0, len(records), VECTOR_PAGE):
-            page = records[at : at + VECTOR_PAGE]
-            ids = sorted({cid for r in page for cid in vector_chunks(r)})
-            set_vectors(page, await self.stores.communities.chunk_vectors(tenant, ids))

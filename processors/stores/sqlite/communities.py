@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from processors.stores.documents_protocol import CommunityGraph, CommunityRecord
+from processors.stores.community_graph import PAGE, CommunityGraph, GraphReader, mean_vector, pages
+from processors.stores.documents_protocol import CommunityRecord
 from processors.stores.sqlite.docs_schema import scoped_ids
 from processors.stores.sqlite.pool import SqlitePool, delete_tenant_rows
 from processors.stores.sqlite.vector_lists import VectorLists
@@ -45,8 +46,27 @@ SELECT_COMMUNITIES = (
 )
 Row = tuple[CommunityInfo, np.ndarray]  # a community and its profile vector
 RESCORE = 4  # IVF hits read per community wanted, rescored exactly
+WRITE_PAGE = 1000  # communities written at once
 LEVEL_SPACES = (
     "SELECT space FROM vector_spaces WHERE user = ? AND collection = ? AND space LIKE 'community-%' AND items > 0"
+)
+
+
+# The co-occurrence graph a build reads (a relation's weight: the chunks supporting it) and the
+# mentions; the AMONG pair keeps the subgraph between the entities of ?3 (a JSON list). Only these
+# statements name the tables the graph comes from.
+GRAPH_EDGES = (
+    "SELECT s, o, count(DISTINCT chunk_id) FROM relation_sources WHERE user = ?1 AND collection = ?2 GROUP BY s, p, o"
+)
+GRAPH_MENTIONS = "SELECT entity, chunk_id, count FROM mentions WHERE user = ?1 AND collection = ?2"
+GRAPH_EDGES_AMONG = (
+    "SELECT r.s, r.o, count(DISTINCT r.chunk_id) FROM json_each(?3) j CROSS JOIN relation_sources r"
+    " WHERE r.user = ?1 AND r.collection = ?2 AND r.s = j.value AND r.o IN (SELECT value FROM json_each(?3))"
+    " GROUP BY r.s, r.p, r.o"
+)
+GRAPH_MENTIONS_AMONG = (
+    "SELECT m.entity, m.chunk_id, m.count FROM json_each(?3) j CROSS JOIN mentions m"
+    " WHERE m.user = ?1 AND m.collection = ?2 AND m.entity = j.value"
 )
 
 
@@ -62,21 +82,22 @@ class SqliteCommunityStore:
         self.db, self.lists = db, lists
         db.ensure_schema(SCHEMA)
 
-    async def graph(self, tenant: Tenant) -> CommunityGraph:
-        """What detection and profiles read: relation weights (chunks supporting each) and mentions
-        (one store call)."""
+    async def graph(self, tenant: Tenant, entities: Sequence[str] | None = None) -> CommunityGraph:
+        """What detection and profiles read (one store call), as arrays streamed a page of rows at a
+        time: relation weights (chunks supporting each) and mentions; with `entities`, only the
+        relations between them and their mentions (the subgraph an update re-clusters)."""
+        only = None if entities is None else json.dumps(sorted(set(entities)))
 
         def read(conn: sqlite3.Connection) -> CommunityGraph:
-            uc = (tenant.user, tenant.collection)
-            edges = conn.execute(
-                "SELECT s, o, count(DISTINCT chunk_id) FROM relation_sources WHERE user = ? AND collection = ?"
-                " GROUP BY s, p, o",
-                uc,
-            ).fetchall()
-            mentions = conn.execute(
-                "SELECT entity, chunk_id, count FROM mentions WHERE user = ? AND collection = ?", uc
-            ).fetchall()
-            return CommunityGraph(edges, mentions)
+            reader = GraphReader()
+            among = only is not None
+            edges, mentions = (GRAPH_EDGES_AMONG, GRAPH_MENTIONS_AMONG) if among else (GRAPH_EDGES, GRAPH_MENTIONS)
+            args = (tenant.user, tenant.collection) + (() if only is None else (only,))
+            for sql, add in ((edges, reader.edges), (mentions, reader.mentions)):
+                rows = conn.execute(sql, args)
+                while page := rows.fetchmany(PAGE):
+                    add(page)
+            return reader.graph()
 
         return await self.db.read(read)
 
@@ -87,9 +108,10 @@ class SqliteCommunityStore:
         rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
         return {i: np.frombuffer(v, dtype=np.float32).tolist() for i, v in rows}
 
-    async def replace(self, tenant: Tenant, records: Sequence[CommunityRecord]) -> None:
-        """Replace the collection's communities; a community whose membership did not change keeps
-        its summary."""
+    async def replace(self, tenant: Tenant, records: Iterable[CommunityRecord]) -> None:
+        """Replace the collection's communities in one transaction, consuming `records` a page at a
+        time (a build's records are made as they are written); a community whose membership did not
+        change keeps its summary."""
 
         def write(conn: sqlite3.Connection) -> None:
             uc = (tenant.user, tenant.collection)
@@ -100,34 +122,47 @@ class SqliteCommunityStore:
             )  # fmt: skip
             for table in ("communities", "community_members", "community_chunks"):
                 conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", uc)
-            docs = dict(conn.execute("SELECT id, document_id FROM chunks WHERE user = ? AND collection = ?", uc))
-            for r in records:
-                summary, model = kept.get(r.membership_hash, (None, None))
-                conn.execute(
-                    "INSERT INTO communities VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,0)",
-                    (*uc, r.id, r.level, r.parent, json.dumps(r.children), len(r.members), len(r.chunks),
-                     json.dumps(r.top_entities), json.dumps(r.top_chunks),
-                     np.asarray(r.vector, dtype=np.float32).tobytes(), r.membership_hash, summary, model),
-                )  # fmt: skip
-                conn.executemany(
-                    "INSERT INTO community_members VALUES (?,?,?,?,?)", [(*uc, m, r.level, r.id) for m in r.members]
-                )
-                conn.executemany(
-                    "INSERT INTO community_chunks VALUES (?,?,?,?,?,?)",
-                    [(*uc, r.id, c, docs[c], w) for c, w in r.chunks.items() if c in docs],
-                )
-            self._index(conn, tenant, records)
+            for (space,) in conn.execute(LEVEL_SPACES, uc).fetchall():  # the previous build's vectors go
+                self.lists.drop(conn, tenant, space)
+            for page in pages(records, WRITE_PAGE):
+                self._insert(conn, tenant, page, kept)
 
         await self.db.write(write)
 
-    def _index(self, conn: sqlite3.Connection, tenant: Tenant, records: Sequence[CommunityRecord]) -> None:
-        """The profile vectors in IVF lists, one space per level (the previous build's spaces go)."""
-        for (space,) in conn.execute(LEVEL_SPACES, (tenant.user, tenant.collection)).fetchall():
-            self.lists.drop(conn, tenant, space)
+    def _insert(
+        self, conn: sqlite3.Connection, tenant: Tenant, page: Sequence[CommunityRecord],
+        kept: dict[str, tuple[str | None, str | None]],
+    ) -> None:  # fmt: skip
+        """Write a page of communities: rows, members, chunks, profile vectors (in IVF lists, one
+        space per level); a record without a vector gets the mean of its `vector_chunks`' vectors."""
+        uc = (tenant.user, tenant.collection)
+        wanted = {c for r in page for c in r.chunks} | {c for r in page if not r.vector for c in r.vector_chunks}
+        read = conn.execute(
+            "SELECT id, document_id, vec FROM chunks WHERE user = ? AND collection = ?"
+            " AND id IN (SELECT value FROM json_each(?))", (*uc, json.dumps(sorted(wanted))))  # fmt: skip
+        docs, vecs = {}, {}
+        for cid, doc, vec in read:
+            docs[cid], vecs[cid] = doc, vec
         by_level: dict[int, list[tuple[str, str, np.ndarray]]] = {}
-        for r in records:
-            if r.vector:
-                by_level.setdefault(r.level, []).append((r.id, "", np.asarray(r.vector, dtype=np.float32)))
+        for r in page:
+            chosen = [np.frombuffer(vecs[c], dtype=np.float32) for c in r.vector_chunks if c in vecs]
+            vector = np.asarray(r.vector or mean_vector(chosen), dtype=np.float32)
+            summary, model = kept.get(r.membership_hash, (None, None))
+            conn.execute(
+                "INSERT INTO communities VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,0)",
+                (*uc, r.id, r.level, r.parent, json.dumps(r.children), len(r.members), len(r.chunks),
+                 json.dumps(r.top_entities), json.dumps(r.top_chunks), vector.tobytes(), r.membership_hash,
+                 summary, model),
+            )  # fmt: skip
+            conn.executemany(
+                "INSERT INTO community_members VALUES (?,?,?,?,?)", [(*uc, m, r.level, r.id) for m in r.members]
+            )
+            conn.executemany(
+                "INSERT INTO community_chunks VALUES (?,?,?,?,?,?)",
+                [(*uc, r.id, c, docs[c], w) for c, w in r.chunks.items() if c in docs],
+            )
+            if len(vector):
+                by_level.setdefault(r.level, []).append((r.id, "", vector))
         for level, items in by_level.items():
             self.lists.add(conn, tenant, level_space(level), items)
 
