@@ -4,6 +4,7 @@ becomes integers, and no Python object per edge or mention outlives its page."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -109,3 +110,9 @@ def pages(items: Iterable[T], size: int) -> Iterator[list[T]]:
             page = []
     if page:
         yield page
+
+
+def parent_hash(child_hashes: Iterable[str]) -> str:
+    """The membership hash of a community above level 0: of its children's hashes (its members
+    change exactly when a child's do, and an update recomputes it without reading every member)."""
+    return hashlib.sha256(("^\0" + "\0".join(sorted(child_hashes))).encode()).hexdigest()[:16]

@@ -21,7 +21,7 @@ import scipy.sparse as sp
 
 from processors.algorithms.leiden import undirected
 from processors.ingest.communities.detect import Community, Hierarchy
-from processors.stores.community_graph import CommunityGraph, mean_vector
+from processors.stores.community_graph import CommunityGraph, mean_vector, parent_hash
 from processors.stores.documents_protocol import CommunityRecord
 
 TOP_ENTITIES = 10
@@ -31,7 +31,8 @@ PAGE = 1000  # communities whose records are made (and written) at once
 
 
 def membership_hash(members: Sequence[str]) -> str:
-    """What a cached summary is valid for: the sorted members."""
+    """What a level-0 community's cached summary is valid for: the sorted members (above level 0:
+    `parent_hash` of the children's)."""
     return hashlib.sha256("\0".join(sorted(members)).encode()).hexdigest()[:16]
 
 
@@ -91,7 +92,7 @@ class Profiles:
             out.append(CommunityRecord(
                 id=ids[c], level=level, parent=parent, children=sorted(f.ids[level - 1][k] for k in kids.get(c, [])),
                 members=members, chunks=chunks, top_entities=[names[m] for m in tops[c]],
-                top_chunks=ranked[:TOP_CHUNKS], membership_hash=membership_hash(members),
+                top_chunks=ranked[:TOP_CHUNKS], membership_hash=self._hashes(level)[c],
                 vector_chunks=ranked[:VECTOR_CHUNKS],
             ))  # fmt: skip
         return out
@@ -105,6 +106,21 @@ class Profiles:
         return {ids[j]: float(v) for j, v in zip(cols.tolist(), vals.tolist(), strict=True)}, [
             ids[j] for j in cols[order].tolist()
         ]
+
+    def _hashes(self, level: int) -> list[str]:
+        """Membership hashes of a level's communities: of the members at level 0, of the children's
+        hashes above (`parent_hash`); kept for the level and the one below."""
+        cache = self.__dict__.setdefault("_hash", {})
+        if level not in cache:
+            f = self.found
+            if level == 0:
+                cache[0] = [membership_hash([f.names[m] for m in ms.tolist()]) for ms in f.members[0]]
+            else:
+                below, kids = self._hashes(level - 1), self._children(level)
+                cache[level] = [parent_hash(below[k] for k in kids.get(c, [])) for c in range(len(f.ids[level]))]
+            for old in [x for x in cache if x < level - 1]:
+                del cache[old]
+        return cache[level]  # type: ignore[no-any-return]
 
     def _children(self, level: int) -> dict[int, list[int]]:
         cache = self.__dict__.setdefault("_kids", {})
