@@ -17,13 +17,20 @@ import numpy as np
 SEED = 7
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Edges:
     """Weighted edges between integer node ids (parallel arrays)."""
 
     src: np.ndarray  # int32
     dst: np.ndarray  # int32
     weight: np.ndarray  # float32
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Edges) and all(
+            np.array_equal(getattr(self, f), getattr(other, f)) for f in ("src", "dst", "weight")
+        )
+
+    __hash__ = None  # type: ignore[assignment]
 
     @staticmethod
     def of(src: object, dst: object, weight: object) -> Edges:

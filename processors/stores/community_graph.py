@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import numpy as np
@@ -17,13 +17,20 @@ PAGE = 50_000  # rows a store hands over at once
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Mentions:
     """Mention rows as parallel arrays: entity node id, chunk number, count."""
 
     entity: np.ndarray  # int32, into CommunityGraph.names
     chunk: np.ndarray  # int32, into CommunityGraph.chunks
     count: np.ndarray  # int32
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mentions) and all(
+            np.array_equal(getattr(self, f), getattr(other, f)) for f in ("entity", "chunk", "count")
+        )
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
@@ -116,3 +123,42 @@ def parent_hash(child_hashes: Iterable[str]) -> str:
     """The membership hash of a community above level 0: of its children's hashes (its members
     change exactly when a child's do, and an update recomputes it without reading every member)."""
     return hashlib.sha256(("^\0" + "\0".join(sorted(child_hashes))).encode()).hexdigest()[:16]
+
+
+@dataclass
+class CommunityRecord:
+    """A community as stored: hierarchy, members, chunks, profile and vector."""
+
+    id: str
+    level: int
+    parent: str | None
+    children: list[str]
+    members: list[str]
+    chunks: dict[str, float]  # chunk id -> weight
+    top_entities: list[str] = field(default_factory=list)
+    top_chunks: list[str] = field(default_factory=list)
+    vector: list[float] = field(default_factory=list)
+    membership_hash: str = ""
+    vector_chunks: list[str] = field(default_factory=list)  # no `vector`: the store makes it, their mean
+
+
+@dataclass
+class Stale:
+    """What an update starts from: the stale level-0 communities, their ancestors, the pending concepts."""
+
+    communities: dict[str, list[str]]  # stale level-0 community id -> its members
+    ancestors: dict[str, list[str]]  # stale level-0 community id -> its ancestors' ids, level 1 up
+    pending: list[str] = field(default_factory=list)  # concepts no community holds
+
+    def touched(self) -> list[str]:
+        """The concepts the update re-clusters."""
+        return sorted({m for ms in self.communities.values() for m in ms} | set(self.pending))
+
+
+@dataclass
+class Change:
+    """What an update writes: level-0 communities out and in, and each touched concept's ancestors."""
+
+    removed: list[str]
+    added: list[CommunityRecord]  # level 0, parent set; vectors from `vector_chunks` (the store)
+    ancestors: dict[str, list[str]]  # touched concept -> its new ancestors' ids, level 1 up ([]: none)

@@ -148,7 +148,7 @@ async def test_search_goes_top_level_first_and_falls_back(docs: DocBackend) -> N
 async def test_graph_is_what_a_build_reads(docs: DocBackend) -> None:
     user, coll = await stored(docs)
     graph = await docs.communities.graph(Tenant(user, coll))
-    edges, mentions = graph.edges, graph.mentions
+    edges, mentions = graph.edge_rows(), graph.mention_rows()
     assert sorted(edges) == [(e("curie"), e("paris"), 1), (e("curie"), e("warsaw"), 2), (e("louvre"), e("seine"), 1)]
     assert sorted(mentions) == sorted(
         [(e("curie"), "a:0", 1), (e("paris"), "a:0", 1), (e("warsaw"), "a:1", 2), (e("seine"), "b:0", 1),
@@ -162,7 +162,7 @@ async def test_graph_is_what_a_build_reads(docs: DocBackend) -> None:
     await docs.communities.delete_collection(Tenant(user, coll))
     assert await docs.communities.list(Tenant(user, coll)) == []
     assert await docs.communities.of_entities(Tenant(user, coll), [e("curie")], 0) == {}
-    assert len((await docs.communities.graph(Tenant(user, coll))).mentions) == 6  # documents stay
+    assert len((await docs.communities.graph(Tenant(user, coll))).mention_rows()) == 6  # documents stay
 
 
 async def test_replaces_at_once_each_complete_and_leave_one_set(docs: DocBackend) -> None:

@@ -23,36 +23,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from processors.ingest.communities.detect import CommunityParams, Hierarchy, hierarchy
 from processors.ingest.communities.profiles import Profiles
-from processors.stores.community_graph import CommunityGraph
-from processors.stores.documents_protocol import CommunityRecord
-
-
-@dataclass
-class Stale:
-    """What an update starts from: the stale level-0 communities, their ancestors, the pending concepts."""
-
-    communities: dict[str, list[str]]  # stale level-0 community id -> its members
-    ancestors: dict[str, list[str]]  # stale level-0 community id -> its ancestors' ids, level 1 up
-    pending: list[str] = field(default_factory=list)  # concepts no community holds
-
-    def touched(self) -> list[str]:
-        """The concepts the update re-clusters."""
-        return sorted({m for ms in self.communities.values() for m in ms} | set(self.pending))
-
-
-@dataclass
-class Change:
-    """What an update writes: level-0 communities out and in, and each touched concept's ancestors."""
-
-    removed: list[str]
-    added: list[CommunityRecord]  # level 0, parent set; vectors from `vector_chunks` (the store)
-    ancestors: dict[str, list[str]]  # touched concept -> its new ancestors' ids, level 1 up ([]: none)
+from processors.stores.community_graph import Change, CommunityGraph, Stale
 
 
 def recluster(stale: Stale, graph: CommunityGraph, params: CommunityParams) -> Change:

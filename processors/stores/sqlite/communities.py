@@ -11,8 +11,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from processors.stores.community_graph import PAGE, CommunityGraph, GraphReader, mean_vector, pages
+from processors.stores.community_graph import PAGE, Change, CommunityGraph, GraphReader, Stale, mean_vector, pages
 from processors.stores.documents_protocol import CommunityRecord
+from processors.stores.sqlite.community_update import apply, level_space, read_stale
 from processors.stores.sqlite.docs_schema import scoped_ids
 from processors.stores.sqlite.pool import SqlitePool, delete_tenant_rows
 from processors.stores.sqlite.vector_lists import VectorLists
@@ -32,6 +33,10 @@ CREATE TABLE IF NOT EXISTS community_members (
     PRIMARY KEY (user, collection, entity, level)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS community_members_c ON community_members(user, collection, community);
+CREATE TABLE IF NOT EXISTS community_pending (
+    user TEXT NOT NULL, collection TEXT NOT NULL, entity TEXT NOT NULL,
+    PRIMARY KEY (user, collection, entity)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS community_chunks (
     user TEXT NOT NULL, collection TEXT NOT NULL, community TEXT NOT NULL, chunk_id TEXT NOT NULL,
     document_id TEXT NOT NULL, weight REAL NOT NULL,
@@ -47,11 +52,21 @@ SELECT_COMMUNITIES = (
 Row = tuple[CommunityInfo, np.ndarray]  # a community and its profile vector
 RESCORE = 4  # IVF hits read per community wanted, rescored exactly
 WRITE_PAGE = 1000  # communities written at once
+TABLES = ("communities", "community_members", "community_chunks", "community_pending")
 LEVEL_SPACES = (
     "SELECT space FROM vector_spaces WHERE user = ? AND collection = ? AND space LIKE 'community-%' AND items > 0"
 )
 
 
+MARK_STALE = (
+    "UPDATE communities SET stale = 1 WHERE user = ?1 AND collection = ?2 AND id IN (SELECT community"
+    " FROM community_members WHERE user = ?1 AND collection = ?2 AND entity IN (SELECT value FROM json_each(?3)))"
+)
+MARK_PENDING = (
+    "INSERT OR IGNORE INTO community_pending SELECT ?1, ?2, j.value FROM json_each(?3) j"
+    " WHERE EXISTS (SELECT 1 FROM communities WHERE user = ?1 AND collection = ?2) AND NOT EXISTS (SELECT 1"
+    " FROM community_members m WHERE m.user = ?1 AND m.collection = ?2 AND m.entity = j.value AND m.level = 0)"
+)
 # The co-occurrence graph a build reads (a relation's weight: the chunks supporting it) and the
 # mentions; the AMONG pair keeps the subgraph between the entities of ?3 (a JSON list). Only these
 # statements name the tables the graph comes from.
@@ -68,11 +83,6 @@ GRAPH_MENTIONS_AMONG = (
     "SELECT m.entity, m.chunk_id, m.count FROM json_each(?3) j CROSS JOIN mentions m"
     " WHERE m.user = ?1 AND m.collection = ?2 AND m.entity = j.value"
 )
-
-
-def level_space(level: int) -> str:
-    """The vector space of one level's profile vectors."""
-    return f"community-{level}"
 
 
 class SqliteCommunityStore:
@@ -120,8 +130,7 @@ class SqliteCommunityStore:
                     "SELECT membership_hash, summary, summary_model FROM communities WHERE user = ? AND collection = ?"
                     " AND summary IS NOT NULL", uc))
             )  # fmt: skip
-            for table in ("communities", "community_members", "community_chunks"):
-                conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", uc)
+            delete_tenant_rows(conn, tenant, TABLES)
             for (space,) in conn.execute(LEVEL_SPACES, uc).fetchall():  # the previous build's vectors go
                 self.lists.drop(conn, tenant, space)
             for page in pages(records, WRITE_PAGE):
@@ -167,13 +176,25 @@ class SqliteCommunityStore:
             self.lists.add(conn, tenant, level_space(level), items)
 
     async def mark_stale(self, tenant: Tenant, entities: Sequence[str]) -> None:
-        """Flag the communities (every level) these entities belong to."""
-        sql = (
-            "UPDATE communities SET stale = 1 WHERE user = ?1 AND collection = ?2 AND id IN (SELECT community"
-            " FROM community_members WHERE user = ?1 AND collection = ?2"
-            " AND entity IN (SELECT value FROM json_each(?3)))"
-        )
-        await self.db.write(lambda c: c.execute(sql, (tenant.user, tenant.collection, json.dumps(list(entities)))))
+        """Flag the communities (every level) these entities belong to; once a build has made
+        communities, those of no community are pending (the next update clusters them)."""
+        args = (tenant.user, tenant.collection, json.dumps(list(entities)))
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute(MARK_STALE, args)
+            conn.execute(MARK_PENDING, args)
+
+        await self.db.write(write)
+
+    async def stale(self, tenant: Tenant) -> Stale | None:
+        """The stale level-0 communities (members, ancestors) and the pending concepts; None when
+        the collection has no communities."""
+        return await self.db.read(lambda conn: read_stale(conn, tenant))
+
+    async def update(self, tenant: Tenant, change: Change) -> None:
+        """Apply an incremental update in one transaction (sqlite/community_update.py)."""
+        await self.db.write(lambda conn: apply(conn, self.lists, tenant, change,
+                                               lambda c, page, kept: self._insert(c, tenant, page, kept)))  # fmt: skip
 
     async def list(
         self,
@@ -292,8 +313,7 @@ class SqliteCommunityStore:
 
     async def delete_collection(self, tenant: Tenant) -> None:
         """Drop the collection's communities."""
-        tables = ("communities", "community_members", "community_chunks")
-        await self.db.write(lambda c: delete_tenant_rows(c, tenant, tables))
+        await self.db.write(lambda c: delete_tenant_rows(c, tenant, TABLES))
 
     async def close(self) -> None:
         """The pool belongs to the document store."""
