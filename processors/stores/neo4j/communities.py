@@ -16,9 +16,10 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from processors.stores.community_graph import PAGE, CommunityGraph, GraphReader, mean_vector
+from processors.stores.community_graph import PAGE, Change, CommunityGraph, GraphReader, Stale, mean_vector
 from processors.stores.documents_protocol import CommunityRecord
 from processors.stores.neo4j.chunk_search import vector_index_query
+from processors.stores.neo4j.community_update import MARK_PENDING, UNPEND_ALL, apply, read_stale
 from processors.stores.neo4j.schema import Neo4jConnection, PagedQuery, Runner, entity_key, node_key, stored_vector
 from processors.stores.neo4j.scope import IN_SCOPE, UNSCOPED, keys, tenant_params
 from processors.stores.protocol import VECTOR_DIMENSIONS
@@ -134,6 +135,7 @@ DELETE_COLLECTION = (
     "MATCH " + _TENANT + " CALL (c) { DETACH DELETE c" + _BATCHED,
     "MATCH (e:KgEntity {user: $user, collection: $collection}) WHERE e.label IS NULL AND e.embedding IS NULL "
     "CALL (e) { WITH e WHERE NOT (e)--() DELETE e" + _BATCHED,
+    UNPEND_ALL,
 )
 ZERO = [0.0] * VECTOR_DIMENSIONS  # a chunk's zero vector is not stored
 WRITE_PAGE = 1000  # communities written by one statement
@@ -182,16 +184,8 @@ class Neo4jCommunityStore:
             kept = {r["hash"]: (r["summary"], r["model"]) for r in await run(KEPT, scope)}
             old = [r["key"] for r in await run(OLD_MEMBERS, scope)]
             await run(DROP, scope)
-            for at in range(0, len(records), WRITE_PAGE):
-                page = records[at : at + WRITE_PAGE]
-                need = keys(tenant, sorted({c for r in page if not r.vector for c in r.vector_chunks}))
-                vecs = {r["id"]: r["vec"] for r in await run(CHUNK_VECTORS, {**scope, "ckeys": need})} if need else {}
-                rows = _rows(tenant, page, vecs)
-                for row in rows["rows"]:
-                    row["props"]["summary"], row["props"]["summary_model"] = kept.get(row["hash"], (None, None))
-                await run(WRITE, {**scope, **rows})
-            links = [{"key": node_key(tenant, r.id), "parent": node_key(tenant, r.parent)} for r in records if r.parent]
-            await run(HIERARCHY, {**scope, "rows": links})  # once every page is there: parents come after children
+            await run(UNPEND_ALL, scope)
+            await self._write(run, tenant, records, kept)
             await run(BARE, {**scope, "ekeys": old})
 
         from neo4j.exceptions import ConstraintError
@@ -204,11 +198,44 @@ class Neo4jCommunityStore:
                 if attempt + 1 == REPLACE_ATTEMPTS:
                     raise
 
+    async def _write(
+        self, run: Runner, tenant: Tenant, records: Sequence[CommunityRecord],
+        kept: dict[str, tuple[str | None, str | None]],
+    ) -> None:  # fmt: skip
+        """Create communities a page at a time (vectors from their `vector_chunks` where they have
+        none; summaries kept by membership hash), then link each to its parent."""
+        scope = tenant_params(tenant)
+        for at in range(0, len(records), WRITE_PAGE):
+            page = records[at : at + WRITE_PAGE]
+            need = keys(tenant, sorted({c for r in page if not r.vector for c in r.vector_chunks}))
+            vecs = {r["id"]: r["vec"] for r in await run(CHUNK_VECTORS, {**scope, "ckeys": need})} if need else {}
+            rows = _rows(tenant, page, vecs)
+            for row in rows["rows"]:
+                row["props"]["summary"], row["props"]["summary_model"] = kept.get(row["hash"], (None, None))
+            await run(WRITE, {**scope, **rows})
+        links = [{"key": node_key(tenant, r.id), "parent": node_key(tenant, r.parent)} for r in records if r.parent]
+        await run(HIERARCHY, {**scope, "rows": links})  # once every page is there: parents come after children
+
     async def mark_stale(self, tenant: Tenant, entities: Sequence[str]) -> None:
-        """Flag the communities (every level) these entities belong to."""
+        """Flag the communities (every level) these entities belong to; once a build has made
+        communities, those of no community are pending (`KgPending`: the next update clusters them)."""
         ekeys = [entity_key(tenant, e) for e in dict.fromkeys(entities)]
         if ekeys:
-            await self.conn.write([(STALE, {**tenant_params(tenant), "ekeys": ekeys})])
+            params = {**tenant_params(tenant), "ekeys": ekeys}
+            await self.conn.write([(STALE, params), (MARK_PENDING, params)])
+
+    async def stale(self, tenant: Tenant) -> Stale | None:
+        """The stale level-0 communities (members, ancestors) and the pending concepts; None when
+        the collection has no communities."""
+        return await self.conn.read_tx(lambda run: read_stale(run, tenant))
+
+    async def update(self, tenant: Tenant, change: Change) -> None:
+        """Apply an incremental update in one transaction (neo4j/community_update.py)."""
+
+        async def write(run: Runner, records: Sequence[CommunityRecord], kept: dict) -> None:  # type: ignore[type-arg]
+            await self._write(run, tenant, records, kept)
+
+        await self.conn.write_tx(lambda run: apply(run, tenant, change, write))
 
     async def list(
         self,
