@@ -125,7 +125,7 @@ def build(path: Path, seed: int) -> dict[str, Any]:
     """Build the communities over the cached graph as the community-build processor does, then
     time one document's update (see the module docstring)."""
     from bench.graph.community_update import time_update
-    from processors.algorithms.leiden import Edges
+    from processors.algorithms.leiden import Edges, undirected
     from processors.ingest.communities.detect import CommunityParams, hierarchy
     from processors.ingest.communities.profiles import Profiles
     from processors.stores.community_graph import CommunityGraph, Mentions, mean_vector
@@ -138,7 +138,7 @@ def build(path: Path, seed: int) -> dict[str, Any]:
     started, cpu0 = time.perf_counter(), time.process_time()
     graph = CommunityGraph(
         [f"http://kgflow.org/e/concept_{i}" for i in range(vocab)],
-        Edges.of(relations[:, 0], relations[:, 1], relations[:, 2]),
+        undirected(Edges.of(relations[:, 0], relations[:, 1], relations[:, 2]), vocab),  # as the store's reader
         [f"c{i:016x}" for i in range(chunks)],
         Mentions(mentions.ravel().astype(np.int32), np.repeat(np.arange(chunks, dtype=np.int32), per),
                  np.ones(mentions.size, dtype=np.int32)),

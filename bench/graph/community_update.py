@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from processors.algorithms.leiden import Edges
+from processors.algorithms.leiden import Edges, undirected
 from processors.ingest.communities.detect import CommunityParams, Hierarchy
 from processors.ingest.communities.update import Stale, recluster
 from processors.stores.community_graph import CommunityGraph, Mentions, mean_vector
@@ -96,7 +96,8 @@ def _subgraph(
     entity = np.concatenate([np.searchsorted(nodes, m.entity[said]), np.searchsorted(nodes, row[doc])])
     return CommunityGraph(
         [names[x] for x in nodes.tolist()],
-        Edges.of(np.searchsorted(nodes, src[inside]), np.searchsorted(nodes, dst[inside]), weight[inside]),
+        undirected(Edges.of(np.searchsorted(nodes, src[inside]), np.searchsorted(nodes, dst[inside]), weight[inside]),
+                   len(nodes)),
         [graph.chunks[c] for c in chunks.tolist()] + ["new-document:0"],
         Mentions(entity.astype(np.int32),
                  np.concatenate([chunk_of, np.full(int(doc.sum()), len(chunks))]).astype(np.int32),

@@ -54,12 +54,16 @@ def undirected(edges: Edges, n: int) -> Edges:
     """Edges merged per unordered pair (weights summed), self-loops and non-positive weights
     dropped, ordered by (smaller id, larger id)."""
     keep = (edges.src != edges.dst) & (edges.weight > 0)
-    lo = np.minimum(edges.src[keep], edges.dst[keep]).astype(np.int64)
-    hi = np.maximum(edges.src[keep], edges.dst[keep]).astype(np.int64)
-    keys, at = np.unique(lo * n + hi, return_inverse=True)  # one int64 key per pair: no tuple per edge
-    del lo, hi
-    weight = np.bincount(at, weights=edges.weight[keep], minlength=len(keys)).astype(np.float32)
-    return Edges((keys // n).astype(np.int32), (keys % n).astype(np.int32), weight)
+    keys = np.minimum(edges.src[keep], edges.dst[keep]).astype(np.int64)
+    keys *= n
+    keys += np.maximum(edges.src[keep], edges.dst[keep])  # one int64 key per pair: no tuple per edge
+    order = np.argsort(keys, kind="stable")
+    keys, weight = keys[order], edges.weight[keep][order].astype(np.float64)
+    del order
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.zeros(0, dtype=np.int64)
+    summed = np.add.reduceat(weight, starts).astype(np.float32) if len(keys) else np.zeros(0, dtype=np.float32)
+    keys = keys[starts]
+    return Edges((keys // n).astype(np.int32), (keys % n).astype(np.int32), summed)
 
 
 def leiden(edges: Edges, n: int, resolution: float = 1.0, seed: int = SEED) -> np.ndarray:
@@ -71,10 +75,8 @@ def leiden(edges: Edges, n: int, resolution: float = 1.0, seed: int = SEED) -> n
         return np.arange(n, dtype=np.int32)
     nk.setNumberOfThreads(1)  # one thread: a seeded run is then reproducible
     nk.setSeed(seed, False)
-    graph = nk.graph.GraphFromCoo(
-        (edges.weight.astype(np.float64), (edges.src.astype(np.uint64), edges.dst.astype(np.uint64))),
-        n=n, weighted=True, directed=False,
-    )  # fmt: skip
+    # int32 ids and float32 weights are read in place (no copy of the arrays)
+    graph = nk.graph.GraphFromCoo((edges.weight, (edges.src, edges.dst)), n=n, weighted=True, directed=False)
     algo = nk.community.ParallelLeiden(graph, iterations=3, randomize=True, gamma=resolution)
     algo.run()
     raw = np.asarray(algo.getPartition().getVector(), dtype=np.int64)

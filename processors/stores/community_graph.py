@@ -11,7 +11,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from processors.algorithms.leiden import Edges
+from processors.algorithms.leiden import Edges, undirected
 
 PAGE = 50_000  # rows a store hands over at once
 T = TypeVar("T")
@@ -36,8 +36,8 @@ class Mentions:
 @dataclass(frozen=True)
 class CommunityGraph:
     """A collection's concept graph: concept IRIs once (`names`, a node's id is its index),
-    co-occurrence edges between node ids (weight: chunks supporting the relation; one row per
-    stored relation, `undirected` merges them), chunk ids once, and the mentions."""
+    co-occurrence edges between node ids, merged per unordered pair (`undirected`; weight: chunks
+    supporting the relations), chunk ids once, and the mentions."""
 
     names: list[str]
     edges: Edges
@@ -93,10 +93,11 @@ class GraphReader:
     def graph(self) -> CommunityGraph:
         """The graph read so far."""
         m = np.concatenate(self._mentions) if self._mentions else np.empty((0, 3), dtype=np.int32)
-        return CommunityGraph(
-            list(self._names), Edges.concat(self._edges), list(self._chunks),
-            Mentions(m[:, 0].copy(), m[:, 1].copy(), m[:, 2].copy()),
-        )  # fmt: skip
+        self._mentions = []
+        mentions = Mentions(m[:, 0].copy(), m[:, 1].copy(), m[:, 2].copy())
+        del m
+        edges, self._edges = Edges.concat(self._edges), []
+        return CommunityGraph(list(self._names), undirected(edges, len(self._names)), list(self._chunks), mentions)
 
 
 def mean_vector(vectors: Sequence[Sequence[float]]) -> list[float]:

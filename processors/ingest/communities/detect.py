@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pydantic import BaseModel, Field
 
-from processors.algorithms.leiden import SEED, Edges, contract, hierarchical, leiden, undirected
+from processors.algorithms.leiden import SEED, Edges, contract, hierarchical, leiden
 from processors.stores.community_graph import CommunityGraph
 
 __all__ = ["SEED", "Community", "CommunityParams", "Hierarchy", "community_id", "detect", "hierarchy"]
@@ -91,7 +91,7 @@ def detect(graph: CommunityGraph, params: CommunityParams) -> list[Community]:
 def hierarchy(graph: CommunityGraph, params: CommunityParams) -> Hierarchy:
     """The communities of every level of `graph` (see the module docstring)."""
     n = len(graph.names)
-    edges = undirected(graph.edges, n)
+    edges = graph.edges  # merged (`undirected`), as a CommunityGraph holds them
     order = sorted(range(n), key=graph.names.__getitem__)
     rank = np.empty(n, dtype=np.int64)
     rank[np.asarray(order, dtype=np.int64)] = np.arange(n)
@@ -99,12 +99,13 @@ def hierarchy(graph: CommunityGraph, params: CommunityParams) -> Hierarchy:
     found = Hierarchy(graph.names, edges, rank)
     if len(edges) == 0:
         return found
-    nodes = np.unique(np.concatenate([edges.src, edges.dst]))  # only nodes with an edge are clustered
-    local = Edges(np.searchsorted(nodes, edges.src).astype(np.int32),
-                  np.searchsorted(nodes, edges.dst).astype(np.int32), edges.weight)  # fmt: skip
-    labels = hierarchical(local, len(nodes), params.community_max_size, params.community_resolution)
-    _add_level(found, _spread(labels, nodes, n))
-    graph_of_level = contract(local, labels)
+    linked = np.zeros(n, dtype=bool)  # only nodes with an edge are clustered (the others: singletons, dropped)
+    linked[edges.src] = linked[edges.dst] = True
+    labels = hierarchical(edges, n, params.community_max_size, params.community_resolution)
+    _, labels = np.unique(np.where(linked, labels, -1), return_inverse=True)
+    labels = (labels - (0 if linked.all() else 1)).astype(np.int32)
+    _add_level(found, labels)
+    graph_of_level = contract(edges, labels)
     while len(found.ids) < params.community_levels and len(graph_of_level):
         k = len(found.ids[-1])
         present = np.zeros(k, dtype=bool)
@@ -122,13 +123,6 @@ def hierarchy(graph: CommunityGraph, params: CommunityParams) -> Hierarchy:
         graph_of_level = contract(graph_of_level, up)  # (a community without a parent has no edge)
     found.parents.append(np.full(len(found.ids[-1]), -1, dtype=np.int32))
     return found
-
-
-def _spread(labels: np.ndarray, nodes: np.ndarray, n: int) -> np.ndarray:
-    """Labels of the clustered nodes as labels of every graph node (-1 for the others)."""
-    out = np.full(n, -1, dtype=np.int32)
-    out[nodes] = labels
-    return out
 
 
 def _add_level(found: Hierarchy, labels: np.ndarray) -> None:

@@ -19,7 +19,6 @@ from collections.abc import Iterator, Mapping, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from processors.algorithms.leiden import undirected
 from processors.ingest.communities.detect import Community, Hierarchy
 from processors.stores.community_graph import CommunityGraph, mean_vector, parent_hash
 from processors.stores.documents_protocol import CommunityRecord
@@ -173,7 +172,7 @@ def _hierarchy_of(communities: Sequence[Community], graph: CommunityGraph) -> Hi
     order = sorted(range(len(names)), key=names.__getitem__)
     rank = np.empty(len(names), dtype=np.int64)
     rank[np.asarray(order, dtype=np.int64)] = np.arange(len(names))
-    found = Hierarchy(names, undirected(graph.edges, len(names)), rank)
+    found = Hierarchy(names, graph.edges, rank)
     levels = sorted({c.level for c in communities})
     index = {c.id: i for lv in levels for i, c in enumerate(x for x in communities if x.level == lv)}
     for lv in levels:

@@ -156,16 +156,17 @@ class Neo4jCommunityStore:
             params["iris"] = sorted(set(entities))
             params["ekeys"] = [entity_key(tenant, e) for e in params["iris"]]
         among = entities is not None
-        edges, mentions = (GRAPH_EDGES_AMONG, GRAPH_MENTIONS_AMONG) if among else (GRAPH_EDGES, GRAPH_MENTIONS)
-        reader = GraphReader()
+        reader = [GraphReader()]
 
-        def plan() -> list[PagedQuery]:
-            nonlocal reader
-            reader = GraphReader()
-            return [(edges, params, reader.edges), (mentions, params, reader.mentions)]
+        def restart() -> None:
+            reader[0] = GraphReader()
 
-        await self.conn.read_pages(plan, PAGE)
-        return reader.graph()
+        queries: list[PagedQuery] = [
+            (GRAPH_EDGES_AMONG if among else GRAPH_EDGES, params, lambda rows: reader[0].edges(rows)),
+            (GRAPH_MENTIONS_AMONG if among else GRAPH_MENTIONS, params, lambda rows: reader[0].mentions(rows)),
+        ]
+        await self.conn.read_pages(queries, PAGE, restart)
+        return reader[0].graph()
 
     async def chunk_vectors(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, list[float]]:
         """The vectors of these chunks (a zero vector, not stored, as zeros)."""

@@ -260,13 +260,14 @@ class Neo4jConnection:
         """Run `work` in one managed read transaction; it runs queries with the `Runner` it gets."""
         return await self._transaction(lambda tx: work(_runner(tx)), write=False)
 
-    async def read_pages(self, plan: Callable[[], Sequence[PagedQuery]], page: int) -> None:
+    async def read_pages(self, queries: Sequence[PagedQuery], page: int, restart: Callable[[], None]) -> None:
         """Run read queries in one managed read transaction, handing each one's records (as value
-        tuples) to its callback `page` at a time: a large result never sits in memory whole. `plan`
-        gives the queries and callbacks afresh for each attempt (a retried transaction reads again)."""
+        tuples) to its callback `page` at a time: a large result never sits in memory whole.
+        `restart` runs before each attempt (a retried transaction reads everything again)."""
 
         async def work(tx: Any) -> None:
-            for cypher, params, take in plan():
+            restart()
+            for cypher, params, take in queries:
                 batch: list[tuple[Any, ...]] = []
                 async for record in await tx.run(cypher, params):
                     batch.append(tuple(record.values()))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -101,12 +101,11 @@ class SqliteCommunityStore:
         def read(conn: sqlite3.Connection) -> CommunityGraph:
             reader = GraphReader()
             among = only is not None
-            edges, mentions = (GRAPH_EDGES_AMONG, GRAPH_MENTIONS_AMONG) if among else (GRAPH_EDGES, GRAPH_MENTIONS)
-            args = (tenant.user, tenant.collection) + (() if only is None else (only,))
-            for sql, add in ((edges, reader.edges), (mentions, reader.mentions)):
-                rows = conn.execute(sql, args)
-                while page := rows.fetchmany(PAGE):
-                    add(page)
+            args = (tenant.user, tenant.collection, only) if among else (tenant.user, tenant.collection)
+            for page in _pages(conn.execute(GRAPH_EDGES_AMONG if among else GRAPH_EDGES, args)):
+                reader.edges(page)
+            for page in _pages(conn.execute(GRAPH_MENTIONS_AMONG if among else GRAPH_MENTIONS, args)):
+                reader.mentions(page)
             return reader.graph()
 
         return await self.db.read(read)
@@ -317,6 +316,12 @@ class SqliteCommunityStore:
 
     async def close(self) -> None:
         """The pool belongs to the document store."""
+
+
+def _pages(rows: sqlite3.Cursor) -> Iterator[list[tuple[object, ...]]]:
+    """A cursor's rows a page at a time."""
+    while page := rows.fetchmany(PAGE):
+        yield page
 
 
 def _in_scope(conn: sqlite3.Connection, tenant: Tenant) -> set[str] | None:
