@@ -270,10 +270,6 @@ class CommunityStore(Protocol):
         `entities`, the relations between them and their mentions (what an update re-clusters)."""
         ...
 
-    async def chunk_vectors(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, list[float]]:
-        """The vectors of these chunks."""
-        ...
-
     async def replace(self, tenant: Tenant, records: Iterable[CommunityRecord]) -> None:
         """Replace the collection's communities (consuming `records` a page at a time; a record
         without a vector gets the mean of its `vector_chunks`'), keeping summaries whose membership

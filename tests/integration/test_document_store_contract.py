@@ -293,7 +293,6 @@ async def snapshot(docs: DocBackend, user: str, coll: str, records: Sequence[Doc
         await docs.communities.search(Tenant(user, coll), unit(7001), None, 5),
         await docs.communities.of_entities(Tenant(user, coll), ents, 0),
         await docs.communities.graph(Tenant(user, coll)),
-        await docs.communities.chunk_vectors(Tenant(user, coll), ids),
         await docs.communities.stale(Tenant(user, coll)),
     )
 
@@ -306,8 +305,7 @@ async def test_another_user_or_collection_never_sees_or_touches_anything(docs: D
     before = await snapshot(docs, user, coll, records)
     assert all(before[:3]) and before[6] and before[7]
     empty = await snapshot(docs, *docs.scope(user), records)
-    assert not any(x for x in empty[:9]) and empty[9] == CommunityGraph.of([]) and empty[10] == {}
-    assert empty[11] is None
+    assert not any(x for x in empty[:9]) and empty[9] == CommunityGraph.of([]) and empty[10] is None
     for u, c in (docs.scope(user), docs.scope(None, coll), docs.scope(user + "x", coll)):
         assert await snapshot(docs, u, c, records) == empty
         other = random_corpus(np.random.default_rng(4), 6)  # same ids, other texts

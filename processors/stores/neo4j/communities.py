@@ -168,12 +168,6 @@ class Neo4jCommunityStore:
         await self.conn.read_pages(queries, PAGE, restart)
         return reader[0].graph()
 
-    async def chunk_vectors(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, list[float]]:
-        """The vectors of these chunks (a zero vector, not stored, as zeros)."""
-        params = {**tenant_params(tenant), "ckeys": keys(tenant, list(dict.fromkeys(ids)))}
-        zero = [0.0] * VECTOR_DIMENSIONS
-        return {r["id"]: r["vec"] or zero for r in await self.conn.read(CHUNK_VECTORS, params)} if ids else {}
-
     async def replace(self, tenant: Tenant, records: Iterable[CommunityRecord]) -> None:
         """Replace the collection's communities (one transaction, written a page of communities at a
         time); a record without a vector gets the mean of its `vector_chunks`' vectors; a community

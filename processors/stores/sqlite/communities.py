@@ -110,13 +110,6 @@ class SqliteCommunityStore:
 
         return await self.db.read(read)
 
-    async def chunk_vectors(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, list[float]]:
-        """The vectors of these chunks."""
-        sql = "SELECT id, vec FROM chunks WHERE user = ? AND collection = ? AND id IN (SELECT value FROM json_each(?))"
-        args = (tenant.user, tenant.collection, json.dumps(list(dict.fromkeys(ids))))
-        rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
-        return {i: np.frombuffer(v, dtype=np.float32).tolist() for i, v in rows}
-
     async def replace(self, tenant: Tenant, records: Iterable[CommunityRecord]) -> None:
         """Replace the collection's communities in one transaction, consuming `records` a page at a
         time (a build's records are made as they are written); a community whose membership did not
