@@ -83,3 +83,27 @@ async def test_a_burst_of_build_requests_builds_at_most_twice(system: System) ->
     listed = await stores.list(Tenant(U, C))
     assert sum(c.level == 0 for c in listed) == built[0].levels[0]
     assert await stores.search(Tenant(U, C), [1.0] + [0.0] * 383, 0, 3)  # profile vectors were written
+
+
+async def test_an_update_after_a_write_replaces_only_what_it_touched(system: System) -> None:
+    loader = RequestResponseClient.for_service(system.bus, DOCUMENT_LOAD, "default", 120)
+    builder = RequestResponseClient.for_service(system.bus, COMMUNITY_BUILD, "default", 120)
+    stores, tenant = system.stores.communities, Tenant(U, "update")
+    first = await builder.request(BuildCommunities(user=U, collection="update", update=True))
+    assert first.levels == {}  # nothing written yet: an update of nothing is an (empty) build
+    await loader.request(LoadDocuments(user=U, collection="update", documents=DOCS))
+    await builder.request(BuildCommunities(user=U, collection="update"))
+    before = {c.id for c in await stores.list(tenant, level=0)}
+    text = "Marie Curie won the Nobel Prize in Stockholm. Stockholm is the capital of Sweden."
+    await loader.request(LoadDocuments(user=U, collection="update", documents=[
+        Document(id="nobel", title="Nobel", text=text)]))  # fmt: skip
+    stale = await stores.stale(tenant)
+    assert stale is not None and stale.communities and stale.pending  # Curie's community; Stockholm is new
+    updated = await builder.request(BuildCommunities(user=U, collection="update", update=True))
+    after = {c.id for c in await stores.list(tenant, level=0)}
+    assert updated.levels.get(0) == len(after - before) >= 1
+    assert before - set(stale.communities) <= after  # every untouched community kept its id
+    assert not set(stale.communities) & after
+    members = await stores.of_entities(tenant, stale.pending, 0)
+    assert set(members.values()) <= after - before and members  # the new concepts joined new communities
+    assert not any(c.stale for c in await stores.list(tenant))
