@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> None:
     write_section(a.out, "communities", section, load_at_start)
     if "peak_rss_mb" in out.get("1m", {}):
         write_key(a.out, "documents_scale", "community_build", {"1m": {
-            k: out["1m"][k] for k in ("wall_s", "peak_rss_mb", "update_s", "chunks", "concepts", "relations")
+            k: out["1m"][k] for k in ("wall_s", "cpu_s", "peak_rss_mb", "update_s", "chunks", "concepts", "relations")
         } | {"shape": a.shape}}, load_at_start)  # fmt: skip
 
 
