@@ -53,6 +53,12 @@ Row = tuple[CommunityInfo, np.ndarray]  # a community and its profile vector
 RESCORE = 4  # IVF hits read per community wanted, rescored exactly
 WRITE_PAGE = 1000  # communities written at once
 TABLES = ("communities", "community_members", "community_chunks", "community_pending")
+CHUNK_DOCS = (
+    "SELECT id, document_id FROM chunks WHERE user = ?1 AND collection = ?2 AND id IN (SELECT value FROM json_each(?3))"
+)
+CHUNK_VECTORS = (
+    "SELECT id, vec FROM chunks WHERE user = ?1 AND collection = ?2 AND id IN (SELECT value FROM json_each(?3))"
+)
 LEVEL_SPACES = (
     "SELECT space FROM vector_spaces WHERE user = ? AND collection = ? AND space LIKE 'community-%' AND items > 0"
 )
@@ -137,13 +143,10 @@ class SqliteCommunityStore:
         """Write a page of communities: rows, members, chunks, profile vectors (in IVF lists, one
         space per level); a record without a vector gets the mean of its `vector_chunks`' vectors."""
         uc = (tenant.user, tenant.collection)
-        wanted = {c for r in page for c in r.chunks} | {c for r in page if not r.vector for c in r.vector_chunks}
-        read = conn.execute(
-            "SELECT id, document_id, vec FROM chunks WHERE user = ? AND collection = ?"
-            " AND id IN (SELECT value FROM json_each(?))", (*uc, json.dumps(sorted(wanted))))  # fmt: skip
-        docs, vecs = {}, {}
-        for cid, doc, vec in read:
-            docs[cid], vecs[cid] = doc, vec
+        held = json.dumps(sorted({c for r in page for c in r.chunks}))
+        docs = dict(conn.execute(CHUNK_DOCS, (*uc, held)))
+        wanted = json.dumps(sorted({c for r in page if not r.vector for c in r.vector_chunks}))
+        vecs = dict(conn.execute(CHUNK_VECTORS, (*uc, wanted)))  # only the few each profile vector needs
         by_level: dict[int, list[tuple[str, str, np.ndarray]]] = {}
         for r in page:
             chosen = [np.frombuffer(vecs[c], dtype=np.float32) for c in r.vector_chunks if c in vecs]
