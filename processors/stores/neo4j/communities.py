@@ -226,10 +226,7 @@ class Neo4jCommunityStore:
 
     async def update(self, tenant: Tenant, change: Change) -> None:
         """Apply an incremental update in one transaction (neo4j/community_update.py)."""
-
-        async def write(run: Runner, records: Sequence[CommunityRecord], kept: dict) -> None:  # type: ignore[type-arg]
-            await self._write(run, tenant, records, kept)
-
+        write = lambda run, records, kept: self._write(run, tenant, records, kept)  # noqa: E731 - the store's writer
         await self.conn.write_tx(lambda run: apply(run, tenant, change, write))
 
     async def list(
