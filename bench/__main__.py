@@ -32,7 +32,7 @@ SECTIONS: dict[str, Section] = {
     "docqa": Section("document-retrieval recall on the public doc-QA sets, by the halves protocol", docqa.main, True),
     "rerank": Section("the reranker's latency, store round trips and effect on recall", rerank.main, True),
     "ingest": Section("ingestion throughput over Pulsar, one worker against two", ingest.main, True),
-    "communities": Section("the community build's time and peak memory by graph size", communities.main, True),
+    "communities": Section("a community build's time and peak memory, one update's time", communities.main, True),
     "documents": Section("lazy-rag and kg-query over 10k to 1M chunks, SQLite and Neo4j", scale.main, True),
     "index-size": Section("bytes per chunk of an index, by file, table and index (Neo4j: by label)", index_size.main),
     "no-model-answer": Section(

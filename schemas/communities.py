@@ -31,9 +31,11 @@ class CommunityInfo(BaseModel):
 
 class BuildCommunities(ScopedRequest):
     """Rebuild the collection's communities from its concept graph (summaries of communities
-    whose membership did not change are kept)."""
+    whose membership did not change are kept); with `update`, re-cluster only the communities
+    writes flagged stale since the last build, and the concepts no community holds yet."""
 
     operation: Literal["build"] = "build"
+    update: bool = False
 
 
 class ListCommunities(ScopedRequest):

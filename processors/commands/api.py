@@ -291,9 +291,11 @@ class Kgflow:
         req = ListCommunities(user=self.user, collection=collection, level=level, limit=limit)
         return (await self.request(COMMUNITIES, req)).communities  # type: ignore[no-any-return]
 
-    async def build_communities(self, collection: str = "default") -> CommunitiesResponse:
-        """Rebuild the collection's communities (no model calls)."""
-        return await self.request(COMMUNITY_BUILD, BuildCommunities(user=self.user, collection=collection))  # type: ignore[no-any-return]
+    async def build_communities(self, collection: str = "default", update: bool = False) -> CommunitiesResponse:
+        """Rebuild the collection's communities (no model calls); with `update`, re-cluster only the
+        communities writes touched since the last build."""
+        req = BuildCommunities(user=self.user, collection=collection, update=update)
+        return await self.request(COMMUNITY_BUILD, req)  # type: ignore[no-any-return]
 
     # --- flows --------------------------------------------------------------------------------
     async def flows(self) -> dict[str, list[str]]:

@@ -21,6 +21,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     """Register the lifecycle commands."""
     com = sub.add_parser("communities", help="a collection's communities").add_subparsers(dest="what", required=True)
     b = com.add_parser("build", help="rebuild the communities of a collection (no model calls)")
+    b.add_argument("--update", action="store_true",
+                   help="re-cluster only the communities writes touched since the last build")  # fmt: skip
     ls = com.add_parser("list", help="list communities (largest first)")
     ls.add_argument("--level", type=int)
     ls.add_argument("--limit", type=int, default=50)
@@ -59,7 +61,7 @@ async def run(a: argparse.Namespace) -> int:
                 items = await kg.documents(a.collection, a.limit)
             return _print_list(a, items)
         if a.command == "communities":
-            _print(await kg.build_communities(a.collection))
+            _print(await kg.build_communities(a.collection, update=a.update))
             return 0
         if a.command == "collections":
             deleted = await kg.delete_collection(a.name)

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
+from processors.stores.community_graph import Change, CommunityGraph, CommunityRecord, Stale
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Document, DocumentInfo, Mention, Scope
 from schemas.tenant import Tenant
@@ -67,22 +68,6 @@ class DeletedSince(Exception):
 COLLECTION = ""  # the deletion mark of a whole collection (no document id is empty)
 
 
-@dataclass
-class CommunityRecord:
-    """A community as stored: hierarchy, members, chunks, profile and vector."""
-
-    id: str
-    level: int
-    parent: str | None
-    children: list[str]
-    members: list[str]
-    chunks: dict[str, float]  # chunk id -> weight
-    top_entities: list[str] = field(default_factory=list)
-    top_chunks: list[str] = field(default_factory=list)
-    vector: list[float] = field(default_factory=list)
-    membership_hash: str = ""
-
-
 def tenant_token(tenant: Tenant) -> str:
     """The token a collection's rows carry in a full-text index, matched inside every query (a
     hash: word characters only, no user text in the index)."""
@@ -116,15 +101,6 @@ class RelationChunk:
 
     relation: tuple[str, str, str]
     chunk_id: str
-
-
-@dataclass(frozen=True)
-class CommunityGraph:
-    """What a community build reads of a collection: relation weights (s, o, chunks supporting
-    the relation) and mentions (entity, chunk, count)."""
-
-    edges: list[tuple[str, str, float]]
-    mentions: list[tuple[str, str, int]]
 
 
 @dataclass(frozen=True)
@@ -335,20 +311,29 @@ class DocumentStore(Protocol):
 class CommunityStore(Protocol):
     """Communities of collections: hierarchy, members, chunks, profile vectors, cached summaries."""
 
-    async def graph(self, tenant: Tenant) -> CommunityGraph:
-        """Relation weights and mentions (entity, chunk, count): what a build reads."""
+    async def graph(self, tenant: Tenant, entities: Sequence[str] | None = None) -> CommunityGraph:
+        """Relation weights and mentions (entity, chunk, count) as arrays: what a build reads; with
+        `entities`, the relations between them and their mentions (what an update re-clusters)."""
         ...
 
-    async def chunk_vectors(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, list[float]]:
-        """The vectors of these chunks (a build reads a few per community, a page of communities at a time)."""
-        ...
-
-    async def replace(self, tenant: Tenant, records: Sequence[CommunityRecord]) -> None:
-        """Replace the collection's communities, keeping summaries whose membership is unchanged."""
+    async def replace(self, tenant: Tenant, records: Iterable[CommunityRecord]) -> None:
+        """Replace the collection's communities (consuming `records` a page at a time; a record
+        without a vector gets the mean of its `vector_chunks`'), keeping summaries whose membership
+        is unchanged."""
         ...
 
     async def mark_stale(self, tenant: Tenant, entities: Sequence[str]) -> None:
-        """Flag the communities these entities belong to."""
+        """Flag the communities these entities belong to; those no community holds are pending."""
+        ...
+
+    async def stale(self, tenant: Tenant) -> Stale | None:
+        """The stale level-0 communities (members, ancestors) and the pending concepts; None when
+        the collection has no communities (an update is then a build)."""
+        ...
+
+    async def update(self, tenant: Tenant, change: Change) -> None:
+        """Apply an update in one transaction: the removed level-0 communities go, the added ones
+        come, and their ancestors' members, chunks, profile and membership hash follow."""
         ...
 
     async def list(

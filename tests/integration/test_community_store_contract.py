@@ -148,21 +148,31 @@ async def test_search_goes_top_level_first_and_falls_back(docs: DocBackend) -> N
 async def test_graph_is_what_a_build_reads(docs: DocBackend) -> None:
     user, coll = await stored(docs)
     graph = await docs.communities.graph(Tenant(user, coll))
-    edges, mentions = graph.edges, graph.mentions
+    edges, mentions = graph.edge_rows(), graph.mention_rows()
     assert sorted(edges) == [(e("curie"), e("paris"), 1), (e("curie"), e("warsaw"), 2), (e("louvre"), e("seine"), 1)]
     assert sorted(mentions) == sorted(
         [(e("curie"), "a:0", 1), (e("paris"), "a:0", 1), (e("warsaw"), "a:1", 2), (e("seine"), "b:0", 1),
          (e("louvre"), "b:0", 1), (e("physics"), "b:1", 1)]
     )  # fmt: skip
-    vectors = await docs.communities.chunk_vectors(Tenant(user, coll), ["b:0", "a:1", "nope", "b:0"])
-    assert sorted(vectors) == ["a:1", "b:0"]  # only those asked for (a build reads a few per community)
-    assert vectors["b:0"] == pytest.approx(unit(1000), abs=1e-6)
+    sub = await docs.communities.graph(Tenant(user, coll), [e("curie"), e("warsaw"), e("seine"), e("nobody")])
+    assert sub.edge_rows() == [(e("curie"), e("warsaw"), 2)]  # only the relations between them
+    assert sorted(sub.mention_rows()) == [(e("curie"), "a:0", 1), (e("seine"), "b:0", 1), (e("warsaw"), "a:1", 2)]
     _, other = docs.scope(user)
-    assert await docs.communities.chunk_vectors(Tenant(user, other), ["b:0"]) == {}
+    assert (await docs.communities.graph(Tenant(user, other))).edge_rows() == []
     await docs.communities.delete_collection(Tenant(user, coll))
     assert await docs.communities.list(Tenant(user, coll)) == []
     assert await docs.communities.of_entities(Tenant(user, coll), [e("curie")], 0) == {}
-    assert len((await docs.communities.graph(Tenant(user, coll))).mentions) == 6  # documents stay
+    assert len((await docs.communities.graph(Tenant(user, coll))).mention_rows()) == 6  # documents stay
+
+
+async def test_a_record_without_a_vector_gets_its_chunks_mean(docs: DocBackend) -> None:
+    user, coll = await stored(docs)  # chunk n of a document has the vector unit(1000 + n)
+    made = community("m", 0, ["curie"], {"a:0": 1.0, "b:1": 1.0}, [])
+    made.vector_chunks = ["a:0", "b:1", "ghost:0"]  # a chunk the store does not hold adds nothing
+    await docs.communities.replace(Tenant(user, coll), iter([made]))  # any iterable, consumed as written
+    mean = np.asarray(unit(1000)) + np.asarray(unit(1001))
+    hit = await docs.communities.search(Tenant(user, coll), (mean / np.linalg.norm(mean)).tolist(), 0, 1)
+    assert [c.id for c in hit] == ["m"] and hit[0].score == pytest.approx(1.0, abs=0.02)
 
 
 async def test_replaces_at_once_each_complete_and_leave_one_set(docs: DocBackend) -> None:

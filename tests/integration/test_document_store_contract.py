@@ -13,6 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from processors.ingest.communities.detect import CommunityParams
+from processors.ingest.communities.update import recluster
 from processors.query.documents.search import FUSION_DEPTH
 from processors.stores.documents_protocol import (
     ChunkQuery,
@@ -295,7 +297,7 @@ async def snapshot(docs: DocBackend, user: str, coll: str, records: Sequence[Doc
         await docs.communities.search(Tenant(user, coll), unit(7001), None, 5),
         await docs.communities.of_entities(Tenant(user, coll), ents, 0),
         await docs.communities.graph(Tenant(user, coll)),
-        await docs.communities.chunk_vectors(Tenant(user, coll), ids),
+        await docs.communities.stale(Tenant(user, coll)),
     )
 
 
@@ -307,13 +309,17 @@ async def test_another_user_or_collection_never_sees_or_touches_anything(docs: D
     before = await snapshot(docs, user, coll, records)
     assert all(before[:3]) and before[6] and before[7]
     empty = await snapshot(docs, *docs.scope(user), records)
-    assert not any(x for x in empty[:9]) and empty[9] == CommunityGraph([], []) and empty[10] == {}
+    assert not any(x for x in empty[:9]) and empty[9] == CommunityGraph.of([]) and empty[10] is None
     for u, c in (docs.scope(user), docs.scope(None, coll), docs.scope(user + "x", coll)):
         assert await snapshot(docs, u, c, records) == empty
         other = random_corpus(np.random.default_rng(4), 6)  # same ids, other texts
         await docs.documents.store(Tenant(u, c), other)
         await docs.communities.replace(Tenant(u, c), communities_of(other))
         await docs.communities.mark_stale(Tenant(u, c), [e("curie"), e("piano")])
+        stale = await docs.communities.stale(Tenant(u, c))
+        assert stale is not None and stale.touched()
+        graph = await docs.communities.graph(Tenant(u, c), stale.touched())
+        await docs.communities.update(Tenant(u, c), recluster(stale, graph, CommunityParams()))
         await docs.communities.set_summary(Tenant(u, c), "k-low", "x", "s", "m")
         await docs.documents.delete_documents(Tenant(u, c), ["d0", "d1"])
         await docs.documents.delete_collection(Tenant(u, c))

@@ -192,7 +192,7 @@ async def test_stores_of_one_document_at_once_store_it_once(docs: DocBackend) ->
         _, coll = docs.scope(user)
         r = record(f"d{n}", ["curie paris", "curie warsaw"], mentions=found, relations=[("curie", "paris", [0])])
         await asyncio.gather(*(docs.documents.store(Tenant(user, coll), [r]) for _ in range(4)))
-        mentions = (await docs.communities.graph(Tenant(user, coll))).mentions  # every stored mention, repeats too
+        mentions = (await docs.communities.graph(Tenant(user, coll))).mention_rows()  # every mention, repeats too
         assert sorted(mentions) == sorted(mentions_of([r]))
         assert await docs.documents.relations(Tenant(user, coll), [e("curie"), e("paris")], 10) == [
             RelationHit(e("curie"), REL, e("paris"), 1)

@@ -23,17 +23,19 @@ class Coalescer(Generic[T]):
         self._locks: dict[Hashable, asyncio.Lock] = {}
         self._queued: dict[Hashable, asyncio.Task[T]] = {}
 
-    async def run(self, key: Hashable, job: Callable[[], Awaitable[T]]) -> T:
-        """The result of the next run of `key` that starts after this call (a caller that goes away
-        does not stop the run the others wait for)."""
-        task = self._queued.get(key)
+    async def run(self, key: Hashable, job: Callable[[], Awaitable[T]], kind: Hashable = None) -> T:
+        """The result of the next run of `key` (of this `kind` of job: only requests of one kind
+        share a run, while runs of every kind take turns per key) that starts after this call (a
+        caller that goes away does not stop the run the others wait for)."""
+        queued = (key, kind)
+        task = self._queued.get(queued)
         if task is None:
-            task = asyncio.ensure_future(self._turn(key, job))
-            self._queued[key] = task
+            task = asyncio.ensure_future(self._turn(key, queued, job))
+            self._queued[queued] = task
         return await asyncio.shield(task)
 
-    async def _turn(self, key: Hashable, job: Callable[[], Awaitable[T]]) -> T:
+    async def _turn(self, key: Hashable, queued: Hashable, job: Callable[[], Awaitable[T]]) -> T:
         async with self._locks.setdefault(key, asyncio.Lock()):
-            if self._queued.get(key) is asyncio.current_task():
-                del self._queued[key]  # from now on a request waits for the run after this one
+            if self._queued.get(queued) is asyncio.current_task():
+                del self._queued[queued]  # from now on a request waits for the run after this one
             return await job()

@@ -12,12 +12,15 @@ A scope keeps the communities with a chunk of a document in scope, inside the qu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from processors.stores.documents_protocol import CommunityGraph, CommunityRecord
+from processors.stores.community_graph import PAGE, Change, CommunityGraph, GraphReader, Stale, mean_vector
+from processors.stores.documents_protocol import CommunityRecord
 from processors.stores.neo4j.chunk_search import vector_index_query
-from processors.stores.neo4j.schema import Neo4jConnection, Runner, entity_key, node_key, stored_vector
+from processors.stores.neo4j.community_update import MARK_PENDING, UNPEND_ALL, apply, read_stale
+from processors.stores.neo4j.schema import Neo4jConnection, PagedQuery, Runner, entity_key, node_key, stored_vector
 from processors.stores.neo4j.scope import IN_SCOPE, UNSCOPED, keys, tenant_params
 from processors.stores.protocol import VECTOR_DIMENSIONS
 from schemas.communities import CommunityInfo
@@ -65,7 +68,7 @@ CREATE = (
     "SET c.user = $user, c.collection = $collection, c += row.props, c.embedding = row.vec, c.stale = false"
 )
 HIERARCHY = (
-    "UNWIND $rows AS row WITH row WHERE row.parent IS NOT NULL MATCH (c:KgCommunity {key: row.key}) "
+    "UNWIND $rows AS row MATCH (c:KgCommunity {key: row.key}) "
     "MATCH (p:KgCommunity {key: row.parent}) CREATE (c)-[:IN_COMMUNITY {user: $user, collection: $collection}]->(p)"
 )
 MEMBERS = (
@@ -78,9 +81,7 @@ CHUNKS = (
     "MATCH (c:KgCommunity {key: row.ckey}) "
     "CREATE (ch)-[:IN_COMMUNITY {user: $user, collection: $collection, weight: row.weight}]->(c)"
 )
-WRITE = (
-    "CALL () { " + CREATE + " } CALL () { " + HIERARCHY + " } CALL () { " + MEMBERS + " } CALL () { " + CHUNKS + " }"
-)
+WRITE = "CALL () { " + CREATE + " } CALL () { " + MEMBERS + " } CALL () { " + CHUNKS + " }"
 # Entity nodes only a membership kept (no label, vector or other link) go with it.
 BARE = (
     "UNWIND $ekeys AS k MATCH (e:KgEntity {key: k}) WHERE e.user = $user AND e.collection = $collection "
@@ -107,13 +108,23 @@ SET_SUMMARY = (
     "MATCH (c:KgCommunity {key: $key}) WHERE c.user = $user AND c.collection = $collection "
     "AND c.membership_hash = $membership SET c.summary = $summary, c.summary_model = $model"
 )
+# What a build reads (the only queries naming where the graph comes from); the AMONG pair keeps
+# the subgraph between the entities $iris (keys $ekeys).
 GRAPH_EDGES = (
     "MATCH (r:KgRelation {user: $user, collection: $collection}) "
-    "RETURN r.s AS s, r.o AS o, COUNT { (:KgChunk)-[:SOURCE_OF]->(r) } AS w ORDER BY s, r.p, o"
+    "RETURN r.s AS s, r.o AS o, COUNT { (:KgChunk)-[:SOURCE_OF]->(r) } AS w"
 )
 GRAPH_MENTIONS = (
     "MATCH (c:KgChunk {user: $user, collection: $collection})-[m:HAS_ENTITY]->(e:KgEntity) "
-    "RETURN e.uri AS entity, c.id AS chunk, m.count AS n ORDER BY entity, chunk"
+    "RETURN e.uri AS entity, c.id AS chunk, m.count AS n"
+)
+GRAPH_EDGES_AMONG = (
+    "UNWIND $iris AS iri MATCH (r:KgRelation {user: $user, collection: $collection, s: iri}) WHERE r.o IN $iris "
+    "RETURN r.s AS s, r.o AS o, COUNT { (:KgChunk)-[:SOURCE_OF]->(r) } AS w"
+)
+GRAPH_MENTIONS_AMONG = (
+    "UNWIND $ekeys AS k MATCH (c:KgChunk)-[m:HAS_ENTITY]->(e:KgEntity {key: k}) "
+    "WHERE c.user = $user AND c.collection = $collection RETURN e.uri AS entity, c.id AS chunk, m.count AS n"
 )
 CHUNK_VECTORS = (
     "UNWIND $ckeys AS k MATCH (c:KgChunk {key: k}) WHERE c.user = $user AND c.collection = $collection "
@@ -124,7 +135,10 @@ DELETE_COLLECTION = (
     "MATCH " + _TENANT + " CALL (c) { DETACH DELETE c" + _BATCHED,
     "MATCH (e:KgEntity {user: $user, collection: $collection}) WHERE e.label IS NULL AND e.embedding IS NULL "
     "CALL (e) { WITH e WHERE NOT (e)--() DELETE e" + _BATCHED,
+    UNPEND_ALL,
 )
+ZERO = [0.0] * VECTOR_DIMENSIONS  # a chunk's zero vector is not stored
+WRITE_PAGE = 1000  # communities written by one statement
 REPLACE_ATTEMPTS = 5  # builds of one collection in several processes at once: each replace in turn
 
 
@@ -134,35 +148,39 @@ class Neo4jCommunityStore:
     def __init__(self, conn: Neo4jConnection) -> None:
         self.conn = conn.acquire()
 
-    async def graph(self, tenant: Tenant) -> CommunityGraph:
-        """Relation weights (supporting chunks) and mentions, in one transaction."""
+    async def graph(self, tenant: Tenant, entities: Sequence[str] | None = None) -> CommunityGraph:
+        """Relation weights (supporting chunks) and mentions, as arrays streamed a page of records at
+        a time, in one transaction; with `entities`, the relations between them and their mentions."""
         params = tenant_params(tenant)
+        if entities is not None:
+            params["iris"] = sorted(set(entities))
+            params["ekeys"] = [entity_key(tenant, e) for e in params["iris"]]
+        among = entities is not None
+        reader = [GraphReader()]
 
-        async def work(run: Runner) -> CommunityGraph:
-            edges = [(r["s"], r["o"], r["w"]) for r in await run(GRAPH_EDGES, params)]
-            mentions = [(r["entity"], r["chunk"], int(r["n"])) for r in await run(GRAPH_MENTIONS, params)]
-            return CommunityGraph(edges, mentions)
+        def restart() -> None:
+            reader[0] = GraphReader()
 
-        return await self.conn.read_tx(work)
+        queries: list[PagedQuery] = [
+            (GRAPH_EDGES_AMONG if among else GRAPH_EDGES, params, lambda rows: reader[0].edges(rows)),
+            (GRAPH_MENTIONS_AMONG if among else GRAPH_MENTIONS, params, lambda rows: reader[0].mentions(rows)),
+        ]
+        await self.conn.read_pages(queries, PAGE, restart)
+        return reader[0].graph()
 
-    async def chunk_vectors(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, list[float]]:
-        """The vectors of these chunks (a zero vector, not stored, as zeros)."""
-        params = {**tenant_params(tenant), "ckeys": keys(tenant, list(dict.fromkeys(ids)))}
-        zero = [0.0] * VECTOR_DIMENSIONS
-        return {r["id"]: r["vec"] or zero for r in await self.conn.read(CHUNK_VECTORS, params)} if ids else {}
-
-    async def replace(self, tenant: Tenant, records: Sequence[CommunityRecord]) -> None:
-        """Replace the collection's communities (one transaction); a community whose membership
-        did not change keeps its summary."""
-        scope, rows = tenant_params(tenant), _rows(tenant, records)
+    async def replace(self, tenant: Tenant, records: Iterable[CommunityRecord]) -> None:
+        """Replace the collection's communities (one transaction, written a page of communities at a
+        time); a record without a vector gets the mean of its `vector_chunks`' vectors; a community
+        whose membership did not change keeps its summary."""
+        scope = tenant_params(tenant)
+        records = await asyncio.to_thread(list, records)  # made off the event loop; a retried transaction rewrites them
 
         async def work(run: Runner) -> None:
             kept = {r["hash"]: (r["summary"], r["model"]) for r in await run(KEPT, scope)}
-            for row in rows["rows"]:
-                row["props"]["summary"], row["props"]["summary_model"] = kept.get(row["hash"], (None, None))
             old = [r["key"] for r in await run(OLD_MEMBERS, scope)]
             await run(DROP, scope)
-            await run(WRITE, {**scope, **rows})
+            await run(UNPEND_ALL, scope)
+            await self._write(run, tenant, records, kept)
             await run(BARE, {**scope, "ekeys": old})
 
         from neo4j.exceptions import ConstraintError
@@ -175,11 +193,41 @@ class Neo4jCommunityStore:
                 if attempt + 1 == REPLACE_ATTEMPTS:
                     raise
 
+    async def _write(
+        self, run: Runner, tenant: Tenant, records: Sequence[CommunityRecord],
+        kept: dict[str, tuple[str | None, str | None]],
+    ) -> None:  # fmt: skip
+        """Create communities a page at a time (vectors from their `vector_chunks` where they have
+        none; summaries kept by membership hash), then link each to its parent."""
+        scope = tenant_params(tenant)
+        for at in range(0, len(records), WRITE_PAGE):
+            page = records[at : at + WRITE_PAGE]
+            need = keys(tenant, sorted({c for r in page if not r.vector for c in r.vector_chunks}))
+            vecs = {r["id"]: r["vec"] for r in await run(CHUNK_VECTORS, {**scope, "ckeys": need})} if need else {}
+            rows = _rows(tenant, page, vecs)
+            for row in rows["rows"]:
+                row["props"]["summary"], row["props"]["summary_model"] = kept.get(row["hash"], (None, None))
+            await run(WRITE, {**scope, **rows})
+        links = [{"key": node_key(tenant, r.id), "parent": node_key(tenant, r.parent)} for r in records if r.parent]
+        await run(HIERARCHY, {**scope, "rows": links})  # once every page is there: parents come after children
+
     async def mark_stale(self, tenant: Tenant, entities: Sequence[str]) -> None:
-        """Flag the communities (every level) these entities belong to."""
+        """Flag the communities (every level) these entities belong to; once a build has made
+        communities, those of no community are pending (`KgPending`: the next update clusters them)."""
         ekeys = [entity_key(tenant, e) for e in dict.fromkeys(entities)]
         if ekeys:
-            await self.conn.write([(STALE, {**tenant_params(tenant), "ekeys": ekeys})])
+            params = {**tenant_params(tenant), "ekeys": ekeys}
+            await self.conn.write([(STALE, params), (MARK_PENDING, params)])
+
+    async def stale(self, tenant: Tenant) -> Stale | None:
+        """The stale level-0 communities (members, ancestors) and the pending concepts; None when
+        the collection has no communities."""
+        return await self.conn.read_tx(lambda run: read_stale(run, tenant))
+
+    async def update(self, tenant: Tenant, change: Change) -> None:
+        """Apply an incremental update in one transaction (neo4j/community_update.py)."""
+        write = lambda run, records, kept: self._write(run, tenant, records, kept)  # noqa: E731 - the store's writer
+        await self.conn.write_tx(lambda run: apply(run, tenant, change, write))
 
     async def list(
         self,
@@ -252,18 +300,20 @@ class Neo4jCommunityStore:
         await self.conn.release()
 
 
-def _rows(tenant: Tenant, records: Sequence[CommunityRecord]) -> dict[str, list[dict[str, Any]]]:
-    """UNWIND rows of the communities, their members and their chunks."""
+def _rows(
+    tenant: Tenant, records: Sequence[CommunityRecord], vectors: dict[str, list[float] | None]
+) -> dict[str, list[dict[str, Any]]]:
+    """UNWIND rows of the communities, their members and their chunks (`vectors`: of the chunks
+    whose mean is the profile vector of a record without one)."""
     rows, members, chunks = [], [], []
     for r in records:
         key = node_key(tenant, r.id)
+        vector = r.vector or mean_vector([vectors[c] or ZERO for c in r.vector_chunks if c in vectors])
         props = {"id": r.id, "level": r.level, "parent": r.parent, "children": list(r.children),
                  "size": len(r.members), "chunks": len(r.chunks), "top_entities": list(r.top_entities),
-                 "top_chunks": list(r.top_chunks), "membership_hash": r.membership_hash}  # fmt: skip
-        props["dims"] = len(r.vector)
-        vec = stored_vector(r.vector)
-        parent = node_key(tenant, r.parent) if r.parent is not None else None
-        rows.append({"key": key, "parent": parent, "props": props, "vec": vec, "hash": r.membership_hash})
+                 "top_chunks": list(r.top_chunks), "membership_hash": r.membership_hash,
+                 "dims": len(vector)}  # fmt: skip
+        rows.append({"key": key, "props": props, "vec": stored_vector(vector), "hash": r.membership_hash})
         members += [
             {"ckey": key, "ekey": entity_key(tenant, m), "iri": m, "level": r.level} for m in dict.fromkeys(r.members)
         ]

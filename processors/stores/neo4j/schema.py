@@ -150,6 +150,7 @@ def stored_vector(v: Sequence[float]) -> CypherVector | None:
 
 
 Runner = Callable[[str, Mapping[str, Any]], Awaitable[list[dict[str, Any]]]]
+PagedQuery = tuple[str, Mapping[str, Any], Callable[[list[tuple[Any, ...]]], None]]  # cypher, params, page callback
 T = TypeVar("T")
 
 
@@ -261,6 +262,24 @@ class Neo4jConnection:
     async def read_tx(self, work: Callable[[Runner], Awaitable[T]]) -> T:
         """Run `work` in one managed read transaction; it runs queries with the `Runner` it gets."""
         return await self._transaction(lambda tx: work(_runner(tx)), write=False)
+
+    async def read_pages(self, queries: Sequence[PagedQuery], page: int, restart: Callable[[], None]) -> None:
+        """Run read queries in one managed read transaction, handing each one's records (as value
+        tuples) to its callback `page` at a time: a large result never sits in memory whole.
+        `restart` runs before each attempt (a retried transaction reads everything again)."""
+
+        async def work(tx: Any) -> None:
+            restart()
+            for cypher, params, take in queries:
+                batch: list[tuple[Any, ...]] = []
+                async for record in await tx.run(cypher, params):
+                    batch.append(tuple(record.values()))
+                    if len(batch) >= page:
+                        take(batch)
+                        batch = []
+                take(batch)
+
+        await self._transaction(work, write=False)
 
     async def write_tx(self, work: Callable[[Runner], Awaitable[T]]) -> T:
         """Run `work` in one managed write transaction (retried as a whole on transient errors)."""

@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from processors.stores.documents_protocol import CommunityGraph, CommunityRecord
+from processors.stores.community_graph import PAGE, Change, CommunityGraph, GraphReader, Stale, mean_vector, pages
+from processors.stores.documents_protocol import CommunityRecord
+from processors.stores.sqlite.community_update import apply, level_space, read_stale
 from processors.stores.sqlite.docs_schema import scoped_ids
 from processors.stores.sqlite.pool import SqlitePool, delete_tenant_rows
-from processors.stores.sqlite.relation_rows import EDGES as RELATION_EDGES
+from processors.stores.sqlite.relation_rows import EDGES as GRAPH_EDGES
+from processors.stores.sqlite.relation_rows import EDGES_AMONG as GRAPH_EDGES_AMONG
 from processors.stores.sqlite.vector_lists import VectorLists
 from schemas.communities import CommunityInfo
 from schemas.tenant import Tenant
@@ -32,6 +35,10 @@ CREATE TABLE IF NOT EXISTS community_members (
     PRIMARY KEY (user, collection, entity, level)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS community_members_c ON community_members(user, collection, community);
+CREATE TABLE IF NOT EXISTS community_pending (
+    user TEXT NOT NULL, collection TEXT NOT NULL, entity TEXT NOT NULL,
+    PRIMARY KEY (user, collection, entity)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS community_chunks (
     user TEXT NOT NULL, collection TEXT NOT NULL, community TEXT NOT NULL, chunk_id TEXT NOT NULL,
     document_id TEXT NOT NULL, weight REAL NOT NULL,
@@ -46,14 +53,36 @@ SELECT_COMMUNITIES = (
 )
 Row = tuple[CommunityInfo, np.ndarray]  # a community and its profile vector
 RESCORE = 4  # IVF hits read per community wanted, rescored exactly
+WRITE_PAGE = 1000  # communities written at once
+TABLES = ("communities", "community_members", "community_chunks", "community_pending")
+CHUNK_DOCS = (
+    "SELECT id, document_id FROM chunks WHERE user = ?1 AND collection = ?2 AND id IN (SELECT value FROM json_each(?3))"
+)
+CHUNK_VECTORS = (
+    "SELECT id, vec FROM chunks WHERE user = ?1 AND collection = ?2 AND id IN (SELECT value FROM json_each(?3))"
+)
 LEVEL_SPACES = (
     "SELECT space FROM vector_spaces WHERE user = ? AND collection = ? AND space LIKE 'community-%' AND items > 0"
 )
 
 
-def level_space(level: int) -> str:
-    """The vector space of one level's profile vectors."""
-    return f"community-{level}"
+MARK_STALE = (
+    "UPDATE communities SET stale = 1 WHERE user = ?1 AND collection = ?2 AND id IN (SELECT community"
+    " FROM community_members WHERE user = ?1 AND collection = ?2 AND entity IN (SELECT value FROM json_each(?3)))"
+)
+MARK_PENDING = (
+    "INSERT OR IGNORE INTO community_pending SELECT ?1, ?2, j.value FROM json_each(?3) j"
+    " WHERE EXISTS (SELECT 1 FROM communities WHERE user = ?1 AND collection = ?2) AND NOT EXISTS (SELECT 1"
+    " FROM community_members m WHERE m.user = ?1 AND m.collection = ?2 AND m.entity = j.value AND m.level = 0)"
+)
+# The mentions a build reads beside the co-occurrence graph (GRAPH_EDGES, from relation_rows: a
+# relation's weight is the chunks supporting it); the AMONG pairs keep the subgraph between the
+# entities of ?3 (a JSON list). Only these statements name the tables the graph comes from.
+GRAPH_MENTIONS = "SELECT entity, chunk_id, count FROM mentions WHERE user = ?1 AND collection = ?2"
+GRAPH_MENTIONS_AMONG = (
+    "SELECT m.entity, m.chunk_id, m.count FROM json_each(?3) j CROSS JOIN mentions m"
+    " WHERE m.user = ?1 AND m.collection = ?2 AND m.entity = j.value"
+)
 
 
 class SqliteCommunityStore:
@@ -63,30 +92,28 @@ class SqliteCommunityStore:
         self.db, self.lists = db, lists
         db.ensure_schema(SCHEMA)
 
-    async def graph(self, tenant: Tenant) -> CommunityGraph:
-        """What detection and profiles read: relation weights (chunks supporting each) and mentions
-        (one store call)."""
+    async def graph(self, tenant: Tenant, entities: Sequence[str] | None = None) -> CommunityGraph:
+        """What detection and profiles read (one store call), as arrays streamed a page of rows at a
+        time: relation weights (chunks supporting each) and mentions; with `entities`, only the
+        relations between them and their mentions (the subgraph an update re-clusters)."""
+        only = None if entities is None else json.dumps(sorted(set(entities)))
 
         def read(conn: sqlite3.Connection) -> CommunityGraph:
-            uc = (tenant.user, tenant.collection)
-            edges = conn.execute(RELATION_EDGES, uc).fetchall()
-            mentions = conn.execute(
-                "SELECT entity, chunk_id, count FROM mentions WHERE user = ? AND collection = ?", uc
-            ).fetchall()
-            return CommunityGraph(edges, mentions)
+            reader = GraphReader()
+            among = only is not None
+            args = (tenant.user, tenant.collection, only) if among else (tenant.user, tenant.collection)
+            for page in _pages(conn.execute(GRAPH_EDGES_AMONG if among else GRAPH_EDGES, args)):
+                reader.edges(page)
+            for page in _pages(conn.execute(GRAPH_MENTIONS_AMONG if among else GRAPH_MENTIONS, args)):
+                reader.mentions(page)
+            return reader.graph()
 
         return await self.db.read(read)
 
-    async def chunk_vectors(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, list[float]]:
-        """The vectors of these chunks."""
-        sql = "SELECT id, vec FROM chunks WHERE user = ? AND collection = ? AND id IN (SELECT value FROM json_each(?))"
-        args = (tenant.user, tenant.collection, json.dumps(list(dict.fromkeys(ids))))
-        rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
-        return {i: np.frombuffer(v, dtype=np.float32).tolist() for i, v in rows}
-
-    async def replace(self, tenant: Tenant, records: Sequence[CommunityRecord]) -> None:
-        """Replace the collection's communities; a community whose membership did not change keeps
-        its summary."""
+    async def replace(self, tenant: Tenant, records: Iterable[CommunityRecord]) -> None:
+        """Replace the collection's communities in one transaction, consuming `records` a page at a
+        time (a build's records are made as they are written); a community whose membership did not
+        change keeps its summary."""
 
         def write(conn: sqlite3.Connection) -> None:
             uc = (tenant.user, tenant.collection)
@@ -95,47 +122,68 @@ class SqliteCommunityStore:
                     "SELECT membership_hash, summary, summary_model FROM communities WHERE user = ? AND collection = ?"
                     " AND summary IS NOT NULL", uc))
             )  # fmt: skip
-            for table in ("communities", "community_members", "community_chunks"):
-                conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", uc)
-            docs = dict(conn.execute("SELECT id, document_id FROM chunks WHERE user = ? AND collection = ?", uc))
-            for r in records:
-                summary, model = kept.get(r.membership_hash, (None, None))
-                conn.execute(
-                    "INSERT INTO communities VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,0)",
-                    (*uc, r.id, r.level, r.parent, json.dumps(r.children), len(r.members), len(r.chunks),
-                     json.dumps(r.top_entities), json.dumps(r.top_chunks),
-                     np.asarray(r.vector, dtype=np.float32).tobytes(), r.membership_hash, summary, model),
-                )  # fmt: skip
-                conn.executemany(
-                    "INSERT INTO community_members VALUES (?,?,?,?,?)", [(*uc, m, r.level, r.id) for m in r.members]
-                )
-                conn.executemany(
-                    "INSERT INTO community_chunks VALUES (?,?,?,?,?,?)",
-                    [(*uc, r.id, c, docs[c], w) for c, w in r.chunks.items() if c in docs],
-                )
-            self._index(conn, tenant, records)
+            delete_tenant_rows(conn, tenant, TABLES)
+            for (space,) in conn.execute(LEVEL_SPACES, uc).fetchall():  # the previous build's vectors go
+                self.lists.drop(conn, tenant, space)
+            for page in pages(records, WRITE_PAGE):
+                self._insert(conn, tenant, page, kept)
 
         await self.db.write(write)
 
-    def _index(self, conn: sqlite3.Connection, tenant: Tenant, records: Sequence[CommunityRecord]) -> None:
-        """The profile vectors in IVF lists, one space per level (the previous build's spaces go)."""
-        for (space,) in conn.execute(LEVEL_SPACES, (tenant.user, tenant.collection)).fetchall():
-            self.lists.drop(conn, tenant, space)
+    def _insert(
+        self, conn: sqlite3.Connection, tenant: Tenant, page: Sequence[CommunityRecord],
+        kept: dict[str, tuple[str | None, str | None]],
+    ) -> None:  # fmt: skip
+        """Write a page of communities: rows, members, chunks, profile vectors (in IVF lists, one
+        space per level); a record without a vector gets the mean of its `vector_chunks`' vectors."""
+        uc = (tenant.user, tenant.collection)
+        held = json.dumps(sorted({c for r in page for c in r.chunks}))
+        docs = dict(conn.execute(CHUNK_DOCS, (*uc, held)))
+        wanted = json.dumps(sorted({c for r in page if not r.vector for c in r.vector_chunks}))
+        vecs = dict(conn.execute(CHUNK_VECTORS, (*uc, wanted)))  # only the few each profile vector needs
         by_level: dict[int, list[tuple[str, str, np.ndarray]]] = {}
-        for r in records:
-            if r.vector:
-                by_level.setdefault(r.level, []).append((r.id, "", np.asarray(r.vector, dtype=np.float32)))
+        for r in page:
+            chosen = [np.frombuffer(vecs[c], dtype=np.float32) for c in r.vector_chunks if c in vecs]
+            vector = np.asarray(r.vector or mean_vector(chosen), dtype=np.float32)
+            summary, model = kept.get(r.membership_hash, (None, None))
+            conn.execute(
+                "INSERT INTO communities VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,0)",
+                (*uc, r.id, r.level, r.parent, json.dumps(r.children), len(r.members), len(r.chunks),
+                 json.dumps(r.top_entities), json.dumps(r.top_chunks), vector.tobytes(), r.membership_hash,
+                 summary, model),
+            )  # fmt: skip
+            conn.executemany(
+                "INSERT INTO community_members VALUES (?,?,?,?,?)", [(*uc, m, r.level, r.id) for m in r.members]
+            )
+            conn.executemany(
+                "INSERT INTO community_chunks VALUES (?,?,?,?,?,?)",
+                [(*uc, r.id, c, docs[c], w) for c, w in r.chunks.items() if c in docs],
+            )
+            if len(vector):
+                by_level.setdefault(r.level, []).append((r.id, "", vector))
         for level, items in by_level.items():
             self.lists.add(conn, tenant, level_space(level), items)
 
     async def mark_stale(self, tenant: Tenant, entities: Sequence[str]) -> None:
-        """Flag the communities (every level) these entities belong to."""
-        sql = (
-            "UPDATE communities SET stale = 1 WHERE user = ?1 AND collection = ?2 AND id IN (SELECT community"
-            " FROM community_members WHERE user = ?1 AND collection = ?2"
-            " AND entity IN (SELECT value FROM json_each(?3)))"
-        )
-        await self.db.write(lambda c: c.execute(sql, (tenant.user, tenant.collection, json.dumps(list(entities)))))
+        """Flag the communities (every level) these entities belong to; once a build has made
+        communities, those of no community are pending (the next update clusters them)."""
+        args = (tenant.user, tenant.collection, json.dumps(list(entities)))
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute(MARK_STALE, args)
+            conn.execute(MARK_PENDING, args)
+
+        await self.db.write(write)
+
+    async def stale(self, tenant: Tenant) -> Stale | None:
+        """The stale level-0 communities (members, ancestors) and the pending concepts; None when
+        the collection has no communities."""
+        return await self.db.read(lambda conn: read_stale(conn, tenant))
+
+    async def update(self, tenant: Tenant, change: Change) -> None:
+        """Apply an incremental update in one transaction (sqlite/community_update.py)."""
+        await self.db.write(lambda conn: apply(conn, self.lists, tenant, change,
+                                               lambda c, page, kept: self._insert(c, tenant, page, kept)))  # fmt: skip
 
     async def list(
         self,
@@ -254,11 +302,16 @@ class SqliteCommunityStore:
 
     async def delete_collection(self, tenant: Tenant) -> None:
         """Drop the collection's communities."""
-        tables = ("communities", "community_members", "community_chunks")
-        await self.db.write(lambda c: delete_tenant_rows(c, tenant, tables))
+        await self.db.write(lambda c: delete_tenant_rows(c, tenant, TABLES))
 
     async def close(self) -> None:
         """The pool belongs to the document store."""
+
+
+def _pages(rows: sqlite3.Cursor) -> Iterator[list[tuple[object, ...]]]:
+    """A cursor's rows a page at a time."""
+    while page := rows.fetchmany(PAGE):
+        yield page
 
 
 def _in_scope(conn: sqlite3.Connection, tenant: Tenant) -> set[str] | None:

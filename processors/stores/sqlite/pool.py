@@ -25,7 +25,7 @@ CACHE_KIB = 65536  # each connection's private page cache (without the map)
 # is never taken from a caller into query text).
 _TENANT_TABLES = (
     "triples", "labels", "load_state", "vectors", "scope_version", "vector_model",
-    "communities", "community_members", "community_chunks",
+    "communities", "community_members", "community_chunks", "community_pending",
 )  # fmt: skip
 TENANT_DELETES = {t: "DELETE FROM " + t + " WHERE user = ? AND collection = ?" for t in _TENANT_TABLES}
 

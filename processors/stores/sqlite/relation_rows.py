@@ -93,6 +93,13 @@ EDGES = (
     "SELECT t.iri, oi.iri, count(*) FROM iri_ids t CROSS JOIN rel_sources r JOIN iri_ids oi ON oi.id = r.o"
     " WHERE t.user = ?1 AND t.collection = ?2 AND r.s = t.id GROUP BY t.iri, r.p, r.o"
 )
+# The relations among the entities (?3: JSON array) with their support: the subgraph a community
+# update re-clusters.
+EDGES_AMONG = (
+    "SELECT t.iri, oi.iri, count(*) FROM json_each(?3) j JOIN iri_ids t ON t.user = ?1 AND t.collection = ?2"
+    " AND t.iri = j.value CROSS JOIN rel_sources r JOIN iri_ids oi ON oi.id = r.o"
+    " WHERE r.s = t.id AND oi.iri IN (SELECT value FROM json_each(?3)) GROUP BY t.iri, r.p, r.o"
+)
 # Of the relations (?3: JSON array of [s, p, o]), those without a source left.
 UNSOURCED = (
     "SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2 FROM json_each(?3) j WHERE NOT EXISTS (SELECT 1 FROM"
