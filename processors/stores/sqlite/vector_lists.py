@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -292,10 +293,12 @@ class VectorLists:
         )
 
     def _bump(self, conn: sqlite3.Connection, tenant: Tenant, space: str, added: int) -> None:
+        # A new space's version starts at the clock (ns), not 1: a space deleted and made again
+        # (a community replace, a collection delete) must not repeat a version a cache holds.
         conn.execute(
-            "INSERT INTO vector_spaces VALUES (?,?,?,1,?,1) ON CONFLICT DO UPDATE SET version = version + 1,"
+            "INSERT INTO vector_spaces VALUES (?,?,?,?,?,1) ON CONFLICT DO UPDATE SET version = version + 1,"
             " items = items + excluded.items",
-            (tenant.user, tenant.collection, space, added),
+            (tenant.user, tenant.collection, space, time.time_ns(), added),
         )
 
     def _rebalance(self, conn: sqlite3.Connection, tenant: Tenant, space: str, touched: set[int]) -> None:
