@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pydantic import BaseModel, Field
 
-from processors.algorithms.leiden import SEED, Edges, contract, hierarchical, leiden
+from processors.algorithms.leiden import SEED, Edges, contract, hierarchical, leiden, undirected
 from processors.stores.community_graph import CommunityGraph
 
 __all__ = ["SEED", "Community", "CommunityParams", "Hierarchy", "community_id", "detect", "hierarchy"]
@@ -101,7 +101,12 @@ def hierarchy(graph: CommunityGraph, params: CommunityParams) -> Hierarchy:
         return found
     linked = np.zeros(n, dtype=bool)  # only nodes with an edge are clustered (the others: singletons, dropped)
     linked[edges.src] = linked[edges.dst] = True
-    labels = hierarchical(edges, n, params.community_max_size, params.community_resolution)
+    # Leiden runs on nodes numbered by name, not by the order the store read them in (which differs
+    # between two stores of the same documents): the same graph gives the same communities.
+    by_name = rank.astype(np.int32)
+    canonical = undirected(Edges(by_name[edges.src], by_name[edges.dst], edges.weight), n)
+    labels = hierarchical(canonical, n, params.community_max_size, params.community_resolution)[by_name]
+    del canonical
     _, labels = np.unique(np.where(linked, labels, -1), return_inverse=True)
     labels = (labels - (0 if linked.all() else 1)).astype(np.int32)
     _add_level(found, labels)
