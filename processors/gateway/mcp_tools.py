@@ -22,6 +22,7 @@ from processors.gateway.mcp_results import Answer, Collections, Documents, Docum
 from schemas.documents import (
     ChunkSearch,
     Document,
+    DocumentStatus,
     GetChunks,
     ListCollections,
     ListDocuments,
@@ -276,9 +277,14 @@ class KgflowTools:
         """Load text documents into the collection (chunked, embedded and linked into its graph; a document
         loaded again with the same id replaces the old one, unchanged ones are skipped)."""
 
+        # The collection's write stamp, read before the load is sent (as `kgflow load` does): a
+        # delete answered meanwhile refuses the load, redelivered or not.
+        status = await self._request(ctx, DOCUMENTS, lambda user: DocumentStatus(
+            user=user, collection=collection, document_ids=[documents[0].id]))  # fmt: skip
+
         def build(user: str) -> LoadDocuments:
             docs = [Document(id=d.id, title=d.title, text=d.text, metadata=d.metadata) for d in documents]
-            return LoadDocuments(user=user, collection=collection, documents=docs)
+            return LoadDocuments(user=user, collection=collection, documents=docs, stamp=status.stamp)
 
         report = Loaded.of(collection, await self._request(ctx, DOCUMENT_LOAD, build))
         return _result(report, report.text())

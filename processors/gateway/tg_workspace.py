@@ -20,10 +20,10 @@ from processors.gateway import tg_uploads as tgu
 from processors.gateway.auth import Principal
 from processors.gateway.tg_documents import load_response_to_wire
 from processors.gateway.translate import BadRequest, NotSupported, require_object
-from schemas.documents import LoadDocuments
+from schemas.documents import DocumentStatus, LoadDocuments
 from schemas.flows import ConfigState, FlowRequest, FlowResponse
 from schemas.prompts import Prompts
-from schemas.services import DOCUMENT_LOAD, Service
+from schemas.services import DOCUMENT_LOAD, DOCUMENTS, Service
 
 Frame = tuple[dict[str, Any], bool]  # (payload, complete), as dispatch.py's
 
@@ -171,8 +171,14 @@ async def process(d: Dispatcher, user: str, meta: dict[str, Any]) -> dict[str, A
     assert d.library is not None
     doc = await d.library.get(user, meta["document-id"])
     total = {"loaded": 0, "unchanged": 0, "chunks": 0}
+    # The collection's write stamp, read once before the first part (as `kgflow load` does): a delete
+    # answered while the parts load refuses the rest, redelivered or not.
+    status = DocumentStatus(user=user, collection=meta["collection"], document_ids=[meta["document-id"]])
+    stamp = None
+    async for res in d.ask(DOCUMENTS, meta["flow"], status):
+        stamp = res.stamp
     for document in await tgl.decode(doc, await d.library.content(user, meta["document-id"])):
-        req = LoadDocuments(user=user, collection=meta["collection"], documents=[document])
+        req = LoadDocuments(user=user, collection=meta["collection"], documents=[document], stamp=stamp)
         async for res in d.ask(DOCUMENT_LOAD, meta["flow"], req):
             if res.end_of_stream:
                 report = load_response_to_wire(res)
