@@ -83,7 +83,7 @@ async def test_a_large_collection_is_searched_through_trained_lists(
             assert np.abs(exact - [h.score for h in hits]).max() < INT8
             assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
         assert np.mean(recall) == 1.0 if resident else np.mean(recall) >= 0.95
-        assert bool(index._resident) == resident  # held in memory only while small
+        assert bool(index.lists._codes) == resident  # held in memory only while small
     finally:
         await index.close()
 

@@ -2,8 +2,8 @@
 (vector_lists.py; spaces `entity` and `predicate` of each collection), searched from the file, and
 an exact-name index for labels a question names.
 
-A search of a small space scores all its codes, held in memory (bounded: RESIDENT_MAX items,
-RESIDENT_SPACES spaces); a larger one scores the nearest lists' codes until `PROBE` items, read from
+A search of a small space scores all its codes, held in memory by the lists' own cache (at most
+RESIDENT_MAX items a space); a larger one scores the nearest lists' codes until `PROBE` items, read from
 the file. A lookup by IRI reads its rows by key. A float32 vector was 1,536 bytes, which SQLite keeps
 on an overflow page of its own (4 KB a row on disk); a code is 384 bytes and a scale, inside the
 row. An index written before (a float32 `vec` column) is converted once, on open."""
@@ -13,14 +13,12 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from processors.algorithms.entities import rank_entity_hits
 from processors.algorithms.text_match import label_phrases, normalize
-from processors.algorithms.vectors import top_k
 from processors.stores.protocol import EntityHit, VectorItem, VectorKind, VectorModel
 from processors.stores.sqlite.pool import SqlitePool, delete_tenant_rows
 from processors.stores.sqlite.vector_lists import SCHEMA as VECTOR_LISTS_SCHEMA
@@ -51,29 +49,10 @@ OLD_TABLE = "vectors_float32"  # an earlier index's table, renamed on open and c
 # index's 8,192, 0.99 reading 16,384.
 PROBE = 16_384
 CONVERT_BATCH = 8192  # rows converted at a time (the lists split as they grow, as in a load)
-# A space of at most RESIDENT_MAX items is scored whole from its int8 codes held in memory (exact;
-# 12 ms CPU at 21.5k), at most RESIDENT_SPACES of them at once (least recently searched dropped):
-# 8 × 64k × 388 bytes, 200 MB at the most. Larger ones are searched from the file.
+# A space of at most RESIDENT_MAX items is scored whole from its int8 codes, which the lists keep in
+# memory (exact; 12 ms CPU at 21.5k; at most vector_lists.CACHED_SPACES spaces: 8 × 64k × 388 bytes,
+# 200 MB at the most). Larger ones are searched from the file.
 RESIDENT_MAX = 65_536
-RESIDENT_SPACES = 8
-SCORE_BLOCK = 8192  # rows dequantised at a time
-
-
-@dataclass
-class _Resident:
-    """A small space's codes as of `version`."""
-
-    version: int
-    items: list[str]
-    scales: np.ndarray
-    codes: np.ndarray  # int8 rows
-
-    def nearest(self, q: np.ndarray, limit: int) -> list[tuple[str, float]]:
-        """(item, cosine) of the `limit` best, dequantising SCORE_BLOCK rows at a time."""
-        n = len(self.items)
-        blocks = [self.codes[i : i + SCORE_BLOCK].astype(np.float32) @ q for i in range(0, n, SCORE_BLOCK)]
-        scores = (np.concatenate(blocks) if blocks else np.zeros(0, np.float32)) * self.scales
-        return [(self.items[i], float(scores[i])) for i in top_k(scores, limit).tolist()]
 
 
 _LABELS = "SELECT iri, label FROM vectors WHERE user = ? AND collection = ? AND iri IN (SELECT value FROM json_each(?))"
@@ -137,7 +116,6 @@ class LocalEntityIndex:
         # mapped pages would stay in the process's resident set.
         self.db = SqlitePool(path, SCHEMA, migrate=_migrate, mapped=False)
         self.lists = VectorLists()
-        self._resident: dict[tuple[str, str, str], _Resident] = {}  # most recently searched last
         with self.db.writer() as conn:
             _convert(conn, self.lists)
 
@@ -234,8 +212,6 @@ class LocalEntityIndex:
             self.lists.drop(conn, tenant)
 
         await self.db.write(write)
-        for space in SPACES:
-            self._resident.pop((tenant.user, tenant.collection, space), None)
 
     async def close(self) -> None:
         await self.db.close()
@@ -245,17 +221,7 @@ class LocalEntityIndex:
     ) -> list[tuple[str, float]]:
         """(iri, cosine) of the `limit` nearest items: a small space's codes from memory (loaded
         again when its version moved: another writer's items are seen at once), a large one's lists."""
-        version, items = self.lists.size(conn, tenant, space)
-        if items > RESIDENT_MAX:
-            return self.lists.search(conn, tenant, space, q, limit, probe=PROBE)
-        key = (tenant.user, tenant.collection, space)
-        held = self._resident.pop(key, None)
-        if held is None or (held.version, len(held.items)) != (version, items):  # items too: a dropped space restarts
-            held = _Resident(version, *self.lists.everything(conn, tenant, space))
-        self._resident[key] = held
-        for old in list(self._resident)[:-RESIDENT_SPACES]:
-            self._resident.pop(old, None)
-        return held.nearest(q, limit)
+        return self.lists.search(conn, tenant, space, q, limit, probe=PROBE, whole_max=RESIDENT_MAX)
 
     @staticmethod
     def _labelled(

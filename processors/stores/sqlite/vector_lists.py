@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from processors.algorithms.vectors import kmeans, nearest_rows, quantize
+from processors.algorithms.vectors import kmeans, nearest_rows, quantize, top_k
 from schemas.tenant import Tenant
 
 TRAIN_AT = 4096
@@ -38,6 +38,7 @@ PROBE = 8192  # items a search reads (whole lists, nearest first)
 # changes, for at most CACHED_SPACES spaces per file (each at most PROBE x dims bytes of codes plus
 # its ids: about 4 MB at 384 dims, so at most about 32 MB).
 CACHED_SPACES = 8
+SCORE_BLOCK = 8192  # rows dequantised at a time when a space is scored whole
 MAX_TRAIN_LISTS = 4096  # lists a first training makes (a backfill of a large collection)
 TRAIN_SAMPLE = 64  # items per list k-means trains on (the rest are assigned to the nearest)
 
@@ -179,23 +180,23 @@ class VectorLists:
     # --- reads ------------------------------------------------------------------------------------
     def search(
         self, conn: sqlite3.Connection, tenant: Tenant, space: str, q: np.ndarray, k: int,
-        allowed: Collection[str] | None = None, probe: int = PROBE,
+        allowed: Collection[str] | None = None, probe: int = PROBE, whole_max: int | None = None,
     ) -> list[tuple[str, float]]:  # fmt: skip
         """(item, approximate cosine) of the best `k` items of the lists nearest unit `q` (only
         items of `allowed` documents, when given), best first (see `search_many`)."""
-        return self.search_many(conn, tenant, space, [q], k, allowed, probe)[0]
+        return self.search_many(conn, tenant, space, [q], k, allowed, probe, whole_max)[0]
 
     def search_many(
         self, conn: sqlite3.Connection, tenant: Tenant, space: str, qs: Sequence[np.ndarray], k: int,
-        allowed: Collection[str] | None = None, probe: int = PROBE,
+        allowed: Collection[str] | None = None, probe: int = PROBE, whole_max: int | None = None,
     ) -> list[list[tuple[str, float]]]:  # fmt: skip
         """`search` for each unit vector of `qs`. One statement checks the space's version; a
-        space of at most `probe` items is then scored from its cached codes, a larger one reads
-        the lists nearest each vector in one more statement."""
+        space of at most `whole_max` items (default: `probe`) is then scored whole from its cached
+        codes, a larger one reads the lists nearest each vector in one more statement."""
         cents = self._centroids(conn, tenant, space)
         if not cents.lists or not qs:
             return [[] for _ in qs]
-        if sum(cents.sizes) <= probe:
+        if sum(cents.sizes) <= (probe if whole_max is None else whole_max):
             whole = self._whole(conn, tenant, space, cents)
             each = [whole for _ in qs]
         else:
@@ -222,15 +223,6 @@ class VectorLists:
         row = conn.execute(_SPACE, (tenant.user, tenant.collection, space)).fetchone()
         return (int(row[0]), int(row[1])) if row else (0, 0)
 
-    def everything(
-        self, conn: sqlite3.Connection, tenant: Tenant, space: str
-    ) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """A whole space (for a small one held in memory): item ids, scales, int8 codes."""
-        rows = conn.execute(_SPACE_ITEMS, (tenant.user, tenant.collection, space)).fetchall()
-        codes = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.int8).reshape(len(rows), -1 if rows else 0)
-        return [r[0] for r in rows], np.asarray([r[1] for r in rows], dtype=np.float32), codes
-
-    # --- internals --------------------------------------------------------------------------------
     def _centroids(self, conn: sqlite3.Connection, tenant: Tenant, space: str,
                    cached: bool = True) -> Centroids:  # fmt: skip
         key = (tenant.user, tenant.collection, space)
@@ -360,9 +352,10 @@ def _best(codes: Codes, q: np.ndarray, k: int) -> list[tuple[str, float]]:
     """(item, approximate cosine to unit `q`) of the best `k` of `codes`, best first."""
     if not codes.ids:
         return []
-    sims = (codes.codes.astype(np.float32) @ q) * codes.scales
-    top = np.argsort(-sims, kind="stable")[:k]
-    return [(codes.ids[i], float(sims[i])) for i in top.tolist()]
+    rows = codes.codes
+    blocks = [rows[i : i + SCORE_BLOCK].astype(np.float32) @ q for i in range(0, len(rows), SCORE_BLOCK)]
+    sims = np.concatenate(blocks) * codes.scales  # dequantised a block at a time: bounded scratch memory
+    return [(codes.ids[i], float(sims[i])) for i in top_k(sims, k).tolist()]
 
 
 def _nearest_lists(cents: Centroids, q: np.ndarray, probe: int) -> list[int]:
