@@ -8,7 +8,6 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
 
@@ -17,7 +16,7 @@ from pydantic import BaseModel
 from processors.accounting.refusal import StoreRefusal
 from processors.accounting.usage import Reporting, begin
 from processors.base.bus import Bus, BusMessage, Consumer, Producer
-from processors.base.client import DEADLINE, IDLE, SENT, SEQ, STORE, RemoteError, RequestResponseClient
+from processors.base.client import DEADLINE, IDLE, SEQ, STORE, RemoteError, RequestResponseClient
 from processors.base.config_client import ConfigWatcher
 from processors.base.errors import QueryTimeout, ServiceError
 from processors.base.metrics import CONSUMER_STATE, INTERNAL_ERRORS, LATENCY, REQUESTS
@@ -33,9 +32,6 @@ from schemas.topics import topic
 log = logging.getLogger(__name__)
 S = TypeVar("S")  # a flow's state
 R = TypeVar("R", bound=Response)
-# When the request being served was sent (its client's clock; None if the client did not say): a
-# handler tells a redelivered request from one asked after a change it must not undo.
-REQUEST_SENT: ContextVar[float | None] = ContextVar("request_sent", default=None)
 
 Handler = Callable[[Any, "FlowContext"], Awaitable[Response] | AsyncIterator[Response]]
 
@@ -329,8 +325,6 @@ class FlowProcessor:
                 if budget <= 0:
                     raise QueryTimeout(f"{service.name}: the client stopped waiting before the request was served")
                 async with asyncio.timeout(budget) as limit, self._bulk_slots if bulk else contextlib.nullcontext():
-                    with contextlib.suppress(KeyError, ValueError):
-                        REQUEST_SENT.set(float(msg.properties[SENT]))
                     req = parse_request(service.request, msg.data)
                     result = spec.handler(req, ctx)
                     if isinstance(result, Awaitable):  # a coroutine: one response
