@@ -106,7 +106,7 @@ def insert_records(
         "INSERT INTO mentions VALUES (?,?,?,?,?,?) ON CONFLICT DO UPDATE SET count = count + excluded.count",
         [(u, coll, m.entity, m.chunk_id, r.document.id, m.count) for r in records for m in r.mentions],
     )
-    relation_rows.insert(conn, tenant, records)
+    relation_rows.insert(conn, tenant, records, {cid: rowid for rowid, cid in rowids})
     mentioned = [(r, e) for r in records for e in dict.fromkeys(m.entity for m in r.mentions)]
     conn.executemany(  # the first document of the batch to mention a concept decides, as one by one
         "INSERT INTO concepts VALUES (?,?,?,?,?) ON CONFLICT DO NOTHING",
