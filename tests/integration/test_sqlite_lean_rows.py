@@ -78,6 +78,70 @@ async def test_an_older_docs_db_moves_its_relation_sources_into_integers(tmp_pat
     conn.close()
 
 
+# What docs.db held before: a text row per mention, with a covering index by chunk.
+OLD_MENTIONS = """
+CREATE TABLE old_mentions AS SELECT * FROM mentions;
+DROP VIEW mentions;
+CREATE TABLE mentions (
+    user TEXT NOT NULL, collection TEXT NOT NULL, entity TEXT NOT NULL, chunk_id TEXT NOT NULL,
+    document_id TEXT NOT NULL, count INTEGER NOT NULL,
+    PRIMARY KEY (user, collection, entity, chunk_id)
+) WITHOUT ROWID;
+INSERT INTO mentions SELECT * FROM old_mentions;
+DROP TABLE old_mentions;
+CREATE INDEX mentions_by_chunk ON mentions(user, collection, chunk_id, entity, document_id, count);
+DROP TABLE chunk_mentions;
+DELETE FROM iri_ids WHERE iri NOT IN (SELECT s FROM rel_sources JOIN iri_ids ON id = s);
+"""
+
+
+async def mention_reads(store: SqliteDocumentStore) -> tuple[object, ...]:
+    """Every mention read, over the collection and a scope."""
+    ents = [e(x) for x in ("curie", "paris", "warsaw", "seine")]
+    chunks = ["a:0", "a:1", "b:0"]
+    scoped = Tenant("u", "c", Scope(document_ids=["b"]))
+    g = await SqliteCommunityStore(store.db, store.lists).graph(TENANT)
+    return (
+        sorted(await store.links(ChunkQuery(TENANT), ents, chunks, 5), key=str),
+        sorted(await store.links(ChunkQuery(scoped), ents, chunks, 5), key=str),
+        sorted(await store.scoped_entities(scoped)),
+        (await store.episodes(ChunkQuery(TENANT), ents, chunks, None)).mentioned,
+        sorted(
+            zip(
+                [g.names[i] for i in g.mentions.entity],
+                [g.chunks[i] for i in g.mentions.chunk],
+                g.mentions.count.tolist(),
+                strict=True,
+            )
+        ),
+    )
+
+
+async def test_an_older_docs_db_moves_its_mentions_into_integers(tmp_path: Path) -> None:
+    path = tmp_path / "docs.db"
+    store = SqliteDocumentStore(path)
+    await store.store(TENANT, RECORDS)
+    await store.store(Tenant("u", "other"), RECORDS[1:])
+    before = await mention_reads(store)
+    await store.close()
+    conn = sqlite3.connect(path)
+    conn.executescript(OLD_MENTIONS)
+    assert conn.execute("SELECT count(*) FROM mentions").fetchone() == (7,)
+    conn.close()
+
+    store = SqliteDocumentStore(path)
+    try:
+        assert await mention_reads(store) == before
+        assert len(before[0]) == 5 and len(before[1]) == 2  # of 7 rows: the other collection's 2 unseen; the scope: b's
+        assert before[2] == [e("curie"), e("seine")]
+    finally:
+        await store.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT type FROM sqlite_master WHERE name = 'mentions'").fetchone() == ("view",)
+    assert conn.execute("SELECT count(*) FROM chunk_mentions").fetchone() == (7,)
+    conn.close()
+
+
 async def test_each_iri_is_kept_once_and_leaves_with_its_last_source(tmp_path: Path) -> None:
     store = SqliteDocumentStore(tmp_path / "docs.db")
     try:

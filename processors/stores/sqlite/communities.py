@@ -13,6 +13,7 @@ import numpy as np
 
 from processors.stores.community_graph import PAGE, Change, CommunityGraph, GraphReader, Stale, mean_vector, pages
 from processors.stores.documents_protocol import CommunityRecord
+from processors.stores.sqlite import mention_rows
 from processors.stores.sqlite.community_update import apply, level_space, read_stale
 from processors.stores.sqlite.docs_schema import scoped_ids
 from processors.stores.sqlite.pool import SqlitePool, delete_tenant_rows
@@ -78,11 +79,8 @@ MARK_PENDING = (
 # The mentions a build reads beside the co-occurrence graph (GRAPH_EDGES, from relation_rows: a
 # relation's weight is the chunks supporting it); the AMONG pairs keep the subgraph between the
 # entities of ?3 (a JSON list). Only these statements name the tables the graph comes from.
-GRAPH_MENTIONS = "SELECT entity, chunk_id, count FROM mentions WHERE user = ?1 AND collection = ?2"
-GRAPH_MENTIONS_AMONG = (
-    "SELECT m.entity, m.chunk_id, m.count FROM json_each(?3) j CROSS JOIN mentions m"
-    " WHERE m.user = ?1 AND m.collection = ?2 AND m.entity = j.value"
-)
+GRAPH_MENTIONS = mention_rows.OF_COLLECTION
+GRAPH_MENTIONS_AMONG = mention_rows.OF_ENTITIES
 
 
 class SqliteCommunityStore:

@@ -12,8 +12,9 @@ import numpy as np
 
 from processors.algorithms.bm25 import terms
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks, tenant_token
-from processors.stores.sqlite import relation_rows
+from processors.stores.sqlite import mention_rows, relation_rows
 from processors.stores.sqlite.docs_schema import CHUNK_SPACE, SCOPED_ENTITIES
+from processors.stores.sqlite.mention_rows import UNMENTIONED
 from processors.stores.sqlite.spellings import add_spellings, take_spellings
 from processors.stores.sqlite.vector_lists import VectorLists
 from schemas.tenant import Tenant
@@ -22,18 +23,9 @@ INSERT_CHUNK = (
     "INSERT INTO chunks (user, collection, id, document_id, ordinal, text, start, end, tokens, vec, page, section)"
     " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
 )
-# Of candidates (a JSON array): concepts no chunk mentions, owned ones.
-UNMENTIONED = (
-    "SELECT j.value FROM json_each(?3) j WHERE NOT EXISTS"
-    " (SELECT 1 FROM mentions WHERE user = ?1 AND collection = ?2 AND entity = j.value)"
-)
 OWNED = (
     "SELECT iri FROM concepts WHERE user = ? AND collection = ? AND owned = 1"
     " AND iri IN (SELECT value FROM json_each(?))"
-)
-DELETE_MENTIONS = (
-    "DELETE FROM mentions WHERE user = ?1 AND collection = ?2 AND chunk_id IN (SELECT id FROM chunks INDEXED BY"
-    " chunks_doc WHERE user = ?1 AND collection = ?2 AND document_id IN (SELECT value FROM json_each(?3)))"
 )
 DELETE_CONCEPT = "DELETE FROM concepts WHERE user = ? AND collection = ? AND iri = ?"
 DELETE_CONCEPT_KEYS = "DELETE FROM concept_keys WHERE user = ? AND collection = ? AND iri = ?"
@@ -102,11 +94,9 @@ def insert_records(
         (u, coll, r.title_entity, c.id, r.document.id) for r in records if r.title_entity for c in r.chunks
     ])  # fmt: skip
     count_terms(conn, tenant, list(words.values()))
-    conn.executemany(
-        "INSERT INTO mentions VALUES (?,?,?,?,?,?) ON CONFLICT DO UPDATE SET count = count + excluded.count",
-        [(u, coll, m.entity, m.chunk_id, r.document.id, m.count) for r in records for m in r.mentions],
-    )
-    relation_rows.insert(conn, tenant, records, {cid: rowid for rowid, cid in rowids})
+    by_id = {cid: rowid for rowid, cid in rowids}
+    mention_rows.insert(conn, tenant, records, by_id)
+    relation_rows.insert(conn, tenant, records, by_id)
     mentioned = [(r, e) for r in records for e in dict.fromkeys(m.entity for m in r.mentions)]
     conn.executemany(  # the first document of the batch to mention a concept decides, as one by one
         "INSERT INTO concepts VALUES (?,?,?,?,?) ON CONFLICT DO NOTHING",
@@ -138,7 +128,7 @@ def delete_docs(conn: sqlite3.Connection, vl: VectorLists, tenant: Tenant, ids: 
     vl.remove(conn, tenant, CHUNK_SPACE, [cid for _, cid in chunks])
     count_terms(conn, tenant, words, -1)
     take_spellings(conn, tenant, ids)
-    conn.execute(DELETE_MENTIONS, arg)  # before their chunks, through which they are found
+    mention_rows.delete_of_docs(conn, tenant, arg[2])  # before their chunks, through which they are found
     for table in ("chunks", "doc_meta", "chunk_subjects"):
         conn.execute("DELETE FROM " + table + in_docs, arg)
     conn.execute(

@@ -7,6 +7,10 @@ import json
 import sqlite3
 
 from processors.stores.documents_protocol import ScopeSql, scope_params
+from processors.stores.sqlite import mention_rows
+from processors.stores.sqlite.mention_rows import ID as MENTION_ID
+from processors.stores.sqlite.mention_rows import IN_SCOPE as MENTION_IN_SCOPE
+from processors.stores.sqlite.mention_rows import SCHEMA as MENTIONS_SCHEMA
 from processors.stores.sqlite.relation_rows import SCHEMA as RELATIONS_SCHEMA
 from processors.stores.sqlite.relation_rows import migrate as migrate_relations
 from processors.stores.sqlite.spellings import SCHEMA as SPELLINGS_SCHEMA
@@ -39,13 +43,6 @@ CREATE TABLE IF NOT EXISTS chunks (
     PRIMARY KEY (user, collection, id)
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(user, collection, document_id);
-CREATE TABLE IF NOT EXISTS mentions (
-    user TEXT NOT NULL, collection TEXT NOT NULL, entity TEXT NOT NULL, chunk_id TEXT NOT NULL,
-    document_id TEXT NOT NULL, count INTEGER NOT NULL,
-    PRIMARY KEY (user, collection, entity, chunk_id)
-) WITHOUT ROWID;
--- covering: what chunks mention is read from the index alone (a chunk's 15 rows, not 15 table lookups)
-CREATE INDEX IF NOT EXISTS mentions_by_chunk ON mentions(user, collection, chunk_id, entity, document_id, count);
 CREATE TABLE IF NOT EXISTS concepts (
     user TEXT NOT NULL, collection TEXT NOT NULL, iri TEXT NOT NULL, owned INTEGER NOT NULL, key TEXT NOT NULL,
     PRIMARY KEY (user, collection, iri)
@@ -89,6 +86,7 @@ DROP TABLE IF EXISTS docs_version;
 DROP TABLE IF EXISTS relation_vectors;
 """
     + RELATIONS_SCHEMA
+    + MENTIONS_SCHEMA
     + VECTOR_LISTS_SCHEMA
     + SPELLINGS_SCHEMA
 )
@@ -113,18 +111,13 @@ GET_CHUNKS = (
 # array of [chunk, count] (the caller keeps the most mentioning; the correlated subquery keeps each
 # entity's own LIMIT in one statement), and what the given chunks mention (?4: JSON array of allowed
 # documents or null).
-ENTITY_LINKS = """
-SELECT k.value, (SELECT json_group_array(json_array(chunk_id, count)) FROM (
-  SELECT chunk_id, count FROM mentions WHERE user = ?1 AND collection = ?2 AND entity = k.value
-    AND (?4 IS NULL OR document_id IN (SELECT id FROM temp.scope_docs)) LIMIT ?5))
-FROM json_each(?3) k
-"""
+ENTITY_LINKS = (
+    "SELECT k.value, (SELECT json_group_array(json_array(x.id, x.count)) FROM (SELECT c.id, m.count"
+    " FROM chunk_mentions m CROSS JOIN chunks c WHERE m.entity = " + MENTION_ID.format("k.value")
+    + " AND " + MENTION_IN_SCOPE + " LIMIT ?5) x) FROM json_each(?3) k"
+)  # fmt: skip
 LINKS_READ = 256  # mentions of one entity read before the most-mentioning are kept (a hub has thousands)
-CHUNK_LINKS = """
-SELECT m.entity, m.chunk_id, m.count FROM mentions m INDEXED BY mentions_by_chunk
-WHERE m.user = ?1 AND m.collection = ?2 AND m.chunk_id IN (SELECT value FROM json_each(?3))
-  AND (?4 IS NULL OR m.document_id IN (SELECT value FROM json_each(?4)))
-"""
+CHUNK_LINKS = mention_rows.OF_CHUNKS
 # The documents with a timestamp in [?3, ?4] ("episodes"); ?5: JSON array of allowed documents or null.
 EPISODES = """
 SELECT id FROM documents INDEXED BY documents_time WHERE user = ?1 AND collection = ?2 AND timestamp BETWEEN ?3 AND ?4
@@ -132,10 +125,10 @@ SELECT id FROM documents INDEXED BY documents_time WHERE user = ?1 AND collectio
 """
 # Per entity (?3: JSON array), the distinct episodes (?4: JSON array) whose chunks mention it.
 EPISODE_COUNTS = """
-SELECT m.entity, count(DISTINCT m.document_id) FROM mentions m
-WHERE m.user = ?1 AND m.collection = ?2 AND m.entity IN (SELECT value FROM json_each(?3))
-  AND m.document_id IN (SELECT value FROM json_each(?4))
-GROUP BY m.entity
+SELECT e.iri, count(DISTINCT c.document_id) FROM iri_ids e CROSS JOIN chunk_mentions m CROSS JOIN chunks c
+WHERE e.user = ?1 AND e.collection = ?2 AND e.iri IN (SELECT value FROM json_each(?3)) AND m.entity = e.id
+  AND c.rowid = m.chunk AND c.document_id IN (SELECT value FROM json_each(?4))
+GROUP BY e.iri
 """
 # A claim makes the concept owned (a concept loaded from triples is never claimed: it is named).
 OWNED_CONCEPTS = (
@@ -161,13 +154,8 @@ DROP_DELETION_MARKS = "DELETE FROM doc_deletions WHERE user = ? AND collection =
 CONCEPT_KEYS = (
     "SELECT key, iri FROM concept_keys WHERE user = ? AND collection = ? AND key IN (SELECT value FROM json_each(?))"
 )
-# The entities the chunks of documents (?3: JSON array) mention, through the chunks (mentions keeps
-# no index by document: 1.4 KB a chunk, issue 38).
-SCOPED_ENTITIES = """
-SELECT DISTINCT m.entity FROM chunks c INDEXED BY chunks_doc CROSS JOIN mentions m INDEXED BY mentions_by_chunk
-WHERE c.user = ?1 AND c.collection = ?2 AND c.document_id IN (SELECT value FROM json_each(?3))
-  AND m.user = ?1 AND m.collection = ?2 AND m.chunk_id = c.id
-"""
+# The entities the chunks of documents (?3: JSON array) mention, through the chunks.
+SCOPED_ENTITIES = mention_rows.OF_DOCS
 
 
 def scoped_ids(conn: sqlite3.Connection, tenant: Tenant) -> set[str] | None:
@@ -213,6 +201,7 @@ def migrate(conn: sqlite3.Connection) -> None:
     conn.execute("DROP INDEX IF EXISTS mentions_chunk")  # replaced by the covering mentions_by_chunk
     conn.execute("DROP INDEX IF EXISTS mentions_doc")  # a document's mentions are found through its chunks
     migrate_relations(conn)
+    mention_rows.migrate(conn)  # after the relations: their migration makes iri_ids
     # The relation vectors' IVF space goes (relation search needs none now); vector_spaces has a
     # row per tenant and space, so each delete is scoped to a tenant's keys.
     if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vector_spaces'").fetchone():

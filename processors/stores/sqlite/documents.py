@@ -25,7 +25,7 @@ from processors.stores.documents_protocol import (
     RelationHit,
     RemovedLinks,
 )
-from processors.stores.sqlite import chunk_candidates, deletions, passages, relation_rows
+from processors.stores.sqlite import chunk_candidates, deletions, mention_rows, passages, relation_rows
 from processors.stores.sqlite.deletions import DeletionMarks
 from processors.stores.sqlite.doc_writes import backfill, delete_docs, insert_records, unlinked
 from processors.stores.sqlite.docs_schema import (
@@ -118,8 +118,9 @@ class SqliteDocumentStore(DeletionMarks):
             conn.execute(
                 "DELETE FROM chunk_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE user = ? AND collection = ?)", uc
             )
-            relation_rows.delete_collection(conn, tenant)  # before the chunks its rows name
-            for table in ("documents", "doc_meta", "chunks", "mentions", "concepts",
+            conn.execute(mention_rows.DELETE_COLLECTION, uc)  # before the ids and chunks its rows name
+            relation_rows.delete_collection(conn, tenant)
+            for table in ("documents", "doc_meta", "chunks", "concepts",
                           "concept_keys", "chunk_subjects", "collection_counts", "term_df",
                           *SPELLING_TABLES):  # fmt: skip
                 conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", uc)

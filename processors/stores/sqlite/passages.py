@@ -16,6 +16,8 @@ import numpy as np
 from processors.algorithms.passage_rank import ConceptLinks, HopLinks, Passage, name_runs
 from processors.stores.documents_protocol import tenant_token
 from processors.stores.sqlite.docs_schema import CHUNK_LINKS, ENTITY_LINKS, LINKS_READ
+from processors.stores.sqlite.mention_rows import ID as MENTION_ID
+from processors.stores.sqlite.mention_rows import IN_SCOPE as MENTION_IN_SCOPE
 from schemas.documents import Mention
 from schemas.tenant import Tenant
 
@@ -34,9 +36,9 @@ _IN_SCOPE = "(?4 IS NULL OR document_id IN (SELECT id FROM temp.scope_docs))"
 # A concept's first ?N chunks (mentioning it, or whose subject it is) in scope, as one JSON array:
 # a correlated subquery keeps each concept's own LIMIT, so one statement reads every concept's.
 _MENTIONING = (
-    "(SELECT json_group_array(chunk_id) FROM (SELECT chunk_id FROM mentions WHERE user = ?1 AND collection = ?2"
-    " AND entity = {e} AND " + _IN_SCOPE + " LIMIT {n}))"
-)
+    "(SELECT json_group_array(id) FROM (SELECT c.id FROM chunk_mentions m CROSS JOIN chunks c WHERE m.entity = "
+    + MENTION_ID.format("{e}") + " AND " + MENTION_IN_SCOPE + " LIMIT {n}))"
+)  # fmt: skip
 _SUBJECTS = (
     "(SELECT json_group_array(chunk_id) FROM (SELECT chunk_id FROM chunk_subjects WHERE user = ?1"
     " AND collection = ?2 AND entity = {e} AND " + _IN_SCOPE + " LIMIT {n}))"
@@ -49,8 +51,8 @@ CONCEPT_LINKS = (
 # The concepts keyed by the phrases (?3: JSON array) with whether a chunk in scope mentions each
 # and its first ?5 subject chunks in scope (a key of several concepts names none: the caller drops it).
 NAMED = (
-    "SELECT ck.key, ck.iri, EXISTS (SELECT 1 FROM mentions WHERE user = ?1 AND collection = ?2"
-    " AND entity = ck.iri AND " + _IN_SCOPE + "), " + _SUBJECTS.format(e="ck.iri", n="?5")
+    "SELECT ck.key, ck.iri, EXISTS (SELECT 1 FROM chunk_mentions m CROSS JOIN chunks c WHERE m.entity = "
+    + MENTION_ID.format("ck.iri") + " AND " + MENTION_IN_SCOPE + "), " + _SUBJECTS.format(e="ck.iri", n="?5")
     + " FROM concept_keys ck WHERE ck.user = ?1 AND ck.collection = ?2 AND ck.key IN (SELECT value FROM json_each(?3))"
 )  # fmt: skip
 # The concepts keyed by the word runs (?3) with whether a chunk in scope has each as its subject.
@@ -64,9 +66,11 @@ SOURCES = (
     " AND d.collection = c.collection AND d.id = c.document_id WHERE c.user = ? AND c.collection = ?"
     " AND c.id IN (SELECT value FROM json_each(?))"
 )
+# What the chunks (?3: JSON array) mention: (chunk id, entity).
 SOURCE_MENTIONS = (
-    "SELECT m.chunk_id, m.entity FROM mentions m INDEXED BY mentions_by_chunk WHERE m.user = ? AND m.collection = ?"
-    " AND m.chunk_id IN (SELECT value FROM json_each(?))"
+    "SELECT c.id, e.iri FROM chunks c CROSS JOIN chunk_mentions m INDEXED BY chunk_mentions_by_chunk"
+    " CROSS JOIN iri_ids e WHERE c.user = ?1 AND c.collection = ?2 AND c.id IN (SELECT value FROM json_each(?3))"
+    " AND m.chunk = c.rowid AND e.id = m.entity"
 )
 
 

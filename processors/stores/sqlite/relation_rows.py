@@ -118,11 +118,12 @@ OF_DOCS = (
     + _NAMES
 )
 DELETE_OF_DOCS = "DELETE FROM rel_sources WHERE chunk IN (" + _DOC_CHUNKS + ")"
-# Ids of the IRIs (?3: JSON array) no source row names any more (concepts gone from the collection).
+# Ids of the IRIs (?3: JSON array) no source or mention row names any more (concepts gone from the collection).
 DELETE_UNUSED_IDS = (
     "DELETE FROM iri_ids WHERE user = ?1 AND collection = ?2 AND iri IN (SELECT value FROM json_each(?3))"
     " AND NOT EXISTS (SELECT 1 FROM rel_sources WHERE s = iri_ids.id)"
     " AND NOT EXISTS (SELECT 1 FROM rel_sources INDEXED BY rel_sources_o WHERE o = iri_ids.id)"
+    " AND NOT EXISTS (SELECT 1 FROM chunk_mentions WHERE entity = iri_ids.id)"  # mention_rows.py's
 )
 DELETE_COLLECTION = (
     "DELETE FROM rel_sources WHERE s IN (SELECT id FROM iri_ids WHERE user = ?1 AND collection = ?2)",
