@@ -10,7 +10,7 @@ import sqlite3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from processors.algorithms.bm25 import MAX_QUERY_TERMS, query_terms, terms
+from processors.algorithms.bm25 import _ASCII_PART, _PART, MAX_QUERY_TERMS, query_terms, terms
 from processors.algorithms.text_match import normalize
 from processors.stores.documents_protocol import tenant_token
 from processors.stores.sqlite.docs_schema import SCHEMA
@@ -24,6 +24,12 @@ def test_scripts_without_spaces_become_character_pairs() -> None:
     assert terms("iPhone15を買った") == ["iphone15", "を買", "買っ", "った"]
     assert terms("照") == ["照"]
     assert terms("สวัสดี") == ["สวั", "วัส", "สดี"]  # a Thai vowel sign stays with its letter
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=st.characters(max_codepoint=127)))
+def test_ascii_text_splits_as_the_general_pattern_splits_it(text: str) -> None:
+    assert _ASCII_PART.findall(text) == _PART.findall(text)
 
 
 def test_punctuation_symbols_and_emoji_are_no_terms() -> None:
