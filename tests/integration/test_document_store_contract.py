@@ -61,7 +61,8 @@ async def assert_search(
     want = sorted(cosines.items(), key=lambda kv: (-kv[1], kv[0]))[:depth]
     deep = await search(docs, Tenant(*tenant, scope), vector, text, "vector", depth)
     assert [c.id for c in deep] == [c for c, _ in want]
-    assert [c.score for c in deep] == pytest.approx([s for _, s in want], abs=1e-5)
+    # within 1e-4: SQLite keeps a chunk's vector in float16 (issue 38), a cosine exact to ~3e-5
+    assert [c.score for c in deep] == pytest.approx([s for _, s in want], abs=1e-4)
     holders = term_holders(records, text, allowed)
     lexical = await search(docs, Tenant(*tenant, scope), vector, text, "lexical", depth)
     assert {c.id for c in lexical} <= holders and len(lexical) == min(depth, len(holders))

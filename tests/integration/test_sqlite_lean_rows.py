@@ -7,8 +7,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import numpy as np
+
 from processors.stores.documents_protocol import ChunkQuery
 from processors.stores.sqlite.communities import SqliteCommunityStore
+from processors.stores.sqlite.docs_schema import vec_bytes, vec_of
 from processors.stores.sqlite.documents import SqliteDocumentStore
 from processors.stores.sqlite.triples import TRIPLES, SqliteTripleStore
 from schemas.documents import Scope
@@ -218,3 +221,14 @@ async def test_a_graph_db_copy_a_kill_interrupted_is_finished_on_open(tmp_path: 
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'triples_rowid'").fetchone() is None
     conn.close()
+
+
+def test_a_chunk_vector_reads_back_from_float16_and_from_an_older_float32_blob() -> None:
+    rng = np.random.default_rng(38)
+    for dims in (384, 768):  # a float16 768 is as long as a float32 384, but for its mark
+        v = rng.standard_normal(dims).astype(np.float32)
+        v /= np.linalg.norm(v)
+        half = vec_bytes(v)
+        assert len(half) == 2 * dims + 1
+        assert np.allclose(vec_of(half), v, atol=1e-3) and vec_of(half).dtype == np.float32
+        assert np.array_equal(vec_of(v.tobytes()), v)  # what an earlier kgflow wrote

@@ -15,7 +15,7 @@ from processors.stores.community_graph import PAGE, Change, CommunityGraph, Grap
 from processors.stores.documents_protocol import CommunityRecord
 from processors.stores.sqlite import mention_rows
 from processors.stores.sqlite.community_update import apply, level_space, read_stale
-from processors.stores.sqlite.docs_schema import scoped_ids
+from processors.stores.sqlite.docs_schema import scoped_ids, vec_of
 from processors.stores.sqlite.pool import SqlitePool, delete_tenant_rows
 from processors.stores.sqlite.relation_rows import EDGES as GRAPH_EDGES
 from processors.stores.sqlite.relation_rows import EDGES_AMONG as GRAPH_EDGES_AMONG
@@ -141,7 +141,7 @@ class SqliteCommunityStore:
         vecs = dict(conn.execute(CHUNK_VECTORS, (*uc, wanted)))  # only the few each profile vector needs
         by_level: dict[int, list[tuple[str, str, np.ndarray]]] = {}
         for r in page:
-            chosen = [np.frombuffer(vecs[c], dtype=np.float32) for c in r.vector_chunks if c in vecs]
+            chosen = [vec_of(vecs[c]) for c in r.vector_chunks if c in vecs]
             vector = np.asarray(r.vector or mean_vector(chosen), dtype=np.float32)
             summary, model = kept.get(r.membership_hash, (None, None))
             conn.execute(

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from processors.stores.community_graph import Change, CommunityRecord, Stale, mean_vector, parent_hash
+from processors.stores.sqlite.docs_schema import vec_of
 from processors.stores.sqlite.vector_lists import VectorLists
 from schemas.tenant import Tenant
 
@@ -159,7 +160,7 @@ def _refresh(
     conn.execute(EMPTIED, (*uc, cid))
     size, chunks = conn.execute(COUNTS, (*uc, cid)).fetchone()
     heavy = conn.execute(HEAVIEST, (*uc, cid, VECTOR_CHUNKS)).fetchall()
-    vector = np.asarray(mean_vector([np.frombuffer(v, dtype=np.float32) for _, v in heavy]), dtype=np.float32)
+    vector = np.asarray(mean_vector([vec_of(v) for _, v in heavy]), dtype=np.float32)
     conn.execute(REFRESH, (*uc, cid, json.dumps(sorted(children)), size, chunks,
                            json.dumps([e for e in candidates if e in still][:TOP_ENTITIES]),
                            json.dumps([c for c, _ in heavy[:TOP_CHUNKS]]), vector.tobytes(),

@@ -13,7 +13,7 @@ import numpy as np
 from processors.algorithms.bm25 import terms
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks, tenant_token
 from processors.stores.sqlite import mention_rows, relation_rows
-from processors.stores.sqlite.docs_schema import CHUNK_SPACE, SCOPED_ENTITIES
+from processors.stores.sqlite.docs_schema import CHUNK_SPACE, SCOPED_ENTITIES, vec_bytes, vec_of
 from processors.stores.sqlite.mention_rows import UNMENTIONED
 from processors.stores.sqlite.spellings import add_spellings, take_spellings
 from processors.stores.sqlite.vector_lists import VectorLists
@@ -71,7 +71,7 @@ def insert_records(
     ])  # fmt: skip
     vecs = [[np.asarray(v, dtype=np.float32) for v in r.vectors] for r in records]
     conn.executemany(INSERT_CHUNK, [
-        (u, coll, c.id, r.document.id, c.ordinal, c.text, c.start, c.end, c.tokens, v.tobytes(), c.page, c.section)
+        (u, coll, c.id, r.document.id, c.ordinal, c.text, c.start, c.end, c.tokens, vec_bytes(v), c.page, c.section)
         for r, vs in zip(records, vecs, strict=True) for c, v in zip(r.chunks, vs, strict=True)
     ])  # fmt: skip
     # BM25 reads title and text
@@ -182,7 +182,7 @@ def backfill(conn: sqlite3.Connection, vl: VectorLists) -> int:
             "INSERT INTO chunk_fts(rowid, tenant, terms) VALUES (?, ?, ?)",
             [(r[0], token, " ".join(w)) for r, w in zip(rows, words, strict=True)],
         )
-        vl.add(conn, tenant, CHUNK_SPACE, [(r[1], r[2], np.frombuffer(r[4], np.float32)) for r in rows])
+        vl.add(conn, tenant, CHUNK_SPACE, [(r[1], r[2], vec_of(r[4])) for r in rows])
         conn.executemany(
             "INSERT OR IGNORE INTO chunk_subjects VALUES (?,?,?,?,?)",
             [(user, collection, r[6], r[1], r[2]) for r in rows if r[6]],

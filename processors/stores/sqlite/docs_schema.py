@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import numpy as np
+
 from processors.stores.documents_protocol import ScopeSql, scope_params
 from processors.stores.sqlite import mention_rows
 from processors.stores.sqlite.mention_rows import ID as MENTION_ID
@@ -156,6 +158,24 @@ CONCEPT_KEYS = (
 )
 # The entities the chunks of documents (?3: JSON array) mention, through the chunks.
 SCOPED_ENTITIES = mention_rows.OF_DOCS
+
+
+# A chunk's vector is kept in float16 (half the bytes of float32; a cosine moves in its fourth
+# digit), marked by one trailing byte: a float32 vector (of an older docs.db) has a length
+# divisible by 4, a marked float16 one an odd length, whatever the dimension.
+_HALF = b"\x10"
+
+
+def vec_bytes(vector: np.ndarray) -> bytes:
+    """A chunk vector as stored."""
+    return np.asarray(vector, dtype=np.float16).tobytes() + _HALF
+
+
+def vec_of(blob: bytes) -> np.ndarray:
+    """A stored chunk vector (float16 or an older float32 one) as float32."""
+    if len(blob) % 2:
+        return np.frombuffer(blob, dtype=np.float16, count=len(blob) // 2).astype(np.float32)
+    return np.frombuffer(blob, dtype=np.float32)
 
 
 def scoped_ids(conn: sqlite3.Connection, tenant: Tenant) -> set[str] | None:

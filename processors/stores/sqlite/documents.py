@@ -41,6 +41,7 @@ from processors.stores.sqlite.docs_schema import (
     chunk,
     migrate,
     scoped_ids,
+    vec_of,
 )
 from processors.stores.sqlite.pool import SqlitePool
 from processors.stores.sqlite.relation_rows import IN as RELATIONS_IN
@@ -277,7 +278,7 @@ class SqliteDocumentStore(DeletionMarks):
             args = (tenant.user, tenant.collection, json.dumps([list(r) for r in relations]), per_relation, docs)
             vecs: dict[tuple[str, str, str], list[np.ndarray]] = {}
             for s_, p_, o_, v in conn.execute(relation_rows.SOURCE_VECTORS, args):
-                vecs.setdefault((s_, p_, o_), []).append(np.frombuffer(v, dtype=np.float32))
+                vecs.setdefault((s_, p_, o_), []).append(vec_of(v))
             return {k: np.mean(vs, axis=0).tolist() for k, vs in vecs.items()}
 
         return await self.db.read(read)

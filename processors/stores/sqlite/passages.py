@@ -15,7 +15,7 @@ import numpy as np
 
 from processors.algorithms.passage_rank import ConceptLinks, HopLinks, Passage, name_runs
 from processors.stores.documents_protocol import tenant_token
-from processors.stores.sqlite.docs_schema import CHUNK_LINKS, ENTITY_LINKS, LINKS_READ
+from processors.stores.sqlite.docs_schema import CHUNK_LINKS, ENTITY_LINKS, LINKS_READ, vec_of
 from processors.stores.sqlite.mention_rows import ID as MENTION_ID
 from processors.stores.sqlite.mention_rows import IN_SCOPE as MENTION_IN_SCOPE
 from schemas.documents import Mention
@@ -101,7 +101,7 @@ def cosines(rows: Sequence[tuple[str, bytes]], q: np.ndarray) -> dict[str, float
     """Chunk id -> cosine of its stored vector to unit `q` (a zero vector scores 0)."""
     if not rows:
         return {}
-    m = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    m = np.stack([vec_of(r[1]) for r in rows])
     norms = np.linalg.norm(m, axis=1)
     sims = (m @ q) / np.where(norms == 0, 1.0, norms)
     return dict(zip((r[0] for r in rows), sims.tolist(), strict=True))
