@@ -4,6 +4,7 @@ a delete leaves unlinked takes its ids with it. The reads themselves: the store 
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from pathlib import Path
 
@@ -232,3 +233,61 @@ def test_a_chunk_vector_reads_back_from_float16_and_from_an_older_float32_blob()
         assert len(half) == 2 * dims + 1
         assert np.allclose(vec_of(half), v, atol=1e-3) and vec_of(half).dtype == np.float32
         assert np.array_equal(vec_of(v.tobytes()), v)  # what an earlier kgflow wrote
+
+
+# What docs.db held before: spellings keyed by text, a document's share in text rows.
+OLD_SPELLINGS = """
+CREATE TABLE new_doc AS SELECT s.user, s.collection, d.document_id, s.iri, s.label, d.n
+  FROM doc_spellings d JOIN spellings s ON s.id = d.spelling;
+CREATE TABLE new_sums AS SELECT user, collection, iri, label, n FROM spellings;
+DROP TABLE doc_spellings;
+DROP TABLE spellings;
+CREATE TABLE doc_spellings (
+    user TEXT NOT NULL, collection TEXT NOT NULL, document_id TEXT NOT NULL, iri TEXT NOT NULL,
+    label TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (user, collection, document_id, iri, label)
+) WITHOUT ROWID;
+CREATE TABLE spellings (
+    user TEXT NOT NULL, collection TEXT NOT NULL, iri TEXT NOT NULL, label TEXT NOT NULL, n INTEGER NOT NULL,
+    PRIMARY KEY (user, collection, iri, label)
+) WITHOUT ROWID;
+INSERT INTO doc_spellings SELECT * FROM new_doc;
+INSERT INTO spellings SELECT * FROM new_sums;
+DROP TABLE new_doc;
+DROP TABLE new_sums;
+"""
+
+
+async def test_an_older_docs_db_moves_its_spellings_and_a_delete_still_takes_them_away(tmp_path: Path) -> None:
+    path = tmp_path / "docs.db"
+    spelt = [
+        dataclasses.replace(RECORDS[0], spellings={e("curie"): {"Curie": 2, "M. Curie": 1}}),
+        dataclasses.replace(RECORDS[1], spellings={e("curie"): {"Curie": 1}, e("seine"): {"Seine": 1}}),
+    ]
+    store = SqliteDocumentStore(path)
+    for tenant in (TENANT, Tenant("u", "other")):
+        await store.store(tenant, spelt)
+    iris = [e("curie"), e("seine")]
+    summed = {e("curie"): {"Curie": 3, "M. Curie": 1}, e("seine"): {"Seine": 1}}
+    assert await store.spellings(TENANT, iris) == summed
+    await store.close()
+    conn = sqlite3.connect(path)
+    conn.executescript(OLD_SPELLINGS)
+    assert conn.execute("SELECT count(*) FROM doc_spellings").fetchone() == (8,)
+    conn.close()
+
+    store = SqliteDocumentStore(path)
+    try:
+        assert await store.spellings(TENANT, iris) == {
+            e("curie"): {"Curie": 3, "M. Curie": 1},
+            e("seine"): {"Seine": 1},
+        }
+        await store.delete_documents(TENANT, ["b"])
+        assert await store.spellings(TENANT, iris) == {e("curie"): {"Curie": 2, "M. Curie": 1}}
+        await store.delete_collection(Tenant("u", "other"))
+        assert await store.spellings(Tenant("u", "other"), iris) == {}
+        assert await store.spellings(TENANT, iris) == {e("curie"): {"Curie": 2, "M. Curie": 1}}
+    finally:
+        await store.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT count(*) FROM doc_spellings").fetchone() == (2,)  # a's two, of TENANT
+    conn.close()

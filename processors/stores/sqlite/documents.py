@@ -47,7 +47,7 @@ from processors.stores.sqlite.pool import SqlitePool
 from processors.stores.sqlite.relation_rows import IN as RELATIONS_IN
 from processors.stores.sqlite.relation_rows import OUT as RELATIONS_OUT
 from processors.stores.sqlite.relation_rows import SCOPED_IN, SCOPED_OUT
-from processors.stores.sqlite.spellings import TABLES as SPELLING_TABLES
+from processors.stores.sqlite.spellings import delete_collection as delete_spellings
 from processors.stores.sqlite.spellings import read_spellings
 from processors.stores.sqlite.vector_lists import VectorLists
 from schemas.documents import Chunk, DocumentInfo, Mention
@@ -121,9 +121,9 @@ class SqliteDocumentStore(DeletionMarks):
             )
             conn.execute(mention_rows.DELETE_COLLECTION, uc)  # before the ids and chunks its rows name
             relation_rows.delete_collection(conn, tenant)
+            delete_spellings(conn, tenant)
             for table in ("documents", "doc_meta", "chunks", "concepts",
-                          "concept_keys", "chunk_subjects", "collection_counts", "term_df",
-                          *SPELLING_TABLES):  # fmt: skip
+                          "concept_keys", "chunk_subjects", "collection_counts", "term_df"):  # fmt: skip
                 conn.execute("DELETE FROM " + table + " WHERE user = ? AND collection = ?", uc)
             self.lists.drop(conn, tenant)
 

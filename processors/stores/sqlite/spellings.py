@@ -15,49 +15,67 @@ from processors.stores.documents_protocol import DocumentRecord
 from schemas.tenant import Tenant
 
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS doc_spellings (
-    user TEXT NOT NULL, collection TEXT NOT NULL, document_id TEXT NOT NULL, iri TEXT NOT NULL,
-    label TEXT NOT NULL, n INTEGER NOT NULL,
-    PRIMARY KEY (user, collection, document_id, iri, label)
-) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS spellings (
-    user TEXT NOT NULL, collection TEXT NOT NULL, iri TEXT NOT NULL, label TEXT NOT NULL, n INTEGER NOT NULL,
-    PRIMARY KEY (user, collection, iri, label)
+    id INTEGER PRIMARY KEY, user TEXT NOT NULL, collection TEXT NOT NULL, iri TEXT NOT NULL, label TEXT NOT NULL,
+    n INTEGER NOT NULL, UNIQUE (user, collection, iri, label)
+);
+-- A document's share of each spelling (`spelling`: the id of its tenant's row in `spellings`): a
+-- document's rows were user, collection, document, IRI and label in text (1.5 KB a chunk, issue 38).
+CREATE TABLE IF NOT EXISTS doc_spellings (
+    document_id TEXT NOT NULL, spelling INTEGER NOT NULL, n INTEGER NOT NULL,
+    PRIMARY KEY (document_id, spelling)
 ) WITHOUT ROWID;
 """
-TABLES = ("doc_spellings", "spellings")
 _ADD = (
-    "INSERT INTO spellings VALUES (?, ?, ?, ?, ?) ON CONFLICT (user, collection, iri, label) "
-    "DO UPDATE SET n = n + excluded.n"
+    "INSERT INTO spellings (user, collection, iri, label, n) VALUES (?, ?, ?, ?, ?)"
+    " ON CONFLICT (user, collection, iri, label) DO UPDATE SET n = n + excluded.n"
 )
-_IN_DOCS = " WHERE user = ? AND collection = ? AND document_id IN (SELECT value FROM json_each(?))"
-_OF_DOCS = "SELECT iri, label, n FROM doc_spellings" + _IN_DOCS
+# The tenant's ids of spellings (?3: JSON array of [iri, label]).
+_IDS = (
+    "SELECT s.iri, s.label, s.id FROM json_each(?3) j JOIN spellings s ON s.user = ?1 AND s.collection = ?2"
+    " AND s.iri = j.value ->> 0 AND s.label = j.value ->> 1"
+)
+# The documents' (?3: JSON array) spellings, through the tenant's own rows.
+_OF_DOCS = (
+    "SELECT d.document_id, s.id, s.iri, s.label, d.n FROM json_each(?3) j JOIN doc_spellings d"
+    " ON d.document_id = j.value JOIN spellings s ON s.id = d.spelling AND s.user = ?1 AND s.collection = ?2"
+)
+_DROP_DOC = "DELETE FROM doc_spellings WHERE document_id = ? AND spelling = ?"
 _SPENT = "DELETE FROM spellings WHERE user = ? AND collection = ? AND iri = ? AND label = ? AND n <= 0"
 _READ = (
     "SELECT iri, label, n FROM spellings WHERE user = ? AND collection = ? AND iri IN (SELECT value FROM json_each(?))"
+)
+DELETE_COLLECTION = (
+    "DELETE FROM doc_spellings WHERE spelling IN (SELECT id FROM spellings WHERE user = ?1 AND collection = ?2)",
+    "DELETE FROM spellings WHERE user = ?1 AND collection = ?2",
 )
 
 
 def add_spellings(conn: sqlite3.Connection, tenant: Tenant, records: Sequence[DocumentRecord]) -> None:
     """Record the documents' spellings and add them to their concepts' sums."""
-    u, coll = tenant.user, tenant.collection
-    rows = [(u, coll, r.document.id, iri, label, n)
+    rows = [(r.document.id, iri, label, n)
             for r in records for iri, counts in r.spellings.items() for label, n in counts.items()]  # fmt: skip
-    conn.executemany("INSERT INTO doc_spellings VALUES (?, ?, ?, ?, ?, ?)", rows)
+    if not rows:
+        return
     added = Counter[tuple[str, str]]()
-    for _, _, _, iri, label, n in rows:
+    for _, iri, label, n in rows:
         added[iri, label] += n
     _adjust(conn, tenant, added, 1)
+    arg = (tenant.user, tenant.collection, json.dumps([list(k) for k in added]))
+    ids = {(iri, label): i for iri, label, i in conn.execute(_IDS, arg)}
+    conn.executemany(
+        "INSERT INTO doc_spellings VALUES (?, ?, ?)", [(d, ids[iri, label], n) for d, iri, label, n in rows]
+    )
 
 
 def take_spellings(conn: sqlite3.Connection, tenant: Tenant, ids: Sequence[str]) -> None:
     """Take the documents' spellings away from their concepts' sums (a spelling left with none goes)."""
-    arg = (tenant.user, tenant.collection, json.dumps(list(ids)))
+    found = conn.execute(_OF_DOCS, (tenant.user, tenant.collection, json.dumps(list(ids)))).fetchall()
+    conn.executemany(_DROP_DOC, [(d, i) for d, i, _, _, _ in found])
     gone = Counter[tuple[str, str]]()
-    for iri, label, n in conn.execute(_OF_DOCS, arg):
+    for _, _, iri, label, n in found:
         gone[iri, label] += n
     _adjust(conn, tenant, gone, -1)
-    conn.execute("DELETE FROM doc_spellings" + _IN_DOCS, arg)
 
 
 def _adjust(conn: sqlite3.Connection, tenant: Tenant, counts: Counter[tuple[str, str]], sign: int) -> None:
@@ -66,6 +84,31 @@ def _adjust(conn: sqlite3.Connection, tenant: Tenant, counts: Counter[tuple[str,
     conn.executemany(_ADD, rows)
     if sign < 0:
         conn.executemany(_SPENT, [row[:4] for row in rows])
+
+
+def delete_collection(conn: sqlite3.Connection, tenant: Tenant) -> None:
+    """Every spelling of the collection."""
+    for sql in DELETE_COLLECTION:
+        conn.execute(sql, (tenant.user, tenant.collection))
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """A docs.db written before keeps a document's spellings in text rows and the sums without ids:
+    both moved into the tables above once (the file keeps its size until VACUUM)."""
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(doc_spellings)")]
+    if "user" not in cols:
+        return  # new, or moved already
+    conn.execute("ALTER TABLE doc_spellings RENAME TO old_doc_spellings")
+    conn.execute("ALTER TABLE spellings RENAME TO old_spellings")
+    conn.executescript(SCHEMA)
+    conn.execute("INSERT INTO spellings (user, collection, iri, label, n) SELECT user, collection, iri, label, n"
+                 " FROM old_spellings")  # fmt: skip
+    conn.execute(
+        "INSERT INTO doc_spellings SELECT o.document_id, s.id, o.n FROM old_doc_spellings o JOIN spellings s"
+        " ON s.user = o.user AND s.collection = o.collection AND s.iri = o.iri AND s.label = o.label"
+    )
+    conn.execute("DROP TABLE old_doc_spellings")
+    conn.execute("DROP TABLE old_spellings")
 
 
 def read_spellings(conn: sqlite3.Connection, tenant: Tenant, iris: Sequence[str]) -> dict[str, dict[str, int]]:
