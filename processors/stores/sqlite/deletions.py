@@ -10,8 +10,9 @@ import sqlite3
 from collections.abc import Sequence
 
 from processors.stores.documents_protocol import COLLECTION, DeletedSince, RemovedLinks
-from processors.stores.sqlite.doc_writes import UNMENTIONED, unlinked
+from processors.stores.sqlite.doc_writes import unlinked
 from processors.stores.sqlite.docs_schema import DELETED_AFTER, DROP_DELETION_MARKS, NOTE_DELETED, WRITE_STAMP
+from processors.stores.sqlite.mention_rows import UNMENTIONED
 from processors.stores.sqlite.pool import SqlitePool
 from schemas.tenant import Tenant
 

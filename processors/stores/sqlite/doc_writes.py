@@ -13,7 +13,8 @@ import numpy as np
 from processors.algorithms.bm25 import terms
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks, tenant_token
 from processors.stores.sqlite import mention_rows, relation_rows
-from processors.stores.sqlite.docs_schema import CHUNK_SPACE, SCOPED_ENTITIES, vec_bytes, vec_of
+from processors.stores.sqlite.docs_schema import CHUNK_SPACE, vec_bytes, vec_of
+from processors.stores.sqlite.mention_rows import OF_DOCS as SCOPED_ENTITIES
 from processors.stores.sqlite.mention_rows import UNMENTIONED
 from processors.stores.sqlite.spellings import add_spellings, take_spellings
 from processors.stores.sqlite.vector_lists import VectorLists

@@ -120,7 +120,6 @@ ENTITY_LINKS = (
     + " AND " + MENTION_IN_SCOPE + " LIMIT ?5) x) FROM json_each(?3) k"
 )  # fmt: skip
 LINKS_READ = 256  # mentions of one entity read before the most-mentioning are kept (a hub has thousands)
-CHUNK_LINKS = mention_rows.OF_CHUNKS
 # The documents with a timestamp in [?3, ?4] ("episodes"); ?5: JSON array of allowed documents or null.
 EPISODES = """
 SELECT id FROM documents INDEXED BY documents_time WHERE user = ?1 AND collection = ?2 AND timestamp BETWEEN ?3 AND ?4
@@ -157,8 +156,6 @@ DROP_DELETION_MARKS = "DELETE FROM doc_deletions WHERE user = ? AND collection =
 CONCEPT_KEYS = (
     "SELECT key, iri FROM concept_keys WHERE user = ? AND collection = ? AND key IN (SELECT value FROM json_each(?))"
 )
-# The entities the chunks of documents (?3: JSON array) mention, through the chunks.
-SCOPED_ENTITIES = mention_rows.OF_DOCS
 
 
 # A chunk's vector is kept in float16 (half the bytes of float32; a cosine moves in its fourth

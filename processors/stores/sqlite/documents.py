@@ -29,7 +29,6 @@ from processors.stores.sqlite import chunk_candidates, deletions, mention_rows, 
 from processors.stores.sqlite.deletions import DeletionMarks
 from processors.stores.sqlite.doc_writes import backfill, delete_docs, insert_records, unlinked
 from processors.stores.sqlite.docs_schema import (
-    CHUNK_LINKS,
     CLAIM_CONCEPT,
     CONCEPT_KEYS,
     EPISODE_COUNTS,
@@ -37,12 +36,13 @@ from processors.stores.sqlite.docs_schema import (
     GET_CHUNKS,
     OWNED_CONCEPTS,
     SCHEMA,
-    SCOPED_ENTITIES,
     chunk,
     migrate,
     scoped_ids,
     vec_of,
 )
+from processors.stores.sqlite.mention_rows import OF_CHUNKS as CHUNK_LINKS
+from processors.stores.sqlite.mention_rows import OF_DOCS as SCOPED_ENTITIES
 from processors.stores.sqlite.pool import SqlitePool
 from processors.stores.sqlite.relation_rows import IN as RELATIONS_IN
 from processors.stores.sqlite.relation_rows import OUT as RELATIONS_OUT

@@ -15,14 +15,15 @@ import sqlite3
 from collections.abc import Sequence
 
 from processors.stores.documents_protocol import DocumentRecord
-from processors.stores.sqlite import relation_rows
+from processors.stores.sqlite.relation_rows import TABLES as RELATION_TABLES
 from processors.stores.sqlite.relation_rows import iri_ids
 from schemas.tenant import Tenant
 
-TABLES = (
-    """CREATE TABLE IF NOT EXISTS chunk_mentions (
+_TABLE = """CREATE TABLE IF NOT EXISTS chunk_mentions (
     entity INTEGER NOT NULL, chunk INTEGER NOT NULL, count INTEGER NOT NULL,
-    PRIMARY KEY (entity, chunk)) WITHOUT ROWID""",
+    PRIMARY KEY (entity, chunk)) WITHOUT ROWID"""
+TABLES = (
+    _TABLE,
     # covering: what chunks mention is read from the index alone
     "CREATE INDEX IF NOT EXISTS chunk_mentions_by_chunk ON chunk_mentions(chunk, entity, count)",
     """CREATE VIEW IF NOT EXISTS mentions AS SELECT e.user AS user, e.collection AS collection, e.iri AS entity,
@@ -98,8 +99,9 @@ def migrate(conn: sqlite3.Connection) -> None:
     the integer table once, then dropped (the file keeps its size until VACUUM)."""
     if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'mentions'").fetchone():
         return
-    for ddl in (*relation_rows.TABLES, TABLES[0]):
+    for ddl in RELATION_TABLES:
         conn.execute(ddl)
+    conn.execute(_TABLE)
     conn.execute(
         "INSERT OR IGNORE INTO iri_ids (user, collection, iri) SELECT DISTINCT user, collection, entity FROM mentions"
     )

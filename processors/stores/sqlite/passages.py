@@ -15,9 +15,10 @@ import numpy as np
 
 from processors.algorithms.passage_rank import ConceptLinks, HopLinks, Passage, name_runs
 from processors.stores.documents_protocol import tenant_token
-from processors.stores.sqlite.docs_schema import CHUNK_LINKS, ENTITY_LINKS, LINKS_READ, vec_of
+from processors.stores.sqlite.docs_schema import ENTITY_LINKS, LINKS_READ, vec_of
 from processors.stores.sqlite.mention_rows import ID as MENTION_ID
 from processors.stores.sqlite.mention_rows import IN_SCOPE as MENTION_IN_SCOPE
+from processors.stores.sqlite.mention_rows import OF_CHUNKS as CHUNK_LINKS
 from schemas.documents import Mention
 from schemas.tenant import Tenant
 
