@@ -12,7 +12,7 @@ import numpy as np
 
 from processors.stores.documents_protocol import ChunkQuery
 from processors.stores.sqlite.communities import SqliteCommunityStore
-from processors.stores.sqlite.docs_schema import vec_bytes, vec_of
+from processors.stores.sqlite.docs_schema import LINKS_READ, vec_bytes, vec_of
 from processors.stores.sqlite.documents import SqliteDocumentStore
 from processors.stores.sqlite.triples import TRIPLES, SqliteTripleStore
 from schemas.documents import Scope
@@ -291,3 +291,17 @@ async def test_an_older_docs_db_moves_its_spellings_and_a_delete_still_takes_the
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT count(*) FROM doc_spellings").fetchone() == (2,)  # a's two, of TENANT
     conn.close()
+
+
+async def test_an_entity_s_first_mentions_are_a_sample_not_its_earliest_chunks(tmp_path: Path) -> None:
+    store = SqliteDocumentStore(tmp_path / "docs.db")
+    try:
+        hub = [record(f"d{i:03d}", [f"text {i}"], mentions=[(0, "hub", 1)]) for i in range(600)]
+        await store.store(TENANT, hub)
+        read = await store.links(ChunkQuery(TENANT), [e("hub")], [], LINKS_READ)
+        assert len({m.chunk_id for m in read}) == LINKS_READ < 600
+        later = sum(int(m.chunk_id[1:4]) >= LINKS_READ for m in read)
+        assert later > LINKS_READ // 4  # not the LINKS_READ written first (about 57% were written later)
+        assert await store.db.read(lambda c: c.execute("SELECT count(*) FROM mentions").fetchone()) == (600,)
+    finally:
+        await store.close()

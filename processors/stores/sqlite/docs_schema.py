@@ -10,6 +10,7 @@ import numpy as np
 
 from processors.stores.documents_protocol import ScopeSql, scope_params
 from processors.stores.sqlite import mention_rows
+from processors.stores.sqlite.mention_rows import CHUNK_OF_KEY
 from processors.stores.sqlite.mention_rows import ID as MENTION_ID
 from processors.stores.sqlite.mention_rows import IN_SCOPE as MENTION_IN_SCOPE
 from processors.stores.sqlite.mention_rows import SCHEMA as MENTIONS_SCHEMA
@@ -126,10 +127,10 @@ SELECT id FROM documents INDEXED BY documents_time WHERE user = ?1 AND collectio
   AND (?5 IS NULL OR id IN (SELECT value FROM json_each(?5)))
 """
 # Per entity (?3: JSON array), the distinct episodes (?4: JSON array) whose chunks mention it.
-EPISODE_COUNTS = """
+EPISODE_COUNTS = f"""
 SELECT e.iri, count(DISTINCT c.document_id) FROM iri_ids e CROSS JOIN chunk_mentions m CROSS JOIN chunks c
 WHERE e.user = ?1 AND e.collection = ?2 AND e.iri IN (SELECT value FROM json_each(?3)) AND m.entity = e.id
-  AND c.rowid = m.chunk AND c.document_id IN (SELECT value FROM json_each(?4))
+  AND c.rowid = {CHUNK_OF_KEY} AND c.document_id IN (SELECT value FROM json_each(?4))
 GROUP BY e.iri
 """
 # A claim makes the concept owned (a concept loaded from triples is never claimed: it is named).

@@ -18,6 +18,7 @@ from processors.stores.documents_protocol import tenant_token
 from processors.stores.sqlite.docs_schema import ENTITY_LINKS, LINKS_READ, vec_of
 from processors.stores.sqlite.mention_rows import ID as MENTION_ID
 from processors.stores.sqlite.mention_rows import IN_SCOPE as MENTION_IN_SCOPE
+from processors.stores.sqlite.mention_rows import KEY_OF_CHUNK
 from processors.stores.sqlite.mention_rows import OF_CHUNKS as CHUNK_LINKS
 from schemas.documents import Mention
 from schemas.tenant import Tenant
@@ -71,7 +72,7 @@ SOURCES = (
 SOURCE_MENTIONS = (
     "SELECT c.id, e.iri FROM chunks c CROSS JOIN chunk_mentions m INDEXED BY chunk_mentions_by_chunk"
     " CROSS JOIN iri_ids e WHERE c.user = ?1 AND c.collection = ?2 AND c.id IN (SELECT value FROM json_each(?3))"
-    " AND m.chunk = c.rowid AND e.id = m.entity"
+    " AND m.chunk = " + KEY_OF_CHUNK + " AND e.id = m.entity"
 )
 
 
