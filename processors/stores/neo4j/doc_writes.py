@@ -46,10 +46,14 @@ WRITE_DOCS = (
     "UNWIND $docs AS row MERGE (d:KgDocument {key: row.key}) "
     "SET d.user = $user, d.collection = $collection, d += row.props"
 )
+# The vector as the entity index writes its own (cypher._SET_VECTOR): float32 through
+# db.create.setNodeVectorProperty, half the bytes of the float64 list a SET of a Bolt list stores.
 WRITE_CHUNKS = (
     "UNWIND $chunks AS row MATCH (d:KgDocument {key: row.dkey}) MERGE (c:KgChunk {key: row.key}) "
-    "SET c.user = $user, c.collection = $collection, c.tenant = $tenant, c += row.props, c.embedding = row.vec "
-    "MERGE (d)-[h:HAS_CHUNK]->(c) ON CREATE SET h.user = $user, h.collection = $collection"
+    "SET c.user = $user, c.collection = $collection, c.tenant = $tenant, c += row.props, "
+    "c.embedding = CASE WHEN row.vec IS NULL THEN null ELSE c.embedding END "
+    "MERGE (d)-[h:HAS_CHUNK]->(c) ON CREATE SET h.user = $user, h.collection = $collection "
+    "WITH c, row WHERE row.vec IS NOT NULL CALL db.create.setNodeVectorProperty(c, 'embedding', row.vec)"
 )
 # A document's title names its chunks' subject (an entity the mentions MERGE).
 WRITE_SUBJECTS = (
