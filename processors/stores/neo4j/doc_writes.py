@@ -10,7 +10,7 @@ from typing import Any
 
 from processors.algorithms.bm25 import terms
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
-from processors.stores.neo4j.schema import Runner, entity_key, node_key, stored_vector
+from processors.stores.neo4j.schema import Runner, entity_key, node_key, relation_key, stored_vector
 from processors.stores.neo4j.scope import meta_pairs
 from processors.stores.neo4j.spellings import doc_spellings
 from schemas.tenant import Tenant
@@ -134,7 +134,7 @@ def write_rows(tenant: Tenant, records: Sequence[DocumentRecord]) -> dict[str, l
             if k
         ]
         sources += [
-            {"ckey": node_key(tenant, c), "key": node_key(tenant, x.s, x.p, x.o),
+            {"ckey": node_key(tenant, c), "key": relation_key(tenant, x.s, x.p, x.o),
              "s": x.s, "p": x.p, "o": x.o}
             for x in r.relations for c in dict.fromkeys(x.chunk_ids)
         ]  # fmt: skip
