@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import sqlite3
 from dataclasses import asdict, dataclass, field
@@ -156,6 +157,12 @@ def record_bytes(props: dict[str, object], record: int) -> int:
     return record + -(-blocks // BLOCKS_PER_RECORD) * PROPERTY_RECORD + dynamic * DYNAMIC_RECORD
 
 
+def deployed_database_dir() -> Path:
+    """Where the Neo4j that deploy/servers.py runs keeps its database (under KGFLOW_SERVERS_HOME)."""
+    servers = Path(os.environ.get("KGFLOW_SERVERS_HOME") or "~/.cache/kgflow/servers").expanduser()
+    return servers / "neo4j" / "run" / "data" / "databases" / "neo4j"
+
+
 def disk_bytes(database_dir: Path, index_names: dict[int, str]) -> tuple[dict[str, int], dict[str, int]]:
     """Bytes on disk of a database directory: store files by kind, and each index's directory
     (`schema/index/<provider>/<id>`) by the index's name."""
@@ -259,7 +266,8 @@ def main(argv: list[str]) -> None:
         "--neo4j-database-dir",
         type=Path,
         default=None,
-        help="the database's directory (data/databases/neo4j under the server's home): its bytes on disk",
+        help="the database's directory (data/databases/neo4j under the server's home; the deploy's: "
+        f"{deployed_database_dir()}): its bytes on disk",
     )
     ap.add_argument("--user", default="default")
     ap.add_argument("--collection", default="default")
