@@ -69,6 +69,6 @@ async def test_the_real_database_directory_is_measured(servers: Servers) -> None
     assert size.store_bytes_by_kind["nodes"] > 0 and size.store_bytes == sum(size.store_bytes_by_kind.values()) + sum(
         size.index_bytes.values()
     )
-    assert size.bytes_per_chunk == round(size.store_bytes / size.database_chunks, 1)
+    assert size.store_bytes and size.bytes_per_chunk == round(size.store_bytes / size.database_chunks, 1)
     # a chunk's records: its text and terms, a 384-float vector (the sample reads it as floats)
     assert size.estimated_bytes_by_label["KgChunk"] > 6 * 26 * DYNAMIC_RECORD

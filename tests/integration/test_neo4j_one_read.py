@@ -8,7 +8,7 @@ store and, independently, at the driver)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import numpy as np
 import pytest
@@ -35,7 +35,7 @@ def _far_from_other_tests(seed: int) -> list[float]:
     return (v / np.linalg.norm(v)).tolist()
 
 
-def _near(v: list[float], seed: int) -> list[float]:
+def _near(v: Sequence[float], seed: int) -> list[float]:
     """A unit vector at a cosine of ~0.86 to `v`."""
     x = np.asarray(v) + 0.6 * np.asarray(_far_from_other_tests(seed))
     return (x / np.linalg.norm(x)).tolist()
