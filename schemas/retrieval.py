@@ -71,7 +71,7 @@ class RequestCost(BaseModel):
     its store (its own reads and those of the services it called), in total and per stage."""
 
     store_round_trips: int = 0  # store calls waited on: a SQLite read/write, a Cassandra batch, a Neo4j query
-    store_requests: int = 0  # SQL statement batches, CQL requests (and pages), Cypher transactions
+    store_requests: int = 0  # SQL statement batches, CQL requests (and pages), Cypher statements
     elapsed_ms: float = 0.0
     stage_ms: dict[str, float] = {}
     stage_store_round_trips: dict[str, int] = {}

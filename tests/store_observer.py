@@ -6,7 +6,8 @@ with what a request reports (`processors.accounting.usage`).
 - Requests: SQLite statements as the engine traces them, but those it runs on its own inside one
   of ours (a full-text index's reads of its shadow tables; reads only: a write's BEGIN/COMMIT and
   each row of an executemany are traced too), each `execute_async` and further page the Cassandra
-  driver is asked for, each auto-commit query and managed transaction the Neo4j driver runs.
+  driver is asked for, each Cypher statement the Neo4j driver runs (an auto-commit query, or a
+  statement of a managed transaction).
 """
 
 from __future__ import annotations
@@ -97,17 +98,17 @@ def _observe_cassandra(monkeypatch: pytest.MonkeyPatch, seen: Observed) -> None:
 
 
 def _observe_neo4j(monkeypatch: pytest.MonkeyPatch, seen: Observed) -> None:
-    from neo4j import AsyncSession
+    from neo4j import AsyncManagedTransaction, AsyncSession
 
     from processors.stores.neo4j.schema import Neo4jConnection
 
     for name in ("read", "write", "read_tx", "write_tx", "autocommit"):
         _wrap_calls(monkeypatch, Neo4jConnection, name, seen)
-    for name in ("run", "execute_read", "execute_write"):  # an auto-commit query; a managed transaction
-        original = getattr(AsyncSession, name)
+    for cls in (AsyncSession, AsyncManagedTransaction):  # an auto-commit query; a transaction's statement
+        original = cls.run
 
-        async def transaction(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+        async def statement(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
             seen.requests += 1
             return await _original(self, *args, **kwargs)
 
-        monkeypatch.setattr(AsyncSession, name, transaction)
+        monkeypatch.setattr(cls, "run", statement)

@@ -184,7 +184,7 @@ async def warm(t: Target, rec: Recorder, warmup_s: float) -> None:
 
 async def timed(t: Target, rec: Recorder, questions: list[Question], budget_s: float) -> None:
     """Each public question to lazy-rag and kg-query (until the budget is spent)."""
-    lazy_ms, kg_ms, lazy_req, kg_req, errors = [], [], [], [], []
+    lazy_ms, kg_ms, lazy_req, kg_req, lazy_trips, errors = [], [], [], [], [], []
     rows: dict[str, list[dict[str, float]]] = {"all": [], **{name: [] for name in PUBLIC_SETS}}
     kg_rows: list[dict[str, float]] = []
     source = "none"
@@ -201,6 +201,7 @@ async def timed(t: Target, rec: Recorder, questions: list[Question], budget_s: f
         rows[q.set].append(r)
         count, source = store_requests(res)
         lazy_req.append(count or 0)
+        lazy_trips.append(res.stats.store_round_trips if res.stats else 0)
         res, ms = await _ask(t, "kg", q.text)
         if res.error:
             errors.append(f"kg-query: {res.error.message}")
@@ -223,6 +224,8 @@ async def timed(t: Target, rec: Recorder, questions: list[Question], budget_s: f
                 store_requests_max=max(lazy_req),
                 kg_query_store_requests=round(statistics.fmean(kg_req), 2),
                 store_requests_counter=source,
+                store_round_trips=round(statistics.fmean(lazy_trips), 2),
+                store_round_trips_max=max(lazy_trips),
                 errors=len(errors),
                 first_errors=errors[:3],
                 timed_s=round(time.perf_counter() - began, 1),

@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -30,6 +31,7 @@ from bench.documents.corpus import SIZES, USER, CorpusSpec, build, data_key
 from bench.documents.sources import Sources, prepare_sources
 from bench.harness.results import CACHE as BENCH_CACHE
 from bench.harness.results import ROOT
+from bench.harness.servers import server_pids
 from bench.harness.stats import load_average
 from processors.base.settings import RuntimeSettings
 from processors.commands.system import System, embedded
@@ -198,13 +200,27 @@ async def _with_system(store: StoreSettings, fn: Any) -> Any:
 async def _build_into(
     system: System, coll: str, spec: CorpusSpec, sources: Sources, resume: int | None, checkpoint: Any
 ) -> dict[str, Any]:
-    load = load_average()
+    load, cpu = load_average(), _cpu_seconds()
     info = await build(system, coll, spec, sources, log, resume, checkpoint)
+    # what bound the build: this process (linking, embedding, the driver) or the Neo4j server
+    info["cpu_s"] = {k: round(v - cpu.get(k, 0.0), 1) for k, v in _cpu_seconds().items()}
     info["chunks"] = (await system.stores.documents.counts(USER)).get(coll, DocumentCounts(0, 0)).chunks
     info["concepts"] = (await system.stores.entities.collections(USER)).get(coll, 0)  # entity vectors
     info["triples"] = (await system.stores.triples.collections(USER)).get(coll, 0)
     info["load_average"] = {"start": load, "end": load_average()}
     return info
+
+
+def _cpu_seconds() -> dict[str, float]:
+    """CPU seconds (user + system) of this process and of each server deploy/servers.py runs."""
+    out = {"this_process": time.process_time()}
+    for name, pid in server_pids().items():
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[f"{name}_server"] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return out
 
 
 async def _drop(system: System, coll: str) -> None:

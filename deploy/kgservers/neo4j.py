@@ -1,10 +1,27 @@
-"""Neo4j 5 community (CommunityEntryPoint in console mode), auth disabled."""
+"""Neo4j 5 community (CommunityEntryPoint in console mode), auth disabled.
+
+Memory is sized for a collection of 1M chunks beside Cassandra and Pulsar on one 24 GiB machine
+(docs/distributed.md, "Sizing Neo4j", has the arithmetic from the measured bytes per chunk):
+
+- the page cache holds the record stores a question walks (nodes, relationships, properties;
+  strings and arrays are read only for the chunks returned): KGFLOW_NEO4J_PAGECACHE, 3g;
+- the heap holds queries and transactions (a 500-document write, a question's reads):
+  KGFLOW_NEO4J_HEAP, 2g;
+- the vector and full-text indexes are Lucene files read through the operating system's file
+  cache, outside both: what is left of the machine's memory must hold the vector index (~1.7 KB
+  a chunk) for searches not to read the disk.
+"""
 
 from __future__ import annotations
 
+import os
+
 from .base import Server
-from .config import HEAP, HOST, common_jvm_args, env_int
+from .config import HOST, common_jvm_args, env_int
 from .probes import bolt_return_1
+
+PAGECACHE = os.environ.get("KGFLOW_NEO4J_PAGECACHE", "3g")
+HEAP = os.environ.get("KGFLOW_NEO4J_HEAP", "2g")
 
 
 class Neo4j(Server):
@@ -32,9 +49,10 @@ server.http.listen_address={HOST}:{p["http"]}
 server.http.advertised_address={HOST}:{p["http"]}
 server.https.enabled=false
 server.routing.listen_address={HOST}:{p["routing"]}
-server.memory.pagecache.size=256m
+server.memory.pagecache.size={PAGECACHE}
+server.memory.heap.initial_size={HEAP}
 server.memory.heap.max_size={HEAP}
-db.memory.transaction.total.max=512m
+db.memory.transaction.total.max=1g
 db.tx_log.rotation.retention_policy=2 files
 dbms.usage_report.enabled=false
 server.logs.gc.enabled=false
@@ -43,7 +61,7 @@ server.logs.gc.enabled=false
     def jvm_args(self) -> list[str]:
         # From the defaults Neo4j 5.26's launcher puts in server.jvm.additional.
         return [
-            "-Xms256m",
+            f"-Xms{HEAP}",
             f"-Xmx{HEAP}",
             *common_jvm_args(),
             "-XX:+UnlockExperimentalVMOptions",

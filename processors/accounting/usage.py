@@ -7,8 +7,8 @@ layer adds to it:
 - `requests`: what reached the store. SQLite: each statement batch a read or write runs (each
   `execute`, `executemany` however many rows, `executescript`; not the BEGIN/COMMIT the sqlite3
   module adds around a write). Cassandra: each request sent (each `execute_async` of a prepared
-  statement, and each further result page fetched). Neo4j: each transaction (an auto-commit query
-  is one; a managed transaction counts once per attempt the driver makes).
+  statement, and each further result page fetched). Neo4j: each Cypher statement (an auto-commit
+  query, or each statement of a managed transaction, again for each attempt the driver makes).
 - `round_trips`: each call into a backend's connection layer that the caller waited on: a SQLite
   pool read or write (its statements run back to back in one worker thread), a Cassandra `run` or
   `run_many` (its requests in flight together), a Neo4j query or transaction.

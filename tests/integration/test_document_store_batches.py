@@ -74,4 +74,4 @@ async def test_a_batch_write_costs_the_same_whatever_its_size(
         assert [costs[step, n] for n in SIZES] == [first] * len(SIZES), costs
         assert first[0].round_trips == 1
         if docs.name == "neo4j":
-            assert first[0].requests == 1 and first[1] <= 12
+            assert first[0].requests == first[1] <= 12  # a request is a Cypher statement

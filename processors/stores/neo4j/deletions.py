@@ -15,7 +15,7 @@ from typing import Any
 
 from processors.stores.documents_protocol import COLLECTION, DeletedSince, RemovedLinks
 from processors.stores.neo4j.doc_writes import UNMENTIONED
-from processors.stores.neo4j.schema import Runner, entity_key, node_key
+from processors.stores.neo4j.schema import Runner, entity_key, node_key, relation_key
 from processors.stores.neo4j.scope import keys
 from schemas.tenant import Tenant
 
@@ -83,7 +83,7 @@ async def unsupported(run: Runner, tenant: Tenant, candidates: RemovedLinks, cre
     """Of a refused write's relations and concepts, the relations no stored chunk is a source of and
     the concepts no chunk mentions, owned or `created` (UNMENTIONED unflags them: their claims go)."""
     scope = {"user": tenant.user, "collection": tenant.collection}
-    rels = [{"key": node_key(tenant, s, p, o), "s": s, "p": p, "o": o} for s, p, o in candidates.relations]
+    rels = [{"key": relation_key(tenant, s, p, o), "s": s, "p": p, "o": o} for s, p, o in candidates.relations]
     found = await run(UNSOURCED, {"rels": rels}) if rels else []
     ekeys = [entity_key(tenant, iri) for iri in dict.fromkeys([*candidates.concepts, *created])]
     ents = await run(UNMENTIONED, {**scope, "ekeys": ekeys}) if ekeys else []

@@ -10,7 +10,7 @@ from typing import Any
 
 from processors.algorithms.bm25 import terms
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
-from processors.stores.neo4j.schema import Runner, entity_key, node_key, stored_vector
+from processors.stores.neo4j.schema import Runner, entity_key, node_key, relation_key, stored_vector
 from processors.stores.neo4j.scope import meta_pairs
 from processors.stores.neo4j.spellings import doc_spellings
 from schemas.tenant import Tenant
@@ -46,10 +46,14 @@ WRITE_DOCS = (
     "UNWIND $docs AS row MERGE (d:KgDocument {key: row.key}) "
     "SET d.user = $user, d.collection = $collection, d += row.props"
 )
+# The vector as the entity index writes its own (cypher._SET_VECTOR): float32 through
+# db.create.setNodeVectorProperty, half the bytes of the float64 list a SET of a Bolt list stores.
 WRITE_CHUNKS = (
     "UNWIND $chunks AS row MATCH (d:KgDocument {key: row.dkey}) MERGE (c:KgChunk {key: row.key}) "
-    "SET c.user = $user, c.collection = $collection, c.tenant = $tenant, c += row.props, c.embedding = row.vec "
-    "MERGE (d)-[h:HAS_CHUNK]->(c) ON CREATE SET h.user = $user, h.collection = $collection"
+    "SET c.user = $user, c.collection = $collection, c.tenant = $tenant, c += row.props, "
+    "c.embedding = CASE WHEN row.vec IS NULL THEN null ELSE c.embedding END "
+    "MERGE (d)-[h:HAS_CHUNK]->(c) ON CREATE SET h.user = $user, h.collection = $collection "
+    "WITH c, row WHERE row.vec IS NOT NULL CALL db.create.setNodeVectorProperty(c, 'embedding', row.vec)"
 )
 # A document's title names its chunks' subject (an entity the mentions MERGE).
 WRITE_SUBJECTS = (
@@ -130,7 +134,7 @@ def write_rows(tenant: Tenant, records: Sequence[DocumentRecord]) -> dict[str, l
             if k
         ]
         sources += [
-            {"ckey": node_key(tenant, c), "key": node_key(tenant, x.s, x.p, x.o),
+            {"ckey": node_key(tenant, c), "key": relation_key(tenant, x.s, x.p, x.o),
              "s": x.s, "p": x.p, "o": x.o}
             for x in r.relations for c in dict.fromkeys(x.chunk_ids)
         ]  # fmt: skip

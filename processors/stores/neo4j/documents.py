@@ -22,7 +22,6 @@ each query (scope.IN_SCOPE); all Cypher is constant text with parameters.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
 
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
 from processors.stores.documents_protocol import (
@@ -50,6 +49,7 @@ from processors.stores.neo4j.doc_writes import (
     unlinked,
     write_rows,
 )
+from processors.stores.neo4j.one_read import candidates_read, one_read
 from processors.stores.neo4j.schema import Neo4jConnection, Runner, entity_key
 from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, keys, tenant_params
 from processors.stores.neo4j.spellings import DELETE_COLLECTION as DELETE_SPELLINGS
@@ -90,6 +90,8 @@ CHUNK_LINKS = (
     "MATCH (d:KgDocument)-[:HAS_CHUNK]->(c) WHERE " + IN_SCOPE + " "
     "MATCH (c)-[m:HAS_ENTITY]->(e:KgEntity) RETURN e.uri AS entity, c.id AS chunk, m.count AS n ORDER BY entity"
 )
+# Both in one statement (an empty list of keys reads nothing).
+LINKS = "CALL () { " + ENTITY_LINKS + " UNION ALL " + CHUNK_LINKS + " } RETURN entity, chunk, n"
 # Per entity, the distinct documents in scope with a timestamp in [$since, $until] that mention it.
 EPISODE_COUNTS = (
     "UNWIND $ekeys AS ek MATCH (e:KgEntity {key: ek}) WHERE e.user = $user AND e.collection = $collection "
@@ -223,8 +225,13 @@ class Neo4jDocumentStore:
         phrases: Sequence[str] = (),
     ) -> Candidates:  # fmt: skip
         """The `k` nearest chunks and the `k` best by BM25, with cosines (see passages.candidates),
-        and with `phrases` the concepts they name (see `named`): one read transaction."""
+        and with `phrases` the concepts they name (see `named`): over the whole collection one
+        statement (one_read.py), over a scope or `among` one read transaction."""
         await self.migrate()
+        if one_read(q.tenant, q.vector, among):
+            asked = [(q.vector, terms, phrases)]
+            (found,) = await self.conn.read_tx(lambda run: candidates_read(run, q.tenant, asked, k))
+            return found
 
         async def work(run: Runner) -> Candidates:
             found = await passages.candidates(run, q.tenant, q.vector, terms, k, among)
@@ -237,8 +244,11 @@ class Neo4jDocumentStore:
     async def candidates_many(
         self, tenant: Tenant, questions: Sequence[tuple[Sequence[float] | None, Sequence[str]]], k: int
     ) -> list[Candidates]:
-        """`candidates` for each (vector, terms), in one read transaction."""
+        """`candidates` for each (vector, terms): over the whole collection in one statement."""
         await self.migrate()
+        if all(one_read(tenant, v, None) for v, _ in questions):
+            asked = [(v, terms, ()) for v, terms in questions]
+            return await self.conn.read_tx(lambda run: candidates_read(run, tenant, asked, k))
 
         async def work(run: Runner) -> list[Candidates]:
             return [await passages.candidates(run, tenant, v, terms, k, None) for v, terms in questions]
@@ -309,11 +319,7 @@ class Neo4jDocumentStore:
         params["ekeys"] = [entity_key(q.tenant, e) for e in dict.fromkeys(entities)]
         params["ckeys"] = keys(q.tenant, chunk_ids)
 
-        async def work(run: Runner) -> list[dict[str, Any]]:
-            rows = await run(ENTITY_LINKS, params) if entities else []
-            return rows + (await run(CHUNK_LINKS, params) if chunk_ids else [])
-
-        rows = await self.conn.read_tx(work)
+        rows = await self.conn.read(LINKS, params)
         found = dict.fromkeys((r["entity"], r["chunk"], int(r["n"])) for r in rows)
         return [Mention(entity=e, chunk_id=c, count=n) for e, c, n in found]
 

@@ -61,19 +61,32 @@ SOURCES = (
     "RETURN collect(e.uri) AS mentions } "
     "RETURN c.id AS id, c.text AS text, own.uri AS own, mentions"
 )
-# Subject concepts (a chunk in scope is about them) among the word runs of the sources' text.
-NAMED_SUBJECTS = (
-    _BY_NAME + "WHERE EXISTS { MATCH (d:KgDocument)-[:HAS_CHUNK]->(:KgChunk)-[:ABOUT]->(e) WHERE " + IN_SCOPE + " } "
-    "RETURN k AS key, e.uri AS iri"
-)
-# Each concept's chunks in scope (at most $cap1 read: more means it carries no hop) and subjects.
-CONCEPT_LINKS = (
-    "UNWIND $ekeys AS ek MATCH (e:KgEntity {key: ek}) WHERE e.user = $user AND e.collection = $collection "
+# The rest of a hop, given its sources' mentions (`$ekeys`) and word runs (`$runs`: run -> the
+# chunks whose text holds it) and own subjects (`$own`: chunk -> IRI): the subject concepts the
+# runs name (a chunk in scope is about them); each concept's chunks in scope (at most $cap1 read:
+# more means it carries no hop) and subjects, for the mentioned and named concepts not skipped
+# (a named one only where it is not the chunk's own subject); and the cosines of the chunks they
+# reach that are not known yet.
+HOP = (
+    "CALL () { "
+    + _BY_NAME
+    + "WHERE EXISTS { MATCH (d:KgDocument)-[:HAS_CHUNK]->(:KgChunk)-[:ABOUT]->(e) WHERE "
+    + IN_SCOPE
+    + " } RETURN collect({key: k, iri: e.uri, ekey: e.key}) AS named } "
+    "WITH named, $ekeys + [x IN named WHERE NOT x.iri IN $skip "
+    "AND any(cid IN $runs[x.key] WHERE coalesce($own[cid], '') <> x.iri) | x.ekey] AS wanted "
+    "CALL (wanted) { UNWIND wanted AS ek WITH DISTINCT ek MATCH (e:KgEntity {key: ek}) "
+    "WHERE e.user = $user AND e.collection = $collection "
     "CALL (e) { MATCH (c:KgChunk)-[:HAS_ENTITY]->(e) WHERE " + _IN_SCOPE_CHUNK + " "
-    "WITH c LIMIT $cap1 RETURN collect(c.id) AS chunks } "
+    "WITH c LIMIT $cap1 RETURN collect(c) AS chunks } "
     "CALL (e) { MATCH (c:KgChunk)-[:ABOUT]->(e) WHERE " + _IN_SCOPE_CHUNK + " "
-    "WITH c LIMIT $read RETURN collect(c.id) AS subjects } "
-    "RETURN e.uri AS uri, chunks, subjects"
+    "WITH c LIMIT $read RETURN collect(c) AS subjects } "
+    "RETURN collect({uri: e.uri, chunks: chunks, subjects: subjects}) AS links } "
+    "CALL (links) { UNWIND links AS l UNWIND CASE WHEN size(l.chunks) < $cap1 THEN l.chunks + l.subjects "
+    "ELSE l.subjects END AS c WITH DISTINCT c WHERE NOT c.id IN $known "
+    "RETURN collect({id: c.id, sim: " + _COS + "}) AS sims } "
+    "RETURN named, [l IN links | {uri: l.uri, chunks: [c IN l.chunks | c.id], "
+    "subjects: [c IN l.subjects | c.id]}] AS links, sims"
 )
 
 
@@ -166,21 +179,19 @@ async def links(
     for r in sources:
         for phrase in name_runs(r["text"] or ""):
             runs.setdefault(phrase, set()).add(r["id"])
-    if runs:
-        names = [name_key(tenant, k) for k in runs]
-        for row in await run(NAMED_SUBJECTS, {**params, "names": names}):
-            for cid in sorted(runs[row["key"]]):
-                own = next((s["own"] for s in sources if s["id"] == cid), None)
-                have = hop.concepts_of.setdefault(cid, [])
-                if row["iri"] != own and row["iri"] not in have:
-                    have.append(row["iri"])
-    wanted = sorted({c for cs in hop.concepts_of.values() for c in cs} - set(skip))
-    if wanted:
-        ekeys = [entity_key(tenant, c) for c in wanted]
-        for row in await run(CONCEPT_LINKS, {**params, "ekeys": ekeys, "cap1": cap + 1, "read": SUBJECT_READ}):
-            chunks = row["chunks"]
-            hop.concepts[row["uri"]] = ConceptLinks(len(chunks), row["subjects"], chunks if len(chunks) <= cap else [])
-    reached = {j for link in hop.concepts.values() for j in (*link.subjects, *link.chunks)} - set(known)
-    sims = await similarities(run, tenant, vector, sorted(reached))
-    hop.passages = [Passage(c, s) for c, s in sims.items()]
+    own = {r["id"]: r["own"] for r in sources if r["own"] is not None}
+    mentioned = sorted({c for cs in hop.concepts_of.values() for c in cs} - set(skip))
+    args = {**question_args(params, vector), "names": [name_key(tenant, k) for k in runs], "read": SUBJECT_READ,
+            "runs": {k: sorted(v) for k, v in runs.items()}, "own": own, "skip": sorted(skip), "cap1": cap + 1,
+            "ekeys": [entity_key(tenant, c) for c in mentioned], "known": sorted(known)}  # fmt: skip
+    (row,) = await run(HOP, args)
+    for named in row["named"]:
+        for cid in sorted(runs[named["key"]]):
+            have = hop.concepts_of.setdefault(cid, [])
+            if named["iri"] != own.get(cid) and named["iri"] not in have:
+                have.append(named["iri"])
+    for link in row["links"]:
+        chunks = link["chunks"]
+        hop.concepts[link["uri"]] = ConceptLinks(len(chunks), link["subjects"], chunks if len(chunks) <= cap else [])
+    hop.passages = [Passage(s["id"], float(s["sim"])) for s in row["sims"]]
     return hop

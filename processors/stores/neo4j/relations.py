@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from processors.stores.documents_protocol import RelationChunk, RelationHit
-from processors.stores.neo4j.schema import Neo4jConnection, node_key
+from processors.stores.neo4j.schema import Neo4jConnection, relation_key
 from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, tenant_params
 from schemas.tenant import Tenant
 
@@ -70,7 +70,7 @@ async def relation_chunks(
     per_relation: int,
 ) -> list[RelationChunk]:
     """The first `per_relation` source chunks (by id) of each relation in scope."""
-    rkeys = [node_key(tenant, *r) for r in dict.fromkeys(tuple(r) for r in relations)]
+    rkeys = [relation_key(tenant, *r) for r in dict.fromkeys(tuple(r) for r in relations)]
     if not rkeys:
         return []
     params = {**tenant_params(tenant), "rkeys": rkeys, "per": per_relation}
@@ -81,7 +81,7 @@ async def relation_contexts(
     conn: Neo4jConnection, tenant: Tenant, relations: Sequence[Triple], per_relation: int
 ) -> dict[Triple, list[float]]:
     """Each relation's context: the mean vector of its first `per_relation` source chunks in scope."""
-    rkeys = [node_key(tenant, *r) for r in dict.fromkeys(tuple(r) for r in relations)]
+    rkeys = [relation_key(tenant, *r) for r in dict.fromkeys(tuple(r) for r in relations)]
     if not rkeys:
         return {}
     params = {**tenant_params(tenant), "rkeys": rkeys, "per": per_relation}
