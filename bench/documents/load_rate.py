@@ -93,9 +93,11 @@ async def _embed_all(texts: list[str], size: int) -> float:
     return time.perf_counter() - started
 
 
-async def embedding_bound(chunks: Sequence[Any], sizes: Sequence[int]) -> dict[str, Any]:
-    """Tokens/s of the model alone over `chunks` at the best of `sizes` (tried on a sample first)."""
+async def embedding_bound(chunks: Sequence[Any], sizes: Sequence[int], one_core: bool = False) -> dict[str, Any]:
+    """Tokens/s of the model alone over `chunks` at the best of `sizes` (tried on a sample first);
+    `one_core`: also with one bulk worker (one core), as one request at a time ran before 2026-11-28."""
     from processors.ingest.documents.pipeline import embedded_text
+    from processors.models.embeddings.model import OnnxMiniLM
 
     texts = [embedded_text(c) for c in chunks]
     sample, sample_tokens = texts[:SAMPLE_CHUNKS], sum(c.tokens for c in chunks[:SAMPLE_CHUNKS])
@@ -105,9 +107,17 @@ async def embedding_bound(chunks: Sequence[Any], sizes: Sequence[int]) -> dict[s
     load, cpu0 = load_average(), cpu_seconds()
     wall = await _embed_all(texts, best)
     tokens = sum(c.tokens for c in chunks)
-    return {"tokens_per_s": round(tokens / wall), "wall_s": round(wall, 1), "batch_size": best,
-            "sample_tokens_per_s_by_batch_size": tried, "cpu_cores": round((cpu_seconds() - cpu0) / wall, 2),
-            "load_average": load}  # fmt: skip
+    out = {"tokens_per_s": round(tokens / wall), "wall_s": round(wall, 1), "batch_size": best,
+           "sample_tokens_per_s_by_batch_size": tried, "cpu_cores": round((cpu_seconds() - cpu0) / wall, 2),
+           "load_average": load}  # fmt: skip
+    if one_core:
+        model = OnnxMiniLM.shared()
+        width, model._bulk_width = model._bulk_width, 1  # noqa: SLF001 - one chunk at a time
+        try:
+            out["one_core_tokens_per_s"] = round(tokens / await _embed_all(texts, best))
+        finally:
+            model._bulk_width = width  # noqa: SLF001
+    return out
 
 
 def stage_seconds(stderr: str) -> dict[str, float]:
@@ -156,7 +166,7 @@ async def measure(documents: int, baselines: Sequence[Path], sizes: Sequence[int
     chunks = corpus_chunks(corpus)
     tokens = sum(c.tokens for c in chunks)
     log(f"corpus {corpus}: {documents} documents, {len(chunks)} chunks, {tokens} tokens")
-    before = await embedding_bound(chunks, sizes)
+    before = await embedding_bound(chunks, sizes, one_core=True)
     log(f"bound before: {before}")
     loads: dict[str, Any] = {}
     for name, code in [*((f"baseline_{n}", b) for n, b in enumerate(baselines)), ("this", ROOT)]:
@@ -168,6 +178,7 @@ async def measure(documents: int, baselines: Sequence[Path], sizes: Sequence[int
     for run in loads.values():
         run["vs_bound"] = round(run["tokens_per_s"] / bound, 3)
         run["vs_bound_with_community_build"] = round(run["tokens_per_s_with_community_build"] / bound, 3)
+        run["vs_one_core_bound"] = round(run["tokens_per_s"] / before["one_core_tokens_per_s"], 3)
     return {
         "corpus": {"source": SOURCE.parent.name, "documents": documents, "chunks": len(chunks), "tokens": tokens},
         "bound_before": before,
