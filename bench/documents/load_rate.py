@@ -205,7 +205,7 @@ async def measure(documents: int, baselines: Sequence[Path], sizes: Sequence[int
 
 def main(argv: list[str] | None = None) -> None:
     """Measure the loader against the bound and write the `load-rate` key."""
-    ap = argparse.ArgumentParser(prog="python -m bench load-rate", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m bench load-rate", description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--documents", type=int, default=DOCUMENTS, help="HotpotQA paragraphs loaded")
     ap.add_argument("--baseline", type=Path, action="append", default=[],
                     help="a checkout of another version (its root, holding processors/), loaded first")  # fmt: skip
