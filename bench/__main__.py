@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from bench.docqa import no_model_answer, rerank, tune
 from bench.docqa import run as docqa
-from bench.documents import fleet, index_size, ingest, measure, scale, stores, vector_index, write_rate
+from bench.documents import fleet, index_size, ingest, load_rate, measure, scale, stores, vector_index, write_rate
 from bench.graph import communities
 from bench.graph import run as graph
 from bench.reliability import run as reliability
@@ -38,6 +38,7 @@ SECTIONS: dict[str, Section] = {
     "no-model-answer": Section(
         "the gold answer in the no-model answer text, per retrieval service", no_model_answer.main
     ),
+    "load-rate": Section("kgflow load documents' tokens/s against the embedding model's alone", load_rate.main),
     "write-rate": Section("the document store's chunks/s by batch size, SQLite and Neo4j", write_rate.main),
     "vector-index": Section("today's IVF vector index against sqlite-vec, usearch and faiss", vector_index.main),
     "tune": Section("recall of a ranking knob's values on one half of a doc-QA set", tune.main),

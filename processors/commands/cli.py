@@ -99,8 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     ld.add_argument("--batch-size", type=int, default=Batching.documents, metavar="N",
                     help=f"documents per request (default {Batching.documents})")  # fmt: skip
     ld.add_argument("--in-flight", type=int, default=Batching.in_flight, metavar="N",
-                    help=f"requests loading at once (default {Batching.in_flight}; over Pulsar, "
-                    "about 2 per document-load instance)")  # fmt: skip
+                    help=f"batches embedded and parsed at once, one more being stored (default "
+                    f"{Batching.in_flight}; over Pulsar, about 2 per document-load instance)")  # fmt: skip
     _gateway_args(ld)
     store_args(ld)
     bus_args(ld)

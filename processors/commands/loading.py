@@ -32,8 +32,10 @@ LOAD_TIMEOUT_S = 3600.0
 @dataclass(frozen=True)
 class Batching:
     """How a load is cut into requests: at most `documents` per batch (and about BATCH_CHARS of
-    text), `in_flight` batches loading at once — one embeds while another is parsed; over Pulsar,
-    about 2 per document-load instance keeps every instance busy."""
+    text), `in_flight` batches being embedded and parsed at once — one embeds while another is
+    parsed; over Pulsar, about 2 per document-load instance keeps every instance busy. A batch
+    whose chunks are embedded and parsed gives its place to the next while it is stored (one batch
+    more may be storing), so the model and the parser do not wait for the store."""
 
     documents: int = 64
     in_flight: int = 2
@@ -129,16 +131,22 @@ async def load_documents(
     docs, skipped = await asyncio.to_thread(_read, sources, fmt)  # parsing files is CPU work
     out = DocumentsLoaded(skipped=skipped)
     tell("documents", len(docs))
-    slots = asyncio.Semaphore(batching.in_flight)
+    working = asyncio.Semaphore(batching.in_flight)  # batches being embedded and parsed
+    sent = asyncio.Semaphore(batching.in_flight + 1)  # ...and being stored
     stamp = await _write_stamp(stream, user, collection, docs)
 
     async def one(batch: list[Document]) -> None:
-        async with slots:
-            if out.collection_deleted:  # refused by the store: not sent
-                _refused(batch, tell, out)
-                return
-            req = LoadDocuments(user=user, collection=collection, documents=batch, stamp=stamp)
-            await _load_batch(stream, req, tell, out)
+        async with sent:
+            await working.acquire()
+            place = _Place(working)
+            try:
+                if out.collection_deleted:  # refused by the store: not sent
+                    _refused(batch, tell, out)
+                    return
+                req = LoadDocuments(user=user, collection=collection, documents=batch, stamp=stamp)
+                await _load_batch(stream, req, tell, out, place)
+            finally:
+                place.give_up()
 
     await asyncio.gather(*(one(b) for b in batches(docs, batching.documents)))
     if out.collection_deleted:
@@ -166,9 +174,30 @@ async def _last(stream: Stream, service: Service[BaseModel, R], request: BaseMod
     return last
 
 
-async def _load_batch(stream: Stream, req: LoadDocuments, tell: LoadProgress, out: DocumentsLoaded) -> None:
+class _Place:
+    """A batch's place among those being embedded and parsed, given up once (when both are done)."""
+
+    def __init__(self, places: asyncio.Semaphore) -> None:
+        self.places, self.held, self.done = places, True, set[str]()
+
+    def passed(self, stage: str | None) -> None:
+        if stage in ("embedded", "extracted"):
+            self.done.add(stage)
+            if len(self.done) == 2:
+                self.give_up()
+
+    def give_up(self) -> None:
+        if self.held:
+            self.held = False
+            self.places.release()
+
+
+async def _load_batch(
+    stream: Stream, req: LoadDocuments, tell: LoadProgress, out: DocumentsLoaded, place: _Place
+) -> None:
     try:
         async for res in stream(DOCUMENT_LOAD, req, LOAD_TIMEOUT_S):
+            place.passed(res.stage)
             _step(res, tell, out)
     except (RemoteError, RequestTimeout) as e:
         if isinstance(e, RemoteError) and e.type == COLLECTION_DELETED:
@@ -180,7 +209,7 @@ async def _load_batch(stream: Stream, req: LoadDocuments, tell: LoadProgress, ou
             tell("loaded", 1)
             return
         for d in req.documents:  # find the document the batch failed on; the others still load
-            await _load_batch(stream, req.model_copy(update={"documents": [d]}), tell, out)
+            await _load_batch(stream, req.model_copy(update={"documents": [d]}), tell, out, place)
 
 
 def _refused(batch: list[Document], tell: LoadProgress, out: DocumentsLoaded) -> None:

@@ -12,6 +12,7 @@ from processors.ingest.documents.pipeline import (
     CollectionDeleted,
     chunk_document,
     content_hash,
+    embedded_text,
     index_document,
     load_batch,
 )
@@ -226,3 +227,29 @@ async def test_a_deleted_collection_stops_the_batch_without_retrying_each_docume
     with pytest.raises(CollectionDeleted):
         await load_batch(sources, docs, plain_tokenizer(), ChunkingParams(), lambda s, n: None)
     assert sources.calls == 1
+
+
+async def test_chunks_are_embedded_shortest_first_and_each_keeps_its_own_vector() -> None:
+    """Requests hold chunks of about one length (fewer, fuller model calls), and each vector still
+    goes back to its own chunk."""
+
+    class Measuring(FakeSources):
+        requests: list[list[str]] = []
+        indexed: list[IndexedDocument] = []
+
+        async def embed(self, texts: list[str]) -> list[list[float]]:
+            self.requests.append(texts)
+            return [[float(len(t)), 0.0] for t in texts]
+
+        async def store(self, documents: list[IndexedDocument]) -> list[str]:
+            self.indexed += documents
+            return []
+
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
+    docs = [Document(id=f"d{n}", title=f"t{n}", text=" ".join(words[: 10 - n]) + ".") for n in range(8)]
+    sources = Measuring()
+    await load_batch(sources, docs, plain_tokenizer(), ChunkingParams())
+    sent = [t for r in sources.requests for t in r]
+    assert [len(t) for t in sent] == sorted(len(t) for t in sent) != [len(t) for t in sent[::-1]]
+    for d in sources.indexed:
+        assert [v[0] for v in d.vectors] == [float(len(embedded_text(c))) for c in d.chunks]

@@ -4,7 +4,10 @@ tokens, questions do not queue behind bulk work, and work nobody waits for stops
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -95,7 +98,38 @@ async def test_questions_pass_bulk_work_and_abandoned_work_stops(
         settled = len(bulk_calls)
         await asyncio.sleep(2.0)
         assert len(bulk_calls) == settled  # nobody waits: no more bulk work
-        assert settled < 24 * 4  # most of the abandoned work never ran (4 chunks a request)
+        per_request = len(chunks([256] * 32))  # chunks of one request (every text truncated to 256 tokens)
+        assert settled < 24 * per_request  # most of the abandoned work never ran
     finally:
         await patient.stop()
         await impatient.stop()
+
+
+async def test_one_bulk_request_runs_its_chunks_on_every_core_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = OnnxMiniLM.shared()
+    running, most = 0, 0
+    lock = threading.Lock()
+    infer = model._infer  # noqa: SLF001 - counting the bulk lane's calls running at once
+
+    def counting(session: Any, ids: list[list[int]]) -> Any:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        try:
+            time.sleep(0.05)  # long enough for the other worker to pick up the next chunk
+            return infer(session, ids)
+        finally:
+            with lock:
+                running -= 1
+
+    monkeypatch.setattr(model, "_infer", counting)
+    texts = [f"passage {n}: " + LONG[: 40 + 7 * n] for n in range(40)]
+    together = await model.embed(texts)
+    monkeypatch.setattr(model, "_infer", infer)
+    alone = [(await model.embed([t] * 9))[0] for t in texts[:3]]  # 9 texts: the bulk lane, one chunk
+    assert len(chunks([len(r) for r in model._ids(texts)])) > 2  # noqa: SLF001 - more chunks than cores
+    assert most == (os.cpu_count() or 1)  # before, one request's chunks ran one after another
+    assert len(together) == len(texts)
+    for a, b in zip(alone, together[:3], strict=True):  # each vector stays in its text's place
+        assert sum(x * y for x, y in zip(a, b, strict=True)) > 0.999
