@@ -217,7 +217,8 @@ def batch_parallel(a: argparse.Namespace) -> int:
     """Questions in flight with --batch: as asked, else REMOTE_IN_FLIGHT through a gateway or
     Pulsar (the services answer in other processes, so questions overlap) and one in this process,
     where every stage shares one event loop and the machine's cores: four in flight answered
-    HotpotQA's questions in the same total time and each one 4.2x slower (bench/README.md)."""
+    HotpotQA's questions in about the same total time (81 s against 76 s; 96 s against 111 s) and
+    each one 3-4x slower (bench/README.md)."""
     if a.parallel is not None:
         return int(a.parallel)
     remote = bool(a.url) or runtime_settings(a).bus == "pulsar"
