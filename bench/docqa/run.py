@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.docqa.collection import TIMEOUT_S
+from bench.docqa.cli_latency import cli_latency
+from bench.docqa.collection import COLLECTION, TIMEOUT_S, USER
 from bench.docqa.defaults import defaults
 from bench.docqa.dense import dense_text_only
 from bench.docqa.homes import SETS, VARIANTS, corpus_lines, indexed_home, questions
@@ -66,6 +67,11 @@ async def bench_variant(name: str, variant: str, limit: int | None, llm_question
         out["latency"] = asked.latency()
         if variant == "titles":
             out["scope_cost"] = await scope_cost(system, qs)
+    # the same questions through `kgflow query` (a child process on the same home), as a CLI user
+    # and docqa_eval.py see them (bench/docqa/cli_latency.py)
+    texts = [str(q["question"]) for q in qs]
+    in_process = out["latency"]["lazy_rag"]["p50_ms"]
+    out["latency"]["lazy_rag"]["cli"] = await cli_latency(built.home, texts, USER, COLLECTION, in_process)
     out["load_average"] = {"start": load_at_start, "end": load_average()}
     if llm_questions:
         out["with_local_model"] = await with_local_model(built.home, qs[:llm_questions], log)

@@ -9,9 +9,8 @@ from pydantic import BaseModel
 
 from processors.algorithms.passage_rank import PassageRankParams
 from processors.base.flow_registry import ConfigService
-from processors.base.registry import Buildable, ProcessorEntry
+from processors.base.registry import Buildable, Host, ProcessorEntry, Runnable
 from processors.base.settings import ParamModels
-from processors.gateway.service import GatewayProcessor
 from processors.ingest.communities.detect import CommunityParams
 from processors.ingest.communities.service import CommunityBuildProcessor
 from processors.ingest.document_store.service import DocumentStoreProcessor
@@ -47,8 +46,23 @@ from schemas.prompts import ServicePrompt as Prompt
 from schemas.prompts import prompt_table
 from schemas.services import AnyService
 
+
+class _Gateway:
+    """The gateway's entry, imported when it is built: aiohttp, the MCP SDK and the routes take
+    seconds to import, and a `kgflow query` or `kgflow load` in this process never runs them."""
+
+    name = "gateway"
+
+    @classmethod
+    def create(cls, host: Host) -> Runnable:
+        """The gateway processor, built on `host`."""
+        from processors.gateway.service import GatewayProcessor
+
+        return GatewayProcessor.create(host)
+
+
 CONFIG = ProcessorEntry("config", ConfigService)
-GATEWAY = ProcessorEntry("gateway", GatewayProcessor)
+GATEWAY = ProcessorEntry("gateway", _Gateway)
 
 
 def _serving(service: AnyService, cls: type[Buildable], params: type[BaseModel] | None = None) -> ProcessorEntry:

@@ -60,7 +60,11 @@ def _query_parser(q: argparse.ArgumentParser, service: str) -> None:
             "--mode", choices=["local", "global", "hybrid", "mix", "naive"], help="default: the flow's (mix)"
         )
     _gateway_args(q)
-    q.add_argument("--parallel", type=int, default=4, help="questions in flight with --batch")
+    q.add_argument(
+        "--parallel",
+        type=int,
+        help="questions in flight with --batch (default: 4 through --url or --pulsar, 1 in this process)",
+    )
     store_args(q)
     bus_args(q)
     q.set_defaults(func=query_cmds.run_query)

@@ -146,7 +146,11 @@ class OnnxMiniLM:
         # chunks; +140 MB and flat without it at 2,048, at the same speed). One thread per call and a
         # call per core: a multi-threaded call waits at every layer for its slowest thread, and during a
         # load spaCy holds a core (HotpotQA indexed in 160 s this way, 178 s with one 2-thread call).
-        self._bulk_session = session(1, arena=False)
+        # Made on first bulk work: a process that only asks questions (`kgflow query`) never pays
+        # for it (half of the model's 2.4 s load at load 16).
+        self._bulk: InferenceSession | None = None
+        self._bulk_lock = threading.Lock()
+        self._new_session = session
         self.dimensions = int(self._query_session.get_outputs()[0].shape[-1])
         self._tok = Tokenizer.from_str(tok)
         self._tok.enable_truncation(MAX_TOKENS)
@@ -156,6 +160,14 @@ class OnnxMiniLM:
         self._bulk_width = os.cpu_count() or 1
         self._bulk_lane = ThreadPoolExecutor(max_workers=self._bulk_width, thread_name_prefix="embed-bulk",
                                              initializer=lower_thread_priority)  # fmt: skip
+
+    @property
+    def _bulk_session(self) -> InferenceSession:
+        """The bulk lane's session (see `__init__`)."""
+        with self._bulk_lock:
+            if self._bulk is None:
+                self._bulk = self._new_session(1, False)
+            return self._bulk
 
     @classmethod
     def shared(cls) -> OnnxMiniLM:

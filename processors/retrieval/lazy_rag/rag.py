@@ -50,6 +50,21 @@ class LazyRag:
 
     async def _run(self, req: LazyRagRequest, s: LazyRagSettings) -> LazyRagResponse:
         began = time.perf_counter()
+        # The question's concepts need only its text: found (in the extractor's thread) while
+        # retrieval waits on the stores, instead of after it (88 ms of 1,024 at load 15).
+        concepts = asyncio.ensure_future(self.sources.concepts(req.query))
+        try:
+            return await self._answer(req, s, began, concepts)
+        finally:
+            _discard(concepts)  # done by then unless retrieval failed or found nothing
+
+    async def _answer(
+        self,
+        req: LazyRagRequest,
+        s: LazyRagSettings,
+        began: float,
+        question_concepts: asyncio.Future[list[ConceptMention]],
+    ) -> LazyRagResponse:
         t = Tenant(req.user, req.collection, req.scope)
         nb = await retrieve(self.sources, t, req.query, s)
         stats, watch = RetrievalStats(), nb.watch  # the stages go on on retrieval's stopwatch
@@ -64,7 +79,7 @@ class LazyRag:
             self.sources.labels(t, ids),
             self.sources.relations(t, ids),
             self._communities(t, ids, summarize, warnings) if s.use_communities else _none(),
-            self.sources.concepts(req.query),
+            question_concepts,
         )
         communities, summary_calls = communities
         stats.llm_calls += summary_calls
@@ -159,6 +174,15 @@ def _citations(res: LazyRagResponse) -> list[Citation]:
     return [Citation(chunk_id=c, span=by_id[c].text[:200], document_id=by_id[c].document_id,
                      document_name=by_id[c].title, page=by_id[c].page, section=by_id[c].section)
             for c in cited]  # fmt: skip
+
+
+def _discard(task: asyncio.Future[list[ConceptMention]]) -> None:
+    """Stop `task` if it still runs; a failure it ended with is the request's no longer (it
+    answered without it), so it is read here rather than reported as never retrieved."""
+    if not task.done():
+        task.cancel()
+    elif not task.cancelled():
+        task.exception()
 
 
 async def _none() -> tuple[list[CommunityInfo], int]:
