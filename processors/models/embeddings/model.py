@@ -148,7 +148,7 @@ class OnnxMiniLM:
         # load spaCy holds a core (HotpotQA indexed in 160 s this way, 178 s with one 2-thread call).
         # Made on first bulk work: a process that only asks questions (`kgflow query`) never pays
         # for it (half of the model's 2.4 s load at load 16).
-        self._bulk: InferenceSession | None = None
+        self._bulk_made: InferenceSession | None = None
         self._bulk_lock = threading.Lock()
         self._new_session = session
         self.dimensions = int(self._query_session.get_outputs()[0].shape[-1])
@@ -165,9 +165,9 @@ class OnnxMiniLM:
     def _bulk_session(self) -> InferenceSession:
         """The bulk lane's session (see `__init__`)."""
         with self._bulk_lock:
-            if self._bulk is None:
-                self._bulk = self._new_session(1, False)
-            return self._bulk
+            if self._bulk_made is None:
+                self._bulk_made = self._new_session(1, False)
+            return self._bulk_made
 
     @classmethod
     def shared(cls) -> OnnxMiniLM:
@@ -200,6 +200,10 @@ class OnnxMiniLM:
             m = mask[..., None].astype(np.float32)
             pooled = (hidden * m).sum(1) / np.clip(m.sum(1), 1e-9, None)
         return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+
+    def _infer_bulk(self, ids: list[list[int]]) -> np.ndarray:
+        """`_infer` on the bulk session, made here on first use (in a bulk worker, not the event loop)."""
+        return self._infer(self._bulk_session, ids)
 
     def _question(self, texts: Sequence[str], budget: int | None) -> tuple[list[list[int]], np.ndarray | None]:
         """Token ids, and the vectors too when the texts are question-sized: one trip to the query
@@ -238,7 +242,7 @@ class OnnxMiniLM:
 
         async def one(group: list[int]) -> None:
             rows = [ids[i] for i in group]
-            out[group] = await loop.run_in_executor(self._bulk_lane, self._infer, self._bulk_session, rows)
+            out[group] = await loop.run_in_executor(self._bulk_lane, self._infer_bulk, rows)
 
         try:
             for group in chunks([len(r) for r in ids]):
