@@ -25,7 +25,7 @@ Environment variables (defaults in brackets):
     KGFLOW_SERVERS_STOP_TIMEOUT   seconds between SIGTERM and SIGKILL on stop [45]
     KGFLOW_SERVERS_HEAP           max Java heap of Pulsar and Cassandra [1g]
     KGFLOW_NEO4J_HEAP             Neo4j's Java heap (initial = max) [2g]
-    KGFLOW_NEO4J_PAGECACHE        Neo4j's page cache [3g] (sized for 1M chunks: docs/distributed.md)
+    KGFLOW_NEO4J_PAGECACHE        Neo4j's page cache [3g] (what 1M chunks need: docs/distributed.md)
     KGFLOW_PULSAR_PORT            Pulsar binary protocol [6650]
     KGFLOW_PULSAR_HTTP_PORT       Pulsar admin/REST [8080]
     KGFLOW_PULSAR_BOOKIE_PORT     in-process bookie [3181]

@@ -1,15 +1,15 @@
 """Neo4j 5 community (CommunityEntryPoint in console mode), auth disabled.
 
-Memory is sized for a collection of 1M chunks beside Cassandra and Pulsar on one 24 GiB machine
-(docs/distributed.md, "Sizing Neo4j", has the arithmetic from the measured bytes per chunk):
+Memory: what this 24 GiB machine can give Neo4j beside Cassandra, Pulsar and the processors
+(docs/distributed.md, "Sizing Neo4j for documents", has what 1M and 10M chunks need, from the
+measured bytes per chunk):
 
-- the page cache holds the record stores a question walks (nodes, relationships, properties;
-  strings and arrays are read only for the chunks returned): KGFLOW_NEO4J_PAGECACHE, 3g;
+- the page cache holds the record stores and range indexes a question walks:
+  KGFLOW_NEO4J_PAGECACHE, 3g (a 1M-chunk collection of the benchmark's shape wants ~40g);
 - the heap holds queries and transactions (a 500-document write, a question's reads):
   KGFLOW_NEO4J_HEAP, 2g;
 - the vector and full-text indexes are Lucene files read through the operating system's file
-  cache, outside both: what is left of the machine's memory must hold the vector index (~1.7 KB
-  a chunk) for searches not to read the disk.
+  cache, outside both: what is left of the machine's memory serves them.
 """
 
 from __future__ import annotations
