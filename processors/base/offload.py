@@ -85,6 +85,12 @@ def _no_main() -> Iterator[None]:
         sys.modules["__main__"] = main
 
 
+def _has_dead_worker(pool: ProcessPoolExecutor) -> bool:
+    """Whether the pool is broken or one of its workers has exited (it takes no more work)."""
+    workers = dict(pool._processes or {})  # noqa: SLF001 - the executor exposes no liveness check
+    return bool(pool._broken) or any(not w.is_alive() for w in workers.values())  # noqa: SLF001
+
+
 class Offload:
     """Runs functions in the worker processes (or a thread when `processes` is 0)."""
 
@@ -95,6 +101,11 @@ class Offload:
 
     def _executor(self) -> ProcessPoolExecutor:
         with self._lock:
+            if self._pool is not None and _has_dead_worker(self._pool):
+                # PR_SET_PDEATHSIG kills a worker when the *thread* that spawned it ends (a sync API's
+                # loop thread, closed): its pool is broken before any work of this request ran
+                self._pool.shutdown(wait=False)
+                self._pool = None
             if self._pool is None:
                 # spawn, not fork: the parent runs threads (ONNX, SQLite, the bus) a fork would copy mid-state
                 context = multiprocessing.get_context("spawn")
