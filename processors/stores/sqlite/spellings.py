@@ -30,15 +30,16 @@ _ADD = (
     "INSERT INTO spellings (user, collection, iri, label, n) VALUES (?, ?, ?, ?, ?)"
     " ON CONFLICT (user, collection, iri, label) DO UPDATE SET n = n + excluded.n"
 )
-# The tenant's ids of spellings (?3: JSON array of [iri, label]).
+# The tenant's ids of spellings (?3: JSON array of [iri, label]); the asked rows drive (CROSS JOIN),
+# else the planner scans the tenant's spellings once per row asked.
 _IDS = (
-    "SELECT s.iri, s.label, s.id FROM json_each(?3) j JOIN spellings s ON s.user = ?1 AND s.collection = ?2"
+    "SELECT s.iri, s.label, s.id FROM json_each(?3) j CROSS JOIN spellings s WHERE s.user = ?1 AND s.collection = ?2"
     " AND s.iri = j.value ->> 0 AND s.label = j.value ->> 1"
 )
 # The documents' (?3: JSON array) spellings, through the tenant's own rows.
 _OF_DOCS = (
-    "SELECT d.document_id, s.id, s.iri, s.label, d.n FROM json_each(?3) j JOIN doc_spellings d"
-    " ON d.document_id = j.value JOIN spellings s ON s.id = d.spelling AND s.user = ?1 AND s.collection = ?2"
+    "SELECT d.document_id, s.id, s.iri, s.label, d.n FROM json_each(?3) j CROSS JOIN doc_spellings d"
+    " CROSS JOIN spellings s WHERE d.document_id = j.value AND s.id = d.spelling AND s.user = ?1 AND s.collection = ?2"
 )
 _DROP_DOC = "DELETE FROM doc_spellings WHERE document_id = ? AND spelling = ?"
 _SPENT = "DELETE FROM spellings WHERE user = ? AND collection = ? AND iri = ? AND label = ? AND n <= 0"
