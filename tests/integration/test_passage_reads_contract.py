@@ -2,7 +2,7 @@
 concepts a question names (with their subject chunks, nearest first), and one hop's links — a
 source's concepts (its mentions and the subjects its text names, never its own subject), each
 concept's chunks read up to the cap (more: none, and a df of cap + 1), subjects, and the cosine of
-every chunk reached — all inside the scope."""
+every chunk reached — all inside the scope. Cosines within 1e-4: SQLite keeps chunk vectors in float16."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ def corpus() -> list[DocumentRecord]:
     for r in docs:
         r.keys = {e("curie"): "marie curie", e("paris"): "paris", e("city"): "city"}
         r.title_entity = e(subjects[r.document.id]) if r.document.id in subjects else None
-        r.vectors = [near(unit(42), n + 7 * len(r.document.id), 0.7) for n in range(len(r.chunks))]
+        # seeded by the id's letters, not its length: curie and paris had one vector, a tie either store may break
+        r.vectors = [near(unit(42), n + 7 * sum(map(ord, r.document.id)), 0.7) for n in range(len(r.chunks))]
         if r.title_entity:  # a document's title is a mention of each of its chunks, as indexing makes it
             r.mentions += [Mention(chunk_id=c.id, entity=r.title_entity, count=1) for c in r.chunks]
     return docs
@@ -58,7 +59,7 @@ async def test_named_concepts_come_with_their_nearest_subject_chunks(docs: DocBa
     assert set(got) == {"marie curie", "city"}
     iri, subjects = got["marie curie"]
     assert iri == e("curie") and [p.id for p in subjects] == sorted(["curie:0", "curie:1"], key=lambda c: -cos[c])
-    assert [p.dense for p in subjects] == pytest.approx([cos[p.id] for p in subjects], abs=1e-5)
+    assert [p.dense for p in subjects] == pytest.approx([cos[p.id] for p in subjects], abs=1e-4)
     assert got["city"] == (e("city"), [])  # a concept no chunk is about
     in_scope = await docs.documents.named(scoped(q, "hub0", "warsaw"), phrases)
     assert set(in_scope) == {"marie curie", "city"}
@@ -79,7 +80,7 @@ async def test_a_hop_reads_concepts_subjects_and_chunks_up_to_the_cap(docs: DocB
     assert sorted(curie.subjects) == ["curie:0", "curie:1"]
     assert sorted(paris.chunks) == ["curie:0", "paris:0"] and paris.subjects == ["paris:0"]
     assert {p.id for p in hop.passages} == {"curie:0", "curie:1", "warsaw:0"}  # paris:0 is known
-    assert all(p.dense == pytest.approx(cos[p.id], abs=1e-5) for p in hop.passages)
+    assert all(p.dense == pytest.approx(cos[p.id], abs=1e-4) for p in hop.passages)
 
     skipped = await docs.documents.passage_links(q, ["paris:0"], {e("curie")}, 10, set())
     assert set(skipped.concepts) == {e("city")} and len(skipped.concepts[e("city")].chunks) == 5
@@ -99,7 +100,7 @@ async def test_candidates_carry_cosines_and_the_chunks_searched(docs: DocBackend
     assert [p.id for p in lexical] == ["paris:0"]
     dense = sorted(cos, key=lambda c: -cos[c])[:2]
     assert {p.id for p in found.passages} == {*dense, "paris:0"}
-    assert all(p.dense == pytest.approx(cos[p.id], abs=1e-5) for p in found.passages)
+    assert all(p.dense == pytest.approx(cos[p.id], abs=1e-4) for p in found.passages)
     in_scope = await docs.documents.candidates(scoped(q, "warsaw", "hub1"), ["museum"], 2)
     assert in_scope.searched == 2 and {p.id for p in in_scope.passages} == {"warsaw:0", "hub1:0"}
     among = await docs.documents.candidates(q, ["museum"], 5, among=["curie:1", "paris:0"])
