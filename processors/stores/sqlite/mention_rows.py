@@ -15,6 +15,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from processors.stores.documents_protocol import DocumentRecord
+from processors.stores.sqlite.pool import has_table
 from processors.stores.sqlite.relation_rows import TABLES as RELATION_TABLES
 from processors.stores.sqlite.relation_rows import iri_ids
 from schemas.tenant import Tenant
@@ -106,7 +107,7 @@ def delete_of_docs(conn: sqlite3.Connection, tenant: Tenant, ids: str) -> None:
 def migrate(conn: sqlite3.Connection) -> None:
     """A docs.db written before keeps its mentions as text rows (`mentions` a table): moved into
     the integer table once, then dropped (the file keeps its size until VACUUM)."""
-    if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'mentions'").fetchone():
+    if not has_table(conn, "mentions"):
         return
     for ddl in RELATION_TABLES:
         conn.execute(ddl)

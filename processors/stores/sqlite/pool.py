@@ -141,3 +141,8 @@ class SqlitePool:
         self._pool.shutdown(wait=True)
         for c in self._conns:
             c.close()
+
+
+def has_table(conn: sqlite3.Connection, name: str) -> bool:
+    """Whether the file holds a table of this name (what an on-open migration asks first)."""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None

@@ -16,6 +16,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from processors.stores.documents_protocol import DocumentRecord
+from processors.stores.sqlite.pool import has_table
 from schemas.tenant import Tenant
 
 TABLES = (
@@ -189,7 +190,7 @@ def delete_collection(conn: sqlite3.Connection, tenant: Tenant) -> None:
 def migrate(conn: sqlite3.Connection) -> None:
     """A docs.db written before keeps its provenance in `relation_sources` (text rows): moved into
     the integer tables once, then dropped (the file keeps its size until VACUUM)."""
-    if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'relation_sources'").fetchone():
+    if not has_table(conn, "relation_sources"):
         return
     for ddl in TABLES:
         conn.execute(ddl)

@@ -12,7 +12,7 @@ from processors.algorithms.bfs import Distances, DistanceSearch
 from processors.algorithms.edges import NeighbourResult, RawEdge, edge_triple, rank_neighbours
 from processors.stores.protocol import EntityIndex, LoadState
 from processors.stores.sqlite.adjacency import GRAPH_VERSION, Adjacency, bump_version, graph_version, load_adjacency
-from processors.stores.sqlite.pool import SqlitePool, delete_tenant_rows
+from processors.stores.sqlite.pool import SqlitePool, delete_tenant_rows, has_table
 from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
@@ -82,7 +82,7 @@ def _rebuild_without_rowid(conn: sqlite3.Connection) -> None:
     if row is not None and "WITHOUT ROWID" not in row[0].upper():
         conn.execute("ALTER TABLE triples RENAME TO triples_rowid")
         conn.execute(TRIPLES)
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'triples_rowid'").fetchone():
+    if has_table(conn, "triples_rowid"):
         conn.execute(
             f"INSERT OR IGNORE INTO triples (user, collection, {_COLS}) SELECT user, collection, {_COLS}"
             " FROM triples_rowid"
