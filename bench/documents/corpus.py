@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.documents import distractor_links
 from bench.documents.batch_maker import BatchMaker
 from bench.documents.distractor_links import index_distractors, link_distractors
 from bench.documents.sources import Sentence, Sources
@@ -69,7 +70,7 @@ def data_key(spec: CorpusSpec, sources: Sources) -> str:
     from bench.graph.graphs import _code_shape
 
     h = hashlib.sha256(json.dumps(dataclasses.asdict(spec), sort_keys=True).encode() + sources.key.encode())
-    for obj in (distractors, _one, _within, Distractor, DirectWriter, write_public, Sentence):
+    for obj in (distractors, _one, _within, Distractor, DirectWriter, write_public, Sentence, distractor_links):
         h.update(_code_shape(obj).encode())
     for f in sorted((ROOT / "processors" / "ingest" / "document_store").glob("*.py")):
         h.update(f.name.encode() + f.read_bytes())
@@ -175,15 +176,18 @@ class Prepared:
     claims: dict[str, str]  # new concepts: IRI -> key, claimed (owned by documents) before they are named
 
 
-def _iri(value: str) -> Term:
-    """`Term.iri(value)` unvalidated (its check, a non-empty IRI, holds for every IRI written here;
-    validating ~25 terms a distractor was a tenth of its cost)."""
-    return Term.model_construct(type="iri", value=value)
+class _Terms(dict[tuple[str, str], Term]):
+    """One term for each IRI or literal of a batch (terms are frozen; a hub's IRI is in thousands of
+    triples): building each once is a third of making the batch's triples."""
 
+    def __missing__(self, key: tuple[str, str]) -> Term:
+        kind, value = key
+        self[key] = term = Term.iri(value) if kind == "iri" else Term.literal(value)
+        return term
 
-def _triple(s: Term, p: Term, o: Term) -> Triple:
-    """`Triple(s=s, p=p, o=o)` unvalidated (its terms are)."""
-    return Triple.model_construct(s=s, p=p, o=o)
+    def triple(self, s: str, p: str, o: str, o_kind: str = "iri") -> Triple:
+        """The triple (s, p, o) of IRIs, or with `o` a literal."""
+        return Triple(s=self["iri", s], p=self["iri", p], o=self[o_kind, o])
 
 
 class DirectWriter:
@@ -237,9 +241,9 @@ class DirectWriter:
         t = self._lap("link", t)
         fresh = linked.relations - self.relations  # a relation's triple is written once
         self.relations |= fresh
-        label = _iri(RDFS_LABEL)
-        triples = [_triple(_iri(i), label, Term.model_construct(type="literal", value=lab)) for i, lab, _ in new]
-        triples += [_triple(_iri(s), _iri(p), _iri(o)) for s, p, o in sorted(fresh)]
+        terms = _Terms()
+        triples = [terms.triple(i, RDFS_LABEL, lab, "literal") for i, lab, _ in new]
+        triples += [terms.triple(s, p, o) for s, p, o in sorted(fresh)]
         claims = {i: k for r in linked.records for i, k in r.keys.items() if i in linked.new_concepts}
         return Prepared(linked, [(iri, label, v.tolist()) for iri, label, v in new], triples, claims)
 

@@ -94,8 +94,7 @@ def _record(
             spellings.setdefault(iri[key], Counter())[label] += weight
         known_as.setdefault(iri[key], []).extend([key, *aliases])
     d, chunk_id = x.distractor, x.distractor.chunk.id
-    mentions = [Mention.model_construct(chunk_id=chunk_id, entity=iri[k], count=n)
-                for k, n in x.mentions.items() if k in iri]  # fmt: skip
+    mentions = [Mention(chunk_id=chunk_id, entity=iri[k], count=n) for k, n in x.mentions.items() if k in iri]
     relations = []
     for a, b in x.pairs:
         if a in iri and b in iri and iri[a] != iri[b]:
