@@ -6,15 +6,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
 from processors.stores.community_graph import Change, CommunityGraph, CommunityRecord, Stale
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Document, DocumentInfo, Mention, Scope
 from schemas.tenant import Tenant
+
+if TYPE_CHECKING:  # chunk_reads imports ChunkQuery from here
+    from processors.stores.chunk_reads import ChunkReads
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -237,6 +242,11 @@ class DocumentStore(Protocol):
 
     async def chunks(self, tenant: Tenant, ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id (in the scope), in the order asked."""
+        ...
+
+    async def read_as_one(self, work: Callable[[ChunkReads], Awaitable[T]]) -> T:
+        """`work` over this store's search reads (chunk_reads.ChunkReads), on a server all in one
+        read transaction: one round trip (retried whole, so `work` must only read and rank)."""
         ...
 
     async def links(
