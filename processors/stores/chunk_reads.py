@@ -6,14 +6,23 @@ runs each as it comes (its reads are local calls, not round trips)."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Sequence
+from dataclasses import dataclass
 from typing import Protocol, TypeVar, cast
 
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
-from processors.stores.documents_protocol import ChunkQuery
 from schemas.documents import Chunk
 from schemas.tenant import Tenant
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ChunkQuery:
+    """What a question's chunk reads carry: the tenant (with the request's narrower scope) and
+    the question's vector (None: no dense side)."""
+
+    tenant: Tenant
+    vector: Sequence[float] | None = None
 
 
 class ChunkReads(Protocol):
