@@ -17,7 +17,7 @@ from processors.algorithms.bm25 import Bm25Stats, best_bm25, query_terms
 from processors.algorithms.passage_rank import Candidates, Passage
 from processors.algorithms.vectors import top_k
 from processors.stores.sqlite.docs_schema import CHUNK_SPACE, scope_size
-from processors.stores.sqlite.passages import RESCORE, VECTORS, cosines, fts_query
+from processors.stores.sqlite.passages import RESCORE, VECTORS, cosines_many, fts_query
 from processors.stores.sqlite.vector_lists import VectorLists
 from schemas.tenant import Tenant
 
@@ -70,11 +70,13 @@ def candidates(
     wanted = {i for pool, lex in zip(pools, lexical, strict=True) if pool is not None for i in [*pool, *lex]}
     if wanted and vectors is None:
         vectors = conn.execute(VECTORS, (tenant.user, tenant.collection, json.dumps(sorted(wanted)), scoped)).fetchall()
+    ranked = [q for (q, _), pool in zip(questions, pools, strict=True) if q is not None and pool is not None]
+    each = iter(cosines_many(vectors or [], ranked))  # the vectors decoded once for every question
     out = []
     for (q, _), pool, lex in zip(questions, pools, lexical, strict=True):
         dense: dict[str, float] = {}
         if q is not None and pool is not None:
-            cos = cosines(vectors or [], q)
+            cos = next(each)
             in_pool = set(pool)
             ids = [i for i in cos if i in in_pool]  # in the order the vectors were read: ties go to the first
             best = top_k(np.asarray([cos[i] for i in ids], dtype=np.float64), k).tolist()

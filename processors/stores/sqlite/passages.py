@@ -101,12 +101,32 @@ def set_scope(conn: sqlite3.Connection, allowed: Collection[str] | None) -> int 
 
 def cosines(rows: Sequence[tuple[str, bytes]], q: np.ndarray) -> dict[str, float]:
     """Chunk id -> cosine of its stored vector to unit `q` (a zero vector scores 0)."""
+    return cosines_many(rows, [q])[0]
+
+
+def cosines_many(rows: Sequence[tuple[str, bytes]], qs: Sequence[np.ndarray]) -> list[dict[str, float]]:
+    """`cosines` for each unit vector of `qs`, the rows decoded (and their norms taken) once for
+    all: a follow-up round's questions share one read of their candidates' vectors."""
     if not rows:
-        return {}
-    m = np.stack([vec_of(r[1]) for r in rows])
+        return [{} for _ in qs]
+    m = stacked([r[1] for r in rows])
     norms = np.linalg.norm(m, axis=1)
-    sims = (m @ q) / np.where(norms == 0, 1.0, norms)
-    return dict(zip((r[0] for r in rows), sims.tolist(), strict=True))
+    denominators = np.where(norms == 0, 1.0, norms)
+    ids = [r[0] for r in rows]
+    return [dict(zip(ids, ((m @ q) / denominators).tolist(), strict=True)) for q in qs]
+
+
+def stacked(blobs: Sequence[bytes]) -> np.ndarray:
+    """Stored chunk vectors (docs_schema.vec_of) as the rows of one float32 matrix, the same
+    values `vec_of` gives: decoded in one numpy pass when they share a length (a file's vectors
+    do), instead of one small array per row (a third of a question's vector reads was that)."""
+    size = len(blobs[0])
+    if any(len(b) != size for b in blobs):
+        return np.stack([vec_of(b) for b in blobs])
+    raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), size)
+    if size % 2:  # float16 and its trailing mark byte
+        return np.ascontiguousarray(raw[:, : size - 1]).view(np.float16).astype(np.float32)
+    return raw.view(np.float32)
 
 
 def similarities(

@@ -198,14 +198,13 @@ class VectorLists:
             return [[] for _ in qs]
         if sum(cents.sizes) <= (probe if whole_max is None else whole_max):
             whole = self._whole(conn, tenant, space, cents)
-            each = [whole for _ in qs]
-        else:
-            picks = [_nearest_lists(cents, q, probe) for q in qs]
-            read = self._read(conn, tenant, space, list(dict.fromkeys(x for p in picks for x in p)))
-            each = [read.of_lists(p) for p in picks]
+            return _best_each(whole if allowed is None else _of_docs(whole, allowed), qs, k)
+        picks = [_nearest_lists(cents, q, probe) for q in qs]
+        read = self._read(conn, tenant, space, list(dict.fromkeys(x for p in picks for x in p)))
+        each = [read.of_lists(p) for p in picks]
         if allowed is not None:
-            each = [c.only(np.fromiter((d in allowed for d in c.docs), dtype=bool, count=len(c.docs))) for c in each]
-        return [_best(c, q, k) for c, q in zip(each, qs, strict=True)]
+            each = [_of_docs(c, allowed) for c in each]
+        return [_best_each(c, [q], k)[0] for c, q in zip(each, qs, strict=True)]
 
     def codes(
         self, conn: sqlite3.Connection, tenant: Tenant, spaces: Sequence[str], items: Sequence[str]
@@ -348,14 +347,27 @@ class VectorLists:
         )
 
 
-def _best(codes: Codes, q: np.ndarray, k: int) -> list[tuple[str, float]]:
-    """(item, approximate cosine to unit `q`) of the best `k` of `codes`, best first."""
+def _best_each(codes: Codes, qs: Sequence[np.ndarray], k: int) -> list[list[tuple[str, float]]]:
+    """For each unit vector of `qs`, (item, approximate cosine) of the best `k` of `codes`, best
+    first. The codes are dequantised a block at a time (bounded scratch memory), each block once
+    for all of `qs`: a follow-up round's searches of a small space share one conversion."""
     if not codes.ids:
-        return []
-    rows = codes.codes
-    blocks = [rows[i : i + SCORE_BLOCK].astype(np.float32) @ q for i in range(0, len(rows), SCORE_BLOCK)]
-    sims = np.concatenate(blocks) * codes.scales  # dequantised a block at a time: bounded scratch memory
-    return [(codes.ids[i], float(sims[i])) for i in top_k(sims, k).tolist()]
+        return [[] for _ in qs]
+    parts: list[list[np.ndarray]] = [[] for _ in qs]
+    for i in range(0, len(codes.codes), SCORE_BLOCK):
+        block = codes.codes[i : i + SCORE_BLOCK].astype(np.float32)
+        for part, q in zip(parts, qs, strict=True):
+            part.append(block @ q)
+    out = []
+    for part in parts:
+        sims = np.concatenate(part) * codes.scales
+        out.append([(codes.ids[i], float(sims[i])) for i in top_k(sims, k).tolist()])
+    return out
+
+
+def _of_docs(codes: Codes, allowed: Collection[str]) -> Codes:
+    """The items of `allowed` documents."""
+    return codes.only(np.fromiter((d in allowed for d in codes.docs), dtype=bool, count=len(codes.docs)))
 
 
 def _nearest_lists(cents: Centroids, q: np.ndarray, probe: int) -> list[int]:
