@@ -235,4 +235,6 @@ def mention_links(
     if chunk_ids:
         docs = None if allowed is None else json.dumps(sorted(allowed))
         rows += conn.execute(CHUNK_LINKS, (tenant.user, tenant.collection, json.dumps(list(chunk_ids)), docs))
-    return [Mention(entity=e, chunk_id=c, count=n) for e, c, n in dict.fromkeys(rows)]
+    # Built unvalidated: the store's own typed columns (a neighbourhood is a thousand links, and
+    # validating each cost more than the statements that read them).
+    return [Mention.model_construct(entity=e, chunk_id=c, count=n) for e, c, n in dict.fromkeys(rows)]
