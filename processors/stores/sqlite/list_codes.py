@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Bytes of codes (and their ids) the list cache of one index holds: about 100k items at 384 dims,
-# the lists of a dozen questions of a collection of millions, all the lists of one of 100k.
-LIST_CACHE_BYTES = 48 << 20
+# Bytes of codes (and their ids) the list cache of one index holds, as much as its small spaces'
+# codes (vector_lists.CACHED_SPACES): about 60k items at 384 dims, every list of a 50k-chunk
+# collection, or the lists of seven questions (8,192 items each) of a collection of millions.
+LIST_CACHE_BYTES = 32 << 20
 ITEM_OVERHEAD = 160  # bytes an item's id, document id and scale take beside its code (Python objects)
 
 
