@@ -30,11 +30,14 @@ from typing import Any
 
 import numpy as np
 
+from bench.documents import distractor_links
+from bench.documents.batch_maker import BatchMaker
+from bench.documents.distractor_links import index_distractors, link_distractors
 from bench.documents.sources import Sentence, Sources
 from bench.harness.results import ROOT
 from processors.algorithms.iris import concept_iri
 from processors.algorithms.text_match import normalize
-from processors.ingest.document_store.linking import Linked, link
+from processors.ingest.document_store.linking import Linked
 from processors.ingest.documents.pipeline import index_document
 from processors.ingest.documents.subjects import first_and_last
 from processors.models.embeddings.model import OnnxMiniLM
@@ -67,7 +70,7 @@ def data_key(spec: CorpusSpec, sources: Sources) -> str:
     from bench.graph.graphs import _code_shape
 
     h = hashlib.sha256(json.dumps(dataclasses.asdict(spec), sort_keys=True).encode() + sources.key.encode())
-    for obj in (distractors, _one, _within, Distractor, DirectWriter, write_public, Sentence):
+    for obj in (distractors, _one, _within, Distractor, DirectWriter, write_public, Sentence, distractor_links):
         h.update(_code_shape(obj).encode())
     for f in sorted((ROOT / "processors" / "ingest" / "document_store").glob("*.py")):
         h.update(f.name.encode() + f.read_bytes())
@@ -173,6 +176,20 @@ class Prepared:
     claims: dict[str, str]  # new concepts: IRI -> key, claimed (owned by documents) before they are named
 
 
+class _Terms(dict[tuple[str, str], Term]):
+    """One term for each IRI or literal of a batch (terms are frozen; a hub's IRI is in thousands of
+    triples): building each once is a third of making the batch's triples."""
+
+    def __missing__(self, key: tuple[str, str]) -> Term:
+        kind, value = key
+        self[key] = term = Term.iri(value) if kind == "iri" else Term.literal(value)
+        return term
+
+    def triple(self, s: str, p: str, o: str, o_kind: str = "iri") -> Triple:
+        """The triple (s, p, o) of IRIs, or with `o` a literal."""
+        return Triple(s=self["iri", s], p=self["iri", p], o=self[o_kind, o])
+
+
 class DirectWriter:
     """Writes distractors as the document-store writer writes indexed documents (processors/
     ingest/document_store/service.py: link, upsert new concepts' label vectors, add label and
@@ -211,10 +228,10 @@ class DirectWriter:
         order: each batch sees the concepts the ones before it made). Every concept of the corpus
         was created by a document write, so every named one is claimed (owned by documents)."""
         t = time.perf_counter()
-        indexed = [d.indexed() for d in batch]
-        keys = {c.key for d in indexed for c in d.concepts}
+        indexed = index_distractors(batch)
+        keys = {k for d in indexed for k in d.concepts}
         named = {k: self.named[k] for k in keys if k in self.named}
-        linked = link(indexed, named, set(named.values()))
+        linked = link_distractors(indexed, named, set(named.values()))
         for iri, label in linked.new_concepts.items():
             # an IRI labelled before keeps that label: the triple keeps the first, and the writer
             # indexes the kept one (`_agree_labels`); the entity index names an entity by its label
@@ -224,8 +241,9 @@ class DirectWriter:
         t = self._lap("link", t)
         fresh = linked.relations - self.relations  # a relation's triple is written once
         self.relations |= fresh
-        triples = [Triple(s=Term.iri(i), p=Term.iri(RDFS_LABEL), o=Term.literal(lab)) for i, lab, _ in new]
-        triples += [Triple(s=Term.iri(s), p=Term.iri(p), o=Term.iri(o)) for s, p, o in sorted(fresh)]
+        terms = _Terms()
+        triples = [terms.triple(i, RDFS_LABEL, lab, "literal") for i, lab, _ in new]
+        triples += [terms.triple(s, p, o) for s, p, o in sorted(fresh)]
         claims = {i: k for r in linked.records for i, k in r.keys.items() if i in linked.new_concepts}
         return Prepared(linked, [(iri, label, v.tolist()) for iri, label, v in new], triples, claims)
 
@@ -280,6 +298,54 @@ async def _retried(write: Callable[[], Awaitable[None]], log: Callable[[str], No
             await asyncio.sleep(RETRY_PAUSE_S * attempt)
 
 
+STORE_PARTS = ("entities", "triples", "documents")  # `DirectWriter.write`'s laps
+
+
+@dataclass
+class _Progress:
+    """Distractors written so far, logged and checkpointed about once a minute."""
+
+    began: float  # when the build began (a checkpoint's elapsed time is from here)
+    since: float  # when its distractors began
+    resumed_after: int
+    collection: str
+    log: Callable[[str], None]
+    checkpoint: Callable[[float, int], Awaitable[None]] | None
+    written: int = 0
+    last_log: float = dataclasses.field(default_factory=time.perf_counter)
+
+    async def add(self, n: int) -> None:
+        """`n` more written."""
+        self.written += n
+        if time.perf_counter() - self.last_log > 60:
+            rate = self.written / (time.perf_counter() - self.since)
+            self.log(f"[docscale] {self.collection}: {self.resumed_after + self.written} distractors written "
+                     f"({rate:.0f}/s)")  # fmt: skip
+            self.last_log = time.perf_counter()
+            if self.checkpoint:
+                await self.checkpoint(time.perf_counter() - self.began, self.resumed_after + self.written)
+
+
+async def _write_all(
+    writer: DirectWriter, spec: CorpusSpec, sources: Sources, plan: list[tuple[int, int]], progress: _Progress
+) -> float:
+    """Write the planned batches as a child process makes them; the seconds spent waiting for one."""
+    waited_s = 0.0
+    maker = BatchMaker(spec, sources, writer, plan)
+    try:
+        for _ in plan:
+            t = time.perf_counter()
+            batch = await maker.next()
+            waited_s += time.perf_counter() - t
+            await _retried(functools.partial(writer.write, batch), progress.log)
+            await progress.add(len(batch.linked.records))
+        await maker.finish()
+        writer.seconds.update(maker.seconds)
+    finally:
+        maker.stop()
+    return waited_s
+
+
 async def build(
     system: Any,
     collection: str,
@@ -291,8 +357,7 @@ async def build(
 ) -> dict[str, Any]:
     """Write the corpus into `collection` of `system`'s stores (empty before; with `resume`, the
     public documents and that many distractors are there); what it took. `checkpoint(seconds,
-    distractors)`
-    is called about once a minute, after a batch is written."""
+    distractors)` is called about once a minute, after a batch is written."""
     began = time.perf_counter()
     public = [d for name in sorted(sources.public) for d in sources.public[name]]
     public_chunks = sum(len(d.chunks) for d in public)
@@ -304,26 +369,9 @@ async def build(
     await writer.start()
     plan = [(start, count) for start, count in batches(spec, public_chunks) if start >= (resume or 0)]
 
-    def make(start: int, count: int) -> Prepared:
-        return writer.prepare(distractors(spec, sources, start, count))
-
-    waited_s, written, last_log = 0.0, 0, time.perf_counter()
-    # The next batch is made in a thread while this one is written.
-    upcoming = asyncio.create_task(asyncio.to_thread(make, *plan[0])) if plan else None
-    for i in range(len(plan)):
-        t = time.perf_counter()
-        batch = await upcoming  # type: ignore[misc]
-        waited_s += time.perf_counter() - t
-        if i + 1 < len(plan):
-            upcoming = asyncio.create_task(asyncio.to_thread(make, *plan[i + 1]))
-        await _retried(functools.partial(writer.write, batch), log)
-        written += len(batch.linked.records)
-        if time.perf_counter() - last_log > 60:
-            rate = written / (time.perf_counter() - began - public_s)
-            log(f"[docscale] {collection}: {(resume or 0) + written} distractors written ({rate:.0f}/s)")
-            last_log = time.perf_counter()
-            if checkpoint:
-                await checkpoint(time.perf_counter() - began, (resume or 0) + written)
+    progress = _Progress(began, began + public_s, resume or 0, collection, log, checkpoint)
+    waited_s = await _write_all(writer, spec, sources, plan, progress) if plan else 0.0
+    written = progress.written
     return {
         "public_documents": len(public),
         "public_chunks": public_chunks,
@@ -332,5 +380,7 @@ async def build(
         "distractor_waited_for_generation_s": round(waited_s, 1),  # the writes' wait for the next batch
         "distractor_write_s": {k: round(v, 1) for k, v in sorted(writer.seconds.items())},
         "distractors_per_s": round(written / max(time.perf_counter() - began - public_s, 1e-9), 1),
+        # chunks per second inside the store calls (claim, entities, triples, records): the store's rate
+        "store_write_chunks_per_s": round(written / max(sum(writer.seconds[k] for k in STORE_PARTS), 1e-9), 1),
         "build_s": round(time.perf_counter() - began, 1),
     }

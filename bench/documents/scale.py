@@ -97,8 +97,9 @@ def plan(sources: Sources, size: str) -> dict[str, Any]:
 
 
 BUILD_KEYS = ("chunks", "public_chunks", "distractors", "concepts", "triples", "public_write_s", "distractor_write_s",
-              "distractors_per_s", "build_s", "disk_mb", "load_average", "built_at", "resumed_after", "cached",
-              "store_code_current", "keys", "cpu_s")  # fmt: skip
+              "distractors_per_s", "store_write_chunks_per_s", "distractor_waited_for_generation_s", "build_s",
+              "disk_mb", "load_average", "built_at", "resumed_after", "cached", "store_code_current", "keys",
+              "cpu_s")  # fmt: skip
 
 
 def bench_one(backend: str, size: str, a: argparse.Namespace, sources: Sources, tmp: Path) -> dict[str, Any]:
