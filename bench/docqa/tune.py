@@ -68,7 +68,7 @@ def readers(name: str) -> list[str]:
 
 def every_reader(name: str) -> list[str]:
     """Every flow processor that reads parameter `name` (flow parameters are one flat set)."""
-    return [p.name for p in FLOW_PROCESSORS if (m := p.params_model()) is not None and name in m.model_fields]
+    return [p.name for p in FLOW_PROCESSORS if (m := p.params) is not None and name in m.model_fields]
 
 
 def parse_param(spec: str) -> tuple[str, list[str]]:

@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
+from processors.stores.chunk_reads import ChunkQuery, ChunkReads
 from processors.stores.community_graph import Change, CommunityGraph, CommunityRecord, Stale
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Document, DocumentInfo, Mention, Scope
 from schemas.tenant import Tenant
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -72,15 +75,6 @@ def tenant_token(tenant: Tenant) -> str:
     """The token a collection's rows carry in a full-text index, matched inside every query (a
     hash: word characters only, no user text in the index)."""
     return "t" + hashlib.sha256(f"{tenant.user}\x1f{tenant.collection}".encode()).hexdigest()[:24]
-
-
-@dataclass(frozen=True)
-class ChunkQuery:
-    """What a question's chunk reads carry: the tenant (with the request's narrower scope) and
-    the question's vector (None: no dense side)."""
-
-    tenant: Tenant
-    vector: Sequence[float] | None = None
 
 
 @dataclass(frozen=True)
@@ -237,6 +231,11 @@ class DocumentStore(Protocol):
 
     async def chunks(self, tenant: Tenant, ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id (in the scope), in the order asked."""
+        ...
+
+    async def read_as_one(self, work: Callable[[ChunkReads], Awaitable[T]]) -> T:
+        """`work` over this store's search reads (chunk_reads.ChunkReads), on a server all in one
+        read transaction: one round trip (retried whole, so `work` must only read and rank)."""
         ...
 
     async def links(

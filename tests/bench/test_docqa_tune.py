@@ -49,6 +49,9 @@ def test_parameters_are_checked_before_anything_runs() -> None:
         docqa_tune.parse_param("hops=1,9")  # graphrank takes at most 4
     with pytest.raises(ValueError, match="expected NAME=V1"):
         docqa_tune.parse_param("hops")
+    # each parameter's readers are named (flow parameters are one flat set across processors)
+    assert docqa_tune.every_reader("bridge_seeds") == ["lazy-rag"]
+    assert "documents" in docqa_tune.every_reader("hops")
     grid = docqa_tune.grid([("hops", ["1", "2"]), ("w_lex", ["0.3"])])
     assert grid == [{}, {"hops": "1", "w-lex": "0.3"}, {"hops": "2", "w-lex": "0.3"}]
 

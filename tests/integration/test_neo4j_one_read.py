@@ -2,19 +2,24 @@
 candidates (vector index, full-text index, the collection's BM25 statistics and the concepts the
 question names) are ONE statement and give what the step-by-step reads give; a hop is two (its
 sources' text and mentions, then the names their text gives, the concepts' links and the cosines
-of what they reach); lazy-rag's expansion hop is one. A request is a statement (counted by the
-store and, independently, at the driver)."""
+of what they reach); lazy-rag's expansion hop is one. A whole search (the candidates, its hops, the chunks) or a
+follow-up round is one read transaction (`read_as_one`) that reads and ranks what its reads
+read each on its own. A request is a statement (counted by the store and, independently, at the
+driver)."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
 
 from processors.accounting.usage import StoreUsage, counting
-from processors.algorithms.passage_rank import question_phrases
+from processors.algorithms.passage_rank import PassageRankParams, question_phrases
+from processors.query.documents.search import search_chunks, search_many
+from processors.stores.chunk_reads import DirectReads
 from processors.stores.documents_protocol import ChunkQuery
 from processors.stores.neo4j import passages
 from processors.stores.neo4j.documents import Neo4jDocumentStore
@@ -107,3 +112,36 @@ async def test_a_hop_is_two_statements_and_an_expansion_one(stored: tuple[Neo4jD
     assert usage == StoreUsage(requests=1, round_trips=1)
     assert {(m.entity, m.chunk_id) for m in found} >= {(e("city"), "paris:0"), (e("paris"), "paris:0")}
     assert len([m for m in found if m.entity == e("curie")]) == 2  # per_entity
+
+
+class EachReadAlone(DirectReads):
+    """The store with each search read its own round trip (as before `read_as_one`)."""
+
+    def __init__(self, store: Neo4jDocumentStore) -> None:
+        self.store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+async def test_a_search_is_one_transaction_and_reads_what_its_reads_alone_read(
+    stored: tuple[Neo4jDocumentStore, ChunkQuery],
+) -> None:
+    store, q = stored
+    params = PassageRankParams(candidates=3, seeds=3)
+    alone: Any = EachReadAlone(store)
+    with counting() as apart:
+        before = await search_chunks(alone, q, QUESTION, "graph", 5, params)
+    with counting() as together:
+        after = await search_chunks(store, q, QUESTION, "graph", 5, params)
+    assert together.round_trips == 1 and apart.round_trips >= 3, (apart, together)  # candidates, a hop, chunks
+    assert together.requests == apart.requests  # the same statements, in one transaction
+    assert [(c.id, c.score) for c in after] == [(c.id, c.score) for c in before] and len(after) >= 3
+    asked = [(q.vector, "museum city"), (_near(q.vector or [], 5), "prizes born")]
+    with counting() as apart:
+        before_many = await search_many(alone, q.tenant, asked, "fused", 3, params)
+    with counting() as together:
+        after_many = await search_many(store, q.tenant, asked, "fused", 3, params)
+    assert (apart.round_trips, together.round_trips) == (2, 1)  # the candidates, then the chunks
+    assert [[(c.id, c.score) for c in cs] for cs in after_many] == [[(c.id, c.score) for c in cs] for cs in before_many]
+    assert all(after_many)

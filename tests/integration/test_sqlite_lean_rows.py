@@ -1,4 +1,4 @@
-"""The embedded stores' compact relation rows (issue 38): a docs.db or graph.db written before
+"""The embedded stores' compact relation rows (issue 38): a docs.db written before
 is moved into them on open with every read unchanged, each IRI is kept once per tenant, and what
 a delete leaves unlinked takes its ids with it. The reads themselves: the store contracts."""
 
@@ -14,10 +14,8 @@ from processors.stores.documents_protocol import ChunkQuery
 from processors.stores.sqlite.communities import SqliteCommunityStore
 from processors.stores.sqlite.docs_schema import LINKS_READ, vec_bytes, vec_of
 from processors.stores.sqlite.documents import SqliteDocumentStore
-from processors.stores.sqlite.triples import TRIPLES, SqliteTripleStore
 from schemas.documents import Scope
 from schemas.tenant import Tenant
-from schemas.terms import Term, Triple
 from tests.integration.doc_store_fixtures import REL, e, record
 
 TENANT = Tenant("u", "c")
@@ -168,60 +166,6 @@ async def test_each_iri_is_kept_once_and_leaves_with_its_last_source(tmp_path: P
         assert await store.db.read(lambda c: c.execute("SELECT count(*) FROM rel_sources").fetchone()) == (3,)
     finally:
         await store.close()
-
-
-async def test_an_older_graph_db_keeps_its_triples_in_the_keyed_table(tmp_path: Path) -> None:
-    path = tmp_path / "graph.db"
-    conn = sqlite3.connect(path)  # what graph.db held before: a rowid table and a unique spo index
-    conn.executescript("""
-        CREATE TABLE triples (user TEXT NOT NULL, collection TEXT NOT NULL, s TEXT NOT NULL, p TEXT NOT NULL,
-            o TEXT NOT NULL, o_lit INTEGER NOT NULL DEFAULT 0, o_dt TEXT NOT NULL DEFAULT '',
-            o_lang TEXT NOT NULL DEFAULT '');
-        CREATE UNIQUE INDEX spo ON triples(user, collection, s, p, o, o_lit, o_dt, o_lang);
-        CREATE INDEX pos ON triples(user, collection, p, o);
-        INSERT INTO triples (user, collection, s, p, o) VALUES ('u', 'c', 'http://e/a', 'http://r/r', 'http://e/b');
-        INSERT INTO triples VALUES ('u', 'c', 'http://e/a', 'http://l', 'A', 1, '', 'en');
-    """)  # fmt: skip
-    conn.close()
-    store = SqliteTripleStore(path)
-    try:
-        a, b = Term.iri("http://e/a"), Term.iri("http://e/b")
-        got = await store.pattern(TENANT, a, None, None, 10)
-        assert {(t.p.value, t.o.value, t.o.language) for t in got} == {("http://r/r", b.value, None),
-                                                                        ("http://l", "A", "en")}  # fmt: skip
-        assert await store.add_triples(TENANT, [Triple(s=a, p=Term.iri("http://r/r"), o=b)]) == 0  # a duplicate
-        assert len(await store.pattern(TENANT, None, None, b, 10)) == 1
-    finally:
-        await store.close()
-    conn = sqlite3.connect(path)
-    (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'triples'").fetchone()
-    assert "WITHOUT ROWID" in sql
-    indexes = {
-        r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'triples'")
-    }
-    assert indexes == {"pos", "ops"}  # spo is the table itself
-    conn.close()
-
-
-async def test_a_graph_db_copy_a_kill_interrupted_is_finished_on_open(tmp_path: Path) -> None:
-    path = tmp_path / "graph.db"
-    conn = sqlite3.connect(path)  # renamed, the keyed table made, killed before the copy committed
-    conn.executescript("""
-        CREATE TABLE triples_rowid (user TEXT NOT NULL, collection TEXT NOT NULL, s TEXT NOT NULL,
-            p TEXT NOT NULL, o TEXT NOT NULL, o_lit INTEGER NOT NULL DEFAULT 0, o_dt TEXT NOT NULL DEFAULT '',
-            o_lang TEXT NOT NULL DEFAULT '');
-        INSERT INTO triples_rowid (user, collection, s, p, o) VALUES ('u', 'c', 'http://e/a', 'http://r/r', 'http://e/b');
-    """ + TRIPLES + ";")  # fmt: skip
-    conn.close()
-    store = SqliteTripleStore(path)
-    try:
-        got = await store.pattern(TENANT, Term.iri("http://e/a"), None, None, 10)
-        assert [(t.p.value, t.o.value) for t in got] == [("http://r/r", "http://e/b")]
-    finally:
-        await store.close()
-    conn = sqlite3.connect(path)
-    assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'triples_rowid'").fetchone() is None
-    conn.close()
 
 
 def test_a_chunk_vector_reads_back_from_float16_and_from_an_older_float32_blob() -> None:

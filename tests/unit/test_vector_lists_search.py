@@ -1,7 +1,7 @@
 """The IVF index's search reads few statements and finds what a list-by-list read finds: the lists
 nearest the vector until `probe` items, scored by their int8 codes (a reference read list by list,
 as the index searched before), for several vectors in one call; a small space's codes are kept
-until its version changes."""
+until its version changes, and so are the lists a large space's searches read."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from processors.stores.sqlite.list_codes import ListCache
 from processors.stores.sqlite.pool import CountedConnection
 from processors.stores.sqlite.vector_lists import _LIST_ITEMS, SCHEMA, VectorLists
 from schemas.tenant import Tenant
@@ -73,3 +74,29 @@ def test_a_small_space_is_scored_from_codes_kept_until_it_changes(tmp_path: Path
         vl.add(conn, T, "chunk", [("new", "d9", _unit(q + 0.001))])
     assert vl.search(conn, T, "chunk", q, 5)[0][0] in {"new", "i00005"}
     assert "new" in {i for i, _ in vl.search(conn, T, "chunk", q, 5)}
+
+
+def test_a_large_space_keeps_the_lists_it_read_until_it_changes(tmp_path: Path) -> None:
+    conn, vl, vecs = indexed(tmp_path, 5000)
+    qs = [vecs[3], vecs[1200], _unit(vecs[7] + vecs[9])]
+    first = vl.search_many(conn, T, "chunk", qs, 10, probe=1500)
+    before = conn.statements
+    again = vl.search_many(conn, T, "chunk", [qs[1], qs[0]], 10, probe=1500)
+    assert conn.statements - before == 1  # the version check only: every list wanted is kept
+    assert again == [first[1], first[0]]
+    assert first == VectorLists().search_many(conn, T, "chunk", qs, 10, probe=1500)  # as read, to the bit
+    with conn:  # a write changes the version: the lists are read again and show it
+        vl.add(conn, T, "chunk", [("near", "d9", _unit(qs[0] + 0.001))])
+    before = conn.statements
+    after = vl.search(conn, T, "chunk", qs[0], 10, probe=1500)
+    assert conn.statements - before == 2 and "near" in {i for i, _ in after}
+    assert after == VectorLists().search(conn, T, "chunk", qs[0], 10, probe=1500)
+
+
+def test_the_list_cache_stays_within_its_budget_and_still_answers(tmp_path: Path) -> None:
+    conn, vl, vecs = indexed(tmp_path, 5000)
+    vl._lists = ListCache(budget=250_000)  # about two of its lists (~555 items of 176 bytes)
+    expected = VectorLists().search_many(conn, T, "chunk", [vecs[k] for k in range(0, 5000, 250)], 5, probe=1500)
+    for k, want in zip(range(0, 5000, 250), expected, strict=True):
+        assert vl.search(conn, T, "chunk", vecs[k], 5, probe=1500) == want
+        assert 0 < vl._lists._bytes <= 250_000 and 1 <= len(vl._lists._lists) < 9

@@ -17,6 +17,7 @@ from processors.algorithms.passage_rank import (
     PassageRankParams,
     rank_passages,
 )
+from processors.stores.chunk_reads import ChunkReads
 from processors.stores.documents_protocol import ChunkQuery, DocumentStore
 from schemas.documents import Chunk, SearchMode
 from schemas.tenant import Tenant
@@ -26,9 +27,9 @@ FUSION_DEPTH = 4  # each retriever contributes its best `FUSION_DEPTH * limit` t
 
 @dataclass
 class StorePassages:
-    """algorithms/passage_rank.PassageSource over a document store, for one question."""
+    """algorithms/passage_rank.PassageSource over a document store's reads, for one question."""
 
-    store: DocumentStore
+    store: ChunkReads
     q: ChunkQuery
 
     async def candidates(self, terms: Sequence[str], k: int, phrases: Sequence[str] = ()) -> Candidates:
@@ -50,9 +51,23 @@ async def search_chunks(
     params: PassageRankParams,
     among: Collection[str] | None = None,
 ) -> list[Chunk]:
-    """The best `limit` chunks of the scope (of `among`, when given) with their scores, best first."""
+    """The best `limit` chunks of the scope (of `among`, when given) with their scores, best first:
+    the store's reads for them (candidates, each hop, the chunks) in one `read_as_one`."""
     if among is not None and not among:
         return []
+    return await store.read_as_one(lambda reads: _search(reads, q, text, mode, limit, params, among))
+
+
+async def _search(
+    store: ChunkReads,
+    q: ChunkQuery,
+    text: str | None,
+    mode: SearchMode,
+    limit: int,
+    params: PassageRankParams,
+    among: Collection[str] | None,
+) -> list[Chunk]:
+    """`search_chunks` over the reads of one `read_as_one`."""
     words = bm25_terms(text) if text and mode != "vector" else []
     if mode == "graph" and q.vector is not None and among is None:
         ranked = await rank_passages(StorePassages(store, q), text or "", words, limit, params)
@@ -73,17 +88,24 @@ async def search_many(
     limit: int,
     params: PassageRankParams,
 ) -> list[list[Chunk]]:
-    """`search_chunks` for each (vector, text) of the tenant's scope: in one candidates read and
-    one chunks read (graph mode: one search after another, each its own neighbourhood)."""
+    """`search_chunks` for each (vector, text) of the tenant's scope: one candidates read and one
+    chunks read, in one `read_as_one` (graph mode: one search after another, each its own
+    neighbourhood)."""
     if mode == "graph":
         return [await search_chunks(store, ChunkQuery(tenant, v), t, mode, limit, params) for v, t in questions]
+    if not questions:
+        return []
     asked = [(None if mode == "lexical" else v, bm25_terms(t) if t and mode != "vector" else []) for v, t in questions]
     depth = limit if mode in ("vector", "lexical") else FUSION_DEPTH * limit
-    found = await store.candidates_many(tenant, asked, depth) if questions else []
-    ranked = [rank_candidates(f.passages, mode, limit) for f in found]
-    wanted = list(dict.fromkeys(c for r in ranked for c, _ in r))
-    chunks = {c.id: c for c in await store.chunks(tenant, wanted)} if wanted else {}
-    return [[chunks[c].model_copy(update={"score": s}) for c, s in r if c in chunks] for r in ranked]
+
+    async def work(reads: ChunkReads) -> list[list[Chunk]]:
+        found = await reads.candidates_many(tenant, asked, depth)
+        ranked = [rank_candidates(f.passages, mode, limit) for f in found]
+        wanted = list(dict.fromkeys(c for r in ranked for c, _ in r))
+        chunks = {c.id: c for c in await reads.chunks(tenant, wanted)} if wanted else {}
+        return [[chunks[c].model_copy(update={"score": s}) for c, s in r if c in chunks] for r in ranked]
+
+    return await store.read_as_one(work)
 
 
 def rank_candidates(found: Sequence[Passage], mode: SearchMode, limit: int) -> list[tuple[str, float]]:

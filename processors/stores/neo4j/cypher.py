@@ -190,6 +190,17 @@ ANN = (
     "THEN {iri: n.uri, label: n.index_label, sim: " + _COS + "} END) AS hits RETURN total, hits[0..$limit] AS hits"
 )  # the index yields nodes best first: only the best `limit` of the tenant's cross the wire
 
+# An entity search's two index reads in one statement: the full-text candidates of $q (none when
+# $q is null), checked by the caller against the text, and the first ANN read of $vec (none when null).
+SEARCH = (
+    "CALL () { WITH 1 AS one WHERE $q IS NOT NULL "
+    "CALL db.index.fulltext.queryNodes('kg_entity_text', $q) YIELD node "
+    "WHERE node.user = $user AND node.collection = $collection "
+    "RETURN node.uri AS iri, node.index_label AS label LIMIT $text_limit } "
+    "WITH collect({iri: iri, label: label}) AS texts "
+    "CALL () { WITH 1 AS one WHERE $vec IS NOT NULL " + ANN + " } RETURN texts, total, hits"
+)
+
 # exact nearest nodes of one kind in the tenant: MATCH (n:Kind {scope}) + this + the label column
 _NEAREST = (
     " WHERE n.embedding IS NOT NULL WITH n, " + _COS + " AS sim ORDER BY sim DESC, n.uri LIMIT $limit "
@@ -219,14 +230,6 @@ INDEX_COLLECTIONS = (
     "MATCH (n:KgEntity) WHERE n.user = $user AND n.embedding IS NOT NULL "
     "RETURN n.collection AS collection, count(*) AS n"
 )
-FULLTEXT = _collected(
-    "CALL db.index.fulltext.queryNodes('kg_entity_text', $q) YIELD node "
-    "WHERE node.user = $user AND node.collection = $collection "
-    "RETURN node.uri AS iri, node.index_label AS label LIMIT $limit",
-    "iri",
-    "label",
-)
-
 # the tenant's entity (with a vector) and predicate nodes of $keys; + what each returns
 _ENTITIES_BY_KEY = (
     "UNWIND $keys AS k MATCH (n:KgEntity {key: k}) WHERE n.user = $user AND n.collection = $collection "

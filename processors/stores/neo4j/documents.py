@@ -21,9 +21,11 @@ each query (scope.IN_SCOPE); all Cypher is constant text with parameters.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from typing import TypeVar
 
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
+from processors.stores.chunk_reads import ChunkReads
 from processors.stores.documents_protocol import (
     ChunkQuery,
     DocumentCounts,
@@ -49,16 +51,17 @@ from processors.stores.neo4j.doc_writes import (
     unlinked,
     write_rows,
 )
-from processors.stores.neo4j.one_read import candidates_read, one_read
 from processors.stores.neo4j.schema import Neo4jConnection, Runner, entity_key
 from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, keys, tenant_params
 from processors.stores.neo4j.spellings import DELETE_COLLECTION as DELETE_SPELLINGS
 from processors.stores.neo4j.spellings import adjust_spellings, read_spellings, stored_spellings
 from processors.stores.neo4j.term_stats import DELETE_TERMS, DELETE_TOTALS
+from processors.stores.neo4j.tx_reads import TxReads, question_vector
 from schemas.documents import Chunk, DocumentInfo, Mention
 from schemas.tenant import Tenant
 
 __all__ = ["Neo4jCommunityStore", "Neo4jDocumentStore"]
+T = TypeVar("T")
 
 _TENANT = "user: $user, collection: $collection"
 # A claim (see DocumentStore.claim) flags the concept owned before any chunk mentions it.
@@ -220,6 +223,11 @@ class Neo4jDocumentStore:
         rows = await self.conn.read(HASHES, {**tenant_params(tenant), "dkeys": keys(tenant, ids)})
         return {r["id"]: r["hash"] for r in rows}
 
+    async def read_as_one(self, work: Callable[[ChunkReads], Awaitable[T]]) -> T:
+        """`work` over this store's search reads, all in one read transaction (tx_reads.py)."""
+        await self.migrate()
+        return await self.conn.read_tx(lambda run: work(TxReads(run)))
+
     async def candidates(
         self, q: ChunkQuery, terms: Sequence[str], k: int, among: Sequence[str] | None = None,
         phrases: Sequence[str] = (),
@@ -227,33 +235,13 @@ class Neo4jDocumentStore:
         """The `k` nearest chunks and the `k` best by BM25, with cosines (see passages.candidates),
         and with `phrases` the concepts they name (see `named`): over the whole collection one
         statement (one_read.py), over a scope or `among` one read transaction."""
-        await self.migrate()
-        if one_read(q.tenant, q.vector, among):
-            asked = [(q.vector, terms, phrases)]
-            (found,) = await self.conn.read_tx(lambda run: candidates_read(run, q.tenant, asked, k))
-            return found
-
-        async def work(run: Runner) -> Candidates:
-            found = await passages.candidates(run, q.tenant, q.vector, terms, k, among)
-            if phrases:
-                found.named = await passages.named(run, q.tenant, phrases, _vector(q))
-            return found
-
-        return await self.conn.read_tx(work)
+        return await self.read_as_one(lambda reads: reads.candidates(q, terms, k, among, phrases))
 
     async def candidates_many(
         self, tenant: Tenant, questions: Sequence[tuple[Sequence[float] | None, Sequence[str]]], k: int
     ) -> list[Candidates]:
         """`candidates` for each (vector, terms): over the whole collection in one statement."""
-        await self.migrate()
-        if all(one_read(tenant, v, None) for v, _ in questions):
-            asked = [(v, terms, ()) for v, terms in questions]
-            return await self.conn.read_tx(lambda run: candidates_read(run, tenant, asked, k))
-
-        async def work(run: Runner) -> list[Candidates]:
-            return [await passages.candidates(run, tenant, v, terms, k, None) for v, terms in questions]
-
-        return await self.conn.read_tx(work)
+        return await self.read_as_one(lambda reads: reads.candidates_many(tenant, questions, k))
 
     async def concept_keys(self, tenant: Tenant, keys: Sequence[str]) -> dict[str, list[str]]:
         """Key -> the concepts it is a key or an alias of."""
@@ -266,17 +254,13 @@ class Neo4jDocumentStore:
 
     async def named(self, q: ChunkQuery, phrases: Sequence[str]) -> dict[str, tuple[str, list[Passage]]]:
         """Of `phrases`, the concept keys in the scope: key -> (concept, its subject chunks)."""
-        await self.migrate()
-        return await self.conn.read_tx(lambda run: passages.named(run, q.tenant, phrases, _vector(q)))
+        return await self.read_as_one(lambda reads: reads.named(q, phrases))
 
     async def passage_links(
         self, q: ChunkQuery, chunk_ids: Sequence[str], skip: Collection[str], cap: int, known: Collection[str]
     ) -> HopLinks:
         """One graphrank hop from `chunk_ids`, in one read transaction (see passages.links)."""
-        await self.migrate()
-        return await self.conn.read_tx(
-            lambda run: passages.links(run, q.tenant, chunk_ids, skip, cap, known, _vector(q))
-        )
+        return await self.read_as_one(lambda reads: reads.passage_links(q, chunk_ids, skip, cap, known))
 
     async def episodes(
         self, q: ChunkQuery, entities: Sequence[str], chunk_ids: Sequence[str], window: tuple[float, float] | None
@@ -301,7 +285,7 @@ class Neo4jDocumentStore:
 
     async def chunk_similarities(self, q: ChunkQuery, chunk_ids: Sequence[str]) -> dict[str, float]:
         """Cosine of the question's vector to the stored vector of each chunk of `chunk_ids` in scope."""
-        return await self.conn.read_tx(lambda run: passages.similarities(run, q.tenant, _vector(q), chunk_ids))
+        return await self.conn.read_tx(lambda run: passages.similarities(run, q.tenant, question_vector(q), chunk_ids))
 
     async def chunks(self, tenant: Tenant, ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id (in the scope), in the order asked."""
@@ -370,9 +354,3 @@ class Neo4jDocumentStore:
     async def close(self) -> None:
         """Release the shared driver."""
         await self.conn.release()
-
-
-def _vector(q: ChunkQuery) -> Sequence[float]:
-    if q.vector is None:
-        raise ValueError("this read ranks by the question's vector and none was given")
-    return q.vector

@@ -6,7 +6,6 @@ Every call is one Cypher query (or one write transaction): a BFS level is a sing
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import asdict, fields
 from typing import Any
@@ -26,7 +25,6 @@ from processors.stores.neo4j.cypher import (
     DELETE_PREDICATES,
     DELETE_TRIPLES,
     EXACT,
-    FULLTEXT,
     GET_LOAD,
     GET_VECTOR_MODEL,
     INDEX_COLLECTIONS,
@@ -38,6 +36,7 @@ from processors.stores.neo4j.cypher import (
     REMOVE_EDGES,
     REMOVE_LABELS,
     REPLACE_LABELS,
+    SEARCH,
     SET_LABELS,
     SET_LOAD,
     SIMILARITIES,
@@ -46,6 +45,7 @@ from processors.stores.neo4j.cypher import (
     VECTORS,
 )
 from processors.stores.neo4j.schema import (
+    CypherVector,
     Neo4jConnection,
     Runner,
     cypher_vector,
@@ -293,38 +293,29 @@ class Neo4jEntityIndex:
         if limit <= 0:
             return []
         scope = {"user": tenant.user, "collection": tenant.collection}
-        lexical, nearest = await asyncio.gather(  # two indexes, two queries: in flight together
-            self._lexical(scope, text), self._nearest(scope, vector, limit)
-        )
-        hits = {h.iri: h for h in lexical}
+        toks = content_tokens(text) if text else []
+        vec = stored_vector(vector) if vector is not None else None
+        k = _ann_k(limit, ANN_OVERFETCH[0])
+        q = " OR ".join(lucene_phrase(t) for t in toks) or None
+        params = {**scope, "q": q, "text_limit": LEXICAL_CANDIDATES, "vec": vec, "k": k, "limit": limit}
+        (first,) = await self.conn.read(SEARCH, params)  # both indexes in one statement
+        hits = {h.iri: h for h in _lexical(first["texts"], text or "")}
+        nearest = await self._nearest(scope, vec, limit, first["hits"], first["total"] >= k) if vec else []
         for h in nearest:
             hits.setdefault(h.iri, h)
         return rank_entity_hits(list(hits.values()), limit)
 
-    async def _lexical(self, scope: dict[str, str], text: str | None) -> list[EntityHit]:
-        """Entities whose whole label the text contains (full-text candidates, checked here)."""
-        toks = content_tokens(text) if text else []
-        if not toks:
-            return []
-        q = " OR ".join(lucene_phrase(t) for t in toks)
-        hits: dict[str, EntityHit] = {}
-        for r in await self.conn.read_rows(FULLTEXT, {**scope, "q": q, "limit": LEXICAL_CANDIDATES}):
-            score = label_match_score(r["label"] or "", text or "")
-            if score >= 1.0 and r["iri"] not in hits:
-                hits[r["iri"]] = EntityHit(r["iri"], r["label"], score, lexical=True)
-        return list(hits.values())
-
-    async def _nearest(self, scope: dict[str, str], vector: Sequence[float] | None, limit: int) -> list[EntityHit]:
-        """The tenant's `limit` nearest entities by cosine (the ANN index, else an exact scan)."""
-        vec = stored_vector(vector) if vector is not None else None
-        if vec is None:
-            return []
-        for factor in ANN_OVERFETCH:
-            k = min(max(limit * factor, ANN_MIN_K), ANN_MAX_K)
-            ann = (await self.conn.read(ANN, {**scope, "k": k, "vec": vec, "limit": limit}))[0]
-            found, more = ann["hits"], ann["total"] >= k  # `more`: the index may hold further nodes
+    async def _nearest(
+        self, scope: dict[str, str], vec: CypherVector, limit: int, found: list[dict[str, Any]], more: bool
+    ) -> list[EntityHit]:
+        """The tenant's `limit` nearest entities by cosine from the first ANN read's hits (`more`:
+        the index may hold further nodes): a wider read when they are too few, then an exact scan."""
+        for factor in ANN_OVERFETCH[1:]:
             if len(found) >= limit or not more:
                 break
+            k = _ann_k(limit, factor)
+            ann = (await self.conn.read(ANN, {**scope, "k": k, "vec": vec, "limit": limit}))[0]
+            found, more = ann["hits"], ann["total"] >= k
         if len(found) < limit and more:
             found = await self.conn.read_rows(EXACT, {**scope, "vec": vec, "limit": limit})
         best = sorted(found, key=lambda r: -r["sim"])[:limit]
@@ -378,3 +369,18 @@ class Neo4jEntityIndex:
     async def close(self) -> None:
         """Release the shared driver."""
         await self.conn.release()
+
+
+def _lexical(rows: Sequence[dict[str, Any]], text: str) -> list[EntityHit]:
+    """Of the full-text candidates, the entities whose whole label the text contains."""
+    hits: dict[str, EntityHit] = {}
+    for r in rows:
+        score = label_match_score(r["label"] or "", text)
+        if score >= 1.0 and r["iri"] not in hits:
+            hits[r["iri"]] = EntityHit(r["iri"], r["label"], score, lexical=True)
+    return list(hits.values())
+
+
+def _ann_k(limit: int, factor: int) -> int:
+    """The nodes an ANN read over-fetches for `limit` of a tenant's."""
+    return min(max(limit * factor, ANN_MIN_K), ANN_MAX_K)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from processors.algorithms.bfs import Distances, DistanceSearch
+from processors.stores.sqlite.triple_ids import IRI, SCOPE
 from schemas.tenant import Tenant
 
 GRAPH_VERSION = """
@@ -26,18 +28,12 @@ CREATE TABLE IF NOT EXISTS graph_version (
     user TEXT NOT NULL, collection TEXT NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (user, collection)
 ) WITHOUT ROWID;
 """
-# Every edge but labels in key order (an entity's out-edges by predicate then object, its in-edges
-# from entities by predicate then subject), as `neighbours` scans them: a literal object takes
-# its place among an entity's first edges but is no entity edge.
-_OUT_EDGES = (
-    "SELECT s, o, o_lit FROM triples NOT INDEXED WHERE user = ? AND collection = ? AND p != ?"
-    " ORDER BY s, p, o, o_lit, o_dt, o_lang"
-)
-_IN_EDGES = (
-    "SELECT o, s FROM triples INDEXED BY ops WHERE user = ? AND collection = ? AND o_lit = 0 AND p != ?"
-    " ORDER BY o, p, s"
-)
-_COUNT = "SELECT count(*) FROM triples WHERE user = ? AND collection = ?"
+# Every edge but labels, as term ids (parameters: user, collection, the label predicate); put in
+# key order by the terms' ranks in value order (`_read`), as `neighbours` scans them.
+_EDGES = f"SELECT s, p, o FROM triples WHERE scope = {SCOPE} AND p IS NOT {IRI}"
+# every term of the file in value order (the unique index, read alone), and its literal flag
+_TERMS = "SELECT id, lit FROM terms INDEXED BY sqlite_autoindex_terms_1 ORDER BY value, lit, dt, lang"
+_COUNT = f"SELECT count(*) FROM triples WHERE scope = {SCOPE}"
 
 
 def bump_version(conn: sqlite3.Connection, tenant: Tenant) -> None:
@@ -105,6 +101,7 @@ class Adjacency:
 
         frontier: list[str] | np.ndarray = sources
         still, levels, truncated = open_groups(), 0, False
+        pending: list[str] = []  # the last level's unreached targets (read backwards from them)
         for level in range(1, q.max_distance + 1):
             if not len(still) or not len(frontier):
                 break
@@ -187,16 +184,40 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _read(conn: sqlite3.Connection, tenant: Tenant, label: str, version: int) -> Adjacency:
-    ids: dict[str, int] = {}
-    out_rows = conn.execute(_OUT_EDGES, (tenant.user, tenant.collection, label)).fetchall()
-    s = np.fromiter((ids.setdefault(r[0], len(ids)) for r in out_rows), np.int64, len(out_rows))
-    o = np.fromiter((-1 if r[2] else ids.setdefault(r[1], len(ids)) for r in out_rows), np.int64, len(out_rows))
-    in_rows = conn.execute(_IN_EDGES, (tenant.user, tenant.collection, label)).fetchall()
-    into = np.fromiter((ids.setdefault(r[0], len(ids)) for r in in_rows), np.int64, len(in_rows))
-    src = np.fromiter((ids.setdefault(r[1], len(ids)) for r in in_rows), np.int64, len(in_rows))
-    n = len(ids)
-    out_order, in_order = np.argsort(s, kind="stable"), np.argsort(into, kind="stable")  # keeps key order
-    return Adjacency(version, list(ids), ids, _pointers(s, n), o[out_order], _pointers(into, n), src[in_order])
+    """The edges in key order: an entity's out-edges by predicate then object, its in-edges from
+    entities by predicate then subject, each term ordered by its value (its rank among all terms);
+    a literal object takes its place among an entity's first edges but is no entity edge.
+    Entities are numbered in order of first appearance: out-edges' subjects, their objects, then
+    in-edges' objects and subjects."""
+    ranked = np.array(conn.execute(_TERMS).fetchall(), np.int64).reshape(-1, 2)
+    rank = np.zeros(int(ranked[:, 0].max(initial=0)) + 1, np.int64)
+    rank[ranked[:, 0]] = np.arange(len(ranked))
+    literal = np.zeros(len(rank), bool)
+    literal[ranked[:, 0]] = ranked[:, 1] != 0
+    edges = np.array(conn.execute(_EDGES, (tenant.user, tenant.collection, label)).fetchall(), np.int64)
+    s, p, o = edges.reshape(-1, 3).T
+    out = np.lexsort((rank[o], rank[p], rank[s]))
+    inward = np.flatnonzero(~literal[o])
+    inward = inward[np.lexsort((rank[s[inward]], rank[p[inward]], rank[o[inward]]))]
+    out_o = o[out]
+    seen = np.concatenate([s[out], out_o[~literal[out_o]], o[inward], s[inward]])
+    terms, first = np.unique(seen, return_index=True)
+    entities = terms[np.argsort(first, kind="stable")]  # term ids by entity number
+    number = np.full(len(rank), -1, np.int64)
+    number[entities] = np.arange(len(entities))
+    names = _values(conn, entities)
+    n = len(names)
+    out_s, out_to = number[s[out]], np.where(literal[out_o], -1, number[out_o])
+    into, src = number[o[inward]], number[s[inward]]
+    out_order, in_order = np.argsort(out_s, kind="stable"), np.argsort(into, kind="stable")  # keeps key order
+    ids = {name: i for i, name in enumerate(names)}
+    return Adjacency(version, names, ids, _pointers(out_s, n), out_to[out_order], _pointers(into, n), src[in_order])
+
+
+def _values(conn: sqlite3.Connection, ids: np.ndarray) -> list[str]:
+    """The values of these terms, in the same order."""
+    sql = "SELECT t.value FROM json_each(?) j CROSS JOIN terms t ON t.id = j.value ORDER BY j.key"
+    return [str(v) for (v,) in conn.execute(sql, (json.dumps(ids.tolist()),))]
 
 
 def _pointers(keys: np.ndarray, n: int) -> np.ndarray:

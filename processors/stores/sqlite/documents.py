@@ -16,6 +16,7 @@ from typing import TypeVar
 import numpy as np
 
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
+from processors.stores.chunk_reads import DirectReads
 from processors.stores.documents_protocol import (
     ChunkQuery,
     DocumentCounts,
@@ -56,7 +57,7 @@ from schemas.tenant import Tenant
 T = TypeVar("T")
 
 
-class SqliteDocumentStore(DeletionMarks):
+class SqliteDocumentStore(DeletionMarks, DirectReads):
     """DocumentStore on SQLite (see module docstring; its deletion marks: deletions.py)."""
 
     def __init__(self, path: Path) -> None:

@@ -12,6 +12,7 @@ import weakref
 from collections.abc import Collection, Sequence
 
 import numpy as np
+from pydantic import TypeAdapter
 
 from processors.algorithms.passage_rank import ConceptLinks, HopLinks, Passage, name_runs
 from processors.stores.documents_protocol import tenant_token
@@ -28,6 +29,7 @@ _SCOPE_TABLES: weakref.WeakSet[sqlite3.Connection] = weakref.WeakSet()
 RESCORE = 4  # IVF hits read per wanted hit, rescored with the stored float vectors
 SUBJECT_READ = 512  # subject chunks of one concept read, the best SUBJECT_KEEP kept by cosine
 SUBJECT_KEEP = 64
+_MENTIONS = TypeAdapter(list[Mention])
 
 VECTORS = (
     "SELECT c.id, c.vec FROM chunks c WHERE c.user = ?1 AND c.collection = ?2"
@@ -101,12 +103,32 @@ def set_scope(conn: sqlite3.Connection, allowed: Collection[str] | None) -> int 
 
 def cosines(rows: Sequence[tuple[str, bytes]], q: np.ndarray) -> dict[str, float]:
     """Chunk id -> cosine of its stored vector to unit `q` (a zero vector scores 0)."""
+    return cosines_many(rows, [q])[0]
+
+
+def cosines_many(rows: Sequence[tuple[str, bytes]], qs: Sequence[np.ndarray]) -> list[dict[str, float]]:
+    """`cosines` for each unit vector of `qs`, the rows decoded (and their norms taken) once for
+    all: a follow-up round's questions share one read of their candidates' vectors."""
     if not rows:
-        return {}
-    m = np.stack([vec_of(r[1]) for r in rows])
+        return [{} for _ in qs]
+    m = stacked([r[1] for r in rows])
     norms = np.linalg.norm(m, axis=1)
-    sims = (m @ q) / np.where(norms == 0, 1.0, norms)
-    return dict(zip((r[0] for r in rows), sims.tolist(), strict=True))
+    denominators = np.where(norms == 0, 1.0, norms)
+    ids = [r[0] for r in rows]
+    return [dict(zip(ids, ((m @ q) / denominators).tolist(), strict=True)) for q in qs]
+
+
+def stacked(blobs: Sequence[bytes]) -> np.ndarray:
+    """Stored chunk vectors (docs_schema.vec_of) as the rows of one float32 matrix, the same
+    values `vec_of` gives: decoded in one numpy pass when they share a length (a file's vectors
+    do), instead of one small array per row (a third of a question's vector reads was that)."""
+    size = len(blobs[0])
+    if any(len(b) != size for b in blobs):
+        return np.stack([vec_of(b) for b in blobs])
+    raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), size)
+    if size % 2:  # float16 and its trailing mark byte
+        return np.ascontiguousarray(raw[:, : size - 1]).view(np.float16).astype(np.float32)
+    return raw.view(np.float32)
 
 
 def similarities(
@@ -215,4 +237,6 @@ def mention_links(
     if chunk_ids:
         docs = None if allowed is None else json.dumps(sorted(allowed))
         rows += conn.execute(CHUNK_LINKS, (tenant.user, tenant.collection, json.dumps(list(chunk_ids)), docs))
-    return [Mention(entity=e, chunk_id=c, count=n) for e, c, n in dict.fromkeys(rows)]
+    # validated as one list (pydantic's loop): a neighbourhood is a thousand and more links, and
+    # a model built one at a time cost twice as much (model_construct, in Python, four times)
+    return _MENTIONS.validate_python([{"entity": e, "chunk_id": c, "count": n} for e, c, n in dict.fromkeys(rows)])

@@ -22,9 +22,10 @@ CACHE_KIB = 65536  # each connection's private page cache (without the map)
 
 
 # The tables whose rows a collection delete removes, each with its constant statement (a table name
-# is never taken from a caller into query text).
+# is never taken from a caller into query text). graph.db's triples and labels are keyed by a scope
+# number: its store deletes them itself.
 _TENANT_TABLES = (
-    "triples", "labels", "load_state", "vectors", "scope_version", "vector_model",
+    "load_state", "vectors", "scope_version", "vector_model",
     "communities", "community_members", "community_chunks", "community_pending",
 )  # fmt: skip
 TENANT_DELETES = {t: "DELETE FROM " + t + " WHERE user = ? AND collection = ?" for t in _TENANT_TABLES}

@@ -1,4 +1,5 @@
-"""Embedded triple store: one SQLite file (WAL; spo/pos/ops indexes; user/collection columns)."""
+"""Embedded triple store: one SQLite file (WAL), triples dictionary-encoded (`triple_ids`) and
+keyed spo, with pos and ops indexes, each scoped by (user, collection)."""
 
 from __future__ import annotations
 
@@ -12,100 +13,84 @@ from processors.algorithms.bfs import Distances, DistanceSearch
 from processors.algorithms.edges import NeighbourResult, RawEdge, edge_triple, rank_neighbours
 from processors.stores.protocol import EntityIndex, LoadState
 from processors.stores.sqlite.adjacency import GRAPH_VERSION, Adjacency, bump_version, graph_version, load_adjacency
-from processors.stores.sqlite.pool import SqlitePool, delete_tenant_rows, has_table
+from processors.stores.sqlite.pool import SqlitePool, delete_tenant_rows
+from processors.stores.sqlite.triple_ids import (
+    IRI,
+    SCHEMA,
+    SCOPE,
+    TERM,
+    TermKey,
+    iri_key,
+    migrate_text_layout,
+    scope_id,
+    term_ids,
+    term_key,
+)
 from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
 
-LOAD_STATE = """
-CREATE TABLE IF NOT EXISTS load_state (
-    user TEXT NOT NULL, collection TEXT NOT NULL, started REAL NOT NULL, finished REAL,
-    source TEXT NOT NULL DEFAULT '', triples INTEGER NOT NULL DEFAULT 0, vectors INTEGER NOT NULL DEFAULT 0,
-    error TEXT, PRIMARY KEY (user, collection)
-) WITHOUT ROWID;
-"""
-# The table is its spo index (WITHOUT ROWID): a rowid table beside a unique spo index held every
-# triple twice (issue 38: a quarter of graph.db). Reads in spo order name it NOT INDEXED.
-TRIPLES = """
-CREATE TABLE IF NOT EXISTS triples (
-    user TEXT NOT NULL, collection TEXT NOT NULL,
-    s TEXT NOT NULL, p TEXT NOT NULL, o TEXT NOT NULL,
-    o_lit INTEGER NOT NULL DEFAULT 0, o_dt TEXT NOT NULL DEFAULT '', o_lang TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (user, collection, s, p, o, o_lit, o_dt, o_lang)
-) WITHOUT ROWID"""
-SCHEMA = (
-    LOAD_STATE
-    + TRIPLES
-    + """;
-CREATE INDEX IF NOT EXISTS pos ON triples(user, collection, p, o);
-CREATE INDEX IF NOT EXISTS ops ON triples(user, collection, o, o_lit, p, s);
-CREATE TABLE IF NOT EXISTS labels (
-    user TEXT NOT NULL, collection TEXT NOT NULL, iri TEXT NOT NULL, label TEXT NOT NULL,
-    PRIMARY KEY (user, collection, iri)
-) WITHOUT ROWID;
-"""
-)
-
-_COLS = "s, p, o, o_lit, o_dt, o_lang"
 _LOAD_COLS = "started, finished, source, triples, vectors, error"  # LoadState.row() order
-# One entity's edges in key order (predicate, then far end), the order every backend reads them
-# in; each statement is an index-only range scan (in-edges have IRI objects: no datatype, language).
-_OUT = f"SELECT {_COLS} FROM triples NOT INDEXED WHERE user = ? AND collection = ? AND s = ?"
-_IN = "SELECT s, p, o, 0, '', '' FROM triples INDEXED BY ops WHERE user = ? AND collection = ? AND o = ? AND o_lit = 0"
-_NB_OUT = f"{_OUT} AND p != ? ORDER BY p, o, o_lit, o_dt, o_lang LIMIT ?"
-_NB_IN = f"{_IN} AND p != ? ORDER BY p, s LIMIT ?"
-_NB_OUT_FOCUS = f"{_OUT} AND p = ? ORDER BY o, o_lit, o_dt, o_lang LIMIT ?"
-_NB_IN_FOCUS = f"{_IN} AND p = ? ORDER BY s LIMIT ?"
+# A triple's terms as a raw edge (s, p, o, o is a literal, o datatype, o language).
+_EDGE = "s.value, p.value, o.value, o.lit, o.dt, o.lang"
+# The triple joined to its terms, the triple first (CROSS JOIN keeps that order: scanning a
+# term index to spare the sort would read every term of the file).
+_JOINED = (
+    "triples t {index} CROSS JOIN terms s ON s.id = t.s CROSS JOIN terms p ON p.id = t.p"
+    " CROSS JOIN terms o ON o.id = t.o"
+)
+# One entity's edges in key order (predicate, then far end, by value), the order every backend
+# reads them in: a range scan of the entity's keys, each row joined to its terms, sorted (ids are
+# not in value order). Parameters: the entity (echoed), user, collection, the entity, a predicate.
+_OUT = (
+    "SELECT ?, p.value, o.value, o.lit, o.dt, o.lang FROM triples t NOT INDEXED"
+    " CROSS JOIN terms p ON p.id = t.p CROSS JOIN terms o ON o.id = t.o"
+    f" WHERE t.scope = {SCOPE} AND t.s = {IRI}"
+)
+_IN = (  # in-edges have IRI objects: no datatype, language
+    "SELECT s.value, p.value, ?, 0, '', '' FROM triples t INDEXED BY ops"
+    " CROSS JOIN terms p ON p.id = t.p CROSS JOIN terms s ON s.id = t.s"
+    f" WHERE t.scope = {SCOPE} AND t.o = {IRI}"
+)
+_NB_OUT = f"{_OUT} AND t.p IS NOT {IRI} ORDER BY p.value, o.value, o.lit, o.dt, o.lang LIMIT ?"
+_NB_IN = f"{_IN} AND t.p IS NOT {IRI} ORDER BY p.value, s.value LIMIT ?"
+_NB_OUT_FOCUS = f"{_OUT} AND t.p = {IRI} ORDER BY o.value, o.lit, o.dt, o.lang LIMIT ?"
+_NB_IN_FOCUS = f"{_IN} AND t.p = {IRI} ORDER BY s.value LIMIT ?"
 MAX_HELD_EDGES = 500_000  # held up to this many triples (reading 1M took 6.5 s and 265 MB here)
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
     """Drop what earlier versions indexed differently (in-edges were keyed (o, s), not (o, p, s));
-    record collections loaded before loads were recorded as complete loads of unknown source."""
+    copy a text-layout file into the encoded tables (`migrate_text_layout`)."""
     conn.execute("DROP INDEX IF EXISTS osp")
     conn.executescript(GRAPH_VERSION)
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    _rebuild_without_rowid(conn)
-    if "triples" in tables and "load_state" not in tables:
-        conn.execute(LOAD_STATE)
-        conn.execute(
-            "INSERT INTO load_state(user, collection, started, finished, source)"
-            " SELECT DISTINCT user, collection, 0, 0, 'an earlier kgflow' FROM triples"
-        )
-
-
-def _rebuild_without_rowid(conn: sqlite3.Connection) -> None:
-    """A triples table written before is a rowid table with a unique spo index: renamed, copied
-    into the keyed table (its pos and ops indexes are made again by the schema), dropped. A copy a
-    kill interrupted is finished at the next open (the renamed table is still there)."""
-    row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'triples'").fetchone()
-    if row is not None and "WITHOUT ROWID" not in row[0].upper():
-        conn.execute("ALTER TABLE triples RENAME TO triples_rowid")
-        conn.execute(TRIPLES)
-    if has_table(conn, "triples_rowid"):
-        conn.execute(
-            f"INSERT OR IGNORE INTO triples (user, collection, {_COLS}) SELECT user, collection, {_COLS}"
-            " FROM triples_rowid"
-        )
-        conn.execute("DROP TABLE triples_rowid")  # with spo, pos and ops
-
-
-def _obj_cols(t: Term) -> tuple[str, int, str, str]:
-    return (t.value, 0 if t.is_iri else 1, t.datatype or "", t.language or "")
+    migrate_text_layout(conn)
 
 
 def _is_label(t: Triple) -> bool:
     return t.p.value == RDFS_LABEL and not t.o.is_iri
 
 
-def _replace_labels(conn: sqlite3.Connection, tenant: Tenant, triples: Sequence[Triple]) -> list[Triple]:
+def _replace_labels(
+    conn: sqlite3.Connection, scope: int, ids: dict[TermKey, int], triples: Sequence[Triple]
+) -> list[Triple]:
     """`triples` with each IRI's label triples cut to the batch's last, and the IRI's stored label
     triples that differ from it deleted: the label is replaced, not added beside."""
     last = {t.s.value: t for t in triples if _is_label(t)}
-    conn.executemany(
-        "DELETE FROM triples WHERE user = ? AND collection = ? AND s = ? AND p = ? AND o_lit = 1 AND o != ?",
-        [(tenant.user, tenant.collection, i, RDFS_LABEL, t.o.value) for i, t in last.items()],
+    if not last:
+        return list(triples)
+    label = ids[(RDFS_LABEL, 0, "", "")]
+    find = (
+        "SELECT t.o FROM triples t CROSS JOIN terms o ON o.id = t.o"
+        " WHERE t.scope = ? AND t.s = ? AND t.p = ? AND o.lit = 1 AND o.value != ?"
     )
+    stale = [
+        (scope, s, label, o)
+        for t in last.values()
+        for s in [ids[iri_key(t.s)]]
+        for (o,) in conn.execute(find, (scope, s, label, t.o.value)).fetchall()
+    ]
+    conn.executemany("DELETE FROM triples WHERE scope = ? AND s = ? AND p = ? AND o = ?", stale)
     keep = {id(t) for t in last.values()}
     return [t for t in triples if not _is_label(t) or id(t) in keep]
 
@@ -121,41 +106,46 @@ class SqliteTripleStore:
 
     async def add_triples(self, tenant: Tenant, triples: Sequence[Triple], replace_labels: bool = False) -> int:
         def write(conn: sqlite3.Connection) -> int:
-            kept = triples
             if replace_labels:  # under the file's write lock: other processes' writers wait
                 conn.execute("BEGIN IMMEDIATE")
-                kept = _replace_labels(conn, tenant, triples)
-            rows = [(tenant.user, tenant.collection, t.s.value, t.p.value, *_obj_cols(t.o)) for t in kept]
-            labels = [(tenant.user, tenant.collection, t.s.value, t.o.value) for t in kept if _is_label(t)]
+            scope = scope_id(conn, tenant)
+            ids = term_ids(conn, (k for t in triples for k in (iri_key(t.s), iri_key(t.p), term_key(t.o))))
+            kept = _replace_labels(conn, scope, ids, triples) if replace_labels else triples
+            rows = [(scope, ids[iri_key(t.s)], ids[iri_key(t.p)], ids[term_key(t.o)]) for t in kept]
+            labels = [(scope, ids[iri_key(t.s)], ids[term_key(t.o)]) for t in kept if _is_label(t)]
             before = conn.total_changes
-            conn.executemany(f"INSERT OR IGNORE INTO triples(user, collection, {_COLS}) VALUES (?,?,?,?,?,?,?,?)", rows)
+            conn.executemany("INSERT OR IGNORE INTO triples(scope, s, p, o) VALUES (?, ?, ?, ?)", rows)
             stored = conn.total_changes - before  # new triples only, not the label rows below
             if stored:
                 bump_version(conn, tenant)
-            conn.executemany("INSERT OR REPLACE INTO labels VALUES (?,?,?,?)", labels)
+            conn.executemany("INSERT OR REPLACE INTO labels(scope, iri, label) VALUES (?, ?, ?)", labels)
             return stored
 
         return await self.db.write(write)
 
     async def pattern(self, tenant: Tenant, s: Term | None, p: Term | None, o: Term | None, limit: int) -> list[Triple]:
-        where, args = ["user = ?", "collection = ?"], [tenant.user, tenant.collection]
+        """Triples matching the pattern. With a subject or object named, in the key order of the
+        text layout (a bounded sort: one entity's edges); a scan of a predicate or of the whole
+        collection comes in id order (its callers ask whether any exists, or take all of it)."""
+        where, args = [f"t.scope = {SCOPE}"], list[str | int]([tenant.user, tenant.collection])
         if s is not None:
-            where.append("s = ?")
+            where.append(f"t.s = {IRI}")
             args.append(s.value)
         if p is not None:
-            where.append("p = ?")
+            where.append(f"t.p = {IRI}")
             args.append(p.value)
         if o is not None:
-            where.append("o = ? AND o_lit = ? AND o_dt = ? AND o_lang = ?")
-            args.extend(_obj_cols(o))
-        # Name the index: without statistics SQLite scans the (user, collection) prefix of spo (the
-        # table's key: NOT INDEXED).
-        index = "NOT INDEXED"
-        if s is None and o is not None:
-            index = "INDEXED BY ops"
-        elif s is None and p is not None:
+            where.append(f"t.o = {TERM}")
+            args.extend(term_key(o))
+        # Name the index: without statistics SQLite may scan the scope's prefix of the wrong one.
+        index, order = "NOT INDEXED", ""
+        if s is not None:
+            order = " ORDER BY p.value, o.value, o.lit, o.dt, o.lang"
+        elif o is not None:
+            index, order = "INDEXED BY ops", " ORDER BY p.value, s.value"
+        elif p is not None:
             index = "INDEXED BY pos"
-        sql = f"SELECT {_COLS} FROM triples {index} WHERE {' AND '.join(where)} LIMIT ?"
+        sql = f"SELECT {_EDGE} FROM {_JOINED.format(index=index)} WHERE {' AND '.join(where)}{order} LIMIT ?"
         rows = await self.db.read(lambda c: c.execute(sql, (*args, limit)).fetchall())
         return [edge_triple(r) for r in rows]
 
@@ -173,7 +163,7 @@ class SqliteTripleStore:
 
             def scan(sql: str, e: str, *args: str | int) -> int:
                 before = len(found)
-                found.extend((r, e) for r in conn.execute(sql, (*uc, e, *args)))
+                found.extend((r, e) for r in conn.execute(sql, (e, *uc, e, *args)))
                 return len(found) - before
 
             # Focus reads only where the first read stopped at the limit: below it, every edge
@@ -204,7 +194,7 @@ class SqliteTripleStore:
             found: list[tuple[str, str]] = []
             for sql in (_NB_OUT, _NB_IN):
                 for e in dict.fromkeys(entities):
-                    rows = conn.execute(sql, (*uc, e, RDFS_LABEL, limit_per_entity))
+                    rows = conn.execute(sql, (e, *uc, e, RDFS_LABEL, limit_per_entity))
                     found += [(s, o) for s, _, o, lit, _, _ in rows if not lit]
             return found
 
@@ -237,36 +227,50 @@ class SqliteTripleStore:
 
     async def labels(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, str]:
         sql = (
-            "SELECT iri, label FROM labels WHERE user = ? AND collection = ?"
-            " AND iri IN (SELECT value FROM json_each(?))"
+            "SELECT i.value, t.value FROM labels l CROSS JOIN terms i ON i.id = l.iri"
+            f" CROSS JOIN terms t ON t.id = l.label WHERE l.scope = {SCOPE} AND l.iri IN"
+            " (SELECT id FROM terms WHERE value IN (SELECT value FROM json_each(?))"
+            " AND lit = 0 AND dt = '' AND lang = '')"
+            " ORDER BY i.value"
         )
         args = (tenant.user, tenant.collection, json.dumps(list(iris)))
         rows = await self.db.read(lambda c: c.execute(sql, args).fetchall())
         return {str(i): str(label) for i, label in rows}
 
     async def remove_triples(self, tenant: Tenant, triples: Sequence[Triple]) -> None:
-        rows = [(tenant.user, tenant.collection, t.s.value, t.p.value, *_obj_cols(t.o)) for t in triples]
-        labels = [(tenant.user, tenant.collection, t.s.value, t.o.value) for t in triples if t.p.value == RDFS_LABEL]
+        uc = (tenant.user, tenant.collection)
+        rows = [(*uc, t.s.value, t.p.value, *term_key(t.o)) for t in triples]
+        labels = [(*uc, t.s.value, t.o.value) for t in triples if t.p.value == RDFS_LABEL]
 
         def write(conn: sqlite3.Connection) -> None:
+            delete = f"DELETE FROM triples WHERE scope = {SCOPE} AND s = {IRI} AND p = {IRI} AND o = {TERM}"
+            conn.executemany(delete, rows)
+            # a label row goes with a label triple of its text (whatever its language)
             conn.executemany(
-                "DELETE FROM triples WHERE user = ? AND collection = ? AND s = ? AND p = ? AND o = ?"
-                " AND o_lit = ? AND o_dt = ? AND o_lang = ?",
-                rows,
+                f"DELETE FROM labels WHERE scope = {SCOPE} AND iri = {IRI}"
+                " AND label IN (SELECT id FROM terms WHERE value = ? AND lit = 1)",
+                labels,
             )
-            conn.executemany("DELETE FROM labels WHERE user = ? AND collection = ? AND iri = ? AND label = ?", labels)
             bump_version(conn, tenant)
 
         await self.db.write(write)
 
     async def collections(self, user: str) -> dict[str, int]:
-        sql = "SELECT collection, count(*) FROM triples NOT INDEXED WHERE user = ? GROUP BY collection"
+        sql = (
+            "SELECT c.collection, count(*) FROM scopes c CROSS JOIN triples t NOT INDEXED ON t.scope = c.id"
+            " WHERE c.user = ? GROUP BY c.collection"
+        )
         rows = await self.db.read(lambda c: c.execute(sql, (user,)).fetchall())
         return {str(c): int(n) for c, n in rows}
 
     async def delete_collection(self, tenant: Tenant) -> None:
+        uc = (tenant.user, tenant.collection)
+
         def write(conn: sqlite3.Connection) -> None:
-            delete_tenant_rows(conn, tenant, ("triples", "labels", "load_state"))
+            conn.execute(f"DELETE FROM triples WHERE scope = {SCOPE}", uc)
+            conn.execute(f"DELETE FROM labels WHERE scope = {SCOPE}", uc)
+            conn.execute("DELETE FROM scopes WHERE user = ? AND collection = ?", uc)
+            delete_tenant_rows(conn, tenant, ("load_state",))
             bump_version(conn, tenant)
 
         await self.db.write(write)

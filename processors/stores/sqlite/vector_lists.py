@@ -10,7 +10,9 @@ from the file instead of holding the collection's vectors in the process.
 - A search scores the centroids (cached per space, checked against the space's version) and reads
   the nearest lists until it has `probe` items, then scores their int8 codes; the caller rescores
   the best with the full vectors it keeps elsewhere. With `allowed` documents (a scope), the
-  document predicate is inside the list query.
+  document predicate is inside the list query. The lists read are kept (list_codes.ListCache,
+  bounded, each list valid while its space's version holds): the next question, or the follow-up
+  round of this one, reads only the lists it has not read yet.
 
 Every query is constant SQL with parameters; `space` is a parameter, never pasted.
 """
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from processors.algorithms.vectors import kmeans, nearest_rows, quantize, top_k
+from processors.stores.sqlite.list_codes import Codes, ListCache
 from schemas.tenant import Tenant
 
 TRAIN_AT = 4096
@@ -94,33 +97,6 @@ class Centroids:
     matrix: np.ndarray | None
 
 
-@dataclass
-class Codes:
-    """Items of a space as read for a search: ids, documents, int8 codes (a row each) and scales."""
-
-    ids: list[str]
-    docs: list[str]
-    codes: np.ndarray
-    scales: np.ndarray
-    lists: np.ndarray  # each item's list
-
-    def only(self, keep: np.ndarray) -> Codes:
-        """The items where `keep` is true."""
-        return self._rows(np.flatnonzero(keep))
-
-    def of_lists(self, lists: Sequence[int]) -> Codes:
-        """The items of `lists`, in their order (within a list, as read)."""
-        table = np.full(max(int(self.lists.max(initial=0)), *lists) + 1, -1)
-        table[np.asarray(lists)] = np.arange(len(lists))
-        rank = table[self.lists]
-        rows = np.flatnonzero(rank >= 0)
-        return self._rows(rows[np.argsort(rank[rows], kind="stable")])
-
-    def _rows(self, rows: np.ndarray) -> Codes:
-        ids, docs = [self.ids[i] for i in rows], [self.docs[i] for i in rows]
-        return Codes(ids, docs, self.codes[rows], self.scales[rows], self.lists[rows])
-
-
 class VectorLists:
     """The IVF index of a SQLite file's collections (see the module docstring)."""
 
@@ -129,6 +105,7 @@ class VectorLists:
         # small spaces' codes by (user, collection, space): (version, codes), least recently used first
         self._codes: OrderedDict[tuple[str, str, str], tuple[int, Codes]] = OrderedDict()
         self._lock = threading.Lock()  # searches run on several pool threads
+        self._lists = ListCache()  # a large space's lists as searches last read them
 
     # --- writes (inside the caller's transaction) -----------------------------------------------
     def add(
@@ -198,14 +175,15 @@ class VectorLists:
             return [[] for _ in qs]
         if sum(cents.sizes) <= (probe if whole_max is None else whole_max):
             whole = self._whole(conn, tenant, space, cents)
-            each = [whole for _ in qs]
-        else:
-            picks = [_nearest_lists(cents, q, probe) for q in qs]
-            read = self._read(conn, tenant, space, list(dict.fromkeys(x for p in picks for x in p)))
-            each = [read.of_lists(p) for p in picks]
+            return _best_each(whole if allowed is None else _of_docs(whole, allowed), qs, k)
+        picks = [_nearest_lists(cents, q, probe) for q in qs]
+        wanted = list(dict.fromkeys(x for p in picks for x in p))
+        key = (tenant.user, tenant.collection, space)
+        found = self._lists.lists(key, cents.version, wanted, lambda lists: self._read(conn, tenant, space, lists))
+        each = [Codes.joined([found[x] for x in p]) for p in picks]
         if allowed is not None:
-            each = [c.only(np.fromiter((d in allowed for d in c.docs), dtype=bool, count=len(c.docs))) for c in each]
-        return [_best(c, q, k) for c, q in zip(each, qs, strict=True)]
+            each = [_of_docs(c, allowed) for c in each]
+        return [_best_each(c, [q], k)[0] for c, q in zip(each, qs, strict=True)]
 
     def codes(
         self, conn: sqlite3.Connection, tenant: Tenant, spaces: Sequence[str], items: Sequence[str]
@@ -261,7 +239,7 @@ class VectorLists:
         args = (tenant.user, tenant.collection, space, json.dumps([int(x) for x in lists]))
         rows = conn.execute(_LISTS_ITEMS, args).fetchall()
         if not rows:
-            return Codes([], [], np.zeros((0, 0), dtype=np.int8), np.zeros(0, dtype=np.float32), np.zeros(0, np.int64))
+            return Codes.empty()
         rank = {lst: i for i, lst in enumerate(lists)}
         rows.sort(key=lambda r: rank[r[0]])  # stable: within a list, the stored order
         found, ids, docs, scales, blobs = zip(*rows, strict=True)
@@ -348,14 +326,27 @@ class VectorLists:
         )
 
 
-def _best(codes: Codes, q: np.ndarray, k: int) -> list[tuple[str, float]]:
-    """(item, approximate cosine to unit `q`) of the best `k` of `codes`, best first."""
+def _best_each(codes: Codes, qs: Sequence[np.ndarray], k: int) -> list[list[tuple[str, float]]]:
+    """For each unit vector of `qs`, (item, approximate cosine) of the best `k` of `codes`, best
+    first. The codes are dequantised a block at a time (bounded scratch memory), each block once
+    for all of `qs`: a follow-up round's searches of a small space share one conversion."""
     if not codes.ids:
-        return []
-    rows = codes.codes
-    blocks = [rows[i : i + SCORE_BLOCK].astype(np.float32) @ q for i in range(0, len(rows), SCORE_BLOCK)]
-    sims = np.concatenate(blocks) * codes.scales  # dequantised a block at a time: bounded scratch memory
-    return [(codes.ids[i], float(sims[i])) for i in top_k(sims, k).tolist()]
+        return [[] for _ in qs]
+    parts: list[list[np.ndarray]] = [[] for _ in qs]
+    for i in range(0, len(codes.codes), SCORE_BLOCK):
+        block = codes.codes[i : i + SCORE_BLOCK].astype(np.float32)
+        for part, q in zip(parts, qs, strict=True):
+            part.append(block @ q)
+    out = []
+    for part in parts:
+        sims = np.concatenate(part) * codes.scales
+        out.append([(codes.ids[i], float(sims[i])) for i in top_k(sims, k).tolist()])
+    return out
+
+
+def _of_docs(codes: Codes, allowed: Collection[str]) -> Codes:
+    """The items of `allowed` documents."""
+    return codes.only(np.fromiter((d in allowed for d in codes.docs), dtype=bool, count=len(codes.docs)))
 
 
 def _nearest_lists(cents: Centroids, q: np.ndarray, probe: int) -> list[int]:
