@@ -7,8 +7,10 @@ two instead of the slower one; on a shared 2-core machine a second process also 
 share of the cores. The child makes the batches in order, as `DirectWriter.prepare` makes them
 (each batch sees the concepts the ones before it made), at most `AHEAD` batches ahead of the writes.
 A batch crosses as plain tuples where it holds many small objects (a 2,000-distractor batch has
-~76,000 relations, ~32,000 mentions and ~15,000 triples): unpickled as models they cost the writer
-~1 ms of CPU a distractor, as much as making them (`to_wire`, `from_wire`).
+~76,000 relations, ~32,000 mentions and ~15,000 triples): unpickled as models a batch cost the
+writer ~2.0 CPU-s, as tuples rebuilt into equal models 1.2-1.6 (`to_wire`, `from_wire`; load ~25, so
++-30%). The round trip still costs the writer about what making the batch costs the child: the
+child buys a second core, not less CPU.
 """
 
 from __future__ import annotations
@@ -17,45 +19,34 @@ import asyncio
 import dataclasses
 import multiprocessing
 import queue
-import time
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from processors.stores.documents_protocol import Relation
 from schemas.documents import Mention
-
-if TYPE_CHECKING:
-    from bench.documents.corpus import CorpusSpec, DirectWriter, Prepared
-    from bench.documents.sources import Sources
+from schemas.terms import Term, Triple
 
 AHEAD = 2  # batches made and not yet written (a 2,000-distractor batch is ~30 MB in the writer)
 POLL_S = 1.0  # how often a wait for the next batch checks that the child is still there
 
-
-@dataclasses.dataclass
-class WriterState:
-    """What a `DirectWriter` knows after `start` (the collection's concepts, by name and label),
-    handed to the child's writer."""
-
-    named: dict[str, str]
-    labels: dict[str, str]
-    label_vectors: dict[str, Any]  # those `start` embedded (the sources hold the others)
+# What the child runs: `make(*args, seconds)` yields the batches in order (each a corpus
+# `Prepared`), adding its time per part to `seconds`. A module-level function: the spawned child
+# imports it by name.
+MakeBatches = Callable[..., Iterator[Any]]
 
 
 class BatchMaker:
-    """The planned batches, in order, from a child process."""
+    """The batches `make(*args)` yields, in order, from a child process."""
 
-    def __init__(self, spec: CorpusSpec, sources: Sources, writer: DirectWriter, plan: list[tuple[int, int]]) -> None:
-        extra = {k: v for k, v in writer.label_vectors.items() if k not in sources.label_vectors}
-        state = WriterState(dict(writer.named), dict(writer.labels), extra)
-        slim = dataclasses.replace(sources, public={})  # the child makes distractors only
+    def __init__(self, make: MakeBatches, *args: Any) -> None:
         context = multiprocessing.get_context("spawn")  # the writer's process runs threads: no fork
         self._batches: Any = context.Queue(maxsize=AHEAD)
-        self._child = context.Process(target=_make_all, args=(spec, slim, state, plan, self._batches), daemon=True)
+        self._child = context.Process(target=_make_all, args=(make, args, self._batches), daemon=True)
         self._child.start()
         self.seconds: Counter[str] = Counter()  # the child's time per part, once it has made every batch
 
-    async def next(self) -> Prepared:
+    async def next(self) -> Any:
         """The next batch (waits for the child to make it)."""
         kind, value = await asyncio.to_thread(self._get)
         if kind == "seconds":  # the child is done: every planned batch was taken
@@ -88,25 +79,18 @@ class BatchMaker:
                     return "error", f"the child exited (exit code {self._child.exitcode})"
 
 
-def _make_all(spec: CorpusSpec, sources: Sources, state: WriterState, plan: list[tuple[int, int]], out: Any) -> None:
-    """The child: every planned batch, in order, then its time per part (or what failed)."""
-    from bench.documents.corpus import DirectWriter, distractors
-
-    writer = DirectWriter(None, "", sources)  # type: ignore[arg-type]  # it prepares; the parent writes
-    writer.named, writer.labels = state.named, state.labels
-    writer.label_vectors.update(state.label_vectors)
+def _make_all(make: MakeBatches, args: tuple[Any, ...], out: Any) -> None:
+    """The child: every batch, in order, then its time per part (or what failed)."""
+    seconds: Counter[str] = Counter()
     try:
-        for start, count in plan:
-            t = time.perf_counter()
-            batch = distractors(spec, sources, start, count)
-            writer.seconds["generate"] += time.perf_counter() - t
-            out.put(("batch", to_wire(writer.prepare(batch))))
-        out.put(("seconds", dict(writer.seconds)))
+        for batch in make(*args, seconds):
+            out.put(("batch", to_wire(batch)))
+        out.put(("seconds", dict(seconds)))
     except Exception as e:  # noqa: BLE001 - said to the parent, which raises it
         out.put(("error", f"{type(e).__name__}: {e}"))
 
 
-def to_wire(batch: Prepared) -> Prepared:
+def to_wire(batch: Any) -> Any:
     """The batch with its records' mentions and relations and its triples as tuples."""
     records = [dataclasses.replace(r, mentions=[(m.chunk_id, m.entity, m.count) for m in r.mentions],
                                    relations=[(x.s, x.p, x.o, x.chunk_ids) for x in r.relations])
@@ -115,13 +99,25 @@ def to_wire(batch: Prepared) -> Prepared:
     return dataclasses.replace(batch, linked=dataclasses.replace(batch.linked, records=records), triples=triples)
 
 
-def from_wire(batch: Prepared) -> Prepared:
+def from_wire(batch: Any) -> Any:
     """`to_wire`'s batch as it was made (equal models)."""
-    from bench.documents.corpus import _Terms
-
     for r in batch.linked.records:
         r.mentions = [Mention(chunk_id=c, entity=e, count=n) for c, e, n in r.mentions]
         r.relations = [Relation(*x) for x in r.relations]
-    terms = _Terms()
+    terms = Terms()
     batch.triples = [terms.triple(*t) for t in batch.triples]
     return batch
+
+
+class Terms(dict[tuple[str, str], Term]):
+    """One term for each IRI or literal of a batch (terms are frozen; a hub's IRI is in thousands of
+    triples): building each once is a third of making the batch's triples."""
+
+    def __missing__(self, key: tuple[str, str]) -> Term:
+        kind, value = key
+        self[key] = term = Term.iri(value) if kind == "iri" else Term.literal(value)
+        return term
+
+    def triple(self, s: str, p: str, o: str, o_kind: str = "iri") -> Triple:
+        """The triple (s, p, o) of IRIs, or with `o` a literal."""
+        return Triple(s=self["iri", s], p=self["iri", p], o=self[o_kind, o])

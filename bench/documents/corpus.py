@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from bench.documents import distractor_links
-from bench.documents.batch_maker import BatchMaker
+from bench.documents.batch_maker import BatchMaker, Terms
 from bench.documents.distractor_links import index_distractors, link_distractors
 from bench.documents.sources import Sentence, Sources
 from bench.harness.results import ROOT
@@ -45,7 +45,7 @@ from processors.stores.factory import Stores
 from schemas.documents import Chunk, Document, IndexedDocument
 from schemas.extraction import ConceptMention
 from schemas.tenant import Tenant
-from schemas.terms import RDFS_LABEL, Term, Triple
+from schemas.terms import RDFS_LABEL, Triple
 
 USER = "bench-docscale"
 SIZES = {"1k": 1_000, "10k": 10_000, "100k": 100_000, "1m": 1_000_000}
@@ -176,20 +176,6 @@ class Prepared:
     claims: dict[str, str]  # new concepts: IRI -> key, claimed (owned by documents) before they are named
 
 
-class _Terms(dict[tuple[str, str], Term]):
-    """One term for each IRI or literal of a batch (terms are frozen; a hub's IRI is in thousands of
-    triples): building each once is a third of making the batch's triples."""
-
-    def __missing__(self, key: tuple[str, str]) -> Term:
-        kind, value = key
-        self[key] = term = Term.iri(value) if kind == "iri" else Term.literal(value)
-        return term
-
-    def triple(self, s: str, p: str, o: str, o_kind: str = "iri") -> Triple:
-        """The triple (s, p, o) of IRIs, or with `o` a literal."""
-        return Triple(s=self["iri", s], p=self["iri", p], o=self[o_kind, o])
-
-
 class DirectWriter:
     """Writes distractors as the document-store writer writes indexed documents (processors/
     ingest/document_store/service.py: link, upsert new concepts' label vectors, add label and
@@ -241,7 +227,7 @@ class DirectWriter:
         t = self._lap("link", t)
         fresh = linked.relations - self.relations  # a relation's triple is written once
         self.relations |= fresh
-        terms = _Terms()
+        terms = Terms()
         triples = [terms.triple(i, RDFS_LABEL, lab, "literal") for i, lab, _ in new]
         triples += [terms.triple(s, p, o) for s, p, o in sorted(fresh)]
         claims = {i: k for r in linked.records for i, k in r.keys.items() if i in linked.new_concepts}
@@ -298,6 +284,27 @@ async def _retried(write: Callable[[], Awaitable[None]], log: Callable[[str], No
             await asyncio.sleep(RETRY_PAUSE_S * attempt)
 
 
+def make_batches(
+    spec: CorpusSpec,
+    sources: Sources,
+    state: tuple[dict[str, str], dict[str, str], dict[str, Any]],
+    plan: list[tuple[int, int]],
+    seconds: Counter[str],
+) -> Iterator[Prepared]:
+    """The planned batches, in order, as a writer that knows `state` (the collection's concepts by
+    name and label, and the label vectors its `start` embedded) prepares them (in the batch
+    maker's child: it prepares, the build's process writes)."""
+    writer = DirectWriter(None, "", sources)  # type: ignore[arg-type]
+    writer.named, writer.labels = state[0], state[1]
+    writer.label_vectors.update(state[2])
+    writer.seconds = seconds
+    for start, count in plan:
+        t = time.perf_counter()
+        batch = distractors(spec, sources, start, count)
+        seconds["generate"] += time.perf_counter() - t
+        yield writer.prepare(batch)
+
+
 STORE_PARTS = ("entities", "triples", "documents")  # `DirectWriter.write`'s laps
 
 
@@ -331,7 +338,9 @@ async def _write_all(
 ) -> float:
     """Write the planned batches as a child process makes them; the seconds spent waiting for one."""
     waited_s = 0.0
-    maker = BatchMaker(spec, sources, writer, plan)
+    extra = {k: v for k, v in writer.label_vectors.items() if k not in sources.label_vectors}
+    state = (dict(writer.named), dict(writer.labels), extra)
+    maker = BatchMaker(make_batches, spec, dataclasses.replace(sources, public={}), state, plan)
     try:
         for _ in plan:
             t = time.perf_counter()

@@ -18,18 +18,28 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from processors.algorithms.iris import RELATED_TO, concept_iri
 from processors.ingest.document_store.linking import Linked, spelling_of
 from processors.ingest.documents.pipeline import MAX_PAIRS_PER_SENTENCE, content_hash
 from processors.ingest.documents.subjects import Names, one_node_per_entity
 from processors.stores.documents_protocol import DocumentRecord, Relation
-from schemas.documents import MAX_CONCEPT_CHARS, Mention
+from schemas.documents import MAX_CONCEPT_CHARS, Chunk, Document, Mention
 from schemas.extraction import ConceptMention
 
-if TYPE_CHECKING:
-    from bench.documents.corpus import Distractor
+
+class _Sentence(Protocol):
+    mentions: list[ConceptMention]
+
+
+class Distractor(Protocol):
+    """What is read of a distractor (bench/documents/corpus.py's)."""
+
+    document: Document
+    chunk: Chunk
+    sentences: Sequence[_Sentence]
+    vector: list[float]
 
 
 @dataclass
