@@ -55,14 +55,6 @@ class Codes:
         """The items where `keep` is true."""
         return self._rows(np.flatnonzero(keep))
 
-    def of_lists(self, lists: Sequence[int]) -> Codes:
-        """The items of `lists`, in their order (within a list, as read)."""
-        table = np.full(max(int(self.lists.max(initial=0)), *lists) + 1, -1)
-        table[np.asarray(lists)] = np.arange(len(lists))
-        rank = table[self.lists]
-        rows = np.flatnonzero(rank >= 0)
-        return self._rows(rows[np.argsort(rank[rows], kind="stable")])
-
     def by_list(self) -> dict[int, Codes]:
         """Each list's items (a list's items are contiguous, as a read returns them)."""
         if not self.ids:
