@@ -9,7 +9,9 @@ the processors that index (`extractor`, `document-load`), spawned on first use w
 `RuntimeSettings.indexing_processes` workers (0: a thread of this process, as before). Each
 worker keeps the BLAS limit of its parent, runs at a lower CPU priority (indexing is batch work:
 a question comes first) and dies with its parent. A worker that dies takes only the work it
-ran: that request fails with `WorkerDied`, and the next one gets a fresh pool.
+ran: that request fails with `WorkerDied`, and the next one gets a fresh pool. Workers are
+spawned from one thread of the pool's own, so a caller's thread that ends (a sync API's loop)
+does not take them with it.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ import sys
 import threading
 import types
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.connection import wait
 from typing import ParamSpec, TypeVar
 
 from processors.base.errors import ServiceError
@@ -86,9 +89,17 @@ def _no_main() -> Iterator[None]:
 
 
 def _has_dead_worker(pool: ProcessPoolExecutor) -> bool:
-    """Whether the pool is broken or one of its workers has exited (it takes no more work)."""
-    workers = dict(pool._processes or {})  # noqa: SLF001 - the executor exposes no liveness check
-    return bool(pool._broken) or any(not w.is_alive() for w in workers.values())  # noqa: SLF001
+    """Whether the pool is broken or one of its workers has exited (it takes no more work).
+
+    A worker's sentinel, not `is_alive`: the pool's own thread may reap the worker meanwhile, and
+    `is_alive` then answers True (its `waitpid` gets ECHILD); a sentinel is readable once the
+    process has ended, reaped or not."""
+    workers = list((pool._processes or {}).values())  # noqa: SLF001 - the executor exposes no liveness check
+    try:
+        sentinels = [w.sentinel for w in workers]
+    except ValueError:  # a closed process: it has ended
+        return True
+    return bool(wait(sentinels, timeout=0)) or bool(pool._broken)  # noqa: SLF001
 
 
 class Offload:
@@ -98,12 +109,14 @@ class Offload:
         self.processes, self.blas_threads = processes, blas_threads
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
+        # Workers are spawned in the thread that submits, and PR_SET_PDEATHSIG kills a worker when
+        # that *thread* ends: a sync API's loop thread, closed, took the pool's workers with it and the
+        # next work failed `worker-died`. Submitting from one thread of this Offload's own keeps them.
+        self._submitter = ThreadPoolExecutor(1, thread_name_prefix="kgflow-offload")
 
     def _executor(self) -> ProcessPoolExecutor:
         with self._lock:
-            if self._pool is not None and _has_dead_worker(self._pool):
-                # PR_SET_PDEATHSIG kills a worker when the *thread* that spawned it ends (a sync API's
-                # loop thread, closed): its pool is broken before any work of this request ran
+            if self._pool is not None and _has_dead_worker(self._pool):  # killed, out of memory
                 self._pool.shutdown(wait=False)
                 self._pool = None
             if self._pool is None:
@@ -118,14 +131,29 @@ class Offload:
         `what` names the work in the error a dead worker gives."""
         if self.processes == 0:
             return await asyncio.to_thread(fn, *args, **kwargs)
-        pool = self._executor()
+        submitted = await asyncio.wrap_future(self._submitter.submit(self._submit, fn, *args, **kwargs))
+        if submitted is None:
+            raise WorkerDied(what)
+        pool, done = submitted
         try:
-            with _no_main():  # a submit may start a worker
-                done = pool.submit(fn, *args, **kwargs)
             return await asyncio.wrap_future(done)
         except BrokenProcessPool:
             self._discard(pool)
             raise WorkerDied(what) from None
+
+    def _submit(
+        self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs
+    ) -> tuple[ProcessPoolExecutor, Future[T]] | None:
+        """In the submitter thread: `fn` given to the pool, and that pool. A pool that refuses it
+        (broken or shut down: a worker died meanwhile) has run none of it: a fresh one is tried once."""
+        for _ in range(2):
+            pool = self._executor()
+            try:
+                with _no_main():  # a submit may start a worker
+                    return pool, pool.submit(fn, *args, **kwargs)
+            except (BrokenProcessPool, RuntimeError):
+                self._discard(pool)
+        return None
 
     def pids(self) -> list[int]:
         """The running workers' process ids (none before the first use)."""
