@@ -191,6 +191,9 @@ class ChunkSearch(ScopedDocRequest):
     searches: list[SearchText] = Field(default=[], max_length=50)
 
 
+MAX_EXPANDED = 5000  # entities a level of expansion may start from
+
+
 class EntityChunks(ScopedDocRequest):
     """Chunks that mention any of `entities` (best covered first), and the mentions of the
     chunks in `chunk_ids` — the chunk-entity links of a neighbourhood in one round trip."""
@@ -199,6 +202,10 @@ class EntityChunks(ScopedDocRequest):
     entities: list[str] = Field(default=[], max_length=5000)
     chunk_ids: list[str] = Field(default=[], max_length=5000)
     per_entity: int = Field(default=20, ge=1, le=1000)
+    # more than one: that many levels of expansion (algorithms/expansion; `chunk_ids` ranked best
+    # first, each next level from the best `max_entities` entities), in one store round trip
+    hops: int = Field(default=1, ge=1, le=4)
+    max_entities: int = Field(default=50, ge=1, le=MAX_EXPANDED)
 
 
 class EntityRelations(ScopedDocRequest):

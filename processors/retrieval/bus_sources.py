@@ -23,6 +23,7 @@ from processors.retrieval.common import Usage
 from schemas.base import MAX_QUERY_CHARS, Notice, Response
 from schemas.communities import CommunitiesOf, CommunityInfo, SearchCommunities, SummarizeCommunities
 from schemas.documents import (
+    MAX_EXPANDED,
     Chunk,
     ChunkSearch,
     ChunkSimilarities,
@@ -213,6 +214,19 @@ class BusSources:
     ) -> list[Mention]:
         req = EntityChunks(user=t.user, collection=t.collection, scope=t.scope, entities=list(entities),
                            chunk_ids=list(chunk_ids), per_entity=per_entity)  # fmt: skip
+        links = (await self._call(DOCUMENTS, req)).links
+        return links.mentions if links else []
+
+    @uses(DOCUMENTS)
+    async def expand(
+        self, t: Tenant, entities: Sequence[str], chunk_ids: Sequence[str], per_entity: int, hops: int,
+        max_entities: int,
+    ) -> list[Mention]:  # fmt: skip
+        if hops < 1 or not (entities or chunk_ids):
+            return []
+        req = EntityChunks(user=t.user, collection=t.collection, scope=t.scope, entities=list(entities),
+                           chunk_ids=list(chunk_ids), per_entity=per_entity, hops=hops,
+                           max_entities=min(max_entities, MAX_EXPANDED))  # fmt: skip
         links = (await self._call(DOCUMENTS, req)).links
         return links.mentions if links else []
 

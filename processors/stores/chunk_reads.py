@@ -1,6 +1,6 @@
-"""The reads one chunk search makes (candidates, named concepts, hops, chunks) as one unit: a
-document store runs a search's reads through `read_as_one`, which on a server sends them all in
-one read transaction (issue 38: a question in few store round trips) and on an embedded store
+"""The reads one chunk search makes (candidates, named concepts, hops, chunks), or the levels of
+an expansion's links, as one unit: a document store runs them through `read_as_one`, which on a
+server sends them all in one read transaction (issue 38: a question in few store round trips) and on an embedded store
 runs each as it comes (its reads are local calls, not round trips)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar, cast
 
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
-from schemas.documents import Chunk
+from schemas.documents import Chunk, Mention
 from schemas.tenant import Tenant
 
 T = TypeVar("T")
@@ -49,6 +49,12 @@ class ChunkReads(Protocol):
         self, q: ChunkQuery, chunk_ids: Sequence[str], skip: Collection[str], cap: int, known: Collection[str]
     ) -> HopLinks:
         """One graphrank hop from `chunk_ids`."""
+        ...
+
+    async def links(
+        self, q: ChunkQuery, entities: Sequence[str], chunk_ids: Sequence[str], per_entity: int
+    ) -> list[Mention]:
+        """The chunk-entity links of a neighbourhood (one level of an expansion)."""
         ...
 
     async def chunks(self, tenant: Tenant, ids: Sequence[str]) -> list[Chunk]:

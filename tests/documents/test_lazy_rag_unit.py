@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from processors.algorithms.expansion import expand
 from processors.algorithms.pagerank import WeightedGraph, personalized_pagerank
 from processors.base.errors import QueryTimeout, ServiceError
 from processors.models.text_completion.prompting import ModelAnswer, as_data
@@ -91,6 +92,14 @@ class Graph:
         out = [Mention(chunk_id=c, entity=e) for c in chunk_ids for e in self.MENTIONS.get(c, [])]
         out += [Mention(chunk_id=c, entity=e) for c, es in self.MENTIONS.items() for e in es if e in entities]
         return out
+
+    async def expand(
+        self, t: Tenant, entities: Sequence[str], chunk_ids: Sequence[str], per: int, hops: int, max_entities: int
+    ) -> list[Mention]:
+        async def read(es: Sequence[str], cs: Sequence[str]) -> list[Mention]:
+            return await self.links(t, es, cs, per)
+
+        return await expand(read, entities, chunk_ids, hops, max_entities)  # a "links" call per level
 
     async def chunks(self, t: Tenant, ids: Sequence[str]) -> list[Chunk]:
         self.calls.append(("chunks", sorted(ids)))

@@ -6,7 +6,9 @@ store call, scoped by user + collection and the request's scope. Writes are `doc
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
+from processors.algorithms.expansion import expand
 from processors.algorithms.passage_rank import PassageRankParams
 from processors.base.operations import by_operation
 from processors.base.processor import FlowContext, ServiceSpec
@@ -14,6 +16,7 @@ from processors.base.settings import flow_params
 from processors.query.documents.relations import search_relations
 from processors.query.documents.search import search_chunks, search_many
 from processors.services.store_processor import StoreProcessor
+from processors.stores.chunk_reads import ChunkReads
 from processors.stores.documents_protocol import ChunkQuery, DocumentCounts
 from schemas.base import ScopedRequest
 from schemas.documents import (
@@ -30,6 +33,7 @@ from schemas.documents import (
     GetChunks,
     ListCollections,
     ListDocuments,
+    Mention,
     RelationChunks,
     SearchRelations,
 )
@@ -99,9 +103,20 @@ class DocumentsProcessor(StoreProcessor):
         return DocumentsResponse(chunks=list(chunks.values()), by_community=by_community)
 
     async def entity_chunks(self, req: EntityChunks, flow: FlowContext) -> DocumentsResponse:
-        """Chunks mentioning the entities and what the given chunks mention."""
-        docs = self.stores.documents
-        links = await docs.links(_tenant(req), req.entities, req.chunk_ids, req.per_entity)
+        """Chunks mentioning the entities and what the given chunks mention; with `hops`, that
+        many levels of expansion from them (algorithms/expansion)."""
+        docs, q = self.stores.documents, _tenant(req)
+        if req.hops == 1:
+            links = await docs.links(q, req.entities, req.chunk_ids, req.per_entity)
+        else:  # every level in one read transaction, the next frontier chosen between its reads
+
+            async def levels(reads: ChunkReads) -> list[Mention]:
+                async def read(entities: Sequence[str], chunk_ids: Sequence[str]) -> list[Mention]:
+                    return await reads.links(q, entities, chunk_ids, req.per_entity)
+
+                return await expand(read, req.entities, req.chunk_ids, req.hops, req.max_entities)
+
+            links = await docs.read_as_one(levels)
         return DocumentsResponse(links=ChunkLinks(mentions=links))
 
     async def entity_relations(self, req: EntityRelations, flow: FlowContext) -> DocumentsResponse:

@@ -7,10 +7,10 @@
    With `bridge_seeds`, a follow-up round (algorithms/bridges): the names the best chunks give
    that the question does not say, each searched with what the question still asks (one
    embeddings call, one search call for them all), fused into the ranking.
-2. `max_hops` levels of expansion over chunk-entity links (one round trip per level): the
-   entities the frontier chunks mention and the chunks that mention the frontier entities; the
-   next frontier is the best `max_entities` entities, by how strongly the retrieved chunks name
-   them.
+2. `max_hops` levels of expansion over chunk-entity links (algorithms/expansion; one call, one
+   store round trip for all the levels): the entities the frontier chunks mention and the chunks
+   that mention the frontier entities; the next frontier is the best `max_entities` entities, by
+   how strongly the retrieved chunks name them.
 3. Personalised PageRank over that neighbourhood (chunks, entities, their links), restarting at
    the best chunks and the question's entities: it ranks the entities.
 4. With a `reranker`, the best `rerank-depth` chunks reordered by the reranker (one call).
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -90,19 +90,8 @@ async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettin
         hits = await follow_bridges(sources, t, query, hits, s)
         watch.lap("bridges")
     known = {c.id: c for c in hits}
-    mentions: list[Mention] = []
-    entity_frontier = [e.id for e in seeds]
-    chunk_frontier = [c.id for c in hits]
-    expanded: set[str] = set()
-    for _ in range(s.max_hops):
-        if not entity_frontier and not chunk_frontier:
-            break
-        found = await sources.links(t, entity_frontier, chunk_frontier, s.per_entity)
-        expanded.update(entity_frontier)
-        seen_chunks = set(known) | {m.chunk_id for m in mentions}
-        mentions += found
-        chunk_frontier = sorted({m.chunk_id for m in found} - seen_chunks)
-        entity_frontier = _next_entities(mentions, hits, expanded, s.max_entities)
+    ranked_ids = [c.id for c in hits]
+    mentions = await sources.expand(t, [e.id for e in seeds], ranked_ids, s.per_entity, s.max_hops, s.max_entities)
     watch.lap("expand")
     in_scope = {m.entity for m in mentions}
     seeds = [e for e in seeds if t.scope is None or e.id in in_scope]  # a seed outside the scope names nothing in it
@@ -139,16 +128,6 @@ async def follow_bridges(
     known = {c.id: c for cs in found for c in cs} | {c.id: c for c in hits}
     fused = fuse([c.id for c in hits], [(i, [c.id for c in cs]) for (i, _), cs in zip(follow, found, strict=True)])
     return [known[c].model_copy(update={"score": round(sc, 6)}) for c, sc in fused]
-
-
-def _next_entities(mentions: Sequence[Mention], hits: Sequence[Chunk], done: set[str], limit: int) -> list[str]:
-    """The entities to expand next: those the best chunks name most, not expanded yet."""
-    rank = {c.id: i for i, c in enumerate(hits)}
-    weight: defaultdict[str, float] = defaultdict(float)
-    for m in mentions:
-        if m.entity not in done:
-            weight[m.entity] += 1.0 / (1 + rank.get(m.chunk_id, len(hits)))
-    return sorted(weight, key=lambda e: -weight[e])[:limit]  # stable, as most_common: ties keep first-seen
 
 
 def _rank_entities(

@@ -38,10 +38,13 @@ class LazySources(ChunkSearchSource, Protocol):
         """Entities the question names, then the nearest by vector."""
         ...
 
-    async def links(
-        self, t: Tenant, entities: Sequence[str], chunk_ids: Sequence[str], per_entity: int
-    ) -> list[Mention]:
-        """Chunks mentioning `entities` and the mentions of `chunk_ids` (in scope)."""
+    async def expand(
+        self, t: Tenant, entities: Sequence[str], chunk_ids: Sequence[str], per_entity: int, hops: int,
+        max_entities: int,
+    ) -> list[Mention]:  # fmt: skip
+        """The chunk-entity links (in scope) of `hops` levels of expansion from `entities` and
+        `chunk_ids` (best first), each next level from the best `max_entities` entities
+        (algorithms/expansion): one call, one store round trip."""
         ...
 
     async def chunks(self, t: Tenant, ids: Sequence[str]) -> list[Chunk]:

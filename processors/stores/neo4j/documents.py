@@ -51,6 +51,7 @@ from processors.stores.neo4j.doc_writes import (
     unlinked,
     write_rows,
 )
+from processors.stores.neo4j.mention_links import CHUNK_LINKS, mention_links
 from processors.stores.neo4j.schema import Neo4jConnection, Runner, entity_key
 from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, keys, tenant_params
 from processors.stores.neo4j.spellings import DELETE_COLLECTION as DELETE_SPELLINGS
@@ -79,22 +80,6 @@ CONCEPT_NAMES = (
     "UNWIND $names AS nk MATCH (n:KgName {key: nk})-[:NAME_OF]->(e:KgEntity) "
     "WHERE n.user = $user AND n.collection = $collection RETURN n.name AS name, collect(e.uri) AS iris"
 )
-LINKS_READ = 256  # mentions of one entity read before the most-mentioning are kept (a hub has thousands)
-# Chunks mentioning each entity: of its first $read mentions in scope, the $per most mentioning.
-ENTITY_LINKS = (
-    "UNWIND $ekeys AS ek MATCH (e:KgEntity {key: ek}) WHERE e.user = $user AND e.collection = $collection "
-    "CALL (e) { MATCH (d:KgDocument)-[:HAS_CHUNK]->(c:KgChunk)-[m:HAS_ENTITY]->(e) "
-    "WHERE m.user = $user AND m.collection = $collection AND " + IN_SCOPE + " WITH c, m LIMIT $read "
-    "RETURN c.id AS chunk, m.count AS n ORDER BY n DESC, chunk LIMIT $per } "
-    "RETURN e.uri AS entity, chunk, n"
-)
-CHUNK_LINKS = (
-    "UNWIND $ckeys AS ck MATCH (c:KgChunk {key: ck}) WHERE c.user = $user AND c.collection = $collection "
-    "MATCH (d:KgDocument)-[:HAS_CHUNK]->(c) WHERE " + IN_SCOPE + " "
-    "MATCH (c)-[m:HAS_ENTITY]->(e:KgEntity) RETURN e.uri AS entity, c.id AS chunk, m.count AS n ORDER BY entity"
-)
-# Both in one statement (an empty list of keys reads nothing).
-LINKS = "CALL () { " + ENTITY_LINKS + " UNION ALL " + CHUNK_LINKS + " } RETURN entity, chunk, n"
 # Per entity, the distinct documents in scope with a timestamp in [$since, $until] that mention it.
 EPISODE_COUNTS = (
     "UNWIND $ekeys AS ek MATCH (e:KgEntity {key: ek}) WHERE e.user = $user AND e.collection = $collection "
@@ -299,13 +284,7 @@ class Neo4jDocumentStore:
         self, q: ChunkQuery, entities: Sequence[str], chunk_ids: Sequence[str], per_entity: int
     ) -> list[Mention]:
         """Chunks mentioning `entities` (at most `per_entity` each) and the mentions of `chunk_ids`."""
-        params = {**tenant_params(q.tenant), "per": per_entity, "read": max(per_entity, LINKS_READ)}
-        params["ekeys"] = [entity_key(q.tenant, e) for e in dict.fromkeys(entities)]
-        params["ckeys"] = keys(q.tenant, chunk_ids)
-
-        rows = await self.conn.read(LINKS, params)
-        found = dict.fromkeys((r["entity"], r["chunk"], int(r["n"])) for r in rows)
-        return [Mention(entity=e, chunk_id=c, count=n) for e, c, n in found]
+        return await mention_links(self.conn.read, q.tenant, entities, chunk_ids, per_entity)
 
     async def relations(self, tenant: Tenant, entities: Sequence[str], limit: int) -> list[RelationHit]:
         """Relations among `entities` with their in-scope support (chunks), strongest first."""

@@ -1,7 +1,7 @@
 """A Neo4j document store's search reads over one read transaction (`Neo4jDocumentStore.read_as_one`):
-a graphrank search's candidates, hops and chunks, or a follow-up round's candidates and chunks,
-are one round trip instead of one each (issue 38). Each read is the same Cypher the store's own
-method runs, so a search reads the same rows either way."""
+a graphrank search's candidates, hops and chunks, a follow-up round's candidates and chunks, or
+the levels of an expansion's links are one round trip instead of one each (issue 38). Each read
+is the same Cypher the store's own method runs, so a search reads the same rows either way."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
 from processors.stores.documents_protocol import ChunkQuery
 from processors.stores.neo4j import passages
 from processors.stores.neo4j.chunk_search import GET_CHUNKS, chunk_of
+from processors.stores.neo4j.mention_links import mention_links
 from processors.stores.neo4j.one_read import candidates_read, one_read
 from processors.stores.neo4j.schema import Runner
 from processors.stores.neo4j.scope import keys, tenant_params
-from schemas.documents import Chunk
+from schemas.documents import Chunk, Mention
 from schemas.tenant import Tenant
 
 
@@ -55,6 +56,12 @@ class TxReads:
     ) -> HopLinks:
         """One graphrank hop from `chunk_ids` (see passages.links)."""
         return await passages.links(self.run, q.tenant, chunk_ids, skip, cap, known, question_vector(q))
+
+    async def links(
+        self, q: ChunkQuery, entities: Sequence[str], chunk_ids: Sequence[str], per_entity: int
+    ) -> list[Mention]:
+        """See DocumentStore.links."""
+        return await mention_links(self.run, q.tenant, entities, chunk_ids, per_entity)
 
     async def chunks(self, tenant: Tenant, ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id (in the scope), in the order asked."""

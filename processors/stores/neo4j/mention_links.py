@@ -1,0 +1,41 @@
+"""The chunk-entity links of a neighbourhood on Neo4j (DocumentStore.links): one statement, run
+on its own or as one read of a transaction (tx_reads.py: the levels of an expansion)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from processors.stores.neo4j.schema import Runner, entity_key
+from processors.stores.neo4j.scope import IN_SCOPE, keys, tenant_params
+from schemas.documents import Mention
+from schemas.tenant import Tenant
+
+LINKS_READ = 256  # mentions of one entity read before the most-mentioning are kept (a hub has thousands)
+# Chunks mentioning each entity: of its first $read mentions in scope, the $per most mentioning.
+ENTITY_LINKS = (
+    "UNWIND $ekeys AS ek MATCH (e:KgEntity {key: ek}) WHERE e.user = $user AND e.collection = $collection "
+    "CALL (e) { MATCH (d:KgDocument)-[:HAS_CHUNK]->(c:KgChunk)-[m:HAS_ENTITY]->(e) "
+    "WHERE m.user = $user AND m.collection = $collection AND " + IN_SCOPE + " WITH c, m LIMIT $read "
+    "RETURN c.id AS chunk, m.count AS n ORDER BY n DESC, chunk LIMIT $per } "
+    "RETURN e.uri AS entity, chunk, n"
+)
+CHUNK_LINKS = (
+    "UNWIND $ckeys AS ck MATCH (c:KgChunk {key: ck}) WHERE c.user = $user AND c.collection = $collection "
+    "MATCH (d:KgDocument)-[:HAS_CHUNK]->(c) WHERE " + IN_SCOPE + " "
+    "MATCH (c)-[m:HAS_ENTITY]->(e:KgEntity) RETURN e.uri AS entity, c.id AS chunk, m.count AS n ORDER BY entity"
+)
+# Both in one statement (an empty list of keys reads nothing).
+LINKS = "CALL () { " + ENTITY_LINKS + " UNION ALL " + CHUNK_LINKS + " } RETURN entity, chunk, n"
+
+
+async def mention_links(
+    run: Runner, tenant: Tenant, entities: Sequence[str], chunk_ids: Sequence[str], per_entity: int
+) -> list[Mention]:
+    """Chunks mentioning `entities` (at most `per_entity` each, of each one's first LINKS_READ
+    mentions in scope) and the mentions of `chunk_ids` (in scope), each link once."""
+    params = {**tenant_params(tenant), "per": per_entity, "read": max(per_entity, LINKS_READ)}
+    params["ekeys"] = [entity_key(tenant, e) for e in dict.fromkeys(entities)]
+    params["ckeys"] = keys(tenant, chunk_ids)
+    rows = await run(LINKS, params)
+    found = dict.fromkeys((r["entity"], r["chunk"], int(r["n"])) for r in rows)
+    return [Mention(entity=e, chunk_id=c, count=n) for e, c, n in found]
