@@ -9,7 +9,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationInfo, field_validator
 
-from schemas.base import MAX_QUERY_CHARS, Message, Response, ScopedRequest
+from schemas.base import MAX_QUERY_CHARS, Message, Notice, Response, ScopedRequest
+from schemas.graph_embeddings import EntityMatch
+from schemas.listings import CollectionInfo, DocumentInfo
 from schemas.retrieval import RelationshipRef, SearchMode, SearchText
 from schemas.scope import MetadataValue, Scope
 
@@ -189,6 +191,7 @@ class ChunkSearch(ScopedDocRequest):
     communities: list[str] | None = Field(default=None, max_length=100)
     per_community: int | None = Field(default=None, ge=1, le=100)
     searches: list[SearchText] = Field(default=[], max_length=50)
+    seed_entities: int = Field(default=0, ge=0, le=1000)  # with a vector: also the question's seeds (`seeds`)
 
 
 MAX_EXPANDED = 5000  # entities a level of expansion may start from
@@ -202,10 +205,8 @@ class EntityChunks(ScopedDocRequest):
     entities: list[str] = Field(default=[], max_length=5000)
     chunk_ids: list[str] = Field(default=[], max_length=5000)
     per_entity: int = Field(default=20, ge=1, le=1000)
-    # more than one: that many levels of expansion (algorithms/expansion; `chunk_ids` ranked best
-    # first, each next level from the best `max_entities` entities), in one store round trip
-    hops: int = Field(default=1, ge=1, le=4)
-    max_entities: int = Field(default=50, ge=1, le=MAX_EXPANDED)
+    hops: int = Field(default=1, ge=1, le=4)  # levels of expansion, in one store round trip (algorithms/expansion)
+    max_entities: int = Field(default=50, ge=1, le=MAX_EXPANDED)  # each next level's entities
 
 
 class EntityRelations(ScopedDocRequest):
@@ -319,27 +320,6 @@ class ChunkLinks(BaseModel):
     mentions: list[Mention] = []  # (chunk, entity, count) for every link found
 
 
-class CollectionInfo(BaseModel):
-    """A collection and what it holds."""
-
-    collection: str
-    documents: int = 0
-    chunks: int = 0
-    entities: int = 0
-    triples: int = 0
-    communities: int = 0
-
-
-class DocumentInfo(BaseModel):
-    """A stored document."""
-
-    id: str
-    title: str = ""
-    chunks: int = 0
-    content_hash: str = ""
-    timestamp: datetime | None = None
-
-
 class DocumentsResponse(Response):
     """Results of a documents-service operation (only the fields the operation fills)."""
 
@@ -361,6 +341,8 @@ class DocumentsResponse(Response):
     similarities: dict[str, float] = {}  # chunk id -> cosine
     collections: list[CollectionInfo] = []
     documents: list[DocumentInfo] = []
+    seeds: list[EntityMatch] = []  # search with `seed_entities`: as graph-embeddings finds them
+    warnings: list[Notice] = []  # search with `seed_entities`: the collection's (unknown, incomplete)
     # an earlier kgflow's hard-coded count, never sent or read (stores' counts: processors.accounting.usage)
     store_round_trips: int = Field(default=0, exclude=True)
 

@@ -38,7 +38,7 @@ from schemas.documents import (
 )
 from schemas.embeddings import EmbeddingsRequest
 from schemas.extraction import ConceptMention, ExtractRequest
-from schemas.graph_embeddings import GraphEmbeddingsRequest
+from schemas.graph_embeddings import EntityMatch, GraphEmbeddingsRequest
 from schemas.graph_rag import SeedEntity
 from schemas.labels import LabelRequest
 from schemas.reranker import RerankRequest, RerankResponse
@@ -204,9 +204,7 @@ class BusSources:
             user=t.user, collection=t.collection, vector=vector, text=text, limit=limit, scope=t.scope
         )
         res = await self._call(GRAPH_EMBEDDINGS, req)
-        if (found := _NOTICES.get()) is not None:
-            found.extend(w for w in res.warnings if w not in found)
-        return [SeedEntity(id=m.entity.value, label=m.label, score=m.score, lexical=m.lexical) for m in res.entities]
+        return _seeds(res.entities, res.warnings)
 
     @uses(DOCUMENTS)
     async def links(
@@ -216,6 +214,15 @@ class BusSources:
                            chunk_ids=list(chunk_ids), per_entity=per_entity)  # fmt: skip
         links = (await self._call(DOCUMENTS, req)).links
         return links.mentions if links else []
+
+    @uses(DOCUMENTS)
+    async def search_and_seed(
+        self, t: Tenant, vector: list[float], text: str, limit: int, seeds: int
+    ) -> tuple[list[Chunk], list[SeedEntity]]:
+        req = ChunkSearch(user=t.user, collection=t.collection, scope=t.scope, vector=vector,
+                          text=text[:MAX_QUERY_CHARS], limit=limit, mode="graph", seed_entities=seeds)  # fmt: skip
+        res = await self._call(DOCUMENTS, req)
+        return res.chunks, _seeds(res.seeds, res.warnings)
 
     @uses(DOCUMENTS)
     async def expand(
@@ -347,3 +354,11 @@ class BusSources:
     @uses(RERANKER)
     async def rerank(self, req: RerankRequest) -> RerankResponse:
         return await self._call(RERANKER, req)
+
+
+def _seeds(found: Sequence[EntityMatch], warnings: Sequence[Notice]) -> list[SeedEntity]:
+    """Seed entities as retrieval takes them; the collection's notices go to the request's
+    (`collecting_notices`)."""
+    if (notices := _NOTICES.get()) is not None:
+        notices.extend(w for w in warnings if w not in notices)
+    return [SeedEntity(id=m.entity.value, label=m.label, score=m.score, lexical=m.lexical) for m in found]

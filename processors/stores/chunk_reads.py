@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar, cast
 
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
+from processors.stores.protocol import EntityHit, LoadState
 from schemas.documents import Chunk, Mention
 from schemas.tenant import Tenant
 
@@ -61,6 +62,35 @@ class ChunkReads(Protocol):
         """Chunks by id (in the scope), in the order asked."""
         ...
 
+    def entity_reads(self) -> EntityReads | None:
+        """The seed entities' reads in the same unit, when this store holds the collection's
+        entities too (None: they are read from their own stores)."""
+        ...
+
+
+class EntityReads(Protocol):
+    """The reads a question's seed entities take (graph-embeddings' search), over the stores of
+    the collection's entities (each as `EntityIndex`, `TripleStore` and `DocumentStore` document
+    it); a document store that holds those too offers them inside its `read_as_one`."""
+
+    async def entity_search(
+        self, tenant: Tenant, vector: Sequence[float] | None, text: str | None, limit: int
+    ) -> list[EntityHit]:
+        """Entities whose whole label the text names, then the nearest by vector."""
+        ...
+
+    async def concept_keys(self, tenant: Tenant, keys: Sequence[str]) -> dict[str, list[str]]:
+        """Key -> the concepts it is a key or an alias of."""
+        ...
+
+    async def labels(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, str]:
+        """Labels of entities."""
+        ...
+
+    async def load_state(self, tenant: Tenant) -> LoadState | None:
+        """The collection's load state (None: no load recorded)."""
+        ...
+
 
 class DirectReads:
     """`read_as_one` for a store whose reads need no transaction around them: each runs as it comes."""
@@ -68,3 +98,7 @@ class DirectReads:
     async def read_as_one(self, work: Callable[[ChunkReads], Awaitable[T]]) -> T:
         """`work` over this store's own reads."""
         return await work(cast("ChunkReads", self))  # the store's class implements ChunkReads
+
+    def entity_reads(self) -> EntityReads | None:
+        """None: an embedded store's entities are in their own stores (local calls, no round trips)."""
+        return None

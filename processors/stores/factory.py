@@ -92,7 +92,8 @@ def open_stores(settings: StoreSettings) -> Stores:
     if settings.documents_backend == "neo4j":
         from processors.stores.neo4j.documents import Neo4jCommunityStore, Neo4jDocumentStore
 
-        documents, communities = Neo4jDocumentStore(conns.neo4j()), Neo4jCommunityStore(conns.neo4j())
+        holds = settings.vectors_backend == settings.triples_backend == "neo4j"
+        documents, communities = Neo4jDocumentStore(conns.neo4j(), holds), Neo4jCommunityStore(conns.neo4j())
     else:
         from processors.stores.sqlite.communities import SqliteCommunityStore
         from processors.stores.sqlite.documents import SqliteDocumentStore

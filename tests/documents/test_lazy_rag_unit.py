@@ -87,6 +87,11 @@ class Graph:
     async def seeds(self, t: Tenant, vector: list[float], text: str, limit: int) -> list[SeedEntity]:
         return [SeedEntity(id="counterparts", label="Counterparts", score=1.0, lexical=True)]
 
+    async def search_and_seed(
+        self, t: Tenant, vector: list[float], text: str, limit: int, seeds: int
+    ) -> tuple[list[Chunk], list[SeedEntity]]:
+        return await self.search_chunks(t, vector, text, limit, "graph"), await self.seeds(t, vector, text, seeds)
+
     async def links(self, t: Tenant, entities: Sequence[str], chunk_ids: Sequence[str], per: int) -> list[Mention]:
         self.calls.append(("links", (sorted(entities), sorted(chunk_ids))))
         out = [Mention(chunk_id=c, entity=e) for c in chunk_ids for e in self.MENTIONS.get(c, [])]

@@ -55,10 +55,10 @@ async def search_chunks(
     the store's reads for them (candidates, each hop, the chunks) in one `read_as_one`."""
     if among is not None and not among:
         return []
-    return await store.read_as_one(lambda reads: _search(reads, q, text, mode, limit, params, among))
+    return await store.read_as_one(lambda reads: search_in(reads, q, text, mode, limit, params, among))
 
 
-async def _search(
+async def search_in(
     store: ChunkReads,
     q: ChunkQuery,
     text: str | None,
@@ -67,7 +67,7 @@ async def _search(
     params: PassageRankParams,
     among: Collection[str] | None,
 ) -> list[Chunk]:
-    """`search_chunks` over the reads of one `read_as_one`."""
+    """`search_chunks` over the reads of one `read_as_one` (which may read more around it)."""
     words = bm25_terms(text) if text and mode != "vector" else []
     if mode == "graph" and q.vector is not None and among is None:
         ranked = await rank_passages(StorePassages(store, q), text or "", words, limit, params)

@@ -14,11 +14,14 @@ from processors.base.operations import by_operation
 from processors.base.processor import FlowContext, ServiceSpec
 from processors.base.settings import flow_params
 from processors.query.documents.relations import search_relations
-from processors.query.documents.search import search_chunks, search_many
+from processors.query.documents.search import search_chunks, search_in, search_many
+from processors.query.graph_embeddings.seeds import seed_search, seeds_in
+from processors.query.graph_embeddings.service import matches
 from processors.services.store_processor import StoreProcessor
 from processors.stores.chunk_reads import ChunkReads
 from processors.stores.documents_protocol import ChunkQuery, DocumentCounts
-from schemas.base import ScopedRequest
+from processors.stores.protocol import EntityHit
+from schemas.base import Notice, ScopedRequest
 from schemas.documents import (
     Chunk,
     ChunkLinks,
@@ -80,8 +83,27 @@ class DocumentsProcessor(StoreProcessor):
             chunks = list({c.id: c for found in each for c in found}.values())
             by_search = [[(c.id, c.score or 0.0) for c in found] for found in each]
             return DocumentsResponse(chunks=chunks, by_search=by_search)
+        if req.seed_entities and req.vector is not None:
+            return await self.search_and_seed(req, req.vector, flow)
         found = await search_chunks(self.stores.documents, _question(req), req.text, req.mode, req.limit, flow.state)
         return DocumentsResponse(chunks=found)
+
+    async def search_and_seed(self, req: ChunkSearch, vector: list[float], flow: FlowContext) -> DocumentsResponse:
+        """The search and the question's seed entities: over the whole collection of a store that
+        holds the entities too, in the search's own read (one round trip, issue 38); otherwise
+        the seeds read from their own stores alongside (as graph-embeddings reads them)."""
+        q, text, limit = _question(req), req.text, req.seed_entities
+        whole = req.scope is None or req.scope.is_empty
+
+        async def work(reads: ChunkReads) -> tuple[list[Chunk], tuple[list[EntityHit], list[Notice]]]:
+            found = search_in(reads, q, text, req.mode, req.limit, flow.state, None)
+            entities = reads.entity_reads() if whole else None
+            if entities is None:
+                return await asyncio.gather(found, seed_search(self.stores, req.tenant, vector, text, limit))
+            return await found, await seeds_in(entities, self.stores.triples, req.tenant, vector, text, limit)
+
+        chunks, (hits, notices) = await self.stores.documents.read_as_one(work)
+        return DocumentsResponse(chunks=chunks, seeds=matches(hits), warnings=notices)
 
     async def community_search(self, req: ChunkSearch, flow: FlowContext) -> DocumentsResponse:
         """Chunks of the scope among the chunks of `req.communities`: the best `limit` of them

@@ -1,8 +1,8 @@
 """How lazy-rag finds the context of a question (bus-free).
 
 1. The question's vector; the best chunks and the entities the question names or is nearest to
-   — concurrently, one store round trip each. The documents service ranks the chunks by
-   graphrank (dense + BM25 + question-aware hops over the concept graph, see
+   — one call (on a server holding both, one store round trip). The documents service ranks the
+   chunks by graphrank (dense + BM25 + question-aware hops over the concept graph, see
    algorithms/passage_rank), which finds the bridge passage of a multi-hop question.
    With `bridge_seeds`, a follow-up round (algorithms/bridges): the names the best chunks give
    that the question does not say, each searched with what the question still asks (one
@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -81,10 +80,7 @@ async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettin
     vector = await sources.embed(query)
     watch.lap("embed")
     depth = max(s.search_depth, s.chunk_limit)
-    hits, seeds = await asyncio.gather(
-        sources.search_chunks(t, vector, query, depth, "graph"),
-        sources.seeds(t, vector, query, s.seed_entities),
-    )
+    hits, seeds = await sources.search_and_seed(t, vector, query, depth, s.seed_entities)
     watch.lap("search")
     if s.bridge_seeds:
         hits = await follow_bridges(sources, t, query, hits, s)

@@ -34,8 +34,12 @@ class LazySources(ChunkSearchSource, Protocol):
         """`search_chunks` for each (vector, text), in one call (one store read)."""
         ...
 
-    async def seeds(self, t: Tenant, vector: list[float], text: str, limit: int) -> list[SeedEntity]:
-        """Entities the question names, then the nearest by vector."""
+    async def search_and_seed(
+        self, t: Tenant, vector: list[float], text: str, limit: int, seeds: int
+    ) -> tuple[list[Chunk], list[SeedEntity]]:
+        """The best `limit` chunks by graphrank (`search_chunks` in graph mode) and the `seeds`
+        entities the question names, then the nearest by vector: one call, on a server holding
+        both one store round trip."""
         ...
 
     async def expand(

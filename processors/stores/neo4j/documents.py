@@ -47,10 +47,10 @@ from processors.stores.neo4j.doc_writes import (
     LOCK_DOCS,
     WRITE,
     linked,
-    name_key,
     unlinked,
     write_rows,
 )
+from processors.stores.neo4j.entity_search import concept_keys_read
 from processors.stores.neo4j.mention_links import CHUNK_LINKS, mention_links
 from processors.stores.neo4j.schema import Neo4jConnection, Runner, entity_key
 from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, keys, tenant_params
@@ -75,10 +75,6 @@ OWNED_CONCEPTS = "UNWIND $ekeys AS k MATCH (e:KgEntity {key: k}) WHERE e.concept
 HASHES = (
     "UNWIND $dkeys AS dk MATCH (d:KgDocument {key: dk}) WHERE d.user = $user AND d.collection = $collection "
     "RETURN d.id AS id, d.content_hash AS hash"
-)
-CONCEPT_NAMES = (
-    "UNWIND $names AS nk MATCH (n:KgName {key: nk})-[:NAME_OF]->(e:KgEntity) "
-    "WHERE n.user = $user AND n.collection = $collection RETURN n.name AS name, collect(e.uri) AS iris"
 )
 # Per entity, the distinct documents in scope with a timestamp in [$since, $until] that mention it.
 EPISODE_COUNTS = (
@@ -117,9 +113,12 @@ DELETE_COLLECTION = (
 class Neo4jDocumentStore:
     """DocumentStore on Neo4j (see the module docstring)."""
 
-    def __init__(self, conn: Neo4jConnection) -> None:
+    def __init__(self, conn: Neo4jConnection, holds_entities: bool = False) -> None:
         self.conn = conn.acquire()
         self._migrated = False
+        # the entity index and the triples are on this database too: a search's read transaction
+        # may read a question's seed entities as well (TxReads.entity_reads)
+        self.holds_entities = holds_entities
 
     async def migrate(self) -> None:
         """Once per process: bring a database written by an earlier version up to date."""
@@ -211,7 +210,7 @@ class Neo4jDocumentStore:
     async def read_as_one(self, work: Callable[[ChunkReads], Awaitable[T]]) -> T:
         """`work` over this store's search reads, all in one read transaction (tx_reads.py)."""
         await self.migrate()
-        return await self.conn.read_tx(lambda run: work(TxReads(run)))
+        return await self.conn.read_tx(lambda run: work(TxReads(run, self.holds_entities)))
 
     async def candidates(
         self, q: ChunkQuery, terms: Sequence[str], k: int, among: Sequence[str] | None = None,
@@ -230,12 +229,8 @@ class Neo4jDocumentStore:
 
     async def concept_keys(self, tenant: Tenant, keys: Sequence[str]) -> dict[str, list[str]]:
         """Key -> the concepts it is a key or an alias of."""
-        if not keys:
-            return {}
         await self.migrate()
-        names = [name_key(tenant, k) for k in dict.fromkeys(keys)]
-        rows = await self.conn.read(CONCEPT_NAMES, {**tenant_params(tenant), "names": names})
-        return {r["name"]: r["iris"] for r in rows}
+        return await concept_keys_read(self.conn.read, tenant, keys)
 
     async def named(self, q: ChunkQuery, phrases: Sequence[str]) -> dict[str, tuple[str, list[Passage]]]:
         """Of `phrases`, the concept keys in the scope: key -> (concept, its subject chunks)."""

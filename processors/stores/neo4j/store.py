@@ -7,16 +7,14 @@ Every call is one Cypher query (or one write transaction): a BFS level is a sing
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from typing import Any
 
 from processors.algorithms.edges import NeighbourResult, RawEdge, edge_triple, rank_neighbours
-from processors.algorithms.entities import rank_entity_hits
-from processors.algorithms.text_match import content_tokens, label_match_score, normalize
+from processors.algorithms.text_match import normalize
 from processors.stores.neo4j.cypher import (
     ADD_IRI_EDGES,
     ADD_LITERAL_EDGES,
-    ANN,
     CLAIM_VECTOR_MODEL,
     COLLECTIONS,
     DELETE_ENTITIES,
@@ -24,11 +22,8 @@ from processors.stores.neo4j.cypher import (
     DELETE_LOAD,
     DELETE_PREDICATES,
     DELETE_TRIPLES,
-    EXACT,
-    GET_LOAD,
     GET_VECTOR_MODEL,
     INDEX_COLLECTIONS,
-    LABELS,
     NAMED,
     NEAREST_PREDICATES,
     NEIGHBOURS,
@@ -36,7 +31,6 @@ from processors.stores.neo4j.cypher import (
     REMOVE_EDGES,
     REMOVE_LABELS,
     REPLACE_LABELS,
-    SEARCH,
     SET_LABELS,
     SET_LOAD,
     SIMILARITIES,
@@ -44,27 +38,19 @@ from processors.stores.neo4j.cypher import (
     UPSERT,
     VECTORS,
 )
+from processors.stores.neo4j.entity_search import entity_search, labels_read, load_state_read
 from processors.stores.neo4j.schema import (
-    CypherVector,
     Neo4jConnection,
     Runner,
     cypher_vector,
     entity_key,
     literal_key,
-    lucene_phrase,
     stored_vector,
 )
 from processors.stores.protocol import EntityHit, EntityIndex, LoadState, VectorItem, VectorKind, VectorModel
 from schemas.tenant import Tenant
 from schemas.terms import RDFS_LABEL, Term, Triple
 from schemas.triples import NeighboursQuery
-
-LEXICAL_CANDIDATES = 200
-# index candidates per wanted hit: first try, then the over-fetch before an exact tenant scan
-# (a lone tenant is answered by the first: k = 500 costs 20 ms of server time, k = 100 8 ms)
-ANN_OVERFETCH = (2, 10)
-ANN_MIN_K = 100
-ANN_MAX_K = 10_000
 
 
 class _HopVectors:
@@ -190,11 +176,7 @@ class Neo4jTripleStore:
 
     async def labels(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, str]:
         """Labels of many IRIs in one UNWIND query."""
-        keys = [entity_key(tenant, i) for i in dict.fromkeys(iris)]
-        if not keys:
-            return {}
-        rows = await self.conn.read_rows(LABELS, {"keys": keys, "user": tenant.user, "collection": tenant.collection})
-        return {r["iri"]: r["label"] for r in rows}
+        return await labels_read(self.conn.read, tenant, iris)
 
     async def remove_triples(self, tenant: Tenant, triples: Sequence[Triple]) -> None:
         """Delete these edges (and labels, for label triples) in one transaction."""
@@ -223,11 +205,7 @@ class Neo4jTripleStore:
         await self.conn.write([(DELETE_LOAD, {"key": entity_key(tenant, "")})])
 
     async def load_state(self, tenant: Tenant) -> LoadState | None:
-        rows = await self.conn.read(GET_LOAD, {"key": entity_key(tenant, "")})
-        if not rows:
-            return None
-        state = rows[0]["state"]
-        return LoadState(**{f.name: state[f.name] for f in fields(LoadState) if f.name in state})
+        return await load_state_read(self.conn.read, tenant)
 
     async def set_load_state(self, tenant: Tenant, state: LoadState) -> None:
         key = entity_key(tenant, "")  # the collection's own key (no IRI is empty)
@@ -289,37 +267,9 @@ class Neo4jEntityIndex:
     async def search(
         self, tenant: Tenant, vector: Sequence[float] | None, text: str | None, limit: int
     ) -> list[EntityHit]:
-        """Lexical whole-label hits first (longer labels first), then nearest entities by cosine."""
-        if limit <= 0:
-            return []
-        scope = {"user": tenant.user, "collection": tenant.collection}
-        toks = content_tokens(text) if text else []
-        vec = stored_vector(vector) if vector is not None else None
-        k = _ann_k(limit, ANN_OVERFETCH[0])
-        q = " OR ".join(lucene_phrase(t) for t in toks) or None
-        params = {**scope, "q": q, "text_limit": LEXICAL_CANDIDATES, "vec": vec, "k": k, "limit": limit}
-        (first,) = await self.conn.read(SEARCH, params)  # both indexes in one statement
-        hits = {h.iri: h for h in _lexical(first["texts"], text or "")}
-        nearest = await self._nearest(scope, vec, limit, first["hits"], first["total"] >= k) if vec else []
-        for h in nearest:
-            hits.setdefault(h.iri, h)
-        return rank_entity_hits(list(hits.values()), limit)
-
-    async def _nearest(
-        self, scope: dict[str, str], vec: CypherVector, limit: int, found: list[dict[str, Any]], more: bool
-    ) -> list[EntityHit]:
-        """The tenant's `limit` nearest entities by cosine from the first ANN read's hits (`more`:
-        the index may hold further nodes): a wider read when they are too few, then an exact scan."""
-        for factor in ANN_OVERFETCH[1:]:
-            if len(found) >= limit or not more:
-                break
-            k = _ann_k(limit, factor)
-            ann = (await self.conn.read(ANN, {**scope, "k": k, "vec": vec, "limit": limit}))[0]
-            found, more = ann["hits"], ann["total"] >= k
-        if len(found) < limit and more:
-            found = await self.conn.read_rows(EXACT, {**scope, "vec": vec, "limit": limit})
-        best = sorted(found, key=lambda r: -r["sim"])[:limit]
-        return [EntityHit(r["iri"], r["label"], float(r["sim"])) for r in best]
+        """Lexical whole-label hits first (longer labels first), then nearest entities by cosine
+        (entity_search.py)."""
+        return await entity_search(self.conn.read, tenant, vector, text, limit)
 
     async def nearest_predicates(self, tenant: Tenant, vector: Sequence[float], limit: int) -> list[EntityHit]:
         """Exact cosine over the collection's predicate nodes (a handful to thousands)."""
@@ -369,18 +319,3 @@ class Neo4jEntityIndex:
     async def close(self) -> None:
         """Release the shared driver."""
         await self.conn.release()
-
-
-def _lexical(rows: Sequence[dict[str, Any]], text: str) -> list[EntityHit]:
-    """Of the full-text candidates, the entities whose whole label the text contains."""
-    hits: dict[str, EntityHit] = {}
-    for r in rows:
-        score = label_match_score(r["label"] or "", text)
-        if score >= 1.0 and r["iri"] not in hits:
-            hits[r["iri"]] = EntityHit(r["iri"], r["label"], score, lexical=True)
-    return list(hits.values())
-
-
-def _ann_k(limit: int, factor: int) -> int:
-    """The nodes an ANN read over-fetches for `limit` of a tenant's."""
-    return min(max(limit * factor, ANN_MIN_K), ANN_MAX_K)

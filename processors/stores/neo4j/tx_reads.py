@@ -8,9 +8,11 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
+from processors.stores.chunk_reads import EntityReads
 from processors.stores.documents_protocol import ChunkQuery
 from processors.stores.neo4j import passages
 from processors.stores.neo4j.chunk_search import GET_CHUNKS, chunk_of
+from processors.stores.neo4j.entity_search import TxEntityReads
 from processors.stores.neo4j.mention_links import mention_links
 from processors.stores.neo4j.one_read import candidates_read, one_read
 from processors.stores.neo4j.schema import Runner
@@ -22,8 +24,14 @@ from schemas.tenant import Tenant
 class TxReads:
     """chunk_reads.ChunkReads over the statements of one read transaction (`run`)."""
 
-    def __init__(self, run: Runner) -> None:
+    def __init__(self, run: Runner, holds_entities: bool) -> None:
         self.run = run
+        self.holds_entities = holds_entities
+
+    def entity_reads(self) -> EntityReads | None:
+        """The seed entities' reads in this transaction, when the entity index and the triples
+        are on this Neo4j database too."""
+        return TxEntityReads(self.run) if self.holds_entities else None
 
     async def candidates(
         self, q: ChunkQuery, terms: Sequence[str], k: int, among: Sequence[str] | None = None,
