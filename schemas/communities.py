@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field, RootModel
 
 from schemas.base import Response, ScopedRequest
 from schemas.documents import Scope
+from schemas.retrieval import RelationshipRef
 
 
 class CommunityInfo(BaseModel):
@@ -69,6 +70,10 @@ class CommunitiesOf(ScopedRequest):
     level: int = Field(default=0, ge=0, le=16)
     limit: int = Field(default=5, ge=0, le=100)
     summarize: bool = False
+    # not summarising: also the (at most) `relations` strongest relations among the entities with a
+    # source chunk in scope (a neighbourhood's whole context in one call: one store round trip)
+    relations: int = Field(default=0, ge=0, le=10_000)
+    scope: Scope | None = None  # the relations' sources and the communities' chunks in it
 
 
 class SummarizeCommunities(ScopedRequest):
@@ -94,6 +99,7 @@ class CommunitiesResponse(Response):
 
     communities: list[CommunityInfo] = []
     membership: dict[str, str] = {}  # of-entities: entity -> community id
+    relations: list[RelationshipRef] = []  # of-entities with `relations`: strongest first
     levels: dict[int, int] = {}  # build: communities per level
     build_ms: float = 0.0
     llm_calls: int = 0

@@ -268,6 +268,18 @@ class BusSources:
         res = await self._call(COMMUNITIES, req, self.model_timeout if summarize else None)  # summaries: model calls
         return res.communities, res.llm_calls
 
+    @uses(COMMUNITIES)
+    async def context(
+        self, t: Tenant, entities: Sequence[str], limit: int
+    ) -> tuple[list[RelationshipRef], list[CommunityInfo]]:
+        if not entities:
+            return [], []
+        n = EntityRelations.model_fields["limit"].default  # as many relations as `relations` reads
+        req = CommunitiesOf(user=t.user, collection=t.collection, scope=t.scope, entities=list(entities), limit=limit,
+                            relations=n)  # fmt: skip
+        res = await self._call(COMMUNITIES, req)
+        return res.relations, res.communities
+
     @uses(EXTRACTOR)
     async def concepts(self, text: str) -> list[ConceptMention]:
         return (await self._call(EXTRACTOR, ExtractRequest(texts=[text]))).mentions[0]

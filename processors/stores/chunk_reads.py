@@ -11,6 +11,7 @@ from typing import Protocol, TypeVar, cast
 
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
 from processors.stores.protocol import EntityHit, LoadState
+from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Mention
 from schemas.tenant import Tenant
 
@@ -24,6 +25,18 @@ class ChunkQuery:
 
     tenant: Tenant
     vector: Sequence[float] | None = None
+
+
+@dataclass(frozen=True)
+class RelationHit:
+    """A relation a store read found: its ends and predicate, how many chunks support it, and
+    its cosine to the question (None: not found by vector)."""
+
+    s: str
+    p: str
+    o: str
+    support: int
+    score: float | None = None
 
 
 class ChunkReads(Protocol):
@@ -67,6 +80,11 @@ class ChunkReads(Protocol):
         entities too (None: they are read from their own stores)."""
         ...
 
+    def context_reads(self) -> ContextReads | None:
+        """The context's reads in the same unit, when this store holds the collection's
+        communities and labels too (None: they are read from their own stores)."""
+        ...
+
 
 class EntityReads(Protocol):
     """The reads a question's seed entities take (graph-embeddings' search), over the stores of
@@ -92,6 +110,27 @@ class EntityReads(Protocol):
         ...
 
 
+class ContextReads(Protocol):
+    """The reads of a neighbourhood's context: the relations among its entities and their
+    communities (each as `DocumentStore`, `CommunityStore` and `TripleStore` document it)."""
+
+    async def relations(self, tenant: Tenant, entities: Sequence[str], limit: int) -> list[RelationHit]:
+        """Relations among `entities` with a source chunk in scope, strongest first."""
+        ...
+
+    async def of_entities(self, tenant: Tenant, entities: Sequence[str], level: int) -> dict[str, str]:
+        """Entity -> its community at `level`."""
+        ...
+
+    async def communities(self, tenant: Tenant, ids: Sequence[str]) -> list[CommunityInfo]:
+        """These communities (with a chunk in scope), largest first."""
+        ...
+
+    async def labels(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, str]:
+        """Labels of entities."""
+        ...
+
+
 class DirectReads:
     """`read_as_one` for a store whose reads need no transaction around them: each runs as it comes."""
 
@@ -101,4 +140,8 @@ class DirectReads:
 
     def entity_reads(self) -> EntityReads | None:
         """None: an embedded store's entities are in their own stores (local calls, no round trips)."""
+        return None
+
+    def context_reads(self) -> ContextReads | None:
+        """None: an embedded store's communities and labels are in their own stores."""
         return None

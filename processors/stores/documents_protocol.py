@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
-from processors.stores.chunk_reads import ChunkQuery, ChunkReads
+from processors.stores.chunk_reads import ChunkQuery, ChunkReads, RelationHit
 from processors.stores.community_graph import Change, CommunityGraph, CommunityRecord, Stale
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Document, DocumentInfo, Mention, Scope
@@ -75,18 +75,6 @@ def tenant_token(tenant: Tenant) -> str:
     """The token a collection's rows carry in a full-text index, matched inside every query (a
     hash: word characters only, no user text in the index)."""
     return "t" + hashlib.sha256(f"{tenant.user}\x1f{tenant.collection}".encode()).hexdigest()[:24]
-
-
-@dataclass(frozen=True)
-class RelationHit:
-    """A relation a store read found: its ends and predicate, how many chunks support it, and
-    its cosine to the question (None: not found by vector)."""
-
-    s: str
-    p: str
-    o: str
-    support: int
-    score: float | None = None
 
 
 @dataclass(frozen=True)

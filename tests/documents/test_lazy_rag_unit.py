@@ -124,6 +124,11 @@ class Graph:
             raise QueryTimeout("communities did not answer within 30.0s; query abandoned")
         return [CommunityInfo(id="k1", level=0, top_entity_labels=["Rush"], summary="Rock bands.")], 0
 
+    async def context(
+        self, t: Tenant, entities: Sequence[str], limit: int
+    ) -> tuple[list[RelationshipRef], list[CommunityInfo]]:
+        return await self.relations(t, entities), (await self.communities(t, entities, False, limit))[0]
+
     async def concepts(self, text: str) -> list[ConceptMention]:
         return [ConceptMention(key="rush", label="Rush"), ConceptMention(key="drummer", label="drummer")]
 

@@ -8,8 +8,16 @@ from __future__ import annotations
 
 from processors.base.operations import by_operation
 from processors.base.processor import FlowContext, ServiceSpec
+from processors.query.communities.context import (
+    StoresContextReads,
+    communities_of,
+    context_alongside,
+    context_of,
+    labelled,
+)
 from processors.query.communities.prompts import SUMMARY_SYSTEM, profile_text, summary_prompt
 from processors.services.store_processor import StoreProcessor
+from processors.stores.chunk_reads import ChunkReads, RelationHit
 from schemas.communities import (
     CommunitiesOf,
     CommunitiesResponse,
@@ -18,6 +26,7 @@ from schemas.communities import (
     SearchCommunities,
     SummarizeCommunities,
 )
+from schemas.retrieval import RelationshipRef
 from schemas.services import COMMUNITIES, TEXT_COMPLETION, Service
 from schemas.tenant import Tenant
 from schemas.text_completion import TextCompletionRequest
@@ -52,25 +61,39 @@ class CommunitiesProcessor(StoreProcessor):
 
     async def _labelled(self, tenant: Tenant, found: list[CommunityInfo]) -> list[CommunityInfo]:
         """Communities with their top entities' labels (one batched label lookup)."""
-        iris = sorted({e for c in found for e in c.top_entities})
-        labels = await self.stores.triples.labels(tenant, iris) if iris else {}
-        return [c.model_copy(update={"top_entity_labels": [labels.get(e, e) for e in c.top_entities]}) for c in found]
+        return await labelled(StoresContextReads(self.stores), tenant, found)
 
     async def of_entities(self, req: CommunitiesOf, flow: FlowContext) -> CommunitiesResponse:
-        """Membership of the entities, and their first `limit` communities (summarised if asked)."""
+        """Membership of the entities, and their first `limit` communities (summarised if asked);
+        not summarising, with the relations among them when asked (context.py)."""
+        if not req.summarize:
+            return await self.context(req)
         of = await self.stores.communities.of_entities(req.tenant, req.entities, req.level)
         ids = list(dict.fromkeys(of[e] for e in req.entities if e in of))[: req.limit]
         if not ids:
             return CommunitiesResponse(membership=of)
-        if req.summarize:
-            summary = SummarizeCommunities(user=req.user, collection=req.collection, ids=ids)
-            res = await self.summarize(summary, flow)
-        else:
-            found = await self.stores.communities.list(req.tenant, None, ids, len(ids))
-            res = CommunitiesResponse(communities=await self._labelled(req.tenant, found))
+        res = await self.summarize(SummarizeCommunities(user=req.user, collection=req.collection, ids=ids), flow)
         order = {cid: i for i, cid in enumerate(ids)}
         res.communities.sort(key=lambda c: order.get(c.id, len(order)))
         return res.model_copy(update={"membership": of})
+
+    async def context(self, req: CommunitiesOf) -> CommunitiesResponse:
+        """The entities' communities and (with `relations`) the relations among them: on a store
+        that holds them all, in one read transaction; otherwise each read from its own store."""
+        t, ents, level, limit, n = req.tenant, req.entities, req.level, req.limit, req.relations
+        if not n:
+            of, found = await communities_of(StoresContextReads(self.stores), t, ents, level, limit)
+            return CommunitiesResponse(membership=of, communities=found)
+
+        async def work(reads: ChunkReads) -> tuple[list[RelationHit], dict[str, str], list[CommunityInfo]]:
+            shared = reads.context_reads()
+            if shared is None:
+                return await context_alongside(self.stores, t, ents, level, limit, n)
+            return await context_of(shared, t, ents, level, limit, n)
+
+        hits, of, found = await self.stores.documents.read_as_one(work)
+        rels = [RelationshipRef(s=h.s, p=h.p, o=h.o, weight=float(h.support)) for h in hits]
+        return CommunitiesResponse(membership=of, communities=found, relations=rels)
 
     async def summarize(self, req: SummarizeCommunities, flow: FlowContext) -> CommunitiesResponse:
         """Cached summaries, new ones written (and cached) by the model, or profiles without one."""

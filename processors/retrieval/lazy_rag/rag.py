@@ -29,7 +29,7 @@ from schemas.base import Notice
 from schemas.communities import CommunityInfo
 from schemas.extraction import ConceptMention
 from schemas.lazy_rag import LazyRagRequest, LazyRagResponse
-from schemas.retrieval import Citation, EntityRef, RetrievalStats
+from schemas.retrieval import Citation, EntityRef, RelationshipRef, RetrievalStats
 from schemas.tenant import Tenant
 
 CONTEXT_COMMUNITIES = 3
@@ -75,10 +75,9 @@ class LazyRag:
         ids = [e for e, _ in nb.entities]
         summarize = s.use_communities and req.operation == "query" and not req.no_llm
         warnings: list[Notice] = []
-        labels, relations, communities, concepts = await asyncio.gather(
+        labels, (relations, communities), concepts = await asyncio.gather(
             self.sources.labels(t, ids),
-            self.sources.relations(t, ids),
-            self._communities(t, ids, summarize, warnings) if s.use_communities else _none(),
+            self._context(t, ids, s.use_communities, summarize, warnings),
             question_concepts,
         )
         communities, summary_calls = communities
@@ -105,6 +104,19 @@ class LazyRag:
         stats.elapsed_ms = _ms(began)
         res.stats = stats
         return res
+
+    async def _context(
+        self, t: Tenant, ids: list[str], use_communities: bool, summarize: bool, warnings: list[Notice]
+    ) -> tuple[list[RelationshipRef], tuple[list[CommunityInfo], int]]:
+        """The relations among the entities and their communities: one call unless summaries are
+        to be written (a model's work, with its own fallback)."""
+        if use_communities and not summarize:
+            relations, found = await self.sources.context(t, ids, CONTEXT_COMMUNITIES)
+            return relations, (found, 0)
+        return await asyncio.gather(
+            self.sources.relations(t, ids),
+            self._communities(t, ids, summarize, warnings) if use_communities else _none(),
+        )
 
     async def _communities(
         self, t: Tenant, ids: list[str], summarize: bool, warnings: list[Notice]

@@ -70,6 +70,13 @@ class LazySources(ChunkSearchSource, Protocol):
         when `summarize`, and how many model calls writing summaries took."""
         ...
 
+    async def context(
+        self, t: Tenant, entities: Sequence[str], limit: int
+    ) -> tuple[list[RelationshipRef], list[CommunityInfo]]:
+        """`relations` and the first `limit` communities of the entities without summaries, in
+        one call (on a server holding them all, one store round trip)."""
+        ...
+
     async def concepts(self, text: str) -> list[ConceptMention]:
         """The concepts a text names (as indexing finds them)."""
         ...

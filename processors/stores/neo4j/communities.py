@@ -237,9 +237,7 @@ class Neo4jCommunityStore:
         limit: int = 1000,
     ) -> list[CommunityInfo]:
         """Communities of a level (or all), or by id, largest first; only those with a chunk in scope."""
-        params = {**tenant_params(tenant), "level": level, "limit": limit}
-        params["ids"] = None if ids is None else list(ids)
-        return [CommunityInfo(**r["info"]) for r in await self.conn.read(LIST, params)]
+        return await list_read(self.conn.read, tenant, level, ids, limit)
 
     async def search(
         self,
@@ -267,9 +265,7 @@ class Neo4jCommunityStore:
 
     async def of_entities(self, tenant: Tenant, entities: Sequence[str], level: int) -> dict[str, str]:
         """Entity -> its community at `level`."""
-        ekeys = [entity_key(tenant, e) for e in dict.fromkeys(entities)]
-        params = {**tenant_params(tenant), "ekeys": ekeys, "level": level}
-        return {r["entity"]: r["id"] for r in await self.conn.read(OF_ENTITIES, params)} if ekeys else {}
+        return await of_entities_read(self.conn.read, tenant, entities, level)
 
     async def member_chunks(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, list[str]]:
         """Community id -> the ids of its chunks, heaviest first."""
@@ -298,6 +294,22 @@ class Neo4jCommunityStore:
     async def close(self) -> None:
         """Release the shared driver."""
         await self.conn.release()
+
+
+async def list_read(
+    read: Runner, tenant: Tenant, level: int | None, ids: Sequence[str] | None, limit: int
+) -> list[CommunityInfo]:
+    """Communities of a level (or all), or by id, largest first; only those with a chunk in scope."""
+    params = {**tenant_params(tenant), "level": level, "limit": limit}
+    params["ids"] = None if ids is None else list(ids)
+    return [CommunityInfo(**r["info"]) for r in await read(LIST, params)]
+
+
+async def of_entities_read(read: Runner, tenant: Tenant, entities: Sequence[str], level: int) -> dict[str, str]:
+    """Entity -> its community at `level`."""
+    ekeys = [entity_key(tenant, e) for e in dict.fromkeys(entities)]
+    params = {**tenant_params(tenant), "ekeys": ekeys, "level": level}
+    return {r["entity"]: r["id"] for r in await read(OF_ENTITIES, params)} if ekeys else {}
 
 
 def _rows(

@@ -83,11 +83,6 @@ EPISODE_COUNTS = (
     "WHERE d.timestamp >= $since AND d.timestamp <= $until AND " + IN_SCOPE + " RETURN count(DISTINCT d) AS n } "
     "RETURN e.uri AS entity, n"
 )
-RELATIONS_AMONG = (
-    "UNWIND $entities AS s MATCH (r:KgRelation {user: $user, collection: $collection, s: s}) "
-    "WHERE r.o IN $entities MATCH (d:KgDocument)-[:HAS_CHUNK]->(c:KgChunk)-[:SOURCE_OF]->(r) WHERE " + IN_SCOPE + " "
-    "WITH r, count(DISTINCT c) AS w RETURN r.s AS s, r.p AS p, r.o AS o, w ORDER BY w DESC, s, o, p LIMIT $limit"
-)
 DOCUMENTS = (
     SCOPE_DOCS + " RETURN d.id AS id, d.title AS title, d.chunks AS chunks, d.content_hash AS hash, "
     "d.timestamp AS ts ORDER BY id LIMIT $limit"
@@ -283,8 +278,7 @@ class Neo4jDocumentStore:
 
     async def relations(self, tenant: Tenant, entities: Sequence[str], limit: int) -> list[RelationHit]:
         """Relations among `entities` with their in-scope support (chunks), strongest first."""
-        params = {**tenant_params(tenant), "entities": list(dict.fromkeys(entities)), "limit": limit}
-        return [RelationHit(r["s"], r["p"], r["o"], int(r["w"])) for r in await self.conn.read(RELATIONS_AMONG, params)]
+        return await neo4j_relations.relations_among(self.conn.read, tenant, entities, limit)
 
     async def relations_of(self, tenant: Tenant, entities: Sequence[str], per_entity: int) -> list[RelationHit]:
         """Each entity's `per_entity` most supported relations (as subject and as object) in scope."""

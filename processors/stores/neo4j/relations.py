@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from processors.stores.documents_protocol import RelationChunk, RelationHit
-from processors.stores.neo4j.schema import Neo4jConnection, relation_key
+from processors.stores.neo4j.schema import Neo4jConnection, Runner, relation_key
 from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, tenant_params
 from schemas.tenant import Tenant
 
@@ -20,6 +20,12 @@ Triple = tuple[str, str, str]
 _SOURCED = "EXISTS { MATCH (d:KgDocument)-[:HAS_CHUNK]->(:KgChunk)-[:SOURCE_OF]->(r) WHERE " + IN_SCOPE + " }"
 # Its source chunks in scope (as SQLite's count(DISTINCT chunk_id) over the scope's sources).
 _SUPPORT = "COUNT { MATCH (d:KgDocument)-[:HAS_CHUNK]->(:KgChunk)-[:SOURCE_OF]->(r) WHERE " + IN_SCOPE + " }"
+# Relations among the entities with their source chunks in scope, most supported first.
+RELATIONS_AMONG = (
+    "UNWIND $entities AS s MATCH (r:KgRelation {user: $user, collection: $collection, s: s}) "
+    "WHERE r.o IN $entities MATCH (d:KgDocument)-[:HAS_CHUNK]->(c:KgChunk)-[:SOURCE_OF]->(r) WHERE " + IN_SCOPE + " "
+    "WITH r, count(DISTINCT c) AS w RETURN r.s AS s, r.p AS p, r.o AS o, w ORDER BY w DESC, s, o, p LIMIT $limit"
+)
 # Each entity's relations as subject and as object with a source in scope, most supported first.
 RELATIONS_OF = (
     "UNWIND $entities AS e CALL (e) { "
@@ -111,3 +117,9 @@ async def scoped_neighbours(
     rows = await conn.read(SCOPED_NEIGHBOURS, params)
     rows.sort(key=lambda r: (r["dir"], r["i"]))  # stable: each entity's edges stay in key order
     return [((r["s"], r["p"], r["o"], 0, "", ""), frontier[r["i"]]) for r in rows]
+
+
+async def relations_among(read: Runner, tenant: Tenant, entities: Sequence[str], limit: int) -> list[RelationHit]:
+    """Relations among `entities` with their in-scope support (chunks), strongest first."""
+    params = {**tenant_params(tenant), "entities": list(dict.fromkeys(entities)), "limit": limit}
+    return [RelationHit(r["s"], r["p"], r["o"], int(r["w"])) for r in await read(RELATIONS_AMONG, params)]

@@ -8,15 +8,18 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
-from processors.stores.chunk_reads import EntityReads
+from processors.stores.chunk_reads import ContextReads, EntityReads, RelationHit
 from processors.stores.documents_protocol import ChunkQuery
 from processors.stores.neo4j import passages
 from processors.stores.neo4j.chunk_search import GET_CHUNKS, chunk_of
-from processors.stores.neo4j.entity_search import TxEntityReads
+from processors.stores.neo4j.communities import list_read, of_entities_read
+from processors.stores.neo4j.entity_search import TxEntityReads, labels_read
 from processors.stores.neo4j.mention_links import mention_links
 from processors.stores.neo4j.one_read import candidates_read, one_read
+from processors.stores.neo4j.relations import relations_among
 from processors.stores.neo4j.schema import Runner
 from processors.stores.neo4j.scope import keys, tenant_params
+from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Mention
 from schemas.tenant import Tenant
 
@@ -32,6 +35,11 @@ class TxReads:
         """The seed entities' reads in this transaction, when the entity index and the triples
         are on this Neo4j database too."""
         return TxEntityReads(self.run) if self.holds_entities else None
+
+    def context_reads(self) -> ContextReads | None:
+        """The context's reads in this transaction, when the triples (the labels) are on this
+        Neo4j database too (relations and communities always are)."""
+        return TxContextReads(self.run) if self.holds_entities else None
 
     async def candidates(
         self, q: ChunkQuery, terms: Sequence[str], k: int, among: Sequence[str] | None = None,
@@ -78,6 +86,29 @@ class TxReads:
         params = {**tenant_params(tenant), "ckeys": keys(tenant, ids)}
         by_id = {r["id"]: chunk_of(r) for r in await self.run(GET_CHUNKS, params)}
         return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
+
+
+class TxContextReads:
+    """chunk_reads.ContextReads over the statements of one read transaction (`run`)."""
+
+    def __init__(self, run: Runner) -> None:
+        self.run = run
+
+    async def relations(self, tenant: Tenant, entities: Sequence[str], limit: int) -> list[RelationHit]:
+        """See DocumentStore.relations."""
+        return await relations_among(self.run, tenant, entities, limit)
+
+    async def of_entities(self, tenant: Tenant, entities: Sequence[str], level: int) -> dict[str, str]:
+        """See CommunityStore.of_entities."""
+        return await of_entities_read(self.run, tenant, entities, level)
+
+    async def communities(self, tenant: Tenant, ids: Sequence[str]) -> list[CommunityInfo]:
+        """See CommunityStore.list (by id)."""
+        return await list_read(self.run, tenant, None, ids, len(ids))
+
+    async def labels(self, tenant: Tenant, iris: Sequence[str]) -> dict[str, str]:
+        """See TripleStore.labels."""
+        return await labels_read(self.run, tenant, iris)
 
 
 def question_vector(q: ChunkQuery) -> Sequence[float]:
