@@ -73,6 +73,7 @@ class CommunitiesOf(ScopedRequest):
     # not summarising: also the (at most) `relations` strongest relations among the entities with a
     # source chunk in scope (a neighbourhood's whole context in one call: one store round trip)
     relations: int = Field(default=0, ge=0, le=10_000)
+    labels: bool = False  # not summarising: also the entities' labels (`labels`)
     scope: Scope | None = None  # the relations' sources and the communities' chunks in it
 
 
@@ -100,6 +101,7 @@ class CommunitiesResponse(Response):
     communities: list[CommunityInfo] = []
     membership: dict[str, str] = {}  # of-entities: entity -> community id
     relations: list[RelationshipRef] = []  # of-entities with `relations`: strongest first
+    labels: dict[str, str] = {}  # of-entities with `labels`: entity -> label
     levels: dict[int, int] = {}  # build: communities per level
     build_ms: float = 0.0
     llm_calls: int = 0

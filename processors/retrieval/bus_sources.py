@@ -271,14 +271,14 @@ class BusSources:
     @uses(COMMUNITIES)
     async def context(
         self, t: Tenant, entities: Sequence[str], limit: int
-    ) -> tuple[list[RelationshipRef], list[CommunityInfo]]:
+    ) -> tuple[list[RelationshipRef], list[CommunityInfo], dict[str, str]]:
         if not entities:
-            return [], []
+            return [], [], {}
         n = EntityRelations.model_fields["limit"].default  # as many relations as `relations` reads
         req = CommunitiesOf(user=t.user, collection=t.collection, scope=t.scope, entities=list(entities), limit=limit,
-                            relations=n)  # fmt: skip
+                            relations=n, labels=True)  # fmt: skip
         res = await self._call(COMMUNITIES, req)
-        return res.relations, res.communities
+        return res.relations, res.communities, res.labels
 
     @uses(EXTRACTOR)
     async def concepts(self, text: str) -> list[ConceptMention]:

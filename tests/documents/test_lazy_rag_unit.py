@@ -126,8 +126,9 @@ class Graph:
 
     async def context(
         self, t: Tenant, entities: Sequence[str], limit: int
-    ) -> tuple[list[RelationshipRef], list[CommunityInfo]]:
-        return await self.relations(t, entities), (await self.communities(t, entities, False, limit))[0]
+    ) -> tuple[list[RelationshipRef], list[CommunityInfo], dict[str, str]]:
+        communities, _ = await self.communities(t, entities, False, limit)
+        return await self.relations(t, entities), communities, await self.labels(t, entities)
 
     async def concepts(self, text: str) -> list[ConceptMention]:
         return [ConceptMention(key="rush", label="Rush"), ConceptMention(key="drummer", label="drummer")]

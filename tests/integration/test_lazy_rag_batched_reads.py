@@ -2,7 +2,7 @@
 what the separate calls they replace read, on the real Neo4j and on SQLite: a search with its seed
 entities (documents) against the search and graph-embeddings' seeds, an expansion's levels in one
 call against one call a level, a neighbourhood's context (communities service) against the
-relations and the communities asked apart. On Neo4j each batched call is one round trip."""
+relations, the communities and the labels asked apart. On Neo4j each batched call is one round trip."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from processors.stores.settings import StoreSettings
 from schemas.communities import BuildCommunities, CommunitiesOf
 from schemas.documents import ChunkSearch, DeleteCollection, EntityChunks, EntityRelations, Mention
 from schemas.graph_embeddings import GraphEmbeddingsRequest
-from schemas.services import COMMUNITIES, COMMUNITY_BUILD, DOCUMENT_STORE, DOCUMENTS, GRAPH_EMBEDDINGS
+from schemas.labels import LabelRequest
+from schemas.services import COMMUNITIES, COMMUNITY_BUILD, DOCUMENT_STORE, DOCUMENTS, GRAPH_EMBEDDINGS, LABEL_RESOLVER
 from tests.conftest import Servers
 from tests.documents.scope_property import CORPUS, client, load
 
@@ -117,9 +118,11 @@ async def test_a_context_in_one_call_reads_what_relations_and_communities_read(
     relations = await client(system, DOCUMENTS).request(EntityRelations(user=user, collection="c", entities=entities))
     of = CommunitiesOf(user=user, collection="c", entities=entities, limit=3)
     communities = await client(system, COMMUNITIES).request(of)
+    labels = await client(system, LABEL_RESOLVER).request(LabelRequest(user=user, collection="c", iris=entities))
     with counting() as usage:
-        both = await client(system, COMMUNITIES).request(of.model_copy(update={"relations": 100}))
+        both = await client(system, COMMUNITIES).request(of.model_copy(update={"relations": 100, "labels": True}))
     assert both.relations == relations.relations and both.relations
+    assert both.labels == labels.labels and both.labels["http://kgflow.org/e/paris"] == "Paris"
     assert both.communities == communities.communities and both.communities and both.communities[0].top_entity_labels
     assert both.membership == communities.membership
     if backend == "neo4j":

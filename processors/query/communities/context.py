@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from processors.stores.chunk_reads import ContextReads, RelationHit
 from processors.stores.factory import Stores
@@ -47,24 +48,37 @@ async def communities_of(
     return of, sorted(found, key=lambda c: order.get(c.id, len(order)))
 
 
+@dataclass
+class Context:
+    """A neighbourhood's context: relations among its entities, their communities, their labels."""
+
+    relations: list[RelationHit]
+    membership: dict[str, str]
+    communities: list[CommunityInfo]
+    labels: dict[str, str]
+
+
 async def context_of(
-    reads: ContextReads, tenant: Tenant, entities: Sequence[str], level: int, limit: int, relations: int
-) -> tuple[list[RelationHit], dict[str, str], list[CommunityInfo]]:
-    """The `relations` strongest relations among the entities, and `communities_of` them."""
-    rels = await reads.relations(tenant, entities, relations)
+    reads: ContextReads, tenant: Tenant, entities: Sequence[str], level: int, limit: int, relations: int, labels: bool
+) -> Context:
+    """The `relations` strongest relations among the entities, `communities_of` them and (with
+    `labels`) their labels, one read after another (they may share a transaction)."""
+    rels = await reads.relations(tenant, entities, relations) if relations else []
     of, found = await communities_of(reads, tenant, entities, level, limit)
-    return rels, of, found
+    return Context(rels, of, found, await reads.labels(tenant, entities) if labels else {})
 
 
 async def context_alongside(
-    stores: Stores, tenant: Tenant, entities: Sequence[str], level: int, limit: int, relations: int
-) -> tuple[list[RelationHit], dict[str, str], list[CommunityInfo]]:
-    """`context_of` over the process's stores, the relations read alongside the communities."""
+    stores: Stores, tenant: Tenant, entities: Sequence[str], level: int, limit: int, relations: int, labels: bool
+) -> Context:
+    """`context_of` over the process's stores, each read alongside the others."""
     reads = StoresContextReads(stores)
-    rels, (of, found) = await asyncio.gather(
-        reads.relations(tenant, entities, relations), communities_of(reads, tenant, entities, level, limit)
+    rels, (of, found), named = await asyncio.gather(
+        reads.relations(tenant, entities, relations) if relations else _nothing(),
+        communities_of(reads, tenant, entities, level, limit),
+        reads.labels(tenant, entities) if labels else _no_labels(),
     )
-    return rels, of, found
+    return Context(rels, of, found, named)
 
 
 async def labelled(reads: ContextReads, tenant: Tenant, found: list[CommunityInfo]) -> list[CommunityInfo]:
@@ -72,3 +86,11 @@ async def labelled(reads: ContextReads, tenant: Tenant, found: list[CommunityInf
     iris = sorted({e for c in found for e in c.top_entities})
     labels = await reads.labels(tenant, iris) if iris else {}
     return [c.model_copy(update={"top_entity_labels": [labels.get(e, e) for e in c.top_entities]}) for c in found]
+
+
+async def _nothing() -> list[RelationHit]:
+    return []
+
+
+async def _no_labels() -> dict[str, str]:
+    return {}

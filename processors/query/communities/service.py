@@ -9,6 +9,7 @@ from __future__ import annotations
 from processors.base.operations import by_operation
 from processors.base.processor import FlowContext, ServiceSpec
 from processors.query.communities.context import (
+    Context,
     StoresContextReads,
     communities_of,
     context_alongside,
@@ -17,7 +18,7 @@ from processors.query.communities.context import (
 )
 from processors.query.communities.prompts import SUMMARY_SYSTEM, profile_text, summary_prompt
 from processors.services.store_processor import StoreProcessor
-from processors.stores.chunk_reads import ChunkReads, RelationHit
+from processors.stores.chunk_reads import ChunkReads
 from schemas.communities import (
     CommunitiesOf,
     CommunitiesResponse,
@@ -78,22 +79,23 @@ class CommunitiesProcessor(StoreProcessor):
         return res.model_copy(update={"membership": of})
 
     async def context(self, req: CommunitiesOf) -> CommunitiesResponse:
-        """The entities' communities and (with `relations`) the relations among them: on a store
-        that holds them all, in one read transaction; otherwise each read from its own store."""
-        t, ents, level, limit, n = req.tenant, req.entities, req.level, req.limit, req.relations
-        if not n:
+        """The entities' communities and, when asked, the relations among them and their labels:
+        on a store that holds them all, in one read transaction; otherwise each from its own store."""
+        t, ents, level, limit = req.tenant, req.entities, req.level, req.limit
+        if not req.relations and not req.labels:
             of, found = await communities_of(StoresContextReads(self.stores), t, ents, level, limit)
             return CommunitiesResponse(membership=of, communities=found)
 
-        async def work(reads: ChunkReads) -> tuple[list[RelationHit], dict[str, str], list[CommunityInfo]]:
+        async def work(reads: ChunkReads) -> Context:
             shared = reads.context_reads()
             if shared is None:
-                return await context_alongside(self.stores, t, ents, level, limit, n)
-            return await context_of(shared, t, ents, level, limit, n)
+                return await context_alongside(self.stores, t, ents, level, limit, req.relations, req.labels)
+            return await context_of(shared, t, ents, level, limit, req.relations, req.labels)
 
-        hits, of, found = await self.stores.documents.read_as_one(work)
-        rels = [RelationshipRef(s=h.s, p=h.p, o=h.o, weight=float(h.support)) for h in hits]
-        return CommunitiesResponse(membership=of, communities=found, relations=rels)
+        got = await self.stores.documents.read_as_one(work)
+        rels = [RelationshipRef(s=h.s, p=h.p, o=h.o, weight=float(h.support)) for h in got.relations]
+        return CommunitiesResponse(membership=got.membership, communities=got.communities, relations=rels,
+                                   labels=got.labels)  # fmt: skip
 
     async def summarize(self, req: SummarizeCommunities, flow: FlowContext) -> CommunitiesResponse:
         """Cached summaries, new ones written (and cached) by the model, or profiles without one."""

@@ -75,12 +75,10 @@ class LazyRag:
         ids = [e for e, _ in nb.entities]
         summarize = s.use_communities and req.operation == "query" and not req.no_llm
         warnings: list[Notice] = []
-        labels, (relations, communities), concepts = await asyncio.gather(
-            self.sources.labels(t, ids),
-            self._context(t, ids, s.use_communities, summarize, warnings),
-            question_concepts,
+        context, concepts = await asyncio.gather(
+            self._context(t, ids, s.use_communities, summarize, warnings), question_concepts
         )
-        communities, summary_calls = communities
+        labels, relations, (communities, summary_calls) = context
         stats.llm_calls += summary_calls
         watch.lap("context")
         confidence, missing = coverage(concepts, labels.values(), nb)
@@ -107,13 +105,14 @@ class LazyRag:
 
     async def _context(
         self, t: Tenant, ids: list[str], use_communities: bool, summarize: bool, warnings: list[Notice]
-    ) -> tuple[list[RelationshipRef], tuple[list[CommunityInfo], int]]:
-        """The relations among the entities and their communities: one call unless summaries are
-        to be written (a model's work, with its own fallback)."""
+    ) -> tuple[dict[str, str], list[RelationshipRef], tuple[list[CommunityInfo], int]]:
+        """The entities' labels, the relations among them and their communities: one call unless
+        summaries are to be written (a model's work, with its own fallback) or none are wanted."""
         if use_communities and not summarize:
-            relations, found = await self.sources.context(t, ids, CONTEXT_COMMUNITIES)
-            return relations, (found, 0)
+            relations, found, labels = await self.sources.context(t, ids, CONTEXT_COMMUNITIES)
+            return labels, relations, (found, 0)
         return await asyncio.gather(
+            self.sources.labels(t, ids),
             self.sources.relations(t, ids),
             self._communities(t, ids, summarize, warnings) if use_communities else _none(),
         )

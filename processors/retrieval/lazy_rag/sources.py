@@ -72,9 +72,9 @@ class LazySources(ChunkSearchSource, Protocol):
 
     async def context(
         self, t: Tenant, entities: Sequence[str], limit: int
-    ) -> tuple[list[RelationshipRef], list[CommunityInfo]]:
-        """`relations` and the first `limit` communities of the entities without summaries, in
-        one call (on a server holding them all, one store round trip)."""
+    ) -> tuple[list[RelationshipRef], list[CommunityInfo], dict[str, str]]:
+        """`relations`, the first `limit` communities of the entities without summaries and the
+        entities' `labels`, in one call (on a server holding them all, one store round trip)."""
         ...
 
     async def concepts(self, text: str) -> list[ConceptMention]:
