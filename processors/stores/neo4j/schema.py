@@ -174,6 +174,19 @@ def _runner(tx: Any) -> Runner:
     return run
 
 
+def _read_runner(tx: Any) -> Runner:
+    """`_runner` for a read transaction, its records taken as `Neo4jConnection.read` takes them:
+    dict(record), not record.data(), which walks every value again (a read returns plain lists,
+    maps and scalars; an expansion's links are a thousand rows)."""
+    usage = current()
+
+    async def run(cypher: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        count(usage, 1)
+        return [dict(r) async for r in await tx.run(cypher, params)]
+
+    return run
+
+
 class Neo4jConnection:
     """An async Neo4j driver plus one-time schema setup, shared by the triple store and the index.
 
@@ -275,7 +288,7 @@ class Neo4jConnection:
 
     async def read_tx(self, work: Callable[[Runner], Awaitable[T]]) -> T:
         """Run `work` in one managed read transaction; it runs queries with the `Runner` it gets."""
-        return await self._transaction(lambda tx: work(_runner(tx)), write=False)
+        return await self._transaction(lambda tx: work(_read_runner(tx)), write=False)
 
     async def read_pages(self, queries: Sequence[PagedQuery], page: int, restart: Callable[[], None]) -> None:
         """Run read queries in one managed read transaction, handing each one's records (as value
