@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import gc
 import hashlib
 import json
 import pickle
@@ -69,8 +70,15 @@ def _fresh(home: Path, base: Path | None) -> None:
         shutil.copytree(base, home)
 
 
-async def write(path: Path, home: Path, first: int, count: int | None, base: Path | None, prof: Path | None) -> dict:
-    """Write batches `first` .. `first + count - 1` into `home` (a copy of `base`, when given)."""
+async def write(
+    path: Path, home: Path, first: int, count: int | None, base: Path | None, prof: Path | None, held: str = "none"
+) -> dict:
+    """Write batches `first` .. `first + count - 1` into `home` (a copy of `base`, when given).
+    `held`: "sources" holds the corpus sources in the process as a build does (their millions of
+    objects are what each full garbage collection walks), "frozen" holds them gc-frozen."""
+    sources = await prepare_sources(CACHE) if held != "none" else None
+    if held == "frozen":
+        gc.freeze()
     chosen: list[Any] = _load(path, first, count)
     _fresh(home, base)
     statements: defaultdict[str, float] = defaultdict(float)
@@ -103,6 +111,7 @@ async def write(path: Path, home: Path, first: int, count: int | None, base: Pat
         "cpu_s": round(cpu, 2),
         "cpu_ms_per_chunk": round(1000 * cpu / max(written, 1), 3),
         "load_average": {"start": load, "end": load_average()},
+        "held": held if sources is not None else "none",
         "statement_s": {k: round(v, 3) for k, v in sorted(statements.items(), key=lambda kv: -kv[1])[:25]},
     }
 
@@ -190,6 +199,7 @@ def main() -> None:
     w.add_argument("--count", type=int, default=None)
     w.add_argument("--base", type=Path, default=None)
     w.add_argument("--profile", type=Path, default=None)
+    w.add_argument("--hold", choices=("none", "sources", "frozen"), default="none")
     d = sub.add_parser("dump")
     d.add_argument("home", type=Path)
     a = ap.parse_args()
@@ -198,7 +208,7 @@ def main() -> None:
         asyncio.run(make(a.chunks, a.batch, a.out))
         print(f"made in {time.perf_counter() - began:.1f} s")
     elif a.cmd == "write":
-        print(json.dumps(asyncio.run(write(a.batches, a.home, a.first, a.count, a.base, a.profile)), indent=1))
+        print(json.dumps(asyncio.run(write(a.batches, a.home, a.first, a.count, a.base, a.profile, a.hold)), indent=1))
     else:
         print(json.dumps(dump(a.home), indent=1))
 
