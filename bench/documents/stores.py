@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import hashlib
 import json
 import os
@@ -260,6 +261,10 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
     a = ap.parse_args(argv)
     began = time.perf_counter()
     sources = await prepare_sources(a.cache, a.subset, log)
+    # The sources stay for the whole build and never change: out of the collector's way, a full
+    # collection no longer walks their millions of objects during each batch's store writes
+    # (store_profile --hold sources/frozen: 1.79-1.81 -> 1.57-1.64 CPU-ms a chunk at 50k+, load ~8, issue 38).
+    gc.freeze()
     sources_s = round(time.perf_counter() - began, 1)
     spec = spec_for(a.size, a.backend, a.subset)
     progress = a.out.with_suffix(".progress.json") if a.out else None

@@ -249,3 +249,30 @@ async def test_an_entity_s_first_mentions_are_a_sample_not_its_earliest_chunks(t
         assert await store.db.read(lambda c: c.execute("SELECT count(*) FROM mentions").fetchone()) == (600,)
     finally:
         await store.close()
+
+
+async def test_in_one_batch_the_first_document_to_mention_a_concept_decides_its_row(tmp_path: Path) -> None:
+    # a, then b, mention curie: a does not own it, b does and gives another key; both keys and the
+    # alias find it, each once, and the rows are those of a write of a alone, then b alone.
+    keyed = [
+        dataclasses.replace(RECORDS[0], keys={e("curie"): "curie"}, aliases={e("curie"): ("marie curie",)}),
+        dataclasses.replace(RECORDS[1], owned={e("curie")}, keys={e("curie"): "m curie"},
+                            aliases={e("curie"): ("marie curie",)}),
+    ]  # fmt: skip
+    rows = "SELECT iri, owned, key FROM concepts ORDER BY iri"
+    keys_sql = "SELECT key, iri FROM concept_keys ORDER BY key, iri"
+    found = []
+    for batches in ([keyed], [keyed[:1], keyed[1:]]):
+        store = SqliteDocumentStore(tmp_path / f"{len(batches)}.db")
+        try:
+            for batch in batches:
+                await store.store(TENANT, batch)
+            found.append(await store.db.read(lambda c: (c.execute(rows).fetchall(), c.execute(keys_sql).fetchall())))
+            assert await store.claimed(TENANT, [e("curie")]) == set()  # a's row: not owned
+            assert await store.concept_keys(TENANT, ["curie", "m curie", "marie curie"]) == {
+                "curie": [e("curie")], "m curie": [e("curie")], "marie curie": [e("curie")],
+            }  # fmt: skip
+        finally:
+            await store.close()
+    assert found[0] == found[1]
+    assert (e("curie"), 0, "curie") in found[0][0]

@@ -96,17 +96,29 @@ def insert_records(
     ])  # fmt: skip
     count_terms(conn, tenant, list(words.values()))
     by_id = {cid: rowid for rowid, cid in rowids}
-    mention_rows.insert(conn, tenant, records, by_id)
-    relation_rows.insert(conn, tenant, records, by_id)
-    mentioned = [(r, e) for r in records for e in dict.fromkeys(m.entity for m in r.mentions)]
-    conn.executemany(  # the first document of the batch to mention a concept decides, as one by one
-        "INSERT INTO concepts VALUES (?,?,?,?,?) ON CONFLICT DO NOTHING",
-        [(u, coll, e, int(e in r.owned), r.keys.get(e, "")) for r, e in mentioned],
-    )
-    conn.executemany("INSERT OR IGNORE INTO concept_keys VALUES (?,?,?,?)", [
-        (u, coll, k, e) for r, e in mentioned for k in (r.keys.get(e, ""), *r.aliases.get(e, ())) if k
-    ])  # fmt: skip
+    known = mention_rows.insert(conn, tenant, records, by_id)
+    relation_rows.insert(conn, tenant, records, by_id, known)
+    insert_concepts(conn, tenant, records)
     add_spellings(conn, tenant, records)
+
+
+def insert_concepts(conn: sqlite3.Connection, tenant: Tenant, records: Sequence[DocumentRecord]) -> None:
+    """The concepts the records mention, with their keys and aliases. The first document of the
+    batch to mention a concept decides its row, as one by one; each row is sent once, in key order
+    (a batch mentions a concept in many documents: sent per mention, the ignored duplicates were
+    most of these two tables' write time, issue 38)."""
+    first: dict[str, DocumentRecord] = {}
+    for r in records:
+        for m in r.mentions:
+            first.setdefault(m.entity, r)
+    u, coll = tenant.user, tenant.collection
+    conn.executemany(
+        "INSERT INTO concepts VALUES (?,?,?,?,?) ON CONFLICT DO NOTHING",
+        [(u, coll, e, int(e in r.owned), r.keys.get(e, "")) for e, r in sorted(first.items())],
+    )
+    keys = {(k, e) for r in records for e in {m.entity for m in r.mentions}
+            for k in (r.keys.get(e, ""), *r.aliases.get(e, ())) if k}  # fmt: skip
+    conn.executemany("INSERT OR IGNORE INTO concept_keys VALUES (?,?,?,?)", [(u, coll, k, e) for k, e in sorted(keys)])
 
 
 def _as_list(v: object) -> list[object]:

@@ -90,13 +90,15 @@ _ADD = "INSERT INTO chunk_mentions VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET co
 
 def insert(
     conn: sqlite3.Connection, tenant: Tenant, records: Sequence[DocumentRecord], chunk_rowids: dict[str, int]
-) -> None:
-    """The records' mentions (`chunk_rowids`: their chunks' rowids, written already), in key order."""
+) -> dict[str, int]:
+    """The records' mentions (`chunk_rowids`: their chunks' rowids, written already), in key order;
+    returns the ids of the entities they name (relation_rows.insert maps the same IRIs)."""
     found = [(m.entity, m.chunk_id, m.count) for r in records for m in r.mentions if m.chunk_id in chunk_rowids]
     if not found:
-        return
+        return {}
     ids = iri_ids(conn, tenant, [e for e, _, _ in found])
     conn.executemany(_ADD, sorted((ids[e], chunk_rowids[c] * _MIX % _P, n) for e, c, n in found))
+    return ids
 
 
 def delete_of_docs(conn: sqlite3.Connection, tenant: Tenant, ids: str) -> None:

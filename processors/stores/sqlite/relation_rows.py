@@ -143,18 +143,28 @@ def iri_ids(conn: sqlite3.Connection, tenant: Tenant, iris: Sequence[str]) -> di
 
 
 def insert(
-    conn: sqlite3.Connection, tenant: Tenant, records: Sequence[DocumentRecord], chunk_rowids: dict[str, int]
+    conn: sqlite3.Connection,
+    tenant: Tenant,
+    records: Sequence[DocumentRecord],
+    chunk_rowids: dict[str, int],
+    ids: dict[str, int] | None = None,
 ) -> None:
-    """The records' relation sources (`chunk_rowids`: their chunks' rowids, written already): the
-    ids are mapped here and the rows go in in key order (a JSON row per source mapped inside SQL
-    was half of a batch's write time, issue 38)."""
-    rows = [(x.s, x.p, x.o, c) for r in records for x in r.relations for c in x.chunk_ids]
-    if not rows:
+    """The records' relation sources (`chunk_rowids`: their chunks' rowids, written already; `ids`:
+    IRIs whose ids are known already, updated with the rest): the ids are mapped here and the rows
+    go in in key order (a JSON row per source mapped inside SQL was half of a batch's write time,
+    issue 38)."""
+    relations = [x for r in records for x in r.relations]
+    if not relations:
         return
-    ids = iri_ids(conn, tenant, [i for s, p, o, _ in rows for i in (s, p, o)])
-    conn.executemany(
-        _ADD_SOURCE, sorted({(ids[s], ids[p], ids[o], chunk_rowids[c]) for s, p, o, c in rows if c in chunk_rowids})
-    )
+    ids = {} if ids is None else ids
+    missing = {i for x in relations for i in (x.s, x.p, x.o) if i not in ids}
+    if missing:
+        ids.update(iri_ids(conn, tenant, list(missing)))
+    rows = set()
+    for x in relations:
+        s, p, o = ids[x.s], ids[x.p], ids[x.o]
+        rows.update((s, p, o, chunk_rowids[c]) for c in x.chunk_ids if c in chunk_rowids)
+    conn.executemany(_ADD_SOURCE, sorted(rows))
 
 
 def delete_of_docs(conn: sqlite3.Connection, tenant: Tenant, ids: str) -> list[tuple[str, str, str]]:

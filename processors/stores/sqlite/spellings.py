@@ -30,11 +30,18 @@ _ADD = (
     "INSERT INTO spellings (user, collection, iri, label, n) VALUES (?, ?, ?, ?, ?)"
     " ON CONFLICT (user, collection, iri, label) DO UPDATE SET n = n + excluded.n"
 )
-# The tenant's ids of spellings (?3: JSON array of [iri, label]); the asked rows drive (CROSS JOIN),
-# else the planner scans the tenant's spellings once per row asked.
-_IDS = (
-    "SELECT s.iri, s.label, s.id FROM json_each(?3) j CROSS JOIN spellings s WHERE s.user = ?1 AND s.collection = ?2"
-    " AND s.iri = j.value ->> 0 AND s.label = j.value ->> 1"
+# A batch's spellings go through a temporary table of the connection: summed into `spellings` in
+# (iri, label) order (new rows get their ids in that order) and joined to their ids in SQL. Looked
+# up row by row from a JSON array of [iri, label] they took ~0.5 s of a 2,000-document batch (issue 38).
+_BATCH = "CREATE TEMP TABLE IF NOT EXISTS batch_spellings (d TEXT, iri TEXT, label TEXT, n INTEGER)"
+_SUM_BATCH = (
+    "INSERT INTO spellings (user, collection, iri, label, n) SELECT ?1, ?2, iri, label, sum(n)"
+    " FROM temp.batch_spellings GROUP BY iri, label ORDER BY iri, label"
+    " ON CONFLICT (user, collection, iri, label) DO UPDATE SET n = n + excluded.n"
+)
+_DOCS_OF_BATCH = (
+    "INSERT INTO doc_spellings SELECT b.d, s.id, b.n FROM temp.batch_spellings b CROSS JOIN spellings s"
+    " WHERE s.user = ?1 AND s.collection = ?2 AND s.iri = b.iri AND s.label = b.label"
 )
 # The documents' (?3: JSON array) spellings, through the tenant's own rows.
 _OF_DOCS = (
@@ -58,15 +65,12 @@ def add_spellings(conn: sqlite3.Connection, tenant: Tenant, records: Sequence[Do
             for r in records for iri, counts in r.spellings.items() for label, n in counts.items()]  # fmt: skip
     if not rows:
         return
-    added = Counter[tuple[str, str]]()
-    for _, iri, label, n in rows:
-        added[iri, label] += n
-    _adjust(conn, tenant, added, 1)
-    arg = (tenant.user, tenant.collection, json.dumps([list(k) for k in added]))
-    ids = {(iri, label): i for iri, label, i in conn.execute(_IDS, arg)}
-    conn.executemany(
-        "INSERT INTO doc_spellings VALUES (?, ?, ?)", [(d, ids[iri, label], n) for d, iri, label, n in rows]
-    )
+    conn.execute(_BATCH)
+    conn.execute("DELETE FROM temp.batch_spellings")
+    conn.executemany("INSERT INTO temp.batch_spellings VALUES (?, ?, ?, ?)", rows)
+    conn.execute(_SUM_BATCH, (tenant.user, tenant.collection))
+    conn.execute(_DOCS_OF_BATCH, (tenant.user, tenant.collection))
+    conn.execute("DELETE FROM temp.batch_spellings")
 
 
 def take_spellings(conn: sqlite3.Connection, tenant: Tenant, ids: Sequence[str]) -> None:
