@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from processors.stores.settings import StoreSettings
+
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS_PY = ROOT / "deploy" / "servers.py"
 SERVER_NAMES = ("pulsar", "cassandra", "neo4j")
@@ -26,6 +28,11 @@ class Servers:
     cassandra_host: str
     cassandra_port: int
     neo4j_url: str
+
+    def all_on_neo4j(self, home: Path) -> StoreSettings:
+        """Store settings with triples, vectors and documents on the real Neo4j (`home` for the rest)."""
+        return StoreSettings(home=home, triples_backend="neo4j", vectors_backend="neo4j", documents_backend="neo4j",
+                             neo4j_url=self.neo4j_url)  # fmt: skip
 
 
 def _servers(*args: str) -> subprocess.CompletedProcess[str]:

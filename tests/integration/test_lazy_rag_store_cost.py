@@ -56,10 +56,7 @@ async def loaded(
     """A system on one backend with the shared corpus loaded, one question already asked (the
     connections open, the caches warm: below, each question's own reads)."""
     home, user = tmp_path / "home", f"cost-{uuid.uuid4().hex[:8]}"
-    store = StoreSettings(home=home)
-    if request.param == "neo4j":
-        store = StoreSettings(home=home, triples_backend="neo4j", vectors_backend="neo4j", documents_backend="neo4j",
-                              neo4j_url=servers.neo4j_url)  # fmt: skip
+    store = servers.all_on_neo4j(home) if request.param == "neo4j" else StoreSettings(home=home)
     async with embedded(store, RuntimeSettings()) as system:
         try:
             await load(system, user, "c", CORPUS)
