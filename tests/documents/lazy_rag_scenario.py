@@ -68,8 +68,9 @@ async def check_lazy_rag(system: System, user: str) -> None:
 
 
 async def check_bounds(system: System, user: str) -> None:
-    """`max-entities` caps the entities; each of `max-hops` levels of expansion is one store call
-    (the links of the whole frontier), and the stages' counts add up to the request's."""
+    """`max-entities` caps the entities; each of `max-hops` levels of expansion reads the links of
+    the whole frontier at once, all levels in one round trip where the store runs them in one
+    transaction (Neo4j) or one each; the stages' counts add up to the request's."""
     question = "Which river flows through the city where Pierre Curie was born?"
     capped = await ask(system, user, C, question, operation="expand", max_entities=2)
     assert 0 < len(capped.entities) <= 2
@@ -77,6 +78,7 @@ async def check_bounds(system: System, user: str) -> None:
         res = await ask(system, user, C, question, operation="expand", max_hops=hops)
         st = res.stats
         assert st is not None
-        assert st.stage_store_round_trips["expand"] == hops, (hops, st)
+        assert st.stage_store_requests["expand"] >= hops, (hops, st)
+        assert st.stage_store_round_trips["expand"] in {min(hops, 1), hops}, (hops, st)
         assert sum(st.stage_store_round_trips.values()) == st.store_round_trips > hops
         assert sum(st.stage_store_requests.values()) == st.store_requests >= st.store_round_trips
