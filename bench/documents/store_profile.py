@@ -171,10 +171,11 @@ def dump(home: Path) -> dict[str, str]:
 def _table_digest(conn: sqlite3.Connection, table: str) -> str:
     """Row count and a hash of the rows (with the rowid, where the table has one) in order; a
     `version` column (a random token a space draws when its lists change) is left out."""
-    quoted = '"' + table.replace('"', '""') + '"'
-    cols = ", ".join(r[1] for r in conn.execute("SELECT * FROM pragma_table_info(?)", (table,)) if r[1] != "version")
+    names = [r[1] for r in conn.execute("SELECT * FROM pragma_table_info(?)", (table,)) if r[1] != "version"]
+    cols, quoted = ", ".join(map(_identifier, names)), _identifier(table)
+    # identifiers only (read from the file's own schema, quoted): no value is pasted
     try:
-        cur = conn.execute(f"SELECT rowid, {cols} FROM {quoted}")  # noqa: S608 - names read from the file
+        cur = conn.execute(f"SELECT rowid, {cols} FROM {quoted}")  # noqa: S608
     except sqlite3.OperationalError:  # WITHOUT ROWID
         cur = conn.execute(f"SELECT {cols} FROM {quoted}")  # noqa: S608
     rows = sorted(cur.fetchall(), key=repr)
@@ -182,6 +183,11 @@ def _table_digest(conn: sqlite3.Connection, table: str) -> str:
     for row in rows:
         h.update(repr(row).encode())
     return f"{len(rows)} {h.hexdigest()[:16]}"
+
+
+def _identifier(name: str) -> str:
+    """An SQL identifier, quoted (a name with a quote or a keyword in it stays one name)."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def main() -> None:
