@@ -46,42 +46,49 @@ WRITE_DOCS = (
     "UNWIND $docs AS row MERGE (d:KgDocument {key: row.key}) "
     "SET d.user = $user, d.collection = $collection, d += row.props"
 )
+# The batch's entities, each once (in key order: concurrent writers lock them in one order), with
+# the mention that comes first's ownership and the first concept key the mentions give.
+WRITE_ENTITIES = (
+    "UNWIND $entities AS row MERGE (e:KgEntity {key: row.ekey}) "
+    "ON CREATE SET e.user = $user, e.collection = $collection, e.uri = row.iri "
+    "SET e.concept = coalesce(e.concept, row.owned), e.concept_key = coalesce(e.concept_key, row.concept_key)"
+)
+WRITE_RELATIONS = (
+    "UNWIND $relations AS row MERGE (r:KgRelation {key: row.key}) "
+    "ON CREATE SET r.user = $user, r.collection = $collection, r.s = row.s, r.p = row.p, r.o = row.o"
+)
+# A chunk and its links, found from the chunk it has in hand (one index seek a link, not two). The
+# links are CREATEd: CLEAR_CHUNKS took a replaced document's chunks' links away in this transaction
+# and write_rows gives each link once, so none exists yet.
 # The vector as the entity index writes its own (cypher._SET_VECTOR): float32 through
 # db.create.setNodeVectorProperty, half the bytes of the float64 list a SET of a Bolt list stores.
+_LINKS = (
+    "CALL (c, row) { UNWIND row.mentions AS m MATCH (e:KgEntity {key: m[0]}) "
+    "CREATE (c)-[:HAS_ENTITY {user: $user, collection: $collection, count: m[1]}]->(e) } "
+    "CALL (c, row) { UNWIND row.sources AS k MATCH (r:KgRelation {key: k}) "
+    "CREATE (c)-[:SOURCE_OF {user: $user, collection: $collection}]->(r) } "
+    "CALL (c, row) { UNWIND row.subjects AS k MATCH (e:KgEntity {key: k}) "
+    "CREATE (c)-[:ABOUT {user: $user, collection: $collection}]->(e) } "
+)
 WRITE_CHUNKS = (
     "UNWIND $chunks AS row MATCH (d:KgDocument {key: row.dkey}) MERGE (c:KgChunk {key: row.key}) "
     "SET c.user = $user, c.collection = $collection, c.tenant = $tenant, c += row.props, "
     "c.embedding = CASE WHEN row.vec IS NULL THEN null ELSE c.embedding END "
     "MERGE (d)-[h:HAS_CHUNK]->(c) ON CREATE SET h.user = $user, h.collection = $collection "
-    "WITH c, row WHERE row.vec IS NOT NULL CALL db.create.setNodeVectorProperty(c, 'embedding', row.vec)"
+    "WITH c, row "
+    + _LINKS
+    + "WITH c, row WHERE row.vec IS NOT NULL CALL db.create.setNodeVectorProperty(c, 'embedding', row.vec)"
 )
-# A document's title names its chunks' subject (an entity the mentions MERGE).
-WRITE_SUBJECTS = (
-    "UNWIND $subjects AS row MATCH (c:KgChunk {key: row.ckey}) MATCH (e:KgEntity {key: row.ekey}) "
-    "MERGE (c)-[a:ABOUT]->(e) ON CREATE SET a.user = $user, a.collection = $collection"
-)
-WRITE_MENTIONS = (
-    "UNWIND $mentions AS row MATCH (c:KgChunk {key: row.ckey}) "
-    "MERGE (e:KgEntity {key: row.ekey}) ON CREATE SET e.user = $user, e.collection = $collection, e.uri = row.iri "
-    "SET e.concept = coalesce(e.concept, row.owned), e.concept_key = coalesce(e.concept_key, row.concept_key) "
-    "CREATE (c)-[:HAS_ENTITY {user: $user, collection: $collection, count: row.count}]->(e)"
-)
-WRITE_SOURCES = (
-    "UNWIND $sources AS row MATCH (c:KgChunk {key: row.ckey}) MERGE (r:KgRelation {key: row.key}) "
-    "ON CREATE SET r.user = $user, r.collection = $collection, r.s = row.s, r.p = row.p, r.o = row.o "
-    "MERGE (c)-[x:SOURCE_OF]->(r) ON CREATE SET x.user = $user, x.collection = $collection"
-)
-# Everything a store writes, in one query.
 # Every key a concept is found by (its own and its aliases) names it: (:KgName)-[:NAME_OF]->(:KgEntity).
 WRITE_NAMES = (
     "UNWIND $names AS row MATCH (e:KgEntity {key: row.ekey}) MERGE (n:KgName {key: row.nkey}) "
     "ON CREATE SET n.user = $user, n.collection = $collection, n.name = row.name "
     "MERGE (n)-[r:NAME_OF]->(e) ON CREATE SET r.user = $user, r.collection = $collection"
 )
+# Everything a store writes, in one query.
 WRITE = (
-    "CALL () { " + WRITE_DOCS + " } CALL () { " + WRITE_CHUNKS + " } "
-    "CALL () { " + WRITE_MENTIONS + " } CALL () { " + WRITE_SUBJECTS + " } CALL () { " + WRITE_SOURCES + " } "
-    "CALL () { " + WRITE_NAMES + " }"
+    "CALL () { " + WRITE_DOCS + " } CALL () { " + WRITE_ENTITIES + " } CALL () { " + WRITE_RELATIONS + " } "
+    "CALL () { " + WRITE_CHUNKS + " } CALL () { " + WRITE_NAMES + " }"
 )
 # Of the candidates: relations no chunk supports any more (deleted, returned) and entities no
 # chunk mentions (their concept flag goes; nodes nothing else uses go too).
@@ -100,8 +107,9 @@ UNMENTIONED = (
 
 
 def write_rows(tenant: Tenant, records: Sequence[DocumentRecord]) -> dict[str, list[dict[str, Any]]]:
-    """The UNWIND rows of documents, chunks, mentions and relation sources."""
-    docs, chunks, mentions, sources, subjects, names = [], [], [], [], [], []
+    """The UNWIND rows of documents, entities, relations, chunks (each with its links: mentions,
+    relation sources, subject) and names; every node and link once."""
+    docs, chunks, batch = [], {}, _Batch()
     for r in records:
         d, dkey = r.document, node_key(tenant, r.document.id)
         words = [terms(f"{d.title}\n{c.text}" if d.title else c.text) for c in r.chunks]  # as the embedded index
@@ -112,34 +120,58 @@ def write_rows(tenant: Tenant, records: Sequence[DocumentRecord]) -> dict[str, l
                  "chunks": len(r.chunks), "lexlen": sum(lexlen), "title_entity": r.title_entity,
                  "spellings": doc_spellings(r)}  # fmt: skip
         docs.append({"key": dkey, "chunk_keys": ckeys, "props": props})
+        subject = [entity_key(tenant, r.title_entity)] if r.title_entity else []
         for c, v, ck, x, n in zip(r.chunks, r.vectors, ckeys, lex, lexlen, strict=True):
             cprops = {"id": c.id, "document_id": d.id, "ordinal": c.ordinal, "text": c.text, "start": c.start,
                       "end": c.end, "tokens": c.tokens, "lexical": x, "lexlen": n, "page": c.page,
                       "section": c.section}  # fmt: skip
-            chunks.append({"key": ck, "dkey": dkey, "props": cprops, "vec": stored_vector(v)})
-            if r.title_entity:
-                subjects.append({"ckey": ck, "ekey": entity_key(tenant, r.title_entity)})
-        counts: dict[tuple[str, str], int] = {}
+            row = chunks.setdefault(ck, {"mentions": {}, "sources": {}, "subjects": {}})
+            row.update(key=ck, dkey=dkey, props=cprops, vec=stored_vector(v))
+            row["subjects"].update(dict.fromkeys(subject))
+        batch.add(tenant, r, chunks)
+    rows = [{**c, "mentions": list(c["mentions"].items()), "sources": list(c["sources"]),
+             "subjects": list(c["subjects"])} for c in chunks.values()]  # fmt: skip
+    return {"docs": docs, "chunks": rows, **batch.rows()}
+
+
+class _Batch:
+    """A batch's entities, relations and names, each once, and its chunks' links (into their rows)."""
+
+    def __init__(self) -> None:
+        self.entities: dict[str, dict[str, Any]] = {}
+        self.relations: dict[str, dict[str, Any]] = {}
+        self.names: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def add(self, tenant: Tenant, r: DocumentRecord, chunks: dict[str, dict[str, Any]]) -> None:
+        """`r`'s mentions, relation sources and names (links of chunks not in `r` are left out)."""
+        own = {node_key(tenant, c.id) for c in r.chunks}
         for m in r.mentions:
-            counts[m.chunk_id, m.entity] = counts.get((m.chunk_id, m.entity), 0) + m.count
-        mentions += [
-            {"ckey": node_key(tenant, c), "ekey": entity_key(tenant, e), "iri": e,
-             "count": n, "owned": e in r.owned, "concept_key": r.keys.get(e)}
-            for (c, e), n in counts.items()
-        ]  # fmt: skip
-        names += [
-            {"nkey": name_key(tenant, k), "name": k, "ekey": entity_key(tenant, e)}
-            for e in dict.fromkeys(m.entity for m in r.mentions)
-            for k in dict.fromkeys((r.keys.get(e, ""), *r.aliases.get(e, ())))
-            if k
-        ]
-        sources += [
-            {"ckey": node_key(tenant, c), "key": relation_key(tenant, x.s, x.p, x.o),
-             "s": x.s, "p": x.p, "o": x.o}
-            for x in r.relations for c in dict.fromkeys(x.chunk_ids)
-        ]  # fmt: skip
-    return {"docs": docs, "chunks": chunks, "mentions": mentions, "sources": sources,
-            "subjects": subjects, "names": names}  # fmt: skip
+            ck, ek = node_key(tenant, m.chunk_id), entity_key(tenant, m.entity)
+            if ck not in own:
+                continue
+            links = chunks[ck]["mentions"]
+            links[ek] = links.get(ek, 0) + m.count
+            e = self.entities.setdefault(ek, {"ekey": ek, "iri": m.entity, "owned": m.entity in r.owned,
+                                              "concept_key": None})  # fmt: skip
+            if e["concept_key"] is None:  # the first the mentions give
+                e["concept_key"] = r.keys.get(m.entity)
+        for x in r.relations:
+            key = relation_key(tenant, x.s, x.p, x.o)
+            self.relations.setdefault(key, {"key": key, "s": x.s, "p": x.p, "o": x.o})
+            for c in x.chunk_ids:
+                if (ck := node_key(tenant, c)) in own:
+                    chunks[ck]["sources"][key] = None
+        for e in dict.fromkeys(m.entity for m in r.mentions):
+            for k in dict.fromkeys((r.keys.get(e, ""), *r.aliases.get(e, ()))):
+                if k:
+                    nk, ek = name_key(tenant, k), entity_key(tenant, e)
+                    self.names.setdefault((nk, ek), {"nkey": nk, "name": k, "ekey": ek})
+
+    def rows(self) -> dict[str, list[dict[str, Any]]]:
+        """Entities, relations and names in key order: concurrent writers lock them in one order."""
+        return {"entities": [self.entities[k] for k in sorted(self.entities)],
+                "relations": [self.relations[k] for k in sorted(self.relations)],
+                "names": [self.names[k] for k in sorted(self.names)]}  # fmt: skip
 
 
 def name_key(tenant: Tenant, key: str) -> str:
