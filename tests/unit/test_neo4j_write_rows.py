@@ -43,9 +43,23 @@ def test_each_entity_relation_and_link_once() -> None:
     assert len(rows["relations"]) == 1  # one relation, written by both documents
     by_key = {c["key"]: c for c in rows["chunks"]}
     d1c0 = by_key[node_key(T, "d1:0")]
-    assert d1c0["mentions"] == [(entity_key(T, A), 2), (entity_key(T, B), 1)]  # counts summed, once each
-    assert d1c0["sources"] == [rows["relations"][0]["key"]]  # a chunk listed twice links once
+    at = {e["ekey"]: i for i, e in enumerate(rows["entities"])}  # a link names its node by position
+    assert d1c0["mentions"] == [(at[entity_key(T, A)], 2), (at[entity_key(T, B)], 1)]  # summed, once each
+    assert d1c0["sources"] == [0]  # a chunk listed twice links once
     assert all(node_key(T, "elsewhere:0") != k for k in by_key)  # another record's chunk gets no row
     names = [(n["name"], n["ekey"]) for n in rows["names"]]
     assert len(names) == len(set(names))  # A's alias named once for two documents
     assert ("alias a", entity_key(T, A)) in names
+    assert all(rows["entities"][n["entity"]]["ekey"] == n["ekey"] for n in rows["names"])
+
+
+def test_iri_edges_name_each_entity_once_by_position() -> None:
+    from processors.stores.neo4j.store import _iri_edges
+
+    rows = [
+        {"sk": "k2", "s": "b", "p": "p", "o": "a", "ok": "k1"},
+        {"sk": "k1", "s": "a", "p": "q", "o": "b", "ok": "k2"},
+    ]
+    params = _iri_edges(rows)
+    assert params["nodes"] == [{"key": "k1", "iri": "a"}, {"key": "k2", "iri": "b"}]  # key order: one lock order
+    assert params["rows"] == [{"s": 1, "o": 0, "p": "p"}, {"s": 0, "o": 1, "p": "q"}]

@@ -47,25 +47,28 @@ WRITE_DOCS = (
     "SET d.user = $user, d.collection = $collection, d += row.props"
 )
 # The batch's entities, each once (in key order: concurrent writers lock them in one order), with
-# the mention that comes first's ownership and the first concept key the mentions give.
+# the mention that comes first's ownership and the first concept key the mentions give; returned
+# in that order, so a link names its entity by position and no second index seek finds it.
 WRITE_ENTITIES = (
-    "UNWIND $entities AS row MERGE (e:KgEntity {key: row.ekey}) "
-    "ON CREATE SET e.user = $user, e.collection = $collection, e.uri = row.iri "
-    "SET e.concept = coalesce(e.concept, row.owned), e.concept_key = coalesce(e.concept_key, row.concept_key)"
+    "UNWIND range(0, size($entities) - 1) AS i WITH i, $entities[i] AS row "
+    "MERGE (e:KgEntity {key: row.ekey}) ON CREATE SET e.user = $user, e.collection = $collection, e.uri = row.iri "
+    "SET e.concept = coalesce(e.concept, row.owned), e.concept_key = coalesce(e.concept_key, row.concept_key) "
+    "WITH i, e ORDER BY i RETURN collect(e) AS ents"
 )
 WRITE_RELATIONS = (
-    "UNWIND $relations AS row MERGE (r:KgRelation {key: row.key}) "
-    "ON CREATE SET r.user = $user, r.collection = $collection, r.s = row.s, r.p = row.p, r.o = row.o"
+    "UNWIND range(0, size($relations) - 1) AS i WITH i, $relations[i] AS row MERGE (r:KgRelation {key: row.key}) "
+    "ON CREATE SET r.user = $user, r.collection = $collection, r.s = row.s, r.p = row.p, r.o = row.o "
+    "WITH i, r ORDER BY i RETURN collect(r) AS rels"
 )
-# A chunk and its links, found from the chunk it has in hand (one index seek a link, not two). The
-# links are CREATEd: CLEAR_CHUNKS took a replaced document's chunks' links away in this transaction
-# and write_rows gives each link once, so none exists yet.
+# A chunk and its links: mentions and relation sources name their node by its position in `ents`
+# and `rels`. The links are CREATEd: CLEAR_CHUNKS took a replaced document's chunks' links away in
+# this transaction and write_rows gives each link once, so none exists yet.
 # The vector as the entity index writes its own (cypher._SET_VECTOR): float32 through
 # db.create.setNodeVectorProperty, half the bytes of the float64 list a SET of a Bolt list stores.
 _LINKS = (
-    "CALL (c, row) { UNWIND row.mentions AS m MATCH (e:KgEntity {key: m[0]}) "
+    "CALL (c, row, ents) { UNWIND row.mentions AS m WITH c, m, ents[m[0]] AS e "
     "CREATE (c)-[:HAS_ENTITY {user: $user, collection: $collection, count: m[1]}]->(e) } "
-    "CALL (c, row) { UNWIND row.sources AS k MATCH (r:KgRelation {key: k}) "
+    "CALL (c, row, rels) { UNWIND row.sources AS k WITH c, rels[k] AS r "
     "CREATE (c)-[:SOURCE_OF {user: $user, collection: $collection}]->(r) } "
     "CALL (c, row) { UNWIND row.subjects AS k MATCH (e:KgEntity {key: k}) "
     "CREATE (c)-[:ABOUT {user: $user, collection: $collection}]->(e) } "
@@ -81,14 +84,14 @@ WRITE_CHUNKS = (
 )
 # Every key a concept is found by (its own and its aliases) names it: (:KgName)-[:NAME_OF]->(:KgEntity).
 WRITE_NAMES = (
-    "UNWIND $names AS row MATCH (e:KgEntity {key: row.ekey}) MERGE (n:KgName {key: row.nkey}) "
+    "UNWIND $names AS row WITH row, ents[row.entity] AS e MERGE (n:KgName {key: row.nkey}) "
     "ON CREATE SET n.user = $user, n.collection = $collection, n.name = row.name "
     "MERGE (n)-[r:NAME_OF]->(e) ON CREATE SET r.user = $user, r.collection = $collection"
 )
 # Everything a store writes, in one query.
 WRITE = (
     "CALL () { " + WRITE_DOCS + " } CALL () { " + WRITE_ENTITIES + " } CALL () { " + WRITE_RELATIONS + " } "
-    "CALL () { " + WRITE_CHUNKS + " } CALL () { " + WRITE_NAMES + " }"
+    "CALL (ents, rels) { " + WRITE_CHUNKS + " } CALL (ents) { " + WRITE_NAMES + " }"
 )
 # Of the candidates: relations no chunk supports any more (deleted, returned) and entities no
 # chunk mentions (their concept flag goes; nodes nothing else uses go too).
@@ -129,9 +132,14 @@ def write_rows(tenant: Tenant, records: Sequence[DocumentRecord]) -> dict[str, l
             row.update(key=ck, dkey=dkey, props=cprops, vec=stored_vector(v))
             row["subjects"].update(dict.fromkeys(subject))
         batch.add(tenant, r, chunks)
-    rows = [{**c, "mentions": list(c["mentions"].items()), "sources": list(c["sources"]),
-             "subjects": list(c["subjects"])} for c in chunks.values()]  # fmt: skip
-    return {"docs": docs, "chunks": rows, **batch.rows()}
+    entities, relations, names = batch.rows()
+    at = {e["ekey"]: i for i, e in enumerate(entities)}
+    rel_at = {r["key"]: i for i, r in enumerate(relations)}
+    rows = [{**c, "mentions": [(at[k], n) for k, n in c["mentions"].items()],
+             "sources": [rel_at[k] for k in c["sources"]], "subjects": list(c["subjects"])}
+            for c in chunks.values()]  # fmt: skip
+    names = [{**n, "entity": at[n["ekey"]]} for n in names]
+    return {"docs": docs, "chunks": rows, "entities": entities, "relations": relations, "names": names}
 
 
 class _Batch:
@@ -161,17 +169,16 @@ class _Batch:
             for c in x.chunk_ids:
                 if (ck := node_key(tenant, c)) in own:
                     chunks[ck]["sources"][key] = None
-        for e in dict.fromkeys(m.entity for m in r.mentions):
+        for e in dict.fromkeys(m.entity for m in r.mentions if node_key(tenant, m.chunk_id) in own):
             for k in dict.fromkeys((r.keys.get(e, ""), *r.aliases.get(e, ()))):
                 if k:
                     nk, ek = name_key(tenant, k), entity_key(tenant, e)
                     self.names.setdefault((nk, ek), {"nkey": nk, "name": k, "ekey": ek})
 
-    def rows(self) -> dict[str, list[dict[str, Any]]]:
+    def rows(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
         """Entities, relations and names in key order: concurrent writers lock them in one order."""
-        return {"entities": [self.entities[k] for k in sorted(self.entities)],
-                "relations": [self.relations[k] for k in sorted(self.relations)],
-                "names": [self.names[k] for k in sorted(self.names)]}  # fmt: skip
+        return ([self.entities[k] for k in sorted(self.entities)], [self.relations[k] for k in sorted(self.relations)],
+                [self.names[k] for k in sorted(self.names)])  # fmt: skip
 
 
 def name_key(tenant: Tenant, key: str) -> str:
