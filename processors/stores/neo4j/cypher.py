@@ -13,10 +13,13 @@ DELETE_LOAD = "MATCH (n:KgLoad {key: $key}) DELETE n"
 _ROW = "coalesce(o.uri, o.value) AS o, o:KgLiteral AS lit, o.datatype AS dt, o.language AS lang"
 SCOPE_EDGE = " r.user = $user AND r.collection = $collection"
 
+# The rows' entities MERGEd once each (`nodes`: in key order, so concurrent writers lock them in one
+# order), then each edge between the two it names by position: no index seek a row for its ends.
 ADD_IRI_EDGES = (
-    "UNWIND $rows AS row "
-    "MERGE (s:KgEntity {key: row.sk}) ON CREATE SET s.user = $user, s.collection = $collection, s.uri = row.s "
-    "MERGE (o:KgEntity {key: row.ok}) ON CREATE SET o.user = $user, o.collection = $collection, o.uri = row.o "
+    "CALL () { UNWIND range(0, size($nodes) - 1) AS i WITH i, $nodes[i] AS row "
+    "MERGE (n:KgEntity {key: row.key}) ON CREATE SET n.user = $user, n.collection = $collection, n.uri = row.iri "
+    "WITH i, n ORDER BY i RETURN collect(n) AS nodes } "
+    "UNWIND $rows AS row WITH row, nodes[row.s] AS s, nodes[row.o] AS o "
     "MERGE (s)-[r:KG_EDGE {p: row.p}]->(o) ON CREATE SET r.user = $user, r.collection = $collection"
 )
 ADD_LITERAL_EDGES = (

@@ -46,42 +46,52 @@ WRITE_DOCS = (
     "UNWIND $docs AS row MERGE (d:KgDocument {key: row.key}) "
     "SET d.user = $user, d.collection = $collection, d += row.props"
 )
+# The batch's entities, each once (in key order: concurrent writers lock them in one order), with
+# the mention that comes first's ownership and the first concept key the mentions give; returned
+# in that order, so a link names its entity by position and no second index seek finds it.
+WRITE_ENTITIES = (
+    "UNWIND range(0, size($entities) - 1) AS i WITH i, $entities[i] AS row "
+    "MERGE (e:KgEntity {key: row.ekey}) ON CREATE SET e.user = $user, e.collection = $collection, e.uri = row.iri "
+    "SET e.concept = coalesce(e.concept, row.owned), e.concept_key = coalesce(e.concept_key, row.concept_key) "
+    "WITH i, e ORDER BY i RETURN collect(e) AS ents"
+)
+WRITE_RELATIONS = (
+    "UNWIND range(0, size($relations) - 1) AS i WITH i, $relations[i] AS row MERGE (r:KgRelation {key: row.key}) "
+    "ON CREATE SET r.user = $user, r.collection = $collection, r.s = row.s, r.p = row.p, r.o = row.o "
+    "WITH i, r ORDER BY i RETURN collect(r) AS rels"
+)
+# A chunk and its links: mentions and relation sources name their node by its position in `ents`
+# and `rels`. The links are CREATEd: CLEAR_CHUNKS took a replaced document's chunks' links away in
+# this transaction and write_rows gives each link once, so none exists yet.
 # The vector as the entity index writes its own (cypher._SET_VECTOR): float32 through
 # db.create.setNodeVectorProperty, half the bytes of the float64 list a SET of a Bolt list stores.
+_LINKS = (
+    "CALL (c, row, ents) { UNWIND row.mentions AS m WITH c, m, ents[m[0]] AS e "
+    "CREATE (c)-[:HAS_ENTITY {user: $user, collection: $collection, count: m[1]}]->(e) } "
+    "CALL (c, row, rels) { UNWIND row.sources AS k WITH c, rels[k] AS r "
+    "CREATE (c)-[:SOURCE_OF {user: $user, collection: $collection}]->(r) } "
+    "CALL (c, row) { UNWIND row.subjects AS k MATCH (e:KgEntity {key: k}) "
+    "CREATE (c)-[:ABOUT {user: $user, collection: $collection}]->(e) } "
+)
 WRITE_CHUNKS = (
     "UNWIND $chunks AS row MATCH (d:KgDocument {key: row.dkey}) MERGE (c:KgChunk {key: row.key}) "
     "SET c.user = $user, c.collection = $collection, c.tenant = $tenant, c += row.props, "
     "c.embedding = CASE WHEN row.vec IS NULL THEN null ELSE c.embedding END "
     "MERGE (d)-[h:HAS_CHUNK]->(c) ON CREATE SET h.user = $user, h.collection = $collection "
-    "WITH c, row WHERE row.vec IS NOT NULL CALL db.create.setNodeVectorProperty(c, 'embedding', row.vec)"
+    "WITH c, row "
+    + _LINKS
+    + "WITH c, row WHERE row.vec IS NOT NULL CALL db.create.setNodeVectorProperty(c, 'embedding', row.vec)"
 )
-# A document's title names its chunks' subject (an entity the mentions MERGE).
-WRITE_SUBJECTS = (
-    "UNWIND $subjects AS row MATCH (c:KgChunk {key: row.ckey}) MATCH (e:KgEntity {key: row.ekey}) "
-    "MERGE (c)-[a:ABOUT]->(e) ON CREATE SET a.user = $user, a.collection = $collection"
-)
-WRITE_MENTIONS = (
-    "UNWIND $mentions AS row MATCH (c:KgChunk {key: row.ckey}) "
-    "MERGE (e:KgEntity {key: row.ekey}) ON CREATE SET e.user = $user, e.collection = $collection, e.uri = row.iri "
-    "SET e.concept = coalesce(e.concept, row.owned), e.concept_key = coalesce(e.concept_key, row.concept_key) "
-    "CREATE (c)-[:HAS_ENTITY {user: $user, collection: $collection, count: row.count}]->(e)"
-)
-WRITE_SOURCES = (
-    "UNWIND $sources AS row MATCH (c:KgChunk {key: row.ckey}) MERGE (r:KgRelation {key: row.key}) "
-    "ON CREATE SET r.user = $user, r.collection = $collection, r.s = row.s, r.p = row.p, r.o = row.o "
-    "MERGE (c)-[x:SOURCE_OF]->(r) ON CREATE SET x.user = $user, x.collection = $collection"
-)
-# Everything a store writes, in one query.
 # Every key a concept is found by (its own and its aliases) names it: (:KgName)-[:NAME_OF]->(:KgEntity).
 WRITE_NAMES = (
-    "UNWIND $names AS row MATCH (e:KgEntity {key: row.ekey}) MERGE (n:KgName {key: row.nkey}) "
+    "UNWIND $names AS row WITH row, ents[row.entity] AS e MERGE (n:KgName {key: row.nkey}) "
     "ON CREATE SET n.user = $user, n.collection = $collection, n.name = row.name "
     "MERGE (n)-[r:NAME_OF]->(e) ON CREATE SET r.user = $user, r.collection = $collection"
 )
+# Everything a store writes, in one query.
 WRITE = (
-    "CALL () { " + WRITE_DOCS + " } CALL () { " + WRITE_CHUNKS + " } "
-    "CALL () { " + WRITE_MENTIONS + " } CALL () { " + WRITE_SUBJECTS + " } CALL () { " + WRITE_SOURCES + " } "
-    "CALL () { " + WRITE_NAMES + " }"
+    "CALL () { " + WRITE_DOCS + " } CALL () { " + WRITE_ENTITIES + " } CALL () { " + WRITE_RELATIONS + " } "
+    "CALL (ents, rels) { " + WRITE_CHUNKS + " } CALL (ents) { " + WRITE_NAMES + " }"
 )
 # Of the candidates: relations no chunk supports any more (deleted, returned) and entities no
 # chunk mentions (their concept flag goes; nodes nothing else uses go too).
@@ -100,8 +110,9 @@ UNMENTIONED = (
 
 
 def write_rows(tenant: Tenant, records: Sequence[DocumentRecord]) -> dict[str, list[dict[str, Any]]]:
-    """The UNWIND rows of documents, chunks, mentions and relation sources."""
-    docs, chunks, mentions, sources, subjects, names = [], [], [], [], [], []
+    """The UNWIND rows of documents, entities, relations, chunks (each with its links: mentions,
+    relation sources, subject) and names; every node and link once."""
+    docs, chunks, batch = [], {}, _Batch()
     for r in records:
         d, dkey = r.document, node_key(tenant, r.document.id)
         words = [terms(f"{d.title}\n{c.text}" if d.title else c.text) for c in r.chunks]  # as the embedded index
@@ -112,34 +123,62 @@ def write_rows(tenant: Tenant, records: Sequence[DocumentRecord]) -> dict[str, l
                  "chunks": len(r.chunks), "lexlen": sum(lexlen), "title_entity": r.title_entity,
                  "spellings": doc_spellings(r)}  # fmt: skip
         docs.append({"key": dkey, "chunk_keys": ckeys, "props": props})
+        subject = [entity_key(tenant, r.title_entity)] if r.title_entity else []
         for c, v, ck, x, n in zip(r.chunks, r.vectors, ckeys, lex, lexlen, strict=True):
             cprops = {"id": c.id, "document_id": d.id, "ordinal": c.ordinal, "text": c.text, "start": c.start,
                       "end": c.end, "tokens": c.tokens, "lexical": x, "lexlen": n, "page": c.page,
                       "section": c.section}  # fmt: skip
-            chunks.append({"key": ck, "dkey": dkey, "props": cprops, "vec": stored_vector(v)})
-            if r.title_entity:
-                subjects.append({"ckey": ck, "ekey": entity_key(tenant, r.title_entity)})
-        counts: dict[tuple[str, str], int] = {}
+            row = chunks.setdefault(ck, {"mentions": {}, "sources": {}, "subjects": {}})
+            row.update(key=ck, dkey=dkey, props=cprops, vec=stored_vector(v))
+            row["subjects"].update(dict.fromkeys(subject))
+        batch.add(tenant, r, chunks)
+    entities, relations, names = batch.rows()
+    at = {e["ekey"]: i for i, e in enumerate(entities)}
+    rel_at = {r["key"]: i for i, r in enumerate(relations)}
+    rows = [{**c, "mentions": [(at[k], n) for k, n in c["mentions"].items()],
+             "sources": [rel_at[k] for k in c["sources"]], "subjects": list(c["subjects"])}
+            for c in chunks.values()]  # fmt: skip
+    names = [{**n, "entity": at[n["ekey"]]} for n in names]
+    return {"docs": docs, "chunks": rows, "entities": entities, "relations": relations, "names": names}
+
+
+class _Batch:
+    """A batch's entities, relations and names, each once, and its chunks' links (into their rows)."""
+
+    def __init__(self) -> None:
+        self.entities: dict[str, dict[str, Any]] = {}
+        self.relations: dict[str, dict[str, Any]] = {}
+        self.names: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def add(self, tenant: Tenant, r: DocumentRecord, chunks: dict[str, dict[str, Any]]) -> None:
+        """`r`'s mentions, relation sources and names (links of chunks not in `r` are left out)."""
+        own = {node_key(tenant, c.id) for c in r.chunks}
         for m in r.mentions:
-            counts[m.chunk_id, m.entity] = counts.get((m.chunk_id, m.entity), 0) + m.count
-        mentions += [
-            {"ckey": node_key(tenant, c), "ekey": entity_key(tenant, e), "iri": e,
-             "count": n, "owned": e in r.owned, "concept_key": r.keys.get(e)}
-            for (c, e), n in counts.items()
-        ]  # fmt: skip
-        names += [
-            {"nkey": name_key(tenant, k), "name": k, "ekey": entity_key(tenant, e)}
-            for e in dict.fromkeys(m.entity for m in r.mentions)
-            for k in dict.fromkeys((r.keys.get(e, ""), *r.aliases.get(e, ())))
-            if k
-        ]
-        sources += [
-            {"ckey": node_key(tenant, c), "key": relation_key(tenant, x.s, x.p, x.o),
-             "s": x.s, "p": x.p, "o": x.o}
-            for x in r.relations for c in dict.fromkeys(x.chunk_ids)
-        ]  # fmt: skip
-    return {"docs": docs, "chunks": chunks, "mentions": mentions, "sources": sources,
-            "subjects": subjects, "names": names}  # fmt: skip
+            ck, ek = node_key(tenant, m.chunk_id), entity_key(tenant, m.entity)
+            if ck not in own:
+                continue
+            links = chunks[ck]["mentions"]
+            links[ek] = links.get(ek, 0) + m.count
+            e = self.entities.setdefault(ek, {"ekey": ek, "iri": m.entity, "owned": m.entity in r.owned,
+                                              "concept_key": None})  # fmt: skip
+            if e["concept_key"] is None:  # the first the mentions give
+                e["concept_key"] = r.keys.get(m.entity)
+        for x in r.relations:
+            key = relation_key(tenant, x.s, x.p, x.o)
+            self.relations.setdefault(key, {"key": key, "s": x.s, "p": x.p, "o": x.o})
+            for c in x.chunk_ids:
+                if (ck := node_key(tenant, c)) in own:
+                    chunks[ck]["sources"][key] = None
+        for e in dict.fromkeys(m.entity for m in r.mentions if node_key(tenant, m.chunk_id) in own):
+            for k in dict.fromkeys((r.keys.get(e, ""), *r.aliases.get(e, ()))):
+                if k:
+                    nk, ek = name_key(tenant, k), entity_key(tenant, e)
+                    self.names.setdefault((nk, ek), {"nkey": nk, "name": k, "ekey": ek})
+
+    def rows(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+        """Entities, relations and names in key order: concurrent writers lock them in one order."""
+        return ([self.entities[k] for k in sorted(self.entities)], [self.relations[k] for k in sorted(self.relations)],
+                [self.names[k] for k in sorted(self.names)])  # fmt: skip
 
 
 def name_key(tenant: Tenant, key: str) -> str:

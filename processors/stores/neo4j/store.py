@@ -104,7 +104,7 @@ class Neo4jTripleStore:
                 if t.p.value == RDFS_LABEL:
                     label_rows.append({"sk": sk, "label": t.o.value})
         scope = {"user": tenant.user, "collection": tenant.collection}
-        queries = [(ADD_IRI_EDGES, {**scope, "rows": iri_rows}), (ADD_LITERAL_EDGES, {**scope, "rows": lit_rows})]
+        queries = [(ADD_IRI_EDGES, {**scope, **_iri_edges(iri_rows)}), (ADD_LITERAL_EDGES, {**scope, "rows": lit_rows})]
         queries.append((SET_LABELS, {"rows": label_rows}))
         rows = [replaced[k] for k in sorted(replaced)]  # one lock order for all writers: no deadlock
         queries += [(REPLACE_LABELS, {**scope, "rows": rows}), (UNLOCK_LABELS, {"rows": rows})]
@@ -319,3 +319,12 @@ class Neo4jEntityIndex:
     async def close(self) -> None:
         """Release the shared driver."""
         await self.conn.release()
+
+
+def _iri_edges(rows: list[dict[str, str]]) -> dict[str, list[dict[str, Any]]]:
+    """ADD_IRI_EDGES' parameters: its entities once each, in key order, and each edge's ends and
+    predicate, the ends by position among them."""
+    iris = {row["sk"]: row["s"] for row in rows} | {row["ok"]: row["o"] for row in rows}
+    nodes = [{"key": k, "iri": iris[k]} for k in sorted(iris)]
+    at = {n["key"]: i for i, n in enumerate(nodes)}
+    return {"nodes": nodes, "rows": [{"s": at[row["sk"]], "o": at[row["ok"]], "p": row["p"]} for row in rows]}
