@@ -38,3 +38,18 @@ def test_concept_labels_have_no_line_breaks(nlp) -> None:  # type: ignore[no-unt
     labels = [c.label for c in doc_concepts(doc)]
     assert "new element" in labels and "Nobel Prize" in labels
     assert not any("\n" in label or "  " in label for label in labels)
+
+
+def test_the_pipelines_layers_multiply_on_numpys_blas(nlp) -> None:  # type: ignore[no-untyped-def]
+    """The token encoders (the shared one, the NER's own) run their products on numpy's BLAS, not
+    BLIS (which is slower on this CPU): a layer keeps the ops it was loaded with."""
+    encoders = [nlp.get_pipe("tok2vec").model, nlp.get_pipe("ner").model.get_ref("tok2vec")]
+    layers = [m for enc in encoders for m in enc.walk()]
+    assert layers and all(getattr(m.ops, "use_blis", True) is False for m in layers)
+
+
+def test_stated_names_are_read_from_the_text_after_each_mention(nlp) -> None:  # type: ignore[no-untyped-def]
+    doc = nlp("Odense Boldklub (OB) is a club. Giotto di Bondone, known as Giotto, was a painter.")
+    aliases = {c.key: c.aliases for c in doc_concepts(doc)}
+    assert aliases["odense boldklub"] == ("ob",)
+    assert "giotto" in aliases["giotto di bondone"]
