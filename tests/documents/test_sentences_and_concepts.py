@@ -53,3 +53,31 @@ def test_stated_names_are_read_from_the_text_after_each_mention(nlp) -> None:  #
     aliases = {c.key: c.aliases for c in doc_concepts(doc)}
     assert aliases["odense boldklub"] == ("ob",)
     assert "giotto" in aliases["giotto di bondone"]
+
+
+RULE_SAMPLES = [
+    "I ain't gonna do it, y'all. There is nothing we can do.  Let's go!\n\nGotta run; c'mon, it's late.",
+    "It is not what you do, but whether I have it. She had been told that he was nothin' but trouble.",
+    "  \n The  dog\t barked at them. That was the one which I saw. Do you have it? Were there any?",
+    "Marie Curie, known as Madame Curie, won the Nobel Prize in 1911 because she isolated radium.",
+]
+
+
+def test_indexed_attribute_rules_match_as_the_stock_ruler_does(nlp) -> None:  # type: ignore[no-untyped-def]
+    """The pipeline's ruler matches through the index (load_pipeline installs it), and sets every
+    token's attributes as spaCy's own matcher does, whitespace, two-token and dependency rules too."""
+    from processors.ingest.extractor.attribute_rules import IndexedRules
+
+    ruler = nlp.get_pipe("attribute_ruler")
+    assert isinstance(ruler.match, IndexedRules)
+    stock = type(ruler).match.__get__(ruler)
+    seen: set[str] = set()
+    for doc in nlp.pipe(RULE_SAMPLES, disable=["attribute_ruler"]):
+        indexed, reference = doc.copy(), doc.copy()
+        assert ruler.match(indexed) == stock(reference)
+        ruler.set_annotations(indexed, ruler.match(indexed))
+        ruler.set_annotations(reference, stock(reference))
+        got = [(t.pos_, t.tag_, str(t.morph), t.lemma_, t.dep_) for t in indexed]
+        assert got == [(t.pos_, t.tag_, str(t.morph), t.lemma_, t.dep_) for t in reference]
+        seen |= {t.pos_ for t in indexed}
+    assert seen >= {"PROPN", "VERB", "AUX", "PART", "SCONJ", "SPACE", "PRON"}  # the rules set them
