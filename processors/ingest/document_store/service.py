@@ -15,7 +15,7 @@ from processors.base.errors import ServiceError
 from processors.base.operations import by_operation
 from processors.base.processor import FlowContext, ServiceSpec
 from processors.ingest.document_store.linking import Linked, link, spelling_of, unlinked_triples
-from processors.models.embeddings.client import FlowEmbedder
+from processors.models.embeddings.client import BULK_REQUEST_TEXTS, FlowEmbedder
 from processors.services.store_processor import StoreProcessor
 from processors.stores.documents_protocol import COLLECTION, DeletedSince, DocumentRecord, RemovedLinks
 from processors.stores.protocol import LoadState
@@ -71,7 +71,7 @@ class DocumentStoreProcessor(StoreProcessor):
         linked = link(documents, {k: i for k, i in named.items() if i not in claimed or i in labelled}, claimed)
         concept_keys = {i: k for r in linked.records for i, k in r.keys.items() if i in linked.new_concepts}
         await self.stores.documents.claim(tenant, concept_keys)
-        embedder = FlowEmbedder(flow.client(EMBEDDINGS))
+        embedder = FlowEmbedder(flow.client(EMBEDDINGS), batch=BULK_REQUEST_TEXTS)  # many short labels
         await self._live(tenant, linked, stamp, started)
         if linked.predicates:
             await self._add_predicates(tenant, linked, embedder)
@@ -247,7 +247,8 @@ class DocumentStoreProcessor(StoreProcessor):
         await self.stores.documents.note_deleted(tenant, req.document_ids)  # first: a write after it is refused
         removed = await self.stores.documents.delete_documents(tenant, sorted(known))
         await self._unlink(tenant, removed)
-        await self._agree_labels(tenant, set(removed.touched), {}, FlowEmbedder(flow.client(EMBEDDINGS)))
+        embedder = FlowEmbedder(flow.client(EMBEDDINGS), batch=BULK_REQUEST_TEXTS)
+        await self._agree_labels(tenant, set(removed.touched), {}, embedder)
         await self.stores.communities.mark_stale(tenant, removed.touched)
         await self.announce_graph_changed(tenant.user, tenant.collection)
         return DocumentsResponse(deleted=len(known), not_found=[d for d in req.document_ids if d not in known])
