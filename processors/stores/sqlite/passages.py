@@ -78,11 +78,19 @@ SOURCE_MENTIONS = (
 )
 
 
-def fts_query(tenant: Tenant, terms: Sequence[str]) -> str | None:
+def fts_query(tenant: Tenant, terms: Sequence[str], whole_index: bool = False) -> str | None:
     """The FTS5 query for chunks of the collection holding any of `terms`, each an FTS5 string
-    (quoted, its quotes doubled: data, never syntax); None when no term is left to search."""
+    (quoted, its quotes doubled: data, never syntax); None when no term is left to search.
+
+    `whole_index`: the collection holds every row of the index, so the tenant phrase would filter
+    nothing, and it is left out. It is not free: bm25() counts the rows of every phrase of the
+    query for its IDF, and the tenant phrase's rows are the whole collection (100 ms a query at
+    1M chunks, issue 38). Its weight is 0, so the scores are the same without it; the statement
+    still checks each kept hit's tenant on its chunk row."""
     words = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-    return f"tenant : {tenant_token(tenant)} AND terms : ({words})" if words else None
+    if not words:
+        return None
+    return f"terms : ({words})" if whole_index else f"tenant : {tenant_token(tenant)} AND terms : ({words})"
 
 
 def set_scope(conn: sqlite3.Connection, allowed: Collection[str] | None) -> int | None:
