@@ -52,6 +52,20 @@ CONCEPT_LINKS = (
     "SELECT k.value, " + _MENTIONING.format(e="k.value", n="?5") + ", " + _SUBJECTS.format(e="k.value", n="?6")
     + " FROM json_each(?3) k"
 )  # fmt: skip
+# CONCEPT_LINKS for a whole collection (?4 null): each concept's mentions counted up to ?5 from the
+# mention keys alone, its chunks read (a chunk row each, for its id) only when fewer: a concept in
+# more chunks carries no hop, and at 1M chunks nearly every concept a hop meets is one (issue 38:
+# 65 chunk rows each, a fifth of a question's statements' time). An entity id is the tenant's own
+# (`iri_ids`), and so is every chunk that mentions it.
+_MENTION_COUNT = (
+    "(SELECT count(*) FROM (SELECT 1 FROM chunk_mentions m WHERE m.entity = " + MENTION_ID.format("k.value")
+    + " LIMIT ?5))"
+)  # fmt: skip
+CONCEPT_LINKS_COLLECTION = (
+    "WITH d AS MATERIALIZED (SELECT k.value AS value, " + _MENTION_COUNT + " AS df FROM json_each(?3) k)"
+    " SELECT value, df, CASE WHEN df < ?5 THEN " + _MENTIONING.format(e="value", n="?5") + " ELSE '[]' END, "
+    + _SUBJECTS.format(e="value", n="?6") + " FROM d"
+)  # fmt: skip
 # The concepts keyed by the phrases (?3: JSON array) with whether a chunk in scope mentions each
 # and its first ?5 subject chunks in scope (a key of several concepts names none: the caller drops it).
 NAMED = (
@@ -198,9 +212,12 @@ def links(
     wanted = sorted({c for cs in hop.concepts_of.values() for c in cs} - set(skip))
     if wanted:
         args = (tenant.user, tenant.collection, json.dumps(wanted), scoped, cap + 1, SUBJECT_READ)
-        for c, mentioning, subjects in conn.execute(CONCEPT_LINKS, args):
-            chunks = json.loads(mentioning)
-            hop.concepts[c] = ConceptLinks(len(chunks), json.loads(subjects), chunks if len(chunks) <= cap else [])
+        if scoped is None:
+            rows = [(c, df, json.loads(m), s) for c, df, m, s in conn.execute(CONCEPT_LINKS_COLLECTION, args)]
+        else:
+            rows = [(c, len(ms), ms, s) for c, m, s in conn.execute(CONCEPT_LINKS, args) for ms in [json.loads(m)]]
+        for c, df, chunks, subjects in rows:
+            hop.concepts[c] = ConceptLinks(df, json.loads(subjects), chunks if df <= cap else [])
     reached = {j for link in hop.concepts.values() for j in (*link.subjects, *link.chunks)} - set(known)
     sims = similarities(conn, tenant, q, sorted(reached), scoped)
     hop.passages = [Passage(c, s) for c, s in sims.items()]
