@@ -16,8 +16,9 @@ similarity, its bridge passage is the one *about* something the first passage na
    concept it mentions or names, weakly (`w_concept_link` * idf / ln N) to chunks sharing a rarer
    concept — in proportion to link weight * exp(rel / tau) of the target, so the hop stays on the
    question. Concepts the question names, and concepts in more than
-   min(max(3, `max_df` * N), `max_concept_chunks`) chunks, carry no hop (they say nothing new); the
-   store reads no more than that many chunks of any concept, so a hop's read is bounded.
+   min(max(3, `max_df` * N), `max_concept_chunks`) chunks, carry no hop (they say nothing new), and
+   what a hop reaches only through them is not ranked; the store reads no more than that many
+   chunks of any concept, so a hop's read is bounded.
 4. A further hop (`hops`) starts from the best chunks the previous one reached, with their hop
    mass (times `hop_decay`): a chain of three or four passages reaches its last passage.
 5. Chunks rank by seed + `beta` * hop mass; chunks with no mass follow by rel.
@@ -197,11 +198,15 @@ class PassageRanking:
     def spread(
         self, sources: Sequence[str], masses: Sequence[float], hop: HopLinks, named: set[str]
     ) -> dict[str, float]:
-        """The mass each chunk receives from one hop out of `sources` (added to `mass`)."""
-        self.add(hop.passages)
+        """The mass each chunk receives from one hop out of `sources` (added to `mass`). Only the
+        chunks a source links to join the ranking: a chunk reached through a concept that carries
+        no hop (named, or in too many chunks) is no nearer the question for it."""
+        links_of = {i: self._links(i, hop, named) for i in dict.fromkeys(sources)}
+        linked = {j for links in links_of.values() for j in links}
+        self.add(x for x in hop.passages if x.id in linked)
         received: dict[str, float] = {}
         for i, m_i in zip(sources, masses, strict=True):
-            links = self._links(i, hop, named)
+            links = dict(links_of[i])
             links.pop(i, None)
             targets = [j for j in links if j in self.rel]
             if not targets:

@@ -214,7 +214,8 @@ class DocumentStore(Protocol):
         self, q: ChunkQuery, chunk_ids: Sequence[str], skip: Collection[str], cap: int, known: Collection[str]
     ) -> HopLinks:
         """One graphrank hop from `chunk_ids` in one batched read (see algorithms/passage_rank):
-        at most `cap` + 1 chunks read per concept."""
+        at most `cap` + 1 chunks read per concept (a concept in more may come without its
+        subjects: graphrank ranks nothing reached through it)."""
         ...
 
     async def chunks(self, tenant: Tenant, ids: Sequence[str]) -> list[Chunk]:

@@ -1,5 +1,6 @@
 """graphrank (pure, over a fake store view): the bridge passage is found through the subject its
-first passage names; the question's own concepts and hubs carry no hop; a second hop reaches a
+first passage names; the question's own concepts and hubs carry no hop (nor does what they
+reach join the ranking); a second hop reaches a
 chain's third passage; and the store is read a bounded number of times (candidates, named
 concepts, one read per hop), never more."""
 
@@ -119,6 +120,18 @@ async def test_a_hub_concept_carries_no_hop_and_its_chunks_are_not_read() -> Non
     got = await rank_passages(store, "passage", [], 10, p)
     masses = dict(got)
     assert all(masses[c] < 1e-8 for c in TEXTS if c != "n0")  # no mass left the seed through the hub
+
+
+async def test_a_chunk_reached_only_through_a_hub_does_not_join_the_ranking() -> None:
+    store = FakeStore(dense(0.1, 0.1))
+    store.dense |= {"n0": 0.9, "m": 0.8}  # m is about the hub "music": near the question, not a candidate
+    store.texts["m"] = "Music is an art."
+    store.subjects["m"] = "music"
+    links = await store.links(["n0"], set(), 4, {"n0"})
+    assert links.concepts["music"].subjects == ["m"] and [x.id for x in links.passages] == ["m"]  # the store reached it
+    got = dict(await rank_passages(store, "passage", [], 10, PassageRankParams(seeds=1, hops=1, candidates=1,
+                                                                                max_concept_chunks=4)))  # fmt: skip
+    assert "m" not in got  # the hub carries no hop, so nothing it reaches is ranked
 
 
 async def test_a_second_hop_reaches_the_third_passage_of_a_chain() -> None:

@@ -2,7 +2,8 @@
 to the postings budget and still scores each hit with all its terms, falls back to its other
 terms when the rare ones hold fewer than k chunks, never returns another collection's chunk
 (the whole-collection statement checks the tenant on the kept hits only), and within the budget
-ranks exactly as BM25 over every chunk holding a term."""
+ranks exactly as BM25 over every chunk holding a term. A collection alone in the index matches
+without the tenant phrase and finds the same chunks in the same order."""
 
 from __future__ import annotations
 
@@ -88,7 +89,8 @@ def test_within_the_budget_the_candidates_are_bm25s_exact_top_k(
 ) -> None:
     conn, chunks = store
     questions = [["film", "rare3"], ["year", "band", "rare7", "rare9"], ["film", "year", "band"], ["nothing"]]
-    stats = bm25_stats(conn, MINE, sorted({t for ts in questions for t in ts}))
+    stats, whole_index = bm25_stats(conn, MINE, sorted({t for ts in questions for t in ts}))
+    assert not whole_index  # another collection has rows in the index
     assert all(sum(stats.df.get(t, 0) for t in ts) <= chunk_candidates.POSTINGS_BUDGET for ts in questions)
     for ts, got in zip(questions, _lexical(conn, questions, 30), strict=True):
         want = _exact(chunks, ts, stats, 30, set(ts))
@@ -102,13 +104,15 @@ def test_over_the_budget_the_rare_terms_are_searched_and_every_term_scores(
     conn, chunks = store
     monkeypatch.setattr(chunk_candidates, "POSTINGS_BUDGET", 40)
     question = ["film", "year", "rare1", "rare2", "rare5", "rare6", "rare8"]
-    stats = bm25_stats(conn, MINE, question)
+    stats, _ = bm25_stats(conn, MINE, question)
     rare = set(searched_terms(question, stats))
     assert "film" not in rare and "year" not in rare and len(rare) >= 3
     holders = [i for i, words in chunks.items() if rare & set(words)]
     assert len(holders) >= 5
     matched: list[list[str]] = []
-    monkeypatch.setattr(chunk_candidates, "fts_query", lambda t, ts: matched.append(list(ts)) or fts_query(t, ts))
+    monkeypatch.setattr(
+        chunk_candidates, "fts_query", lambda t, ts, whole: matched.append(list(ts)) or fts_query(t, ts, whole)
+    )
     before = conn.statements
     (got,) = _lexical(conn, [question], 5)
     assert conn.statements - before == 4  # statistics, one full-text statement, IVF check, vectors: no second search
@@ -123,7 +127,7 @@ def test_rare_terms_short_of_k_chunks_fall_back_to_the_others(
     conn, chunks = store
     monkeypatch.setattr(chunk_candidates, "POSTINGS_BUDGET", 40)
     question = ["band", "rare4"]
-    stats = bm25_stats(conn, MINE, question)
+    stats, _ = bm25_stats(conn, MINE, question)
     assert searched_terms(question, stats) == ["rare4"]
     (got,) = _lexical(conn, [question], 50)
     holders = {i for i, words in chunks.items() if {"band", "rare4"} & set(words)}
@@ -144,3 +148,30 @@ def test_another_collections_chunks_never_come_back(store: tuple[CountedConnecti
     conn, _ = store
     for got in _lexical(conn, [["film"], ["rare1", "band"], COMMON + RARE], 200):
         assert got and all(i.startswith("mine:") for i in got)
+
+
+def test_a_collection_alone_in_the_index_matches_without_its_tenant_phrase(monkeypatch: pytest.MonkeyPatch) -> None:
+    conn = sqlite3.connect(":memory:", factory=CountedConnection)
+    conn.executescript(SCHEMA)
+    mine = _chunks(3, 400)
+    _write(conn, MINE, mine, 1)
+    conn.commit()
+    set_scope(conn, None)
+    chunks = {f"mine:{n}": words for n, words in enumerate(mine)}
+    questions = [["film", "rare3"], ["year", "band", "rare7", "rare9"], COMMON + RARE[:5], ["nothing"]]
+    assert bm25_stats(conn, MINE, ["film"])[1]  # the collection holds the whole index
+    matched: list[str | None] = []
+    monkeypatch.setattr(
+        chunk_candidates, "fts_query", lambda t, ts, whole: matched.append(fts_query(t, ts, whole)) or matched[-1]
+    )
+    alone = _lexical(conn, questions, 20)
+    assert matched and all(q is not None and "tenant" not in q for q in matched)
+    matched.clear()
+    monkeypatch.setattr(chunk_candidates, "fts_query", lambda t, ts, _: matched.append(fts_query(t, ts)) or matched[-1])
+    assert _lexical(conn, questions, 20) == alone  # with the tenant phrase: the same chunks, order and scores
+    assert all(q is not None and q.startswith("tenant : ") for q in matched)
+    stats, _ = bm25_stats(conn, MINE, sorted({t for ts in questions for t in ts}))
+    for ts, got in zip(questions[:2], alone[:2], strict=True):
+        assert list(got) == list(_exact(chunks, ts, stats, 20, set(searched_terms(ts, stats))))
+    _write(conn, OTHER, _chunks(4, 10), 1001)  # a second collection: the phrase is back
+    assert not bm25_stats(conn, MINE, ["film"])[1]

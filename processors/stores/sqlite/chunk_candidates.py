@@ -46,9 +46,11 @@ LEXICAL = (
     " row_number() OVER (PARTITION BY n ORDER BY s DESC, id) AS r FROM hits) WHERE r <= ?6 ORDER BY n, s DESC, id"
 )
 # LEXICAL for a whole collection (no scope, no `among`): the tenant token inside each full-text
-# query already keeps the hits the tenant's, so a chunk's row is read for the kept hits only (the
-# tenant checked again there) and not for every match: a quarter of the statement's time at 10k.
-# Ties at the cut go by rowid.
+# query already keeps the hits the tenant's (or no other tenant has rows: `fts_query`), so a
+# chunk's row is read for the kept hits only (the tenant checked again there) and not for every
+# match: a quarter of the statement's time at 10k. Ties at the cut go by rowid. (Another
+# collection's first write between the statistics and this statement can only take kept hits
+# away, by that check: never add one.)
 LEXICAL_COLLECTION = (
     "WITH hits AS MATERIALIZED (SELECT q.key AS n, chunk_fts.rowid AS fts_row, -bm25(chunk_fts, 0.0, 1.0) AS s"
     " FROM json_each(?1) q CROSS JOIN chunk_fts WHERE chunk_fts MATCH q.value)"
@@ -60,11 +62,14 @@ SCOPE_VECTORS = (
     "SELECT c.id, c.vec FROM chunks c INDEXED BY chunks_doc WHERE c.user = ? AND c.collection = ?"
     " AND c.document_id IN (SELECT id FROM temp.scope_docs)"
 )
-# The collection's kept BM25 statistics in one statement: its chunk and term counts (term NULL),
-# then the chunks holding each term of ?3 (JSON array).
+# The collection's kept BM25 statistics in one statement: its chunk and term counts (kind 0), the
+# chunks of every collection of the file (kind 1: whether the collection holds the whole full-text
+# index), then the chunks holding each term of ?3 (kind 2; JSON array).
 BM25_STATS = (
-    "SELECT NULL, chunks, terms FROM collection_counts WHERE user = ?1 AND collection = ?2 UNION ALL"
-    " SELECT term, df, 0 FROM term_df WHERE user = ?1 AND collection = ?2 AND term IN (SELECT value FROM json_each(?3))"
+    "SELECT 0, NULL, chunks, terms FROM collection_counts WHERE user = ?1 AND collection = ?2 UNION ALL"
+    " SELECT 1, NULL, total(chunks), 0 FROM collection_counts UNION ALL"
+    " SELECT 2, term, df, 0 FROM term_df WHERE user = ?1 AND collection = ?2"
+    " AND term IN (SELECT value FROM json_each(?3))"
 )
 
 
@@ -79,12 +84,12 @@ def candidates(
     read of stored vectors (rescoring the IVF hits and giving the lexical hits their cosines)."""
     scoped, allowed = scope
     terms = [query_terms(ts) for _, ts in questions]
-    stats = bm25_stats(conn, tenant, sorted({w for ts in terms for w in ts}))
+    stats, whole_index = bm25_stats(conn, tenant, sorted({w for ts in terms for w in ts}))
     searched = stats.chunks if allowed is None else scope_size(conn, tenant, allowed)
     searched = len(among) if among is not None else searched
     if among is not None and not among:
         return [Candidates([], searched) for _ in questions]
-    lexical = _lexical(conn, tenant, terms, k, (scoped, among), stats)
+    lexical = _lexical(conn, tenant, terms, k, (scoped, among), (stats, whole_index))
     pools, vectors = _pools(conn, vl, tenant, [q for q, _ in questions], k, (scoped, searched), among)
     wanted = {i for pool, lex in zip(pools, lexical, strict=True) if pool is not None for i in [*pool, *lex]}
     if wanted and vectors is None:
@@ -108,7 +113,7 @@ def candidates(
 
 def _lexical(
     conn: sqlite3.Connection, tenant: Tenant, terms: Sequence[Sequence[str]], k: int,
-    scope: tuple[int | None, Sequence[str] | None], stats: Bm25Stats,
+    scope: tuple[int | None, Sequence[str] | None], stats: tuple[Bm25Stats, bool],
 ) -> list[dict[str, float]]:  # fmt: skip
     """For each question's terms, the `k` best chunks by BM25 (of `among`, when given), with the
     collection's statistics: one statement for all, and a second for the questions whose
@@ -117,8 +122,9 @@ def _lexical(
     A term in many chunks made the full-text query read and score a large share of the
     collection (issue 38: a third of a question's time at 10k chunks), so a question searches
     its rarest terms up to POSTINGS_BUDGET chunks (`searched_terms`); each hit is still scored
-    with all its terms, and a chunk holding only the common terms is found no more."""
-    searched = [searched_terms(ts, stats) for ts in terms]
+    with all its terms, and a chunk holding only the common terms is found no more. `stats`: the
+    collection's, and whether it holds the whole full-text index (`bm25_stats`)."""
+    searched = [searched_terms(ts, stats[0]) for ts in terms]
     best = _searched(conn, tenant, searched, terms, k, scope, stats)
     short = [len(b) < k for b in best]
     rest = [[t for t in ts if t not in s] if few else [] for ts, s, few in zip(terms, searched, short, strict=True)]
@@ -147,12 +153,13 @@ def _top(scores: dict[str, float], k: int) -> dict[str, float]:
 
 def _searched(
     conn: sqlite3.Connection, tenant: Tenant, searched: Sequence[Sequence[str]], terms: Sequence[Sequence[str]],
-    k: int, scope: tuple[int | None, Sequence[str] | None], stats: Bm25Stats,
+    k: int, scope: tuple[int | None, Sequence[str] | None], stats: tuple[Bm25Stats, bool],
 ) -> list[dict[str, float]]:  # fmt: skip
     """For each question, the `k` best by BM25 over all its `terms` of the chunks holding one of
     its `searched` terms (none searched: no chunk): one statement for all."""
     scoped, among = scope
-    queries = [fts_query(tenant, ts) for ts in searched]
+    collection, whole_index = stats
+    queries = [fts_query(tenant, ts, whole_index) for ts in searched]
     asked = [(n, q) for n, q in enumerate(queries) if q is not None]
     hits: list[list[tuple[str, list[str]]]] = [[] for _ in terms]
     if asked:
@@ -165,7 +172,7 @@ def _searched(
             )
         for n, i, words in rows:
             hits[asked[n][0]].append((i, words.split()))
-    return [best_bm25(h, ts, stats, k) if h else {} for h, ts in zip(hits, terms, strict=True)]
+    return [best_bm25(h, ts, collection, k) if h else {} for h, ts in zip(hits, terms, strict=True)]
 
 
 def _pools(
@@ -188,12 +195,16 @@ def _pools(
     return [None if q is None else [i for i, _ in next(found)] for q in qs], None
 
 
-def bm25_stats(conn: sqlite3.Connection, tenant: Tenant, terms: Sequence[str]) -> Bm25Stats:
-    """The collection's kept BM25 statistics for these terms (zeros for an empty collection)."""
-    chunks, total, df = 0, 0, {}
-    for term, n, m in conn.execute(BM25_STATS, (tenant.user, tenant.collection, json.dumps(list(terms)))):
-        if term is None:
+def bm25_stats(conn: sqlite3.Connection, tenant: Tenant, terms: Sequence[str]) -> tuple[Bm25Stats, bool]:
+    """The collection's kept BM25 statistics for these terms (zeros for an empty collection), and
+    whether the collection holds every chunk of the file (its full-text queries need no tenant
+    phrase: `fts_query`)."""
+    chunks, total, everyone, df = 0, 0, 0, {}
+    for kind, term, n, m in conn.execute(BM25_STATS, (tenant.user, tenant.collection, json.dumps(list(terms)))):
+        if kind == 0:
             chunks, total = int(n), int(m)
+        elif kind == 1:
+            everyone = int(n)
         else:
             df[str(term)] = int(n)
-    return Bm25Stats(chunks, total, df)
+    return Bm25Stats(chunks, total, df), chunks > 0 and chunks == everyone

@@ -52,6 +52,21 @@ CONCEPT_LINKS = (
     "SELECT k.value, " + _MENTIONING.format(e="k.value", n="?5") + ", " + _SUBJECTS.format(e="k.value", n="?6")
     + " FROM json_each(?3) k"
 )  # fmt: skip
+# CONCEPT_LINKS for a whole collection (?4 null): each concept's mentions counted up to ?5 from the
+# mention keys alone, its chunks (a chunk row each, for its id) and subjects read only when fewer:
+# a concept in more chunks carries no hop, and at 1M chunks nearly every concept a hop meets is one
+# (issue 38: 65 chunk rows and up to SUBJECT_READ subjects, each then a stored vector read, for
+# every such concept). An entity id is the tenant's own (`iri_ids`), and so is every chunk that
+# mentions it.
+_MENTION_COUNT = (
+    "(SELECT count(*) FROM (SELECT 1 FROM chunk_mentions m WHERE m.entity = " + MENTION_ID.format("k.value")
+    + " LIMIT ?5))"
+)  # fmt: skip
+CONCEPT_LINKS_COLLECTION = (
+    "WITH d AS MATERIALIZED (SELECT k.value AS value, " + _MENTION_COUNT + " AS df FROM json_each(?3) k)"
+    " SELECT value, df, CASE WHEN df < ?5 THEN " + _MENTIONING.format(e="value", n="?5") + " ELSE '[]' END,"
+    " CASE WHEN df < ?5 THEN " + _SUBJECTS.format(e="value", n="?6") + " ELSE '[]' END FROM d"
+)  # fmt: skip
 # The concepts keyed by the phrases (?3: JSON array) with whether a chunk in scope mentions each
 # and its first ?5 subject chunks in scope (a key of several concepts names none: the caller drops it).
 NAMED = (
@@ -78,11 +93,19 @@ SOURCE_MENTIONS = (
 )
 
 
-def fts_query(tenant: Tenant, terms: Sequence[str]) -> str | None:
+def fts_query(tenant: Tenant, terms: Sequence[str], whole_index: bool = False) -> str | None:
     """The FTS5 query for chunks of the collection holding any of `terms`, each an FTS5 string
-    (quoted, its quotes doubled: data, never syntax); None when no term is left to search."""
+    (quoted, its quotes doubled: data, never syntax); None when no term is left to search.
+
+    `whole_index`: the collection holds every row of the index, so the tenant phrase would filter
+    nothing, and it is left out. It is not free: bm25() counts the rows of every phrase of the
+    query for its IDF, and the tenant phrase's rows are the whole collection (100 ms a query at
+    1M chunks, issue 38). Its weight is 0, so the scores are the same without it; the statement
+    still checks each kept hit's tenant on its chunk row."""
     words = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-    return f"tenant : {tenant_token(tenant)} AND terms : ({words})" if words else None
+    if not words:
+        return None
+    return f"terms : ({words})" if whole_index else f"tenant : {tenant_token(tenant)} AND terms : ({words})"
 
 
 def set_scope(conn: sqlite3.Connection, allowed: Collection[str] | None) -> int | None:
@@ -172,9 +195,10 @@ def links(
     cap: int, known: Collection[str], q: np.ndarray, scoped: int | None,
 ) -> HopLinks:  # fmt: skip
     """One hop of graphrank from `chunk_ids`: each source's concepts (mentions, and the subject
-    concepts its text names, its own subject left out), each concept's subjects and — when in
-    at most `cap` chunks of the scope — its chunks, and the cosine of every chunk reached. Five
-    statements, whatever the number of sources and concepts."""
+    concepts its text names, its own subject left out), each concept's subjects and chunks when
+    it is in at most `cap` chunks of the scope (more: it carries no hop, so neither is read, and
+    graphrank ranks no chunk a hop reaches through it), and the cosine of every chunk reached.
+    Five statements, whatever the number of sources and concepts."""
     hop = HopLinks()
     if not chunk_ids:
         return hop
@@ -190,9 +214,12 @@ def links(
     wanted = sorted({c for cs in hop.concepts_of.values() for c in cs} - set(skip))
     if wanted:
         args = (tenant.user, tenant.collection, json.dumps(wanted), scoped, cap + 1, SUBJECT_READ)
-        for c, mentioning, subjects in conn.execute(CONCEPT_LINKS, args):
-            chunks = json.loads(mentioning)
-            hop.concepts[c] = ConceptLinks(len(chunks), json.loads(subjects), chunks if len(chunks) <= cap else [])
+        if scoped is None:
+            rows = [(c, df, json.loads(m), s) for c, df, m, s in conn.execute(CONCEPT_LINKS_COLLECTION, args)]
+        else:
+            rows = [(c, len(ms), ms, s) for c, m, s in conn.execute(CONCEPT_LINKS, args) for ms in [json.loads(m)]]
+        for c, df, chunks, subjects in rows:
+            hop.concepts[c] = ConceptLinks(df, json.loads(subjects), chunks) if df <= cap else ConceptLinks(df)
     reached = {j for link in hop.concepts.values() for j in (*link.subjects, *link.chunks)} - set(known)
     sims = similarities(conn, tenant, q, sorted(reached), scoped)
     hop.passages = [Passage(c, s) for c, s in sims.items()]
