@@ -28,8 +28,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from bench.documents.corpus import STORE_PARTS, USER, DirectWriter
-from bench.documents.store_profile import _load
+from bench.documents.corpus import USER, DirectWriter
+from bench.documents.store_profile import _load, write_summary
 from bench.documents.stores import _drop, store_settings
 from bench.harness.servers import server_pids
 from bench.harness.stats import load_average
@@ -127,11 +127,8 @@ async def write(path: Path, collection: str, first: int, count: int | None, stat
             cpu, server = time.process_time() - cpu, neo4j_cpu_s() - server
         finally:
             await stores.close()
-    store_s = sum(writer.seconds[k] for k in STORE_PARTS)
     return {
-        "chunks": written,
-        "seconds": {k: round(v, 2) for k, v in sorted(writer.seconds.items())},
-        "store_write_chunks_per_s": round(written / store_s, 1),
+        **write_summary(writer, written),
         "this_process_cpu_s": round(cpu, 2),
         "neo4j_cpu_s": round(server, 2),
         "load_average": {"start": load, "end": load_average()},

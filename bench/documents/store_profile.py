@@ -103,16 +103,23 @@ async def write(
         await stores.close()
     if profiler and prof:
         profiler.dump_stats(str(prof))
-    store_s = sum(writer.seconds[k] for k in STORE_PARTS)
     return {
-        "chunks": written,
-        "seconds": {k: round(v, 2) for k, v in sorted(writer.seconds.items())},
-        "store_write_chunks_per_s": round(written / store_s, 1),
+        **write_summary(writer, written),
         "cpu_s": round(cpu, 2),
         "cpu_ms_per_chunk": round(1000 * cpu / max(written, 1), 3),
         "load_average": {"start": load, "end": load_average()},
         "held": held if sources is not None else "none",
         "statement_s": {k: round(v, 3) for k, v in sorted(statements.items(), key=lambda kv: -kv[1])[:25]},
+    }
+
+
+def write_summary(writer: DirectWriter, written: int) -> dict[str, Any]:
+    """The chunks written, the writer's seconds by part and the store-side rate."""
+    store_s = sum(writer.seconds[k] for k in STORE_PARTS)
+    return {
+        "chunks": written,
+        "seconds": {k: round(v, 2) for k, v in sorted(writer.seconds.items())},
+        "store_write_chunks_per_s": round(written / store_s, 1),
     }
 
 
