@@ -82,6 +82,14 @@ async def test_a_hop_reads_concepts_subjects_and_chunks_up_to_the_cap(docs: DocB
     assert {p.id for p in hop.passages} == {"curie:0", "curie:1", "warsaw:0"}  # paris:0 is known
     assert all(p.dense == pytest.approx(cos[p.id], abs=1e-4) for p in hop.passages)
 
+    # cap 2: curie (3 chunks) carries no hop, so neither its chunks nor its subjects are read and
+    # curie:1, reached only through it, is not a passage of the hop (graphrank would not rank it)
+    tight = await docs.documents.passage_links(q, ["paris:0", "curie:0"], set(), 2, {"paris:0"})
+    over = tight.concepts[e("curie")]
+    assert over.df == 3 and over.chunks == [] and over.subjects == []
+    assert sorted(tight.concepts[e("paris")].chunks) == ["curie:0", "paris:0"]
+    assert {p.id for p in tight.passages} == {"curie:0"}
+
     skipped = await docs.documents.passage_links(q, ["paris:0"], {e("curie")}, 10, set())
     assert set(skipped.concepts) == {e("city")} and len(skipped.concepts[e("city")].chunks) == 5
 

@@ -64,7 +64,8 @@ SOURCES = (
 # The rest of a hop, given its sources' mentions (`$ekeys`) and word runs (`$runs`: run -> the
 # chunks whose text holds it) and own subjects (`$own`: chunk -> IRI): the subject concepts the
 # runs name (a chunk in scope is about them); each concept's chunks in scope (at most $cap1 read:
-# more means it carries no hop) and subjects, for the mentioned and named concepts not skipped
+# more means it carries no hop, so its subjects are not read: graphrank ranks nothing reached
+# through it) and subjects, for the mentioned and named concepts not skipped
 # (a named one only where it is not the chunk's own subject); and the cosines of the chunks they
 # reach that are not known yet.
 HOP = (
@@ -79,11 +80,12 @@ HOP = (
     "WHERE e.user = $user AND e.collection = $collection "
     "CALL (e) { MATCH (c:KgChunk)-[:HAS_ENTITY]->(e) WHERE " + _IN_SCOPE_CHUNK + " "
     "WITH c LIMIT $cap1 RETURN collect(c) AS chunks } "
-    "CALL (e) { MATCH (c:KgChunk)-[:ABOUT]->(e) WHERE " + _IN_SCOPE_CHUNK + " "
-    "WITH c LIMIT $read RETURN collect(c) AS subjects } "
+    "CALL (e, chunks) { WITH e, chunks WHERE size(chunks) < $cap1 MATCH (c:KgChunk)-[:ABOUT]->(e) WHERE "
+    + _IN_SCOPE_CHUNK
+    + " WITH c LIMIT $read RETURN collect(c) AS subjects } "
     "RETURN collect({uri: e.uri, chunks: chunks, subjects: subjects}) AS links } "
     "CALL (links) { UNWIND links AS l UNWIND CASE WHEN size(l.chunks) < $cap1 THEN l.chunks + l.subjects "
-    "ELSE l.subjects END AS c WITH DISTINCT c WHERE NOT c.id IN $known "
+    "ELSE [] END AS c WITH DISTINCT c WHERE NOT c.id IN $known "
     "RETURN collect({id: c.id, sim: " + _COS + "}) AS sims } "
     "RETURN named, [l IN links | {uri: l.uri, chunks: [c IN l.chunks | c.id], "
     "subjects: [c IN l.subjects | c.id]}] AS links, sims"
@@ -192,6 +194,7 @@ async def links(
                 have.append(named["iri"])
     for link in row["links"]:
         chunks = link["chunks"]
-        hop.concepts[link["uri"]] = ConceptLinks(len(chunks), link["subjects"], chunks if len(chunks) <= cap else [])
+        df = len(chunks)
+        hop.concepts[link["uri"]] = ConceptLinks(df, link["subjects"], chunks) if df <= cap else ConceptLinks(df)
     hop.passages = [Passage(s["id"], float(s["sim"])) for s in row["sims"]]
     return hop
