@@ -153,10 +153,12 @@ class _Batch:
     def add(self, tenant: Tenant, r: DocumentRecord, chunks: dict[str, dict[str, Any]]) -> None:
         """`r`'s mentions, relation sources and names (links of chunks not in `r` are left out)."""
         own = {node_key(tenant, c.id) for c in r.chunks}
+        mentioned: dict[str, str] = {}  # IRI -> entity key, in mention order
         for m in r.mentions:
             ck, ek = node_key(tenant, m.chunk_id), entity_key(tenant, m.entity)
             if ck not in own:
                 continue
+            mentioned.setdefault(m.entity, ek)
             links = chunks[ck]["mentions"]
             links[ek] = links.get(ek, 0) + m.count
             e = self.entities.setdefault(ek, {"ekey": ek, "iri": m.entity, "owned": m.entity in r.owned,
@@ -169,10 +171,10 @@ class _Batch:
             for c in x.chunk_ids:
                 if (ck := node_key(tenant, c)) in own:
                     chunks[ck]["sources"][key] = None
-        for e in dict.fromkeys(m.entity for m in r.mentions if node_key(tenant, m.chunk_id) in own):
+        for e, ek in mentioned.items():
             for k in dict.fromkeys((r.keys.get(e, ""), *r.aliases.get(e, ()))):
                 if k:
-                    nk, ek = name_key(tenant, k), entity_key(tenant, e)
+                    nk = name_key(tenant, k)
                     self.names.setdefault((nk, ek), {"nkey": nk, "name": k, "ekey": ek})
 
     def rows(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
