@@ -295,6 +295,16 @@ async def test_remove_triples_removes_exactly_those(store: StoreBackend) -> None
     assert t("a", "p1", "c") in await store.triples.pattern(Tenant(user, coll), iri("a"), None, None, 100)
 
 
+async def test_a_collection_whose_triples_are_all_removed_is_not_listed(store: StoreBackend) -> None:
+    user, coll = store.scope()
+    await store.triples.add_triples(Tenant(user, coll), GRAPH)
+    await store.triples.remove_triples(Tenant(user, coll), GRAPH)
+    assert await store.triples.pattern(Tenant(user, coll), None, None, None, 100) == []
+    listed = await store.triples.collections(user)
+    if store.name != "cassandra":  # (Cassandra keeps a collection's name until it is deleted: -1)
+        assert coll not in listed, listed
+
+
 async def test_collections_of_a_user(store: StoreBackend) -> None:
     user, coll = store.scope()
     _, second = store.scope(user=user)

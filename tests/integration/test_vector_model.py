@@ -1,6 +1,6 @@
 """Every entity index records which embedding model (and dimension) a collection's vectors are of
 at its first write, refuses a write of another model or dimension naming both (storing nothing of
-it), keeps collections apart, and forgets the model with the collection."""
+it), keeps collections apart, and forgets the model with the collection or its last vector."""
 
 from __future__ import annotations
 
@@ -39,6 +39,19 @@ async def test_a_collection_holds_one_models_vectors(store: StoreBackend) -> Non
     await store.index.upsert(
         Tenant(user, coll), [("b", "Bee", unit(3))], model="model-b"
     )  # a new start takes any model
+    assert await store.index.vector_model(Tenant(user, coll)) == VectorModel("model-b", 384)
+
+
+async def test_the_model_goes_with_the_last_vector(store: StoreBackend) -> None:
+    user, coll = store.scope()
+    await store.index.upsert(Tenant(user, coll), [("a", "Alpha", unit(1)), ("b", "Bee", unit(2))], model="model-a")
+    await store.index.upsert(Tenant(user, coll), [("p", "relates", unit(3))], "predicate", model="model-a")
+    await store.index.delete(Tenant(user, coll), ["a", "p"])  # a vector is left: the model stays
+    with pytest.raises(VectorModelMismatch):
+        await store.index.upsert(Tenant(user, coll), [("c", "Sea", unit(4))], model="model-b")
+    await store.index.delete(Tenant(user, coll), ["b"])
+    assert await store.index.vector_model(Tenant(user, coll)) is None
+    await store.index.upsert(Tenant(user, coll), [("c", "Sea", unit(4))], model="model-b")
     assert await store.index.vector_model(Tenant(user, coll)) == VectorModel("model-b", 384)
 
 

@@ -95,6 +95,7 @@ class DocumentStoreProcessor(StoreProcessor):
         concepts = {i for r in linked.records for i in r.spellings} | set(removed.touched)
         await self._live(tenant, linked, stamp, started)  # (stored, then deleted with the collection)
         await self._agree_labels(tenant, concepts, dict(linked.new_concepts), embedder)
+        await self._live(tenant, linked, stamp, started)  # (labels written after a delete go again)
         await self.stores.communities.mark_stale(tenant, sorted(touched))
         await self._finish(tenant, started)
         await self.announce_graph_changed(tenant.user, tenant.collection)
@@ -153,11 +154,14 @@ class DocumentStoreProcessor(StoreProcessor):
 
     async def _take_back(self, tenant: Tenant, refused: list[DocumentRecord], whole: Linked | None) -> None:
         """Remove the relations and concepts linked for `refused` documents that nothing stored
-        supports (with `whole`, the request's every new concept, and `related to` when unused)."""
+        supports (`whole`: the collection was deleted; then every concept the request linked, as
+        it may have written a label or vector of any after the delete, and `related to` when unused)."""
         relations = sorted({(x.s, x.p, x.o) for r in refused for x in r.relations})
-        concepts = {m.entity for r in refused for m in r.mentions} | set(whole.new_concepts if whole else ())
+        concepts = {m.entity for r in refused for m in r.mentions}
+        if whole is not None:
+            concepts |= {m.entity for r in whole.records for m in r.mentions} | set(whole.new_concepts)
         candidates = RemovedLinks(relations=relations, concepts=sorted(concepts))
-        created = sorted(whole.new_concepts) if whole else []  # (the delete may have dropped their claims)
+        created = sorted(concepts) if whole else []  # (the delete dropped their claims)
         await self._unlink(tenant, await self.stores.documents.unsupported(tenant, candidates, created))
         if whole is not None:
             await self._drop_unused_predicates(tenant, {RELATED_TO, *whole.predicates})

@@ -198,6 +198,8 @@ class CassandraEntityIndex:
             ("del_vec", (tenant.user, tenant.collection, kind, i)) for i in iris for kind in ("entity", "predicate")
         ]
         await self.conn.run_many(calls)
+        if not await self.conn.run("any_vector", (tenant.user, tenant.collection)):  # the model goes with the last
+            await self.conn.run("del_vector_model", (tenant.user, tenant.collection))
 
     async def collections(self, user: str) -> dict[str, int]:
         """The user's collections (the triple store's table) with their entity counts (one partition each)."""

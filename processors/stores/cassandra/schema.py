@@ -163,6 +163,8 @@ STATEMENTS: dict[str, str] = {
     "claim_vector_model": "INSERT INTO vector_models (user, collection, model, dimensions) VALUES (?, ?, ?, ?)"
     " IF NOT EXISTS",
     "del_vector_model": "DELETE FROM vector_models WHERE user = ? AND collection = ?",
+    "any_vector": "SELECT iri FROM entity_vectors WHERE user = ? AND collection = ? AND kind IN ('entity', 'predicate')"
+    " LIMIT 1",
 }
 
 

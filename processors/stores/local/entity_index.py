@@ -43,6 +43,11 @@ CREATE TABLE IF NOT EXISTS vector_model (
 )
 
 SPACES: tuple[VectorKind, ...] = ("entity", "predicate")
+# The collection's model record goes with its last vector (see Neo4j's FORGET_VECTOR_MODEL).
+FORGET_MODEL = (
+    "DELETE FROM vector_model WHERE user = ?1 AND collection = ?2"
+    " AND NOT EXISTS (SELECT 1 FROM vectors WHERE user = ?1 AND collection = ?2)"
+)
 OLD_TABLE = "vectors_float32"  # an earlier index's table, renamed on open and converted
 # Codes a search of a large space reads (the nearest lists first). Entity labels cluster less than
 # chunks: on HotpotQA's 21.5k entities the lists find 0.92 of the exact top 10 reading the chunk
@@ -198,6 +203,7 @@ class LocalEntityIndex:
             )
             for space in SPACES:
                 self.lists.remove(conn, tenant, space, list(iris))
+            conn.execute(FORGET_MODEL, (tenant.user, tenant.collection))
 
         await self.db.write(write)
 

@@ -160,6 +160,17 @@ REMOVE_EDGES = (
     "WHERE r.user = $user AND r.collection = $collection DELETE r"
 )
 REMOVE_LABELS = "UNWIND $rows AS row MATCH (s:KgEntity {key: row.sk}) WHERE s.label = row.label REMOVE s.label"
+# After a removal, the ends left holding nothing (no edge, label, vector or claim): a bare node would
+# still make its collection listed, after a delete that raced a write had removed every triple.
+PRUNE_ENTITIES = (
+    "UNWIND $keys AS k MATCH (n:KgEntity {key: k}) WHERE n.user = $user AND n.collection = $collection "
+    "AND n.label IS NULL AND n.embedding IS NULL AND n.index_label IS NULL AND n.concept IS NULL "
+    "AND n.label_lock IS NULL AND NOT (n)--() DELETE n"
+)
+PRUNE_LITERALS = (
+    "UNWIND $keys AS k MATCH (n:KgLiteral {key: k}) WHERE n.user = $user AND n.collection = $collection "
+    "AND NOT (n)--() DELETE n"
+)
 COLLECTIONS = (
     "MATCH (n:KgEntity) WHERE n.user = $user WITH DISTINCT n.collection AS c "
     "RETURN c AS collection, COUNT { MATCH (:KgEntity {user: $user, collection: c})-[:KG_EDGE]->() } AS n"
@@ -228,6 +239,13 @@ DELETE_ENTITIES = (
 )
 DELETE_PREDICATES = (
     "UNWIND $keys AS k MATCH (n:KgPredicate {key: k}) WHERE n.user = $user AND n.collection = $collection DELETE n"
+)
+# The collection's model record goes with its last vector: nothing is left that a write of another
+# model would mix with (a write that raced the collection's delete, taken back, leaves none).
+FORGET_VECTOR_MODEL = (
+    "MATCH (m:KgVectorModel {key: $mkey}) "
+    "WHERE NOT EXISTS { MATCH (n:KgEntity {user: $user, collection: $collection}) WHERE n.embedding IS NOT NULL } "
+    "AND NOT EXISTS { MATCH (:KgPredicate {user: $user, collection: $collection}) } DELETE m"
 )
 INDEX_COLLECTIONS = (
     "MATCH (n:KgEntity) WHERE n.user = $user AND n.embedding IS NOT NULL "

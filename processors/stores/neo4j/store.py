@@ -22,12 +22,15 @@ from processors.stores.neo4j.cypher import (
     DELETE_LOAD,
     DELETE_PREDICATES,
     DELETE_TRIPLES,
+    FORGET_VECTOR_MODEL,
     GET_VECTOR_MODEL,
     INDEX_COLLECTIONS,
     NAMED,
     NEAREST_PREDICATES,
     NEIGHBOURS,
     PATTERN,
+    PRUNE_ENTITIES,
+    PRUNE_LITERALS,
     REMOVE_EDGES,
     REMOVE_LABELS,
     REPLACE_LABELS,
@@ -192,7 +195,9 @@ class Neo4jTripleStore:
                     labels.append({"sk": sk, "label": t.o.value})
         scope = {"user": tenant.user, "collection": tenant.collection}
         queries = [(REMOVE_EDGES, {**scope, "rows": edges}), (REMOVE_LABELS, {"rows": labels})]
-        await self.conn.write([(q, p) for q, p in queries if p["rows"]])
+        ends = sorted({k for e in edges for k in (e["sk"], e["ok"])})  # (literal and entity keys differ)
+        queries += [(PRUNE_ENTITIES, {**scope, "keys": ends}), (PRUNE_LITERALS, {**scope, "keys": ends})]
+        await self.conn.write([(q, p) for q, p in queries if p.get("rows", p.get("keys"))])
 
     async def collections(self, user: str) -> dict[str, int]:
         """The user's collections and their edge counts."""
@@ -305,7 +310,8 @@ class Neo4jEntityIndex:
     async def delete(self, tenant: Tenant, iris: Sequence[str]) -> None:
         """Drop the entities' index properties (bare nodes go) and predicate nodes of these IRIs."""
         params = {"keys": [entity_key(tenant, i) for i in iris], "user": tenant.user, "collection": tenant.collection}
-        await self.conn.write([(DELETE_ENTITIES, params), (DELETE_PREDICATES, params)])
+        model = {"user": tenant.user, "collection": tenant.collection, "mkey": entity_key(tenant, "")}
+        await self.conn.write([(DELETE_ENTITIES, params), (DELETE_PREDICATES, params), (FORGET_VECTOR_MODEL, model)])
 
     async def collections(self, user: str) -> dict[str, int]:
         """The user's collections and how many entities each indexes."""
