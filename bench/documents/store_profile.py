@@ -57,9 +57,17 @@ def _save(path: Path, batch: object) -> None:
     path.write_bytes(pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL))
 
 
+def _files(path: Path, first: int, count: int | None) -> list[Path]:
+    return sorted(path.glob("*.pkl"))[first : None if count is None else first + count]
+
+
+def _read(file: Path) -> Any:  # noqa: ANN401 - a pickled batch
+    return from_wire(pickle.loads(file.read_bytes()))  # noqa: S301 - our own files
+
+
 def _load(path: Path, first: int, count: int | None) -> list[object]:
-    files = sorted(path.glob("*.pkl"))[first : None if count is None else first + count]
-    return [from_wire(pickle.loads(f.read_bytes())) for f in files]  # noqa: S301 - our own files
+    """The batches, all read (neo4j_profile's replay holds them)."""
+    return [_read(f) for f in _files(path, first, count)]
 
 
 def _fresh(home: Path, base: Path | None) -> None:
@@ -79,7 +87,7 @@ async def write(
     sources = await prepare_sources(CACHE) if held != "none" else None
     if held == "frozen":
         gc.freeze()
-    chosen: list[Any] = _load(path, first, count)
+    chosen = _files(path, first, count)
     _fresh(home, base)
     statements: defaultdict[str, float] = defaultdict(float)
     if prof:  # the stores' work runs in their executor threads, which cProfile does not see
@@ -89,17 +97,26 @@ async def write(
     writer = DirectWriter(stores, COLLECTION, SimpleNamespace(label_vectors={}))  # type: ignore[arg-type]
     load = load_average()
     profiler = cProfile.Profile(time.thread_time) if prof else None  # CPU: the machine is shared
-    written, cpu = 0, time.process_time()
+    collections = _GcClock()
+    gc.callbacks.append(collections)
+    written, cpu = 0, 0.0
     try:
-        for b in chosen:
+        for file in chosen:
+            # read when written, as the build receives each batch from its child: one held at a
+            # time (held all, each full collection walked them all: 17% of the CPU at 2 batches)
+            batch = _read(file)
+            began, collections.on = time.process_time(), True
             if profiler:
                 profiler.enable()
-            await writer.write(b)
+            await writer.write(batch)
             if profiler:
                 profiler.disable()
-            written += len(b.linked.records)
+            collections.on = False
+            cpu += time.process_time() - began  # this process's CPU (every thread's): the writes alone
+            written += len(batch.linked.records)
+            del batch
     finally:
-        cpu = time.process_time() - cpu  # this process's CPU (every thread's): the writes alone
+        gc.callbacks.remove(collections)
         await stores.close()
     if profiler and prof:
         profiler.dump_stats(str(prof))
@@ -109,6 +126,8 @@ async def write(
         "cpu_ms_per_chunk": round(1000 * cpu / max(written, 1), 3),
         "load_average": {"start": load, "end": load_average()},
         "held": held if sources is not None else "none",
+        "gc_s": round(collections.seconds, 2),
+        "gc_full_collections": collections.full,
         "statement_s": {k: round(v, 3) for k, v in sorted(statements.items(), key=lambda kv: -kv[1])[:25]},
     }
 
@@ -144,6 +163,22 @@ def _time_statements(into: defaultdict[str, float]) -> None:
             into["many: " + sql[:64]] += time.thread_time() - t
 
     conn_class.execute, conn_class.executemany = execute, executemany  # type: ignore[method-assign]
+
+
+class _GcClock:
+    """The seconds the garbage collector ran and its full collections while `on` (a `gc.callbacks` entry)."""
+
+    def __init__(self) -> None:
+        self.seconds, self.full, self._began, self.on = 0.0, 0, 0.0, False
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if not self.on:
+            return
+        if phase == "start":
+            self._began = time.perf_counter()
+            return
+        self.seconds += time.perf_counter() - self._began
+        self.full += info["generation"] == 2
 
 
 class _Inline(Executor):
