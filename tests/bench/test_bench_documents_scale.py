@@ -141,11 +141,16 @@ async def _corpus(
     )
 
 
-async def test_the_runner_writes_every_key_of_its_section(tmp_path: Path) -> None:
+@pytest.mark.parametrize("topology", ["embedded", "fleet"])
+async def test_the_runner_writes_every_key_of_its_section(
+    topology: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if topology == "fleet":
+        request.getfixturevalue("servers")  # the real Pulsar
     out = tmp_path / "results.json"
     out.write_text(json.dumps({"graph": {"kept": True}}))
     args = ["--sizes", "1k", "--backends", "sqlite", "--subset", str(SUBSET), "--cache", str(tmp_path),
-            "--warmup-s", "0", "--budget-s", "120", "--out", str(out)]  # fmt: skip
+            "--warmup-s", "0", "--budget-s", "120", "--out", str(out), "--sqlite-topology", topology]  # fmt: skip
     section = await documents_scale.main(args)
     results = json.loads(out.read_text())
     assert results["graph"] == {"kept": True} and results["documents"] == section
@@ -159,8 +164,12 @@ async def test_the_runner_writes_every_key_of_its_section(tmp_path: Path) -> Non
         assert isinstance(r[key], int | float), key
     assert r["questions_asked"] == r["questions_available"] > 0 and r["errors"] == 0
     assert r["store_requests_counter"] in ("stats.store_requests", "stats.store_round_trips")
-    assert r["rss_of"].startswith("the embedded process") and len(r["after_write_rounds_ms"]) == documents_scale.WRITES
-    assert r["topology"] == "embedded" and "fleet_rss_mb" not in r
+    assert len(r["after_write_rounds_ms"]) == documents_scale.WRITES and r["topology"] == topology
+    if topology == "embedded":
+        assert r["rss_of"].startswith("the embedded process") and "fleet_rss_mb" not in r
+    else:  # the documents processor's process, one of the fleet's
+        assert r["rss_of"] == "the documents processor (its own process)"
+        assert abs(r["fleet_rss_mb"]["documents"] - r["rss_mb"]) < 10 and r["rss_mb"] < r["fleet_rss_mb_total"]
     assert 0 < r["rss_parts"]["anon"] < r["rss_mb"] and 0 < r["rss_parts"]["file"] < r["rss_mb"]
     assert 0 <= r["recall_at_5"] <= 1 and r["build"]["chunks"] == 1000
     targets = section["targets"]
