@@ -2,11 +2,14 @@
 (bench/documents/scale.py runs it with a time limit and keeps what it wrote so far).
 
     python -m bench documents-measure --backend sqlite|neo4j --size 10k --built BUILT_JSON
-                                --plan PLAN_JSON --out OUT_JSON [--questions N] [--budget-s S] [--warmup-s S]
+                                --plan PLAN_JSON --out OUT_JSON [--topology embedded|fleet]
+                                [--questions N] [--budget-s S] [--warmup-s S]
 
-SQLite: every processor in this process on the in-process bus (the RSS is this whole process's).
-Neo4j: one OS process per processor over the real Pulsar (bench/documents/fleet.py); the RSS is the
-documents processor's. Questions: lazy-rag `expand` and kg-query, both without a model.
+`embedded` (SQLite's default): every processor in this process on the in-process bus, as `kgflow
+query` and `kgflow up` run SQLite; the RSS is this whole process's. `fleet` (Neo4j's only
+topology): one OS process per processor over the real Pulsar (bench/documents/fleet.py), on SQLite
+every process opening the same home; the RSS is the documents processor's. Questions: lazy-rag
+`expand` and kg-query, both without a model.
 """
 
 from __future__ import annotations
@@ -66,12 +69,15 @@ def warm_up_questions() -> list[str]:
 
 
 def rss_mb(pid: int | str = "self") -> dict[str, float]:
-    """Resident set now and at its peak (MB) of a process, from /proc."""
+    """Resident set now and at its peak (MB) of a process, and what the set now holds: `anon` (the
+    heap: objects, arrays, caches) and `file` (code, libraries and mapped store files: pages the
+    OS page cache holds anyway, shared with every process mapping them), from /proc."""
     fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
-    return {
-        "now": round(int(fields["VmRSS"].split()[0]) / 1024, 1),
-        "peak": round(int(fields["VmHWM"].split()[0]) / 1024, 1),
-    }
+
+    def mb(name: str) -> float:
+        return round(int(fields[name].split()[0]) / 1024, 1)
+
+    return {"now": mb("VmRSS"), "peak": mb("VmHWM"), "anon": mb("RssAnon"), "file": mb("RssFile")}
 
 
 @dataclass
@@ -84,21 +90,29 @@ class Target:
     pid: int | str
     rss_of: str
     collection: str
+    fleet: dict[str, int]  # every process of the fleet by processor (empty when embedded)
+
+    def rss(self) -> dict[str, float]:
+        """The RSS of `rss_of` (rss_mb)."""
+        return rss_mb(self.pid)
+
+    def fleet_rss_mb(self) -> dict[str, float]:
+        """Each fleet process's RSS now (MB)."""
+        return {name: rss_mb(pid)["now"] for name, pid in self.fleet.items()}
 
 
 @contextlib.asynccontextmanager
-async def target(backend: str, built: dict[str, Any], timeout_s: float) -> AsyncIterator[Target]:
-    """Embedded SQLite in this process, or the Neo4j fleet over Pulsar."""
+async def target(backend: str, built: dict[str, Any], timeout_s: float, topology: str) -> AsyncIterator[Target]:
+    """Every processor in this process (SQLite only), or each in its own process over Pulsar."""
     params = {"timeout-s": timeout_s, "stage-timeout-s": timeout_s}  # a slow question is measured, not cut
     rt = RuntimeSettings(request_timeout_s=timeout_s, handler_timeout_s=timeout_s)
     coll = collection(backend, built["size"])
-    if backend == "sqlite":
+    if topology == "embedded":
         from processors.commands.system import embedded
 
-        async with embedded(store_settings("sqlite", Path(built["home"])), rt, params) as system:
-            yield _target(
-                system.bus, "default", timeout_s, "self", "the embedded process (every processor + this client)", coll
-            )
+        async with embedded(store_settings(backend, Path(built["home"])), rt, params) as system:
+            rss_of = "the embedded process (every processor + this client)"
+            yield _target(system.bus, "default", timeout_s, "self", rss_of, coll, {})
         return
     import tempfile
 
@@ -109,22 +123,26 @@ async def target(backend: str, built: dict[str, Any], timeout_s: float) -> Async
     flow = f"docscale-{uuid.uuid4().hex[:10]}"
     env = {"KGFLOW_REQUEST_TIMEOUT_S": str(timeout_s), "KGFLOW_HANDLER_TIMEOUT_S": str(timeout_s)}
     with tempfile.TemporaryDirectory(prefix="docscale-measure-") as tmp:
-        store = store_settings("neo4j", Path(tmp))
+        store = store_settings(backend, Path(built["home"]) if backend == "sqlite" else Path(tmp))
         async with documents_fleet(store, pulsar_url(), flow, params, env) as fleet:
-            bus = PulsarBus(pulsar_url())
+            bus, pids = PulsarBus(pulsar_url()), fleet.pids()
+            t = _target(
+                bus, flow, timeout_s, pids["documents"], "the documents processor (its own process)", coll, pids
+            )
             try:
-                yield _target(
-                    bus, flow, timeout_s, fleet.pids()["documents"], "the documents processor (its own process)", coll
-                )
+                yield t
             finally:
+                for c in (t.lazy, t.kg, t.writer):  # their readers before the bus closes them under them
+                    await c.stop()
                 await bus.close()
 
 
-def _target(bus: Any, flow: str, timeout_s: float, pid: int | str, rss_of: str, coll: str) -> Target:
+def _target(bus: Any, flow: str, timeout_s: float, pid: int | str, rss_of: str, coll: str,
+            fleet: dict[str, int]) -> Target:  # fmt: skip
     def client(service: Any) -> RequestResponseClient[Any]:
         return RequestResponseClient.for_service(bus, service, flow, timeout_s)
 
-    return Target(client(LAZY_RAG), client(KG_QUERY), client(DOCUMENT_STORE), pid, rss_of, coll)
+    return Target(client(LAZY_RAG), client(KG_QUERY), client(DOCUMENT_STORE), pid, rss_of, coll, fleet)
 
 
 class Recorder:
@@ -162,6 +180,10 @@ def store_requests(res: Any) -> tuple[int | None, str]:
     return int(stats.store_round_trips), "stats.store_round_trips"
 
 
+def _parts(rss: dict[str, float]) -> dict[str, float]:
+    return {"anon": rss["anon"], "file": rss["file"]}
+
+
 def _summary(ms: list[float]) -> dict[str, float]:
     return {"p50_ms": round(percentile(ms, 50), 1), "p95_ms": round(percentile(ms, 95), 1)}
 
@@ -170,8 +192,9 @@ async def warm(t: Target, rec: Recorder, warmup_s: float) -> None:
     """The first question (cold: today it builds the search index), then untimed questions."""
     qs = warm_up_questions()
     res, ms = await _ask(t, "lazy", qs[0])
+    rss = t.rss()
     rec.put(first_question_ms=round(ms, 1), first_question_error=res.error.message if res.error else None,
-            rss_mb_after_first_question=rss_mb(t.pid)["now"])  # fmt: skip
+            rss_mb_after_first_question=rss["now"], rss_parts_after_first_question=_parts(rss))  # fmt: skip
     began, asked, cold = time.perf_counter(), 1, [ms]
     while time.perf_counter() - began < warmup_s:
         _, ms = await _ask(t, "lazy", qs[asked % len(qs)])
@@ -248,7 +271,8 @@ async def after_writes(t: Target, rec: Recorder, writes: list[IndexedDocument], 
     ids = [d.document.id for d in writes]
     await t.writer.request(DeleteDocuments(user=USER, collection=t.collection, document_ids=ids))
     _, ms = await _ask(t, "lazy", questions[len(writes) % len(questions)].text)
-    rec.put(after_delete_ms=round(ms, 1), rss_mb_after_writes=rss_mb(t.pid)["now"])
+    rss = t.rss()
+    rec.put(after_delete_ms=round(ms, 1), rss_mb_after_writes=rss["now"], rss_parts_after_writes=_parts(rss))
 
 
 async def measure(a: argparse.Namespace) -> dict[str, Any]:
@@ -259,16 +283,25 @@ async def measure(a: argparse.Namespace) -> dict[str, Any]:
     questions = public_questions(set(plan["public_ids"]))[: a.questions]
     rec = Recorder(a.out, {"backend": a.backend, "size": a.size, "load_average_at_start": load_average()})
     began = time.perf_counter()
-    async with target(a.backend, built, a.question_timeout_s) as t:
-        rec.put(start_s=round(time.perf_counter() - began, 1), rss_of=t.rss_of, rss_mb_at_start=rss_mb(t.pid)["now"])
+    async with target(a.backend, built, a.question_timeout_s, a.topology) as t:
+        rss = t.rss()
+        rec.put(start_s=round(time.perf_counter() - began, 1), topology=a.topology, rss_of=t.rss_of,
+                rss_mb_at_start=rss["now"], rss_parts_at_start=_parts(rss))  # fmt: skip
         await warm(t, rec, a.warmup_s)
         rec.put(load_average_after_warm_up=load_average())
         await timed(t, rec, questions, a.budget_s)
-        rss = rss_mb(t.pid)
-        rec.put(rss_mb=rss["now"], rss_mb_peak=rss["peak"], load_average_after_questions=load_average())
+        rss, fleet = t.rss(), t.fleet_rss_mb()
+        rec.put(
+            rss_mb=rss["now"],
+            rss_mb_peak=rss["peak"],
+            rss_parts=_parts(rss),
+            load_average_after_questions=load_average(),
+        )
+        if fleet:  # beside the embedded figure: the same processors, each in its own process
+            rec.put(fleet_rss_mb=fleet, fleet_rss_mb_total=round(sum(fleet.values()), 1))
         await after_writes(t, rec, writes, questions)
         rec.put(
-            rss_mb_peak=rss_mb(t.pid)["peak"],
+            rss_mb_peak=t.rss()["peak"],
             load_average_at_end=load_average(),
             measure_s=round(time.perf_counter() - began, 1),
         )
@@ -280,6 +313,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m bench documents-measure", description=__doc__.splitlines()[0])
     ap.add_argument("--backend", choices=("sqlite", "neo4j"), required=True)
     ap.add_argument("--size", required=True)
+    ap.add_argument(
+        "--topology",
+        choices=("embedded", "fleet"),
+        default=None,
+        help="every processor in this process (SQLite's default) or each in its own over Pulsar (Neo4j's only)",
+    )
     ap.add_argument("--built", type=Path, required=True, help="the build's JSON (bench.documents.stores)")
     ap.add_argument("--plan", type=Path, required=True, help='{"writes": [IndexedDocument], "public_ids": [...]}')
     ap.add_argument("--out", type=Path, required=True)
@@ -287,7 +326,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--budget-s", type=float, default=1200.0, help="time for the timed questions")
     ap.add_argument("--warmup-s", type=float, default=30.0)
     ap.add_argument("--question-timeout-s", type=float, default=900.0)
-    return ap.parse_args(argv)
+    a = ap.parse_args(argv)
+    a.topology = a.topology or ("embedded" if a.backend == "sqlite" else "fleet")
+    if a.backend == "neo4j" and a.topology == "embedded":
+        ap.error("--topology embedded is SQLite's: Neo4j is measured as deployed, one process per processor")
+    return a
 
 
 async def main(argv: list[str]) -> dict[str, Any]:

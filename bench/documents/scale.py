@@ -3,7 +3,8 @@
 
     python -m bench documents [--sizes 10k,100k,1m] [--backends sqlite,neo4j] [--questions N]
                                     [--budget-s S] [--build-timeout-s S] [--measure-timeout-s S]
-                                    [--reuse-corpora] [--out bench/results.json]
+                                    [--reuse-corpora] [--sqlite-topology embedded|fleet]
+                                    [--out bench/results.json]
 
 Each corpus is built (or found cached) by `python -m bench corpora` and measured by
 `python -m bench documents-measure`, each a child process bounded in time and memory: a size today's
@@ -122,6 +123,7 @@ def bench_one(backend: str, size: str, a: argparse.Namespace, sources: Sources, 
             "--plan", str(plan_json), "--out", str(out_json), "--budget-s", str(a.budget_s),
             "--warmup-s", str(a.warmup_s), "--question-timeout-s", str(a.question_timeout_s)]  # fmt: skip
     argv += ["--questions", str(a.questions)] if a.questions else []
+    argv += ["--topology", a.sqlite_topology] if backend == "sqlite" else []
     log(f"[docscale] {backend} {size}: measuring")
     run = run_bounded(argv, a.measure_timeout_s, a.rss_cap_mb)
     out = json.loads(out_json.read_text()) if out_json.exists() else {}
@@ -167,6 +169,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--measure-timeout-s", type=float, default=3600.0, help="a measurement's time limit")
     ap.add_argument("--rss-cap-mb", type=float, default=10_000.0, help="a child's process tree is stopped above this")
     ap.add_argument("--reuse-corpora", action="store_true", help="reuse corpora built with other store code")
+    ap.add_argument(
+        "--sqlite-topology",
+        choices=("embedded", "fleet"),
+        default="embedded",
+        help="SQLite measured as its users run it, every processor in one process (its RSS: that process), "
+        "or one process per processor over Pulsar as Neo4j is (its RSS: the documents processor's)",
+    )
     ap.add_argument("--cache", type=Path, default=CACHE, help="where sources and SQLite corpora are kept")
     ap.add_argument(
         "--subset",
@@ -195,12 +204,13 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
         section[b] = {k: v for k, v in earlier.get(b, {}).items() if k not in sizes or b not in backends}
     from bench.harness.servers import servers_for
 
+    needs = {"neo4j": ["neo4j", "pulsar"], "sqlite": ["pulsar"] if a.sqlite_topology == "fleet" else []}
     with (
-        servers_for(["neo4j", "pulsar"] if "neo4j" in backends else [], log) as srv,
+        servers_for(sorted({s for b in backends for s in needs[b]}), log) as srv,
         tempfile.TemporaryDirectory() as tmp,
     ):
         for backend in backends:
-            why = srv.why_not("neo4j") or srv.why_not("pulsar") if backend == "neo4j" else ""
+            why = next((w for w in map(srv.why_not, needs[backend]) if w), "")
             for size in sizes:
                 section[backend][size] = {"skipped": why} if why else bench_one(backend, size, a, sources, Path(tmp))
                 section["targets"] = documents_scale_targets(section)

@@ -1,18 +1,22 @@
 """The document scale corpora (bench/documents/corpus.py) on a 1k-chunk variant over a few real
 documents of each set: deterministic, the public paragraphs stored, distractors that carry mentions
 and vectors and are linked as the writer links them, a stopped build that resumes to the same
-corpus; and the runner (bench/documents/scale.py) writing every key of its section."""
+corpus; the runner (bench/documents/scale.py) writing every key of its section; and a SQLite home
+served as deployed (bench/documents/measure.py's fleet: one process per processor on the real
+Pulsar), where the documents processor sees the writer's process's writes at once."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from bench.documents import corpus as doc_corpus
+from bench.documents import measure as doc_measure
 from bench.documents import scale as documents_scale
 from bench.documents import stores as doc_stores
 from bench.documents.corpus import USER, CorpusSpec, distractors
@@ -22,6 +26,8 @@ from processors.commands.system import embedded
 from processors.ingest.document_store.linking import link
 from processors.stores.documents_protocol import ChunkQuery, DocumentCounts
 from processors.stores.settings import StoreSettings
+from schemas.documents import DeleteDocuments, StoreDocuments
+from schemas.lazy_rag import LazyRagRequest
 from schemas.tenant import Tenant
 
 PUBLIC_IDS = {"hqm-00004", "hqm-00006", "msk-00006", "msk-00010"}  # the first questions' supporting paragraphs
@@ -135,11 +141,16 @@ async def _corpus(
     )
 
 
-async def test_the_runner_writes_every_key_of_its_section(tmp_path: Path) -> None:
+@pytest.mark.parametrize("topology", ["embedded", "fleet"])
+async def test_the_runner_writes_every_key_of_its_section(
+    topology: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if topology == "fleet":
+        request.getfixturevalue("servers")  # the real Pulsar
     out = tmp_path / "results.json"
     out.write_text(json.dumps({"graph": {"kept": True}}))
     args = ["--sizes", "1k", "--backends", "sqlite", "--subset", str(SUBSET), "--cache", str(tmp_path),
-            "--warmup-s", "0", "--budget-s", "120", "--out", str(out)]  # fmt: skip
+            "--warmup-s", "0", "--budget-s", "120", "--out", str(out), "--sqlite-topology", topology]  # fmt: skip
     section = await documents_scale.main(args)
     results = json.loads(out.read_text())
     assert results["graph"] == {"kept": True} and results["documents"] == section
@@ -153,7 +164,13 @@ async def test_the_runner_writes_every_key_of_its_section(tmp_path: Path) -> Non
         assert isinstance(r[key], int | float), key
     assert r["questions_asked"] == r["questions_available"] > 0 and r["errors"] == 0
     assert r["store_requests_counter"] in ("stats.store_requests", "stats.store_round_trips")
-    assert r["rss_of"].startswith("the embedded process") and len(r["after_write_rounds_ms"]) == documents_scale.WRITES
+    assert len(r["after_write_rounds_ms"]) == documents_scale.WRITES and r["topology"] == topology
+    if topology == "embedded":
+        assert r["rss_of"].startswith("the embedded process") and "fleet_rss_mb" not in r
+    else:  # the documents processor's process, one of the fleet's
+        assert r["rss_of"] == "the documents processor (its own process)"
+        assert abs(r["fleet_rss_mb"]["documents"] - r["rss_mb"]) < 10 and r["rss_mb"] < r["fleet_rss_mb_total"]
+    assert 0 < r["rss_parts"]["anon"] < r["rss_mb"] and 0 < r["rss_parts"]["file"] < r["rss_mb"]
     assert 0 <= r["recall_at_5"] <= 1 and r["build"]["chunks"] == 1000
     targets = section["targets"]
     assert targets["sqlite.1k.after_write_over_p50"]["value"] == round(r["after_write_ms"] / r["p50_ms"], 2)
@@ -175,3 +192,43 @@ def test_sizes_not_built_say_not_measured_with_a_projection_from_the_largest_bui
     assert section["neo4j"] == {s: {"not_measured": "no time"} for s in ("10k", "100k", "1m")}
     targets = documents_scale.documents_scale_targets(section)
     assert targets["sqlite.p50_1m_over_10k"]["met"] is None and targets["neo4j.p50_1m_over_10k"]["value"] is None
+
+
+async def test_a_sqlite_home_served_as_deployed_sees_the_writers_process_writes(
+    servers,  # type: ignore[no-untyped-def]
+    sources: Sources,
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    async with embedded(StoreSettings(home=home)) as system:
+        await doc_corpus.write_public(system, "docscale", [d for docs in sources.public.values() for d in docs])
+    new = distractors(CorpusSpec(1000), sources, 9_000_000, 1)[0]
+    built = {"size": "1k", "home": str(home)}
+    async with doc_measure.target("sqlite", built, 120.0, "fleet") as t:
+
+        async def found() -> list[str]:
+            req = LazyRagRequest(user=USER, collection=t.collection, query=new.chunk.text, operation="expand",
+                                 no_llm=True)  # fmt: skip
+            res = await t.lazy.request(req)
+            assert res.error is None
+            return [d.id for d in res.documents]
+
+        assert t.rss_of == "the documents processor (its own process)"
+        assert t.pid == t.fleet["documents"] != os.getpid() and t.fleet["document-store"] != t.pid
+        assert new.document.id not in await found()  # and the documents processor's caches are warm
+        wrote = await t.writer.request(StoreDocuments(user=USER, collection=t.collection, documents=[new.indexed()]))
+        assert wrote.error is None
+        assert new.document.id in await found()  # another process's write, seen at once
+        await t.writer.request(DeleteDocuments(user=USER, collection=t.collection, document_ids=[new.document.id]))
+        assert new.document.id not in await found()
+        fleet = t.fleet_rss_mb()
+        assert set(fleet) == set(t.fleet) and 0 < t.rss()["anon"] < fleet["documents"] < sum(fleet.values())
+
+
+def test_neo4j_is_measured_as_deployed_only() -> None:
+    common = ["--size", "10k", "--built", "b.json", "--plan", "p.json", "--out", "o.json"]
+    assert doc_measure.parse_args(["--backend", "sqlite", *common]).topology == "embedded"
+    assert doc_measure.parse_args(["--backend", "neo4j", *common]).topology == "fleet"
+    assert doc_measure.parse_args(["--backend", "sqlite", "--topology", "fleet", *common]).topology == "fleet"
+    with pytest.raises(SystemExit):
+        doc_measure.parse_args(["--backend", "neo4j", "--topology", "embedded", *common])
