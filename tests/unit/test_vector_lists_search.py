@@ -100,3 +100,13 @@ def test_the_list_cache_stays_within_its_budget_and_still_answers(tmp_path: Path
     for k, want in zip(range(0, 5000, 250), expected, strict=True):
         assert vl.search(conn, T, "chunk", vecs[k], 5, probe=1500) == want
         assert 0 < vl._lists._bytes <= 250_000 and 1 <= len(vl._lists._lists) < 9
+
+
+def test_a_cached_list_holds_only_its_own_codes(tmp_path: Path) -> None:
+    conn, vl, vecs = indexed(tmp_path, 5000)
+    vl.search_many(conn, T, "chunk", [vecs[3], vecs[1200]], 10, probe=1500)  # several lists in one read
+    cached = [codes for _, codes in vl._lists._lists.values() if codes.ids]
+    assert len(cached) > 2
+    for codes in cached:  # no view of the read's buffer (it would outlive its slice's share of the budget)
+        assert codes.codes.base is None and codes.scales.base is None and codes.lists.base is None
+    assert vl._lists._bytes == sum(c.nbytes() for c in cached)

@@ -62,6 +62,11 @@ class Codes:
         starts = [0, *(np.flatnonzero(np.diff(self.lists)) + 1).tolist(), len(self.ids)]
         return {int(self.lists[a]): self._slice(a, b) for a, b in zip(starts, starts[1:], strict=False)}
 
+    def owned(self) -> Codes:
+        """These items in arrays of their own: a slice of a read would keep the whole read's buffer
+        alive while the cache counts only the slice (measured: the cache held past its budget)."""
+        return Codes(self.ids, self.docs, self.codes.copy(), self.scales.copy(), self.lists.copy())
+
     def nbytes(self) -> int:
         """About the memory the items take."""
         return int(self.codes.nbytes) + ITEM_OVERHEAD * len(self.ids)
@@ -102,7 +107,7 @@ class ListCache:
         missing = [lst for lst in lists if lst not in found]
         if not missing:
             return found
-        fresh = read(missing).by_list()
+        fresh = {lst: codes.owned() for lst, codes in read(missing).by_list().items()}
         fresh.update({lst: Codes.empty() for lst in missing if lst not in fresh})  # an empty list
         with self._lock:
             for lst, codes in fresh.items():
