@@ -157,9 +157,7 @@ class DocumentStoreProcessor(StoreProcessor):
         supports (`whole`: the collection was deleted; then every concept the request linked, as
         it may have written a label or vector of any after the delete, and `related to` when unused)."""
         relations = sorted({(x.s, x.p, x.o) for r in refused for x in r.relations})
-        concepts = {m.entity for r in refused for m in r.mentions}
-        if whole is not None:
-            concepts |= {m.entity for r in whole.records for m in r.mentions} | set(whole.new_concepts)
+        concepts = {m.entity for r in refused for m in r.mentions} | set(whole.new_concepts if whole else ())
         candidates = RemovedLinks(relations=relations, concepts=sorted(concepts))
         created = sorted(concepts) if whole else []  # (the delete dropped their claims)
         await self._unlink(tenant, await self.stores.documents.unsupported(tenant, candidates, created))

@@ -182,22 +182,29 @@ class Neo4jTripleStore:
         return await labels_read(self.conn.read, tenant, iris)
 
     async def remove_triples(self, tenant: Tenant, triples: Sequence[Triple]) -> None:
-        """Delete these edges (and labels, for label triples) in one transaction."""
-        edges, labels = [], []
+        """Delete these edges (and labels, for label triples) in one transaction, and the ends the
+        removal leaves holding nothing."""
+        edges, labels, entity_ends, literal_ends = [], [], set(), set()
         for t in triples:
             sk = entity_key(tenant, t.s.value)
+            entity_ends.add(sk)
             if t.o.is_iri:
-                edges.append({"sk": sk, "p": t.p.value, "ok": entity_key(tenant, t.o.value)})
+                ok = entity_key(tenant, t.o.value)
+                entity_ends.add(ok)
             else:
                 ok = literal_key(tenant, t.o.value, t.o.datatype or "", t.o.language or "")
-                edges.append({"sk": sk, "p": t.p.value, "ok": ok})
+                literal_ends.add(ok)
                 if t.p.value == RDFS_LABEL:
                     labels.append({"sk": sk, "label": t.o.value})
+            edges.append({"sk": sk, "p": t.p.value, "ok": ok})
         scope = {"user": tenant.user, "collection": tenant.collection}
-        queries = [(REMOVE_EDGES, {**scope, "rows": edges}), (REMOVE_LABELS, {"rows": labels})]
-        ends = sorted({k for e in edges for k in (e["sk"], e["ok"])})  # (literal and entity keys differ)
-        queries += [(PRUNE_ENTITIES, {**scope, "keys": ends}), (PRUNE_LITERALS, {**scope, "keys": ends})]
-        await self.conn.write([(q, p) for q, p in queries if p.get("rows", p.get("keys"))])
+        statements = [
+            (REMOVE_EDGES, {**scope, "rows": edges}, edges),
+            (REMOVE_LABELS, {"rows": labels}, labels),
+            (PRUNE_ENTITIES, {**scope, "keys": sorted(entity_ends)}, entity_ends),
+            (PRUNE_LITERALS, {**scope, "keys": sorted(literal_ends)}, literal_ends),
+        ]
+        await self.conn.write([(q, p) for q, p, some in statements if some])
 
     async def collections(self, user: str) -> dict[str, int]:
         """The user's collections and their edge counts."""
