@@ -11,7 +11,7 @@ Each server is a set of jars from Maven Central, assembled once with
         -DincludeScope=runtime -DoutputDirectory=<home>/<name>/lib
 into a cache outside the repo (re-assembled only when the pom changes), and
 started with `java` in its own process group, bound to 127.0.0.1, with a fresh
-data directory on every start. `start` waits for real readiness:
+data directory on every start (unless KGFLOW_SERVERS_KEEP_DATA=1). `start` waits for real readiness:
     pulsar     GET http://127.0.0.1:<http>/admin/v2/brokers/health answers "ok"
                (then the tenant/namespaces of KGFLOW_PULSAR_NAMESPACES are created)
     cassandra  a CQL `SELECT release_version FROM system.local` over the native protocol
@@ -21,6 +21,8 @@ Only the Python standard library is used (this runs before any venv exists).
 Environment variables (defaults in brackets):
     KGFLOW_SERVERS_HOME           cache + run dirs [~/.cache/kgflow/servers]
                                   layout: <home>/<name>/{lib,run,<name>.log,<name>.pid}
+    KGFLOW_SERVERS_KEEP_DATA      1: start on the last run's data instead of an empty data
+                                  directory (a long build survives a restart) [0]
     KGFLOW_SERVERS_TIMEOUT        readiness deadline per server, seconds [240]
     KGFLOW_SERVERS_STOP_TIMEOUT   seconds between SIGTERM and SIGKILL on stop [45]
     KGFLOW_SERVERS_HEAP           max Java heap of Pulsar and Cassandra [1g]

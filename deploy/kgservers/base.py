@@ -19,7 +19,8 @@ from .probes import port_open
 
 
 class Server:
-    """One server: a java process in its own process group, bound to HOST, with a fresh run dir on every start.
+    """One server: a java process in its own process group, bound to HOST, with a fresh run dir on every start
+    (KGFLOW_SERVERS_KEEP_DATA=1 keeps the run dir's `data/`: a long build survives a restart).
 
     Layout under home(): <name>/{lib,run,<name>.log,<name>.pid}. Subclasses give the ports, config files,
     JVM/app arguments, readiness probe and endpoints.
@@ -137,8 +138,7 @@ class Server:
             return 0.0
         self.ensure_lib()
         self.check_ports_free()
-        shutil.rmtree(self.run, ignore_errors=True)
-        self.run.mkdir(parents=True)
+        self.clear_run(keep_data=env_int("KGFLOW_SERVERS_KEEP_DATA", 0) == 1)
         self.write_config()
         cmd = [
             java_bin(),
@@ -168,6 +168,17 @@ class Server:
             self.stop(quiet=True)
             raise
         return time.monotonic() - t0
+
+    def clear_run(self, keep_data: bool) -> None:
+        """An empty run dir, or with `keep_data` one holding only the last run's `data/`."""
+        if not keep_data:
+            shutil.rmtree(self.run, ignore_errors=True)
+        elif self.run.exists():
+            for p in self.run.iterdir():
+                if p.name != "data":
+                    shutil.rmtree(p) if p.is_dir() else p.unlink()
+            say(f"{self.name}: keeping {self.run / 'data'}")
+        self.run.mkdir(parents=True, exist_ok=True)
 
     def wait_ready(self, pid: int, deadline: float, proc: subprocess.Popen | None = None) -> None:
         """Probe every 0.5 s until ready, then run after_ready; ServerError on exit or deadline."""
