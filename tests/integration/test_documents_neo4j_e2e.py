@@ -43,6 +43,10 @@ from tests.conftest import Servers
 from tests.documents.test_documents_flow import DOCS
 
 C = "papers"
+LINKS = (
+    "MATCH (a)-[x:HAS_CHUNK|HAS_ENTITY|SOURCE_OF|ABOUT|NAME_OF]->() WHERE a.user IN $users "
+    "RETURN count(x) AS n, count(x.user) + count(x.collection) AS tenanted"
+)
 
 
 def client(system: System, service: Any) -> RequestResponseClient:
@@ -137,6 +141,9 @@ async def test_documents_flow_with_every_store_on_neo4j(servers: Servers, tmp_pa
                 await scenario(system, user, bob)
                 chunks = await conn.read(count, {"users": [user], "label": "KgChunk"})
                 assert chunks == [{"n": 2}]  # curie and the changed paris, in Neo4j
+                # links carry no tenant (their ends do): a chunk's ~55 links are no property record each
+                links = await conn.read(LINKS, {"users": [user, bob]})
+                assert links[0]["n"] > 0 and links[0]["tenanted"] == 0
             finally:
                 for u in (user, bob):
                     await client(system, DOCUMENT_STORE).request(DeleteCollection(user=u, collection=C))

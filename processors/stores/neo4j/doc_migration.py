@@ -25,7 +25,7 @@ MIGRATE_TENANT = (
 MIGRATE_SUBJECTS = (
     "MATCH (d:KgDocument {user: $user, collection: $collection}) WHERE d.title_entity IS NOT NULL "
     "MATCH (e:KgEntity {key: $prefix + d.title_entity + '\"]'}) MATCH (d)-[:HAS_CHUNK]->(c:KgChunk) "
-    "CALL (c, e) { MERGE (c)-[a:ABOUT]->(e) ON CREATE SET a.user = $user, a.collection = $collection" + _BATCHED
+    "CALL (c, e) { MERGE (c)-[:ABOUT]->(e)" + _BATCHED
 )
 MIGRATION_MARK = (
     "MATCH (v:KgDocsVersion) DETACH DELETE v WITH count(*) AS gone "
@@ -52,7 +52,7 @@ MIGRATE_NAMES = (
     "MATCH (e:KgEntity {user: $user, collection: $collection}) WHERE e.concept_key IS NOT NULL "
     "CALL (e) { MERGE (n:KgName {key: $prefix + e.concept_key + '\"]'}) "
     "ON CREATE SET n.user = $user, n.collection = $collection, n.name = e.concept_key "
-    "MERGE (n)-[r:NAME_OF]->(e) ON CREATE SET r.user = $user, r.collection = $collection" + _BATCHED
+    "MERGE (n)-[:NAME_OF]->(e)" + _BATCHED
 )
 CHUNK_TERMS = (
     "MATCH (c:KgChunk {user: $user, collection: $collection}) RETURN c.lexical AS lexical "

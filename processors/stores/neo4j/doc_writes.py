@@ -63,21 +63,22 @@ WRITE_RELATIONS = (
 # A chunk and its links: mentions and relation sources name their node by its position in `ents`
 # and `rels`. The links are CREATEd: CLEAR_CHUNKS took a replaced document's chunks' links away in
 # this transaction and write_rows gives each link once, so none exists yet.
+# Links carry no tenant (their ends do; see documents.py).
 # The vector as the entity index writes its own (cypher._SET_VECTOR): float32 through
 # db.create.setNodeVectorProperty, half the bytes of the float64 list a SET of a Bolt list stores.
 _LINKS = (
     "CALL (c, row, ents) { UNWIND row.mentions AS m WITH c, m, ents[m[0]] AS e "
-    "CREATE (c)-[:HAS_ENTITY {user: $user, collection: $collection, count: m[1]}]->(e) } "
+    "CREATE (c)-[:HAS_ENTITY {count: m[1]}]->(e) } "
     "CALL (c, row, rels) { UNWIND row.sources AS k WITH c, rels[k] AS r "
-    "CREATE (c)-[:SOURCE_OF {user: $user, collection: $collection}]->(r) } "
+    "CREATE (c)-[:SOURCE_OF]->(r) } "
     "CALL (c, row) { UNWIND row.subjects AS k MATCH (e:KgEntity {key: k}) "
-    "CREATE (c)-[:ABOUT {user: $user, collection: $collection}]->(e) } "
+    "CREATE (c)-[:ABOUT]->(e) } "
 )
 WRITE_CHUNKS = (
     "UNWIND $chunks AS row MATCH (d:KgDocument {key: row.dkey}) MERGE (c:KgChunk {key: row.key}) "
     "SET c.user = $user, c.collection = $collection, c.tenant = $tenant, c += row.props, "
     "c.embedding = CASE WHEN row.vec IS NULL THEN null ELSE c.embedding END "
-    "MERGE (d)-[h:HAS_CHUNK]->(c) ON CREATE SET h.user = $user, h.collection = $collection "
+    "MERGE (d)-[:HAS_CHUNK]->(c) "
     "WITH c, row "
     + _LINKS
     + "WITH c, row WHERE row.vec IS NOT NULL CALL db.create.setNodeVectorProperty(c, 'embedding', row.vec)"
@@ -86,7 +87,7 @@ WRITE_CHUNKS = (
 WRITE_NAMES = (
     "UNWIND $names AS row WITH row, ents[row.entity] AS e MERGE (n:KgName {key: row.nkey}) "
     "ON CREATE SET n.user = $user, n.collection = $collection, n.name = row.name "
-    "MERGE (n)-[r:NAME_OF]->(e) ON CREATE SET r.user = $user, r.collection = $collection"
+    "MERGE (n)-[:NAME_OF]->(e)"
 )
 # Everything a store writes, in one query.
 WRITE = (

@@ -1,5 +1,8 @@
-"""DocumentStore on Neo4j 5: the DRIFT spec's graph with kgflow's names, every node and
-relationship carrying `user` and `collection` (keys: neo4j_schema.node_key / entity_key).
+"""DocumentStore on Neo4j 5: the DRIFT spec's graph with kgflow's names, every node carrying
+`user` and `collection` (keys: neo4j_schema.node_key / entity_key). The links between them
+(HAS_CHUNK, HAS_ENTITY, SOURCE_OF, ABOUT, NAME_OF) carry no tenant: both ends of a link belong to
+one tenant and every read reaches a link from a node it checked, and a chunk's ~55 links with a
+tenant on each were a property record apiece (issue 38).
 
     (:KgDocument {key, id, title, timestamp, metadata (JSON), meta, content_hash, chunks, lexlen})
     (:KgDocument)-[:HAS_CHUNK]->(:KgChunk {key, id, document_id, ordinal, text, start, end,

@@ -15,7 +15,7 @@ LINKS_READ = 256  # mentions of one entity read before the most-mentioning are k
 ENTITY_LINKS = (
     "UNWIND $ekeys AS ek MATCH (e:KgEntity {key: ek}) WHERE e.user = $user AND e.collection = $collection "
     "CALL (e) { MATCH (d:KgDocument)-[:HAS_CHUNK]->(c:KgChunk)-[m:HAS_ENTITY]->(e) "
-    "WHERE m.user = $user AND m.collection = $collection AND " + IN_SCOPE + " WITH c, m LIMIT $read "
+    "WHERE " + IN_SCOPE + " WITH c, m LIMIT $read "
     "RETURN c.id AS chunk, m.count AS n ORDER BY n DESC, chunk LIMIT $per } "
     "RETURN e.uri AS entity, chunk, n"
 )
