@@ -32,7 +32,7 @@ from bench.docqa.collection import COLLECTION, TIMEOUT_S, USER
 from bench.docqa.defaults import defaults
 from bench.docqa.dense import dense_text_only
 from bench.docqa.homes import SETS, VARIANTS, corpus_lines, indexed_home, questions
-from bench.docqa.llm import with_local_model
+from bench.docqa.llm import local_model_figures
 from bench.docqa.protocol import HALVES, split_ids, summarise_half, targets
 from bench.docqa.quality import KG_MODES, ask_all, scope_cost
 from bench.harness.results import RESULTS, write_section
@@ -74,7 +74,7 @@ async def bench_variant(name: str, variant: str, limit: int | None, llm_question
     out["latency"]["lazy_rag"]["cli"] = await cli_latency(built.home, texts, USER, COLLECTION, in_process)
     out["load_average"] = {"start": load_at_start, "end": load_average()}
     if llm_questions:
-        out["with_local_model"] = await with_local_model(built.home, qs[:llm_questions], log)
+        out["with_local_model"] = await local_model_figures(built.home, qs[:llm_questions], log)
     out["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     return out
 
