@@ -18,7 +18,14 @@ from processors.algorithms.entities import rank_entity_hits
 from processors.algorithms.text_match import content_tokens, label_match_score
 from processors.stores.neo4j.cypher import ANN, EXACT, GET_LOAD, LABELS, SEARCH
 from processors.stores.neo4j.doc_writes import name_key
-from processors.stores.neo4j.schema import CypherVector, Runner, entity_key, lucene_phrase, stored_vector
+from processors.stores.neo4j.schema import (
+    CypherVector,
+    Runner,
+    collection_key,
+    entity_key,
+    lucene_phrase,
+    stored_vector,
+)
 from processors.stores.neo4j.scope import tenant_params
 from processors.stores.protocol import EntityHit, LoadState
 from schemas.tenant import Tenant
@@ -83,7 +90,7 @@ async def labels_read(read: Runner, tenant: Tenant, iris: Sequence[str]) -> dict
 
 async def load_state_read(read: Runner, tenant: Tenant) -> LoadState | None:
     """The collection's load state (None: no load recorded)."""
-    rows = await read(GET_LOAD, {"key": entity_key(tenant, "")})
+    rows = await read(GET_LOAD, {"key": collection_key(tenant)})
     if not rows:
         return None
     state = rows[0]["state"]

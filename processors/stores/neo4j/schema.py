@@ -113,6 +113,12 @@ def entity_key(tenant: Tenant, iri: str) -> str:
     return json.dumps([tenant.user, tenant.collection, iri], ensure_ascii=False)
 
 
+def collection_key(tenant: Tenant) -> str:
+    """The key of a collection's own records (its load state, its vector model): an entity key no
+    IRI has (no IRI is empty)."""
+    return entity_key(tenant, "")
+
+
 def node_key(tenant: Tenant, *parts: str) -> str:
     """The unique key of a document, chunk, relation or community node of one tenant."""
     return json.dumps([tenant.user, tenant.collection, *parts], ensure_ascii=False)

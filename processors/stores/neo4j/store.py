@@ -45,6 +45,7 @@ from processors.stores.neo4j.entity_search import entity_search, labels_read, lo
 from processors.stores.neo4j.schema import (
     Neo4jConnection,
     Runner,
+    collection_key,
     cypher_vector,
     entity_key,
     literal_key,
@@ -214,15 +215,14 @@ class Neo4jTripleStore:
         """Delete the collection's edges, literals and labels (entity index data stays)."""
         for cypher in DELETE_TRIPLES:
             await self.conn.autocommit(cypher, {"user": tenant.user, "collection": tenant.collection})
-        await self.conn.write([(DELETE_LOAD, {"key": entity_key(tenant, "")})])
+        await self.conn.write([(DELETE_LOAD, {"key": collection_key(tenant)})])
 
     async def load_state(self, tenant: Tenant) -> LoadState | None:
         return await load_state_read(self.conn.read, tenant)
 
     async def set_load_state(self, tenant: Tenant, state: LoadState) -> None:
-        key = entity_key(tenant, "")  # the collection's own key (no IRI is empty)
-        await self.conn.write([(SET_LOAD, {"key": key, "user": tenant.user, "collection": tenant.collection,
-                                           "state": asdict(state)})])  # fmt: skip
+        params = {"key": collection_key(tenant), "user": tenant.user, "collection": tenant.collection}
+        await self.conn.write([(SET_LOAD, {**params, "state": asdict(state)})])
 
     async def close(self) -> None:
         """Release the shared driver."""
@@ -263,7 +263,7 @@ class Neo4jEntityIndex:
         scope = {"user": tenant.user, "collection": tenant.collection}
 
         async def write(run: Runner) -> None:
-            claim = {**scope, "key": entity_key(tenant, ""), "model": offered.name,
+            claim = {**scope, "key": collection_key(tenant), "model": offered.name,
                      "dimensions": offered.dimensions}  # fmt: skip
             (held,) = await run(CLAIM_VECTOR_MODEL, claim)
             offered.require(tenant.collection, VectorModel(held["model"], held["dimensions"]))
@@ -273,7 +273,7 @@ class Neo4jEntityIndex:
 
     async def vector_model(self, tenant: Tenant) -> VectorModel | None:
         """The model the collection's first vector write recorded."""
-        rows = await self.conn.read(GET_VECTOR_MODEL, {"key": entity_key(tenant, "")})
+        rows = await self.conn.read(GET_VECTOR_MODEL, {"key": collection_key(tenant)})
         return VectorModel(rows[0]["model"], rows[0]["dimensions"]) if rows else None
 
     async def search(
@@ -317,7 +317,7 @@ class Neo4jEntityIndex:
     async def delete(self, tenant: Tenant, iris: Sequence[str]) -> None:
         """Drop the entities' index properties (bare nodes go) and predicate nodes of these IRIs."""
         params = {"keys": [entity_key(tenant, i) for i in iris], "user": tenant.user, "collection": tenant.collection}
-        model = {"user": tenant.user, "collection": tenant.collection, "mkey": entity_key(tenant, "")}
+        model = {**params, "mkey": collection_key(tenant)}
         await self.conn.write([(DELETE_ENTITIES, params), (DELETE_PREDICATES, params), (FORGET_VECTOR_MODEL, model)])
 
     async def collections(self, user: str) -> dict[str, int]:
