@@ -157,6 +157,17 @@ def embedder_params(embedder: str) -> dict[str, str]:
     return {} if embedder == DEFAULT_EMBEDDER else {"embeddings-backend": embedder}
 
 
+def home_prefix(name: str, variant: str, embedder: str = DEFAULT_EMBEDDER) -> str:
+    """What the homes of a set's variant indexed with `embedder` are named by, before the key."""
+    return f"{name}-{variant}" if embedder == DEFAULT_EMBEDDER else f"{name}-{variant}-{embedder}"
+
+
+def stale_homes(prefix: str, cache: Path = CACHE) -> list[Path]:
+    """The homes named `prefix`-<key> in `cache`: other corpora's or indexers', or interrupted
+    builds; never another embedder's (`prefix`-bge-small-<key>)."""
+    return sorted(h for h in cache.glob(f"{prefix}-*") if h.name.removeprefix(f"{prefix}-").isalnum())
+
+
 async def indexed_home(
     name: str, variant: str, log: Callable[[str], None], embedder: str = DEFAULT_EMBEDDER
 ) -> VariantHome:
@@ -164,14 +175,13 @@ async def indexed_home(
     backend; the chunks' vectors differ, so each has its own home), built now unless cached."""
     lines = corpus_lines(name, variant)
     key = cache_key(lines)
-    prefix = f"{name}-{variant}" if embedder == DEFAULT_EMBEDDER else f"{name}-{variant}-{embedder}"
+    prefix = home_prefix(name, variant, embedder)
     home = CACHE / f"{prefix}-{key}"
     marker = home / MARKER
     if marker.exists():
         return VariantHome(name, variant, home, json.loads(marker.read_text()), built_now=False)
-    for stale in CACHE.glob(f"{prefix}-*"):  # other corpora or indexers, or an interrupted build
-        if stale.name.removeprefix(f"{prefix}-").isalnum():  # not another embedder's home ("-bge-small-")
-            shutil.rmtree(stale, ignore_errors=True)
+    for stale in stale_homes(prefix):
+        shutil.rmtree(stale, ignore_errors=True)
     docs = [Document.model_validate_json(x) for x in lines]
     rt = RuntimeSettings(request_timeout_s=TIMEOUT_S)
     async with embedded(StoreSettings(home=home), rt, embedder_params(embedder)) as system:
