@@ -56,6 +56,7 @@ CHOSEN_ON: dict[str, dict[str, str]] = {
         "bridge_depth": f"{NOT_TUNED}: used only with bridge_seeds",
         "bridge_sentences": f"{TUNING}: 0 (off) kept, against 1-2 (bench/docqa/METHODS.md, row 25)",
         "decompose_hops": f"{TUNING}: 0 (off) kept, against 2-3 (bench/docqa/METHODS.md, row 24)",
+        "bridge_next_hop": f"{TUNING}: off (false) kept, against on (bench/docqa/METHODS.md, row 34)",
         "hop_seeds": f"{NOT_TUNED}: used only with decompose_hops",
         "hop_names": f"{NOT_TUNED}: used only with decompose_hops",
         "first_hop_weight": f"{NOT_TUNED}: used only with decompose_hops",

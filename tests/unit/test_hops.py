@@ -128,3 +128,14 @@ def test_the_next_hop_follows_the_names_of_the_best_seeds_chunks_of_a_hop() -> N
     src.searched.clear()
     asyncio.run(follow_hops(src, Tenant("u", "c"), question, 2, 1, 1, 5, (0.5, 0.25)))  # type: ignore[arg-type]
     assert src.searched[1] == ["Neil Young sibling"]
+
+
+def test_the_follow_up_round_can_ask_the_next_hop_instead_of_the_residual() -> None:
+    question = "Who is the sibling of the performer of Decade?"
+    hits = [_chunk("p", "Decade is an album recorded by Neil Young.")]
+    residual = FakeSearch([])
+    asyncio.run(follow_bridges(residual, Tenant("u", "c"), question, hits, 1, 1, 5))  # type: ignore[arg-type]
+    assert residual.searched == [["Neil Young sibling performer"]]  # what no passage holds yet
+    next_hop = FakeSearch([])
+    asyncio.run(follow_bridges(next_hop, Tenant("u", "c"), question, hits, 1, 1, 5, next_hop="sibling"))  # type: ignore[arg-type]
+    assert next_hop.searched == [["Neil Young sibling"]]

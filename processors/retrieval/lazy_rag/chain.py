@@ -78,14 +78,16 @@ def _leads(frontier: list[Chunk], hop: str, said: str, per_seed: int, best_sente
 
 async def follow_bridges(
     sources: LazySources, t: Tenant, query: str, hits: list[Chunk], seeds: int, names: int, depth: int,
-    hops: HopRankings | None = None, best_sentences: int = 0,
+    hops: HopRankings | None = None, best_sentences: int = 0, next_hop: str | None = None,
 ) -> list[Chunk]:  # fmt: skip
     """`hits` fused with the follow-up searches of the names their best `seeds` chunks give
     (`names` each, from their `best_sentences` best-matching sentences when set) and with the
-    `hops` rankings."""
+    `hops` rankings. A follow-up search asks what the question still asks, or with `next_hop`
+    only the question's hop after its first (algorithms/hops), the name added."""
     hops = hops or HopRankings()
     ranked = enumerate(hits[:seeds])
-    follow = [(i, b.query) for i, c in ranked for b in bridges(query, c.text, names, best_sentences)]
+    found_names = [(i, b) for i, c in ranked for b in bridges(query, c.text, names, best_sentences)]
+    follow = [(i, hop_query(next_hop, b.name) if next_hop else b.query) for i, b in found_names]
     if not follow and not hops.rankings:
         return hits
     found: list[list[Chunk]] = []

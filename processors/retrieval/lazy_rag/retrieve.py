@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
+from processors.algorithms.hops import decompose
 from processors.algorithms.pagerank import WeightedGraph, normalise, personalized_pagerank
 from processors.retrieval.common import Stopwatch
 from processors.retrieval.lazy_rag.chain import HopRankings, follow_bridges, follow_hops
@@ -68,6 +69,8 @@ class LazyRagSettings(BaseModel):
     hop_names: int = Field(default=2, ge=1, le=10)  # names followed per such chunk
     first_hop_weight: float = Field(default=0.25, ge=0, le=2)  # the first hop's own ranking's weight in the fusion
     hop_weight: float = Field(default=0.25, ge=0, le=2)  # a later hop's, from the best bridge name
+    # the follow-up round asks the question's second hop with each name, not all it still asks (off)
+    bridge_next_hop: bool = False
 
     def for_request(self, req: LazyRagRequest) -> LazyRagSettings:
         """These settings with the request's overrides."""
@@ -99,8 +102,9 @@ async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettin
     finally:
         hops.cancel()  # done by then unless the search failed
     if s.bridge_seeds or hop_rankings.rankings:
+        next_hop = _next_hop(query) if s.bridge_next_hop else None
         hits = await follow_bridges(sources, t, query, hits, s.bridge_seeds, s.bridge_names, s.bridge_depth,
-                                    hop_rankings, s.bridge_sentences)  # fmt: skip
+                                    hop_rankings, s.bridge_sentences, next_hop)  # fmt: skip
         watch.lap("bridges")
     known = {c.id: c for c in hits}
     ranked_ids = [c.id for c in hits]
@@ -125,6 +129,12 @@ async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettin
     watch.lap("chunks")
     chunks = [known[cid].model_copy(update={"score": score}) for cid, score in top if cid in known]
     return Neighbourhood(chunks, ranked_entities[: s.max_entities], seeds, mentions, watch)
+
+
+def _next_hop(query: str) -> str | None:
+    """The hop after the first of `query`, when it chains (algorithms/hops)."""
+    hops = decompose(query)
+    return hops[1] if len(hops) > 1 else None
 
 
 async def _hop_rankings(sources: LazySources, t: Tenant, query: str, s: LazyRagSettings) -> HopRankings:
