@@ -91,16 +91,18 @@ class Neighbourhood:
 async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettings) -> Neighbourhood:
     """The ranked neighbourhood of `query` (see the module docstring)."""
     watch = Stopwatch()
-    hops = asyncio.ensure_future(_hop_rankings(sources, t, query, s))  # needs only the question
+    # the question's hops need only its text: searched while the question's own search runs
+    hops = asyncio.ensure_future(_hop_rankings(sources, t, query, s)) if s.decompose_hops else None
     try:
         vector = await sources.embed(query)
         watch.lap("embed")
         depth = max(s.search_depth, s.chunk_limit)
         hits, seeds = await sources.search_and_seed(t, vector, query, depth, s.seed_entities)
         watch.lap("search")
-        hop_rankings = await hops
+        hop_rankings = await hops if hops else HopRankings()
     finally:
-        hops.cancel()  # done by then unless the search failed
+        if hops and not hops.done():  # the search failed: the hops are no longer wanted
+            hops.cancel()
     if s.bridge_seeds or hop_rankings.rankings:
         next_hop = _next_hop(query) if s.bridge_next_hop else None
         hits = await follow_bridges(sources, t, query, hits, s.bridge_seeds, s.bridge_names, s.bridge_depth,
@@ -138,8 +140,6 @@ def _next_hop(query: str) -> str | None:
 
 
 async def _hop_rankings(sources: LazySources, t: Tenant, query: str, s: LazyRagSettings) -> HopRankings:
-    if not s.decompose_hops:
-        return HopRankings()
     return await follow_hops(sources, t, query, s.decompose_hops, s.hop_seeds, s.hop_names, s.bridge_depth,
                              (s.first_hop_weight, s.hop_weight), s.bridge_sentences)  # fmt: skip
 
