@@ -54,6 +54,13 @@ CHOSEN_ON: dict[str, dict[str, str]] = {
         "bridge_seeds": f"{TUNING}: 0 vs 2 on both sets' tuning halves, titles kept and removed; 2 confirmed",
         "bridge_names": f"{NOT_TUNED}: used only with bridge_seeds",
         "bridge_depth": f"{NOT_TUNED}: used only with bridge_seeds",
+        "bridge_sentences": f"{TUNING}: 0 (off) kept, against 1-3 (bench/docqa/METHODS.md, rows 25, 33)",
+        "decompose_hops": f"{TUNING}: 0 (off) kept, against 2-3 (bench/docqa/METHODS.md, rows 24, 27-32)",
+        "bridge_next_hop": f"{TUNING}: off (false) kept, against on (bench/docqa/METHODS.md, row 34)",
+        "hop_seeds": f"{NOT_TUNED}: used only with decompose_hops",
+        "hop_names": f"{NOT_TUNED}: used only with decompose_hops",
+        "first_hop_weight": f"{NOT_TUNED}: used only with decompose_hops",
+        "hop_weight": f"{NOT_TUNED}: used only with decompose_hops",
     },
 }
 

@@ -31,6 +31,7 @@ from processors.algorithms.iris import RELATED_TO
 from processors.base.settings import RuntimeSettings
 from processors.commands.loading import batches
 from processors.commands.system import System, embedded
+from processors.models.embeddings.service import EmbeddingsParams
 from processors.stores.settings import StoreSettings
 from schemas.communities import BuildCommunities
 from schemas.documents import Document, LoadDocuments
@@ -46,6 +47,8 @@ CACHE = BENCH_CACHE / "docqa"
 # written and searched (stores), the algorithms both use, and the model that embeds the chunks.
 INDEXING_SOURCES = ("processors/ingest", "processors/stores", "processors/algorithms", "processors/models/embeddings")
 MARKER = "indexed.json"
+DEFAULT_EMBEDDER: str = EmbeddingsParams.model_fields["embeddings_backend"].default
+EMBEDDERS = (DEFAULT_EMBEDDER, "bge-small")  # the local backends a home may be indexed with
 
 
 @dataclass
@@ -149,18 +152,39 @@ async def index(system: System, docs: list[Document]) -> dict[str, Any]:
     }
 
 
-async def indexed_home(name: str, variant: str, log: Callable[[str], None]) -> VariantHome:
-    """The home holding variant `variant` of set `name`, indexed (built now unless cached)."""
+def embedder_params(embedder: str) -> dict[str, str]:
+    """The flow parameters that make every flow of a home embed with `embedder` (the default: none)."""
+    return {} if embedder == DEFAULT_EMBEDDER else {"embeddings-backend": embedder}
+
+
+def home_prefix(name: str, variant: str, embedder: str = DEFAULT_EMBEDDER) -> str:
+    """What the homes of a set's variant indexed with `embedder` are named by, before the key."""
+    return f"{name}-{variant}" if embedder == DEFAULT_EMBEDDER else f"{name}-{variant}-{embedder}"
+
+
+def stale_homes(prefix: str, cache: Path = CACHE) -> list[Path]:
+    """The homes named `prefix`-<key> in `cache`: other corpora's or indexers', or interrupted
+    builds; never another embedder's (`prefix`-bge-small-<key>)."""
+    return sorted(h for h in cache.glob(f"{prefix}-*") if h.name.removeprefix(f"{prefix}-").isalnum())
+
+
+async def indexed_home(
+    name: str, variant: str, log: Callable[[str], None], embedder: str = DEFAULT_EMBEDDER
+) -> VariantHome:
+    """The home holding variant `variant` of set `name`, indexed with `embedder` (an embeddings
+    backend; the chunks' vectors differ, so each has its own home), built now unless cached."""
     lines = corpus_lines(name, variant)
     key = cache_key(lines)
-    home = CACHE / f"{name}-{variant}-{key}"
+    prefix = home_prefix(name, variant, embedder)
+    home = CACHE / f"{prefix}-{key}"
     marker = home / MARKER
     if marker.exists():
         return VariantHome(name, variant, home, json.loads(marker.read_text()), built_now=False)
-    for stale in CACHE.glob(f"{name}-{variant}-*"):  # other corpora or indexers, or an interrupted build
+    for stale in stale_homes(prefix):
         shutil.rmtree(stale, ignore_errors=True)
     docs = [Document.model_validate_json(x) for x in lines]
-    async with embedded(StoreSettings(home=home), RuntimeSettings(request_timeout_s=TIMEOUT_S)) as system:
+    rt = RuntimeSettings(request_timeout_s=TIMEOUT_S)
+    async with embedded(StoreSettings(home=home), rt, embedder_params(embedder)) as system:
         log(f"[docqa] {name}/{variant}: indexing {len(docs)} documents into {home.name} (cached afterwards)")
         cost = await index(system, docs)
     cost["cache_key"] = key

@@ -5,6 +5,7 @@ value of flow parameters of the documents service (graphrank: PassageRankParams)
     python -m bench tune --set musique --variant titles --half tuning --param hops=1,2,3
                                [--param hop-decay=0.5,1.0 ...] [--questions N] [--json]
     python -m bench tune ... --half validation --confirm    # confirm a choice made on tuning
+    python -m bench tune ... --embedder bge-small           # another embedder: its own index
 
 Several --param options make a grid. Each setting (the defaults first) runs as its own flow with
 those parameters (as `kgflow flow start --param` would start it) over the same store. Choose on
@@ -30,7 +31,7 @@ from pydantic import BaseModel
 from bench.docqa.collection import COLLECTION, TIMEOUT_S, USER, client
 from bench.docqa.defaults import MODELS
 from bench.docqa.halves import halves
-from bench.docqa.homes import SETS, VARIANTS, indexed_home, questions
+from bench.docqa.homes import DEFAULT_EMBEDDER, EMBEDDERS, SETS, VARIANTS, embedder_params, indexed_home, questions
 from bench.docqa.protocol import HALVES, mean_recall
 from bench.docqa.quality import recall
 from bench.harness.stats import load_average, percentile
@@ -154,27 +155,35 @@ async def evaluate(system: System, flow_id: str, qs: list[dict[str, Any]]) -> di
     return {**mean_recall(rows), "p50_ms": round(percentile(ms, 50), 1)}
 
 
-async def tune(name: str, variant: str, half: str, settings: list[dict[str, str]], limit: int | None) -> dict[str, Any]:
-    """Every setting evaluated on one half of one variant (see the module docstring)."""
-    built = await indexed_home(name, variant, log)
+async def tune(
+    name: str, variant: str, half: str, settings: list[dict[str, str]], limit: int | None,
+    embedder: str = DEFAULT_EMBEDDER,
+) -> dict[str, Any]:  # fmt: skip
+    """Every setting evaluated on one half of one variant, indexed and asked with `embedder`
+    (see the module docstring)."""
+    built = await indexed_home(name, variant, log, embedder)
     qs = halves(questions(name))[half][:limit]
     rows: list[dict[str, Any]] = []
     load_at_start = load_average()
-    async with embedded(StoreSettings(home=built.home), RuntimeSettings(request_timeout_s=TIMEOUT_S)) as system:
+    model = embedder_params(embedder)
+    rt = RuntimeSettings(request_timeout_s=TIMEOUT_S)
+    async with embedded(StoreSettings(home=built.home), rt, model) as system:
         await stop_leftovers(system)
         await evaluate(system, "default", qs[:1])  # untimed: the first question loads indexes and caches
         for n, params in enumerate(settings):
-            async with flow_with(system, f"{FLOW_PREFIX}{n}", params) as flow_id:
+            async with flow_with(system, f"{FLOW_PREFIX}{n}", {**model, **params}) as flow_id:
                 log(f"[tune] {name}/{variant}/{half}: {params or 'defaults'} ({len(qs)} questions)")
                 rows.append({"parameters": params, **await evaluate(system, flow_id, qs)})
     load = {"start": load_at_start, "end": load_average()}
-    return {"set": name, "variant": variant, "half": half, "questions": len(qs), "rows": rows, "load_average": load}
+    return {"set": name, "variant": variant, "half": half, "embedder": embedder, "questions": len(qs), "rows": rows,
+            "load_average": load}  # fmt: skip
 
 
 def table(result: dict[str, Any]) -> str:
     """The result as a text table (Δ: recall@5 minus the defaults')."""
     base = result["rows"][0]["recall@5"]
-    head = f"{result['set']} / {result['variant']} / {result['half']} half: {result['questions']} questions"
+    head = (f"{result['set']} / {result['variant']} / {result['half']} half / {result['embedder']}: "
+            f"{result['questions']} questions")  # fmt: skip
     lines = [head, f"{'setting':<40} {'r@2':>6} {'r@5':>6} {'r@10':>6} {'Δr@5':>7} {'p50 ms':>8}"]
     for r in result["rows"]:
         name = " ".join(f"{k}={v}" for k, v in r["parameters"].items()) or "(defaults)"
@@ -191,6 +200,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--variant", default="titles", choices=VARIANTS)
     ap.add_argument("--half", default="tuning", choices=HALVES)
     ap.add_argument("--param", action="append", default=[], help="NAME=V1,V2,... (repeat for a grid)")
+    ap.add_argument("--embedder", default=DEFAULT_EMBEDDER, choices=EMBEDDERS,
+                    help="index and ask with this embeddings backend (its own cached home)")  # fmt: skip
     ap.add_argument("--questions", type=int, default=None, help="the first N questions of the half")
     ap.add_argument("--confirm", action="store_true", help="allow the validation half (to confirm a choice)")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -202,6 +213,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ap.error(str(e))
     for name in {k for s in settings for k in s}:
         log(f"[tune] {name} is read by {', '.join(every_reader(name.replace('-', '_')))}")
-    result = asyncio.run(tune(a.set, a.variant, a.half, settings, a.questions))
+    result = asyncio.run(tune(a.set, a.variant, a.half, settings, a.questions, a.embedder))
     print(json.dumps(result, indent=2) if a.json else table(result))
     return result

@@ -80,9 +80,11 @@ def _capitalised(word: str) -> bool:
     return word[0].isupper() and (len(word) > 1 or not word.isalpha())
 
 
-def bridges(question: str, passage: str, limit: int) -> list[Bridge]:
+def bridges(question: str, passage: str, limit: int, best_sentences: int = 0) -> list[Bridge]:
     """The best `limit` bridges of `passage` for `question`: names the question does not say,
-    best first (by the question terms their sentence holds, then by position)."""
+    best first (by the question terms their sentence holds, then by position). With
+    `best_sentences`, only the names of that many sentences, those holding the most question
+    terms (the evidence the passage was found by links onward, not the rest of the passage)."""
     said = f" {normalize(question)} "
     wanted = set(bm25_terms(question))
     held = set(bm25_terms(passage))
@@ -90,8 +92,11 @@ def bridges(question: str, passage: str, limit: int) -> list[Bridge]:
                                       and not (set(bm25_terms(w)) & held)))  # fmt: skip
     found: dict[str, Bridge] = {}
     position = 0
-    for s in sentences(passage):
-        overlap = len(wanted & set(bm25_terms(s)))
+    scored = [(len(wanted & set(bm25_terms(s))), s) for s in sentences(passage)]
+    if best_sentences:
+        kept = sorted(range(len(scored)), key=lambda i: -scored[i][0])[:best_sentences]  # stable: earlier first
+        scored = [scored[i] for i in sorted(kept)]
+    for overlap, s in scored:
         for name in names(s):
             key = normalize(name)
             position += 1
@@ -109,16 +114,19 @@ def fuse(
     weight: float = FOLLOW_WEIGHT,
     decay: float = SEED_DECAY,
     keep: int = KEEP_FIRST,
+    weighted: Sequence[tuple[float, Sequence[str]]] = (),
 ) -> list[tuple[str, float]]:
     """`first` (the question's ranking) fused with the follow-up rankings, each of the seed of
     rank `seed` (0 the best): an item scores 1 / (k + rank) in `first`, plus weight · decay^seed /
-    (k + rank) in each follow-up that holds it (ranks from 1). Best first, but the first `keep`
-    of `first` stay first (the question's own best match: the follow-ups start from it); ties keep
-    the order items were first seen in."""
+    (k + rank) in each follow-up that holds it (ranks from 1), plus w / (k + rank) in each of the
+    `weighted` (w, ranking). Best first, but the first `keep` of `first` stay first (the
+    question's own best match: the follow-ups start from it); ties keep the order items were
+    first seen in."""
     score = {c: 1.0 / (k + r) for r, c in enumerate(first, 1)}
-    for seed, ranking in follow_ups:
+    added = [(weight * decay**seed, ranking) for seed, ranking in follow_ups]
+    for w, ranking in [*added, *weighted]:
         for r, c in enumerate(ranking, 1):
-            score[c] = score.get(c, 0.0) + weight * decay**seed / (k + r)
+            score[c] = score.get(c, 0.0) + w / (k + r)
     head = list(dict.fromkeys(first[:keep]))
     rest = sorted((kv for kv in score.items() if kv[0] not in head), key=lambda kv: -kv[1])  # stable: ties in order
     top = max(score.values(), default=0.0)

@@ -6,7 +6,9 @@
    algorithms/passage_rank), which finds the bridge passage of a multi-hop question.
    With `bridge_seeds`, a follow-up round (algorithms/bridges): the names the best chunks give
    that the question does not say, each searched with what the question still asks (one
-   embeddings call, one search call for them all), fused into the ranking.
+   embeddings call, one search call for them all), fused into the ranking. With `decompose_hops`,
+   the question's own hops (algorithms/hops, lazy_rag/chain), searched innermost first while the
+   first search runs, the bridge each finds fed into the next, fused too.
 2. `max_hops` levels of expansion over chunk-entity links (algorithms/expansion; one call, one
    store round trip for all the levels): the entities the frontier chunks mention and the chunks
    that mention the frontier entities; the next frontier is the best `max_entities` entities, by
@@ -18,6 +20,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -25,9 +28,10 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
-from processors.algorithms.bridges import bridges, fuse
+from processors.algorithms.hops import decompose
 from processors.algorithms.pagerank import WeightedGraph, normalise, personalized_pagerank
 from processors.retrieval.common import Stopwatch
+from processors.retrieval.lazy_rag.chain import HopRankings, follow_bridges, follow_hops
 from processors.retrieval.lazy_rag.sources import LazySources
 from processors.retrieval.reranker.stage import rerank_stage
 from schemas.documents import Chunk, Mention
@@ -57,6 +61,16 @@ class LazyRagSettings(BaseModel):
     bridge_seeds: int = Field(default=2, ge=0, le=10)
     bridge_names: int = Field(default=4, ge=1, le=10)  # names followed per seed chunk
     bridge_depth: int = Field(default=5, ge=1, le=50)  # chunks each follow-up search returns
+    # the bridge names of a chunk come from its this many best-matching sentences (0: all of them)
+    bridge_sentences: int = Field(default=0, ge=0, le=10)
+    # the question's hops searched one by one, the bridge of each fed into the next (0: off)
+    decompose_hops: int = Field(default=0, ge=0, le=4)
+    hop_seeds: int = Field(default=1, ge=1, le=5)  # chunks of a hop whose names the next hop follows
+    hop_names: int = Field(default=2, ge=1, le=10)  # names followed per such chunk
+    first_hop_weight: float = Field(default=0.25, ge=0, le=2)  # the first hop's own ranking's weight in the fusion
+    hop_weight: float = Field(default=0.25, ge=0, le=2)  # a later hop's, from the best bridge name
+    # the follow-up round asks the question's second hop with each name, not all it still asks (off)
+    bridge_next_hop: bool = False
 
     def for_request(self, req: LazyRagRequest) -> LazyRagSettings:
         """These settings with the request's overrides."""
@@ -77,13 +91,22 @@ class Neighbourhood:
 async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettings) -> Neighbourhood:
     """The ranked neighbourhood of `query` (see the module docstring)."""
     watch = Stopwatch()
-    vector = await sources.embed(query)
-    watch.lap("embed")
-    depth = max(s.search_depth, s.chunk_limit)
-    hits, seeds = await sources.search_and_seed(t, vector, query, depth, s.seed_entities)
-    watch.lap("search")
-    if s.bridge_seeds:
-        hits = await follow_bridges(sources, t, query, hits, s)
+    # the question's hops need only its text: searched while the question's own search runs
+    hops = asyncio.ensure_future(_hop_rankings(sources, t, query, s)) if s.decompose_hops else None
+    try:
+        vector = await sources.embed(query)
+        watch.lap("embed")
+        depth = max(s.search_depth, s.chunk_limit)
+        hits, seeds = await sources.search_and_seed(t, vector, query, depth, s.seed_entities)
+        watch.lap("search")
+        hop_rankings = await hops if hops else HopRankings()
+    finally:
+        if hops and not hops.done():  # the search failed: the hops are no longer wanted
+            hops.cancel()
+    if s.bridge_seeds or hop_rankings.rankings:
+        next_hop = _next_hop(query) if s.bridge_next_hop else None
+        hits = await follow_bridges(sources, t, query, hits, s.bridge_seeds, s.bridge_names, s.bridge_depth,
+                                    hop_rankings, s.bridge_sentences, next_hop)  # fmt: skip
         watch.lap("bridges")
     known = {c.id: c for c in hits}
     ranked_ids = [c.id for c in hits]
@@ -110,20 +133,15 @@ async def retrieve(sources: LazySources, t: Tenant, query: str, s: LazyRagSettin
     return Neighbourhood(chunks, ranked_entities[: s.max_entities], seeds, mentions, watch)
 
 
-async def follow_bridges(
-    sources: LazySources, t: Tenant, query: str, hits: list[Chunk], s: LazyRagSettings
-) -> list[Chunk]:
-    """`hits` fused with the follow-up searches of the names their best chunks give (see the
-    module docstring)."""
-    seeds = enumerate(hits[: s.bridge_seeds])
-    follow = [(i, b.query) for i, c in seeds for b in bridges(query, c.text, s.bridge_names)]
-    if not follow:
-        return hits
-    vectors = await sources.embed_texts([q for _, q in follow], query=True)
-    found = await sources.search_many(t, [(v, q) for (_, q), v in zip(follow, vectors, strict=True)], s.bridge_depth)
-    known = {c.id: c for cs in found for c in cs} | {c.id: c for c in hits}
-    fused = fuse([c.id for c in hits], [(i, [c.id for c in cs]) for (i, _), cs in zip(follow, found, strict=True)])
-    return [known[c].model_copy(update={"score": round(sc, 6)}) for c, sc in fused]
+def _next_hop(query: str) -> str | None:
+    """The hop after the first of `query`, when it chains (algorithms/hops)."""
+    hops = decompose(query)
+    return hops[1] if len(hops) > 1 else None
+
+
+async def _hop_rankings(sources: LazySources, t: Tenant, query: str, s: LazyRagSettings) -> HopRankings:
+    return await follow_hops(sources, t, query, s.decompose_hops, s.hop_seeds, s.hop_names, s.bridge_depth,
+                             (s.first_hop_weight, s.hop_weight), s.bridge_sentences)  # fmt: skip
 
 
 def _rank_entities(
