@@ -4,6 +4,7 @@ mentions, relation sources), and what a replaced or deleted version leaves unlin
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -55,10 +56,12 @@ WRITE_ENTITIES = (
     "SET e.concept = coalesce(e.concept, row.owned), e.concept_key = coalesce(e.concept_key, row.concept_key) "
     "WITH i, e ORDER BY i RETURN collect(e) AS ents"
 )
+# PROTOTYPE (issue 38): a relation is an edge between its ends carrying its source chunks' numbers.
 WRITE_RELATIONS = (
-    "UNWIND range(0, size($relations) - 1) AS i WITH i, $relations[i] AS row MERGE (r:KgRelation {key: row.key}) "
-    "ON CREATE SET r.user = $user, r.collection = $collection, r.s = row.s, r.p = row.p, r.o = row.o "
-    "WITH i, r ORDER BY i RETURN collect(r) AS rels"
+    "UNWIND $relations AS row "
+    "MERGE (s:KgEntity {key: row.sk}) ON CREATE SET s.user = $user, s.collection = $collection, s.uri = row.s "
+    "MERGE (o:KgEntity {key: row.ok}) ON CREATE SET o.user = $user, o.collection = $collection, o.uri = row.o "
+    "MERGE (s)-[r:KG_REL {p: row.p}]->(o) SET r.src = coalesce(r.src, []) + row.src"
 )
 # A chunk and its links: mentions and relation sources name their node by its position in `ents`
 # and `rels`. The links are CREATEd: CLEAR_CHUNKS took a replaced document's chunks' links away in
@@ -69,8 +72,6 @@ WRITE_RELATIONS = (
 _LINKS = (
     "CALL (c, row, ents) { UNWIND row.mentions AS m WITH c, m, ents[m[0]] AS e "
     "CREATE (c)-[:HAS_ENTITY {count: m[1]}]->(e) } "
-    "CALL (c, row, rels) { UNWIND row.sources AS k WITH c, rels[k] AS r "
-    "CREATE (c)-[:SOURCE_OF]->(r) } "
     "CALL (c, row) { UNWIND row.subjects AS k MATCH (e:KgEntity {key: k}) "
     "CREATE (c)-[:ABOUT]->(e) } "
 )
@@ -92,7 +93,7 @@ WRITE_NAMES = (
 # Everything a store writes, in one query.
 WRITE = (
     "CALL () { " + WRITE_DOCS + " } CALL () { " + WRITE_ENTITIES + " } CALL () { " + WRITE_RELATIONS + " } "
-    "CALL (ents, rels) { " + WRITE_CHUNKS + " } CALL (ents) { " + WRITE_NAMES + " }"
+    "CALL (ents) { " + WRITE_CHUNKS + " } CALL (ents) { " + WRITE_NAMES + " }"
 )
 # Of the candidates: relations no chunk supports any more (deleted, returned) and entities no
 # chunk mentions (their concept flag goes; nodes nothing else uses go too).
@@ -126,8 +127,8 @@ def write_rows(tenant: Tenant, records: Sequence[DocumentRecord]) -> dict[str, l
         docs.append({"key": dkey, "chunk_keys": ckeys, "props": props})
         subject = [entity_key(tenant, r.title_entity)] if r.title_entity else []
         for c, v, ck, x, n in zip(r.chunks, r.vectors, ckeys, lex, lexlen, strict=True):
-            cprops = {"id": c.id, "document_id": d.id, "ordinal": c.ordinal, "text": c.text, "start": c.start,
-                      "end": c.end, "tokens": c.tokens, "lexical": x, "lexlen": n, "page": c.page,
+            cprops = {"n": chunk_number(ck), "id": c.id, "document_id": d.id, "ordinal": c.ordinal, "text": c.text,
+                      "start": c.start, "end": c.end, "tokens": c.tokens, "lexical": x, "lexlen": n, "page": c.page,
                       "section": c.section}  # fmt: skip
             row = chunks.setdefault(ck, {"mentions": {}, "sources": {}, "subjects": {}})
             row.update(key=ck, dkey=dkey, props=cprops, vec=stored_vector(v))
@@ -135,9 +136,8 @@ def write_rows(tenant: Tenant, records: Sequence[DocumentRecord]) -> dict[str, l
         batch.add(tenant, r, chunks)
     entities, relations, names = batch.rows()
     at = {e["ekey"]: i for i, e in enumerate(entities)}
-    rel_at = {r["key"]: i for i, r in enumerate(relations)}
     rows = [{**c, "mentions": [(at[k], n) for k, n in c["mentions"].items()],
-             "sources": [rel_at[k] for k in c["sources"]], "subjects": list(c["subjects"])}
+             "subjects": list(c["subjects"])}
             for c in chunks.values()]  # fmt: skip
     names = [{**n, "entity": at[n["ekey"]]} for n in names]
     return {"docs": docs, "chunks": rows, "entities": entities, "relations": relations, "names": names}
@@ -168,10 +168,11 @@ class _Batch:
                 e["concept_key"] = r.keys.get(m.entity)
         for x in r.relations:
             key = relation_key(tenant, x.s, x.p, x.o)
-            self.relations.setdefault(key, {"key": key, "s": x.s, "p": x.p, "o": x.o})
+            rel = self.relations.setdefault(key, {"sk": entity_key(tenant, x.s), "ok": entity_key(tenant, x.o),
+                                                  "s": x.s, "p": x.p, "o": x.o, "src": []})
             for c in x.chunk_ids:
                 if (ck := node_key(tenant, c)) in own:
-                    chunks[ck]["sources"][key] = None
+                    rel["src"].append(chunk_number(ck))
         for e, ek in mentioned.items():
             for k in dict.fromkeys((r.keys.get(e, ""), *r.aliases.get(e, ()))):
                 if k:
@@ -182,6 +183,11 @@ class _Batch:
         """Entities, relations and names in key order: concurrent writers lock them in one order."""
         return ([self.entities[k] for k in sorted(self.entities)], [self.relations[k] for k in sorted(self.relations)],
                 [self.names[k] for k in sorted(self.names)])  # fmt: skip
+
+
+def chunk_number(ckey: str) -> int:
+    """A chunk's number: 63 bits of its key's digest (the key names its tenant)."""
+    return int.from_bytes(hashlib.blake2b(ckey.encode(), digest_size=8).digest(), "big") >> 1
 
 
 def name_key(tenant: Tenant, key: str) -> str:

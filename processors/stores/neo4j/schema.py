@@ -74,6 +74,7 @@ DOCUMENT_SCHEMA = (
     "CREATE INDEX kg_term_scope IF NOT EXISTS FOR (n:KgTerm) ON (n.user, n.collection)",
     "CREATE INDEX kg_document_scope IF NOT EXISTS FOR (n:KgDocument) ON (n.user, n.collection)",
     "CREATE INDEX kg_chunk_scope IF NOT EXISTS FOR (n:KgChunk) ON (n.user, n.collection)",
+    "CREATE INDEX kg_chunk_number IF NOT EXISTS FOR (n:KgChunk) ON (n.n)",
     "CREATE INDEX kg_relation_scope IF NOT EXISTS FOR (n:KgRelation) ON (n.user, n.collection, n.s)",
     "CREATE INDEX kg_relation_object IF NOT EXISTS FOR (n:KgRelation) ON (n.user, n.collection, n.o)",
     "CREATE INDEX kg_community_scope IF NOT EXISTS FOR (n:KgCommunity) ON (n.user, n.collection)",
