@@ -2,13 +2,16 @@
 the tenant token on chunks (the full-text index requires it in every query), ABOUT links for
 documents' subjects, and the kept BM25 statistics (term_stats.py) — version 3; relations' stored
 vectors removed (relation search scores their ends' and chunks' vectors: issue 38) — version 4;
-relations keyed by a digest instead of their triple spelt out (schema.relation_key) — version 5."""
+relations keyed by a digest instead of their triple spelt out (schema.relation_key) — version 5;
+a relation as one KG_REL edge between its ends instead of a node and a link per source
+(relation_migration.py) — version 6."""
 
 from __future__ import annotations
 
 from processors.stores.documents_protocol import tenant_token
 from processors.stores.neo4j import term_stats
 from processors.stores.neo4j.doc_writes import name_key
+from processors.stores.neo4j.relation_migration import migrate_relations
 from processors.stores.neo4j.schema import Neo4jConnection, entity_key, relation_key
 from processors.stores.neo4j.term_stats import DELETE_TERMS, DELETE_TOTALS
 from schemas.tenant import Tenant
@@ -74,6 +77,7 @@ async def migrate_documents(conn: Neo4jConnection) -> None:
                     for r in page]  # fmt: skip
             await conn.write([(SET_RELATION_KEYS, {"rows": rows})])
         await conn.autocommit(RELATION_KEYS_MARK, {})
+    await migrate_relations(conn)
 
 
 async def _version_3(conn: Neo4jConnection) -> None:
