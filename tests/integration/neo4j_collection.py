@@ -25,8 +25,10 @@ QUERIES = {
     "RETURN c.id AS id, d.id AS doc, c.ordinal AS ordinal, c.text AS text, c.embedding AS vec",
     "mentions": f"MATCH (c:KgChunk {_T})-[m:HAS_ENTITY]->(e:KgEntity) RETURN c.id AS chunk, e.uri AS entity, "
     "m.count AS n",
-    "relations": f"MATCH (r:KgRelation {_T}) OPTIONAL MATCH (c:KgChunk)-[:SOURCE_OF]->(r) "
-    "RETURN r.s AS s, r.p AS p, r.o AS o, r.embedding IS NOT NULL AS vec, collect(c.id) AS chunks",
+    # a source number naming no chunk of the tenant reads as '?' (a sound collection has none)
+    "relations": f"MATCH (s:KgEntity {_T})-[r:KG_REL]->(o:KgEntity) RETURN s.uri AS s, r.p AS p, o.uri AS o, "
+    "r.embedding IS NOT NULL AS vec, [n IN r.src | coalesce(head(COLLECT { MATCH (c:KgChunk {n: n}) "
+    "WHERE c.user = $user AND c.collection = $collection RETURN c.id }), '?')] AS chunks",
     "triples": f"MATCH (s:KgEntity {_T})-[r:KG_EDGE]->(o) RETURN s.uri AS s, r.p AS p, coalesce(o.uri, o.value) AS o",
     "entities": f"MATCH (e:KgEntity {_T}) RETURN e.uri AS uri, e.label AS label, e.index_label AS index_label, "
     "e.embedding AS vec, e.concept AS concept",

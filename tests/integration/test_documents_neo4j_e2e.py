@@ -44,7 +44,7 @@ from tests.documents.test_documents_flow import DOCS
 
 C = "papers"
 LINKS = (
-    "MATCH (a)-[x:HAS_CHUNK|HAS_ENTITY|SOURCE_OF|ABOUT|NAME_OF]->() WHERE a.user IN $users "
+    "MATCH (a)-[x:HAS_CHUNK|HAS_ENTITY|REL_END|ABOUT|NAME_OF|KG_REL]->() WHERE a.user IN $users "
     "RETURN count(x) AS n, count(x.user) + count(x.collection) AS tenanted"
 )
 

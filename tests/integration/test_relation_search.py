@@ -102,44 +102,5 @@ async def test_an_older_docs_db_drops_its_relation_vectors_on_open(tmp_path: Pat
     conn.close()
 
 
-@pytest.mark.parametrize("docs", ["neo4j"], indirect=True)  # the SQLite twin is the test above
-async def test_an_older_neo4j_database_loses_its_relation_vectors_once(docs: DocBackend) -> None:
-    assert docs.conn is not None
-    from processors.stores.neo4j.doc_migration import RELATION_VECTORS_DONE, migrate_documents
-    from processors.stores.neo4j.schema import relation_key
-
-    user, coll = docs.scope()
-    tenant = Tenant(user, coll)
-    await docs.documents.store(tenant, [record("a", ["x"], relations=[("curie", "paris", [0])])])
-    key = relation_key(tenant, e("curie"), REL, e("paris"))
-    args = {"key": key, "vec": unit(1)}
-    # what an older version left: a stored relation vector, the database at version 3
-    await docs.conn.write([("MATCH (r:KgRelation {key: $key}) SET r.embedding = $vec", args),
-                           ("MATCH (m:KgSchema {key: 'documents'}) SET m.version = 3", {})])  # fmt: skip
-    assert not await docs.conn.read(RELATION_VECTORS_DONE, {})
-    await migrate_documents(docs.conn)
-    rows = await docs.conn.read("MATCH (r:KgRelation {key: $key}) RETURN r.embedding AS v", {"key": key})
-    assert rows == [{"v": None}] and await docs.conn.read(RELATION_VECTORS_DONE, {})
-
-
-@pytest.mark.parametrize("docs", ["neo4j"], indirect=True)
-async def test_an_older_neo4j_database_keys_its_relations_by_digest_once(docs: DocBackend) -> None:
-    """Relations keyed by their triple spelt out (before version 5) are keyed by the digest the
-    writes and reads use, so a document written after the upgrade supports the same relation."""
-    assert docs.conn is not None
-    from processors.stores.neo4j.doc_migration import RELATION_KEYS_DONE, migrate_documents
-    from processors.stores.neo4j.schema import node_key, relation_key
-
-    user, coll = docs.scope()
-    tenant = Tenant(user, coll)
-    await docs.documents.store(tenant, [record("a", ["x"], relations=[("curie", "paris", [0])])])
-    new, old = relation_key(tenant, e("curie"), REL, e("paris")), node_key(tenant, e("curie"), REL, e("paris"))
-    await docs.conn.write([("MATCH (r:KgRelation {key: $new}) SET r.key = $old", {"new": new, "old": old}),
-                           ("MATCH (m:KgSchema {key: 'documents'}) SET m.version = 4", {})])  # fmt: skip
-    assert not await docs.conn.read(RELATION_KEYS_DONE, {})
-    await migrate_documents(docs.conn)
-    assert await docs.conn.read(RELATION_KEYS_DONE, {})
-    assert await docs.conn.read("MATCH (r:KgRelation {key: $old}) RETURN r", {"old": old}) == []
-    await docs.documents.store(tenant, [record("b", ["y"], relations=[("curie", "paris", [0])])])
-    found = await docs.documents.relations(tenant, [e("curie"), e("paris")], 10)
-    assert [(r.s, r.o, r.support) for r in found] == [(e("curie"), e("paris"), 2)]  # one relation, two sources
+# The Neo4j twin (an older database's relation vectors and spelt-out keys go, once): the relation
+# model migration's test (test_neo4j_relation_migration.py) starts from such a database.

@@ -5,7 +5,7 @@ concept key given), so the links can be CREATEd rather than MERGEd."""
 from __future__ import annotations
 
 from processors.stores.documents_protocol import DocumentRecord, Relation
-from processors.stores.neo4j.doc_writes import write_rows
+from processors.stores.neo4j.doc_writes import chunk_number, write_rows
 from processors.stores.neo4j.schema import entity_key, node_key
 from schemas.documents import Chunk, Document, Mention
 from schemas.tenant import Tenant
@@ -45,7 +45,12 @@ def test_each_entity_relation_and_link_once() -> None:
     d1c0 = by_key[node_key(T, "d1:0")]
     at = {e["ekey"]: i for i, e in enumerate(rows["entities"])}  # a link names its node by position
     assert d1c0["mentions"] == [(at[entity_key(T, A)], 2), (at[entity_key(T, B)], 1)]  # summed, once each
-    assert d1c0["sources"] == [0]  # a chunk listed twice links once
+    numbers = [chunk_number(node_key(T, c)) for c in ("d1:0", "d1:1", "d2:0", "d2:1")]
+    assert rows["relations"][0]["src"] == numbers  # a chunk listed twice is a source once; elsewhere:0 none
+    # the ends of its relations a source chunk does not mention: how its take-back finds them
+    ends = {k: c["ends"] for k, c in by_key.items()}
+    assert ends[node_key(T, "d1:0")] == [] and ends[node_key(T, "d1:1")] == [entity_key(T, B)]
+    assert ends[node_key(T, "d2:1")] == [entity_key(T, A), entity_key(T, B)]
     assert all(node_key(T, "elsewhere:0") != k for k in by_key)  # another record's chunk gets no row
     names = [(n["name"], n["ekey"]) for n in rows["names"]]
     assert len(names) == len(set(names))  # A's alias named once for two documents
@@ -63,3 +68,10 @@ def test_iri_edges_name_each_entity_once_by_position() -> None:
     params = _iri_edges(rows)
     assert params["nodes"] == [{"key": "k1", "iri": "a"}, {"key": "k2", "iri": "b"}]  # key order: one lock order
     assert params["rows"] == [{"s": 1, "o": 0, "p": "p"}, {"s": 0, "o": 1, "p": "q"}]
+
+
+def test_a_chunk_number_is_63_bits_of_its_key_and_names_its_tenant() -> None:
+    key = node_key(T, "d1:0")
+    assert chunk_number(key) == chunk_number(node_key(Tenant("u", "c"), "d1:0"))  # stable
+    assert 0 <= chunk_number(key) < 2**63  # a Neo4j integer (signed 64 bits)
+    assert chunk_number(key) != chunk_number(node_key(Tenant("u", "other"), "d1:0"))

@@ -111,16 +111,16 @@ SET_SUMMARY = (
 # What a build reads (the only queries naming where the graph comes from); the AMONG pair keeps
 # the subgraph between the entities $iris (keys $ekeys).
 GRAPH_EDGES = (
-    "MATCH (r:KgRelation {user: $user, collection: $collection}) "
-    "RETURN r.s AS s, r.o AS o, COUNT { (:KgChunk)-[:SOURCE_OF]->(r) } AS w"
+    "MATCH (s:KgEntity {user: $user, collection: $collection})-[r:KG_REL]->(o:KgEntity) "
+    "RETURN s.uri AS s, o.uri AS o, size(r.src) AS w"
 )
 GRAPH_MENTIONS = (
     "MATCH (c:KgChunk {user: $user, collection: $collection})-[m:HAS_ENTITY]->(e:KgEntity) "
     "RETURN e.uri AS entity, c.id AS chunk, m.count AS n"
 )
 GRAPH_EDGES_AMONG = (
-    "UNWIND $iris AS iri MATCH (r:KgRelation {user: $user, collection: $collection, s: iri}) WHERE r.o IN $iris "
-    "RETURN r.s AS s, r.o AS o, COUNT { (:KgChunk)-[:SOURCE_OF]->(r) } AS w"
+    "UNWIND $ekeys AS k MATCH (s:KgEntity {key: k}) WHERE s.user = $user AND s.collection = $collection "
+    "MATCH (s)-[r:KG_REL]->(o:KgEntity) WHERE o.key IN $ekeys RETURN s.uri AS s, o.uri AS o, size(r.src) AS w"
 )
 GRAPH_MENTIONS_AMONG = (
     "UNWIND $ekeys AS k MATCH (c:KgChunk)-[m:HAS_ENTITY]->(e:KgEntity {key: k}) "

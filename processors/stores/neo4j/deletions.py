@@ -15,7 +15,8 @@ from typing import Any
 
 from processors.stores.documents_protocol import COLLECTION, DeletedSince, RemovedLinks
 from processors.stores.neo4j.doc_writes import UNMENTIONED
-from processors.stores.neo4j.schema import Runner, entity_key, node_key, relation_key
+from processors.stores.neo4j.relations import relation_rows
+from processors.stores.neo4j.schema import Runner, entity_key, node_key
 from processors.stores.neo4j.scope import keys
 from schemas.tenant import Tenant
 
@@ -32,8 +33,8 @@ NOTE = (
 AFTER = "UNWIND $keys AS k MATCH (n:KgDeletion {key: k}) WHERE n.at > $stamp RETURN n.id AS id"
 # Of a refused write's relations, those no stored chunk is a source of (its own were never stored).
 UNSOURCED = (
-    "UNWIND $rels AS r OPTIONAL MATCH (x:KgRelation {key: r.key}) WITH r, x "
-    "WHERE x IS NULL OR NOT EXISTS { (:KgChunk)-[:SOURCE_OF]->(x) } RETURN r.s AS s, r.p AS p, r.o AS o"
+    "UNWIND $rels AS x OPTIONAL MATCH (:KgEntity {key: x.sk})-[r:KG_REL {p: x.p}]->(:KgEntity {key: x.ok}) "
+    "WITH x, r WHERE r IS NULL OR size(r.src) = 0 RETURN x.s AS s, x.p AS p, x.o AS o"
 )
 
 
@@ -83,7 +84,7 @@ async def unsupported(run: Runner, tenant: Tenant, candidates: RemovedLinks, cre
     """Of a refused write's relations and concepts, the relations no stored chunk is a source of and
     the concepts no chunk mentions, owned or `created` (UNMENTIONED unflags them: their claims go)."""
     scope = {"user": tenant.user, "collection": tenant.collection}
-    rels = [{"key": relation_key(tenant, s, p, o), "s": s, "p": p, "o": o} for s, p, o in candidates.relations]
+    rels = relation_rows(tenant, candidates.relations)
     found = await run(UNSOURCED, {"rels": rels}) if rels else []
     ekeys = [entity_key(tenant, iri) for iri in dict.fromkeys([*candidates.concepts, *created])]
     ents = await run(UNMENTIONED, {**scope, "ekeys": ekeys}) if ekeys else []

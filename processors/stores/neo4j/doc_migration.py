@@ -1,15 +1,17 @@
 """Bringing a Neo4j database written by an earlier version of the document store up to date, once:
 the tenant token on chunks (the full-text index requires it in every query), ABOUT links for
-documents' subjects, and the kept BM25 statistics (term_stats.py) — version 3; relations' stored
-vectors removed (relation search scores their ends' and chunks' vectors: issue 38) — version 4;
-relations keyed by a digest instead of their triple spelt out (schema.relation_key) — version 5."""
+documents' subjects, and the kept BM25 statistics (term_stats.py) — version 3; a relation as one
+KG_REL edge between its ends instead of a node and a link per source (relation_migration.py) —
+version 6. Versions 4 (relation nodes lose their stored vectors) and 5 (relation nodes keyed by a
+digest) changed the nodes version 6 removes: a database before 6 goes straight to it."""
 
 from __future__ import annotations
 
 from processors.stores.documents_protocol import tenant_token
 from processors.stores.neo4j import term_stats
 from processors.stores.neo4j.doc_writes import name_key
-from processors.stores.neo4j.schema import Neo4jConnection, entity_key, relation_key
+from processors.stores.neo4j.relation_migration import migrate_relations
+from processors.stores.neo4j.schema import Neo4jConnection, entity_key
 from processors.stores.neo4j.term_stats import DELETE_TERMS, DELETE_TOTALS
 from schemas.tenant import Tenant
 
@@ -32,22 +34,6 @@ MIGRATION_MARK = (
     "MERGE (m:KgSchema {key: 'documents'}) SET m.version = 3"
 )
 
-RELATION_VECTORS_DONE = "MATCH (m:KgSchema {key: 'documents'}) WHERE m.version >= 4 RETURN 1 AS done"
-DROP_RELATION_VECTORS = (
-    "MATCH (r:KgRelation {user: $user, collection: $collection}) WHERE r.embedding IS NOT NULL "
-    "CALL (r) { REMOVE r.embedding" + _BATCHED
-)
-RELATION_VECTORS_MARK = "MERGE (m:KgSchema {key: 'documents'}) SET m.version = 4"
-
-RELATION_KEYS_DONE = "MATCH (m:KgSchema {key: 'documents'}) WHERE m.version >= 5 RETURN 1 AS done"
-# Relations still keyed by their JSON triple (a digest is never `[`-led), a page at a time.
-OLD_RELATION_KEYS = (
-    "MATCH (r:KgRelation) WHERE r.key STARTS WITH '[' "
-    "RETURN elementId(r) AS id, r.user AS user, r.collection AS collection, r.s AS s, r.p AS p, r.o AS o LIMIT $limit"
-)
-SET_RELATION_KEYS = "UNWIND $rows AS row MATCH (r:KgRelation) WHERE elementId(r) = row.id SET r.key = row.key"
-RELATION_KEYS_MARK = "MERGE (m:KgSchema {key: 'documents'}) SET m.version = 5"
-
 MIGRATE_NAMES = (
     "MATCH (e:KgEntity {user: $user, collection: $collection}) WHERE e.concept_key IS NOT NULL "
     "CALL (e) { MERGE (n:KgName {key: $prefix + e.concept_key + '\"]'}) "
@@ -64,16 +50,7 @@ async def migrate_documents(conn: Neo4jConnection) -> None:
     """Run the migration unless the database is marked done (see the module docstring)."""
     if not await conn.read(MIGRATION_DONE, {}):
         await _version_3(conn)
-    if not await conn.read(RELATION_VECTORS_DONE, {}):
-        for row in await conn.read(MIGRATION_TENANTS, {}):
-            await conn.autocommit(DROP_RELATION_VECTORS, {"user": row["user"], "collection": row["collection"]})
-        await conn.autocommit(RELATION_VECTORS_MARK, {})
-    if not await conn.read(RELATION_KEYS_DONE, {}):
-        while page := await conn.read(OLD_RELATION_KEYS, {"limit": PAGE}):
-            rows = [{"id": r["id"], "key": relation_key(Tenant(r["user"], r["collection"]), r["s"], r["p"], r["o"])}
-                    for r in page]  # fmt: skip
-            await conn.write([(SET_RELATION_KEYS, {"rows": rows})])
-        await conn.autocommit(RELATION_KEYS_MARK, {})
+    await migrate_relations(conn)  # versions 4-6: relation nodes (their vectors and keys too) become edges
 
 
 async def _version_3(conn: Neo4jConnection) -> None:

@@ -1,15 +1,23 @@
 """The document store's writes on Neo4j: the Cypher that replaces or deletes documents and the
 rows one write sends (documents, chunks with their tenant token and BM25 terms, subjects,
-mentions, relation sources), and what a replaced or deleted version leaves unlinked."""
+mentions, relation sources), and what a replaced or deleted version leaves unlinked.
+
+A relation is one `KG_REL {p, src}` edge between its ends' entity nodes (see relations.py): `src`
+holds each source chunk's number once. A chunk's relations are the edges between the entities it
+links (HAS_ENTITY, or REL_END for an end of a relation it is a source of but does not mention, as
+a model-extracted relation's may be) whose `src` holds its number: that is how a replaced or
+deleted chunk's numbers are found and taken off, with no index over the edges."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from typing import Any
 
 from processors.algorithms.bm25 import terms
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
+from processors.stores.neo4j.relations import Triple, relation_rows
 from processors.stores.neo4j.schema import Runner, entity_key, node_key, relation_key, stored_vector
 from processors.stores.neo4j.scope import meta_pairs
 from processors.stores.neo4j.spellings import doc_spellings
@@ -26,16 +34,20 @@ LOCK_DOCS = (
     "UNWIND $dkeys AS dk MERGE (d:KgDocument {key: dk}) ON CREATE SET d.user = $user, d.collection = $collection "
     "SET d.writing = true REMOVE d.writing"
 )
-# What the documents' current chunks link: candidates for RemovedLinks.
+# What the documents' current chunks link (candidates for RemovedLinks); each chunk's number is
+# taken off its relations' sources here (the chunk is replaced or deleted in this transaction).
 OLD_LINKS = (
-    _OLD_CHUNKS + "CALL (c) { MATCH (c)-[:SOURCE_OF]->(r:KgRelation) RETURN collect(r.key) AS rels } "
+    _OLD_CHUNKS + "CALL (c) { MATCH (c)-[:HAS_ENTITY|REL_END]->(s:KgEntity) "
+    "MATCH (c)-[:HAS_ENTITY|REL_END]->(o:KgEntity) "
+    "MATCH (s)-[r:KG_REL]->(o) WHERE c.n IN r.src SET r.src = [n IN r.src WHERE n <> c.n] "
+    "RETURN collect([s.uri, r.p, o.uri]) AS rels } "
     "CALL (c) { MATCH (c)-[:HAS_ENTITY]->(e:KgEntity) RETURN collect([e.key, e.uri]) AS ents } "
     "RETURN rels, ents"
 )
 # Replacing: the old chunks lose their links; those the new version does not have go.
 CLEAR_CHUNKS = (
     "UNWIND $docs AS row MATCH (d:KgDocument {key: row.key}) WHERE d.user = $user AND d.collection = $collection "
-    "MATCH (d)-[:HAS_CHUNK]->(c:KgChunk) CALL (c) { MATCH (c)-[x:HAS_ENTITY|SOURCE_OF|ABOUT]->() DELETE x } "
+    "MATCH (d)-[:HAS_CHUNK]->(c:KgChunk) CALL (c) { MATCH (c)-[x:HAS_ENTITY|REL_END|ABOUT]->() DELETE x } "
     "WITH c, row WHERE NOT c.key IN row.chunk_keys DETACH DELETE c"
 )
 DELETE_DOCS = (
@@ -55,24 +67,29 @@ WRITE_ENTITIES = (
     "SET e.concept = coalesce(e.concept, row.owned), e.concept_key = coalesce(e.concept_key, row.concept_key) "
     "WITH i, e ORDER BY i RETURN collect(e) AS ents"
 )
+# A relation is an edge between its ends carrying its source chunks' numbers (each once: a number
+# already there, which OLD_LINKS took off a rewritten chunk's relations, is not added again).
 WRITE_RELATIONS = (
-    "UNWIND range(0, size($relations) - 1) AS i WITH i, $relations[i] AS row MERGE (r:KgRelation {key: row.key}) "
-    "ON CREATE SET r.user = $user, r.collection = $collection, r.s = row.s, r.p = row.p, r.o = row.o "
-    "WITH i, r ORDER BY i RETURN collect(r) AS rels"
+    "UNWIND $relations AS row "
+    "MERGE (s:KgEntity {key: row.sk}) ON CREATE SET s.user = $user, s.collection = $collection, s.uri = row.s "
+    "MERGE (o:KgEntity {key: row.ok}) ON CREATE SET o.user = $user, o.collection = $collection, o.uri = row.o "
+    "MERGE (s)-[r:KG_REL {p: row.p}]->(o) ON CREATE SET r.src = row.src "
+    "ON MATCH SET r.src = r.src + [n IN row.src WHERE NOT n IN r.src]"
 )
-# A chunk and its links: mentions and relation sources name their node by its position in `ents`
-# and `rels`. The links are CREATEd: CLEAR_CHUNKS took a replaced document's chunks' links away in
-# this transaction and write_rows gives each link once, so none exists yet.
+# A chunk and its links: mentions name their entity by its position in `ents`; the ends of its
+# relations it does not mention (REL_END) by key. The links are CREATEd: CLEAR_CHUNKS took a
+# replaced document's chunks' links away in this transaction and write_rows gives each link once,
+# so none exists yet.
 # Links carry no tenant (their ends do; see documents.py).
 # The vector as the entity index writes its own (cypher._SET_VECTOR): float32 through
 # db.create.setNodeVectorProperty, half the bytes of the float64 list a SET of a Bolt list stores.
 _LINKS = (
     "CALL (c, row, ents) { UNWIND row.mentions AS m WITH c, m, ents[m[0]] AS e "
     "CREATE (c)-[:HAS_ENTITY {count: m[1]}]->(e) } "
-    "CALL (c, row, rels) { UNWIND row.sources AS k WITH c, rels[k] AS r "
-    "CREATE (c)-[:SOURCE_OF]->(r) } "
     "CALL (c, row) { UNWIND row.subjects AS k MATCH (e:KgEntity {key: k}) "
     "CREATE (c)-[:ABOUT]->(e) } "
+    "CALL (c, row) { UNWIND row.ends AS k MATCH (e:KgEntity {key: k}) "
+    "CREATE (c)-[:REL_END]->(e) } "
 )
 WRITE_CHUNKS = (
     "UNWIND $chunks AS row MATCH (d:KgDocument {key: row.dkey}) MERGE (c:KgChunk {key: row.key}) "
@@ -92,13 +109,18 @@ WRITE_NAMES = (
 # Everything a store writes, in one query.
 WRITE = (
     "CALL () { " + WRITE_DOCS + " } CALL () { " + WRITE_ENTITIES + " } CALL () { " + WRITE_RELATIONS + " } "
-    "CALL (ents, rels) { " + WRITE_CHUNKS + " } CALL (ents) { " + WRITE_NAMES + " }"
+    "CALL (ents) { " + WRITE_CHUNKS + " } CALL (ents) { " + WRITE_NAMES + " }"
 )
-# Of the candidates: relations no chunk supports any more (deleted, returned) and entities no
-# chunk mentions (their concept flag goes; nodes nothing else uses go too).
+# Of the candidates: relations no chunk supports any more (deleted, returned; an end only they and
+# no mention, label or vector kept goes too) and entities no chunk mentions (their concept flag
+# goes; nodes nothing else uses go too).
 UNSUPPORTED = (
-    "UNWIND $rkeys AS k MATCH (r:KgRelation {key: k}) WHERE r.user = $user AND r.collection = $collection "
-    "AND NOT EXISTS { (:KgChunk)-[:SOURCE_OF]->(r) } WITH r, r.s AS s, r.p AS p, r.o AS o DELETE r RETURN s, p, o"
+    "UNWIND $rels AS x MATCH (s:KgEntity {key: x.sk}) WHERE s.user = $user AND s.collection = $collection "
+    "MATCH (s)-[r:KG_REL {p: x.p}]->(o:KgEntity {key: x.ok}) WHERE size(r.src) = 0 DELETE r "
+    "WITH collect([x.s, x.p, x.o]) AS gone, collect(s) + collect(o) AS ends "
+    "CALL (ends) { UNWIND ends AS e WITH DISTINCT e WHERE e.label IS NULL AND e.embedding IS NULL "
+    "AND e.concept IS NULL AND NOT (e)--() DELETE e } "
+    "UNWIND gone AS t RETURN t[0] AS s, t[1] AS p, t[2] AS o"
 )
 UNMENTIONED = (
     "UNWIND $ekeys AS k MATCH (e:KgEntity {key: k}) WHERE e.user = $user AND e.collection = $collection "
@@ -126,18 +148,17 @@ def write_rows(tenant: Tenant, records: Sequence[DocumentRecord]) -> dict[str, l
         docs.append({"key": dkey, "chunk_keys": ckeys, "props": props})
         subject = [entity_key(tenant, r.title_entity)] if r.title_entity else []
         for c, v, ck, x, n in zip(r.chunks, r.vectors, ckeys, lex, lexlen, strict=True):
-            cprops = {"id": c.id, "document_id": d.id, "ordinal": c.ordinal, "text": c.text, "start": c.start,
-                      "end": c.end, "tokens": c.tokens, "lexical": x, "lexlen": n, "page": c.page,
+            cprops = {"n": chunk_number(ck), "id": c.id, "document_id": d.id, "ordinal": c.ordinal, "text": c.text,
+                      "start": c.start, "end": c.end, "tokens": c.tokens, "lexical": x, "lexlen": n, "page": c.page,
                       "section": c.section}  # fmt: skip
-            row = chunks.setdefault(ck, {"mentions": {}, "sources": {}, "subjects": {}})
+            row = chunks.setdefault(ck, {"mentions": {}, "ends": {}, "subjects": {}})
             row.update(key=ck, dkey=dkey, props=cprops, vec=stored_vector(v))
             row["subjects"].update(dict.fromkeys(subject))
         batch.add(tenant, r, chunks)
     entities, relations, names = batch.rows()
     at = {e["ekey"]: i for i, e in enumerate(entities)}
-    rel_at = {r["key"]: i for i, r in enumerate(relations)}
-    rows = [{**c, "mentions": [(at[k], n) for k, n in c["mentions"].items()],
-             "sources": [rel_at[k] for k in c["sources"]], "subjects": list(c["subjects"])}
+    rows = [{**c, "mentions": [(at[k], n) for k, n in c["mentions"].items()], "ends": list(c["ends"]),
+             "subjects": list(c["subjects"])}
             for c in chunks.values()]  # fmt: skip
     names = [{**n, "entity": at[n["ekey"]]} for n in names]
     return {"docs": docs, "chunks": rows, "entities": entities, "relations": relations, "names": names}
@@ -167,11 +188,14 @@ class _Batch:
             if e["concept_key"] is None:  # the first the mentions give
                 e["concept_key"] = r.keys.get(m.entity)
         for x in r.relations:
-            key = relation_key(tenant, x.s, x.p, x.o)
-            self.relations.setdefault(key, {"key": key, "s": x.s, "p": x.p, "o": x.o})
+            key, ends = relation_key(tenant, x.s, x.p, x.o), (entity_key(tenant, x.s), entity_key(tenant, x.o))
+            rel = self.relations.setdefault(key, {"sk": ends[0], "ok": ends[1], "s": x.s, "p": x.p, "o": x.o,
+                                                  "src": {}})  # fmt: skip
             for c in x.chunk_ids:
                 if (ck := node_key(tenant, c)) in own:
-                    chunks[ck]["sources"][key] = None
+                    rel["src"][chunk_number(ck)] = None
+                    unmentioned = [k for k in ends if k not in chunks[ck]["mentions"]]
+                    chunks[ck]["ends"].update(dict.fromkeys(unmentioned))
         for e, ek in mentioned.items():
             for k in dict.fromkeys((r.keys.get(e, ""), *r.aliases.get(e, ()))):
                 if k:
@@ -180,8 +204,13 @@ class _Batch:
 
     def rows(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
         """Entities, relations and names in key order: concurrent writers lock them in one order."""
-        return ([self.entities[k] for k in sorted(self.entities)], [self.relations[k] for k in sorted(self.relations)],
-                [self.names[k] for k in sorted(self.names)])  # fmt: skip
+        relations = [{**self.relations[k], "src": list(self.relations[k]["src"])} for k in sorted(self.relations)]
+        return [self.entities[k] for k in sorted(self.entities)], relations, [self.names[k] for k in sorted(self.names)]
+
+
+def chunk_number(ckey: str) -> int:
+    """A chunk's number: 63 bits of its key's digest (the key names its tenant)."""
+    return int.from_bytes(hashlib.blake2b(ckey.encode(), digest_size=8).digest(), "big") >> 1
 
 
 def name_key(tenant: Tenant, key: str) -> str:
@@ -189,17 +218,20 @@ def name_key(tenant: Tenant, key: str) -> str:
     return node_key(tenant, "name", key)
 
 
-async def linked(run: Runner, params: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
-    """Relation keys and entities (key -> IRI) the documents of `dkeys` link now."""
+async def linked(run: Runner, params: dict[str, Any]) -> tuple[list[Triple], dict[str, str]]:
+    """Relations and entities (key -> IRI) the documents of `dkeys` link now; takes their chunks'
+    numbers off those relations' sources (the chunks are replaced or deleted in this transaction)."""
     rows = await run(OLD_LINKS, params)
-    rels = sorted({k for r in rows for k in r["rels"]})
+    rels = sorted({(s, p, o) for r in rows for s, p, o in r["rels"]})
     return rels, {k: iri for r in rows for k, iri in r["ents"]}
 
 
-async def unlinked(run: Runner, params: dict[str, Any], old: tuple[list[str], dict[str, str]]) -> RemovedLinks:
+async def unlinked(
+    run: Runner, tenant: Tenant, params: dict[str, Any], old: tuple[list[Triple], dict[str, str]]
+) -> RemovedLinks:
     """Of what the removed versions linked: unsupported relations, unmentioned owned concepts."""
-    rkeys, entities = old
-    rels = await run(UNSUPPORTED, {**params, "rkeys": rkeys}) if rkeys else []
+    triples, entities = old
+    rels = await run(UNSUPPORTED, {**params, "rels": relation_rows(tenant, triples)}) if triples else []
     ents = await run(UNMENTIONED, {**params, "ekeys": sorted(entities)}) if entities else []
     return RemovedLinks(
         relations=sorted((r["s"], r["p"], r["o"]) for r in rels),

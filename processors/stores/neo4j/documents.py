@@ -1,6 +1,6 @@
 """DocumentStore on Neo4j 5: the DRIFT spec's graph with kgflow's names, every node carrying
 `user` and `collection` (keys: neo4j_schema.node_key / entity_key). The links between them
-(HAS_CHUNK, HAS_ENTITY, SOURCE_OF, ABOUT, NAME_OF) carry no tenant: both ends of a link belong to
+(HAS_CHUNK, HAS_ENTITY, REL_END, ABOUT, NAME_OF, KG_REL) carry no tenant: both ends of a link belong to
 one tenant and every read reaches a link from a node it checked, and a chunk's ~55 links with a
 tenant on each were a property record apiece (issue 38).
 
@@ -8,7 +8,11 @@ tenant on each were a property record apiece (issue 38).
     (:KgDocument)-[:HAS_CHUNK]->(:KgChunk {key, id, document_id, ordinal, text, start, end,
                                            tokens, embedding, lexical, lexlen})
     (:KgChunk)-[:HAS_ENTITY {count}]->(:KgEntity)      the triple store's entity nodes (MERGEd)
-    (:KgChunk)-[:SOURCE_OF]->(:KgRelation {key, s, p, o})   provenance: weight = sources (no vector)
+    (:KgEntity)-[:KG_REL {p, src}]->(:KgEntity)       a relation; `src` its source chunks' numbers
+    (:KgChunk {n})                                     (KgChunk.n, a 63-bit digest of the chunk key):
+                                                       support = sources (see relations.py)
+    (:KgChunk)-[:REL_END]->(:KgEntity)                 an end of a relation the chunk is a source
+                                                       of but does not mention (see doc_writes.py)
     KgEntity.concept                                   set while chunks mention it: true when
                                                        indexing created the entity (owned)
 
@@ -97,9 +101,11 @@ COUNTS = (
 _BATCHED = " } IN TRANSACTIONS OF 2000 ROWS"
 DELETE_COLLECTION = (
     "MATCH (n:KgChunk {" + _TENANT + "}) CALL (n) { DETACH DELETE n" + _BATCHED,
-    "MATCH (n:KgRelation {" + _TENANT + "}) CALL (n) { DETACH DELETE n" + _BATCHED,
+    "MATCH (:KgEntity {" + _TENANT + "})-[r:KG_REL]->() CALL (r) { DELETE r" + _BATCHED,
     "MATCH (n:KgDocument {" + _TENANT + "}) CALL (n) { DETACH DELETE n" + _BATCHED,
-    "MATCH (n:KgEntity {" + _TENANT + "}) WHERE n.concept IS NOT NULL CALL (n) { REMOVE n.concept "
+    # concepts lose their flag; nodes nothing else uses (a relation's end among them) go
+    "MATCH (n:KgEntity {" + _TENANT + "}) WHERE n.concept IS NOT NULL OR (n.label IS NULL AND n.embedding IS NULL) "
+    "CALL (n) { REMOVE n.concept "
     "WITH n WHERE n.label IS NULL AND n.embedding IS NULL AND NOT (n)--() DELETE n" + _BATCHED,
     DELETE_TERMS,
     DELETE_TOTALS,
@@ -144,7 +150,7 @@ class Neo4jDocumentStore:
             await run(WRITE, {**scope, **rows, "tenant": tenant_token(tenant)})
             await term_stats.adjust(run, tenant, [str(c["props"]["lexical"]).split() for c in rows["chunks"]], 1)
             await adjust_spellings(run, tenant, params, spelt, records)
-            removed = await unlinked(run, params, old)
+            removed = await unlinked(run, tenant, params, old)
             if stamp is not None:  # last: the marks' lock is held only from here to the commit
                 await deletions.check(run, tenant, [r.document.id for r in records], stamp)
             return removed
@@ -160,7 +166,7 @@ class Neo4jDocumentStore:
             await term_stats.take_away(run, tenant, params["dkeys"])
             await adjust_spellings(run, tenant, params, await stored_spellings(run, params))
             await run(DELETE_DOCS, params)
-            return await unlinked(run, params, old)
+            return await unlinked(run, tenant, params, old)
 
         return await self.conn.write_tx(work)
 

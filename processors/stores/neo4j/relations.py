@@ -1,71 +1,103 @@
 """Relation reads of the Neo4j document store: the relations of entities (what relation search
 scores by its ends' entity vectors), source chunks of relations, and the entities and relation
-edges a scope reaches, every query scoped by tenant and scope (neo4j_scope)."""
+edges a scope reaches, every query scoped by tenant and scope (neo4j_scope).
+
+A relation is one edge between its ends' entity nodes, `(:KgEntity)-[:KG_REL {p, src}]->(:KgEntity)`,
+`src` the numbers (`KgChunk.n`, doc_writes.chunk_number) of its source chunks. A number is 63 bits
+of a digest and could name a chunk of another tenant too: a source chunk is always matched by its
+number AND the request's tenant. Entities are reached by their keys, which name the tenant."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from processors.stores.documents_protocol import RelationChunk, RelationHit
-from processors.stores.neo4j.schema import Neo4jConnection, Runner, relation_key
+from processors.stores.neo4j.schema import Neo4jConnection, Runner, entity_key
 from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, tenant_params
 from schemas.tenant import Tenant
 
 RawEdge = tuple[str, str, str, int, str, str]  # (s, p, o, literal?, datatype, language)
 Triple = tuple[str, str, str]
 
-# Does relation r have a source chunk of a document in scope?
-_SOURCED = "EXISTS { MATCH (d:KgDocument)-[:HAS_CHUNK]->(:KgChunk)-[:SOURCE_OF]->(r) WHERE " + IN_SCOPE + " }"
-# Its source chunks in scope (as SQLite's count(DISTINCT chunk_id) over the scope's sources).
-_SUPPORT = "COUNT { MATCH (d:KgDocument)-[:HAS_CHUNK]->(:KgChunk)-[:SOURCE_OF]->(r) WHERE " + IN_SCOPE + " }"
-# Relations among the entities with their source chunks in scope, most supported first.
-RELATIONS_AMONG = (
-    "UNWIND $entities AS s MATCH (r:KgRelation {user: $user, collection: $collection, s: s}) "
-    "WHERE r.o IN $entities MATCH (d:KgDocument)-[:HAS_CHUNK]->(c:KgChunk)-[:SOURCE_OF]->(r) WHERE " + IN_SCOPE + " "
-    "WITH r, count(DISTINCT c) AS w RETURN r.s AS s, r.p AS p, r.o AS o, w ORDER BY w DESC, s, o, p LIMIT $limit"
+# Relation r's source chunks in the request's tenant and scope, bound to `c` (and their document `d`).
+SOURCES_IN_SCOPE = (
+    "UNWIND r.src AS n MATCH (c:KgChunk {n: n}) USING INDEX c:KgChunk(n) "
+    "WHERE c.user = $user AND c.collection = $collection "
+    "MATCH (d:KgDocument)-[:HAS_CHUNK]->(c) WHERE " + IN_SCOPE
 )
+# Does relation r have a source chunk of a document in scope?
+_SOURCED = "EXISTS { " + SOURCES_IN_SCOPE + " }"
+# Its source chunks in scope (as SQLite's count(DISTINCT chunk_id) over the scope's sources); with
+# no scope, all of them: `src` holds each stored source chunk once (doc_writes keeps it so).
+_SUPPORT = {False: "size(r.src)", True: "COUNT { " + SOURCES_IN_SCOPE + " }"}
+_ENTITY = "MATCH (e:KgEntity {key: ek}) WHERE e.user = $user AND e.collection = $collection "
+# Relations among the entities with their source chunks in scope, most supported first.
+RELATIONS_AMONG = {
+    scoped: "UNWIND $ekeys AS ek " + _ENTITY + "MATCH (e)-[r:KG_REL]->(o:KgEntity) WHERE o.key IN $ekeys "
+    "WITH e, r, o, " + _SUPPORT[scoped] + " AS w WHERE w > 0 "
+    "RETURN e.uri AS s, r.p AS p, o.uri AS o, w ORDER BY w DESC, s, o, p LIMIT $limit"
+    for scoped in (False, True)
+}
 # Each entity's relations as subject and as object with a source in scope, most supported first.
-RELATIONS_OF = (
-    "UNWIND $entities AS e CALL (e) { "
-    "MATCH (r:KgRelation {user: $user, collection: $collection, s: e}) WITH r, " + _SUPPORT + " AS w WHERE w > 0 "
-    "RETURN r, w ORDER BY w DESC, r.p, r.o LIMIT $lim UNION ALL "
-    "MATCH (r:KgRelation {user: $user, collection: $collection, o: e}) WITH r, " + _SUPPORT + " AS w WHERE w > 0 "
-    "RETURN r, w ORDER BY w DESC, r.p, r.s LIMIT $lim } RETURN DISTINCT r.s AS s, r.p AS p, r.o AS o, w"
+RELATIONS_OF = {
+    scoped: "UNWIND $ekeys AS ek " + _ENTITY + "CALL (e) { "
+    "MATCH (e)-[r:KG_REL]->(o:KgEntity) WITH e AS s, r, o, " + _SUPPORT[scoped] + " AS w WHERE w > 0 "
+    "RETURN s, r, o, w ORDER BY w DESC, r.p, o.uri LIMIT $lim UNION ALL "
+    "MATCH (s:KgEntity)-[r:KG_REL]->(e) WITH s, r, e AS o, " + _SUPPORT[scoped] + " AS w WHERE w > 0 "
+    "RETURN s, r, o, w ORDER BY w DESC, r.p, s.uri LIMIT $lim } "
+    "RETURN DISTINCT s.uri AS s, r.p AS p, o.uri AS o, w"
+    for scoped in (False, True)
+}
+# The relations of $rels (rows of relation_rows), each bound to `r` with its row `x`.
+_RELATIONS = (
+    "UNWIND $rels AS x MATCH (s:KgEntity {key: x.sk}) WHERE s.user = $user AND s.collection = $collection "
+    "MATCH (s)-[r:KG_REL {p: x.p}]->(:KgEntity {key: x.ok}) "
 )
 RELATION_CHUNKS = (
-    "UNWIND $rkeys AS k MATCH (r:KgRelation {key: k}) WHERE r.user = $user AND r.collection = $collection "
-    "CALL (r) { MATCH (d:KgDocument)-[:HAS_CHUNK]->(c:KgChunk)-[:SOURCE_OF]->(r) WHERE " + IN_SCOPE + " "
-    "RETURN c.id AS chunk ORDER BY chunk LIMIT $per } RETURN r.s AS s, r.p AS p, r.o AS o, chunk"
+    _RELATIONS + "CALL (r) { " + SOURCES_IN_SCOPE + " RETURN c.id AS chunk ORDER BY chunk LIMIT $per } "
+    "RETURN x.s AS s, x.p AS p, x.o AS o, chunk"
 )
 RELATION_CONTEXT = (
-    "UNWIND $rkeys AS k MATCH (r:KgRelation {key: k}) WHERE r.user = $user AND r.collection = $collection "
-    "CALL (r) { MATCH (d:KgDocument)-[:HAS_CHUNK]->(c:KgChunk)-[:SOURCE_OF]->(r) WHERE " + IN_SCOPE + " "
-    "RETURN c.embedding AS vec ORDER BY c.id LIMIT $per } RETURN r.s AS s, r.p AS p, r.o AS o, vec"
+    _RELATIONS + "CALL (r) { " + SOURCES_IN_SCOPE + " RETURN c.embedding AS vec ORDER BY c.id LIMIT $per } "
+    "RETURN x.s AS s, x.p AS p, x.o AS o, vec"
 )
 SCOPED_ENTITIES = (
     SCOPE_DOCS + " MATCH (d)-[:HAS_CHUNK]->(:KgChunk)-[:HAS_ENTITY]->(e:KgEntity) RETURN DISTINCT e.uri AS iri"
 )
 # Each entity's relation edges with a source in scope: out-edges by (p, o), in-edges by (p, s).
 SCOPED_NEIGHBOURS = (
-    "UNWIND range(0, size($entities) - 1) AS i WITH i, $entities[i] AS e CALL (e) { "
-    "MATCH (r:KgRelation {user: $user, collection: $collection, s: e}) WHERE " + _SOURCED + " "
-    "RETURN 0 AS dir, r.s AS s, r.p AS p, r.o AS o ORDER BY p, o LIMIT $lim UNION ALL "
-    "MATCH (r:KgRelation {user: $user, collection: $collection, o: e}) WHERE " + _SOURCED + " "
-    "RETURN 1 AS dir, r.s AS s, r.p AS p, r.o AS o ORDER BY p, s LIMIT $lim } RETURN i, dir, s, p, o"
+    "UNWIND range(0, size($ekeys) - 1) AS i WITH i, $ekeys[i] AS ek " + _ENTITY + "CALL (e) { "
+    "MATCH (e)-[r:KG_REL]->(o:KgEntity) WHERE " + _SOURCED + " "
+    "RETURN 0 AS dir, e.uri AS s, r.p AS p, o.uri AS o ORDER BY p, o LIMIT $lim UNION ALL "
+    "MATCH (s:KgEntity)-[r:KG_REL]->(e) WHERE " + _SOURCED + " "
+    "RETURN 1 AS dir, s.uri AS s, r.p AS p, e.uri AS o ORDER BY p, s LIMIT $lim } RETURN i, dir, s, p, o"
 )
+
+
+def relation_rows(tenant: Tenant, relations: Sequence[Triple]) -> list[dict[str, str]]:
+    """Each relation once as a query row: its triple and its ends' entity keys."""
+    return [{"s": s, "p": p, "o": o, "sk": entity_key(tenant, s), "ok": entity_key(tenant, o)}
+            for s, p, o in dict.fromkeys(tuple(r) for r in relations)]  # fmt: skip
+
+
+def _entity_params(tenant: Tenant, entities: Sequence[str]) -> tuple[dict[str, Any], bool]:
+    """Tenant and scope parameters with the entities' keys (each once), and whether the scope narrows."""
+    params = tenant_params(tenant)
+    params["ekeys"] = [entity_key(tenant, e) for e in dict.fromkeys(entities)]
+    return params, params["doc_ids"] is not None or params["meta"] is not None
 
 
 async def relations_of(
     conn: Neo4jConnection, tenant: Tenant, entities: Sequence[str], per_entity: int
 ) -> list[RelationHit]:
     """Relations with an end among `entities` and a source in scope (see `RELATIONS_OF`)."""
-    frontier = list(dict.fromkeys(entities))
-    if not frontier:
+    if not entities:
         return []
-    params = {**tenant_params(tenant), "entities": frontier, "lim": per_entity}
-    rows = await conn.read(RELATIONS_OF, params)
+    params, scoped = _entity_params(tenant, entities)
+    rows = await conn.read(RELATIONS_OF[scoped], {**params, "lim": per_entity})
     return [RelationHit(r["s"], r["p"], r["o"], support=int(r["w"])) for r in rows]
 
 
@@ -76,10 +108,10 @@ async def relation_chunks(
     per_relation: int,
 ) -> list[RelationChunk]:
     """The first `per_relation` source chunks (by id) of each relation in scope."""
-    rkeys = [relation_key(tenant, *r) for r in dict.fromkeys(tuple(r) for r in relations)]
-    if not rkeys:
+    rels = relation_rows(tenant, relations)
+    if not rels:
         return []
-    params = {**tenant_params(tenant), "rkeys": rkeys, "per": per_relation}
+    params = {**tenant_params(tenant), "rels": rels, "per": per_relation}
     return [RelationChunk((r["s"], r["p"], r["o"]), r["chunk"]) for r in await conn.read(RELATION_CHUNKS, params)]
 
 
@@ -87,10 +119,10 @@ async def relation_contexts(
     conn: Neo4jConnection, tenant: Tenant, relations: Sequence[Triple], per_relation: int
 ) -> dict[Triple, list[float]]:
     """Each relation's context: the mean vector of its first `per_relation` source chunks in scope."""
-    rkeys = [relation_key(tenant, *r) for r in dict.fromkeys(tuple(r) for r in relations)]
-    if not rkeys:
+    rels = relation_rows(tenant, relations)
+    if not rels:
         return {}
-    params = {**tenant_params(tenant), "rkeys": rkeys, "per": per_relation}
+    params = {**tenant_params(tenant), "rels": rels, "per": per_relation}
     vecs: dict[Triple, list[list[float]]] = {}
     for r in await conn.read(RELATION_CONTEXT, params):
         if r["vec"] is not None:
@@ -113,13 +145,14 @@ async def scoped_neighbours(
     frontier = list(dict.fromkeys(entities))
     if tenant.scope is None or tenant.scope.is_empty or not frontier:
         return []  # as SQLite: a scope that does not narrow reaches no edge here
-    params = {**tenant_params(tenant), "entities": frontier, "lim": limit_per_entity}
-    rows = await conn.read(SCOPED_NEIGHBOURS, params)
+    params, _ = _entity_params(tenant, frontier)
+    rows = await conn.read(SCOPED_NEIGHBOURS, {**params, "lim": limit_per_entity})
     rows.sort(key=lambda r: (r["dir"], r["i"]))  # stable: each entity's edges stay in key order
     return [((r["s"], r["p"], r["o"], 0, "", ""), frontier[r["i"]]) for r in rows]
 
 
 async def relations_among(read: Runner, tenant: Tenant, entities: Sequence[str], limit: int) -> list[RelationHit]:
     """Relations among `entities` with their in-scope support (chunks), strongest first."""
-    params = {**tenant_params(tenant), "entities": list(dict.fromkeys(entities)), "limit": limit}
-    return [RelationHit(r["s"], r["p"], r["o"], int(r["w"])) for r in await read(RELATIONS_AMONG, params)]
+    params, scoped = _entity_params(tenant, entities)
+    rows = await read(RELATIONS_AMONG[scoped], {**params, "limit": limit})
+    return [RelationHit(r["s"], r["p"], r["o"], int(r["w"])) for r in rows]

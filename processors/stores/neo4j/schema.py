@@ -14,7 +14,7 @@ Model (every node and relationship carries `user` and `collection`):
 * ``(:KgVectorModel {key, user, collection, model, dimensions})``: the embedding model of the
   collection's vectors (protocol.VectorModel), recorded by its first vector write.
 
-Documents, chunks, relation provenance and communities (DOCUMENT_SCHEMA) are modelled in
+Documents, chunks, relations (KG_REL edges) and communities (DOCUMENT_SCHEMA) are modelled in
 neo4j_documents.py and neo4j_communities.py; their chunks link to these same KgEntity nodes.
 
 `key` is the JSON array [user, collection, iri] (literals: [user, collection, value, datatype,
@@ -61,7 +61,6 @@ SCHEMA = (
 DOCUMENT_SCHEMA = (
     "CREATE CONSTRAINT kg_document_key IF NOT EXISTS FOR (n:KgDocument) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_chunk_key IF NOT EXISTS FOR (n:KgChunk) REQUIRE n.key IS UNIQUE",
-    "CREATE CONSTRAINT kg_relation_key IF NOT EXISTS FOR (n:KgRelation) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_community_key IF NOT EXISTS FOR (n:KgCommunity) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_term_key IF NOT EXISTS FOR (n:KgTerm) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT kg_name_key IF NOT EXISTS FOR (n:KgName) REQUIRE n.key IS UNIQUE",
@@ -74,8 +73,8 @@ DOCUMENT_SCHEMA = (
     "CREATE INDEX kg_term_scope IF NOT EXISTS FOR (n:KgTerm) ON (n.user, n.collection)",
     "CREATE INDEX kg_document_scope IF NOT EXISTS FOR (n:KgDocument) ON (n.user, n.collection)",
     "CREATE INDEX kg_chunk_scope IF NOT EXISTS FOR (n:KgChunk) ON (n.user, n.collection)",
-    "CREATE INDEX kg_relation_scope IF NOT EXISTS FOR (n:KgRelation) ON (n.user, n.collection, n.s)",
-    "CREATE INDEX kg_relation_object IF NOT EXISTS FOR (n:KgRelation) ON (n.user, n.collection, n.o)",
+    # a relation's source chunk by its number (KG_REL.src; see relations.py)
+    "CREATE INDEX kg_chunk_number IF NOT EXISTS FOR (n:KgChunk) ON (n.n)",
     "CREATE INDEX kg_community_scope IF NOT EXISTS FOR (n:KgCommunity) ON (n.user, n.collection)",
     "CREATE VECTOR INDEX kg_chunk_embedding IF NOT EXISTS FOR (n:KgChunk) ON n.embedding OPTIONS "
     "{indexConfig: {`vector.dimensions`: "
@@ -94,6 +93,10 @@ DOCUMENT_SCHEMA = (
     "DROP INDEX kg_entity_concept_key IF EXISTS",  # names are KgName nodes, found by their unique key
     # relation search scores a relation by its ends' entity vectors: relations keep none (issue 38)
     "DROP INDEX kg_relation_embedding IF EXISTS",
+    # a relation is a KG_REL edge between its ends, found from them (doc_migration version 6)
+    "DROP CONSTRAINT kg_relation_key IF EXISTS",
+    "DROP INDEX kg_relation_scope IF EXISTS",
+    "DROP INDEX kg_relation_object IF EXISTS",
 )
 AWAIT_INDEXES = "CALL db.awaitIndexes(300)"
 # Auto-commit reads: attempts on a retryable error (leader switch, deadlock, lost connection), and
