@@ -7,6 +7,8 @@ by this version give, and its documents' later replacement and deletion take the
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
@@ -66,7 +68,9 @@ async def reads(docs: DocBackend, tenant: Tenant) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("docs", ["neo4j"], indirect=True)
-async def test_an_older_database_gets_each_relation_as_one_edge_and_reads_the_same(docs: DocBackend) -> None:
+async def test_an_older_database_gets_each_relation_as_one_edge_and_reads_the_same(
+    docs: DocBackend, caplog: pytest.LogCaptureFixture
+) -> None:
     assert docs.conn is not None
     new, old = Tenant(*docs.scope()), Tenant(*docs.scope())
     for tenant in (new, old):
@@ -80,8 +84,12 @@ async def test_an_older_database_gets_each_relation_as_one_edge_and_reads_the_sa
     assert (await docs.conn.read(COUNT_OLD, params))[0] == {"rels": before["rels"], "links": before["sources"]}
     assert not await docs.conn.read(DONE, {})
 
-    await migrate_documents(docs.conn)
+    with caplog.at_level(logging.WARNING, logger="processors.stores.neo4j.relation_migration"):
+        await migrate_documents(docs.conn)
     assert await docs.conn.read(DONE, {})
+    # an operator sees the migration start and how far it got (a large database takes hours)
+    said = [r.getMessage() for r in caplog.records if r.name.endswith("relation_migration")]
+    assert "answers once it ends" in said[0] and "relations converted" in said[-1]
     assert (await docs.conn.read(COUNT_OLD, params))[0] == {"rels": 0, "links": 0}
     assert (await docs.conn.read(COUNT_NEW, params))[0] == before
     assert await reads(docs, old) == expected

@@ -21,6 +21,11 @@ DONE = "MATCH (m:KgSchema {key: 'documents'}) WHERE m.version >= 6 RETURN 1 AS d
 MARK = "MERGE (m:KgSchema {key: 'documents'}) SET m.version = 6"
 # Chunks after $after in key order (the key's unique index gives the order: no page rescans).
 CHUNK_KEYS = "MATCH (c:KgChunk) WHERE c.key > $after RETURN c.key AS key, c.n AS n ORDER BY c.key LIMIT $limit"
+# Is there anything written before version 6: a relation node, or a chunk without its number?
+OLD_DATA = (
+    "CALL () { MATCH (:KgRelation) RETURN 1 AS old LIMIT 1 "
+    "UNION MATCH (c:KgChunk) WHERE c.n IS NULL RETURN 1 AS old LIMIT 1 } RETURN old LIMIT 1"
+)
 NUMBER_CHUNKS = "UNWIND $rows AS row MATCH (c:KgChunk {key: row.key}) SET c.n = row.n"
 # A page of relation nodes (each page's nodes are deleted, so the next read finds the next ones).
 OLD_RELATIONS = (
@@ -46,8 +51,9 @@ async def migrate_relations(conn: Neo4jConnection) -> None:
     """Run version 6 unless the database is marked done (see the module docstring)."""
     if await conn.read(DONE, {}):
         return
-    # A large database takes hours (about 1,250 relations/s measured): say so, and how far it is.
-    log.warning("document store migration 6: relations become edges; the store answers once it ends")
+    if await conn.read(OLD_DATA, {}):  # a new database has nothing to convert: no word of it
+        # A large database takes hours (about 1,250 relations/s measured): say so, and how far it is.
+        log.warning("document store migration 6: relations become edges; the store answers once it ends")
     began, converted = time.monotonic(), 0
     await number_chunks(conn)
     while page := await conn.read(OLD_RELATIONS, {"limit": PAGE}):
