@@ -18,7 +18,7 @@ from typing import Any
 from processors.algorithms.bm25 import terms
 from processors.stores.documents_protocol import DocumentRecord, RemovedLinks
 from processors.stores.neo4j.relations import Triple, relation_rows
-from processors.stores.neo4j.schema import Runner, entity_key, node_key, relation_key, stored_vector
+from processors.stores.neo4j.schema import Runner, entity_key, node_key, stored_vector
 from processors.stores.neo4j.scope import meta_pairs
 from processors.stores.neo4j.spellings import doc_spellings
 from schemas.tenant import Tenant
@@ -169,7 +169,7 @@ class _Batch:
 
     def __init__(self) -> None:
         self.entities: dict[str, dict[str, Any]] = {}
-        self.relations: dict[str, dict[str, Any]] = {}
+        self.relations: dict[tuple[str, str, str], dict[str, Any]] = {}  # by (subject key, p, object key)
         self.names: dict[tuple[str, str], dict[str, Any]] = {}
 
     def add(self, tenant: Tenant, r: DocumentRecord, chunks: dict[str, dict[str, Any]]) -> None:
@@ -188,13 +188,13 @@ class _Batch:
             if e["concept_key"] is None:  # the first the mentions give
                 e["concept_key"] = r.keys.get(m.entity)
         for x in r.relations:
-            key, ends = relation_key(tenant, x.s, x.p, x.o), (entity_key(tenant, x.s), entity_key(tenant, x.o))
-            rel = self.relations.setdefault(key, {"sk": ends[0], "ok": ends[1], "s": x.s, "p": x.p, "o": x.o,
-                                                  "src": {}})  # fmt: skip
+            sk, ok = entity_key(tenant, x.s), entity_key(tenant, x.o)
+            row = {"sk": sk, "ok": ok, "s": x.s, "p": x.p, "o": x.o, "src": {}}
+            rel = self.relations.setdefault((sk, x.p, ok), row)
             for c in x.chunk_ids:
                 if (ck := node_key(tenant, c)) in own:
                     rel["src"][chunk_number(ck)] = None
-                    unmentioned = [k for k in ends if k not in chunks[ck]["mentions"]]
+                    unmentioned = [k for k in (sk, ok) if k not in chunks[ck]["mentions"]]
                     chunks[ck]["ends"].update(dict.fromkeys(unmentioned))
         for e, ek in mentioned.items():
             for k in dict.fromkeys((r.keys.get(e, ""), *r.aliases.get(e, ()))):

@@ -25,7 +25,6 @@ cross tenants. All Cypher is constant text; values are always parameters.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -125,13 +124,6 @@ def collection_key(tenant: Tenant) -> str:
 def node_key(tenant: Tenant, *parts: str) -> str:
     """The unique key of a document, chunk, relation or community node of one tenant."""
     return json.dumps([tenant.user, tenant.collection, *parts], ensure_ascii=False)
-
-
-def relation_key(tenant: Tenant, s: str, p: str, o: str) -> str:
-    """The unique key of a relation node of one tenant: a digest of its tenant and triple (32 hex
-    digits: kept inline in the node's property record, and a short entry in the unique index,
-    where the triple's three IRIs spelt out cost ~0.5 KB a relation, issue 38)."""
-    return hashlib.blake2b(node_key(tenant, s, p, o).encode(), digest_size=16).hexdigest()
 
 
 def literal_key(tenant: Tenant, value: str, datatype: str, language: str) -> str:
