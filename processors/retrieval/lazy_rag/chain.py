@@ -92,8 +92,12 @@ async def follow_bridges(
         return hits
     found: list[list[Chunk]] = []
     if follow:
-        vectors = await sources.embed_texts([q for _, q in follow], query=True)
-        found = await sources.search_many(t, [(v, q) for (_, q), v in zip(follow, vectors, strict=True)], depth)
+        # two seeds often name the same bridge: embed and search each query once
+        queries = list(dict.fromkeys(q for _, q in follow))
+        vectors = await sources.embed_texts(queries, query=True)
+        searched = await sources.search_many(t, list(zip(vectors, queries, strict=True)), depth)
+        by_query = dict(zip(queries, searched, strict=True))
+        found = [by_query[q] for _, q in follow]
     known = hops.chunks | {c.id: c for cs in found for c in cs} | {c.id: c for c in hits}
     follow_ups = [(i, [c.id for c in cs]) for (i, _), cs in zip(follow, found, strict=True)]
     fused = fuse([c.id for c in hits], follow_ups, weighted=hops.rankings)
