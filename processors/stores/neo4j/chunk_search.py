@@ -19,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from processors.stores.neo4j.schema import Runner, cypher_vector
-from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS
+from processors.stores.neo4j.schema import Runner, collected, cypher_vector, rows_of
+from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, keys, tenant_params
 from schemas.documents import Chunk
+from schemas.tenant import Tenant
 
 ANN_OVERFETCH = 10
 Ranked = tuple[str, float]  # (chunk id, score)
@@ -32,9 +33,10 @@ CHUNK_FIELDS = (
     "c.id AS id, c.document_id AS document_id, c.ordinal AS ordinal, c.text AS text, c.start AS start, "
     "c.`end` AS stop, c.tokens AS tokens, d.title AS title, c.page AS page, c.section AS section"
 )
-GET_CHUNKS = (
+GET_CHUNKS = collected(
     "UNWIND $ckeys AS ck MATCH (c:KgChunk {key: ck}) WHERE c.user = $user AND c.collection = $collection "
-    "MATCH (d:KgDocument)-[:HAS_CHUNK]->(c) WHERE " + IN_SCOPE + " RETURN " + CHUNK_FIELDS
+    "MATCH (d:KgDocument)-[:HAS_CHUNK]->(c) WHERE " + IN_SCOPE + " RETURN " + CHUNK_FIELDS,
+    *("id", "document_id", "ordinal", "text", "start", "stop", "tokens", "title", "page", "section"),
 )
 # The cosine the embedded index computes: a zero query or stored vector scores 0 (Neo4j's
 # similarity is (1 + cos) / 2, null for a missing vector).
@@ -70,6 +72,15 @@ def chunk_of(r: dict[str, Any]) -> Chunk:
     return Chunk(id=r["id"], document_id=r["document_id"], ordinal=r["ordinal"], text=r["text"], start=r["start"],
                  end=r["stop"], tokens=r["tokens"], title=r["title"] or "", page=r.get("page"),
                  section=r.get("section") or "")  # fmt: skip
+
+
+async def chunks_read(run: Runner, tenant: Tenant, ids: Sequence[str]) -> list[Chunk]:
+    """Chunks by id (in the scope), in the order asked."""
+    if not ids:
+        return []
+    rows = rows_of(await run(GET_CHUNKS, {**tenant_params(tenant), "ckeys": keys(tenant, ids)}))
+    by_id = {r["id"]: chunk_of(r) for r in rows}
+    return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
 
 
 async def by_vector(run: Runner, params: dict[str, Any], vector: Sequence[float], depth: int) -> list[Ranked]:

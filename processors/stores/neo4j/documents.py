@@ -45,7 +45,7 @@ from processors.stores.documents_protocol import (
 )
 from processors.stores.neo4j import deletions, passages, term_stats
 from processors.stores.neo4j import relations as neo4j_relations
-from processors.stores.neo4j.chunk_search import GET_CHUNKS, chunk_of
+from processors.stores.neo4j.chunk_search import chunks_read
 from processors.stores.neo4j.communities import Neo4jCommunityStore
 from processors.stores.neo4j.doc_migration import migrate_documents
 from processors.stores.neo4j.doc_writes import (
@@ -273,11 +273,7 @@ class Neo4jDocumentStore:
 
     async def chunks(self, tenant: Tenant, ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id (in the scope), in the order asked."""
-        if not ids:
-            return []
-        params = {**tenant_params(tenant), "ckeys": keys(tenant, ids)}
-        by_id = {r["id"]: chunk_of(r) for r in await self.conn.read(GET_CHUNKS, params)}
-        return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
+        return await chunks_read(self.conn.read, tenant, ids)
 
     async def links(
         self, q: ChunkQuery, entities: Sequence[str], chunk_ids: Sequence[str], per_entity: int

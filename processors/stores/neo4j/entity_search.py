@@ -24,6 +24,7 @@ from processors.stores.neo4j.schema import (
     collection_key,
     entity_key,
     lucene_phrase,
+    rows_of,
     stored_vector,
 )
 from processors.stores.neo4j.scope import tenant_params
@@ -74,7 +75,7 @@ async def _nearest(
         ann = (await read(ANN, {**scope, "k": k, "vec": vec, "limit": limit}))[0]
         found, more = ann["hits"], ann["total"] >= k
     if len(found) < limit and more:
-        found = _rows(await read(EXACT, {**scope, "vec": vec, "limit": limit}))
+        found = rows_of(await read(EXACT, {**scope, "vec": vec, "limit": limit}))
     best = sorted(found, key=lambda r: -r["sim"])[:limit]
     return [EntityHit(r["iri"], r["label"], float(r["sim"])) for r in best]
 
@@ -84,7 +85,7 @@ async def labels_read(read: Runner, tenant: Tenant, iris: Sequence[str]) -> dict
     keys = [entity_key(tenant, i) for i in dict.fromkeys(iris)]
     if not keys:
         return {}
-    rows = _rows(await read(LABELS, {"keys": keys, "user": tenant.user, "collection": tenant.collection}))
+    rows = rows_of(await read(LABELS, {"keys": keys, "user": tenant.user, "collection": tenant.collection}))
     return {r["iri"]: r["label"] for r in rows}
 
 
@@ -129,11 +130,6 @@ class TxEntityReads:
     async def load_state(self, tenant: Tenant) -> LoadState | None:
         """See TripleStore.load_state."""
         return await load_state_read(self.run, tenant)
-
-
-def _rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rows of a query that returns them as one record, `rows` (Neo4jConnection.read_rows)."""
-    return records[0]["rows"] if records else []
 
 
 def _lexical(rows: Sequence[dict[str, Any]], text: str) -> list[EntityHit]:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from processors.stores.documents_protocol import RelationChunk, RelationHit
-from processors.stores.neo4j.schema import Neo4jConnection, Runner, entity_key
+from processors.stores.neo4j.schema import Neo4jConnection, Runner, collected, entity_key, rows_of
 from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, tenant_params
 from schemas.tenant import Tenant
 
@@ -36,9 +36,15 @@ _SUPPORT = {False: "size(r.src)", True: "COUNT { " + SOURCES_IN_SCOPE + " }"}
 _ENTITY = "MATCH (e:KgEntity {key: ek}) WHERE e.user = $user AND e.collection = $collection "
 # Relations among the entities with their source chunks in scope, most supported first.
 RELATIONS_AMONG = {
-    scoped: "UNWIND $ekeys AS ek " + _ENTITY + "MATCH (e)-[r:KG_REL]->(o:KgEntity) WHERE o.key IN $ekeys "
-    "WITH e, r, o, " + _SUPPORT[scoped] + " AS w WHERE w > 0 "
-    "RETURN e.uri AS s, r.p AS p, o.uri AS o, w ORDER BY w DESC, s, o, p LIMIT $limit"
+    scoped: collected(
+        "UNWIND $ekeys AS ek " + _ENTITY + "MATCH (e)-[r:KG_REL]->(o:KgEntity) WHERE o.key IN $ekeys "
+        "WITH e, r, o, " + _SUPPORT[scoped] + " AS w WHERE w > 0 "
+        "RETURN e.uri AS s, r.p AS p, o.uri AS o, w ORDER BY w DESC, s, o, p LIMIT $limit",
+        "s",
+        "p",
+        "o",
+        "w",
+    )
     for scoped in (False, True)
 }
 # Each entity's relations as subject and as object with a source in scope, most supported first.
@@ -154,5 +160,6 @@ async def scoped_neighbours(
 async def relations_among(read: Runner, tenant: Tenant, entities: Sequence[str], limit: int) -> list[RelationHit]:
     """Relations among `entities` with their in-scope support (chunks), strongest first."""
     params, scoped = _entity_params(tenant, entities)
-    rows = await read(RELATIONS_AMONG[scoped], {**params, "limit": limit})
-    return [RelationHit(r["s"], r["p"], r["o"], int(r["w"])) for r in rows]
+    rows = rows_of(await read(RELATIONS_AMONG[scoped], {**params, "limit": limit}))
+    hits = [RelationHit(r["s"], r["p"], r["o"], int(r["w"])) for r in rows]
+    return sorted(hits, key=lambda h: (-h.support, h.s, h.o, h.p))

@@ -11,14 +11,13 @@ from processors.algorithms.passage_rank import Candidates, HopLinks, Passage
 from processors.stores.chunk_reads import ContextReads, EntityReads, RelationHit
 from processors.stores.documents_protocol import ChunkQuery
 from processors.stores.neo4j import passages
-from processors.stores.neo4j.chunk_search import GET_CHUNKS, chunk_of
+from processors.stores.neo4j.chunk_search import chunks_read
 from processors.stores.neo4j.communities import list_read, of_entities_read
 from processors.stores.neo4j.entity_search import TxEntityReads, labels_read
 from processors.stores.neo4j.mention_links import mention_links
 from processors.stores.neo4j.one_read import candidates_read, one_read
 from processors.stores.neo4j.relations import relations_among
 from processors.stores.neo4j.schema import Runner
-from processors.stores.neo4j.scope import keys, tenant_params
 from schemas.communities import CommunityInfo
 from schemas.documents import Chunk, Mention
 from schemas.tenant import Tenant
@@ -81,11 +80,7 @@ class TxReads:
 
     async def chunks(self, tenant: Tenant, ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id (in the scope), in the order asked."""
-        if not ids:
-            return []
-        params = {**tenant_params(tenant), "ckeys": keys(tenant, ids)}
-        by_id = {r["id"]: chunk_of(r) for r in await self.run(GET_CHUNKS, params)}
-        return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
+        return await chunks_read(self.run, tenant, ids)
 
 
 class TxContextReads:
