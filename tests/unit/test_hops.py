@@ -139,3 +139,15 @@ def test_the_follow_up_round_can_ask_the_next_hop_instead_of_the_residual() -> N
     next_hop = FakeSearch([])
     asyncio.run(follow_bridges(next_hop, Tenant("u", "c"), question, hits, 1, 1, 5, next_hop="sibling"))  # type: ignore[arg-type]
     assert next_hop.searched == [["Neil Young sibling"]]
+
+
+def test_a_bridge_two_seeds_name_is_searched_once_and_ranks_for_both() -> None:
+    question = "Who is the sibling of the performer of Decade?"
+    hits = [_chunk("p", "Decade is an album recorded by Neil Young."), _chunk("q", "Decade: Neil Young, 1977.")]
+    src = FakeSearch([_chunk("s", "Neil Young has a sibling, performer Bob Young.")])
+    fused = asyncio.run(follow_bridges(src, Tenant("u", "c"), question, hits, 2, 1, 5))  # type: ignore[arg-type]
+    assert src.searched == [["Neil Young sibling performer"]]  # both seeds name Neil Young: one search
+    alone = FakeSearch(src.chunks)
+    one_seed = asyncio.run(follow_bridges(alone, Tenant("u", "c"), question, hits, 1, 1, 5))  # type: ignore[arg-type]
+    # the second seed's follow-up still counts in the fusion: s scores higher with both seeds
+    assert dict((c.id, c.score) for c in fused)["s"] > dict((c.id, c.score) for c in one_seed)["s"]

@@ -51,7 +51,7 @@ VECTOR_EXACT = (
     SCOPE_DOCS + " MATCH (d)-[:HAS_CHUNK]->(c:KgChunk) WHERE " + AMONG + " WITH c, " + _COS + " AS sim "
     "ORDER BY sim DESC, c.id LIMIT $k RETURN c.id AS id, sim"
 )
-LEXICAL = (
+LEXICAL = collected(
     SCOPE_DOCS + " WITH sum(d.chunks) AS n, sum(d.lexlen) AS total "
     "WITH n, CASE WHEN total = 0 THEN 1.0 ELSE toFloat(total) / n END AS mean_len "
     "UNWIND $terms AS term CALL (term) { "
@@ -63,7 +63,8 @@ LEXICAL = (
     "WITH n, mean_len, posts, log(1 + (n - size(posts) + 0.5) / (size(posts) + 0.5)) AS idf "
     "UNWIND posts AS p WITH p.c AS c, "
     "sum(idf * p.tf * ($k1 + 1) / (p.tf + $k1 * (1 - $b + $b * p.c.lexlen / mean_len))) AS score "
-    "ORDER BY score DESC, c.id LIMIT $k RETURN c.id AS id, c.lexical AS lexical, score"
+    "ORDER BY score DESC, c.id LIMIT $k RETURN c.id AS id, c.lexical AS lexical, score",
+    *("id", "lexical", "score"),
 )
 
 

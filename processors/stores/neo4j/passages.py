@@ -17,7 +17,15 @@ from processors.stores.documents_protocol import tenant_token
 from processors.stores.neo4j import term_stats
 from processors.stores.neo4j.chunk_search import LEXICAL, by_vector
 from processors.stores.neo4j.doc_writes import name_key
-from processors.stores.neo4j.schema import Runner, cypher_vector, entity_key, lucene_phrase, node_key
+from processors.stores.neo4j.schema import (
+    Runner,
+    collected,
+    cypher_vector,
+    entity_key,
+    lucene_phrase,
+    node_key,
+    rows_of,
+)
 from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, UNSCOPED, tenant_params
 from schemas.tenant import Tenant
 
@@ -28,13 +36,15 @@ _COS = "CASE WHEN $zero THEN 0.0 ELSE 2 * coalesce(vector.similarity.cosine(c.em
 _IN_SCOPE_CHUNK = "(" + UNSCOPED + " OR EXISTS { MATCH (d:KgDocument)-[:HAS_CHUNK]->(c) WHERE " + IN_SCOPE + " })"
 
 # The best BM25 chunks of the tenant: Lucene's own top k (the tenant clause scores 0).
-TEXT_HITS = (
+TEXT_HITS = collected(
     "CALL db.index.fulltext.queryNodes('kg_chunk_text', $query, {limit: $k}) YIELD node AS c, score "
-    "WHERE c.user = $user AND c.collection = $collection RETURN c.id AS id, c.lexical AS lexical, " + _COS + " AS sim"
+    "WHERE c.user = $user AND c.collection = $collection RETURN c.id AS id, c.lexical AS lexical, " + _COS + " AS sim",
+    *("id", "lexical", "sim"),
 )
-SIMILARITIES = (
+SIMILARITIES = collected(
     "UNWIND $ckeys AS ck MATCH (c:KgChunk {key: ck}) WHERE c.user = $user AND c.collection = $collection "
-    "AND " + _IN_SCOPE_CHUNK + " RETURN c.id AS id, " + _COS + " AS sim"
+    "AND " + _IN_SCOPE_CHUNK + " RETURN c.id AS id, " + _COS + " AS sim",
+    *("id", "sim"),
 )
 CHUNK_COUNT = SCOPE_DOCS + " RETURN coalesce(sum(d.chunks), 0) AS n"
 # The one concept each name (KgName key) names; a name of several concepts names none.
@@ -54,12 +64,13 @@ NAMED = (
     "RETURN k AS key, e.uri AS iri, subjects"
 )
 # The sources of a hop: their text, their own subject and what they mention.
-SOURCES = (
+SOURCES = collected(
     "UNWIND $ckeys AS ck MATCH (c:KgChunk {key: ck}) WHERE c.user = $user AND c.collection = $collection "
     "OPTIONAL MATCH (c)-[:ABOUT]->(own:KgEntity) "
     "CALL (c, own) { MATCH (c)-[:HAS_ENTITY]->(e:KgEntity) WHERE own IS NULL OR e <> own "
     "RETURN collect(e.uri) AS mentions } "
-    "RETURN c.id AS id, c.text AS text, own.uri AS own, mentions"
+    "RETURN c.id AS id, c.text AS text, own.uri AS own, mentions",
+    *("id", "text", "own", "mentions"),
 )
 # The rest of a hop, given its sources' mentions (`$ekeys`) and word runs (`$runs`: run -> the
 # chunks whose text holds it) and own subjects (`$own`: chunk -> IRI): the subject concepts the
@@ -117,7 +128,7 @@ async def candidates(
         query = f"tenant:{tenant_token(tenant)}^0 AND lexical:(" + " OR ".join(
             lucene_phrase(w) for w in words
         ) + ")"  # fmt: skip
-        rows = await run(TEXT_HITS, {**args, "query": query, "k": RESCORE * k})
+        rows = rows_of(await run(TEXT_HITS, {**args, "query": query, "k": RESCORE * k}))
         stats = await term_stats.collection_stats(run, tenant, words)
         hits = [(r["id"], str(r["lexical"] or "").split()) for r in rows]
         lexical = best_bm25(hits, words, stats, k)
@@ -127,7 +138,7 @@ async def candidates(
         queries = [{"t": w, "q": f"tenant:{token} AND lexical:{lucene_phrase(w)}"} for w in words]
         lex_args = {**params, "chunk_ids": among, "k1": K1, "b": B, "k": RESCORE * k, "terms": queries}
         stats = await term_stats.collection_stats(run, tenant, words)
-        hits = [(r["id"], str(r["lexical"] or "").split()) for r in await run(LEXICAL, lex_args)]
+        hits = [(r["id"], str(r["lexical"] or "").split()) for r in rows_of(await run(LEXICAL, lex_args))]
         lexical = best_bm25(hits, words, stats, k)
     missing = [i for i in lexical if i not in dense]
     if vector is not None and missing:
@@ -147,7 +158,7 @@ async def similarities(run: Runner, tenant: Tenant, vector: Sequence[float], ids
     if not ids:
         return {}
     keys = [node_key(tenant, i) for i in dict.fromkeys(ids)]
-    rows = await run(SIMILARITIES, {**question_args(tenant_params(tenant), vector), "ckeys": keys})
+    rows = rows_of(await run(SIMILARITIES, {**question_args(tenant_params(tenant), vector), "ckeys": keys}))
     return {r["id"]: float(r["sim"]) for r in rows}
 
 
@@ -174,7 +185,7 @@ async def links(
         return hop
     params = tenant_params(tenant)
     ckeys = [node_key(tenant, i) for i in dict.fromkeys(chunk_ids)]
-    sources = await run(SOURCES, {**params, "ckeys": ckeys})
+    sources = rows_of(await run(SOURCES, {**params, "ckeys": ckeys}))
     for r in sources:
         hop.concepts_of[r["id"]] = list(dict.fromkeys(r["mentions"]))
     runs: dict[str, set[str]] = {}
