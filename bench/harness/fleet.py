@@ -107,6 +107,7 @@ class Fleet:
     """Running processor processes: name -> (process, metrics port, log file)."""
 
     procs: dict[str, tuple[asyncio.subprocess.Process, int, Path]] = field(default_factory=dict)
+    envs: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def pids(self) -> dict[str, int]:
         """Each process's pid, by processor name (for CPU accounting)."""
@@ -126,13 +127,19 @@ class Fleet:
                 stdout=out, stderr=asyncio.subprocess.STDOUT, env=env, cwd=ROOT, preexec_fn=die_with_parent,
             )  # fmt: skip
         self.procs[name] = (proc, int(env["KGFLOW_METRICS_PORT"]), log)
+        self.envs[name] = env
 
-    async def _ready(self, name: str) -> None:
+    async def _ready(self, name: str, port_retries: int = 3) -> None:
         proc, _, log = self.procs[name]
         deadline = time.monotonic() + START_TIMEOUT_S
         while f"kgflow run: {name} ready" not in await asyncio.to_thread(log.read_text, errors="replace"):
             if proc.returncode is not None or time.monotonic() > deadline:
                 tail = log.read_text(errors="replace")[-1500:]
+                if proc.returncode is not None and "cannot serve metrics" in tail and port_retries > 0:
+                    # _free_port's port was free when asked, but another socket took it before the
+                    # child bound it (an outgoing connection draws from the same range): a new one
+                    await self._start(name, {**self.envs[name], "KGFLOW_METRICS_PORT": str(_free_port())}, log.parent)
+                    return await self._ready(name, port_retries - 1)
                 raise RuntimeError(f"kgflow run {name} did not start (exit {proc.returncode}): {tail}")
             await asyncio.sleep(0.2)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from processors.stores.neo4j.schema import Runner, collected, cypher_vector, rows_of
+from processors.stores.neo4j.schema import Runner, cypher_vector, rows_of
 from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, keys, tenant_params
 from schemas.documents import Chunk
 from schemas.tenant import Tenant
@@ -29,14 +29,14 @@ Ranked = tuple[str, float]  # (chunk id, score)
 ANN_MIN_K = 100
 ANN_MAX_K = 10_000
 
-CHUNK_FIELDS = (
-    "c.id AS id, c.document_id AS document_id, c.ordinal AS ordinal, c.text AS text, c.start AS start, "
-    "c.`end` AS stop, c.tokens AS tokens, d.title AS title, c.page AS page, c.section AS section"
+CHUNK_ROW = (
+    "{id: c.id, document_id: c.document_id, ordinal: c.ordinal, text: c.text, start: c.start, stop: c.`end`, "
+    "tokens: c.tokens, title: d.title, page: c.page, section: c.section}"
 )
-GET_CHUNKS = collected(
+# The rows as one record (schema.rows_of): the async driver takes a message per record.
+GET_CHUNKS = (
     "UNWIND $ckeys AS ck MATCH (c:KgChunk {key: ck}) WHERE c.user = $user AND c.collection = $collection "
-    "MATCH (d:KgDocument)-[:HAS_CHUNK]->(c) WHERE " + IN_SCOPE + " RETURN " + CHUNK_FIELDS,
-    *("id", "document_id", "ordinal", "text", "start", "stop", "tokens", "title", "page", "section"),
+    "MATCH (d:KgDocument)-[:HAS_CHUNK]->(c) WHERE " + IN_SCOPE + " RETURN collect(" + CHUNK_ROW + ") AS rows"
 )
 # The cosine the embedded index computes: a zero query or stored vector scores 0 (Neo4j's
 # similarity is (1 + cos) / 2, null for a missing vector).
@@ -51,7 +51,7 @@ VECTOR_EXACT = (
     SCOPE_DOCS + " MATCH (d)-[:HAS_CHUNK]->(c:KgChunk) WHERE " + AMONG + " WITH c, " + _COS + " AS sim "
     "ORDER BY sim DESC, c.id LIMIT $k RETURN c.id AS id, sim"
 )
-LEXICAL = collected(
+LEXICAL = (
     SCOPE_DOCS + " WITH sum(d.chunks) AS n, sum(d.lexlen) AS total "
     "WITH n, CASE WHEN total = 0 THEN 1.0 ELSE toFloat(total) / n END AS mean_len "
     "UNWIND $terms AS term CALL (term) { "
@@ -63,13 +63,12 @@ LEXICAL = collected(
     "WITH n, mean_len, posts, log(1 + (n - size(posts) + 0.5) / (size(posts) + 0.5)) AS idf "
     "UNWIND posts AS p WITH p.c AS c, "
     "sum(idf * p.tf * ($k1 + 1) / (p.tf + $k1 * (1 - $b + $b * p.c.lexlen / mean_len))) AS score "
-    "ORDER BY score DESC, c.id LIMIT $k RETURN c.id AS id, c.lexical AS lexical, score",
-    *("id", "lexical", "score"),
+    "ORDER BY score DESC, c.id LIMIT $k RETURN collect({id: c.id, lexical: c.lexical, score: score}) AS rows"
 )
 
 
 def chunk_of(r: dict[str, Any]) -> Chunk:
-    """A chunk from a `CHUNK_FIELDS` record."""
+    """A chunk from a `CHUNK_ROW` map."""
     return Chunk(id=r["id"], document_id=r["document_id"], ordinal=r["ordinal"], text=r["text"], start=r["start"],
                  end=r["stop"], tokens=r["tokens"], title=r["title"] or "", page=r.get("page"),
                  section=r.get("section") or "")  # fmt: skip

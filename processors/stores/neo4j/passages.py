@@ -17,15 +17,7 @@ from processors.stores.documents_protocol import tenant_token
 from processors.stores.neo4j import term_stats
 from processors.stores.neo4j.chunk_search import LEXICAL, by_vector
 from processors.stores.neo4j.doc_writes import name_key
-from processors.stores.neo4j.schema import (
-    Runner,
-    collected,
-    cypher_vector,
-    entity_key,
-    lucene_phrase,
-    node_key,
-    rows_of,
-)
+from processors.stores.neo4j.schema import Runner, cypher_vector, entity_key, lucene_phrase, node_key, rows_of
 from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, UNSCOPED, tenant_params
 from schemas.tenant import Tenant
 
@@ -36,15 +28,14 @@ _COS = "CASE WHEN $zero THEN 0.0 ELSE 2 * coalesce(vector.similarity.cosine(c.em
 _IN_SCOPE_CHUNK = "(" + UNSCOPED + " OR EXISTS { MATCH (d:KgDocument)-[:HAS_CHUNK]->(c) WHERE " + IN_SCOPE + " })"
 
 # The best BM25 chunks of the tenant: Lucene's own top k (the tenant clause scores 0).
-TEXT_HITS = collected(
+TEXT_HITS = (
     "CALL db.index.fulltext.queryNodes('kg_chunk_text', $query, {limit: $k}) YIELD node AS c, score "
-    "WHERE c.user = $user AND c.collection = $collection RETURN c.id AS id, c.lexical AS lexical, " + _COS + " AS sim",
-    *("id", "lexical", "sim"),
+    "WHERE c.user = $user AND c.collection = $collection "
+    "RETURN collect({id: c.id, lexical: c.lexical, sim: " + _COS + "}) AS rows"
 )
-SIMILARITIES = collected(
+SIMILARITIES = (
     "UNWIND $ckeys AS ck MATCH (c:KgChunk {key: ck}) WHERE c.user = $user AND c.collection = $collection "
-    "AND " + _IN_SCOPE_CHUNK + " RETURN c.id AS id, " + _COS + " AS sim",
-    *("id", "sim"),
+    "AND " + _IN_SCOPE_CHUNK + " RETURN collect({id: c.id, sim: " + _COS + "}) AS rows"
 )
 CHUNK_COUNT = SCOPE_DOCS + " RETURN coalesce(sum(d.chunks), 0) AS n"
 # The one concept each name (KgName key) names; a name of several concepts names none.
@@ -64,13 +55,12 @@ NAMED = (
     "RETURN k AS key, e.uri AS iri, subjects"
 )
 # The sources of a hop: their text, their own subject and what they mention.
-SOURCES = collected(
+SOURCES = (
     "UNWIND $ckeys AS ck MATCH (c:KgChunk {key: ck}) WHERE c.user = $user AND c.collection = $collection "
     "OPTIONAL MATCH (c)-[:ABOUT]->(own:KgEntity) "
     "CALL (c, own) { MATCH (c)-[:HAS_ENTITY]->(e:KgEntity) WHERE own IS NULL OR e <> own "
     "RETURN collect(e.uri) AS mentions } "
-    "RETURN c.id AS id, c.text AS text, own.uri AS own, mentions",
-    *("id", "text", "own", "mentions"),
+    "RETURN collect({id: c.id, text: c.text, own: own.uri, mentions: mentions}) AS rows"
 )
 # The rest of a hop, given its sources' mentions (`$ekeys`) and word runs (`$runs`: run -> the
 # chunks whose text holds it) and own subjects (`$own`: chunk -> IRI): the subject concepts the

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from processors.stores.documents_protocol import RelationChunk, RelationHit
-from processors.stores.neo4j.schema import Neo4jConnection, Runner, collected, entity_key, rows_of
+from processors.stores.neo4j.schema import Neo4jConnection, Runner, entity_key, rows_of
 from processors.stores.neo4j.scope import IN_SCOPE, SCOPE_DOCS, tenant_params
 from schemas.tenant import Tenant
 
@@ -36,15 +36,10 @@ _SUPPORT = {False: "size(r.src)", True: "COUNT { " + SOURCES_IN_SCOPE + " }"}
 _ENTITY = "MATCH (e:KgEntity {key: ek}) WHERE e.user = $user AND e.collection = $collection "
 # Relations among the entities with their source chunks in scope, most supported first.
 RELATIONS_AMONG = {
-    scoped: collected(
-        "UNWIND $ekeys AS ek " + _ENTITY + "MATCH (e)-[r:KG_REL]->(o:KgEntity) WHERE o.key IN $ekeys "
-        "WITH e, r, o, " + _SUPPORT[scoped] + " AS w WHERE w > 0 "
-        "RETURN e.uri AS s, r.p AS p, o.uri AS o, w ORDER BY w DESC, s, o, p LIMIT $limit",
-        "s",
-        "p",
-        "o",
-        "w",
-    )
+    scoped: "UNWIND $ekeys AS ek " + _ENTITY + "MATCH (e)-[r:KG_REL]->(o:KgEntity) WHERE o.key IN $ekeys "
+    "WITH e, r, o, " + _SUPPORT[scoped] + " AS w WHERE w > 0 "
+    "WITH e.uri AS s, r.p AS p, o.uri AS o, w ORDER BY w DESC, s, o, p LIMIT $limit "
+    "RETURN collect({s: s, p: p, o: o, w: w}) AS rows"
     for scoped in (False, True)
 }
 # Each entity's relations as subject and as object with a source in scope, most supported first.
