@@ -156,5 +156,4 @@ async def relations_among(read: Runner, tenant: Tenant, entities: Sequence[str],
     """Relations among `entities` with their in-scope support (chunks), strongest first."""
     params, scoped = _entity_params(tenant, entities)
     rows = rows_of(await read(RELATIONS_AMONG[scoped], {**params, "limit": limit}))
-    hits = [RelationHit(r["s"], r["p"], r["o"], int(r["w"])) for r in rows]
-    return sorted(hits, key=lambda h: (-h.support, h.s, h.o, h.p))
+    return [RelationHit(r["s"], r["p"], r["o"], int(r["w"])) for r in rows]  # collected in the query's order
