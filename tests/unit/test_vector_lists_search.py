@@ -60,6 +60,10 @@ def test_a_trained_space_reads_the_nearest_lists_of_every_vector_in_one_statemen
     assert vl.search(conn, T, "chunk", qs[1], 10, probe=1500) == found[1]
     scoped = vl.search(conn, T, "chunk", qs[0], 10, allowed={"d1", "d2"}, probe=1500)
     assert scoped and all(int(i[1:]) % 7 in (1, 2) for i, _ in scoped)
+    # a round's vectors share the lists they pick: each is scored as if asked alone, to the bit
+    round_ = vl.search_many(conn, T, "chunk", [*qs, *qs[::-1]], 10, allowed={"d1", "d2"}, probe=1500)
+    assert round_[0] == scoped == round_[-1]
+    assert round_[1] == vl.search(conn, T, "chunk", qs[1], 10, allowed={"d1", "d2"}, probe=1500)
 
 
 def test_a_small_space_is_scored_from_codes_kept_until_it_changes(tmp_path: Path) -> None:

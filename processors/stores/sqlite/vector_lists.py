@@ -180,10 +180,9 @@ class VectorLists:
         wanted = list(dict.fromkeys(x for p in picks for x in p))
         key = (tenant.user, tenant.collection, space)
         found = self._lists.lists(key, cents.version, wanted, lambda lists: self._read(conn, tenant, space, lists))
-        each = [Codes.joined([found[x] for x in p]) for p in picks]
         if allowed is not None:
-            each = [_of_docs(c, allowed) for c in each]
-        return [_best_each(c, [q], k)[0] for c, q in zip(each, qs, strict=True)]
+            found = {x: _of_docs(c, allowed) for x, c in found.items()}
+        return _best_of_lists(found, picks, qs, k)
 
     def codes(
         self, conn: sqlite3.Connection, tenant: Tenant, spaces: Sequence[str], items: Sequence[str]
@@ -341,6 +340,37 @@ def _best_each(codes: Codes, qs: Sequence[np.ndarray], k: int) -> list[list[tupl
     for part in parts:
         sims = np.concatenate(part) * codes.scales
         out.append([(codes.ids[i], float(sims[i])) for i in top_k(sims, k).tolist()])
+    return out
+
+
+def _best_of_lists(
+    found: dict[int, Codes], picks: Sequence[Sequence[int]], qs: Sequence[np.ndarray], k: int
+) -> list[list[tuple[str, float]]]:
+    """For each unit vector of `qs`, (item, approximate cosine) of the best `k` items of its lists
+    (`picks`, nearest first), best first. Each list is dequantised once for every question that
+    picked it (a follow-up round's questions mostly pick the same lists: joined and dequantised
+    per question, a round of eight converted each list eight times), and scored per question, so
+    a question's scores do not depend on the others asked with it."""
+    askers: dict[int, list[int]] = {}
+    for n, p in enumerate(picks):
+        for x in p:
+            askers.setdefault(x, []).append(n)
+    sims: dict[tuple[int, int], np.ndarray] = {}
+    for x, who in askers.items():
+        c = found[x]
+        if not c.ids:
+            continue
+        block = c.codes.astype(np.float32)
+        sims.update({(x, n): (block @ qs[n]) * c.scales for n in who})
+    out = []
+    for n, p in enumerate(picks):
+        have = [x for x in p if (x, n) in sims]
+        if not have:
+            out.append([])
+            continue
+        scores = np.concatenate([sims[(x, n)] for x in have])
+        ids = [i for x in have for i in found[x].ids]
+        out.append([(ids[i], float(scores[i])) for i in top_k(scores, k).tolist()])
     return out
 
 
