@@ -12,7 +12,7 @@ import numpy as np
 
 from processors.stores.sqlite.list_codes import ListCache
 from processors.stores.sqlite.pool import CountedConnection
-from processors.stores.sqlite.vector_lists import _LIST_ITEMS, SCHEMA, VectorLists
+from processors.stores.sqlite.vector_lists import _LIST_ITEMS, SCHEMA, VectorLists, migrate
 from schemas.tenant import Tenant
 
 T = Tenant("u", "c")
@@ -89,12 +89,33 @@ def test_a_large_space_keeps_the_lists_it_read_until_it_changes(tmp_path: Path) 
     assert conn.statements - before == 1  # the version check only: every list wanted is kept
     assert again == [first[1], first[0]]
     assert first == VectorLists().search_many(conn, T, "chunk", qs, 10, probe=1500)  # as read, to the bit
-    with conn:  # a write changes the version: the lists are read again and show it
+    kept = {lst: codes for (_, lst), (_, codes) in vl._lists._lists.items()}
+    with conn:  # a write stamps the list it changes: that list is read again and shows it
         vl.add(conn, T, "chunk", [("near", "d9", _unit(qs[0] + 0.001))])
+    (changed,) = {lst for (lst,) in conn.execute("SELECT list FROM vector_items WHERE item = 'near'")}
     before = conn.statements
     after = vl.search(conn, T, "chunk", qs[0], 10, probe=1500)
-    assert conn.statements - before == 2 and "near" in {i for i, _ in after}
+    assert conn.statements - before == 3  # the version check, the centroids (their stamps), the changed list
+    assert "near" in {i for i, _ in after}
     assert after == VectorLists().search(conn, T, "chunk", qs[0], 10, probe=1500)
+    now = {lst: codes for (_, lst), (_, codes) in vl._lists._lists.items()}
+    assert now[changed] is not kept[changed] and "near" in now[changed].ids
+    assert all(now[lst] is codes for lst, codes in kept.items() if lst != changed)  # the rest kept as read
+
+
+def test_a_small_space_reads_again_only_the_lists_a_write_changed(tmp_path: Path) -> None:
+    conn, vl, vecs = indexed(tmp_path, 5000)
+    first = vl.search(conn, T, "chunk", vecs[3], 10, probe=1500, whole_max=8192)  # scored whole
+    ((_, lists, _),) = vl._codes.values()
+    with conn:
+        vl.add(conn, T, "chunk", [("near", "d9", _unit(vecs[3] + 0.001))])
+        vl.remove(conn, T, "chunk", ["i00003"])
+    after = vl.search(conn, T, "chunk", vecs[3], 10, probe=1500, whole_max=8192)
+    assert after == VectorLists().search(conn, T, "chunk", vecs[3], 10, probe=1500, whole_max=8192)
+    assert "near" in {i for i, _ in after} and "i00003" not in {i for i, _ in after} and after != first
+    ((_, now, _),) = vl._codes.values()
+    changed = {lst for lst in now if now[lst] is not lists.get(lst)}
+    assert 1 <= len(changed) <= 2 < len(now)  # the lists gaining "near" and losing i00003, no more
 
 
 def test_the_list_cache_stays_within_its_budget_and_still_answers(tmp_path: Path) -> None:
@@ -114,3 +135,20 @@ def test_a_cached_list_holds_only_its_own_codes(tmp_path: Path) -> None:
     for codes in cached:  # no view of the read's buffer (it would outlive its slice's share of the budget)
         assert codes.codes.base is None and codes.scales.base is None and codes.lists.base is None
     assert vl._lists._bytes == sum(c.nbytes() for c in cached)
+
+
+def test_a_file_written_before_the_stamps_gets_them_and_still_answers(tmp_path: Path) -> None:
+    conn, vl, vecs = indexed(tmp_path, 5000)
+    expected = vl.search(conn, T, "chunk", vecs[42], 10, probe=1500)
+    with conn:  # the table as an earlier version made it: no stamp column
+        conn.execute("ALTER TABLE vector_lists DROP COLUMN stamp")
+    assert "stamp" not in [r[1] for r in conn.execute("PRAGMA table_info(vector_lists)")]
+    with conn:
+        migrate(conn)
+        migrate(conn)  # once only
+    assert {s for (s,) in conn.execute("SELECT DISTINCT stamp FROM vector_lists")} == {0}
+    assert VectorLists().search(conn, T, "chunk", vecs[42], 10, probe=1500) == expected
+    with conn:
+        vl.add(conn, T, "chunk", [("near", "d9", _unit(vecs[42] + 0.001))])
+    after = vl.search(conn, T, "chunk", vecs[42], 10, probe=1500)
+    assert "near" in {i for i, _ in after} and after == VectorLists().search(conn, T, "chunk", vecs[42], 10, probe=1500)

@@ -23,6 +23,7 @@ from processors.stores.protocol import EntityHit, VectorItem, VectorKind, Vector
 from processors.stores.sqlite.pool import SqlitePool, delete_tenant_rows
 from processors.stores.sqlite.vector_lists import SCHEMA as VECTOR_LISTS_SCHEMA
 from processors.stores.sqlite.vector_lists import VectorLists
+from processors.stores.sqlite.vector_lists import migrate as migrate_vector_lists
 from schemas.tenant import Tenant
 
 # `vectors` keeps each IRI's kind, label and normalised name; its vector is in `vector_items`.
@@ -69,13 +70,15 @@ _NAMED = (
 
 def _migrate(conn: sqlite3.Connection) -> None:
     """Before the schema: set an earlier index's float32 table aside (LocalEntityIndex converts it)
-    and drop what no longer exists (the FTS5 label table, the per-collection cache version)."""
+    and drop what no longer exists (the FTS5 label table, the per-collection cache version); give
+    the lists their stamps."""
     cols = [r[1] for r in conn.execute("PRAGMA table_info(vectors)")]
     if "vec" in cols:
         conn.execute("DROP INDEX IF EXISTS vectors_name")
         conn.execute("ALTER TABLE vectors RENAME TO vectors_float32")
     conn.execute("DROP TABLE IF EXISTS label_fts")
     conn.execute("DROP TABLE IF EXISTS scope_version")
+    migrate_vector_lists(conn)
 
 
 def _convert(conn: sqlite3.Connection, lists: VectorLists) -> None:

@@ -19,6 +19,7 @@ from processors.stores.sqlite.relation_rows import migrate as migrate_relations
 from processors.stores.sqlite.spellings import SCHEMA as SPELLINGS_SCHEMA
 from processors.stores.sqlite.spellings import migrate as migrate_spellings
 from processors.stores.sqlite.vector_lists import SCHEMA as VECTOR_LISTS_SCHEMA
+from processors.stores.sqlite.vector_lists import migrate as migrate_vector_lists
 from schemas.documents import Chunk
 from schemas.tenant import Tenant
 
@@ -222,6 +223,7 @@ def migrate(conn: sqlite3.Connection) -> None:
     migrate_relations(conn)
     mention_rows.migrate(conn)  # after the relations: their migration makes iri_ids
     migrate_spellings(conn)
+    migrate_vector_lists(conn)
     # The relation vectors' IVF space goes (relation search needs none now); vector_spaces has a
     # row per tenant and space, so each delete is scoped to a tenant's keys.
     if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vector_spaces'").fetchone():

@@ -1,22 +1,26 @@
 """The int8 codes of a vector index's lists as a search reads them (`Codes`), and a bounded cache
 of them across searches (`ListCache`): a question of a large space reads the lists nearest it,
 and the next question (or the follow-up round of the same one) mostly reads the same lists again.
-A cached list is used only while its space's version holds (any write to the space bumps it), so
-a search sees exactly the rows a read would give, in the same order."""
+A cached list is used only while its stamp holds (a write stamps the lists it changes anew), so a
+search sees exactly the rows a read would give, in the same order. Scoring codes against
+questions: `best_each` (a space scored whole), `best_of_lists` (each question its own lists)."""
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from processors.algorithms.vectors import top_k
 
 # Bytes of codes (and their ids) the list cache of one index holds, as much as its small spaces'
 # codes (vector_lists.CACHED_SPACES): about 60k items at 384 dims, every list of a 50k-chunk
 # collection, or the lists of seven questions (8,192 items each) of a collection of millions.
 LIST_CACHE_BYTES = 32 << 20
+SCORE_BLOCK = 8192  # rows dequantised at a time when a space is scored whole
 ITEM_OVERHEAD = 160  # bytes an item's id, document id and scale take beside its code (Python objects)
 
 
@@ -83,8 +87,8 @@ SpaceKey = tuple[str, str, str]  # (user, collection, space)
 
 
 class ListCache:
-    """Lists' codes by (space, list), each with the space version it was read at; least recently
-    used out past `budget` bytes. Safe across the store's reader threads."""
+    """Lists' codes by (space, list), each with the stamp it was read at; least recently used out
+    past `budget` bytes. Safe across the store's reader threads."""
 
     def __init__(self, budget: int = LIST_CACHE_BYTES) -> None:
         self.budget = budget
@@ -93,15 +97,16 @@ class ListCache:
         self._lock = threading.Lock()
 
     def lists(
-        self, space: SpaceKey, version: int, lists: Sequence[int], read: Callable[[Sequence[int]], Codes]
-    ) -> dict[int, Codes]:
-        """Each of `lists`' codes at `version`: from the cache, the others by one `read` of them
-        (whose result, in the order asked, is split by list and kept)."""
+        self, space: SpaceKey, stamps: Mapping[int, int], lists: Sequence[int],
+        read: Callable[[Sequence[int]], Codes],
+    ) -> dict[int, Codes]:  # fmt: skip
+        """Each of `lists`' codes at its stamp (`stamps`, as the file has them now): from the cache,
+        the others by one `read` of them (whose result, in the order asked, is split by list and kept)."""
         found: dict[int, Codes] = {}
         with self._lock:
             for lst in lists:
                 hit = self._lists.get((space, lst))
-                if hit is not None and hit[0] == version:
+                if hit is not None and hit[0] == stamps[lst]:
                     self._lists.move_to_end((space, lst))
                     found[lst] = hit[1]
         missing = [lst for lst in lists if lst not in found]
@@ -111,17 +116,71 @@ class ListCache:
         fresh.update({lst: Codes.empty() for lst in missing if lst not in fresh})  # an empty list
         with self._lock:
             for lst, codes in fresh.items():
-                self._put((space, lst), version, codes)
+                self._put((space, lst), stamps[lst], codes)
         return found | fresh
 
-    def _put(self, key: tuple[SpaceKey, int], version: int, codes: Codes) -> None:
+    def _put(self, key: tuple[SpaceKey, int], stamp: int, codes: Codes) -> None:
         old = self._lists.pop(key, None)
         if old is not None:
             self._bytes -= old[1].nbytes()
         if codes.nbytes() > self.budget:
             return
-        self._lists[key] = (version, codes)
+        self._lists[key] = (stamp, codes)
         self._bytes += codes.nbytes()
         while self._bytes > self.budget:
             _, (_, out) = self._lists.popitem(last=False)
             self._bytes -= out.nbytes()
+
+
+def best_each(codes: Codes, qs: Sequence[np.ndarray], k: int) -> list[list[tuple[str, float]]]:
+    """For each unit vector of `qs`, (item, approximate cosine) of the best `k` of `codes`, best
+    first. The codes are dequantised a block at a time (bounded scratch memory), each block once
+    for all of `qs`: a follow-up round's searches of a small space share one conversion."""
+    if not codes.ids:
+        return [[] for _ in qs]
+    parts: list[list[np.ndarray]] = [[] for _ in qs]
+    for i in range(0, len(codes.codes), SCORE_BLOCK):
+        block = codes.codes[i : i + SCORE_BLOCK].astype(np.float32)
+        for part, q in zip(parts, qs, strict=True):
+            part.append(block @ q)
+    out = []
+    for part in parts:
+        sims = np.concatenate(part) * codes.scales
+        out.append([(codes.ids[i], float(sims[i])) for i in top_k(sims, k).tolist()])
+    return out
+
+
+def best_of_lists(
+    found: dict[int, Codes], picks: Sequence[Sequence[int]], qs: Sequence[np.ndarray], k: int
+) -> list[list[tuple[str, float]]]:
+    """For each unit vector of `qs`, (item, approximate cosine) of the best `k` items of its lists
+    (`picks`, nearest first), best first. Each list is dequantised once for every question that
+    picked it (a follow-up round's questions mostly pick the same lists: joined and dequantised
+    per question, a round of eight converted each list eight times), and scored per question, so
+    a question's scores do not depend on the others asked with it."""
+    askers: dict[int, list[int]] = {}
+    for n, p in enumerate(picks):
+        for x in p:
+            askers.setdefault(x, []).append(n)
+    sims: dict[tuple[int, int], np.ndarray] = {}
+    for x, who in askers.items():
+        c = found[x]
+        if not c.ids:
+            continue
+        block = c.codes.astype(np.float32)
+        sims.update({(x, n): (block @ qs[n]) * c.scales for n in who})
+    out = []
+    for n, p in enumerate(picks):
+        have = [x for x in p if (x, n) in sims]
+        if not have:
+            out.append([])
+            continue
+        scores = np.concatenate([sims[(x, n)] for x in have])
+        ids = [i for x in have for i in found[x].ids]
+        out.append([(ids[i], float(scores[i])) for i in top_k(scores, k).tolist()])
+    return out
+
+
+def of_docs(codes: Codes, allowed: Collection[str]) -> Codes:
+    """The items of `allowed` documents."""
+    return codes.only(np.fromiter((d in allowed for d in codes.docs), dtype=bool, count=len(codes.docs)))

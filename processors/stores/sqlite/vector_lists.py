@@ -11,8 +11,12 @@ from the file instead of holding the collection's vectors in the process.
   the nearest lists until it has `probe` items, then scores their int8 codes; the caller rescores
   the best with the full vectors it keeps elsewhere. With `allowed` documents (a scope), the
   document predicate is inside the list query. The lists read are kept (list_codes.ListCache,
-  bounded, each list valid while its space's version holds): the next question, or the follow-up
-  round of this one, reads only the lists it has not read yet.
+  bounded): the next question, or the follow-up round of this one, reads only the lists it has
+  not read yet.
+- Each list carries a stamp: the space's version when the list last changed. A kept list (and a
+  small space's kept codes, list by list) stays valid while its stamp holds, so after a write the
+  next search reads again only the lists the write changed, not the whole space (issue 38: the
+  first question after a one-document write re-read every list, 1.4-2.2x a warm question).
 
 Every query is constant SQL with parameters; `space` is a parameter, never pasted.
 """
@@ -29,8 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from processors.algorithms.vectors import kmeans, nearest_rows, quantize, top_k
-from processors.stores.sqlite.list_codes import Codes, ListCache
+from processors.algorithms.vectors import kmeans, nearest_rows, quantize
+from processors.stores.sqlite.list_codes import Codes, ListCache, best_each, best_of_lists, of_docs
 from schemas.tenant import Tenant
 
 TRAIN_AT = 4096
@@ -41,7 +45,6 @@ PROBE = 8192  # items a search reads (whole lists, nearest first)
 # changes, for at most CACHED_SPACES spaces per file (each at most PROBE x dims bytes of codes plus
 # its ids: about 4 MB at 384 dims, so at most about 32 MB).
 CACHED_SPACES = 8
-SCORE_BLOCK = 8192  # rows dequantised at a time when a space is scored whole
 MAX_TRAIN_LISTS = 4096  # lists a first training makes (a backfill of a large collection)
 TRAIN_SAMPLE = 64  # items per list k-means trains on (the rest are assigned to the nearest)
 
@@ -53,7 +56,7 @@ CREATE TABLE IF NOT EXISTS vector_spaces (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS vector_lists (
     user TEXT NOT NULL, collection TEXT NOT NULL, space TEXT NOT NULL, list INTEGER NOT NULL,
-    centroid BLOB, size INTEGER NOT NULL,
+    centroid BLOB, size INTEGER NOT NULL, stamp INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (user, collection, space, list)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS vector_items (
@@ -66,8 +69,14 @@ CREATE INDEX IF NOT EXISTS vector_items_by_item ON vector_items(user, collection
 
 _SPACE = "SELECT version, items, lists FROM vector_spaces WHERE user = ? AND collection = ? AND space = ?"
 _CENTROIDS = (
-    "SELECT list, centroid, size FROM vector_lists WHERE user = ? AND collection = ? AND space = ? ORDER BY list"
+    "SELECT list, centroid, size, stamp FROM vector_lists WHERE user = ? AND collection = ? AND space = ? ORDER BY list"
 )
+# The lists of ?4 (JSON array) stamped with the space's version (after the write's own bump).
+_STAMP = (
+    "UPDATE vector_lists SET stamp = (SELECT version FROM vector_spaces WHERE user = ?1 AND collection = ?2"
+    " AND space = ?3) WHERE user = ?1 AND collection = ?2 AND space = ?3 AND list IN (SELECT value FROM json_each(?4))"
+)
+_INSERT_LIST = "INSERT INTO vector_lists (user, collection, space, list, centroid, size) VALUES (?,?,?,?,?,?)"
 _LIST_ITEMS = (
     "SELECT item, document_id, scale, code FROM vector_items WHERE user = ?1 AND collection = ?2 AND space = ?3"
     " AND list = ?4"
@@ -89,12 +98,21 @@ _ITEM_CODES = (
 
 @dataclass
 class Centroids:
-    """A space's lists as last read: version, list ids, sizes, unit centroids (None: untrained)."""
+    """A space's lists as last read: version, list ids, sizes, unit centroids (None: untrained) and
+    each list's stamp."""
 
     version: int
     lists: list[int]
     sizes: list[int]
     matrix: np.ndarray | None
+    stamps: dict[int, int]
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Give a file's lists their stamp (0: as they were before any write since)."""
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(vector_lists)")]
+    if cols and "stamp" not in cols:
+        conn.execute("ALTER TABLE vector_lists ADD COLUMN stamp INTEGER NOT NULL DEFAULT 0")
 
 
 class VectorLists:
@@ -102,8 +120,9 @@ class VectorLists:
 
     def __init__(self) -> None:
         self._cache: dict[tuple[str, str, str], Centroids] = {}
-        # small spaces' codes by (user, collection, space): (version, codes), least recently used first
-        self._codes: OrderedDict[tuple[str, str, str], tuple[int, Codes]] = OrderedDict()
+        # small spaces' codes by (user, collection, space): (version, each list's (stamp, codes), all of
+        # them joined), least recently used first
+        self._codes: OrderedDict[tuple[str, str, str], tuple[int, dict[int, tuple[int, Codes]], Codes]] = OrderedDict()
         self._lock = threading.Lock()  # searches run on several pool threads
         self._lists = ListCache()  # a large space's lists as searches last read them
 
@@ -124,7 +143,8 @@ class VectorLists:
             lists = np.asarray(cents.lists)[np.argmax(vecs @ cents.matrix.T, axis=1)]
         self._insert(conn, tenant, space, [(i, d) for i, d, _ in items], vecs, lists)
         self._bump(conn, tenant, space, len(items))
-        self._rebalance(conn, tenant, space, set(lists.tolist()))
+        touched = set(lists.tolist())
+        self._stamp(conn, tenant, space, touched | self._rebalance(conn, tenant, space, touched))
 
     def remove(self, conn: sqlite3.Connection, tenant: Tenant, space: str, items: Sequence[str]) -> None:
         """Drop `items` from the index (ids not indexed are ignored)."""
@@ -145,6 +165,7 @@ class VectorLists:
             [(n, tenant.user, tenant.collection, space, lst) for lst, n in per_list.items()],
         )
         self._bump(conn, tenant, space, -len(found))
+        self._stamp(conn, tenant, space, set(per_list))
 
     def drop(self, conn: sqlite3.Connection, tenant: Tenant, space: str | None = None) -> None:
         """Forget a collection's spaces (one, or all)."""
@@ -175,14 +196,14 @@ class VectorLists:
             return [[] for _ in qs]
         if sum(cents.sizes) <= (probe if whole_max is None else whole_max):
             whole = self._whole(conn, tenant, space, cents)
-            return _best_each(whole if allowed is None else _of_docs(whole, allowed), qs, k)
+            return best_each(whole if allowed is None else of_docs(whole, allowed), qs, k)
         picks = [_nearest_lists(cents, q, probe) for q in qs]
         wanted = list(dict.fromkeys(x for p in picks for x in p))
         key = (tenant.user, tenant.collection, space)
-        found = self._lists.lists(key, cents.version, wanted, lambda lists: self._read(conn, tenant, space, lists))
+        found = self._lists.lists(key, cents.stamps, wanted, lambda lists: self._read(conn, tenant, space, lists))
         if allowed is not None:
-            found = {x: _of_docs(c, allowed) for x, c in found.items()}
-        return _best_of_lists(found, picks, qs, k)
+            found = {x: of_docs(c, allowed) for x, c in found.items()}
+        return best_of_lists(found, picks, qs, k)
 
     def codes(
         self, conn: sqlite3.Connection, tenant: Tenant, spaces: Sequence[str], items: Sequence[str]
@@ -212,22 +233,30 @@ class VectorLists:
         matrix = None
         if rows and rows[0][1] is not None:
             matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-        cents = Centroids(version, [int(r[0]) for r in rows], [int(r[2]) for r in rows], matrix)
+        stamps = {int(r[0]): int(r[3]) for r in rows}
+        cents = Centroids(version, [int(r[0]) for r in rows], [int(r[2]) for r in rows], matrix, stamps)
         self._cache[key] = cents
         return cents
 
     def _whole(self, conn: sqlite3.Connection, tenant: Tenant, space: str, cents: Centroids) -> Codes:
-        """Every item of a small space, from the cache while the space's version holds (else read
-        once, in one statement, and kept: at most CACHED_SPACES spaces, least recently used out)."""
+        """Every item of a small space, from the cache while the space's version holds; after a
+        write, the lists whose stamp moved are read again (one statement) and the rest kept. At
+        most CACHED_SPACES spaces, least recently used out."""
         key = (tenant.user, tenant.collection, space)
         with self._lock:
             hit = self._codes.get(key)
             if hit is not None and hit[0] == cents.version:
                 self._codes.move_to_end(key)
-                return hit[1]
-        codes = self._read(conn, tenant, space, cents.lists)
+                return hit[2]
+        kept = hit[1] if hit is not None else {}
+        each = {x: kept[x] for x in cents.lists if x in kept and kept[x][0] == cents.stamps[x]}
+        stale = [x for x in cents.lists if x not in each]
+        if stale:
+            fresh = self._read(conn, tenant, space, stale).by_list()
+            each.update({x: (cents.stamps[x], fresh[x].owned() if x in fresh else Codes.empty()) for x in stale})
+        codes = Codes.joined([each[x][1] for x in cents.lists])
         with self._lock:
-            self._codes[key] = (cents.version, codes)
+            self._codes[key] = (cents.version, each, codes)
             self._codes.move_to_end(key)
             while len(self._codes) > CACHED_SPACES:
                 self._codes.popitem(last=False)
@@ -257,7 +286,8 @@ class VectorLists:
         )  # fmt: skip
         counts = np.unique(lists, return_counts=True)
         conn.executemany(
-            "INSERT INTO vector_lists VALUES (?,?,?,?,NULL,?) ON CONFLICT DO UPDATE SET size = size + excluded.size",
+            "INSERT INTO vector_lists (user, collection, space, list, centroid, size) VALUES (?,?,?,?,NULL,?)"
+            " ON CONFLICT DO UPDATE SET size = size + excluded.size",
             [(tenant.user, tenant.collection, space, int(lst), int(n)) for lst, n in zip(*counts, strict=True)],
         )
 
@@ -270,25 +300,36 @@ class VectorLists:
             (tenant.user, tenant.collection, space, time.time_ns(), added),
         )
 
-    def _rebalance(self, conn: sqlite3.Connection, tenant: Tenant, space: str, touched: set[int]) -> None:
-        """Train an untrained space that passed TRAIN_AT; split a touched list past SPLIT_AT."""
+    def _rebalance(self, conn: sqlite3.Connection, tenant: Tenant, space: str, touched: set[int]) -> set[int]:
+        """Train an untrained space that passed TRAIN_AT; split a touched list past SPLIT_AT. Returns
+        the lists made or changed."""
         cents = self._centroids(conn, tenant, space, cached=False)
         sizes = dict(zip(cents.lists, cents.sizes, strict=True))
         if cents.matrix is None:
             items = sum(sizes.values())
             if items >= TRAIN_AT:
-                self._partition(conn, tenant, space, 0, min(MAX_TRAIN_LISTS, items // LIST_TARGET), cents)
-            return
+                return self._partition(conn, tenant, space, 0, min(MAX_TRAIN_LISTS, items // LIST_TARGET), cents)
+            return set()
+        made: set[int] = set()
         for lst in sorted(touched):
             if sizes.get(lst, 0) > SPLIT_AT:
-                self._partition(conn, tenant, space, lst, 2,
-                                self._centroids(conn, tenant, space, cached=False))  # fmt: skip
+                made |= self._partition(conn, tenant, space, lst, 2,
+                                        self._centroids(conn, tenant, space, cached=False))  # fmt: skip
+        return made
+
+    def _stamp(self, conn: sqlite3.Connection, tenant: Tenant, space: str, lists: set[int]) -> None:
+        """Stamp the lists a write changed with the space's version after it. The version is new
+        (every change bumps it; a new space's starts at the clock), so no earlier content of any
+        list carries it. The centroids kept here predate the stamps: dropped, read again."""
+        conn.execute(_STAMP, (tenant.user, tenant.collection, space, json.dumps(sorted(lists))))
+        self._cache.pop((tenant.user, tenant.collection, space), None)
 
     def _partition(
         self, conn: sqlite3.Connection, tenant: Tenant, space: str, lst: int, parts: int,
         cents: Centroids,
-    ) -> None:  # fmt: skip
-        """Replace list `lst` by `parts` lists (k-means over its members), reassigning only them."""
+    ) -> set[int]:  # fmt: skip
+        """Replace list `lst` by `parts` lists (k-means over its members), reassigning only them;
+        returns the lists made (`lst` among them)."""
         rows = conn.execute(_LIST_ITEMS, (tenant.user, tenant.collection, space, lst)).fetchall()
         codes = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.int8).reshape(len(rows), -1)
         vecs = _unit(codes.astype(np.float32))
@@ -314,7 +355,7 @@ class VectorLists:
         )  # fmt: skip
         sizes = np.bincount(labels, minlength=parts)
         conn.executemany(
-            "INSERT INTO vector_lists VALUES (?,?,?,?,?,?)",
+            _INSERT_LIST,
             [(tenant.user, tenant.collection, space, int(i), centroids[n].astype(np.float32).tobytes(), int(sizes[n]))
              for n, i in enumerate(new_ids.tolist())],
         )  # fmt: skip
@@ -323,60 +364,7 @@ class VectorLists:
             " WHERE user = ?1 AND collection = ?2 AND space = ?3) WHERE user = ?1 AND collection = ?2 AND space = ?3",
             (tenant.user, tenant.collection, space),
         )
-
-
-def _best_each(codes: Codes, qs: Sequence[np.ndarray], k: int) -> list[list[tuple[str, float]]]:
-    """For each unit vector of `qs`, (item, approximate cosine) of the best `k` of `codes`, best
-    first. The codes are dequantised a block at a time (bounded scratch memory), each block once
-    for all of `qs`: a follow-up round's searches of a small space share one conversion."""
-    if not codes.ids:
-        return [[] for _ in qs]
-    parts: list[list[np.ndarray]] = [[] for _ in qs]
-    for i in range(0, len(codes.codes), SCORE_BLOCK):
-        block = codes.codes[i : i + SCORE_BLOCK].astype(np.float32)
-        for part, q in zip(parts, qs, strict=True):
-            part.append(block @ q)
-    out = []
-    for part in parts:
-        sims = np.concatenate(part) * codes.scales
-        out.append([(codes.ids[i], float(sims[i])) for i in top_k(sims, k).tolist()])
-    return out
-
-
-def _best_of_lists(
-    found: dict[int, Codes], picks: Sequence[Sequence[int]], qs: Sequence[np.ndarray], k: int
-) -> list[list[tuple[str, float]]]:
-    """For each unit vector of `qs`, (item, approximate cosine) of the best `k` items of its lists
-    (`picks`, nearest first), best first. Each list is dequantised once for every question that
-    picked it (a follow-up round's questions mostly pick the same lists: joined and dequantised
-    per question, a round of eight converted each list eight times), and scored per question, so
-    a question's scores do not depend on the others asked with it."""
-    askers: dict[int, list[int]] = {}
-    for n, p in enumerate(picks):
-        for x in p:
-            askers.setdefault(x, []).append(n)
-    sims: dict[tuple[int, int], np.ndarray] = {}
-    for x, who in askers.items():
-        c = found[x]
-        if not c.ids:
-            continue
-        block = c.codes.astype(np.float32)
-        sims.update({(x, n): (block @ qs[n]) * c.scales for n in who})
-    out = []
-    for n, p in enumerate(picks):
-        have = [x for x in p if (x, n) in sims]
-        if not have:
-            out.append([])
-            continue
-        scores = np.concatenate([sims[(x, n)] for x in have])
-        ids = [i for x in have for i in found[x].ids]
-        out.append([(ids[i], float(scores[i])) for i in top_k(scores, k).tolist()])
-    return out
-
-
-def _of_docs(codes: Codes, allowed: Collection[str]) -> Codes:
-    """The items of `allowed` documents."""
-    return codes.only(np.fromiter((d in allowed for d in codes.docs), dtype=bool, count=len(codes.docs)))
+        return {int(i) for i in new_ids.tolist()}
 
 
 def _nearest_lists(cents: Centroids, q: np.ndarray, probe: int) -> list[int]:
