@@ -90,7 +90,10 @@ async def test_an_older_docs_db_drops_its_relation_vectors_on_open(tmp_path: Pat
     conn.execute("CREATE TABLE relation_vectors (user, collection, s, p, o, vec)")
     for space in ("relation", "chunk"):
         conn.execute("INSERT INTO vector_spaces VALUES ('u', 'c', ?, 1, 1, 1)", (space,))
-        conn.execute("INSERT INTO vector_lists VALUES ('u', 'c', ?, 0, NULL, 1)", (space,))
+        conn.execute(
+            "INSERT INTO vector_lists (user, collection, space, list, centroid, size) VALUES ('u', 'c', ?, 0, NULL, 1)",
+            (space,),
+        )
         conn.execute("INSERT INTO vector_items VALUES ('u', 'c', ?, 0, 'x', '', 1.0, x'00')", (space,))
     conn.commit()
     conn.close()
