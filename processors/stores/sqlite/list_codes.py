@@ -66,6 +66,12 @@ class Codes:
         starts = [0, *(np.flatnonzero(np.diff(self.lists)) + 1).tolist(), len(self.ids)]
         return {int(self.lists[a]): self._slice(a, b) for a, b in zip(starts, starts[1:], strict=False)}
 
+    def kept_lists(self, lists: Sequence[int]) -> dict[int, Codes]:
+        """Each of `lists`' items (this read's), in arrays of their own so they can be kept (`owned`);
+        a list with no items gets `empty`."""
+        found = {lst: codes.owned() for lst, codes in self.by_list().items()}
+        return {lst: found[lst] if lst in found else Codes.empty() for lst in lists}
+
     def owned(self) -> Codes:
         """These items in arrays of their own: a slice of a read would keep the whole read's buffer
         alive while the cache counts only the slice (measured: the cache held past its budget)."""
@@ -112,8 +118,7 @@ class ListCache:
         missing = [lst for lst in lists if lst not in found]
         if not missing:
             return found
-        fresh = {lst: codes.owned() for lst, codes in read(missing).by_list().items()}
-        fresh.update({lst: Codes.empty() for lst in missing if lst not in fresh})  # an empty list
+        fresh = read(missing).kept_lists(missing)
         with self._lock:
             for lst, codes in fresh.items():
                 self._put((space, lst), stamps[lst], codes)
