@@ -35,6 +35,7 @@ import numpy as np
 
 from processors.algorithms.vectors import kmeans, nearest_rows, quantize
 from processors.stores.sqlite.list_codes import Codes, ListCache, best_each, best_of_lists, of_docs
+from processors.stores.sqlite.resident_lists import ResidentLists
 from schemas.tenant import Tenant
 
 TRAIN_AT = 4096
@@ -118,7 +119,8 @@ def migrate(conn: sqlite3.Connection) -> None:
 class VectorLists:
     """The IVF index of a SQLite file's collections (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, resident: ResidentLists | None = None) -> None:
+        self.resident = resident or ResidentLists()  # large spaces' lists held in the process
         self._cache: dict[tuple[str, str, str], Centroids] = {}
         # small spaces' codes by (user, collection, space): (version, each list's (stamp, codes), all of
         # them joined), least recently used first
@@ -169,6 +171,7 @@ class VectorLists:
 
     def drop(self, conn: sqlite3.Connection, tenant: Tenant, space: str | None = None) -> None:
         """Forget a collection's spaces (one, or all)."""
+        self.resident.forget(tenant.user, tenant.collection)
         for table in ("vector_items", "vector_lists", "vector_spaces"):
             conn.execute(
                 "DELETE FROM " + table + " WHERE user = ? AND collection = ? AND (?3 IS NULL OR space = ?3)",
@@ -198,8 +201,14 @@ class VectorLists:
             whole = self._whole(conn, tenant, space, cents)
             return best_each(whole if allowed is None else of_docs(whole, allowed), qs, k)
         picks = [_nearest_lists(cents, q, probe) for q in qs]
-        wanted = list(dict.fromkeys(x for p in picks for x in p))
         key = (tenant.user, tenant.collection, space)
+        if allowed is None:  # a large space's copy in memory, once made (resident_lists.py)
+            sizes = dict(zip(cents.lists, cents.sizes, strict=True))
+            read = lambda c, lists: self._read(c, tenant, space, lists)  # noqa: E731
+            hits = self.resident.search(conn, key, (cents.stamps, sizes), read, picks, qs, k)
+            if hits is not None:
+                return hits
+        wanted = list(dict.fromkeys(x for p in picks for x in p))
         found = self._lists.lists(key, cents.stamps, wanted, lambda lists: self._read(conn, tenant, space, lists))
         if allowed is not None:
             found = {x: of_docs(c, allowed) for x, c in found.items()}
