@@ -10,6 +10,9 @@ scope (the rows of some documents), say its bytes on disk.
   partition keys and the document id as a metadata column, so tenant and scope are in the query.
 - `usearch` (`usearch-f16`): an HNSW graph of int8 (float16) vectors, one index file per
   collection; a scope is an exact search over the scope's own vectors (read back by key).
+- `ivf-resident`: `ivf` with the store's resident copy (processors/stores/sqlite/resident_lists.py:
+  the same lists as faiss product-quantizer codes in memory, made at the end of the build, as the
+  store makes it at a large space's first search); a scope takes `ivf`'s path, as in the store.
 - `faiss`: IVF with 8-bit scalar quantisation (SQ8), lists of `ivf`'s trained size, probing about
   as many items as `ivf`; a scope is an id selector inside the search, at the same probe and over
   every list.
@@ -27,9 +30,12 @@ import numpy as np
 
 from processors.algorithms.vectors import quantize
 from processors.stores.sqlite.passages import RESCORE
+from processors.stores.sqlite.resident_lists import ResidentLists, key_item
 from processors.stores.sqlite.vector_lists import LIST_TARGET, PROBE, SCHEMA, VectorLists
+from schemas.tenant import Tenant
 
 USER, COLLECTION, SPACE = "bench", "vectors", "chunk"
+TENANT = Tenant(USER, COLLECTION)
 WRITE_BATCH = 2000  # rows per write transaction, as the document-store writer's batches
 BUILD_THREADS = 2  # the machine's cores, for the libraries that build in parallel
 
@@ -65,25 +71,32 @@ class TodayIvf:
         for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "cache_size=-65536", "mmap_size=1073741824"):
             self.conn.execute("PRAGMA " + pragma)
         self.conn.executescript(SCHEMA)
-        self.index = VectorLists()
+        self.index = VectorLists(ResidentLists(resident_at=2**62))  # the rows' path alone
+
+    def item(self, row: int) -> str:
+        """The index's id of a row."""
+        return str(row)
+
+    def row(self, item: str) -> int:
+        """The row of an index id."""
+        return int(item)
 
     def build(self, blocks: Iterator[tuple[np.ndarray, np.ndarray]]) -> None:
         for ids, vecs in blocks:
             for at in range(0, len(ids), WRITE_BATCH):
                 batch = ids[at : at + WRITE_BATCH].tolist()
-                items = [(str(i), str(i // self.docs_per), vecs[at + n]) for n, i in enumerate(batch)]
+                items = [(self.item(i), str(i // self.docs_per), vecs[at + n]) for n, i in enumerate(batch)]
                 self.conn.execute("BEGIN")
-                self.index.add(self.conn, USER, COLLECTION, SPACE, items)
+                self.index.add(self.conn, TENANT, SPACE, items)
                 self.conn.execute("COMMIT")
         self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def search(self, q: np.ndarray, k: int) -> np.ndarray:
-        return np.asarray([int(i) for i, _ in self.index.search(self.conn, USER, COLLECTION, SPACE, q, k)])
+        return np.asarray([self.row(i) for i, _ in self.index.search(self.conn, TENANT, SPACE, q, k)])
 
     def scoped(self, q: np.ndarray, k: int, docs: np.ndarray, rows: np.ndarray) -> np.ndarray:
         allowed = {str(d) for d in docs.tolist()}
-        hits = self.index.search(self.conn, USER, COLLECTION, SPACE, q, k, allowed=allowed)
-        return np.asarray([int(i) for i, _ in hits])
+        return np.asarray([self.row(i) for i, _ in self.index.search(self.conn, TENANT, SPACE, q, k, allowed=allowed)])
 
     def bytes(self) -> int:
         return _file_bytes(self.path, Path(str(self.path) + "-wal"))
@@ -91,11 +104,33 @@ class TodayIvf:
     def rescored(self, q: np.ndarray, k: int, vectors: np.ndarray) -> np.ndarray:
         """As the store searches: RESCORE * k hits rescored with the full vectors (here from memory,
         where the store reads them from its chunk rows)."""
-        ids = np.asarray([int(i) for i, _ in self.index.search(self.conn, USER, COLLECTION, SPACE, q, RESCORE * k)])
+        ids = np.asarray([self.row(i) for i, _ in self.index.search(self.conn, TENANT, SPACE, q, RESCORE * k)])
         if not len(ids):
             return ids
         order = np.sort(ids)  # a memory map reads faster in order
         return order[np.argsort(-(np.asarray(vectors[order]) @ q), kind="stable")[:k]]
+
+
+class ResidentIvf(TodayIvf):
+    """`TodayIvf` with the store's resident copy of its lists, made (and saved) at the build's end."""
+
+    def __init__(self, home: Path, docs_per: int) -> None:
+        super().__init__(home, docs_per)
+        self.index = VectorLists(ResidentLists(background=False))
+
+    def item(self, row: int) -> str:
+        return key_item(row - (1 << 63))  # a chunk id: the copy keys items by their 64-bit hex
+
+    def row(self, item: str) -> int:
+        return int(item[1:], 16)
+
+    def build(self, blocks: Iterator[tuple[np.ndarray, np.ndarray]]) -> None:
+        super().build(blocks)
+        dims = len(self.conn.execute("SELECT code FROM vector_items LIMIT 1").fetchone()[0])
+        self.index.search(self.conn, TENANT, SPACE, np.full(dims, dims**-0.5, dtype=np.float32), 1)  # makes the copy
+
+    def bytes(self) -> int:
+        return super().bytes() + _file_bytes(*self.path.parent.glob(f"{self.path.name}.resident-*"))
 
 
 def _int8(vecs: np.ndarray) -> np.ndarray:
@@ -237,13 +272,15 @@ class FaissIvfSq8:
         return _file_bytes(self.path)
 
 
-ENGINES = ("ivf", "sqlite-vec", "faiss", "usearch", "usearch-f16")
+ENGINES = ("ivf", "ivf-resident", "sqlite-vec", "faiss", "usearch", "usearch-f16")
 
 
 def make(name: str, home: Path, docs_per: int, size: int) -> Engine:
     """A fresh engine by name, its files under `home`."""
     if name == "ivf":
         return TodayIvf(home, docs_per)
+    if name == "ivf-resident":
+        return ResidentIvf(home, docs_per)
     if name == "sqlite-vec":
         return SqliteVec(home, docs_per)
     if name in ("usearch", "usearch-f16"):

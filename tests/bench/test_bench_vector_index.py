@@ -56,3 +56,27 @@ def test_the_scope_is_one_percent_of_the_documents_and_all_their_rows() -> None:
     docs, rows = scope(spec)
     assert len(docs) == 100 and len(set(docs.tolist())) == 100
     assert len(rows) == 1000 and set(data.document_of(rows, spec).tolist()) == set(docs.tolist())
+
+
+def test_todays_ivf_and_its_resident_copy_answer_through_the_benchs_interface(tmp_path) -> None:
+    from bench.documents.vector_engines import ResidentIvf, TodayIvf
+    from bench.documents.vector_index import blocks
+
+    spec = data.DataSpec(size=12000, chunks_per_doc=10, noise=0.2)  # past PROBE: the lists are probed
+    corpus = data.generate_block(_centres(300, 32), spec, 0, spec.size)
+    queries = corpus[::1200] + 0.01
+    truth = data.exact_top(corpus, queries)
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    rows, resident = TodayIvf(tmp_path / "a", 10), ResidentIvf(tmp_path / "b", 10)
+    resident.index.resident.resident_at = 1000  # the store copies spaces past 50,000 items
+    recall = []
+    for engine in (rows, resident):
+        engine.build(blocks(corpus))
+        found = [engine.search(q, data.K) for q in queries]
+        assert all(len(f) == data.K and 0 <= f.min() and f.max() < spec.size for f in found)
+        recall.append(data.recall_at([engine.rescored(q, data.K, corpus) for q in queries], truth))
+    # as the store searches (RESCORE * k hits rescored): the copy's codes are coarser than int8 (its
+    # own top 10 among near-equal neighbours is not), its top 40 holds the same ten
+    assert recall[0] >= 0.9 and recall[1] >= recall[0] - 0.05
+    assert resident.index.resident._spaces  # the copy was made at the build's end, and saved:
+    assert resident.bytes() > rows.bytes() * 1.05

@@ -88,6 +88,9 @@ def test_a_write_is_seen_at_the_next_search_and_the_saved_copy_serves_another_pr
     for searcher in (vl, other):
         hits = [i for i, _ in searcher.search(conn, T, "chunk", vecs[77], 10, probe=1500)]
         assert set(hits[:5]) == {key_item(12345), *ids[75:77], *ids[78:80]} and ids[77] not in hits
+    with conn:
+        vl.drop(conn, T)  # the collection deleted: its copy and file go
+    assert not list(tmp_path.glob("v.db.resident-*")) and ("u", "c", "chunk") not in vl.resident._spaces
 
 
 def test_spaces_it_cannot_key_scopes_and_other_collections_go_through_the_rows(tmp_path: Path) -> None:

@@ -211,6 +211,15 @@ class ResidentLists:
                     return None
             return copy.search(picks, qs, k)
 
+    def discard(self, conn: sqlite3.Connection, keys: Sequence[SpaceKey]) -> None:
+        """Forget the copies of `keys` and delete their files (their spaces are being deleted)."""
+        db = main_file(conn)
+        with self._lock:
+            for key in keys:
+                self._spaces.pop(key, None)
+        for key in keys if db is not None else []:
+            _file(db, key).unlink(missing_ok=True)
+
     def forget(self, user: str, collection: str) -> None:
         """Drop the copies of a collection's spaces (a later search makes them again)."""
         with self._lock:
@@ -221,7 +230,7 @@ class ResidentLists:
         self, key: SpaceKey, db: Path | None, stamps: dict[int, int], sizes: dict[int, int], read: ReadLists,
         conn: sqlite3.Connection | None,
     ) -> None:  # fmt: skip
-        path = None if db is None else db.with_name(f"{db.name}.resident-{_digest(key)}.faiss")
+        path = None if db is None else _file(db, key)
         reader = conn or sqlite3.connect(db.as_uri() + "?mode=ro", uri=True, check_same_thread=False)
         try:
             made = _loaded(path, stamps) if path is not None else None
@@ -287,5 +296,6 @@ def main_file(conn: sqlite3.Connection) -> Path | None:
     return Path(main) if main else None
 
 
-def _digest(key: SpaceKey) -> str:
-    return hashlib.sha256("\0".join(key).encode()).hexdigest()[:16]
+def _file(db: Path, key: SpaceKey) -> Path:
+    """Where the copy of `key` is saved, beside database file `db` (named by a digest of the key)."""
+    return db.with_name(f"{db.name}.resident-{hashlib.sha256(chr(0).join(key).encode()).hexdigest()[:16]}.faiss")

@@ -170,12 +170,14 @@ class VectorLists:
         self._stamp(conn, tenant, space, set(per_list))
 
     def drop(self, conn: sqlite3.Connection, tenant: Tenant, space: str | None = None) -> None:
-        """Forget a collection's spaces (one, or all)."""
-        self.resident.forget(tenant.user, tenant.collection)
+        """Forget a collection's spaces (one, or all), their resident copies and files too."""
+        args = (tenant.user, tenant.collection, space)
+        spaces = conn.execute("SELECT space FROM vector_spaces WHERE user = ? AND collection = ? AND (?3 IS NULL"
+                              " OR space = ?3)", args).fetchall()  # fmt: skip
+        self.resident.discard(conn, [(tenant.user, tenant.collection, r[0]) for r in spaces])
         for table in ("vector_items", "vector_lists", "vector_spaces"):
             conn.execute(
-                "DELETE FROM " + table + " WHERE user = ? AND collection = ? AND (?3 IS NULL OR space = ?3)",
-                (tenant.user, tenant.collection, space),
+                "DELETE FROM " + table + " WHERE user = ? AND collection = ? AND (?3 IS NULL OR space = ?3)", args
             )
 
     # --- reads ------------------------------------------------------------------------------------
