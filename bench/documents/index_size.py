@@ -24,6 +24,7 @@ from pathlib import Path
 from processors.stores.neo4j.schema import Neo4jConnection
 
 DB_FILES = ("docs.db", "graph.db", "vectors.db")
+RESIDENT = "resident copies (*.faiss)"
 
 
 @dataclass
@@ -56,7 +57,8 @@ def sqlite_objects(path: Path) -> dict[str, int]:
 
 
 def home_size(home: Path) -> HomeSize:
-    """Measure an embedded home (its docs.db, graph.db and vectors.db and their WAL files)."""
+    """Measure an embedded home (its docs.db, graph.db and vectors.db and their WAL files, and the
+    resident copies of its large vector spaces)."""
     files: dict[str, FileSize] = {}
     for name in DB_FILES:
         path = home / name
@@ -65,6 +67,9 @@ def home_size(home: Path) -> HomeSize:
         on_disk = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
         objects = sqlite_objects(path)
         files[name] = FileSize(on_disk, sum(objects.values()), objects)
+    copies = {p.name: p.stat().st_size for p in sorted(home.glob("*.db.resident-*.faiss"))}
+    if copies:  # large spaces' lists as faiss PQ codes (processors/stores/sqlite/resident_lists.py), derived
+        files[RESIDENT] = FileSize(sum(copies.values()), sum(copies.values()), copies)
     chunks = _chunks(home / "docs.db")
     total = sum(f.bytes_in_pages for f in files.values())
     return HomeSize(chunks, total, round(total / chunks, 1) if chunks else 0.0, files)

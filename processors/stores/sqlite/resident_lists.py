@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 RESIDENT_AT = 50_000  # items past which a space's lists are copied into the process
 DIMS_PER_CODE = 4  # vector dimensions per product-quantizer byte (384 dims: 96 bytes a vector)
 TRAIN_ITEMS = 32_768  # vectors the product quantizer is trained on
-BUILD_LISTS = 64  # lists read per statement while building
+BUILD_LISTS = 16  # lists read per statement while building (~16k rows: bounded scratch memory)
 SPARE_SLOTS = 0.5  # empty slots a copy keeps for lists made after it (splits), as a share of its lists
 _CHUNK_ID = re.compile(r"c[0-9a-f]{16}")
 _BIAS = 1 << 63  # uint64 <-> int64: faiss keys are signed
@@ -74,7 +74,9 @@ def unit_vectors(codes: Codes) -> np.ndarray:
     """The items' dequantised vectors, scaled to unit length."""
     vecs = codes.codes.astype(np.float32)
     norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-    return np.ascontiguousarray(vecs / np.where(norms == 0, 1.0, norms), dtype=np.float32)
+    norms[norms == 0] = 1.0
+    vecs /= norms  # in place: a build converts a million rows, a block at a time
+    return vecs
 
 
 class ResidentSpace:
