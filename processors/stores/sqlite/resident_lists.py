@@ -4,9 +4,11 @@ millions scores the lists nearest a question in memory instead of reading their 
 At 1M chunks a probe of the SQLite lists (vector_lists.py) read 8,192 rows of int8 codes and
 scored them in Python: ~57 ms a probe, 264 ms of a 1,170 ms question, nine tenths of it the rows'
 read (issue 38). Here each list of a space past `RESIDENT_AT` items is held as faiss product-
-quantizer codes (`PQ_BYTES` a vector, unit vectors, inner product) in a faiss IVF index whose
-lists are the space's own lists, searched only in the lists the caller picked
-(`search_preassigned`): ~1 ms a probe, ~100 MB a million chunks.
+quantizer codes (a byte per `DIMS_PER_CODE` dimensions of the unit vector, inner product) in a
+faiss IVF index whose lists are the space's own lists, searched only in the lists the caller
+picked (`search_preassigned`): ~1 ms a probe, ~107 MB a million 384-dim chunks. Its best
+`OVERSAMPLE` x k are then scored by their int8 codes, read by key, so a search answers with the
+rows' scores (and, but for a neighbour the coarser codes rank past the cut, the rows' items).
 
 SQLite stays the source of truth; this copy is derived and never answers from a list it does not
 hold as the file has it now:
@@ -39,6 +41,7 @@ from pathlib import Path
 import faiss
 import numpy as np
 
+from processors.algorithms.vectors import top_k
 from processors.stores.sqlite.list_codes import Codes, SpaceKey
 
 log = logging.getLogger(__name__)
@@ -47,6 +50,9 @@ RESIDENT_AT = 50_000  # items past which a space's lists are copied into the pro
 DIMS_PER_CODE = 4  # vector dimensions per product-quantizer byte (384 dims: 96 bytes a vector)
 TRAIN_ITEMS = 32_768  # vectors the product quantizer is trained on
 BUILD_LISTS = 16  # lists read per statement while building (~16k rows: bounded scratch memory)
+# The copy's candidates per hit wanted, then scored by their int8 codes as the rows are. At 1M, 2
+# kept the rows' top 10 in every top 40 of 100 probes (1 kept .996), 4 cost 2.5x the time of 2.
+OVERSAMPLE = 2
 SPARE_SLOTS = 0.5  # empty slots a copy keeps for lists made after it (splits), as a share of its lists
 _CHUNK_ID = re.compile(r"c[0-9a-f]{16}")
 _BIAS = 1 << 63  # uint64 <-> int64: faiss keys are signed
@@ -158,6 +164,7 @@ class ResidentSpace:
 
 
 ReadLists = Callable[[sqlite3.Connection, Sequence[int]], Codes]  # a space's lists' items, in the order asked
+ReadCodes = Callable[[sqlite3.Connection, Sequence[str]], dict[str, np.ndarray]]  # items' int8 vectors, by key
 
 
 class ResidentLists:
@@ -190,12 +197,29 @@ class ResidentLists:
 
     def search(
         self, conn: sqlite3.Connection, key: SpaceKey, lists: tuple[dict[int, int], dict[int, int]],
-        read: ReadLists, picks: Sequence[Sequence[int]], qs: Sequence[np.ndarray], k: int,
+        read: tuple[ReadLists, ReadCodes], picks: Sequence[Sequence[int]], qs: Sequence[np.ndarray], k: int,
     ) -> list[list[tuple[str, float]]] | None:  # fmt: skip
         """For each unit vector of `qs`, (item, approximate cosine) of the best `k` items of its lists
-        (`picks`), best first, from the copy of `key`, its picked lists first refreshed from the rows
-        where their stamp moved. `lists`: each list's stamp and size as the file has them now.
-        None when no copy is ready (the caller reads the rows)."""
+        (`picks`), best first, as the rows would score them: the copy's best `OVERSAMPLE` x `k`
+        (its picked lists first refreshed from the rows where their stamp moved), scored by their
+        int8 codes read by key (`read`: lists' items, items' codes). `lists`: each list's stamp and
+        size as the file has them now. None when no copy is ready (the caller reads the rows)."""
+        found = self._candidates(conn, key, lists, read[0], picks, qs, k * OVERSAMPLE)
+        if found is None:
+            return None
+        vecs = read[1](conn, list(dict.fromkeys(i for hits in found for i, _ in hits)))
+        out = []
+        for q, hits in zip(qs, found, strict=True):
+            ids = [i for i, _ in hits if i in vecs]  # one deleted since the copy's search is gone
+            sims = np.stack([vecs[i] for i in ids]) @ q if ids else np.zeros(0, dtype=np.float32)
+            out.append([(ids[n], float(sims[n])) for n in top_k(sims, k).tolist()])
+        return out
+
+    def _candidates(
+        self, conn: sqlite3.Connection, key: SpaceKey, lists: tuple[dict[int, int], dict[int, int]],
+        read: ReadLists, picks: Sequence[Sequence[int]], qs: Sequence[np.ndarray], k: int,
+    ) -> list[list[tuple[str, float]]] | None:  # fmt: skip
+        """The copy's own best `k` of each vector's lists (PQ scores), or None (no copy ready)."""
         stamps, sizes = lists
         copy = self.space(conn, key, stamps, sizes, read)
         if copy is None:

@@ -206,7 +206,8 @@ class VectorLists:
         key = (tenant.user, tenant.collection, space)
         if allowed is None:  # a large space's copy in memory, once made (resident_lists.py)
             sizes = dict(zip(cents.lists, cents.sizes, strict=True))
-            read = lambda c, lists: self._read(c, tenant, space, lists)  # noqa: E731
+            read = (lambda c, lists: self._read(c, tenant, space, lists),
+                    lambda c, items: self.codes(c, tenant, [space], items))  # fmt: skip
             hits = self.resident.search(conn, key, (cents.stamps, sizes), read, picks, qs, k)
             if hits is not None:
                 return hits
