@@ -74,12 +74,13 @@ class TodayIvf:
         self.index = VectorLists(ResidentLists(resident_at=2**62))  # the rows' path alone
 
     def item(self, row: int) -> str:
-        """The index's id of a row."""
-        return str(row)
+        """The index's id of a row: a chunk id, as the store's (the copy keys items by their 64-bit
+        hex; ids also order a list's rows, so both engines build the same lists)."""
+        return key_item(row - (1 << 63))
 
     def row(self, item: str) -> int:
         """The row of an index id."""
-        return int(item)
+        return int(item[1:], 16)
 
     def build(self, blocks: Iterator[tuple[np.ndarray, np.ndarray]]) -> None:
         for ids, vecs in blocks:
@@ -112,17 +113,12 @@ class TodayIvf:
 
 
 class ResidentIvf(TodayIvf):
-    """`TodayIvf` with the store's resident copy of its lists, made (and saved) at the build's end."""
+    """`TodayIvf` with the store's resident copy of its lists, made (and saved) at the build's end:
+    the same lists as `TodayIvf`'s of the same rows, so the two differ by the copy alone."""
 
     def __init__(self, home: Path, docs_per: int) -> None:
         super().__init__(home, docs_per)
         self.index = VectorLists(ResidentLists(background=False))
-
-    def item(self, row: int) -> str:
-        return key_item(row - (1 << 63))  # a chunk id: the copy keys items by their 64-bit hex
-
-    def row(self, item: str) -> int:
-        return int(item[1:], 16)
 
     def build(self, blocks: Iterator[tuple[np.ndarray, np.ndarray]]) -> None:
         super().build(blocks)
