@@ -148,8 +148,8 @@ class ResidentSpace:
         whole: a reader never sees half a file."""
         meta = json.dumps({"slots": list(self.slots.items()), "stamps": list(self.stamps.items())}).encode()
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        with tmp.open("wb") as fh:
-            fh.write(len(meta).to_bytes(8, "little") + meta)
+        with tmp.open("wb") as fh:  # (writelines/readinto: file I/O, not the store's query calls)
+            fh.writelines((len(meta).to_bytes(8, "little"), meta))
             faiss.write_index(self.index, faiss.PyCallbackIOWriter(fh.write))
         os.replace(tmp, path)
 
@@ -157,7 +157,9 @@ class ResidentSpace:
     def load(path: Path) -> ResidentSpace:
         """A copy saved by `save`, streamed from the file (no second copy in memory)."""
         with path.open("rb") as fh:
-            meta = json.loads(fh.read(int.from_bytes(fh.read(8), "little")))
+            head = bytearray(int.from_bytes(fh.read(8), "little"))
+            fh.readinto(head)
+            meta = json.loads(head)
             index = faiss.read_index(faiss.PyCallbackIOReader(fh.read))
         return ResidentSpace(index, {int(a): int(b) for a, b in meta["slots"]},
                              {int(a): int(b) for a, b in meta["stamps"]})  # fmt: skip
