@@ -34,6 +34,15 @@ def top_k(scores: np.ndarray, k: int, mask: np.ndarray | None = None) -> np.ndar
     return rows[np.lexsort((rows, -scores[rows]))][:k]
 
 
+def unit_rows(m: np.ndarray) -> np.ndarray:
+    """The rows of `m` scaled to unit length (a zero row stays zero), as float32; a float input is
+    divided in its own precision, an integer one (int8 codes) in float32."""
+    if not np.issubdtype(m.dtype, np.floating):
+        m = m.astype(np.float32)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    return (m / np.where(norms == 0, 1.0, norms)).astype(np.float32, copy=False)
+
+
 def quantize(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rows as int8 codes (each row's peak at ±127: a quarter of float32's bytes) and a scale each,
     chosen so that scale * code is a unit vector: its dot product with a unit query is the cosine

@@ -41,7 +41,7 @@ from pathlib import Path
 import faiss
 import numpy as np
 
-from processors.algorithms.vectors import top_k
+from processors.algorithms.vectors import top_k, unit_rows
 from processors.stores.sqlite.list_codes import Codes, SpaceKey
 
 log = logging.getLogger(__name__)
@@ -74,15 +74,6 @@ def item_keys(ids: Sequence[str]) -> np.ndarray:
 def key_item(key: int) -> str:
     """The chunk id of a faiss key."""
     return f"c{key + _BIAS:016x}"
-
-
-def unit_vectors(codes: Codes) -> np.ndarray:
-    """The items' dequantised vectors, scaled to unit length."""
-    vecs = codes.codes.astype(np.float32)
-    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    vecs /= norms  # in place: a build converts a million rows, a block at a time
-    return vecs
 
 
 class ResidentSpace:
@@ -121,7 +112,7 @@ class ResidentSpace:
         if codes.ids:
             keys = item_keys(codes.ids)
             assign = np.full(len(keys), slot, dtype=np.int64)
-            self.index.add_core(len(keys), faiss.swig_ptr(unit_vectors(codes)), faiss.swig_ptr(keys),
+            self.index.add_core(len(keys), faiss.swig_ptr(unit_rows(codes.codes)), faiss.swig_ptr(keys),
                                 faiss.swig_ptr(assign))  # fmt: skip
         self.stamps[lst] = stamp
         return True
@@ -291,7 +282,7 @@ def build(conn: sqlite3.Connection, stamps: dict[int, int], sizes: dict[int, int
         held += sizes.get(lst, 0)
     read_sample = read(conn, sample_lists)
     item_keys(read_sample.ids)  # a space of other ids stops here, before any training
-    sample = unit_vectors(read_sample)
+    sample = unit_rows(read_sample.codes)
     if not len(sample):
         raise ValueError("the space has no items")
     made = ResidentSpace.empty(sample.shape[1], len(order), sample)

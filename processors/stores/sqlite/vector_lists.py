@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from processors.algorithms.vectors import kmeans, nearest_rows, quantize
+from processors.algorithms.vectors import kmeans, nearest_rows, quantize, unit_rows
 from processors.stores.sqlite.list_codes import Codes, ListCache, best_each, best_of_lists, of_docs
 from processors.stores.sqlite.resident_lists import ResidentLists
 from schemas.tenant import Tenant
@@ -138,7 +138,7 @@ class VectorLists:
             return
         self.remove(conn, tenant, space, [i for i, _, _ in items])
         cents = self._centroids(conn, tenant, space, cached=False)
-        vecs = _unit(np.stack([v for _, _, v in items]))
+        vecs = unit_rows(np.stack([v for _, _, v in items]))
         if cents.matrix is None:
             lists = np.zeros(len(items), dtype=np.int64)
         else:
@@ -344,7 +344,7 @@ class VectorLists:
         returns the lists made (`lst` among them)."""
         rows = conn.execute(_LIST_ITEMS, (tenant.user, tenant.collection, space, lst)).fetchall()
         codes = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.int8).reshape(len(rows), -1)
-        vecs = _unit(codes.astype(np.float32))
+        vecs = unit_rows(codes)
         sample = vecs
         if len(vecs) > TRAIN_SAMPLE * parts:  # train on a sample, then assign everything
             sample = vecs[np.random.default_rng(len(rows)).choice(len(vecs), TRAIN_SAMPLE * parts, replace=False)]
@@ -390,8 +390,3 @@ def _nearest_lists(cents: Centroids, q: np.ndarray, probe: int) -> list[int]:
         if read >= probe:
             break
     return out
-
-
-def _unit(m: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(m, axis=1, keepdims=True)
-    return (m / np.where(norms == 0, 1.0, norms)).astype(np.float32)
