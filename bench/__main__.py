@@ -11,7 +11,18 @@ from dataclasses import dataclass
 
 from bench.docqa import no_model_answer, rerank, tune
 from bench.docqa import run as docqa
-from bench.documents import fleet, index_size, ingest, load_rate, measure, scale, stores, vector_index, write_rate
+from bench.documents import (
+    fleet,
+    index_size,
+    ingest,
+    load_rate,
+    measure,
+    scale,
+    stores,
+    vector_index,
+    write_at_size,
+    write_rate,
+)
 from bench.graph import communities
 from bench.graph import run as graph
 from bench.reliability import run as reliability
@@ -40,6 +51,7 @@ SECTIONS: dict[str, Section] = {
     ),
     "load-rate": Section("kgflow load documents' tokens/s against the embedding model's alone", load_rate.main),
     "write-rate": Section("the document store's chunks/s by batch size, SQLite and Neo4j", write_rate.main),
+    "write-at-size": Section("the SQLite store's chunks/s at a built corpus's size, by batch size", write_at_size.main),
     "vector-index": Section("today's IVF vector index against sqlite-vec, usearch and faiss", vector_index.main),
     "tune": Section("recall of a ranking knob's values on one half of a doc-QA set", tune.main),
     "reliability": Section("fuzzed frames, heavy tenants and killed loads against a running kgflow", reliability.main),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ from bench.documents import corpus as doc_corpus
 from bench.documents import measure as doc_measure
 from bench.documents import scale as documents_scale
 from bench.documents import stores as doc_stores
+from bench.documents import write_at_size
 from bench.documents.corpus import USER, CorpusSpec, distractors
 from bench.documents.sources import Sources, prepare_sources
 from processors.algorithms.iris import concept_iri
@@ -232,3 +234,21 @@ def test_neo4j_is_measured_as_deployed_only() -> None:
     assert doc_measure.parse_args(["--backend", "sqlite", "--topology", "fleet", *common]).topology == "fleet"
     with pytest.raises(SystemExit):
         doc_measure.parse_args(["--backend", "neo4j", "--topology", "embedded", *common])
+
+
+async def test_the_write_rate_at_a_size_writes_new_documents_into_a_copy_of_the_built_corpus(
+    sources: Sources, tmp_path: Path
+) -> None:
+    built = await doc_stores.ensure("sqlite", "1k", CorpusSpec(1000, batch=200), sources, False, tmp_path / "c")
+    home = Path(built["home"])
+    assert write_at_size.built_home("1k", tmp_path / "c") == home
+    before = await _corpus(home, [])
+    run = await write_at_size.measure("1k", home, sources, 50, 2, lambda _: None)
+    assert await _corpus(home, []) == before  # the built corpus is left as it was
+    assert run["chunks"] == 100 and len(run["seconds_per_batch"]) == 2 and run["store_write_chunks_per_s"] > 0
+    copy = tmp_path / "copy"
+    shutil.copytree(home, copy)
+    await write_at_size.write_batches(copy, "1k", sources, 50, 2)
+    docs, _, counts = await _corpus(copy, [])
+    assert counts == DocumentCounts(before[2].documents + 100, before[2].chunks + 100)  # every distractor new
+    assert {d[0] for d in before[0]} < {d[0] for d in docs}
