@@ -252,3 +252,13 @@ async def test_the_write_rate_at_a_size_writes_new_documents_into_a_copy_of_the_
     docs, _, counts = await _corpus(copy, [])
     assert counts == DocumentCounts(before[2].documents + 100, before[2].chunks + 100)  # every distractor new
     assert {d[0] for d in before[0]} < {d[0] for d in docs}
+
+
+def test_a_sqlite_size_measured_as_deployed_is_held_to_the_documents_processors_own_rss() -> None:
+    deployed = {"rss_mb": 482.4, "rss_of": "the documents processor"}
+    size = {"rss_mb": 930.2, "rss_of": "the embedded process", "as_deployed": deployed}
+    targets = documents_scale.documents_scale_targets({"sqlite": {"1m": size}, "neo4j": {}})
+    assert targets["sqlite.1m.rss_mb (the embedded process)"]["met"] is False
+    assert targets["sqlite.1m.as_deployed.rss_mb (the documents processor)"] == {
+        "value": 482.4, "target": "<= 600", "met": True,
+    }  # fmt: skip
