@@ -10,9 +10,8 @@ import numpy as np
 
 from processors.stores.documents_protocol import ScopeSql, scope_params
 from processors.stores.sqlite import mention_rows
-from processors.stores.sqlite.mention_rows import CHUNK_OF_KEY
+from processors.stores.sqlite.mention_rows import CHUNK_OF_KEY, ROWID_OF
 from processors.stores.sqlite.mention_rows import ID as MENTION_ID
-from processors.stores.sqlite.mention_rows import IN_SCOPE as MENTION_IN_SCOPE
 from processors.stores.sqlite.mention_rows import SCHEMA as MENTIONS_SCHEMA
 from processors.stores.sqlite.relation_rows import SCHEMA as RELATIONS_SCHEMA
 from processors.stores.sqlite.relation_rows import migrate as migrate_relations
@@ -112,14 +111,17 @@ GET_CHUNKS = (
     "SELECT " + _CHUNK_COLS + " FROM chunks c JOIN documents d ON d.user = c.user AND d.collection = c.collection"
     " AND d.id = c.document_id WHERE c.user = ? AND c.collection = ? AND c.id IN (SELECT value FROM json_each(?))"
 )
-# Links of a neighbourhood: per entity of ?3 (JSON array), its first ?5 mentions in scope as a JSON
-# array of [chunk, count] (the caller keeps the most mentioning; the correlated subquery keeps each
-# entity's own LIMIT in one statement), and what the given chunks mention (?4: JSON array of allowed
-# documents or null).
+# Links of a neighbourhood: per entity of ?3 (JSON array), of its first ?5 mentions in scope (?4:
+# the scope flag), the ?6 most mentioning as a JSON array of [chunk, count] (the correlated
+# subquery keeps each entity's own LIMIT in one statement; ties by chunk key). Only those ?6 chunk
+# rows are read, for their ids: at 1M chunks a hub's 256 rows were ~300 ms of a question (issue 38).
 ENTITY_LINKS = (
-    "SELECT k.value, (SELECT json_group_array(json_array(x.id, x.count)) FROM (SELECT c.id, m.count"
-    " FROM chunk_mentions m CROSS JOIN chunks c WHERE m.entity = " + MENTION_ID.format("k.value")
-    + " AND " + MENTION_IN_SCOPE + " LIMIT ?5) x) FROM json_each(?3) k"
+    "SELECT k.value, (SELECT json_group_array(json_array(c.id, x.count)) FROM (SELECT chunk, count FROM"
+    " (SELECT m.chunk, m.count FROM chunk_mentions m WHERE m.entity = " + MENTION_ID.format("k.value")
+    + " AND (?4 IS NULL OR EXISTS (SELECT 1 FROM chunks s WHERE s.rowid = " + CHUNK_OF_KEY
+    + " AND s.document_id IN (SELECT id FROM temp.scope_docs))) LIMIT ?5) ORDER BY count DESC, chunk LIMIT ?6) x"
+    " CROSS JOIN chunks c WHERE c.rowid = " + ROWID_OF.format("x.chunk") + " AND c.user = ?1 AND c.collection = ?2)"
+    " FROM json_each(?3) k"
 )  # fmt: skip
 LINKS_READ = 256  # mentions of one entity read before the most-mentioning are kept (a hub has thousands)
 # The documents with a timestamp in [?3, ?4] ("episodes"); ?5: JSON array of allowed documents or null.

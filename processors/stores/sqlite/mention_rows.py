@@ -26,7 +26,8 @@ from schemas.tenant import Tenant
 # order (the text key's, a hash) they were a fair sample, and scrambled they still are.
 _P, _MIX, _UNMIX = 2147483647, 1327217885, 1998591742
 KEY_OF_CHUNK = f"(c.rowid * {_MIX} % {_P})"  # the key of chunk `c`
-CHUNK_OF_KEY = f"(m.chunk * {_UNMIX} % {_P})"  # the rowid of mention `m`'s chunk
+ROWID_OF = f"({{}} * {_UNMIX} % {_P})"  # the chunk rowid of a key (format with the key's column)
+CHUNK_OF_KEY = ROWID_OF.format("m.chunk")  # the rowid of mention `m`'s chunk
 _TABLE = """CREATE TABLE IF NOT EXISTS chunk_mentions (
     entity INTEGER NOT NULL, chunk INTEGER NOT NULL, count INTEGER NOT NULL,
     PRIMARY KEY (entity, chunk)) WITHOUT ROWID"""

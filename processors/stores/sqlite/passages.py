@@ -257,7 +257,7 @@ def mention_links(
     rows: list[tuple[str, str, int]] = []
     wanted = list(dict.fromkeys(entities))
     if wanted:
-        args = (tenant.user, tenant.collection, json.dumps(wanted), scoped, max(per_entity, LINKS_READ))
+        args = (tenant.user, tenant.collection, json.dumps(wanted), scoped, max(per_entity, LINKS_READ), per_entity)
         read = {e: json.loads(found) for e, found in conn.execute(ENTITY_LINKS, args)}
         for e in wanted:
             rows += [(e, c, n) for c, n in sorted(read.get(e, []), key=lambda r: (-r[1], r[0]))[:per_entity]]
