@@ -11,14 +11,16 @@ at the size itself, by batch size (issue 38: "within 2x of its own 10k rate up t
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.documents.corpus import STORE_PARTS, DirectWriter, distractors
+from bench.documents.corpus import DirectWriter, distractors
 from bench.documents.sources import Sources, prepare_sources
+from bench.documents.store_profile import write_summary
 from bench.documents.stores import CACHE, collection, spec_for
 from bench.harness.results import RESULTS, write_section
 from bench.harness.stats import load_average
@@ -29,9 +31,10 @@ SECTION = "write-at-size"
 
 
 def built_home(size: str, cache: Path = CACHE) -> Path | None:
-    """The newest built SQLite home of `size` (one with a marker), or None."""
+    """The newest finished SQLite build of `size` (a stopped one resumes elsewhere), or None."""
     homes = [h for h in cache.glob(f"sqlite-{size}-*") if (h / "marker.json").exists()]
-    return max(homes, key=lambda h: (h / "marker.json").stat().st_mtime) if homes else None
+    built = [h for h in homes if json.loads((h / "marker.json").read_text()).get("state") == "built"]
+    return max(built, key=lambda h: (h / "marker.json").stat().st_mtime) if built else None
 
 
 async def write_batches(home: Path, size: str, sources: Sources, batch: int, count: int) -> dict[str, Any]:
@@ -50,13 +53,10 @@ async def write_batches(home: Path, size: str, sources: Sources, batch: int, cou
             per_batch.append(round(time.perf_counter() - began, 2))
     finally:
         await stores.close()
-    store_s = sum(writer.seconds[k] for k in STORE_PARTS)
     return {
         "batch": batch,
-        "chunks": batch * count,
-        "seconds_by_part": {k: round(writer.seconds[k], 2) for k in STORE_PARTS},
+        **write_summary(writer, batch * count),
         "seconds_per_batch": per_batch,
-        "store_write_chunks_per_s": round(batch * count / store_s, 1),
         "documents_ms_per_chunk": round(1000 * writer.seconds["documents"] / (batch * count), 3),
     }
 
